@@ -1,0 +1,2 @@
+//! Throughput bench (in progress).
+fn main() {}

@@ -1,0 +1,199 @@
+//! chela-channel: the [`Channel`] trait and the normalized types every channel speaks.
+//!
+//! Channels know nothing of sessions, agents or the store: an adapter turns platform events
+//! into [`Inbound`] records, hands them to an [`InboundSink`] (which returns once the record is
+//! durable), and sends or edits messages when asked.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+/// A boxed, sendable future.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The kind of conversation a message came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChatKind {
+    /// A one-to-one conversation with the bot.
+    Direct,
+    /// A group chat.
+    Group,
+    /// A room or guild channel.
+    Channel,
+}
+
+/// Who sent a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Sender {
+    /// Platform user id.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// Username or handle, if the platform has one.
+    pub username: Option<String>,
+}
+
+/// Where a message lives and where its reply goes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Conversation {
+    /// Channel name (`telegram`, `discord`, `terminal`).
+    pub channel: String,
+    /// Account id (one bot token is one account); `default` unless configured.
+    pub account: String,
+    /// Chat kind.
+    pub kind: ChatKind,
+    /// Platform chat id.
+    pub chat_id: String,
+    /// Thread or forum topic id, if any.
+    pub thread_id: Option<String>,
+}
+
+/// The message an inbound replies to, if any.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplyTo {
+    /// Platform message id.
+    pub message_id: String,
+    /// Its text.
+    pub text: String,
+    /// Its sender's id.
+    pub sender_id: String,
+}
+
+/// One normalized inbound message (SPEC 1.1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Inbound {
+    /// Where it came from.
+    pub conversation: Conversation,
+    /// Who sent it.
+    pub sender: Sender,
+    /// Platform message id (unique within the conversation).
+    pub message_id: String,
+    /// Message text.
+    pub text: String,
+    /// The message it replies to.
+    pub reply_to: Option<ReplyTo>,
+    /// True when the bot was mentioned or replied to.
+    pub mentioned: bool,
+    /// Milliseconds since the Unix epoch.
+    pub timestamp_ms: u64,
+}
+
+/// What a channel can do and how fast.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Longest text of one message, in chars.
+    pub max_chars: usize,
+    /// Most lines in one message, if the platform folds long ones.
+    pub max_lines: Option<usize>,
+    /// Least time between two edits of one message, in milliseconds.
+    pub edit_interval_ms: u64,
+    /// Whether `open_thread` can create threads or topics.
+    pub threads: bool,
+}
+
+/// A message the channel sent, so it can be edited later.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SentMessage {
+    /// Platform message id.
+    pub message_id: String,
+}
+
+/// Why a channel operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ChannelError {
+    /// The channel does not support this operation.
+    #[error("{0} is not supported by this channel")]
+    Unsupported(&'static str),
+    /// The platform asked to slow down.
+    #[error("rate limited; retry after {retry_after_ms} ms")]
+    RateLimited {
+        /// How long to wait.
+        retry_after_ms: u64,
+    },
+    /// The platform rejected the request.
+    #[error("the platform refused: {0}")]
+    Rejected(String),
+    /// Transport failure (network, closed stream).
+    #[error("transport error: {0}")]
+    Transport(String),
+}
+
+impl ChannelError {
+    /// True when trying again later may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, ChannelError::RateLimited { .. } | ChannelError::Transport(_))
+    }
+}
+
+/// Why the sink refused an inbound message.
+#[derive(Debug, thiserror::Error)]
+#[error("inbound not accepted: {0}")]
+pub struct SinkError(pub String);
+
+/// Where a channel hands its inbound messages. `accept` returns once the message is durable
+/// (or deliberately dropped by admission); only then may the channel acknowledge the platform.
+pub trait InboundSink: Send + Sync {
+    /// Accepts one normalized message.
+    fn accept(&self, inbound: Inbound) -> BoxFuture<'_, Result<(), SinkError>>;
+}
+
+/// A chat platform adapter.
+pub trait Channel: Send + Sync {
+    /// Channel name (`telegram`, `discord`, `terminal`).
+    fn name(&self) -> &str;
+    /// Platform limits and pacing.
+    fn limits(&self) -> Limits;
+    /// Receives messages until `shutdown` fires, handing each to `sink`.
+    fn run(
+        &self,
+        sink: std::sync::Arc<dyn InboundSink>,
+        shutdown: CancellationToken,
+    ) -> BoxFuture<'_, Result<(), ChannelError>>;
+    /// Sends a new message into `to`.
+    fn send<'a>(
+        &'a self,
+        to: &'a Conversation,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<SentMessage, ChannelError>>;
+    /// Replaces the text of a sent message.
+    fn edit<'a>(
+        &'a self,
+        to: &'a Conversation,
+        message: &'a SentMessage,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>>;
+    /// Shows a typing indicator (a no-op where the platform has none).
+    fn typing<'a>(&'a self, to: &'a Conversation) -> BoxFuture<'a, Result<(), ChannelError>> {
+        let _ = to;
+        Box::pin(async { Ok(()) })
+    }
+    /// Deletes a sent message.
+    fn delete<'a>(
+        &'a self,
+        to: &'a Conversation,
+        message: &'a SentMessage,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        let _ = (to, message);
+        Box::pin(async { Err(ChannelError::Unsupported("delete")) })
+    }
+    /// Creates a thread or forum topic under `parent` and returns its conversation.
+    fn open_thread<'a>(
+        &'a self,
+        parent: &'a Conversation,
+        title: &'a str,
+    ) -> BoxFuture<'a, Result<Conversation, ChannelError>> {
+        let _ = (parent, title);
+        Box::pin(async { Err(ChannelError::Unsupported("threads")) })
+    }
+    /// Registers native commands (name, description) with the platform.
+    fn register_commands<'a>(
+        &'a self,
+        commands: &'a [(&'a str, &'a str)],
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        let _ = commands;
+        Box::pin(async { Ok(()) })
+    }
+}

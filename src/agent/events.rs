@@ -1,0 +1,61 @@
+//! The typed event stream of a run. Replies, transcripts and the RPC all consume these; the
+//! agent loop and ACP turns both produce them.
+
+use serde::Serialize;
+
+/// One event of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "stream", rename_all = "lowercase")]
+pub enum RunEvent {
+    /// Start, end or failure of the run.
+    Lifecycle(Lifecycle),
+    /// A piece of assistant text, in order.
+    Assistant {
+        /// The new text.
+        delta: String,
+    },
+    /// Progress of a tool call.
+    Tool(ToolEvent),
+}
+
+/// Run lifecycle phases.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "phase", rename_all = "lowercase")]
+pub enum Lifecycle {
+    /// The run started.
+    Start,
+    /// The run finished; `text` is the final answer (may be empty).
+    End {
+        /// Final assistant text of the last model call.
+        text: String,
+        /// True when the run was stopped before it finished.
+        aborted: bool,
+    },
+    /// The run failed; `message` is short and safe to show in chat.
+    Error {
+        /// What went wrong, for the user.
+        message: String,
+    },
+}
+
+/// Tool call progress.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "phase", rename_all = "lowercase")]
+pub enum ToolEvent {
+    /// A tool call began.
+    Start {
+        /// Tool call id.
+        id: String,
+        /// Tool name.
+        name: String,
+    },
+    /// A tool call ended.
+    End {
+        /// Tool call id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// True when it failed, was refused or was skipped.
+        is_error: bool,
+    },
+}

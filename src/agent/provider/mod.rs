@@ -1,0 +1,113 @@
+//! Model providers: one streaming call each, behind the [`Provider`] trait.
+//!
+//! The OpenAI-compatible chat-completions and Anthropic Messages wire formats are two
+//! implementations; `echo` exists only to check channel wiring and is never chosen implicitly.
+
+use std::pin::Pin;
+
+use futures_util::Stream;
+use serde_json::Value;
+
+use crate::agent::message::{Message, StopReason, ToolCall, Usage};
+
+/// A boxed future, as returned by [`Provider::stream`].
+pub type BoxFuture<'a, T> = Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+/// The stream of events of one model call.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<ProviderEvent, ProviderError>> + Send>>;
+
+/// A tool as offered to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// Tool name.
+    pub name: String,
+    /// One-paragraph description the model reads.
+    pub description: String,
+    /// JSON schema of the arguments object.
+    pub parameters: Value,
+}
+
+/// Everything one model call needs.
+#[derive(Debug, Clone)]
+pub struct ProviderRequest {
+    /// System prompt.
+    pub system: String,
+    /// Conversation so far, oldest first.
+    pub messages: Vec<Message>,
+    /// Tools the model may call.
+    pub tools: Vec<ToolSpec>,
+    /// Output token cap.
+    pub max_tokens: u32,
+}
+
+/// One event of a streaming model call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProviderEvent {
+    /// A piece of answer text.
+    TextDelta(String),
+    /// A piece of reasoning text.
+    ThinkingDelta(String),
+    /// A complete tool call (arguments fully assembled and parsed).
+    ToolCall(ToolCall),
+    /// The call ended; always the last event of a successful stream.
+    Done {
+        /// Why the model stopped.
+        stop_reason: StopReason,
+        /// Token usage, zeros when the provider did not say.
+        usage: Usage,
+    },
+}
+
+/// Why a model call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    /// The server could not be reached.
+    #[error("cannot reach the model server at {url}: {reason}")]
+    Connect {
+        /// Base URL tried.
+        url: String,
+        /// Underlying error, short.
+        reason: String,
+    },
+    /// The server answered with an error status.
+    #[error("the model server answered {status}: {message}")]
+    Status {
+        /// HTTP status code.
+        status: u16,
+        /// Error message from the body, short.
+        message: String,
+        /// Seconds to wait, from a `retry-after` header.
+        retry_after: Option<u64>,
+    },
+    /// No event arrived within the idle timeout.
+    #[error("the model sent nothing for {0} s")]
+    IdleTimeout(u64),
+    /// The stream broke or carried something unparseable.
+    #[error("the model stream broke: {0}")]
+    Stream(String),
+    /// No provider is configured.
+    #[error("{0}")]
+    NotConfigured(String),
+}
+
+impl ProviderError {
+    /// True for failures worth retrying: connect errors, 429 and 5xx.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ProviderError::Connect { .. } => true,
+            ProviderError::Status { status, .. } => *status == 429 || *status >= 500,
+            _ => false,
+        }
+    }
+}
+
+/// A model backend.
+pub trait Provider: Send + Sync {
+    /// Provider name for transcripts (`openai`, `anthropic`, `echo`).
+    fn name(&self) -> &str;
+    /// Model name for transcripts and `/status`.
+    fn model(&self) -> &str;
+    /// Starts one streaming call. Connection-level retries happen inside, before the
+    /// stream is returned; the returned stream ends with [`ProviderEvent::Done`] or an error.
+    fn stream(&self, request: ProviderRequest) -> BoxFuture<'_, Result<EventStream, ProviderError>>;
+}

@@ -1,0 +1,1 @@
+//! Configuration (work in progress).

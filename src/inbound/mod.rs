@@ -1,0 +1,3 @@
+//! Inbound: session keys, commands, routing.
+
+pub mod session_key;

@@ -1,0 +1,1 @@
+//! Session keys (work in progress).

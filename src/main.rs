@@ -1,0 +1,2 @@
+//! chela command line.
+fn main() {}

@@ -1,0 +1,1 @@
+//! The sled store (work in progress).

@@ -3,3 +3,4 @@
 pub mod events;
 pub mod message;
 pub mod provider;
+pub mod tools;

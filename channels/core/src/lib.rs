@@ -124,7 +124,10 @@ pub enum ChannelError {
 impl ChannelError {
     /// True when trying again later may succeed.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, ChannelError::RateLimited { .. } | ChannelError::Transport(_))
+        matches!(
+            self,
+            ChannelError::RateLimited { .. } | ChannelError::Transport(_)
+        )
     }
 }
 

@@ -109,5 +109,6 @@ pub trait Provider: Send + Sync {
     fn model(&self) -> &str;
     /// Starts one streaming call. Connection-level retries happen inside, before the
     /// stream is returned; the returned stream ends with [`ProviderEvent::Done`] or an error.
-    fn stream(&self, request: ProviderRequest) -> BoxFuture<'_, Result<EventStream, ProviderError>>;
+    fn stream(&self, request: ProviderRequest)
+    -> BoxFuture<'_, Result<EventStream, ProviderError>>;
 }

@@ -2,11 +2,17 @@
 //!
 //! Module map:
 //! - [`config`]: `config.toml` -> typed [`config::Config`]; `${ENV}` substitution; errors name the key.
-//! - [`inbound`]: session keys, the command fast path and routing of normalized messages.
-//! - [`agent`]: the run: message model, provider streaming, tools, the typed event stream.
-//! - [`store`]: the sled store: typed trees, transcripts, JSONL export/import.
+//! - [`gateway`]: the composition root: store, agent, lanes, router, channels, recovery, shutdown.
+//! - [`inbound`]: session keys, command parsing and routing of normalized messages.
+//! - [`lane`]: one FIFO lane per session, the global run limit, the four queue modes.
+//! - [`agent`]: the run: message model, context, provider streaming, tools, typed events.
+//! - [`reply`]: run events -> chat: preview edits, splitting, pacing, typing, finals.
+//! - [`store`]: the sled store: typed trees, transcripts, pending queue, outbox, JSONL export/import.
 
 pub mod agent;
 pub mod config;
+pub mod gateway;
 pub mod inbound;
+pub mod lane;
+pub mod reply;
 pub mod store;

@@ -1,2 +1,89 @@
-//! chela command line.
-fn main() {}
+//! The `chela` command line: gateway, chat, agent, sessions, status, doctor.
+
+mod cli;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// chela: a chat-platform gateway for AI agents.
+#[derive(Parser)]
+#[command(name = "chela", version, about)]
+struct Args {
+    /// Config file (default: $CHELA_CONFIG, else the platform config dir's chela/config.toml).
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the gateway with every configured channel (the terminal when no platform is set).
+    Gateway,
+    /// Chat with the agent in this terminal.
+    Chat,
+    /// Run one turn and print the reply (for scripts).
+    Agent {
+        /// The message to send.
+        #[arg(long, short)]
+        message: String,
+        /// Session key (default: this terminal user's DM session).
+        #[arg(long)]
+        session: Option<String>,
+        /// Print a JSON object instead of streaming text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Inspect and move transcripts.
+    Sessions {
+        #[command(subcommand)]
+        command: cli::sessions::SessionsCommand,
+    },
+    /// Show store state: sessions, pending turns, undelivered and dead-lettered replies.
+    Status,
+    /// Check config, store and model provider, and say what to fix.
+    Doctor,
+}
+
+fn main() -> ExitCode {
+    let args = match Args::try_parse() {
+        Ok(args) => args,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+        }
+    };
+    let default_log = match args.command {
+        Command::Gateway => "info",
+        _ => "warn",
+    };
+    cli::init_logging(default_log);
+    let loaded = match chela::config::Config::load(args.config.as_deref()) {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            eprintln!("chela: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("chela: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async move {
+        match args.command {
+            Command::Gateway => cli::chat::gateway(loaded).await,
+            Command::Chat => cli::chat::chat(loaded).await,
+            Command::Agent { message, session, json } => {
+                cli::agent::agent(loaded, message, session, json).await
+            }
+            Command::Sessions { command } => cli::sessions::run(loaded, command).await,
+            Command::Status => cli::status::status(loaded).await,
+            Command::Doctor => cli::doctor::doctor(loaded).await,
+        }
+    })
+}

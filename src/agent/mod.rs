@@ -1,6 +1,77 @@
 //! The agent run: context, model streaming, tools, events.
 
+pub mod context;
 pub mod events;
 pub mod message;
 pub mod provider;
+pub mod run;
+pub mod skills;
 pub mod tools;
+
+use std::time::Duration;
+
+use crate::agent::provider::ProviderError;
+use crate::agent::provider::settings::{ProviderKind, ProviderSettings};
+use crate::agent::run::Agent;
+use crate::agent::tools::ToolContext;
+use crate::config::Config;
+use crate::store::Store;
+
+/// The provider settings `config` asks for, with environment fallbacks applied.
+pub fn provider_settings(config: &Config) -> Result<ProviderSettings, ProviderError> {
+    let m = &config.model;
+    let kind = ProviderKind::parse(&m.provider).ok_or_else(|| {
+        ProviderError::NotConfigured(format!(
+            "model.provider = {:?} is not a provider; use openai, anthropic or echo",
+            m.provider
+        ))
+    })?;
+    let non_empty = |s: &str| (!s.is_empty()).then(|| s.to_string());
+    let settings = ProviderSettings {
+        kind,
+        base_url: non_empty(&m.base_url),
+        api_key: non_empty(&m.api_key),
+        model: non_empty(&m.model),
+        idle_timeout: Duration::from_secs(m.idle_timeout_s),
+        max_retries: m.max_retries,
+        max_tokens: m.max_tokens,
+    };
+    Ok(settings.resolve_env(|name| std::env::var(name).ok()))
+}
+
+/// Builds the agent from config: provider, tools, system prompt.
+pub fn build(config: &Config, store: Store) -> Result<Agent, ProviderError> {
+    let provider = provider::settings::build(&provider_settings(config)?)?;
+    let workspace = config.agent.workspace.clone();
+    if let Err(e) = std::fs::create_dir_all(&workspace) {
+        tracing::warn!(error = %e, path = %workspace.display(), "cannot create the workspace");
+    }
+    let tools = tools::builtin_tools();
+    let specs: Vec<_> = tools.iter().map(|t| t.spec()).collect();
+    let skills = skills::load(&workspace, &config.agent.skills_dirs);
+    let system_prompt = context::system_prompt(&context::PromptParts {
+        identity: &config.agent.identity,
+        tools: &specs,
+        skills: &skills,
+        workspace: &workspace,
+        caps: context::BootstrapCaps {
+            per_file: config.agent.bootstrap_max_chars,
+            total: config.agent.bootstrap_total_max_chars,
+        },
+        model: &format!("{}/{}", provider.name(), provider.model()),
+    });
+    Ok(Agent {
+        provider,
+        tools,
+        system_prompt,
+        store,
+        tool_context: ToolContext {
+            workspace,
+            cancel: Default::default(),
+            exec_timeout: Duration::from_secs(config.tools.exec_timeout_s),
+            max_output_chars: config.tools.max_output_chars,
+        },
+        run_timeout: Duration::from_secs(config.agent.timeout_s),
+        max_tokens: config.model.max_tokens,
+    })
+}

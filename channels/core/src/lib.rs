@@ -173,6 +173,11 @@ pub trait Channel: Send + Sync {
         let _ = to;
         Box::pin(async { Ok(()) })
     }
+    /// Called once a reply is complete (after its final edit); the terminal ends its line.
+    fn reply_done<'a>(&'a self, to: &'a Conversation) -> BoxFuture<'a, ()> {
+        let _ = to;
+        Box::pin(async {})
+    }
     /// Deletes a sent message.
     fn delete<'a>(
         &'a self,

@@ -1,0 +1,374 @@
+//! One agent run: model stream -> tool calls -> results -> next call, until the model stops.
+//!
+//! The run is the only writer of its session's transcript while it lasts. It checks its
+//! cancellation token at every model and tool boundary, takes steered messages before each
+//! model call, and always leaves the transcript paired: every tool call gets a result.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::events::{Lifecycle, RunEvent, ToolEvent};
+use crate::agent::message::{
+    AssistantMessage, ContentBlock, Message, StopReason, ToolCall, Usage, now_ms,
+};
+use crate::agent::provider::{Provider, ProviderError, ProviderEvent, ProviderRequest};
+use crate::agent::tools::{Tool, ToolContext, ToolOutput};
+use crate::store::Store;
+
+/// Result text given to tool calls skipped because a steered message arrived (SPEC 3).
+pub const SKIPPED_FOR_STEER: &str = "Skipped to process an incoming message.";
+/// Result text given to tool calls that never ran because the run was stopped.
+pub const SKIPPED_FOR_STOP: &str = "Cancelled: the run was stopped before this tool ran.";
+/// Most model calls in one run, so a looping model cannot run forever.
+const MAX_MODEL_CALLS: usize = 64;
+
+/// A message injected into a running turn (steer mode).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Steer {
+    /// Durable pending seqs this message answers.
+    pub seqs: Vec<u64>,
+    /// The text.
+    pub text: String,
+}
+
+/// Everything one run needs from its lane.
+pub struct RunRequest {
+    /// Session key (transcript owner).
+    pub session_key: String,
+    /// The user turn that starts the run.
+    pub text: String,
+    /// Fires on /stop, interrupt or shutdown.
+    pub cancel: CancellationToken,
+    /// Steered messages arriving while the run works.
+    pub steer: mpsc::Receiver<Steer>,
+    /// Where the run's events go.
+    pub events: mpsc::Sender<RunEvent>,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunStatus {
+    /// The model finished.
+    Ok,
+    /// Stopped by /stop, interrupt or shutdown.
+    Aborted,
+    /// Failed; the message is short and safe for chat.
+    Error(String),
+}
+
+/// What a run hands back to its lane.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// How it ended.
+    pub status: RunStatus,
+    /// Final assistant text of the last model call.
+    pub text: String,
+    /// Pending seqs of steered messages the run consumed.
+    pub steered_seqs: Vec<u64>,
+    /// Steered messages the run could not take (it was finishing): they become followups.
+    pub leftover: Vec<Steer>,
+    /// Tokens used over the run.
+    pub usage: Usage,
+}
+
+/// Why the transcript could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write the transcript: {0}")]
+pub struct TranscriptError(String);
+
+/// The agent: provider, tools, prompt and store, shared by every run.
+pub struct Agent {
+    /// The model backend.
+    pub provider: Arc<dyn Provider>,
+    /// Tools offered to the model.
+    pub tools: Vec<Arc<dyn Tool>>,
+    /// System prompt (built once from identity, bootstrap files and skills).
+    pub system_prompt: String,
+    /// The store holding transcripts.
+    pub store: Store,
+    /// Base tool context (workspace, limits); each run gets its own cancel token.
+    pub tool_context: ToolContext,
+    /// Whole-run timeout.
+    pub run_timeout: Duration,
+    /// Output token cap per model call.
+    pub max_tokens: u32,
+}
+
+struct Turn<'a> {
+    agent: &'a Agent,
+    key: String,
+    cancel: CancellationToken,
+    events: mpsc::Sender<RunEvent>,
+    messages: Vec<Message>,
+    steered_seqs: Vec<u64>,
+    stash: Vec<Steer>,
+    usage: Usage,
+}
+
+impl Agent {
+    /// Runs one turn to the end. Never panics; failures come back as [`RunStatus::Error`].
+    pub async fn run(&self, mut req: RunRequest) -> RunOutcome {
+        let timed_out = CancellationToken::new();
+        let cancel = req.cancel.child_token();
+        let timer = {
+            let (cancel, timed_out, limit) = (cancel.clone(), timed_out.clone(), self.run_timeout);
+            tokio::spawn(async move {
+                tokio::time::sleep(limit).await;
+                timed_out.cancel();
+                cancel.cancel();
+            })
+        };
+        let _ = req.events.send(RunEvent::Lifecycle(Lifecycle::Start)).await;
+        let mut turn = Turn {
+            agent: self,
+            key: req.session_key.clone(),
+            cancel,
+            events: req.events.clone(),
+            messages: Vec::new(),
+            steered_seqs: Vec::new(),
+            stash: Vec::new(),
+            usage: Usage::default(),
+        };
+        let result = turn.drive(&req.text, &mut req.steer).await;
+        timer.abort();
+        req.steer.close();
+        let mut leftover = std::mem::take(&mut turn.stash);
+        while let Ok(steer) = req.steer.try_recv() {
+            leftover.push(steer);
+        }
+        let (status, text) = match result {
+            Ok((text, false)) => (RunStatus::Ok, text),
+            Ok((text, true)) if timed_out.is_cancelled() => (
+                RunStatus::Error(format!("the run timed out after {} s", self.run_timeout.as_secs())),
+                text,
+            ),
+            Ok((text, true)) => (RunStatus::Aborted, text),
+            Err(message) => (RunStatus::Error(message), String::new()),
+        };
+        let event = match &status {
+            RunStatus::Error(message) => Lifecycle::Error { message: message.clone() },
+            RunStatus::Ok => Lifecycle::End { text: text.clone(), aborted: false },
+            RunStatus::Aborted => Lifecycle::End { text: text.clone(), aborted: true },
+        };
+        let _ = req.events.send(RunEvent::Lifecycle(event)).await;
+        RunOutcome { status, text, steered_seqs: turn.steered_seqs, leftover, usage: turn.usage }
+    }
+}
+
+impl Turn<'_> {
+    /// Returns the final text and whether the run was cut short, or a short error.
+    async fn drive(
+        &mut self,
+        text: &str,
+        steer: &mut mpsc::Receiver<Steer>,
+    ) -> Result<(String, bool), String> {
+        self.messages = self.agent.store.window(&self.key).map_err(short)?;
+        self.push_user(text)?;
+        let mut last_text = String::new();
+        for _ in 0..MAX_MODEL_CALLS {
+            while let Ok(s) = steer.try_recv() {
+                self.stash.push(s);
+            }
+            for s in std::mem::take(&mut self.stash) {
+                self.push_user(&s.text)?;
+                self.steered_seqs.extend(s.seqs);
+            }
+            if self.cancel.is_cancelled() {
+                return Ok((last_text, true));
+            }
+            let (assistant, aborted) = self.model_call().await?;
+            last_text = crate::agent::message::text_of(&assistant.content);
+            let calls: Vec<ToolCall> = assistant
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::ToolCall(c) => Some(c.clone()),
+                    _ => None,
+                })
+                .collect();
+            let failed = assistant.stop_reason == StopReason::Error;
+            let error = assistant.error_message.clone();
+            self.push(Message::Assistant(assistant))?;
+            if failed {
+                self.close_calls(&calls, SKIPPED_FOR_STOP)?;
+                return Err(error.unwrap_or_else(|| "the model call failed".into()));
+            }
+            if aborted {
+                self.close_calls(&calls, SKIPPED_FOR_STOP)?;
+                return Ok((last_text, true));
+            }
+            if calls.is_empty() {
+                return Ok((last_text, false));
+            }
+            self.run_tools(&calls, steer).await?;
+            if self.cancel.is_cancelled() {
+                return Ok((last_text, true));
+            }
+        }
+        Err(format!("the model kept calling tools ({MAX_MODEL_CALLS} rounds); stopped"))
+    }
+
+    /// One streaming model call; returns the assistant message and whether it was cut short.
+    async fn model_call(&mut self) -> Result<(AssistantMessage, bool), String> {
+        let provider = &self.agent.provider;
+        let request = ProviderRequest {
+            system: self.agent.system_prompt.clone(),
+            messages: self.messages.clone(),
+            tools: self.agent.tools.iter().map(|t| t.spec()).collect(),
+            max_tokens: self.agent.max_tokens,
+        };
+        let mut message = AssistantMessage {
+            content: Vec::new(),
+            provider: provider.name().to_string(),
+            model: provider.model().to_string(),
+            usage: Usage::default(),
+            stop_reason: StopReason::Stop,
+            error_message: None,
+            timestamp: now_ms(),
+        };
+        let started = tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => None,
+            r = provider.stream(request) => Some(r),
+        };
+        let mut stream = match started {
+            None => {
+                message.stop_reason = StopReason::Aborted;
+                return Ok((message, true));
+            }
+            Some(Err(e)) => return Ok((failed(message, &e), false)),
+            Some(Ok(stream)) => stream,
+        };
+        let (mut text, mut thinking) = (String::new(), String::new());
+        let mut calls = Vec::new();
+        let mut aborted = false;
+        loop {
+            let next = tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => { aborted = true; break; }
+                next = stream.next() => next,
+            };
+            match next {
+                Some(Ok(ProviderEvent::TextDelta(delta))) => {
+                    text.push_str(&delta);
+                    let _ = self.events.send(RunEvent::Assistant { delta }).await;
+                }
+                Some(Ok(ProviderEvent::ThinkingDelta(delta))) => thinking.push_str(&delta),
+                Some(Ok(ProviderEvent::ToolCall(call))) => calls.push(call),
+                Some(Ok(ProviderEvent::Done { stop_reason, usage })) => {
+                    message.stop_reason = stop_reason;
+                    message.usage = usage;
+                    break;
+                }
+                Some(Err(e)) => {
+                    message = failed(message, &e);
+                    break;
+                }
+                None => break,
+            }
+        }
+        add_usage(&mut self.usage, &message.usage);
+        if aborted {
+            message.stop_reason = StopReason::Aborted;
+        } else if !calls.is_empty() && message.stop_reason == StopReason::Stop {
+            message.stop_reason = StopReason::ToolUse;
+        }
+        if !thinking.is_empty() {
+            message.content.push(ContentBlock::Thinking { thinking });
+        }
+        if !text.is_empty() {
+            message.content.push(ContentBlock::Text { text });
+        }
+        message.content.extend(calls.into_iter().map(ContentBlock::ToolCall));
+        Ok((message, aborted))
+    }
+
+    /// Runs a batch of tool calls in order; a steered message skips the rest of the batch.
+    async fn run_tools(
+        &mut self,
+        calls: &[ToolCall],
+        steer: &mut mpsc::Receiver<Steer>,
+    ) -> Result<(), String> {
+        for (i, call) in calls.iter().enumerate() {
+            if self.cancel.is_cancelled() {
+                return self.close_calls(&calls[i..], SKIPPED_FOR_STOP);
+            }
+            while let Ok(s) = steer.try_recv() {
+                self.stash.push(s);
+            }
+            if !self.stash.is_empty() {
+                return self.close_calls(&calls[i..], SKIPPED_FOR_STEER);
+            }
+            let _ = self
+                .events
+                .send(RunEvent::Tool(ToolEvent::Start { id: call.id.clone(), name: call.name.clone() }))
+                .await;
+            let output = self.call_tool(call).await;
+            let _ = self
+                .events
+                .send(RunEvent::Tool(ToolEvent::End {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    is_error: output.is_error,
+                }))
+                .await;
+            self.push(Message::tool_result(call, output.text, output.is_error))?;
+        }
+        Ok(())
+    }
+
+    async fn call_tool(&self, call: &ToolCall) -> ToolOutput {
+        let Some(tool) = self.agent.tools.iter().find(|t| t.spec().name == call.name) else {
+            return ToolOutput::error(format!("unknown tool: {}", call.name));
+        };
+        let ctx = ToolContext { cancel: self.cancel.clone(), ..self.agent.tool_context.clone() };
+        tool.call(call.arguments.clone(), &ctx).await
+    }
+
+    /// Gives every call in `calls` a synthetic result so the transcript stays paired.
+    fn close_calls(&mut self, calls: &[ToolCall], text: &str) -> Result<(), String> {
+        for call in calls {
+            self.push(Message::tool_result(call, text, true))?;
+            let _ = self.events.try_send(RunEvent::Tool(ToolEvent::End {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                is_error: true,
+            }));
+        }
+        Ok(())
+    }
+
+    fn push_user(&mut self, text: &str) -> Result<(), String> {
+        self.push(Message::user(text))
+    }
+
+    fn push(&mut self, message: Message) -> Result<(), String> {
+        self.agent.store.append_message(&self.key, &message).map_err(short)?;
+        self.messages.push(message);
+        Ok(())
+    }
+}
+
+fn failed(mut message: AssistantMessage, error: &ProviderError) -> AssistantMessage {
+    tracing::warn!(error = %error, "model call failed");
+    message.stop_reason = StopReason::Error;
+    message.error_message = Some(format!("model error: {error}"));
+    message
+}
+
+fn add_usage(total: &mut Usage, add: &Usage) {
+    total.input += add.input;
+    total.output += add.output;
+    total.cache_read += add.cache_read;
+    total.cache_write += add.cache_write;
+    total.total_tokens += add.total_tokens;
+}
+
+fn short(e: impl std::fmt::Display) -> String {
+    tracing::error!(error = %e, "store failure during a run");
+    format!("storage error: {e}")
+}

@@ -1,0 +1,103 @@
+//! `chela chat` and `chela gateway`: the terminal channel on a live gateway.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chela::config::LoadedConfig;
+use chela_terminal::TerminalChannel;
+use tokio_util::sync::CancellationToken;
+
+/// A second Ctrl-C within this window exits even while a run is stopping.
+const DOUBLE_CTRL_C: Duration = Duration::from_secs(2);
+
+/// `chela chat`: Ctrl-C stops the current run; Ctrl-C when idle, a second Ctrl-C, or Ctrl-D
+/// (after the last reply) exits.
+pub async fn chat(loaded: LoadedConfig) -> ExitCode {
+    let terminal = TerminalChannel::new(super::terminal_user(&loaded));
+    let gateway = match super::start(&loaded, vec![terminal.clone()]).await {
+        Ok(g) => g,
+        Err(code) => return code,
+    };
+    let key = gateway.core().session_key(&terminal.inbound(""));
+    let lanes = gateway.core().lanes.clone();
+    let stop = CancellationToken::new();
+    let channels = gateway.run_channels(stop.clone());
+    tokio::pin!(channels);
+    let mut last_ctrl_c: Option<tokio::time::Instant> = None;
+    let mut input_done = false;
+    loop {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {
+                let now = tokio::time::Instant::now();
+                let running = lanes.status(&key).await.map(|s| s.running || s.queued > 0).unwrap_or(false);
+                if !running || last_ctrl_c.is_some_and(|t| now - t < DOUBLE_CTRL_C) {
+                    break;
+                }
+                last_ctrl_c = Some(now);
+                eprintln!("\n[stopping; Ctrl-C again to exit]");
+                let lanes = lanes.clone();
+                let key = key.clone();
+                tokio::spawn(async move { let _ = lanes.stop(&key).await; });
+            }
+            _ = &mut channels, if !input_done => {
+                input_done = true;
+                // Ctrl-D: answer what was typed, then exit.
+                let _ = lanes.wait_idle(&key).await;
+                break;
+            }
+        }
+    }
+    stop.cancel();
+    gateway.shutdown().await;
+    ExitCode::SUCCESS
+}
+
+/// `chela gateway`: runs every configured channel until Ctrl-C or SIGTERM; a second signal
+/// exits at once.
+pub async fn gateway(loaded: LoadedConfig) -> ExitCode {
+    let started = std::time::Instant::now();
+    let channels: Vec<Arc<dyn chela_channel::Channel>> =
+        vec![TerminalChannel::new(super::terminal_user(&loaded))];
+    let gateway = match super::start(&loaded, channels).await {
+        Ok(g) => g,
+        Err(code) => return code,
+    };
+    tracing::info!(
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        channels = "terminal",
+        "chela ready"
+    );
+    let stop = CancellationToken::new();
+    let run = gateway.run_channels(stop.clone());
+    tokio::pin!(run);
+    let mut channels_done = false;
+    loop {
+        tokio::select! {
+            _ = shutdown_signal() => break,
+            _ = &mut run, if !channels_done => channels_done = true,
+        }
+    }
+    tracing::info!("shutting down");
+    stop.cancel();
+    tokio::select! {
+        _ = gateway.shutdown() => {}
+        _ = shutdown_signal() => eprintln!("chela: second signal, exiting now"),
+    }
+    ExitCode::SUCCESS
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}

@@ -1,0 +1,46 @@
+//! Command implementations for the `chela` binary.
+
+pub mod agent;
+pub mod chat;
+pub mod doctor;
+pub mod sessions;
+pub mod status;
+
+use std::process::ExitCode;
+
+use chela::config::LoadedConfig;
+use chela::gateway::{Gateway, GatewayError};
+
+/// Logs to stderr, filtered by `RUST_LOG` (default `default_level`).
+pub fn init_logging(default_level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+/// The terminal user's name: `terminal.user`, else `$USER`, else `local`.
+pub fn terminal_user(loaded: &LoadedConfig) -> String {
+    let configured = loaded.config.terminal.user.trim();
+    if !configured.is_empty() {
+        return configured.to_string();
+    }
+    std::env::var("USER").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| "local".into())
+}
+
+/// Starts a gateway, turning start-up failures into a message and exit code 2.
+pub async fn start(
+    loaded: &LoadedConfig,
+    channels: Vec<std::sync::Arc<dyn chela_channel::Channel>>,
+) -> Result<Gateway, ExitCode> {
+    Gateway::start(loaded.config.clone(), channels).await.map_err(|e| {
+        match &e {
+            GatewayError::Provider(_) => eprintln!("chela: no usable model: {e}"),
+            _ => eprintln!("chela: {e}"),
+        }
+        ExitCode::from(2)
+    })
+}

@@ -1,0 +1,181 @@
+//! The command fast path (SPEC 2): answered before the queue, even while a run is active.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chela_channel::Inbound;
+
+use super::Core;
+use crate::config::{DropPolicy, QueueMode};
+use crate::inbound::commands::{Command, HELP};
+use crate::lane::LaneSettings;
+
+/// Handles one command from `inbound` for session `key` and answers in its conversation.
+pub async fn handle(core: &Arc<Core>, key: &str, inbound: &Inbound, command: Command) {
+    let to = &inbound.conversation;
+    let answer = match command {
+        Command::Stop => match core.lanes.stop(key).await {
+            Ok(report) if report.stopped_run => match report.cleared {
+                0 => "Stopped.".to_string(),
+                n => format!("Stopped. Dropped {n} queued message(s)."),
+            },
+            Ok(report) if report.cleared > 0 => {
+                format!("Nothing running. Dropped {} queued message(s).", report.cleared)
+            }
+            Ok(_) => "Nothing to stop.".to_string(),
+            Err(e) => format!("Cannot stop: {e}"),
+        },
+        Command::New(first) => {
+            let answer = reset(core, key, "new").await;
+            core.say(to, &answer).await;
+            if let Some(text) = first {
+                let mut first_turn = inbound.clone();
+                first_turn.text = text;
+                first_turn.message_id = format!("{}#new", inbound.message_id);
+                let router = crate::inbound::route::Router::new(core.clone());
+                if let Err(e) = router.accept_for(key.to_string(), first_turn).await {
+                    core.say(to, &format!("Cannot queue your message: {e}")).await;
+                }
+            }
+            return;
+        }
+        Command::Reset { soft: true } => {
+            let _ = core.lanes.stop(key).await;
+            let _ = core.lanes.set_settings(key, None).await;
+            "Session state reset; the conversation is kept.".to_string()
+        }
+        Command::Reset { soft: false } => reset(core, key, "reset").await,
+        Command::Status => status(core, key).await,
+        Command::Queue(args) => queue(core, key, &args).await,
+        Command::Help => HELP.iter().map(|(name, text)| format!("/{name} — {text}")).collect::<Vec<_>>().join("\n"),
+        Command::Whoami => format!(
+            "You are {} (id {}) on {}; session {}",
+            if inbound.sender.name.is_empty() { "?" } else { &inbound.sender.name },
+            inbound.sender.id,
+            to.channel,
+            key
+        ),
+    };
+    core.say(to, &answer).await;
+}
+
+/// Stops the session and appends a `reset` entry (nothing is deleted).
+async fn reset(core: &Arc<Core>, key: &str, reason: &str) -> String {
+    let _ = core.lanes.stop(key).await;
+    match core.store.append_reset(key, reason) {
+        Ok(()) if reason == "new" => "New session started.".to_string(),
+        Ok(()) => "Session reset.".to_string(),
+        Err(e) => format!("Cannot reset: {e}"),
+    }
+}
+
+async fn status(core: &Arc<Core>, key: &str) -> String {
+    let provider = &core.agent.provider;
+    let mut lines = vec![
+        format!("Session: {key}"),
+        format!("Model: {}/{}", provider.name(), provider.model()),
+    ];
+    match core.lanes.status(key).await {
+        Ok(lane) => {
+            lines.push(format!("Queue: {}", describe(&lane.settings)));
+            lines.push(format!(
+                "Run: {}; {} queued",
+                if lane.running { "active" } else { "idle" },
+                lane.queued
+            ));
+        }
+        Err(e) => lines.push(format!("Run: unknown ({e})")),
+    }
+    if let Ok(Some(meta)) = core.store.get_session(key) {
+        lines.push(format!("Transcript: {} entries", meta.entries));
+    }
+    lines.join("\n")
+}
+
+fn describe(s: &LaneSettings) -> String {
+    format!(
+        "{} (debounce {} ms, cap {}, drop {})",
+        s.mode,
+        s.debounce.as_millis(),
+        s.cap,
+        s.drop
+    )
+}
+
+/// `/queue`, `/queue reset`, `/queue <mode> [debounce:500ms] [cap:N] [drop:P]`.
+async fn queue(core: &Arc<Core>, key: &str, args: &str) -> String {
+    if args.is_empty() {
+        return format!("Queue: {}", describe(&core.lanes.settings_for(key)));
+    }
+    if args.eq_ignore_ascii_case("reset") {
+        return match core.lanes.set_settings(key, None).await {
+            Ok(s) => format!("Queue reset to {}", describe(&s)),
+            Err(e) => format!("Cannot change the queue: {e}"),
+        };
+    }
+    match parse_queue_args(core.lanes.settings_for(key), args) {
+        Ok(settings) => match core.lanes.set_settings(key, Some(settings)).await {
+            Ok(s) => format!("Queue: {}", describe(&s)),
+            Err(e) => format!("Cannot change the queue: {e}"),
+        },
+        Err(e) => e,
+    }
+}
+
+/// Applies `/queue` arguments to `current`; errors are ready to show.
+pub fn parse_queue_args(mut current: LaneSettings, args: &str) -> Result<LaneSettings, String> {
+    for word in args.split_whitespace() {
+        let word = word.to_lowercase();
+        if let Some(v) = word.strip_prefix("debounce:") {
+            current.debounce = parse_duration(v).ok_or_else(|| format!("Bad debounce: {v} (try 500ms or 2s)"))?;
+        } else if let Some(v) = word.strip_prefix("cap:") {
+            current.cap = v.parse().ok().filter(|c| *c >= 1).ok_or_else(|| format!("Bad cap: {v} (a number >= 1)"))?;
+        } else if let Some(v) = word.strip_prefix("drop:") {
+            current.drop = v.parse::<DropPolicy>().map_err(|_| format!("Bad drop: {v} (summarize, old or new)"))?;
+        } else {
+            current.mode = word.parse::<QueueMode>().map_err(|_| {
+                format!("Unknown queue mode: {word} (steer, followup, collect or interrupt)")
+            })?;
+        }
+    }
+    Ok(current)
+}
+
+fn parse_duration(v: &str) -> Option<Duration> {
+    if let Some(ms) = v.strip_suffix("ms") {
+        return ms.parse().ok().map(Duration::from_millis);
+    }
+    if let Some(s) = v.strip_suffix('s') {
+        return s.parse::<f64>().ok().filter(|s| *s >= 0.0).map(Duration::from_secs_f64);
+    }
+    v.parse().ok().map(Duration::from_millis)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> LaneSettings {
+        LaneSettings {
+            mode: QueueMode::Steer,
+            debounce: Duration::from_millis(500),
+            cap: 20,
+            drop: DropPolicy::Summarize,
+        }
+    }
+
+    #[test]
+    fn queue_args_set_each_field() {
+        let s = parse_queue_args(base(), "collect debounce:2s cap:5 drop:old").unwrap();
+        assert_eq!(s.mode, QueueMode::Collect);
+        assert_eq!(s.debounce, Duration::from_secs(2));
+        assert_eq!(s.cap, 5);
+        assert_eq!(s.drop, DropPolicy::Old);
+    }
+
+    #[test]
+    fn bad_queue_args_say_what_is_expected() {
+        assert!(parse_queue_args(base(), "sideways").unwrap_err().contains("steer, followup"));
+        assert!(parse_queue_args(base(), "cap:0").unwrap_err().contains(">= 1"));
+    }
+}

@@ -1,0 +1,197 @@
+//! The composition root: builds the store, the provider, the agent, lanes and the router,
+//! runs the channels, recovers what a previous process left, and shuts everything down.
+
+pub mod commands;
+mod recover;
+pub mod runner;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chela_channel::{Channel, Conversation, Inbound};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::provider::ProviderError;
+use crate::agent::run::{Agent, RunStatus};
+use crate::config::Config;
+use crate::inbound::route::Router;
+use crate::lane::{LaneSettings, Lanes};
+use crate::store::{Store, StoreError};
+
+/// How a finished run is announced (to `chela agent`, later the RPC's `agent.wait`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRecord {
+    /// Run id.
+    pub run_id: String,
+    /// Session key.
+    pub session_key: String,
+    /// How it ended.
+    pub status: RunStatus,
+    /// Final text of the last model call.
+    pub text: String,
+    /// Start, ms since the epoch.
+    pub started_ms: u64,
+    /// End, ms since the epoch.
+    pub ended_ms: u64,
+}
+
+/// Why the gateway could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// The store could not be opened.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// No usable model provider.
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    /// A channel failed for good.
+    #[error("channel {channel}: {reason}")]
+    Channel {
+        /// Channel name.
+        channel: String,
+        /// What happened.
+        reason: String,
+    },
+}
+
+/// Everything the router, commands and runner share.
+pub struct Core {
+    /// Configuration in force.
+    pub config: Config,
+    /// The store.
+    pub store: Store,
+    /// The session lanes.
+    pub lanes: Lanes,
+    /// The agent.
+    pub agent: Agent,
+    /// Channels by name.
+    pub channels: HashMap<String, Arc<dyn Channel>>,
+    /// Finished runs.
+    pub runs: broadcast::Sender<RunRecord>,
+    /// Fires when the gateway stops.
+    pub shutdown: CancellationToken,
+}
+
+impl Core {
+    /// The channel named `name`, if it runs.
+    pub fn channel(&self, name: &str) -> Option<Arc<dyn Channel>> {
+        self.channels.get(name).cloned()
+    }
+
+    /// The session key of an inbound message (SPEC 1.2).
+    pub fn session_key(&self, inbound: &Inbound) -> String {
+        crate::inbound::session_key::build(
+            &self.config.agent.id,
+            &inbound.conversation,
+            &inbound.sender.id,
+            self.config.session.dm_scope,
+            &self.config.session.identity_links,
+        )
+        .to_string()
+    }
+
+    /// Sends a short message (command answers, notices) as one complete reply.
+    pub async fn say(&self, to: &Conversation, text: &str) {
+        let Some(channel) = self.channel(&to.channel) else { return };
+        match channel.send(to, text).await {
+            Ok(_) => channel.reply_done(to).await,
+            Err(e) => tracing::warn!(error = %e, channel = %to.channel, "cannot send a notice"),
+        }
+    }
+}
+
+/// A running gateway.
+pub struct Gateway {
+    core: Arc<Core>,
+}
+
+impl Gateway {
+    /// Builds the gateway over `channels` and recovers the previous process's pending turns
+    /// and undelivered replies. Channels are not started yet: see [`Gateway::run_channels`].
+    pub async fn start(
+        config: Config,
+        channels: Vec<Arc<dyn Channel>>,
+    ) -> Result<Gateway, GatewayError> {
+        let store = Store::open(&config.store.path)?;
+        let agent = crate::agent::build(&config, store.clone())?;
+        let runner = Arc::new(runner::AgentRunner::new());
+        let defaults = LaneSettings {
+            mode: config.queue.mode,
+            debounce: Duration::from_millis(config.queue.debounce_ms),
+            cap: config.queue.cap,
+            drop: config.queue.drop,
+        };
+        let lanes = Lanes::new(
+            runner.clone(),
+            store.clone(),
+            defaults,
+            config.resolved_max_concurrent_runs(),
+        );
+        let (runs, _) = broadcast::channel(64);
+        let core = Arc::new(Core {
+            channels: channels.into_iter().map(|c| (c.name().to_string(), c)).collect(),
+            config,
+            store,
+            lanes,
+            agent,
+            runs,
+            shutdown: CancellationToken::new(),
+        });
+        runner.attach(&core);
+        recover::recover(&core).await;
+        Ok(Gateway { core })
+    }
+
+    /// The shared core.
+    pub fn core(&self) -> &Arc<Core> {
+        &self.core
+    }
+
+    /// The inbound sink for channels and scripts.
+    pub fn router(&self) -> Router {
+        Router::new(self.core.clone())
+    }
+
+    /// Subscribes to finished runs.
+    pub fn subscribe_runs(&self) -> broadcast::Receiver<RunRecord> {
+        self.core.runs.subscribe()
+    }
+
+    /// Registers commands and runs every channel until `stop` fires or all of them end.
+    pub async fn run_channels(&self, stop: CancellationToken) -> Result<(), GatewayError> {
+        let sink: Arc<dyn chela_channel::InboundSink> = Arc::new(self.router());
+        let names: Vec<(&str, &str)> = crate::inbound::commands::HELP.to_vec();
+        let mut tasks = tokio::task::JoinSet::new();
+        for channel in self.core.channels.values().cloned() {
+            if let Err(e) = channel.register_commands(&names).await {
+                tracing::warn!(channel = channel.name(), error = %e, "cannot register commands");
+            }
+            let (sink, stop) = (sink.clone(), stop.clone());
+            tasks.spawn(async move {
+                let name = channel.name().to_string();
+                channel.run(sink, stop).await.map_err(|e| GatewayError::Channel {
+                    channel: name,
+                    reason: e.to_string(),
+                })
+            });
+        }
+        while let Some(result) = tasks.join_next().await {
+            if let Ok(Err(e)) = result {
+                tracing::error!(error = %e, "channel ended with an error");
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops intake, cancels live runs (their turns stay pending for the next start),
+    /// flushes the store.
+    pub async fn shutdown(&self) {
+        self.core.shutdown.cancel();
+        self.core.lanes.shutdown().await;
+        if let Err(e) = self.core.store.flush().await {
+            tracing::error!(error = %e, "cannot flush the store");
+        }
+    }
+}

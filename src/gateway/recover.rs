@@ -1,0 +1,48 @@
+//! Start-up recovery: undelivered finals are retried (or dead-lettered past their TTL), and
+//! pending turns of the previous process are handed to their lanes again.
+
+use std::sync::Arc;
+
+use super::Core;
+use crate::agent::message::now_ms;
+use crate::inbound::route::queued_turn;
+
+/// How long an undelivered final stays worth delivering (SPEC 6).
+const OUTBOX_TTL_MS: u64 = 10 * 60 * 1000;
+
+/// Recovers what the previous process left.
+pub async fn recover(core: &Arc<Core>) {
+    match core.store.undelivered() {
+        Ok(entries) => {
+            for entry in entries {
+                if now_ms().saturating_sub(entry.created_ms) > OUTBOX_TTL_MS {
+                    tracing::warn!(id = entry.id, "undelivered reply too old; dead-lettered");
+                    let _ = core.store.dead_letter(entry.id);
+                    continue;
+                }
+                let Some(channel) = core.channel(&entry.conversation.channel) else { continue };
+                let mut reply = crate::reply::ReplyStream::new(channel, entry.conversation.clone());
+                match reply.finish(&entry.text).await {
+                    Ok(()) => {
+                        let _ = core.store.mark_delivered(entry.id);
+                    }
+                    Err(e) => tracing::warn!(error = %e, id = entry.id, "redelivery failed"),
+                }
+            }
+        }
+        Err(e) => tracing::error!(error = %e, "cannot read the outbox"),
+    }
+    match core.store.all_pending() {
+        Ok(pending) => {
+            if !pending.is_empty() {
+                tracing::info!(turns = pending.len(), "resuming pending turns");
+            }
+            for (seq, turn) in pending {
+                if let Err(e) = core.lanes.submit(&turn.session_key, queued_turn(seq, &turn)).await {
+                    tracing::error!(error = %e, "cannot resume a pending turn");
+                }
+            }
+        }
+        Err(e) => tracing::error!(error = %e, "cannot read the pending queue"),
+    }
+}

@@ -1,0 +1,144 @@
+//! The gateway's [`Runner`]: an agent run whose events stream into the chat, with the final
+//! reply recorded in the outbox (and the turn's pending entries cleared) before it is sent.
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::{Core, RunRecord};
+use crate::agent::provider::BoxFuture;
+use crate::agent::run::{RunOutcome, RunRequest, RunStatus, Steer};
+use crate::lane::{QueuedTurn, Runner};
+use crate::reply::{final_text, stream_events};
+
+/// Events buffered between a run and its reply stream.
+const EVENT_BUFFER: usize = 256;
+
+/// Runs turns through the agent and delivers their replies.
+pub struct AgentRunner {
+    core: std::sync::OnceLock<std::sync::Weak<Core>>,
+}
+
+impl AgentRunner {
+    /// A runner not yet attached to a core.
+    pub fn new() -> Self {
+        AgentRunner { core: std::sync::OnceLock::new() }
+    }
+
+    /// Attaches the core (once, right after it is built).
+    pub fn attach(&self, core: &Arc<Core>) {
+        let _ = self.core.set(Arc::downgrade(core));
+    }
+
+    fn core(&self) -> Option<Arc<Core>> {
+        self.core.get().and_then(|w| w.upgrade())
+    }
+}
+
+impl Default for AgentRunner {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Runner for AgentRunner {
+    fn run(
+        &self,
+        key: String,
+        turn: QueuedTurn,
+        cancel: CancellationToken,
+        steer: mpsc::Receiver<Steer>,
+    ) -> BoxFuture<'static, RunOutcome> {
+        let core = self.core();
+        Box::pin(async move {
+            let Some(core) = core else {
+                return RunOutcome {
+                    status: RunStatus::Error("the gateway is shutting down".into()),
+                    text: String::new(),
+                    steered_seqs: Vec::new(),
+                    leftover: Vec::new(),
+                    usage: Default::default(),
+                };
+            };
+            run_turn(&core, key, turn, cancel, steer).await
+        })
+    }
+
+    fn notice(&self, to: &chela_channel::Conversation, text: String) {
+        if let Some(core) = self.core() {
+            let to = to.clone();
+            tokio::spawn(async move { core.say(&to, &text).await });
+        }
+    }
+}
+
+async fn run_turn(
+    core: &Arc<Core>,
+    key: String,
+    turn: QueuedTurn,
+    cancel: CancellationToken,
+    steer: mpsc::Receiver<Steer>,
+) -> RunOutcome {
+    let run_id = uuid::Uuid::new_v4().to_string();
+    let span = tracing::info_span!("run", session = %key, run_id = %run_id);
+    let _enter = span.enter();
+    let started_ms = crate::agent::message::now_ms();
+    let (events_tx, events_rx) = mpsc::channel(EVENT_BUFFER);
+    let channel = core.channel(&turn.target.channel);
+    let reply = channel.clone().map(|channel| {
+        tokio::spawn(stream_events(channel, turn.target.clone(), events_rx))
+    });
+    let outcome = core
+        .agent
+        .run(RunRequest {
+            session_key: key.clone(),
+            text: turn.text.clone(),
+            cancel,
+            steer,
+            events: events_tx,
+        })
+        .await;
+    let record = RunRecord {
+        run_id,
+        session_key: key.clone(),
+        status: outcome.status.clone(),
+        text: outcome.text.clone(),
+        started_ms,
+        ended_ms: crate::agent::message::now_ms(),
+    };
+    if core.shutdown.is_cancelled() && outcome.status == RunStatus::Aborted {
+        // Shutdown, not /stop: the turn stays pending and runs again at the next start.
+        let _ = core.runs.send(record);
+        return outcome;
+    }
+    let mut seqs = turn.seqs.clone();
+    seqs.extend(&outcome.steered_seqs);
+    let streamed = match reply {
+        Some(handle) => handle.await.ok(),
+        None => None,
+    };
+    let (mut stream, ending) = match streamed {
+        Some(pair) => pair,
+        None => {
+            tracing::error!(channel = %turn.target.channel, "no channel to reply on; reply dropped");
+            let _ = core.store.clear_pending(&seqs).await;
+            let _ = core.runs.send(record);
+            return outcome;
+        }
+    };
+    let text = final_text(stream.text(), &ending);
+    match core.store.record_final(&key, &turn.target, &text, &seqs).await {
+        Ok(outbox_id) => match stream.finish(&text).await {
+            Ok(()) => {
+                if let Err(e) = core.store.mark_delivered(outbox_id) {
+                    tracing::error!(error = %e, "cannot mark a reply delivered");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "final reply not delivered; it stays in the outbox"),
+        },
+        Err(e) => tracing::error!(error = %e, "cannot record the final reply"),
+    }
+    let _ = core.runs.send(record);
+    outcome
+}

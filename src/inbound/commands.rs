@@ -1,0 +1,108 @@
+//! Parsing of chat commands (SPEC 2): `/name args`, an optional `@botname` suffix, and the
+//! plain-text stop triggers.
+
+/// A recognised command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// `/new [text]`: start a fresh conversation window, then run `text` if given.
+    New(Option<String>),
+    /// `/reset [soft]`.
+    Reset {
+        /// Soft keeps the transcript window and drops runtime state only.
+        soft: bool,
+    },
+    /// `/stop` or a plain-text trigger.
+    Stop,
+    /// `/status`.
+    Status,
+    /// `/queue [args]`: no args shows the settings.
+    Queue(String),
+    /// `/help`.
+    Help,
+    /// `/whoami`.
+    Whoami,
+}
+
+/// Plain-text messages that act as `/stop` (exact, after lowercasing and trimming punctuation).
+const STOP_TRIGGERS: &[&str] = &[
+    "stop", "abort", "halt", "esc", "cancel", "стоп", "停止", "やめて", "arrête",
+];
+
+/// The commands and their one-line help, in the order `/help` lists them.
+pub const HELP: &[(&str, &str)] = &[
+    ("new", "Start a new conversation (optionally with a first message)"),
+    ("reset", "Reset this conversation (`/reset soft` keeps the history)"),
+    ("stop", "Stop the current run and drop queued messages"),
+    ("status", "Show session, model, queue and run state"),
+    ("queue", "Show or set the queue mode: /queue steer|followup|collect|interrupt [debounce:500ms] [cap:20] [drop:summarize|old|new] or /queue reset"),
+    ("help", "List commands"),
+    ("whoami", "Show who you are to the bot"),
+];
+
+/// Parses `text` as a command; `None` means it is an ordinary message.
+pub fn parse(text: &str, bot_username: Option<&str>) -> Option<Command> {
+    let trimmed = text.trim();
+    if is_stop_trigger(trimmed) {
+        return Some(Command::Stop);
+    }
+    let body = trimmed.strip_prefix('/')?;
+    let (head, args) = match body.split_once(char::is_whitespace) {
+        Some((head, args)) => (head, args.trim()),
+        None => (body, ""),
+    };
+    let name = match head.split_once('@') {
+        Some((name, bot)) => {
+            if bot_username.is_some_and(|b| !b.eq_ignore_ascii_case(bot)) {
+                return None;
+            }
+            name
+        }
+        None => head,
+    };
+    let arg = (!args.is_empty()).then(|| args.to_string());
+    match name.to_lowercase().as_str() {
+        "new" => Some(Command::New(arg)),
+        "reset" => Some(Command::Reset { soft: args.eq_ignore_ascii_case("soft") }),
+        "stop" => Some(Command::Stop),
+        "status" => Some(Command::Status),
+        "queue" => Some(Command::Queue(args.to_string())),
+        "help" | "start" => Some(Command::Help),
+        "whoami" => Some(Command::Whoami),
+        _ => None,
+    }
+}
+
+/// True for the plain-text stop triggers.
+pub fn is_stop_trigger(text: &str) -> bool {
+    let cleaned: String = text
+        .trim_matches(|c: char| c.is_ascii_punctuation() || c.is_whitespace() || "。！？".contains(c))
+        .to_lowercase();
+    STOP_TRIGGERS.contains(&cleaned.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_commands_with_args_and_bot_suffix() {
+        assert_eq!(parse("/new hello there", None), Some(Command::New(Some("hello there".into()))));
+        assert_eq!(parse("/new", None), Some(Command::New(None)));
+        assert_eq!(parse("/stop@chela_bot", Some("chela_bot")), Some(Command::Stop));
+        assert_eq!(parse("/stop@other_bot", Some("chela_bot")), None);
+        assert_eq!(parse("/reset soft", None), Some(Command::Reset { soft: true }));
+        assert_eq!(parse("/queue collect cap:5", None), Some(Command::Queue("collect cap:5".into())));
+        assert_eq!(parse("/unknown", None), None);
+        assert_eq!(parse("hello /stop", None), None);
+    }
+
+    #[test]
+    fn plain_text_triggers_stop() {
+        for text in ["stop", "Stop!", "  ABORT. ", "стоп", "停止", "esc"] {
+            assert_eq!(parse(text, None), Some(Command::Stop), "{text}");
+        }
+        for text in ["stop it", "don't stop", "stopped"] {
+            assert_eq!(parse(text, None), None, "{text}");
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! Lanes: one FIFO task per session key, a global limit on concurrent runs, and the four
+//! queue modes (SPEC 3).
+//!
+//! A lane owns its session while it lives: turns, `/stop` and `/queue` all reach it through
+//! its bounded mailbox, and it alone starts runs for that key. The run itself is done by a
+//! [`Runner`] (the gateway's agent + reply path, or a fake in tests).
+
+pub mod queue;
+mod task;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::provider::BoxFuture;
+use crate::agent::run::{RunOutcome, Steer};
+use crate::config::{DropPolicy, QueueMode};
+use crate::store::Store;
+pub use queue::QueuedTurn;
+
+/// Mailbox size of one lane: a full mailbox is back-pressure on the caller.
+const MAILBOX: usize = 64;
+
+/// Queue behaviour of one lane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LaneSettings {
+    /// How messages arriving during a run are handled.
+    pub mode: QueueMode,
+    /// Collect-mode quiet window.
+    pub debounce: Duration,
+    /// Most pending turns.
+    pub cap: usize,
+    /// What happens past the cap.
+    pub drop: DropPolicy,
+}
+
+/// Does the actual work of a turn (agent run and reply delivery).
+pub trait Runner: Send + Sync {
+    /// Runs `turn` for `key`. Must remove the turn's durable pending seqs (and the steered
+    /// ones it consumed) no later than it records the final reply.
+    fn run(
+        &self,
+        key: String,
+        turn: QueuedTurn,
+        cancel: CancellationToken,
+        steer: mpsc::Receiver<Steer>,
+    ) -> BoxFuture<'static, RunOutcome>;
+    /// Tells a conversation something short (a dropped message, a queue notice) without a run.
+    fn notice(&self, to: &chela_channel::Conversation, text: String);
+}
+
+/// What `/stop` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StopReport {
+    /// Queued turns dropped.
+    pub cleared: usize,
+    /// Whether an active run was cancelled (and has settled).
+    pub stopped_run: bool,
+}
+
+/// A snapshot of a lane for `/status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaneStatus {
+    /// Current settings.
+    pub settings: LaneSettings,
+    /// Queued turns.
+    pub queued: usize,
+    /// Whether a run is active.
+    pub running: bool,
+}
+
+/// Messages a lane task accepts.
+pub(crate) enum LaneMsg {
+    Turn(QueuedTurn),
+    Stop(oneshot::Sender<StopReport>),
+    Status(oneshot::Sender<LaneStatus>),
+    Settings(LaneSettings),
+    WaitIdle(oneshot::Sender<()>),
+}
+
+/// Why a lane could not be reached.
+#[derive(Debug, thiserror::Error)]
+pub enum LaneError {
+    /// The gateway is shutting down.
+    #[error("the gateway is shutting down")]
+    Closed,
+}
+
+/// Shared by every lane.
+pub(crate) struct Shared {
+    pub(crate) runner: Arc<dyn Runner>,
+    pub(crate) limit: Arc<Semaphore>,
+    pub(crate) store: Store,
+    pub(crate) shutdown: CancellationToken,
+}
+
+/// The set of lanes, keyed by session key.
+#[derive(Clone)]
+pub struct Lanes {
+    shared: Arc<Shared>,
+    defaults: LaneSettings,
+    lanes: Arc<Mutex<HashMap<String, mpsc::Sender<LaneMsg>>>>,
+    tasks: tokio_util::task::TaskTracker,
+}
+
+impl Lanes {
+    /// Creates the lane set; `max_runs` bounds concurrent runs across all sessions.
+    pub fn new(runner: Arc<dyn Runner>, store: Store, defaults: LaneSettings, max_runs: usize) -> Self {
+        Lanes {
+            shared: Arc::new(Shared {
+                runner,
+                limit: Arc::new(Semaphore::new(max_runs.max(1))),
+                store,
+                shutdown: CancellationToken::new(),
+            }),
+            defaults,
+            lanes: Arc::new(Mutex::new(HashMap::new())),
+            tasks: tokio_util::task::TaskTracker::new(),
+        }
+    }
+
+    /// The settings a session uses: its `/queue` override, else the defaults.
+    pub fn settings_for(&self, key: &str) -> LaneSettings {
+        self.shared
+            .store
+            .get_settings::<LaneSettings>(key)
+            .ok()
+            .flatten()
+            .unwrap_or(self.defaults)
+    }
+
+    /// The global defaults.
+    pub fn defaults(&self) -> LaneSettings {
+        self.defaults
+    }
+
+    /// Hands a turn to its lane (starting the lane if needed).
+    pub async fn submit(&self, key: &str, turn: QueuedTurn) -> Result<(), LaneError> {
+        self.send(key, LaneMsg::Turn(turn)).await
+    }
+
+    /// `/stop`: clears queued turns, cancels the active run and waits until it settled.
+    pub async fn stop(&self, key: &str) -> Result<StopReport, LaneError> {
+        let (tx, rx) = oneshot::channel();
+        self.send(key, LaneMsg::Stop(tx)).await?;
+        rx.await.map_err(|_| LaneError::Closed)
+    }
+
+    /// A status snapshot.
+    pub async fn status(&self, key: &str) -> Result<LaneStatus, LaneError> {
+        let (tx, rx) = oneshot::channel();
+        self.send(key, LaneMsg::Status(tx)).await?;
+        rx.await.map_err(|_| LaneError::Closed)
+    }
+
+    /// `/queue`: sets (and persists) a session's settings; `None` goes back to the defaults.
+    pub async fn set_settings(&self, key: &str, settings: Option<LaneSettings>) -> Result<LaneSettings, LaneError> {
+        let effective = match settings {
+            Some(s) => {
+                let _ = self.shared.store.put_settings(key, &s);
+                s
+            }
+            None => {
+                let _ = self.shared.store.clear_settings(key);
+                self.defaults
+            }
+        };
+        self.send(key, LaneMsg::Settings(effective)).await?;
+        Ok(effective)
+    }
+
+    /// Resolves once the lane has nothing queued and no run active.
+    pub async fn wait_idle(&self, key: &str) -> Result<(), LaneError> {
+        let (tx, rx) = oneshot::channel();
+        self.send(key, LaneMsg::WaitIdle(tx)).await?;
+        rx.await.map_err(|_| LaneError::Closed)
+    }
+
+    /// Stops every lane: active runs are cancelled, queued turns stay durable for the next
+    /// start. Resolves when every lane task has ended.
+    pub async fn shutdown(&self) {
+        self.shared.shutdown.cancel();
+        if let Ok(mut lanes) = self.lanes.lock() {
+            lanes.clear();
+        }
+        self.tasks.close();
+        self.tasks.wait().await;
+    }
+
+    async fn send(&self, key: &str, msg: LaneMsg) -> Result<(), LaneError> {
+        if self.shared.shutdown.is_cancelled() {
+            return Err(LaneError::Closed);
+        }
+        let sender = {
+            let mut lanes = self.lanes.lock().map_err(|_| LaneError::Closed)?;
+            match lanes.get(key) {
+                Some(tx) if !tx.is_closed() => tx.clone(),
+                _ => {
+                    let (tx, rx) = mpsc::channel(MAILBOX);
+                    let settings = self.settings_for(key);
+                    self.tasks.spawn(task::lane(key.to_string(), settings, rx, self.shared.clone()));
+                    lanes.insert(key.to_string(), tx.clone());
+                    tx
+                }
+            }
+        };
+        sender.send(msg).await.map_err(|_| LaneError::Closed)
+    }
+}

@@ -1,0 +1,256 @@
+//! The task behind one lane: its queue, its active run and its mailbox.
+
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::queue::{PushOutcome, QueuedTurn, TurnQueue};
+use super::{LaneMsg, LaneSettings, LaneStatus, Shared, StopReport};
+use crate::agent::run::{RunOutcome, Steer};
+use crate::config::QueueMode;
+
+/// Steered messages one run can hold before the rest become followups.
+const STEER_BUFFER: usize = 16;
+
+struct Active {
+    cancel: CancellationToken,
+    steer: mpsc::Sender<Steer>,
+    /// Turns handed to the run as steers, to requeue any it could not take.
+    steered: Vec<QueuedTurn>,
+    stop_waiters: Vec<(oneshot::Sender<StopReport>, usize)>,
+}
+
+struct Lane {
+    key: String,
+    settings: LaneSettings,
+    queue: TurnQueue,
+    active: Option<Active>,
+    collect_at: Option<Instant>,
+    idle_waiters: Vec<oneshot::Sender<()>>,
+    shared: Arc<Shared>,
+}
+
+/// Runs one lane until its mailbox closes or the gateway shuts down.
+pub(super) async fn lane(
+    key: String,
+    settings: LaneSettings,
+    mut rx: mpsc::Receiver<LaneMsg>,
+    shared: Arc<Shared>,
+) {
+    let mut lane = Lane {
+        key,
+        settings,
+        queue: TurnQueue::default(),
+        active: None,
+        collect_at: None,
+        idle_waiters: Vec::new(),
+        shared,
+    };
+    let shutdown = lane.shared.shutdown.clone();
+    let mut running: Option<JoinHandle<RunOutcome>> = None;
+    loop {
+        if running.is_none() {
+            running = lane.start_if_ready();
+        }
+        lane.notify_idle();
+        let deadline = lane.collect_at.filter(|_| running.is_none());
+        tokio::select! {
+            biased;
+            _ = shutdown.cancelled() => {
+                if let Some(active) = lane.active.take() {
+                    active.cancel.cancel();
+                }
+                if let Some(handle) = running.take() {
+                    let _ = handle.await;
+                }
+                return;
+            }
+            msg = rx.recv() => match msg {
+                Some(msg) => lane.handle(msg),
+                None => {
+                    if let Some(handle) = running.take() {
+                        let _ = handle.await;
+                    }
+                    return;
+                }
+            },
+            outcome = wait_run(&mut running), if running.is_some() => {
+                running = None;
+                lane.finished(outcome);
+            }
+            _ = sleep_until_opt(deadline), if deadline.is_some() => {
+                lane.collect_at = None;
+            }
+        }
+    }
+}
+
+async fn wait_run(running: &mut Option<JoinHandle<RunOutcome>>) -> Option<RunOutcome> {
+    match running.as_mut() {
+        Some(handle) => match handle.await {
+            Ok(outcome) => Some(outcome),
+            Err(e) => {
+                tracing::error!(error = %e, "a run task failed");
+                None
+            }
+        },
+        None => std::future::pending().await,
+    }
+}
+
+impl Lane {
+    fn handle(&mut self, msg: LaneMsg) {
+        match msg {
+            LaneMsg::Turn(turn) => self.arrive(turn),
+            LaneMsg::Stop(reply) => self.stop(reply),
+            LaneMsg::Status(reply) => {
+                let _ = reply.send(LaneStatus {
+                    settings: self.settings,
+                    queued: self.queue.len(),
+                    running: self.active.is_some(),
+                });
+            }
+            LaneMsg::Settings(settings) => self.settings = settings,
+            LaneMsg::WaitIdle(reply) => self.idle_waiters.push(reply),
+        }
+    }
+
+    fn arrive(&mut self, turn: QueuedTurn) {
+        if self.settings.mode == QueueMode::Collect {
+            self.collect_at = Some(Instant::now() + self.settings.debounce);
+        }
+        let Some(active) = &mut self.active else {
+            self.enqueue(turn);
+            return;
+        };
+        match self.settings.mode {
+            QueueMode::Steer => {
+                let steer = Steer { seqs: turn.seqs.clone(), text: turn.text.clone() };
+                if active.steer.try_send(steer).is_ok() {
+                    active.steered.push(turn);
+                } else {
+                    self.enqueue(turn);
+                }
+            }
+            QueueMode::Interrupt => {
+                active.cancel.cancel();
+                self.queue.push_front(turn);
+            }
+            QueueMode::Followup | QueueMode::Collect => self.enqueue(turn),
+        }
+    }
+
+    fn enqueue(&mut self, turn: QueuedTurn) {
+        match self.queue.push(turn, self.settings.cap, self.settings.drop) {
+            PushOutcome::Queued => {}
+            PushOutcome::DroppedOldest(dropped) => {
+                tracing::warn!(session = %self.key, "queue full: dropped the oldest turn");
+                self.forget(&dropped.seqs);
+            }
+            PushOutcome::Rejected(rejected) => {
+                tracing::warn!(session = %self.key, "queue full: rejected an incoming turn");
+                self.forget(&rejected.seqs);
+                self.shared.runner.notice(
+                    &rejected.target,
+                    format!("Queue full ({} pending): your message was not queued.", self.settings.cap),
+                );
+            }
+        }
+    }
+
+    fn stop(&mut self, reply: oneshot::Sender<StopReport>) {
+        let seqs = self.queue.clear();
+        let cleared = seqs.len();
+        self.forget(&seqs);
+        self.collect_at = None;
+        match &mut self.active {
+            Some(active) => {
+                active.cancel.cancel();
+                active.stop_waiters.push((reply, cleared));
+            }
+            None => {
+                let _ = reply.send(StopReport { cleared, stopped_run: false });
+            }
+        }
+    }
+
+    fn start_if_ready(&mut self) -> Option<JoinHandle<RunOutcome>> {
+        if self.active.is_some() || self.shared.shutdown.is_cancelled() {
+            return None;
+        }
+        let next = if self.settings.mode == QueueMode::Collect {
+            if self.collect_at.is_some_and(|at| at > Instant::now()) {
+                return None;
+            }
+            self.queue.pop_collected()
+        } else {
+            self.queue.pop_next()
+        };
+        let turn = next?;
+        let cancel = self.shared.shutdown.child_token();
+        let (steer_tx, steer_rx) = mpsc::channel(STEER_BUFFER);
+        let runner = self.shared.runner.clone();
+        let limit = self.shared.limit.clone();
+        let key = self.key.clone();
+        let run_cancel = cancel.clone();
+        let handle = tokio::spawn(async move {
+            let _permit = limit.acquire_owned().await;
+            runner.run(key, turn, run_cancel, steer_rx).await
+        });
+        self.active = Some(Active {
+            cancel,
+            steer: steer_tx,
+            steered: Vec::new(),
+            stop_waiters: Vec::new(),
+        });
+        Some(handle)
+    }
+
+    fn finished(&mut self, outcome: Option<RunOutcome>) {
+        let Some(mut active) = self.active.take() else { return };
+        let stopped = !active.stop_waiters.is_empty();
+        let leftover: Vec<u64> = outcome
+            .map(|o| o.leftover.into_iter().flat_map(|s| s.seqs).collect())
+            .unwrap_or_default();
+        // Steers the run could not take run next, in arrival order (unless /stop cleared them).
+        for turn in active.steered.drain(..).rev() {
+            if !turn.seqs.iter().any(|seq| leftover.contains(seq)) {
+                continue;
+            }
+            if stopped {
+                self.forget(&turn.seqs);
+            } else {
+                self.queue.push_front(turn);
+            }
+        }
+        for (waiter, cleared) in active.stop_waiters {
+            let _ = waiter.send(StopReport { cleared, stopped_run: true });
+        }
+    }
+
+    fn notify_idle(&mut self) {
+        if self.active.is_none() && self.queue.is_empty() {
+            for waiter in self.idle_waiters.drain(..) {
+                let _ = waiter.send(());
+            }
+        }
+    }
+
+    /// Removes durable pending entries of turns that will never run.
+    fn forget(&self, seqs: &[u64]) {
+        for seq in seqs {
+            if let Err(e) = self.shared.store.remove_pending(*seq) {
+                tracing::error!(error = %e, seq, "cannot remove a pending turn");
+            }
+        }
+    }
+}
+
+async fn sleep_until_opt(deadline: Option<Instant>) {
+    if let Some(at) = deadline {
+        tokio::time::sleep_until(at).await;
+    }
+}

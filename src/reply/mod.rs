@@ -1,0 +1,84 @@
+//! Replies: run events -> chat. Preview edits, splitting, pacing, typing, finals.
+
+pub mod split;
+pub mod stream;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chela_channel::{Channel, Conversation};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::agent::events::{Lifecycle, RunEvent, ToolEvent};
+pub use stream::ReplyStream;
+
+/// How often the typing indicator is refreshed (Telegram's expires after about 5 s).
+const TYPING_EVERY: Duration = Duration::from_secs(6);
+
+/// How a run's events ended, as seen by the reply path.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ending {
+    /// The run ended normally or was stopped.
+    End {
+        /// True when stopped.
+        aborted: bool,
+    },
+    /// The run failed with a short message.
+    Error(String),
+    /// The event stream closed without a lifecycle end.
+    Closed,
+}
+
+/// Consumes a run's events into a preview stream until the run ends. The caller then
+/// records the final and calls [`ReplyStream::finish`].
+pub async fn stream_events(
+    channel: Arc<dyn Channel>,
+    to: Conversation,
+    mut events: mpsc::Receiver<RunEvent>,
+) -> (ReplyStream, Ending) {
+    let mut reply = ReplyStream::new(channel.clone(), to.clone());
+    let _ = channel.typing(&to).await;
+    let mut next_typing = Instant::now() + TYPING_EVERY;
+    let ending = loop {
+        let due = reply.preview_due();
+        tokio::select! {
+            event = events.recv() => match event {
+                Some(RunEvent::Assistant { delta }) => {
+                    reply.push(&delta);
+                    if reply.preview_due().is_some_and(|at| at <= Instant::now()) {
+                        reply.preview().await;
+                    }
+                }
+                Some(RunEvent::Tool(ToolEvent::Start { .. })) => reply.mark_break(),
+                Some(RunEvent::Tool(_)) | Some(RunEvent::Lifecycle(Lifecycle::Start)) => {}
+                Some(RunEvent::Lifecycle(Lifecycle::End { aborted, .. })) => break Ending::End { aborted },
+                Some(RunEvent::Lifecycle(Lifecycle::Error { message })) => break Ending::Error(message),
+                None => break Ending::Closed,
+            },
+            _ = sleep_until_opt(due), if due.is_some() => reply.preview().await,
+            _ = tokio::time::sleep_until(next_typing) => {
+                let _ = channel.typing(&to).await;
+                next_typing = Instant::now() + TYPING_EVERY;
+            }
+        }
+    };
+    (reply, ending)
+}
+
+/// The text a finished reply should end with.
+pub fn final_text(streamed: &str, ending: &Ending) -> String {
+    match ending {
+        Ending::End { aborted: false } | Ending::Closed => streamed.to_string(),
+        Ending::End { aborted: true } if streamed.trim().is_empty() => String::new(),
+        Ending::End { aborted: true } => format!("{streamed} [stopped]"),
+        Ending::Error(message) if streamed.trim().is_empty() => format!("⚠️ {message}"),
+        Ending::Error(message) => format!("{streamed}\n\n⚠️ {message}"),
+    }
+}
+
+async fn sleep_until_opt(at: Option<Instant>) {
+    if let Some(at) = at {
+        tokio::time::sleep_until(at).await;
+    }
+}

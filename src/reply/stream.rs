@@ -1,0 +1,179 @@
+//! A reply being streamed into a chat: one message sent and then edited as the text grows,
+//! parts frozen as the text outgrows the platform limit, the final given priority.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chela_channel::{Channel, ChannelError, Conversation, Limits, SentMessage};
+use tokio::time::Instant;
+
+use super::split::split_head;
+
+/// Attempts at delivering the final text before giving up.
+const FINAL_ATTEMPTS: u32 = 6;
+/// The answer that means "send nothing" (SPEC 5).
+pub const NO_REPLY: &str = "NO_REPLY";
+
+/// The live state of one streamed reply.
+pub struct ReplyStream {
+    channel: Arc<dyn Channel>,
+    to: Conversation,
+    limits: Limits,
+    text: String,
+    /// Bytes of `text` already shown in frozen parts.
+    frozen: usize,
+    /// Text carried into the current part (a reopened code fence).
+    carry: String,
+    current: Option<SentMessage>,
+    shown: String,
+    next_edit: Instant,
+    break_pending: bool,
+    /// Platform calls made (sends, edits, deletes), for benchmarks and tests.
+    pub calls: u32,
+}
+
+impl ReplyStream {
+    /// Starts a reply into `to`; nothing is sent until there is text.
+    pub fn new(channel: Arc<dyn Channel>, to: Conversation) -> Self {
+        let limits = channel.limits();
+        let next_edit = Instant::now() + Duration::from_millis(limits.edit_interval_ms);
+        ReplyStream {
+            channel,
+            to,
+            limits,
+            text: String::new(),
+            frozen: 0,
+            carry: String::new(),
+            current: None,
+            shown: String::new(),
+            next_edit,
+            break_pending: false,
+            calls: 0,
+        }
+    }
+
+    /// The full text so far.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Adds streamed text.
+    pub fn push(&mut self, delta: &str) {
+        if self.break_pending && !self.text.is_empty() && !delta.trim().is_empty() {
+            self.text.push_str("\n\n");
+        }
+        self.break_pending = false;
+        self.text.push_str(delta);
+    }
+
+    /// Marks a boundary between two model calls (a tool ran): the next text starts a paragraph.
+    pub fn mark_break(&mut self) {
+        self.break_pending = true;
+    }
+
+    /// When the next preview edit may go out, if one is due.
+    pub fn preview_due(&self) -> Option<Instant> {
+        let pending = self.carry.clone() + &self.text[self.frozen..];
+        (pending != self.shown && !holds_back(&self.text)).then_some(self.next_edit)
+    }
+
+    /// Shows the text so far (paced; a rate limit only delays the next preview).
+    pub async fn preview(&mut self) {
+        if Instant::now() < self.next_edit || holds_back(&self.text) {
+            return;
+        }
+        if let Err(ChannelError::RateLimited { retry_after_ms }) = self.show_all(false).await {
+            self.next_edit = Instant::now() + Duration::from_millis(retry_after_ms);
+            return;
+        }
+        self.next_edit = Instant::now() + Duration::from_millis(self.limits.edit_interval_ms);
+    }
+
+    /// Delivers `final_text` (replacing what was streamed) and ends the reply. Text already
+    /// visible is never sent again; a failed final edit is sent as a new message.
+    pub async fn finish(&mut self, final_text: &str) -> Result<(), ChannelError> {
+        if final_text.trim().eq_ignore_ascii_case(NO_REPLY) {
+            if let Some(message) = self.current.take() {
+                self.calls += 1;
+                let _ = self.channel.delete(&self.to, &message).await;
+            }
+            return Ok(());
+        }
+        if !final_text.starts_with(&self.text[..self.frozen]) {
+            // The final does not extend what froze: keep the frozen parts, start fresh below.
+            self.current = None;
+            self.shown.clear();
+            self.frozen = 0;
+            self.carry.clear();
+            self.text.clear();
+        }
+        self.text = final_text.to_string();
+        let mut attempt = 0;
+        loop {
+            match self.show_all(true).await {
+                Ok(()) => break,
+                Err(ChannelError::RateLimited { retry_after_ms }) if attempt < FINAL_ATTEMPTS => {
+                    tokio::time::sleep(Duration::from_millis(retry_after_ms)).await;
+                }
+                Err(e) if e.is_retryable() && attempt < FINAL_ATTEMPTS => {
+                    tokio::time::sleep(Duration::from_millis(500 << attempt)).await;
+                }
+                Err(e) => return Err(e),
+            }
+            attempt += 1;
+        }
+        self.channel.reply_done(&self.to).await;
+        Ok(())
+    }
+
+    /// Brings the chat up to date with `text`, freezing full parts.
+    async fn show_all(&mut self, is_final: bool) -> Result<(), ChannelError> {
+        loop {
+            let pending = self.carry.clone() + &self.text[self.frozen..];
+            match split_head(&pending, self.limits.max_chars, self.limits.max_lines) {
+                Some(split) => {
+                    self.show(&split.head, is_final).await?;
+                    let consumed = split.rest_at.saturating_sub(self.carry.len());
+                    self.frozen += consumed;
+                    self.carry = split.reopen.map(|f| f + "\n").unwrap_or_default();
+                    self.current = None;
+                    self.shown.clear();
+                }
+                None => {
+                    if pending != self.shown && !pending.trim().is_empty() {
+                        self.show(&pending, is_final).await?;
+                    }
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    async fn show(&mut self, text: &str, is_final: bool) -> Result<(), ChannelError> {
+        self.calls += 1;
+        match &self.current {
+            None => {
+                let sent = self.channel.send(&self.to, text).await?;
+                self.current = Some(sent);
+            }
+            Some(message) => match self.channel.edit(&self.to, message, text).await {
+                Ok(()) => {}
+                Err(e) if is_final && !e.is_retryable() => {
+                    tracing::warn!(error = %e, "final edit failed; sending the final as a new message");
+                    self.calls += 1;
+                    let sent = self.channel.send(&self.to, text).await?;
+                    self.current = Some(sent);
+                }
+                Err(e) => return Err(e),
+            },
+        }
+        self.shown = text.to_string();
+        Ok(())
+    }
+}
+
+/// True while the text could still become `NO_REPLY`: such text is not previewed.
+fn holds_back(text: &str) -> bool {
+    let t = text.trim();
+    !t.is_empty() && NO_REPLY.len() >= t.len() && NO_REPLY[..t.len()].eq_ignore_ascii_case(t)
+}

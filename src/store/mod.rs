@@ -1,1 +1,275 @@
-//! The sled store (work in progress).
+//! The sled store: typed trees for everything that must survive a restart (DESIGN 4, SPEC 6).
+//!
+//! [`Store`] is a cheap, cloneable handle. No sled type leaves this module: callers see typed
+//! records ([`SessionMeta`], [`Entry`], [`PendingTurn`], [`OutboxEntry`]) and [`StoreError`].
+//!
+//! - sessions: [`SessionMeta`] per session key, and generic per-session settings.
+//! - transcript: version-4 entries (pi/OpenClaw JSONL schema), the model window.
+//! - jsonl: byte-exact export and validated import.
+//! - show: a readable rendering for `chela sessions show`.
+//! - pending: the durable queue of accepted-but-not-yet-run turns.
+//! - dedupe: inbound dedupe marks.
+//! - outbox: final replies recorded before they are sent, dead letters.
+//! - cursors: platform cursors (Telegram update offset).
+//!
+//! Writes that must be durable before the caller goes on (`enqueue`, `record_final`,
+//! `set_cursor`) are async and flush with sled's `flush_async`; everything else is a short
+//! in-memory sled operation, made durable by sled's periodic flush or by [`Store::flush`].
+
+mod cursors;
+mod dedupe;
+mod entry;
+mod jsonl;
+mod outbox;
+mod pending;
+mod sessions;
+mod show;
+mod transcript;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+pub use dedupe::dedupe_key;
+pub use entry::{Entry, EntryKind, Item, SessionHeader, TRANSCRIPT_VERSION};
+pub use outbox::OutboxEntry;
+pub use pending::PendingTurn;
+pub use sessions::SessionMeta;
+pub use transcript::SUMMARY_HEADING;
+
+/// The most memory sled's page cache may use, in bytes (sled's default is 1 GiB).
+const CACHE_CAPACITY: u64 = 64 * 1024 * 1024;
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Another process holds the store's lock.
+    #[error("the store at {} is in use by another chela process", path.display())]
+    Locked {
+        /// The store folder.
+        path: PathBuf,
+    },
+    /// The store could not be opened.
+    #[error("cannot open the store at {}: {reason}", path.display())]
+    Open {
+        /// The store folder.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The database failed to read or write.
+    #[error("store i/o failed: {0}")]
+    Db(String),
+    /// A stored record could not be decoded.
+    #[error("corrupt record in the {tree} tree: {reason}")]
+    Corrupt {
+        /// The tree holding the record.
+        tree: &'static str,
+        /// The decoding error.
+        reason: String,
+    },
+    /// A record could not be encoded.
+    #[error("cannot encode a record: {0}")]
+    Encode(String),
+    /// The session key has no session yet (see [`Store::ensure_session`]).
+    #[error("no session {0}")]
+    UnknownSession(String),
+    /// An import was asked for a key that already has a transcript.
+    #[error("session {key} already has {entries} entries; import refuses to overwrite it")]
+    SessionExists {
+        /// The session key.
+        key: String,
+        /// How many entries it has.
+        entries: u64,
+    },
+    /// An imported JSONL line was rejected.
+    #[error("import line {line}: {reason}")]
+    InvalidImport {
+        /// 1-based line number.
+        line: usize,
+        /// Why it was rejected.
+        reason: String,
+    },
+    /// Reading an import or writing an export failed.
+    #[error("i/o error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A handle on the store. Cloning is cheap (one `Arc`).
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: sled::Db,
+    sessions: sled::Tree,
+    transcript: sled::Tree,
+    entry_ids: sled::Tree,
+    settings: sled::Tree,
+    pending: sled::Tree,
+    dedupe: sled::Tree,
+    outbox: sled::Tree,
+    outbox_dead: sled::Tree,
+    #[expect(dead_code, reason = "opened now; the ACP issue adds its API")]
+    bindings: sled::Tree,
+    #[expect(dead_code, reason = "opened now; the pairing issue adds its API")]
+    pairing: sled::Tree,
+    cursors: sled::Tree,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Opens (creating it and its parent folders if needed) the store in folder `path`.
+    ///
+    /// Fails with [`StoreError::Locked`] when another process has it open.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        std::fs::create_dir_all(path).map_err(|e| StoreError::Open {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        let config = sled::Config::new()
+            .path(path)
+            .cache_capacity(CACHE_CAPACITY);
+        let db = config.open().map_err(|e| match &e {
+            sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
+                StoreError::Locked {
+                    path: path.to_path_buf(),
+                }
+            }
+            _ => StoreError::Open {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            },
+        })?;
+        Store::from_db(db)
+    }
+
+    /// Opens a store that lives in a temporary folder and is deleted on drop (for tests).
+    pub fn temporary() -> Result<Store, StoreError> {
+        let db = sled::Config::new()
+            .temporary(true)
+            .cache_capacity(CACHE_CAPACITY)
+            .open()
+            .map_err(db_err)?;
+        Store::from_db(db)
+    }
+
+    fn from_db(db: sled::Db) -> Result<Store, StoreError> {
+        let tree = |name: &str| db.open_tree(name).map_err(db_err);
+        let inner = Inner {
+            sessions: tree("sessions")?,
+            transcript: tree("transcript")?,
+            entry_ids: tree("entry_ids")?,
+            settings: tree("settings")?,
+            pending: tree("pending")?,
+            dedupe: tree("dedupe")?,
+            outbox: tree("outbox")?,
+            outbox_dead: tree("outbox_dead")?,
+            bindings: tree("bindings")?,
+            pairing: tree("pairing")?,
+            cursors: tree("cursors")?,
+            db,
+        };
+        Ok(Store {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// Writes everything buffered to disk; returns once it is durable.
+    pub async fn flush(&self) -> Result<(), StoreError> {
+        self.inner.db.flush_async().await.map_err(db_err)?;
+        Ok(())
+    }
+}
+
+/// Maps a sled error to a [`StoreError`] without exposing the sled type.
+fn db_err(e: sled::Error) -> StoreError {
+    StoreError::Db(e.to_string())
+}
+
+/// Maps a failed sled transaction to a [`StoreError`].
+fn tx_err(e: sled::transaction::TransactionError<StoreError>) -> StoreError {
+    match e {
+        sled::transaction::TransactionError::Abort(e) => e,
+        sled::transaction::TransactionError::Storage(e) => db_err(e),
+    }
+}
+
+/// Aborts a sled transaction with `e`.
+fn abort<T>(e: StoreError) -> sled::transaction::ConflictableTransactionResult<T, StoreError> {
+    Err(sled::transaction::ConflictableTransactionError::Abort(e))
+}
+
+/// Encodes a record as JSON.
+fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, StoreError> {
+    serde_json::to_vec(value).map_err(|e| StoreError::Encode(e.to_string()))
+}
+
+/// Decodes a JSON record read from `tree`.
+fn decode<T: DeserializeOwned>(tree: &'static str, bytes: &[u8]) -> Result<T, StoreError> {
+    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
+        tree,
+        reason: e.to_string(),
+    })
+}
+
+/// Decodes a big-endian u64 key or value.
+fn be_u64(tree: &'static str, bytes: &[u8]) -> Result<u64, StoreError> {
+    let arr: [u8; 8] = bytes.try_into().map_err(|_| StoreError::Corrupt {
+        tree,
+        reason: format!("expected 8 bytes, found {}", bytes.len()),
+    })?;
+    Ok(u64::from_be_bytes(arr))
+}
+
+/// Milliseconds since the Unix epoch.
+fn now_ms() -> u64 {
+    crate::agent::message::now_ms()
+}
+
+/// The current time as ISO 8601 UTC with milliseconds (`2025-01-02T03:04:05.678Z`).
+fn now_iso() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}
+
+/// Parses an ISO 8601 timestamp to milliseconds since the epoch.
+fn iso_to_ms(iso: &str) -> Option<u64> {
+    let t = humantime::parse_rfc3339_weak(iso).ok()?;
+    let d = t.duration_since(std::time::UNIX_EPOCH).ok()?;
+    Some(d.as_millis() as u64)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn second_open_of_the_same_folder_is_refused_with_a_clear_message() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nested").join("store");
+        let _first = Store::open(&path).unwrap();
+        let err = Store::open(&path).unwrap_err();
+        assert!(matches!(err, StoreError::Locked { .. }), "{err:?}");
+        assert!(
+            err.to_string()
+                .contains("is in use by another chela process"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn iso_timestamps_have_millis_and_parse_back() {
+        let iso = now_iso();
+        assert!(iso.ends_with('Z') && iso.len() == 24, "{iso}");
+        assert!(iso_to_ms(&iso).is_some());
+    }
+}

@@ -1,0 +1,47 @@
+//! Platform cursors (e.g. the Telegram update offset): name -> i64 big-endian.
+
+use super::{Store, StoreError, db_err};
+
+impl Store {
+    /// The cursor called `name`, if set.
+    pub fn get_cursor(&self, name: &str) -> Result<Option<i64>, StoreError> {
+        let Some(v) = self.inner.cursors.get(name).map_err(db_err)? else {
+            return Ok(None);
+        };
+        let arr: [u8; 8] = v.as_ref().try_into().map_err(|_| StoreError::Corrupt {
+            tree: "cursors",
+            reason: format!("expected 8 bytes, found {}", v.len()),
+        })?;
+        Ok(Some(i64::from_be_bytes(arr)))
+    }
+
+    /// Sets the cursor called `name`; returns once it is on disk.
+    pub async fn set_cursor(&self, name: &str, value: i64) -> Result<(), StoreError> {
+        self.inner
+            .cursors
+            .insert(name, &value.to_be_bytes()[..])
+            .map_err(db_err)?;
+        self.flush().await
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn cursors_survive_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            assert_eq!(store.get_cursor("telegram:default").unwrap(), None);
+            store.set_cursor("telegram:default", 41).await.unwrap();
+            store.set_cursor("telegram:default", -7).await.unwrap();
+            store.set_cursor("telegram:other", i64::MAX).await.unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.get_cursor("telegram:default").unwrap(), Some(-7));
+        assert_eq!(store.get_cursor("telegram:other").unwrap(), Some(i64::MAX));
+    }
+}

@@ -1,0 +1,98 @@
+//! Inbound dedupe marks: dedupe key -> first-seen time (ms, u64 big-endian) (SPEC 1.4).
+
+use chela_channel::Inbound;
+
+use super::{Store, StoreError, be_u64, db_err};
+
+/// The dedupe key of an inbound message: `channel|account|chat|thread|message_id` (an empty
+/// thread when there is none).
+pub fn dedupe_key(inbound: &Inbound) -> String {
+    let c = &inbound.conversation;
+    format!(
+        "{}|{}|{}|{}|{}",
+        c.channel,
+        c.account,
+        c.chat_id,
+        c.thread_id.as_deref().unwrap_or(""),
+        inbound.message_id
+    )
+}
+
+impl Store {
+    /// Marks `dedupe_key` as seen at `now_ms`; true when it was not seen before. Atomic: of
+    /// several concurrent callers with the same key exactly one gets true.
+    pub fn mark_seen(&self, dedupe_key: &str, now_ms: u64) -> Result<bool, StoreError> {
+        let swapped = self
+            .inner
+            .dedupe
+            .compare_and_swap(
+                dedupe_key,
+                None as Option<&[u8]>,
+                Some(&now_ms.to_be_bytes()[..]),
+            )
+            .map_err(db_err)?;
+        Ok(swapped.is_ok())
+    }
+
+    /// Forgets marks first seen before `older_than_ms`; returns how many were removed.
+    pub fn prune_seen(&self, older_than_ms: u64) -> Result<usize, StoreError> {
+        let mut removed = 0;
+        for kv in self.inner.dedupe.iter() {
+            let (k, v) = kv.map_err(db_err)?;
+            if be_u64("dedupe", &v)? < older_than_ms {
+                // Only remove the mark we read, not one written since.
+                let swapped = self
+                    .inner
+                    .dedupe
+                    .compare_and_swap(&k, Some(&v), None as Option<&[u8]>)
+                    .map_err(db_err)?;
+                removed += usize::from(swapped.is_ok());
+            }
+        }
+        Ok(removed)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::store::pending::tests::inbound;
+
+    #[test]
+    fn dedupe_key_names_every_part() {
+        let mut msg = inbound("42", "m7", "hi");
+        assert_eq!(dedupe_key(&msg), "telegram|default|42||m7");
+        msg.conversation.thread_id = Some("t9".into());
+        assert_eq!(dedupe_key(&msg), "telegram|default|42|t9|m7");
+    }
+
+    #[test]
+    fn only_one_of_many_concurrent_marks_is_new() {
+        let store = Store::temporary().unwrap();
+        let fresh = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..16 {
+                s.spawn(|| {
+                    if store.mark_seen("k", 1).unwrap() {
+                        fresh.fetch_add(1, Ordering::SeqCst);
+                    }
+                });
+            }
+        });
+        assert_eq!(fresh.load(Ordering::SeqCst), 1);
+        assert!(!store.mark_seen("k", 2).unwrap());
+    }
+
+    #[test]
+    fn prune_forgets_only_old_marks() {
+        let store = Store::temporary().unwrap();
+        assert!(store.mark_seen("old", 100).unwrap());
+        assert!(store.mark_seen("new", 300).unwrap());
+        assert_eq!(store.prune_seen(200).unwrap(), 1);
+        assert!(store.mark_seen("old", 400).unwrap());
+        assert!(!store.mark_seen("new", 400).unwrap());
+    }
+}

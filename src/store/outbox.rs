@@ -1,0 +1,200 @@
+//! The outbox: final replies recorded before they are sent (id, u64 big-endian -> JSON), marked
+//! delivered once the platform confirms, dead-lettered when retries run out (SPEC 6).
+
+use chela_channel::Conversation;
+use serde::{Deserialize, Serialize};
+use sled::Transactional;
+
+use super::{Store, StoreError, abort, be_u64, db_err, decode, encode, tx_err};
+
+/// One final reply and its delivery state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutboxEntry {
+    /// Outbox id (increasing).
+    pub id: u64,
+    /// The session that produced it.
+    pub session_key: String,
+    /// Where it goes.
+    pub conversation: Conversation,
+    /// The reply text.
+    pub text: String,
+    /// When it was recorded, ms since the epoch.
+    pub created_ms: u64,
+    /// True once the platform confirmed it.
+    pub delivered: bool,
+    /// How many sends were attempted.
+    pub attempts: u32,
+}
+
+impl Store {
+    /// Records a final reply to send and returns its id. Returns once it is on disk.
+    pub async fn record_final(
+        &self,
+        session_key: &str,
+        conversation: &Conversation,
+        text: &str,
+        now_ms: u64,
+    ) -> Result<u64, StoreError> {
+        let id = self.inner.db.generate_id().map_err(db_err)?;
+        let entry = OutboxEntry {
+            id,
+            session_key: session_key.to_string(),
+            conversation: conversation.clone(),
+            text: text.to_string(),
+            created_ms: now_ms,
+            delivered: false,
+            attempts: 0,
+        };
+        self.inner
+            .outbox
+            .insert(id.to_be_bytes(), encode(&entry)?)
+            .map_err(db_err)?;
+        self.flush().await?;
+        Ok(id)
+    }
+
+    /// Counts one send attempt of `id`; returns the new count (`None` if there is no such entry).
+    pub fn note_attempt(&self, id: u64) -> Result<Option<u32>, StoreError> {
+        Ok(self
+            .update_outbox(id, |e| e.attempts += 1)?
+            .map(|e| e.attempts))
+    }
+
+    /// Marks `id` delivered; returns whether it was in the outbox. Not flushed (a lost mark
+    /// means one resend after a crash); call [`Store::flush`] to make it durable at once.
+    pub fn mark_delivered(&self, id: u64) -> Result<bool, StoreError> {
+        Ok(self.update_outbox(id, |e| e.delivered = true)?.is_some())
+    }
+
+    /// Entries not yet delivered, oldest first.
+    pub fn undelivered(&self) -> Result<Vec<OutboxEntry>, StoreError> {
+        let mut out = read_all(&self.inner.outbox, "outbox")?;
+        out.retain(|e| !e.delivered);
+        Ok(out)
+    }
+
+    /// Removes delivered entries created before `older_than_ms`; returns how many.
+    pub fn prune_delivered(&self, older_than_ms: u64) -> Result<usize, StoreError> {
+        let mut removed = 0;
+        for kv in self.inner.outbox.iter() {
+            let (k, v) = kv.map_err(db_err)?;
+            let entry: OutboxEntry = decode("outbox", &v)?;
+            if entry.delivered && entry.created_ms < older_than_ms {
+                self.inner.outbox.remove(k).map_err(db_err)?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Moves `id` from the outbox to the dead letters; returns whether it was in the outbox.
+    pub fn dead_letter(&self, id: u64) -> Result<bool, StoreError> {
+        let key = id.to_be_bytes();
+        let inner = &self.inner;
+        (&inner.outbox, &inner.outbox_dead)
+            .transaction(|(outbox, dead)| match outbox.remove(&key)? {
+                Some(v) => {
+                    dead.insert(&key, v)?;
+                    Ok(true)
+                }
+                None => Ok(false),
+            })
+            .map_err(tx_err)
+    }
+
+    /// Every dead-lettered entry, oldest first.
+    pub fn dead_letters(&self) -> Result<Vec<OutboxEntry>, StoreError> {
+        read_all(&self.inner.outbox_dead, "outbox_dead")
+    }
+
+    /// Applies `change` to entry `id` atomically; returns the changed entry.
+    fn update_outbox(
+        &self,
+        id: u64,
+        change: impl Fn(&mut OutboxEntry),
+    ) -> Result<Option<OutboxEntry>, StoreError> {
+        let key = id.to_be_bytes();
+        self.inner
+            .outbox
+            .transaction(|t| {
+                let Some(v) = t.get(key)? else {
+                    return Ok(None);
+                };
+                let mut entry: OutboxEntry = match decode("outbox", &v) {
+                    Ok(e) => e,
+                    Err(e) => return abort(e),
+                };
+                change(&mut entry);
+                match encode(&entry) {
+                    Ok(bytes) => t.insert(&key, bytes)?,
+                    Err(e) => return abort(e),
+                };
+                Ok(Some(entry))
+            })
+            .map_err(tx_err)
+    }
+}
+
+/// Decodes every entry of an outbox tree in id order.
+fn read_all(tree: &sled::Tree, name: &'static str) -> Result<Vec<OutboxEntry>, StoreError> {
+    tree.iter()
+        .map(|kv| {
+            let (k, v) = kv.map_err(db_err)?;
+            be_u64(name, &k)?;
+            decode(name, &v)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use chela_channel::ChatKind;
+
+    use super::*;
+
+    fn to() -> Conversation {
+        Conversation {
+            channel: "discord".into(),
+            account: "default".into(),
+            kind: ChatKind::Channel,
+            chat_id: "c1".into(),
+            thread_id: Some("t1".into()),
+        }
+    }
+
+    #[tokio::test]
+    async fn outbox_lifecycle_record_attempt_deliver_prune() {
+        let store = Store::temporary().unwrap();
+        let a = store.record_final("k", &to(), "one", 10).await.unwrap();
+        let b = store.record_final("k", &to(), "two", 20).await.unwrap();
+        assert!(a < b);
+        let pending = store.undelivered().unwrap();
+        assert_eq!(pending.iter().map(|e| e.id).collect::<Vec<_>>(), [a, b]);
+        assert_eq!(pending[0].text, "one");
+        assert_eq!(pending[0].conversation, to());
+        assert_eq!(store.note_attempt(a).unwrap(), Some(1));
+        assert_eq!(store.note_attempt(a).unwrap(), Some(2));
+        assert!(store.mark_delivered(a).unwrap());
+        assert!(!store.mark_delivered(999_999).unwrap());
+        let left = store.undelivered().unwrap();
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].id, b);
+        assert_eq!(store.prune_delivered(5).unwrap(), 0);
+        assert_eq!(store.prune_delivered(15).unwrap(), 1);
+        assert_eq!(store.note_attempt(a).unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn dead_letters_are_moved_aside() {
+        let store = Store::temporary().unwrap();
+        let id = store.record_final("k", &to(), "late", 1).await.unwrap();
+        store.note_attempt(id).unwrap();
+        assert!(store.dead_letter(id).unwrap());
+        assert!(!store.dead_letter(id).unwrap());
+        assert!(store.undelivered().unwrap().is_empty());
+        let dead = store.dead_letters().unwrap();
+        assert_eq!(dead.len(), 1);
+        assert_eq!((dead[0].id, dead[0].attempts), (id, 1));
+    }
+}

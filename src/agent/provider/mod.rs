@@ -2,6 +2,25 @@
 //!
 //! The OpenAI-compatible chat-completions and Anthropic Messages wire formats are two
 //! implementations; `echo` exists only to check channel wiring and is never chosen implicitly.
+//!
+//! - [`settings`]: [`ProviderSettings`] (kind, base URL, key, model, timeouts) and [`build`].
+//! - [`openai`]: OpenAI-compatible chat completions (OpenAI, Ollama, llama.cpp, vLLM, ...).
+//! - [`anthropic`]: Anthropic Messages.
+//! - [`echo`]: answers `echo: <text>`; a wiring check only.
+//! - [`retry`]: connection-level retries with backoff and `retry-after`.
+//! - [`with_idle_timeout`]: ends a stream that stays silent for too long.
+
+pub mod anthropic;
+mod anthropic_stream;
+pub mod echo;
+pub mod openai;
+mod openai_stream;
+pub mod retry;
+pub mod settings;
+mod transport;
+
+pub use settings::{ProviderKind, ProviderSettings, build};
+pub use transport::with_idle_timeout;
 
 use std::pin::Pin;
 

@@ -1,0 +1,298 @@
+//! OpenAI-compatible chat completions (`POST {base}/chat/completions`, streamed).
+//!
+//! Works with OpenAI and with local servers that speak the same format (Ollama, llama.cpp,
+//! vLLM, LM Studio). Without an API key no `Authorization` header is sent.
+
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
+use serde_json::{Value, json};
+
+use super::openai_stream::OpenAiDecoder;
+use super::settings::{ProviderKind, ProviderSettings};
+use super::transport::{Endpoint, http_client, stream_call};
+use super::{BoxFuture, EventStream, Provider, ProviderError, ProviderRequest, ToolSpec};
+use crate::agent::message::{ContentBlock, Message, text_of};
+
+/// A provider speaking the OpenAI chat-completions wire format.
+pub struct OpenAiProvider {
+    client: reqwest::Client,
+    base_url: String,
+    url: String,
+    model: String,
+    headers: HeaderMap,
+    settings: ProviderSettings,
+    max_tokens_field: &'static str,
+}
+
+impl std::fmt::Debug for OpenAiProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiProvider")
+            .field("url", &self.url)
+            .field("model", &self.model)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAiProvider {
+    /// A provider for `settings` (kind is assumed to be `openai`; defaults fill the gaps).
+    /// Fails only when the key cannot go into a header or HTTP cannot be set up.
+    pub fn new(settings: &ProviderSettings) -> Result<Self, ProviderError> {
+        let mut settings = settings.clone();
+        settings.kind = ProviderKind::OpenAi;
+        let base_url = settings.effective_base_url();
+        let mut headers = HeaderMap::new();
+        if let Some(key) = settings.effective_api_key() {
+            let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                ProviderError::NotConfigured(
+                    "the OpenAI API key contains characters not allowed in an HTTP header"
+                        .to_string(),
+                )
+            })?;
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        // OpenAI's own API wants `max_completion_tokens` (newer models reject `max_tokens`);
+        // compatible servers understand `max_tokens`.
+        let max_tokens_field = if settings.is_official_endpoint() {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
+        Ok(OpenAiProvider {
+            client: http_client()?,
+            url: format!("{base_url}/chat/completions"),
+            base_url,
+            model: settings.effective_model(),
+            headers,
+            settings,
+            max_tokens_field,
+        })
+    }
+}
+
+impl Provider for OpenAiProvider {
+    fn name(&self) -> &str {
+        "openai"
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn stream(
+        &self,
+        request: ProviderRequest,
+    ) -> BoxFuture<'_, Result<EventStream, ProviderError>> {
+        let max_tokens = if request.max_tokens > 0 {
+            request.max_tokens
+        } else {
+            self.settings.max_tokens
+        };
+        let mut body = request_body(&self.model, &request);
+        body[self.max_tokens_field] = json!(max_tokens);
+        Box::pin(async move {
+            let endpoint = Endpoint {
+                client: &self.client,
+                url: &self.url,
+                base_url: &self.base_url,
+                headers: &self.headers,
+                idle_timeout: self.settings.idle_timeout,
+                max_retries: self.settings.max_retries,
+            };
+            stream_call(endpoint, &body, OpenAiDecoder::default()).await
+        })
+    }
+}
+
+/// The JSON body of a streamed chat-completions call (without a token cap; the provider
+/// adds `max_tokens` or `max_completion_tokens`).
+pub fn request_body(model: &str, request: &ProviderRequest) -> Value {
+    let mut body = json!({
+        "model": model,
+        "stream": true,
+        "stream_options": { "include_usage": true },
+        "messages": messages(&request.system, &request.messages),
+    });
+    if !request.tools.is_empty() {
+        body["tools"] = Value::Array(request.tools.iter().map(tool).collect());
+    }
+    body
+}
+
+fn tool(spec: &ToolSpec) -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": spec.parameters,
+        }
+    })
+}
+
+/// Chat messages: system first, then the conversation; thinking blocks are left out.
+fn messages(system: &str, conversation: &[Message]) -> Vec<Value> {
+    let mut out = Vec::with_capacity(conversation.len() + 1);
+    if !system.is_empty() {
+        out.push(json!({ "role": "system", "content": system }));
+    }
+    for message in conversation {
+        match message {
+            Message::User(user) => {
+                out.push(json!({ "role": "user", "content": text_of(&user.content) }));
+            }
+            Message::Assistant(assistant) => {
+                let text = text_of(&assistant.content);
+                let calls: Vec<Value> = assistant
+                    .content
+                    .iter()
+                    .filter_map(|block| match block {
+                        ContentBlock::ToolCall(call) => Some(json!({
+                            "id": call.id,
+                            "type": "function",
+                            "function": {
+                                "name": call.name,
+                                "arguments": call.arguments.to_string(),
+                            },
+                        })),
+                        _ => None,
+                    })
+                    .collect();
+                let mut entry = json!({ "role": "assistant" });
+                if calls.is_empty() {
+                    entry["content"] = json!(text);
+                } else {
+                    entry["content"] = if text.is_empty() {
+                        Value::Null
+                    } else {
+                        json!(text)
+                    };
+                    entry["tool_calls"] = Value::Array(calls);
+                }
+                out.push(entry);
+            }
+            Message::ToolResult(result) => {
+                out.push(json!({
+                    "role": "tool",
+                    "tool_call_id": result.tool_call_id,
+                    "content": text_of(&result.content),
+                }));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::message::{AssistantMessage, StopReason, ToolCall, Usage};
+
+    fn conversation() -> Vec<Message> {
+        let call = ToolCall {
+            id: "call_1".into(),
+            name: "ls".into(),
+            arguments: json!({"path": "."}),
+        };
+        vec![
+            Message::user("list files"),
+            Message::Assistant(AssistantMessage {
+                content: vec![
+                    ContentBlock::Thinking {
+                        thinking: "hmm".into(),
+                    },
+                    ContentBlock::text("Looking."),
+                    ContentBlock::ToolCall(call.clone()),
+                ],
+                provider: "openai".into(),
+                model: "m".into(),
+                usage: Usage::default(),
+                stop_reason: StopReason::ToolUse,
+                error_message: None,
+                timestamp: 1,
+            }),
+            Message::tool_result(&call, "a.txt", false),
+        ]
+    }
+
+    fn request() -> ProviderRequest {
+        ProviderRequest {
+            system: "You are terse.".into(),
+            messages: conversation(),
+            tools: vec![ToolSpec {
+                name: "ls".into(),
+                description: "List a folder.".into(),
+                parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+            }],
+            max_tokens: 100,
+        }
+    }
+
+    #[test]
+    fn body_has_stream_usage_and_function_tools() {
+        let body = request_body("gpt-4.1-mini", &request());
+        assert_eq!(body["model"], "gpt-4.1-mini");
+        assert_eq!(body["stream"], true);
+        assert_eq!(body["stream_options"]["include_usage"], true);
+        assert_eq!(
+            body["tools"],
+            json!([{
+                "type": "function",
+                "function": {
+                    "name": "ls",
+                    "description": "List a folder.",
+                    "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+                }
+            }])
+        );
+    }
+
+    #[test]
+    fn messages_put_system_first_and_pair_tool_results() {
+        let body = request_body("m", &request());
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role": "system", "content": "You are terse."},
+                {"role": "user", "content": "list files"},
+                {"role": "assistant", "content": "Looking.", "tool_calls": [{
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "ls", "arguments": "{\"path\":\".\"}"},
+                }]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "a.txt"},
+            ])
+        );
+    }
+
+    #[test]
+    fn no_tools_key_without_tools_and_null_content_for_bare_tool_calls() {
+        let mut req = request();
+        req.tools.clear();
+        req.system.clear();
+        if let Message::Assistant(a) = &mut req.messages[1] {
+            a.content.retain(|b| matches!(b, ContentBlock::ToolCall(_)));
+        }
+        let body = request_body("m", &req);
+        assert!(body.get("tools").is_none());
+        assert_eq!(body["messages"][0]["role"], "user");
+        assert_eq!(body["messages"][1]["content"], Value::Null);
+    }
+
+    #[test]
+    fn token_cap_field_depends_on_the_endpoint() -> Result<(), ProviderError> {
+        let mut settings = ProviderSettings::new(ProviderKind::OpenAi);
+        settings.api_key = Some("sk-test".into());
+        let official = OpenAiProvider::new(&settings)?;
+        assert_eq!(official.max_tokens_field, "max_completion_tokens");
+        assert!(official.headers.contains_key(AUTHORIZATION));
+        assert!(!format!("{official:?}").contains("sk-test"));
+
+        settings.base_url = Some("http://127.0.0.1:11434/v1".into());
+        settings.api_key = None;
+        let local = OpenAiProvider::new(&settings)?;
+        assert_eq!(local.max_tokens_field, "max_tokens");
+        assert_eq!(local.url, "http://127.0.0.1:11434/v1/chat/completions");
+        assert!(local.headers.is_empty());
+        Ok(())
+    }
+}

@@ -1,0 +1,339 @@
+//! Which provider to use and how to reach it: [`ProviderSettings`] and [`build`].
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::anthropic::AnthropicProvider;
+use super::echo::EchoProvider;
+use super::openai::OpenAiProvider;
+use super::{Provider, ProviderError};
+
+/// Default base URL of the OpenAI API.
+pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// Default OpenAI model.
+pub const OPENAI_DEFAULT_MODEL: &str = "gpt-4.1-mini";
+/// Default base URL of the Anthropic API.
+pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+/// Default Anthropic model.
+pub const ANTHROPIC_DEFAULT_MODEL: &str = "claude-sonnet-4-5";
+/// Default output token cap when a request does not set one.
+pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+
+/// What to tell a user who chose `openai` against api.openai.com without a key.
+pub const OPENAI_NOT_CONFIGURED: &str = "set OPENAI_API_KEY, or model.base_url / OPENAI_BASE_URL \
+     for a local OpenAI-compatible server such as Ollama (http://127.0.0.1:11434/v1)";
+/// What to tell a user who chose `anthropic` against api.anthropic.com without a key.
+pub const ANTHROPIC_NOT_CONFIGURED: &str = "set ANTHROPIC_API_KEY (or model.api_key), \
+     or model.base_url / ANTHROPIC_BASE_URL for an Anthropic-compatible server";
+
+/// The wire format (and default endpoint) of a provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ProviderKind {
+    /// Any OpenAI-compatible chat-completions server (OpenAI, Ollama, llama.cpp, vLLM, ...).
+    #[default]
+    OpenAi,
+    /// The Anthropic Messages API.
+    Anthropic,
+    /// Answers `echo: <text>`; a wiring check only, never chosen implicitly.
+    Echo,
+}
+
+impl ProviderKind {
+    /// Parses a config value: `openai`, `anthropic` or `echo` (case and surrounding
+    /// whitespace ignored). `None` for anything else.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "openai" => Some(ProviderKind::OpenAi),
+            "anthropic" => Some(ProviderKind::Anthropic),
+            "echo" => Some(ProviderKind::Echo),
+            _ => None,
+        }
+    }
+
+    /// The config spelling (`openai`, `anthropic`, `echo`), also the provider's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAi => "openai",
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Echo => "echo",
+        }
+    }
+
+    /// The base URL used when none is configured.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAi => OPENAI_DEFAULT_BASE_URL,
+            ProviderKind::Anthropic => ANTHROPIC_DEFAULT_BASE_URL,
+            ProviderKind::Echo => "",
+        }
+    }
+
+    /// The model used when none is configured.
+    pub fn default_model(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAi => OPENAI_DEFAULT_MODEL,
+            ProviderKind::Anthropic => ANTHROPIC_DEFAULT_MODEL,
+            ProviderKind::Echo => "echo",
+        }
+    }
+
+    /// The environment variables for base URL and API key, if the kind has any.
+    fn env_names(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            ProviderKind::OpenAi => Some(("OPENAI_BASE_URL", "OPENAI_API_KEY")),
+            ProviderKind::Anthropic => Some(("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY")),
+            ProviderKind::Echo => None,
+        }
+    }
+}
+
+impl fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How to reach the model. `Debug` never prints the API key.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ProviderSettings {
+    /// Wire format.
+    pub kind: ProviderKind,
+    /// Base URL; `None` means the kind's default.
+    pub base_url: Option<String>,
+    /// API key; `None` sends no auth header (fine for local servers).
+    pub api_key: Option<String>,
+    /// Model name; `None` means the kind's default.
+    pub model: Option<String>,
+    /// Longest wait for the next stream event (and for response headers).
+    pub idle_timeout: Duration,
+    /// Connection-level retries (connect errors, 429, 5xx) before giving up.
+    pub max_retries: u32,
+    /// Output token cap used when a request sets 0.
+    pub max_tokens: u32,
+}
+
+impl fmt::Debug for ProviderSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProviderSettings")
+            .field("kind", &self.kind)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("model", &self.model)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_retries", &self.max_retries)
+            .field("max_tokens", &self.max_tokens)
+            .finish()
+    }
+}
+
+impl Default for ProviderSettings {
+    fn default() -> Self {
+        ProviderSettings::new(ProviderKind::default())
+    }
+}
+
+impl ProviderSettings {
+    /// Settings of `kind` with every default: idle timeout 120 s, 3 retries, 8192 tokens.
+    pub fn new(kind: ProviderKind) -> Self {
+        ProviderSettings {
+            kind,
+            base_url: None,
+            api_key: None,
+            model: None,
+            idle_timeout: Duration::from_secs(120),
+            max_retries: 3,
+            max_tokens: DEFAULT_MAX_TOKENS,
+        }
+    }
+
+    /// Fills `base_url` and `api_key`, when unset or empty, from `OPENAI_BASE_URL` /
+    /// `OPENAI_API_KEY` or `ANTHROPIC_BASE_URL` / `ANTHROPIC_API_KEY` as read through `env`.
+    /// Empty values end up as `None`.
+    pub fn resolve_env(mut self, env: impl Fn(&str) -> Option<String>) -> Self {
+        let fill = |current: Option<String>, name: &str| -> Option<String> {
+            non_empty(current).or_else(|| non_empty(env(name)))
+        };
+        if let Some((base_var, key_var)) = self.kind.env_names() {
+            self.base_url = fill(self.base_url.take(), base_var);
+            self.api_key = fill(self.api_key.take(), key_var);
+        } else {
+            self.base_url = non_empty(self.base_url.take());
+            self.api_key = non_empty(self.api_key.take());
+        }
+        self.model = non_empty(self.model.take());
+        self
+    }
+
+    /// The base URL to use, without a trailing slash.
+    pub fn effective_base_url(&self) -> String {
+        let base = match self.base_url.as_deref().map(str::trim) {
+            Some(b) if !b.is_empty() => b,
+            _ => self.kind.default_base_url(),
+        };
+        base.trim_end_matches('/').to_string()
+    }
+
+    /// The model to ask for.
+    pub fn effective_model(&self) -> String {
+        match self.model.as_deref().map(str::trim) {
+            Some(m) if !m.is_empty() => m.to_string(),
+            _ => self.kind.default_model().to_string(),
+        }
+    }
+
+    /// The API key, if a non-empty one is set.
+    pub fn effective_api_key(&self) -> Option<&str> {
+        self.api_key
+            .as_deref()
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+    }
+
+    /// True when the base URL is the vendor's own API (which always needs a key).
+    pub fn is_official_endpoint(&self) -> bool {
+        let host = match self.kind {
+            ProviderKind::OpenAi => "api.openai.com",
+            ProviderKind::Anthropic => "api.anthropic.com",
+            ProviderKind::Echo => return false,
+        };
+        host_of(&self.effective_base_url()).eq_ignore_ascii_case(host)
+    }
+}
+
+/// Builds the provider `settings` describe.
+///
+/// Fails with [`ProviderError::NotConfigured`] (saying what to set) when the vendor's own API
+/// is targeted without a key. Any other base URL works without a key (no auth header is sent).
+pub fn build(settings: &ProviderSettings) -> Result<Arc<dyn Provider>, ProviderError> {
+    let missing_key = settings.effective_api_key().is_none() && settings.is_official_endpoint();
+    match settings.kind {
+        ProviderKind::Echo => Ok(Arc::new(EchoProvider::new())),
+        ProviderKind::OpenAi if missing_key => Err(ProviderError::NotConfigured(
+            OPENAI_NOT_CONFIGURED.to_string(),
+        )),
+        ProviderKind::Anthropic if missing_key => Err(ProviderError::NotConfigured(
+            ANTHROPIC_NOT_CONFIGURED.to_string(),
+        )),
+        ProviderKind::OpenAi => Ok(Arc::new(OpenAiProvider::new(settings)?)),
+        ProviderKind::Anthropic => Ok(Arc::new(AnthropicProvider::new(settings)?)),
+    }
+}
+
+fn non_empty(value: Option<String>) -> Option<String> {
+    value.filter(|v| !v.trim().is_empty())
+}
+
+/// The host part of a URL (no scheme, credentials, port or path), best effort.
+fn host_of(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if host_port.starts_with('[') {
+        return host_port.find(']').map_or(host_port, |i| &host_port[..=i]);
+    }
+    host_port.split(':').next().unwrap_or(host_port)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        }
+    }
+
+    #[test]
+    fn kind_parses_the_three_names() {
+        assert_eq!(ProviderKind::parse("openai"), Some(ProviderKind::OpenAi));
+        assert_eq!(
+            ProviderKind::parse(" Anthropic "),
+            Some(ProviderKind::Anthropic)
+        );
+        assert_eq!(ProviderKind::parse("echo"), Some(ProviderKind::Echo));
+        assert_eq!(ProviderKind::parse("ollama"), None);
+    }
+
+    #[test]
+    fn env_fills_unset_or_empty_fields_only() {
+        let env = env_of(&[
+            ("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1"),
+            ("OPENAI_API_KEY", "sk-env"),
+        ]);
+        let mut s = ProviderSettings::new(ProviderKind::OpenAi);
+        s.api_key = Some(String::new());
+        let s = s.resolve_env(&env);
+        assert_eq!(s.base_url.as_deref(), Some("http://127.0.0.1:11434/v1"));
+        assert_eq!(s.api_key.as_deref(), Some("sk-env"));
+
+        let mut s = ProviderSettings::new(ProviderKind::OpenAi);
+        s.api_key = Some("sk-file".into());
+        let s = s.resolve_env(&env);
+        assert_eq!(s.api_key.as_deref(), Some("sk-file"));
+
+        let s = ProviderSettings::new(ProviderKind::Anthropic).resolve_env(&env);
+        assert_eq!(s.base_url, None);
+        assert_eq!(s.api_key, None);
+        assert_eq!(s.effective_base_url(), ANTHROPIC_DEFAULT_BASE_URL);
+        assert_eq!(s.effective_model(), ANTHROPIC_DEFAULT_MODEL);
+    }
+
+    #[test]
+    fn openai_without_key_against_the_official_api_says_what_to_set() {
+        let s = ProviderSettings::new(ProviderKind::OpenAi).resolve_env(env_of(&[]));
+        match build(&s) {
+            Err(ProviderError::NotConfigured(msg)) => assert_eq!(msg, OPENAI_NOT_CONFIGURED),
+            Err(other) => panic!("unexpected error {other}"),
+            Ok(_) => panic!("built without a key"),
+        }
+    }
+
+    #[test]
+    fn anthropic_without_key_is_not_configured() {
+        let s = ProviderSettings::new(ProviderKind::Anthropic);
+        assert!(matches!(build(&s), Err(ProviderError::NotConfigured(_))));
+    }
+
+    #[test]
+    fn local_base_url_needs_no_key() -> Result<(), ProviderError> {
+        let env = env_of(&[("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1/")]);
+        let s = ProviderSettings::new(ProviderKind::OpenAi).resolve_env(env);
+        assert_eq!(s.effective_base_url(), "http://127.0.0.1:11434/v1");
+        let provider = build(&s)?;
+        assert_eq!(provider.name(), "openai");
+        assert_eq!(provider.model(), OPENAI_DEFAULT_MODEL);
+        Ok(())
+    }
+
+    #[test]
+    fn echo_is_built_without_anything() -> Result<(), ProviderError> {
+        let provider = build(&ProviderSettings::new(ProviderKind::Echo))?;
+        assert_eq!((provider.name(), provider.model()), ("echo", "echo"));
+        Ok(())
+    }
+
+    #[test]
+    fn debug_redacts_the_key() {
+        let mut s = ProviderSettings::new(ProviderKind::OpenAi);
+        s.api_key = Some("sk-secret".into());
+        let printed = format!("{s:?}");
+        assert!(!printed.contains("sk-secret"));
+        assert!(printed.contains("<redacted>"));
+    }
+
+    #[test]
+    fn host_of_strips_scheme_port_and_path() {
+        assert_eq!(host_of("https://api.openai.com/v1"), "api.openai.com");
+        assert_eq!(host_of("http://user:pw@localhost:8080/x"), "localhost");
+        assert_eq!(host_of("http://[::1]:11434/v1"), "[::1]");
+    }
+}

@@ -128,7 +128,7 @@ async fn run_turn(
         }
     };
     let text = final_text(stream.text(), &ending);
-    match core.store.record_final(&key, &turn.target, &text, &seqs).await {
+    match core.store.settle_turn(&key, &turn.target, &text, &seqs).await {
         Ok(outbox_id) => match stream.finish(&text).await {
             Ok(()) => {
                 if let Err(e) = core.store.mark_delivered(outbox_id) {

@@ -17,6 +17,7 @@
 //! in-memory sled operation, made durable by sled's periodic flush or by [`Store::flush`].
 
 mod cursors;
+mod delivery;
 mod dedupe;
 mod entry;
 mod jsonl;

@@ -1,27 +1,208 @@
-//! TEMPORARY stub for compiling while the real config lands (replaced on merge).
-#![allow(missing_docs)]
-use std::collections::BTreeMap;
-use std::path::PathBuf;
+//! Configuration: `config.toml` -> typed [`Config`].
+//!
+//! Loading ([`Config::load`]) picks the file (`--config`, else `$CHELA_CONFIG`, else the platform
+//! config dir, else embedded defaults), expands `${VAR}` / `${VAR:-default}` from the environment,
+//! parses with every table closed to unknown keys, applies environment overrides
+//! (`CHELA_STORE_PATH`), resolves `~` and relative paths against the config file's folder and
+//! validates cross-field rules. Every error names the file, the dotted key, the line and column,
+//! and what was expected. `config.example.toml` at the repository root lists every key with its
+//! default; a test keeps it equal to [`Config::default`].
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum QueueMode { Steer, Followup, Collect, Interrupt }
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DropPolicy { Summarize, Old, New }
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DmScope { Main, PerPeer, PerChannelPeer, PerAccountChannelPeer }
-#[derive(Debug, Clone, Default)]
-pub struct Config { pub store: StoreConfig, pub model: ModelConfig, pub agent: AgentConfig, pub tools: ToolsConfig, pub session: SessionConfig, pub queue: QueueConfig, pub terminal: TerminalConfig }
-#[derive(Debug, Clone, Default)] pub struct StoreConfig { pub path: PathBuf }
-#[derive(Debug, Clone, Default)] pub struct ModelConfig { pub provider: String, pub base_url: String, pub api_key: String, pub model: String, pub max_tokens: u32, pub idle_timeout_s: u64, pub max_retries: u32 }
-#[derive(Debug, Clone, Default)] pub struct AgentConfig { pub id: String, pub workspace: PathBuf, pub timeout_s: u64, pub identity: String, pub max_concurrent_runs: usize, pub bootstrap_max_chars: usize, pub bootstrap_total_max_chars: usize, pub skills_dirs: Vec<PathBuf> }
-#[derive(Debug, Clone, Default)] pub struct ToolsConfig { pub exec_timeout_s: u64, pub max_output_chars: usize }
-#[derive(Debug, Clone)] pub struct SessionConfig { pub dm_scope: DmScope, pub identity_links: BTreeMap<String, Vec<String>> }
-impl Default for SessionConfig { fn default() -> Self { SessionConfig { dm_scope: DmScope::PerChannelPeer, identity_links: BTreeMap::new() } } }
-#[derive(Debug, Clone)] pub struct QueueConfig { pub mode: QueueMode, pub debounce_ms: u64, pub cap: usize, pub drop: DropPolicy }
-impl Default for QueueConfig { fn default() -> Self { QueueConfig { mode: QueueMode::Steer, debounce_ms: 500, cap: 20, drop: DropPolicy::Summarize } } }
-#[derive(Debug, Clone, Default)] pub struct TerminalConfig { pub user: String, pub show_tools: bool }
-impl Config { pub fn resolved_max_concurrent_runs(&self) -> usize { 8 } }
-pub struct LoadedConfig { pub config: Config, pub source: Option<PathBuf>, pub base_dir: PathBuf }
+mod env;
+mod error;
+mod types;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+
+pub use env::{SubstError, substitute};
+pub use error::{ConfigError, Location, ParseEnumError};
+pub use types::{
+    AgentConfig, Config, DmScope, DropPolicy, ModelConfig, ProviderKind, QueueConfig, QueueMode,
+    SessionConfig, StoreConfig, TerminalConfig, ToolsConfig,
+};
+
+/// A loaded, resolved and validated configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedConfig {
+    /// The configuration, with every path absolute.
+    pub config: Config,
+    /// The file it was read from; `None` when the embedded defaults were used.
+    pub source: Option<PathBuf>,
+    /// The folder relative paths were resolved against: the file's folder, else `~/.chela`.
+    pub base_dir: PathBuf,
+}
+
+impl Config {
+    /// Loads the configuration using the process environment (see the module docs for the order).
+    pub fn load(explicit: Option<&Path>) -> Result<LoadedConfig, ConfigError> {
+        Self::load_with_env(explicit, &|name| std::env::var(name).ok())
+    }
+
+    /// Like [`Config::load`], reading environment variables through `lookup` (used by tests).
+    pub fn load_with_env(
+        explicit: Option<&Path>,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<LoadedConfig, ConfigError> {
+        let source = match explicit {
+            Some(path) => Some(existing(path)?),
+            None => match lookup("CHELA_CONFIG").filter(|v| !v.is_empty()) {
+                Some(path) => Some(existing(Path::new(&path))?),
+                None => dirs::config_dir()
+                    .map(|dir| dir.join("chela").join("config.toml"))
+                    .filter(|path| path.is_file()),
+            },
+        };
+        let home = dirs::home_dir();
+        let (mut config, base_dir) = match &source {
+            Some(path) => {
+                let raw = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+                    path: path.clone(),
+                    source: e,
+                })?;
+                let base = match path.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                    _ => PathBuf::from("."),
+                };
+                let base = std::path::absolute(&base).map_err(|e| ConfigError::Read {
+                    path: path.clone(),
+                    source: e,
+                })?;
+                let file = path.display().to_string();
+                let config = Self::from_toml_str(&raw, &file, lookup)?;
+                config.validate().map_err(|e| e.located(&file, &raw))?;
+                (config, base)
+            }
+            None => {
+                let home = home.clone().ok_or(ConfigError::NoHome)?;
+                (Config::default(), home.join(".chela"))
+            }
+        };
+        if let Some(store) = lookup("CHELA_STORE_PATH").filter(|v| !v.is_empty()) {
+            // Relative to the current directory, like any path given in a shell.
+            let path = expand_home(Path::new(&store), home.as_deref());
+            config.store.path = std::path::absolute(&path).unwrap_or(path);
+        }
+        config.resolve_paths(&base_dir, home.as_deref());
+        Ok(LoadedConfig {
+            config,
+            source,
+            base_dir,
+        })
+    }
+
+    /// Parses config text: `${VAR}` substitution through `lookup`, then typed deserialization.
+    /// `file` is the name used in error messages. Paths are left as written.
+    pub fn from_toml_str(
+        raw: &str,
+        file: &str,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        let text = substitute(raw, lookup).map_err(|e| e.in_file(file))?;
+        let de =
+            toml::Deserializer::parse(&text).map_err(|e| error::parse_error(file, &text, e))?;
+        serde_path_to_error::deserialize(de).map_err(|e| error::de_error(file, &text, e))
+    }
+
+    /// Makes every path absolute: `~` becomes the home folder and relative paths are joined to
+    /// `base_dir` (the config file's folder).
+    pub fn resolve_paths(&mut self, base_dir: &Path, home: Option<&Path>) {
+        let resolve = |p: &Path| base_dir.join(expand_home(p, home));
+        self.store.path = resolve(&self.store.path);
+        self.agent.workspace = resolve(&self.agent.workspace);
+        for dir in &mut self.agent.skills_dirs {
+            *dir = resolve(dir);
+        }
+    }
+
+    /// Cross-field and grammar checks that serde cannot express.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |key: &str, message: String| {
+            Err(ConfigError::Invalid {
+                location: None,
+                key: key.to_owned(),
+                message,
+            })
+        };
+        if !crate::inbound::session_key::is_valid_agent_id(&self.agent.id) {
+            return invalid(
+                "agent.id",
+                format!(
+                    "{:?} is not a valid agent id; expected [a-z0-9][a-z0-9_-]{{0,63}}, e.g. {:?}",
+                    self.agent.id,
+                    crate::inbound::session_key::normalize_agent_id(&self.agent.id)
+                ),
+            );
+        }
+        let positive = [
+            ("queue.cap", self.queue.cap as u64),
+            ("model.max_tokens", u64::from(self.model.max_tokens)),
+            ("model.idle_timeout_s", self.model.idle_timeout_s),
+            ("agent.timeout_s", self.agent.timeout_s),
+            ("tools.exec_timeout_s", self.tools.exec_timeout_s),
+            ("tools.max_output_chars", self.tools.max_output_chars as u64),
+        ];
+        for (key, value) in positive {
+            if value == 0 {
+                return invalid(key, "must be at least 1".to_owned());
+            }
+        }
+        if self.agent.bootstrap_max_chars > self.agent.bootstrap_total_max_chars {
+            return invalid(
+                "agent.bootstrap_max_chars",
+                "must not exceed agent.bootstrap_total_max_chars".to_owned(),
+            );
+        }
+        for (peer, ids) in &self.session.identity_links {
+            if peer.trim().is_empty() {
+                return invalid("session.identity_links", "empty canonical peer".to_owned());
+            }
+            for id in ids {
+                match id.split_once(':') {
+                    Some((channel, user)) if !channel.is_empty() && !user.is_empty() => {}
+                    _ => {
+                        return invalid(
+                            "session.identity_links",
+                            format!("{id:?} (for {peer:?}): expected \"channel:peer_id\""),
+                        );
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The global limit on concurrent runs: `agent.max_concurrent_runs`, or when 0,
+    /// max(8, 4 x available cores).
+    pub fn resolved_max_concurrent_runs(&self) -> usize {
+        match self.agent.max_concurrent_runs {
+            0 => {
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                (4 * cores).max(8)
+            }
+            n => n,
+        }
+    }
+}
+
+/// Checks that an explicitly named config file exists.
+fn existing(path: &Path) -> Result<PathBuf, ConfigError> {
+    if path.is_file() {
+        Ok(path.to_path_buf())
+    } else {
+        Err(ConfigError::NotFound {
+            path: path.to_path_buf(),
+        })
+    }
+}
+
+/// Replaces a leading `~` (alone or followed by a separator) with `home`, when known.
+fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {
+    match (path.strip_prefix("~"), home) {
+        (Ok(rest), Some(home)) if rest.as_os_str().is_empty() => home.to_path_buf(),
+        (Ok(rest), Some(home)) => home.join(rest),
+        _ => path.to_path_buf(),
+    }
+}

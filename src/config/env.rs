@@ -1,0 +1,114 @@
+//! `${VAR}` substitution in raw config text.
+
+use super::ConfigError;
+use super::error::{Location, line_col};
+
+/// A `${...}` reference that could not be expanded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{line}:{column}: {message}")]
+pub struct SubstError {
+    /// 1-based line of the `$`.
+    pub line: usize,
+    /// 1-based column of the `$`.
+    pub column: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl SubstError {
+    /// Names the file the text came from.
+    pub(crate) fn in_file(self, file: &str) -> ConfigError {
+        ConfigError::Substitution {
+            location: Location {
+                file: file.to_owned(),
+                line: Some(self.line),
+                column: Some(self.column),
+            },
+            message: self.message,
+        }
+    }
+}
+
+/// Expands `${VAR}` and `${VAR:-default}` in `raw` through `lookup`.
+///
+/// An unset variable becomes the empty string (or the default; an empty value also takes the
+/// default with `:-`). `\`, `"` and control characters in the result are escaped so that a
+/// reference inside a basic TOML string (`"..."`) stays valid; `$${` is a literal `${`.
+/// `VAR` is `[A-Za-z_][A-Za-z0-9_]*`; anything else inside `${...}` is an error.
+pub fn substitute(
+    raw: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, SubstError> {
+    let mut out = String::with_capacity(raw.len());
+    let mut rest = raw;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        if let Some(after) = tail.strip_prefix("$${") {
+            out.push_str("${");
+            rest = after;
+            continue;
+        }
+        if !tail.starts_with("${") {
+            out.push('$');
+            rest = &tail[1..];
+            continue;
+        }
+        let offset = raw.len() - tail.len();
+        let fail = |message: String| {
+            let (line, column) = line_col(raw, offset);
+            SubstError {
+                line,
+                column,
+                message,
+            }
+        };
+        let Some(end) = tail.find('}') else {
+            return Err(fail(
+                "unterminated \"${\"; write \"$${\" for a literal \"${\"".to_owned(),
+            ));
+        };
+        let inner = &tail[2..end];
+        let (name, default) = match inner.split_once(":-") {
+            Some((name, default)) => (name, Some(default)),
+            None => (inner, None),
+        };
+        if !is_var_name(name) {
+            return Err(fail(format!(
+                "invalid variable reference \"${{{inner}}}\"; expected ${{NAME}} or \
+                 ${{NAME:-default}} (write \"$${{\" for a literal \"${{\")"
+            )));
+        }
+        let value = match (lookup(name), default) {
+            (Some(v), Some(d)) if v.is_empty() => d.to_owned(),
+            (Some(v), _) => v,
+            (None, Some(d)) => d.to_owned(),
+            (None, None) => String::new(),
+        };
+        escape_into(&mut out, &value);
+        rest = &tail[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn is_var_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Escapes a value for a TOML basic string.
+fn escape_into(out: &mut String, value: &str) {
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! Config errors: each names the file, the dotted key, the line and column, and what is expected.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Where in a config file something went wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// The file name as given.
+    pub file: String,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// 1-based column (in chars), when known.
+    pub column: Option<usize>,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.file)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+            if let Some(column) = self.column {
+                write!(f, ":{column}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Location {
+    /// The location of byte `offset` of `text` in `file`.
+    pub(crate) fn at(file: &str, text: &str, offset: Option<usize>) -> Self {
+        let (line, column) = match offset {
+            Some(offset) => {
+                let (line, column) = line_col(text, offset);
+                (Some(line), Some(column))
+            }
+            None => (None, None),
+        };
+        Self {
+            file: file.to_owned(),
+            line,
+            column,
+        }
+    }
+}
+
+/// Why the configuration could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A config file named explicitly (`--config`, `$CHELA_CONFIG`) does not exist.
+    #[error("config file {} not found", path.display())]
+    NotFound {
+        /// The missing path.
+        path: PathBuf,
+    },
+    /// The config file could not be read.
+    #[error("cannot read config file {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// No config file and no home folder to put the defaults in.
+    #[error("no home folder found for the default data path; set CHELA_STORE_PATH or --config")]
+    NoHome,
+    /// A `${...}` reference could not be expanded.
+    #[error("{location}: {message}")]
+    Substitution {
+        /// Where.
+        location: Location,
+        /// What is wrong.
+        message: String,
+    },
+    /// The text is not TOML, or a key has the wrong type or value.
+    #[error("{location}: {}{message}", key_prefix(key))]
+    Parse {
+        /// Where.
+        location: Location,
+        /// The dotted key, when known (`queue.debounce_ms`).
+        key: Option<String>,
+        /// What is wrong and what is expected.
+        message: String,
+    },
+    /// A value is well-typed but not allowed (see [`super::Config::validate`]).
+    #[error("{}{key}: {message}", location_prefix(location))]
+    Invalid {
+        /// Where, when the config came from a file.
+        location: Option<Location>,
+        /// The dotted key.
+        key: String,
+        /// What is wrong and what is expected.
+        message: String,
+    },
+}
+
+fn key_prefix(key: &Option<String>) -> String {
+    key.as_ref().map(|k| format!("{k}: ")).unwrap_or_default()
+}
+
+fn location_prefix(location: &Option<Location>) -> String {
+    location
+        .as_ref()
+        .map(|l| format!("{l}: "))
+        .unwrap_or_default()
+}
+
+impl ConfigError {
+    /// Adds the file (and the key's line, found in `raw`) to a validation error.
+    pub(crate) fn located(self, file: &str, raw: &str) -> Self {
+        match self {
+            ConfigError::Invalid {
+                location: None,
+                key,
+                message,
+            } => {
+                let offset = key_offset(raw, &key);
+                ConfigError::Invalid {
+                    location: Some(Location::at(file, raw, offset)),
+                    key,
+                    message,
+                }
+            }
+            other => other,
+        }
+    }
+}
+
+/// A value that is not one of an enum's names (`/queue bogus`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {what} {value:?}; expected one of {}", expected.join(", "))]
+pub struct ParseEnumError {
+    /// What was being parsed (`queue mode`).
+    pub what: &'static str,
+    /// The rejected text.
+    pub value: String,
+    /// The accepted names.
+    pub expected: &'static [&'static str],
+}
+
+/// A TOML syntax error.
+pub(crate) fn parse_error(file: &str, text: &str, e: toml::de::Error) -> ConfigError {
+    ConfigError::Parse {
+        location: Location::at(file, text, e.span().map(|s| s.start)),
+        key: None,
+        message: e.message().trim().replace('\n', "; "),
+    }
+}
+
+/// A deserialization error: the key path from serde_path_to_error, the span from toml.
+pub(crate) fn de_error(
+    file: &str,
+    text: &str,
+    e: serde_path_to_error::Error<toml::de::Error>,
+) -> ConfigError {
+    let path = e.path().to_string();
+    let inner = e.into_inner();
+    let message = inner.message().trim().to_owned();
+    let mut key = (path != ".").then_some(path);
+    let message = if let Some(rest) = message.strip_prefix("unknown field `") {
+        // serde: "unknown field `x`, expected one of `a`, `b`" (path stops at the parent table).
+        let (name, expected) = rest.split_once('`').unwrap_or((rest, ""));
+        key = Some(match key {
+            Some(parent) if !parent.ends_with(name) => format!("{parent}.{name}"),
+            Some(parent) => parent,
+            None => name.to_owned(),
+        });
+        let expected = expected.trim_start_matches(',').trim().replace('`', "");
+        if expected.is_empty() {
+            "unknown key".to_owned()
+        } else {
+            format!("unknown key; {expected}")
+        }
+    } else if let Some(rest) = message.strip_prefix("unknown variant `") {
+        let (name, expected) = rest.split_once('`').unwrap_or((rest, ""));
+        let expected = expected.trim_start_matches(',').trim().replace('`', "");
+        format!("unknown value {name:?}; {expected}")
+    } else if let Some((head, _)) = message.split_once("expected struct ") {
+        format!("{head}expected a table")
+    } else {
+        message
+    };
+    ConfigError::Parse {
+        location: Location::at(file, text, inner.span().map(|s| s.start)),
+        key,
+        message,
+    }
+}
+
+/// 1-based line and char column of byte `offset`.
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before.get(line_start..).map_or(0, |s| s.chars().count()) + 1;
+    (line, column)
+}
+
+/// Byte offset of `table.key = ...` in simple TOML text (for validation errors), if found.
+fn key_offset(raw: &str, dotted: &str) -> Option<usize> {
+    let (table, key) = dotted.rsplit_once('.')?;
+    let mut current = String::new();
+    let mut offset = 0;
+    for line in raw.split_inclusive('\n') {
+        let trimmed = line.trim();
+        if let Some(header) = trimmed.strip_prefix('[') {
+            current = header
+                .split(']')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_owned();
+        } else if current == table
+            && let Some(rest) = trimmed.strip_prefix(key)
+            && rest.trim_start().starts_with(['=', '.'])
+        {
+            return Some(offset + (line.len() - line.trim_start().len()));
+        }
+        offset += line.len();
+    }
+    None
+}

@@ -1,0 +1,273 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use super::*;
+
+fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
+    let map: HashMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    move |name| map.get(name).cloned()
+}
+
+fn no_env(_: &str) -> Option<String> {
+    None
+}
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    Config::from_toml_str(text, "config.toml", &no_env)
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn defaults_match_the_spec() {
+    let c = Config::default();
+    assert_eq!(c.store.path, PathBuf::from("data"));
+    assert_eq!(c.model.provider, ProviderKind::OpenAi);
+    assert_eq!(c.model.max_tokens, 4096);
+    assert_eq!(c.agent.id, "main");
+    assert_eq!(c.agent.timeout_s, 600);
+    assert_eq!(c.session.dm_scope, DmScope::PerChannelPeer);
+    assert_eq!(c.queue.mode, QueueMode::Steer);
+    assert_eq!((c.queue.debounce_ms, c.queue.cap), (500, 20));
+    assert_eq!(c.queue.drop, DropPolicy::Summarize);
+    assert!(c.terminal.show_tools);
+    assert_eq!(parse("").unwrap(), c);
+    c.validate().unwrap();
+    assert!(c.resolved_max_concurrent_runs() >= 8);
+}
+
+#[test]
+fn example_file_equals_the_defaults() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config.example.toml");
+    let loaded = Config::load_with_env(Some(&path), &no_env).unwrap();
+    let mut expected = Config::default();
+    expected.resolve_paths(&loaded.base_dir, dirs::home_dir().as_deref());
+    assert_eq!(loaded.config, expected);
+    assert_eq!(loaded.source.as_deref(), Some(path.as_path()));
+    assert_eq!(loaded.base_dir, Path::new(env!("CARGO_MANIFEST_DIR")));
+}
+
+#[test]
+fn example_file_names_every_key() {
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("config.example.toml"))
+            .unwrap();
+    let value: toml::Table = toml::from_str(&substitute(&text, &no_env).unwrap()).unwrap();
+    let defaults = toml::Table::try_from(Config::default()).unwrap();
+    for (table, keys) in &defaults {
+        let keys = keys.as_table().unwrap();
+        let example = value[table].as_table().unwrap();
+        for key in keys.keys() {
+            assert!(example.contains_key(key), "{table}.{key} missing");
+        }
+    }
+    assert!(text.contains("identity_links = {}"));
+}
+
+#[test]
+fn env_substitution_with_defaults_and_escaping() {
+    let lookup = env(&[("TOKEN", "a\"b\\c\nd"), ("EMPTY", ""), ("N", "7")]);
+    let out = substitute(
+        "a = \"${TOKEN}\"\nb = \"${MISSING}\"\nc = \"${MISSING:-x y}\"\nd = ${N}\ne = \"${EMPTY:-z}\"\nf = \"$${LIT}\" # $5",
+        &lookup,
+    )
+    .unwrap();
+    assert_eq!(
+        out,
+        "a = \"a\\\"b\\\\c\\nd\"\nb = \"\"\nc = \"x y\"\nd = 7\ne = \"z\"\nf = \"${LIT}\" # $5"
+    );
+    let table: toml::Table = toml::from_str(&out).unwrap();
+    assert_eq!(table["a"].as_str(), Some("a\"b\\c\nd"));
+
+    let c = Config::from_toml_str(
+        "[model]\napi_key = \"${KEY}\"\nmax_tokens = ${MAX:-100}\n",
+        "config.toml",
+        &env(&[("KEY", "sk-\"x\"")]),
+    )
+    .unwrap();
+    assert_eq!(c.model.api_key, "sk-\"x\"");
+    assert_eq!(c.model.max_tokens, 100);
+}
+
+#[test]
+fn bad_substitution_names_the_line() {
+    let err = parse("[model]\napi_key = \"${1BAD}\"\n").unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.starts_with("config.toml:2:12: invalid variable reference"),
+        "{text}"
+    );
+    let err = parse("a = \"${OPEN\"\n").unwrap_err();
+    assert!(err.to_string().contains("unterminated"), "{err}");
+}
+
+#[test]
+fn unknown_key_names_key_and_line() {
+    let err = parse("[store]\npath = \"x\"\n[model]\nprovidr = \"openai\"\n").unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.starts_with(
+            "config.toml:4:1: model.providr: unknown key; expected one of provider, base_url"
+        ),
+        "{text}"
+    );
+    let err = parse("[modle]\n").unwrap_err();
+    assert!(err.to_string().starts_with("config.toml:1:"), "{err}");
+    assert!(err.to_string().contains("modle: unknown key"), "{err}");
+}
+
+#[test]
+fn wrong_type_names_key_and_line() {
+    let err = parse("[queue]\nmode = \"steer\"\ndebounce_ms = \"abc\"\n").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "config.toml:3:15: queue.debounce_ms: invalid type: string \"abc\", expected u64"
+    );
+}
+
+#[test]
+fn invalid_enum_value_names_key() {
+    let err = parse("[model]\nprovider = \"gemini\"\n").unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.starts_with("config.toml:2:12: model.provider: unknown value \"gemini\""),
+        "{text}"
+    );
+    assert!(text.contains("openai, anthropic, echo"), "{text}");
+    let err = parse("[queue]\ndrop = \"all\"\n").unwrap_err();
+    assert!(err.to_string().contains("queue.drop"), "{err}");
+    let err = parse("[session]\ndm_scope = \"per_peer\"\n").unwrap_err();
+    assert!(err.to_string().contains("session.dm_scope"), "{err}");
+}
+
+#[test]
+fn syntax_error_names_the_line() {
+    let err = parse("[queue]\ncap = \n").unwrap_err();
+    assert!(err.to_string().starts_with("config.toml:2:"), "{err}");
+}
+
+#[test]
+fn validation_names_key_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "c.toml",
+        "[agent]\nid = \"main\"\n\n[queue]\n  cap = 0\n",
+    );
+    let err = Config::load_with_env(Some(&path), &no_env).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("{}:5:3: queue.cap: must be at least 1", path.display())
+    );
+    let mut c = Config::default();
+    c.agent.id = "Bad Id".to_owned();
+    assert!(
+        c.validate()
+            .unwrap_err()
+            .to_string()
+            .starts_with("agent.id:")
+    );
+    let mut c = Config::default();
+    c.session
+        .identity_links
+        .insert("ana".into(), vec!["nocolon".into()]);
+    assert!(c.validate().is_err());
+}
+
+#[test]
+fn missing_explicit_file_is_an_error() {
+    let err =
+        Config::load_with_env(Some(Path::new("/nonexistent/chela.toml")), &no_env).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "config file /nonexistent/chela.toml not found"
+    );
+    let lookup = env(&[("CHELA_CONFIG", "/nonexistent/other.toml")]);
+    let err = Config::load_with_env(None, &lookup).unwrap_err();
+    assert!(matches!(err, ConfigError::NotFound { .. }));
+}
+
+#[test]
+fn chela_config_env_selects_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "c.toml", "[queue]\ncap = 3\n");
+    let lookup = env(&[("CHELA_CONFIG", path.to_str().unwrap())]);
+    let loaded = Config::load_with_env(None, &lookup).unwrap();
+    assert_eq!(loaded.config.queue.cap, 3);
+    assert_eq!(loaded.source, Some(path));
+}
+
+#[test]
+fn relative_paths_resolve_against_the_file_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "config.toml",
+        "[store]\npath = \"db\"\n[agent]\nworkspace = \"ws\"\nskills_dirs = [\"sk\", \"/abs\"]\n",
+    );
+    let loaded = Config::load_with_env(Some(&path), &no_env).unwrap();
+    let base = std::path::absolute(dir.path()).unwrap();
+    assert_eq!(loaded.base_dir, base);
+    assert_eq!(loaded.config.store.path, base.join("db"));
+    assert_eq!(loaded.config.agent.workspace, base.join("ws"));
+    assert_eq!(
+        loaded.config.agent.skills_dirs,
+        vec![base.join("sk"), PathBuf::from("/abs")]
+    );
+}
+
+#[test]
+fn chela_store_path_overrides_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "config.toml", "[store]\npath = \"db\"\n");
+    let lookup = env(&[("CHELA_STORE_PATH", "/srv/chela")]);
+    let loaded = Config::load_with_env(Some(&path), &lookup).unwrap();
+    assert_eq!(loaded.config.store.path, PathBuf::from("/srv/chela"));
+}
+
+#[test]
+fn home_is_expanded() {
+    let mut c = Config::default();
+    c.resolve_paths(Path::new("/etc/chela"), Some(Path::new("/home/u")));
+    assert_eq!(c.agent.workspace, PathBuf::from("/home/u/.chela/workspace"));
+    assert_eq!(c.store.path, PathBuf::from("/etc/chela/data"));
+    let mut c = Config::default();
+    c.agent.workspace = PathBuf::from("~");
+    c.resolve_paths(Path::new("/etc"), Some(Path::new("/home/u")));
+    assert_eq!(c.agent.workspace, PathBuf::from("/home/u"));
+}
+
+#[test]
+fn real_environment_is_used_by_load() {
+    // `set_var` is unsafe (and unsafe code is forbidden), so rely on a unique unset name.
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "config.toml",
+        "[model]\nmodel = \"${CHELA_TEST_7F3A_MODEL:-fallback}\"\n",
+    );
+    let loaded = Config::load(Some(&path)).unwrap();
+    assert_eq!(loaded.config.model.model, "fallback");
+}
+
+#[test]
+fn queue_names_parse_for_the_queue_command() {
+    assert_eq!("Collect".parse::<QueueMode>().unwrap(), QueueMode::Collect);
+    assert_eq!(QueueMode::Followup.to_string(), "followup");
+    assert_eq!("new".parse::<DropPolicy>().unwrap(), DropPolicy::New);
+    let err = "bogus".parse::<QueueMode>().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "unknown queue mode \"bogus\"; expected one of steer, followup, collect, interrupt"
+    );
+    assert_eq!("per-peer".parse::<DmScope>().unwrap(), DmScope::PerPeer);
+}

@@ -1,0 +1,307 @@
+//! The typed configuration tables and their defaults.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use super::ParseEnumError;
+
+/// The whole `config.toml`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// `[store]`: the embedded database.
+    pub store: StoreConfig,
+    /// `[model]`: the model provider.
+    pub model: ModelConfig,
+    /// `[agent]`: the agent's identity, workspace and limits.
+    pub agent: AgentConfig,
+    /// `[tools]`: tool limits.
+    pub tools: ToolsConfig,
+    /// `[session]`: how conversations map to sessions.
+    pub session: SessionConfig,
+    /// `[queue]`: what happens to messages that arrive during a run.
+    pub queue: QueueConfig,
+    /// `[terminal]`: the `chela chat` channel.
+    pub terminal: TerminalConfig,
+}
+
+/// `[store]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreConfig {
+    /// The sled folder; relative to the config file's folder (`~/.chela` without a file).
+    pub path: PathBuf,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            path: PathBuf::from("data"),
+        }
+    }
+}
+
+/// Which wire format the model speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// Any OpenAI-compatible chat-completions server.
+    #[default]
+    OpenAi,
+    /// The Anthropic Messages API.
+    Anthropic,
+    /// Echoes the prompt back; for tests and offline use.
+    Echo,
+}
+
+/// `[model]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ModelConfig {
+    /// `openai` | `anthropic` | `echo`.
+    pub provider: ProviderKind,
+    /// API base URL; empty: `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL`, else the provider default.
+    pub base_url: String,
+    /// API key; empty: `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`.
+    pub api_key: String,
+    /// Model name; empty: the provider's default model.
+    pub model: String,
+    /// Most output tokens per model call.
+    pub max_tokens: u32,
+    /// Seconds without a streamed byte before a model call is abandoned.
+    pub idle_timeout_s: u64,
+    /// Retries of a failed model call (retryable errors only).
+    pub max_retries: u32,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        Self {
+            provider: ProviderKind::OpenAi,
+            base_url: String::new(),
+            api_key: String::new(),
+            model: String::new(),
+            max_tokens: 4096,
+            idle_timeout_s: 120,
+            max_retries: 3,
+        }
+    }
+}
+
+/// `[agent]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentConfig {
+    /// Agent id, `[a-z0-9][a-z0-9_-]{0,63}`; the second part of every session key.
+    pub id: String,
+    /// The agent's working folder; file tools stay inside it.
+    pub workspace: PathBuf,
+    /// Seconds a run may take before it is aborted.
+    pub timeout_s: u64,
+    /// The first line of the system prompt.
+    pub identity: String,
+    /// Global limit on concurrent runs; 0: max(8, 4 x cores).
+    pub max_concurrent_runs: usize,
+    /// Chars kept of each workspace bootstrap file (AGENTS.md, SOUL.md, ...).
+    pub bootstrap_max_chars: usize,
+    /// Chars kept of all bootstrap files together.
+    pub bootstrap_total_max_chars: usize,
+    /// Extra skill folders, searched after the bundled skills.
+    pub skills_dirs: Vec<PathBuf>,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            id: "main".to_owned(),
+            workspace: PathBuf::from("~/.chela/workspace"),
+            timeout_s: 600,
+            identity: "You are chela, a helpful assistant reachable from chat.".to_owned(),
+            max_concurrent_runs: 0,
+            bootstrap_max_chars: 20_000,
+            bootstrap_total_max_chars: 150_000,
+            skills_dirs: Vec::new(),
+        }
+    }
+}
+
+/// `[tools]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ToolsConfig {
+    /// Default timeout of an `exec` call, in seconds.
+    pub exec_timeout_s: u64,
+    /// Tool output longer than this is truncated (head and tail kept).
+    pub max_output_chars: usize,
+}
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        Self {
+            exec_timeout_s: 120,
+            max_output_chars: 20_000,
+        }
+    }
+}
+
+/// How direct messages map to sessions (SPEC 1.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DmScope {
+    /// Every DM shares one conversation: `agent:<a>:main`.
+    Main,
+    /// One conversation per person across channels: `agent:<a>:direct:<peer>`.
+    PerPeer,
+    /// One conversation per person and channel: `agent:<a>:<channel>:direct:<peer>`.
+    #[default]
+    PerChannelPeer,
+    /// One per person, channel and account: `agent:<a>:<channel>:<account>:direct:<peer>`.
+    PerAccountChannelPeer,
+}
+
+/// `[session]`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SessionConfig {
+    /// How direct messages map to sessions.
+    pub dm_scope: DmScope,
+    /// Canonical peer -> its platform identities (`"channel:peer_id"`); unused with `main`.
+    pub identity_links: BTreeMap<String, Vec<String>>,
+}
+
+/// What a message arriving during a run does (SPEC 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum QueueMode {
+    /// Injected into the running turn before its next model call.
+    #[default]
+    Steer,
+    /// Its own turn after the current one.
+    Followup,
+    /// Merged with the other queued messages into one turn after a quiet window.
+    Collect,
+    /// Aborts the active run, then runs the newest message.
+    Interrupt,
+}
+
+/// What happens when a session's queue is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DropPolicy {
+    /// Drop the oldest and add a one-line summary of it as a synthetic turn.
+    #[default]
+    Summarize,
+    /// Drop the oldest.
+    Old,
+    /// Reject the incoming message and tell the sender.
+    New,
+}
+
+/// Display / FromStr by the names used in config and `/queue` (case-insensitive parsing).
+macro_rules! named_enum {
+    ($ty:ident, $what:literal, [$($variant:ident => $name:literal),+ $(,)?]) => {
+        impl $ty {
+            /// The config name of this value.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($ty::$variant => $name,)+
+                }
+            }
+        }
+
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $ty {
+            type Err = ParseEnumError;
+
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                let wanted = s.trim();
+                $(if wanted.eq_ignore_ascii_case($name) {
+                    return Ok($ty::$variant);
+                })+
+                Err(ParseEnumError {
+                    what: $what,
+                    value: s.to_owned(),
+                    expected: &[$($name),+],
+                })
+            }
+        }
+    };
+}
+
+named_enum!(QueueMode, "queue mode", [
+    Steer => "steer", Followup => "followup", Collect => "collect", Interrupt => "interrupt",
+]);
+named_enum!(DropPolicy, "drop policy", [Summarize => "summarize", Old => "old", New => "new"]);
+named_enum!(DmScope, "dm scope", [
+    Main => "main", PerPeer => "per-peer", PerChannelPeer => "per-channel-peer",
+    PerAccountChannelPeer => "per-account-channel-peer",
+]);
+named_enum!(ProviderKind, "model provider", [
+    OpenAi => "openai", Anthropic => "anthropic", Echo => "echo",
+]);
+
+/// `[queue]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct QueueConfig {
+    /// Default queue mode (per-session `/queue` and per-channel settings override it).
+    pub mode: QueueMode,
+    /// Quiet window of `collect` mode, in milliseconds.
+    pub debounce_ms: u64,
+    /// Most pending messages per session.
+    pub cap: usize,
+    /// What to drop when `cap` is reached.
+    pub drop: DropPolicy,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        Self {
+            mode: QueueMode::Steer,
+            debounce_ms: 500,
+            cap: 20,
+            drop: DropPolicy::Summarize,
+        }
+    }
+}
+
+/// `[terminal]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TerminalConfig {
+    /// The sender id of terminal messages; empty: `$USER`, else `local`.
+    pub user: String,
+    /// Show tool calls as progress lines.
+    pub show_tools: bool,
+}
+
+impl Default for TerminalConfig {
+    fn default() -> Self {
+        Self {
+            user: String::new(),
+            show_tools: true,
+        }
+    }
+}
+
+impl TerminalConfig {
+    /// The terminal user: `user`, else `$USER`, else `local`.
+    pub fn resolved_user(&self) -> String {
+        if !self.user.is_empty() {
+            return self.user.clone();
+        }
+        std::env::var("USER")
+            .ok()
+            .filter(|u| !u.is_empty())
+            .unwrap_or_else(|| "local".to_owned())
+    }
+}

@@ -1,1 +1,42 @@
-//! placeholder
+//! Fakes for chela's tests, bound to 127.0.0.1 and spoken to over real sockets.
+//!
+//! Module map:
+//! - [`model`]: [`FakeModel`], a fake model server speaking OpenAI Chat Completions
+//!   (`POST /v1/chat/completions`), OpenAI Responses (`POST /v1/responses`), Anthropic Messages
+//!   (`POST /v1/messages`, `POST /v1/messages/count_tokens`) and `GET /v1/models`; also the
+//!   `fake-model` binary (`fake-model [--port N]`) for agents run as separate processes.
+//!
+//! # How the fake model answers
+//! It reads the *last user text*: the text of the last user-role message that carries text
+//! (tool-result-only messages, `system` entries and Claude Code `<system-reminder>` blocks do
+//! not count). If a tool result comes after it, the answer is `done: ` and the first 200
+//! characters of the last tool result, so agents never loop. Otherwise the trimmed text may
+//! start with a directive:
+//!
+//! | directive | answer |
+//! |---|---|
+//! | `tool <name> <json-object>` | one tool call (arguments default to `{}`) |
+//! | `tools <json-array>` | several calls, `[{"name": .., "arguments": {..}}, ..]` |
+//! | `run <command>` | one call to the first offered of `exec`, `exec_command`, `shell`, `Bash`, `bash` in its argument shape; else text `no shell tool offered` |
+//! | `slow <ms> <n>` | `n` deltas `tick <i> `, each after a real delay of `ms` |
+//! | `stall` | the delta `thinking...`, then silence until the client leaves |
+//! | `error <status>` | HTTP `status` (400-599) with a provider-shaped error, `fake error <status>` |
+//! | `ratelimit <n>` | first `n` requests with this exact text: 429 + `retry-after: 1`; then `ok: recovered` |
+//! | `long <n>` | exactly `n` characters of prose, streamed in 50-character deltas |
+//! | anything else (or a directive that does not parse) | `ok: ` + the text, one delta per word |
+//!
+//! Tool-call ids are `call_<request#>_<i>` (`toolu_...` for Anthropic). Usage reports input
+//! tokens as body characters / 4 and output tokens as answer characters / 4.
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! let model = chela_testkit::FakeModel::start().await?;
+//! let base = model.openai_base_url(); // point a provider here
+//! # let _ = base;
+//! assert_eq!(model.request_count(), 0);
+//! # Ok(()) }
+//! ```
+
+pub mod model;
+
+pub use model::{FakeModel, RecordedRequest};

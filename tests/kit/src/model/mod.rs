@@ -1,0 +1,127 @@
+//! The fake model server: [`FakeModel`] serves OpenAI Chat Completions, OpenAI Responses and
+//! Anthropic Messages on 127.0.0.1, answering by the directives in the last user text (see the
+//! crate docs), and records every POST it receives.
+
+mod anthropic;
+mod conversation;
+mod long;
+mod openai_chat;
+mod openai_responses;
+mod script;
+mod server;
+mod stream;
+
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::{Arc, PoisonError};
+
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use server::Shared;
+
+/// One POST the server received, in arrival order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedRequest {
+    /// The request path without its query, e.g. `/v1/messages` for `/v1/messages?beta=true`.
+    pub path: String,
+    /// The body as JSON; a body that is not JSON is kept as a JSON string of its text.
+    pub body: Value,
+}
+
+/// A running fake model server. Dropping it (or calling [`FakeModel::shutdown`]) stops it:
+/// the listener closes and open streams end.
+#[derive(Debug)]
+pub struct FakeModel {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<io::Result<()>>,
+}
+
+impl FakeModel {
+    /// Starts a server on `127.0.0.1:0` (a free port) in a background tokio task.
+    pub async fn start() -> io::Result<FakeModel> {
+        FakeModel::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))).await
+    }
+
+    /// Starts a server on `addr` in a background tokio task.
+    pub async fn bind(addr: SocketAddr) -> io::Result<FakeModel> {
+        let listener = TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let (stop, stopped) = watch::channel(false);
+        let shared = Arc::new(Shared::new(stopped.clone()));
+        let app = server::router(Arc::clone(&shared));
+        let mut signal = stopped;
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    // Err: the sender is gone, which means stop as well.
+                    let _ = signal.wait_for(|stop| *stop).await;
+                })
+                .await
+        });
+        Ok(FakeModel {
+            addr,
+            shared,
+            stop,
+            task,
+        })
+    }
+
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT`, the Anthropic-style base URL (no `/v1`).
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// `http://127.0.0.1:PORT/v1`, the OpenAI-style base URL.
+    pub fn openai_base_url(&self) -> String {
+        format!("{}/v1", self.base_url())
+    }
+
+    /// Every POST received so far, in order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared
+            .requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// How many POSTs were received so far.
+    pub fn request_count(&self) -> usize {
+        self.shared
+            .requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// Stops the server: ends open streams, stops accepting, and waits for the server task.
+    pub async fn shutdown(self) -> io::Result<()> {
+        let _ = self.stop.send(true);
+        match self.task.await {
+            Ok(result) => result,
+            Err(join) => Err(io::Error::other(join)),
+        }
+    }
+
+    /// Serves until the server task ends (it ends only on error or after [`FakeModel::shutdown`]
+    /// from elsewhere, so in practice: forever). Used by the `fake-model` binary.
+    pub async fn serve_forever(self) -> io::Result<()> {
+        let FakeModel { task, stop, .. } = self;
+        let result = task.await;
+        drop(stop);
+        match result {
+            Ok(result) => result,
+            Err(join) => Err(io::Error::other(join)),
+        }
+    }
+}

@@ -1,4 +1,19 @@
 //! Agent tools behind the [`Tool`] trait: name, JSON schema, `call(args, ctx)`.
+//!
+//! - [`read`], [`ls`], [`write`], [`edit`]: file tools confined to the workspace by [`paths`].
+//! - [`exec`]: `sh -c` in its own process group, killed as a group on timeout or cancel.
+//! - [`truncate`]: head-and-tail shortening of output with the total size stated.
+
+mod args;
+mod capture;
+pub mod edit;
+pub mod exec;
+mod group;
+pub mod ls;
+pub mod paths;
+pub mod read;
+pub mod truncate;
+pub mod write;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -59,5 +74,54 @@ pub trait Tool: Send + Sync {
 
 /// The tools chela's own agent gets by default.
 pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
-    Vec::new()
+    vec![
+        Arc::new(read::ReadTool),
+        Arc::new(ls::LsTool),
+        Arc::new(write::WriteTool),
+        Arc::new(edit::EditTool),
+        Arc::new(exec::ExecTool),
+    ]
+}
+
+/// Parses a call's arguments object with `parse`; argument errors become refusals.
+fn parse_args<T>(
+    args: &Value,
+    parse: impl FnOnce(&serde_json::Map<String, Value>) -> Result<T, String>,
+) -> Result<T, ToolOutput> {
+    args::object(args)
+        .and_then(|map| parse(&map))
+        .map_err(ToolOutput::error)
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::*;
+
+    /// A context on `dir` with a small output cap and a short exec timeout.
+    pub(crate) fn ctx(dir: &std::path::Path) -> ToolContext {
+        ToolContext {
+            workspace: dir.to_path_buf(),
+            cancel: CancellationToken::new(),
+            exec_timeout: Duration::from_secs(30),
+            max_output_chars: 10_000,
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests fail loudly by design
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_tools_have_unique_names_and_object_schemas() {
+        let specs: Vec<ToolSpec> = builtin_tools().iter().map(|t| t.spec()).collect();
+        let mut names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+        names.sort();
+        assert_eq!(names, ["edit", "exec", "ls", "read", "write"]);
+        for spec in &specs {
+            assert_eq!(spec.parameters["type"], "object", "{}", spec.name);
+            assert!(!spec.description.is_empty());
+        }
+    }
 }

@@ -52,7 +52,11 @@ fn main() -> ExitCode {
         Ok(args) => args,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
         }
     };
     let default_log = match args.command {
@@ -67,7 +71,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("chela: cannot start the async runtime: {e}");
@@ -78,9 +85,11 @@ fn main() -> ExitCode {
         match args.command {
             Command::Gateway => cli::chat::gateway(loaded).await,
             Command::Chat => cli::chat::chat(loaded).await,
-            Command::Agent { message, session, json } => {
-                cli::agent::agent(loaded, message, session, json).await
-            }
+            Command::Agent {
+                message,
+                session,
+                json,
+            } => cli::agent::agent(loaded, message, session, json).await,
             Command::Sessions { command } => cli::sessions::run(loaded, command).await,
             Command::Status => cli::status::status(loaded).await,
             Command::Doctor => cli::doctor::doctor(loaded).await,

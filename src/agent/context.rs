@@ -7,8 +7,14 @@ use crate::agent::provider::ToolSpec;
 use crate::agent::skills::Skill;
 
 /// Workspace files read into the prompt, in this order.
-pub const BOOTSTRAP_FILES: &[&str] =
-    &["AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md", "MEMORY.md"];
+pub const BOOTSTRAP_FILES: &[&str] = &[
+    "AGENTS.md",
+    "SOUL.md",
+    "TOOLS.md",
+    "IDENTITY.md",
+    "USER.md",
+    "MEMORY.md",
+];
 
 /// Limits on bootstrap text.
 #[derive(Debug, Clone, Copy)]
@@ -47,7 +53,10 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
     if !parts.skills.is_empty() {
         out.push_str("\n## Skills\nRead a skill's SKILL.md when its description fits the task.\n");
         for skill in parts.skills {
-            out.push_str(&format!("- {} ({}): {}\n", skill.name, skill.location, skill.description));
+            out.push_str(&format!(
+                "- {} ({}): {}\n",
+                skill.name, skill.location, skill.description
+            ));
         }
     }
     let bootstrap = bootstrap(parts.workspace, parts.caps);
@@ -70,9 +79,14 @@ pub fn bootstrap(workspace: &Path, caps: BootstrapCaps) -> String {
     let mut out = String::new();
     let mut budget = caps.total;
     for name in BOOTSTRAP_FILES {
-        let Ok(text) = std::fs::read_to_string(workspace.join(name)) else { continue };
+        let Ok(text) = std::fs::read_to_string(workspace.join(name)) else {
+            continue;
+        };
         if budget == 0 {
-            out.push_str(&format!("### {name}\n[... omitted: bootstrap limit of {} chars reached ...]\n", caps.total));
+            out.push_str(&format!(
+                "### {name}\n[... omitted: bootstrap limit of {} chars reached ...]\n",
+                caps.total
+            ));
             continue;
         }
         let take = caps.per_file.min(budget);
@@ -80,7 +94,9 @@ pub fn bootstrap(workspace: &Path, caps: BootstrapCaps) -> String {
         out.push_str(&format!("### {name}\n"));
         if total > take {
             out.extend(text.chars().take(take));
-            out.push_str(&format!("\n[... truncated: {take} of {total} chars shown ...]\n"));
+            out.push_str(&format!(
+                "\n[... truncated: {take} of {total} chars shown ...]\n"
+            ));
             budget -= take;
         } else {
             out.push_str(&text);
@@ -92,7 +108,9 @@ pub fn bootstrap(workspace: &Path, caps: BootstrapCaps) -> String {
 }
 
 fn hostname() -> String {
-    std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "unknown".into())
+    std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
 }
 
 #[cfg(test)]
@@ -104,22 +122,45 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("AGENTS.md"), "a".repeat(50)).unwrap();
         std::fs::write(dir.path().join("SOUL.md"), "s".repeat(50)).unwrap();
-        let text = bootstrap(dir.path(), BootstrapCaps { per_file: 30, total: 40 });
-        assert!(text.contains(&format!("{}\n[... truncated: 30 of 50 chars shown ...]", "a".repeat(30))));
-        assert!(text.contains(&format!("{}\n[... truncated: 10 of 50 chars shown ...]", "s".repeat(10))));
+        let text = bootstrap(
+            dir.path(),
+            BootstrapCaps {
+                per_file: 30,
+                total: 40,
+            },
+        );
+        assert!(text.contains(&format!(
+            "{}\n[... truncated: 30 of 50 chars shown ...]",
+            "a".repeat(30)
+        )));
+        assert!(text.contains(&format!(
+            "{}\n[... truncated: 10 of 50 chars shown ...]",
+            "s".repeat(10)
+        )));
     }
 
     #[test]
     fn prompt_lists_tools_skills_and_runtime() {
         let dir = tempfile::tempdir().unwrap();
-        let tools = [ToolSpec { name: "ls".into(), description: "list".into(), parameters: serde_json::json!({}) }];
-        let skills = [Skill { name: "s".into(), description: "d".into(), location: "bundled:s".into() }];
+        let tools = [ToolSpec {
+            name: "ls".into(),
+            description: "list".into(),
+            parameters: serde_json::json!({}),
+        }];
+        let skills = [Skill {
+            name: "s".into(),
+            description: "d".into(),
+            location: "bundled:s".into(),
+        }];
         let prompt = system_prompt(&PromptParts {
             identity: "You are chela.",
             tools: &tools,
             skills: &skills,
             workspace: dir.path(),
-            caps: BootstrapCaps { per_file: 10, total: 10 },
+            caps: BootstrapCaps {
+                per_file: 10,
+                total: 10,
+            },
             model: "echo/echo",
         });
         assert!(prompt.starts_with("You are chela."));

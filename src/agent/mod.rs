@@ -11,21 +11,16 @@ pub mod tools;
 use std::time::Duration;
 
 use crate::agent::provider::ProviderError;
-use crate::agent::provider::settings::{ProviderKind, ProviderSettings};
+use crate::agent::provider::settings::ProviderSettings;
 use crate::agent::run::Agent;
 use crate::agent::tools::ToolContext;
 use crate::config::Config;
 use crate::store::Store;
 
 /// The provider settings `config` asks for, with environment fallbacks applied.
-pub fn provider_settings(config: &Config) -> Result<ProviderSettings, ProviderError> {
+pub fn provider_settings(config: &Config) -> ProviderSettings {
     let m = &config.model;
-    let kind = ProviderKind::parse(&m.provider).ok_or_else(|| {
-        ProviderError::NotConfigured(format!(
-            "model.provider = {:?} is not a provider; use openai, anthropic or echo",
-            m.provider
-        ))
-    })?;
+    let kind = m.provider;
     let non_empty = |s: &str| (!s.is_empty()).then(|| s.to_string());
     let settings = ProviderSettings {
         kind,
@@ -36,12 +31,12 @@ pub fn provider_settings(config: &Config) -> Result<ProviderSettings, ProviderEr
         max_retries: m.max_retries,
         max_tokens: m.max_tokens,
     };
-    Ok(settings.resolve_env(|name| std::env::var(name).ok()))
+    settings.resolve_env(|name| std::env::var(name).ok())
 }
 
 /// Builds the agent from config: provider, tools, system prompt.
 pub fn build(config: &Config, store: Store) -> Result<Agent, ProviderError> {
-    let provider = provider::settings::build(&provider_settings(config)?)?;
+    let provider = provider::settings::build(&provider_settings(config))?;
     let workspace = config.agent.workspace.clone();
     if let Err(e) = std::fs::create_dir_all(&workspace) {
         tracing::warn!(error = %e, path = %workspace.display(), "cannot create the workspace");

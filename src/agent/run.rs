@@ -143,19 +143,36 @@ impl Agent {
         let (status, text) = match result {
             Ok((text, false)) => (RunStatus::Ok, text),
             Ok((text, true)) if timed_out.is_cancelled() => (
-                RunStatus::Error(format!("the run timed out after {} s", self.run_timeout.as_secs())),
+                RunStatus::Error(format!(
+                    "the run timed out after {} s",
+                    self.run_timeout.as_secs()
+                )),
                 text,
             ),
             Ok((text, true)) => (RunStatus::Aborted, text),
             Err(message) => (RunStatus::Error(message), String::new()),
         };
         let event = match &status {
-            RunStatus::Error(message) => Lifecycle::Error { message: message.clone() },
-            RunStatus::Ok => Lifecycle::End { text: text.clone(), aborted: false },
-            RunStatus::Aborted => Lifecycle::End { text: text.clone(), aborted: true },
+            RunStatus::Error(message) => Lifecycle::Error {
+                message: message.clone(),
+            },
+            RunStatus::Ok => Lifecycle::End {
+                text: text.clone(),
+                aborted: false,
+            },
+            RunStatus::Aborted => Lifecycle::End {
+                text: text.clone(),
+                aborted: true,
+            },
         };
         let _ = req.events.send(RunEvent::Lifecycle(event)).await;
-        RunOutcome { status, text, steered_seqs: turn.steered_seqs, leftover, usage: turn.usage }
+        RunOutcome {
+            status,
+            text,
+            steered_seqs: turn.steered_seqs,
+            leftover,
+            usage: turn.usage,
+        }
     }
 }
 
@@ -166,6 +183,8 @@ impl Turn<'_> {
         text: &str,
         steer: &mut mpsc::Receiver<Steer>,
     ) -> Result<(String, bool), String> {
+        let cwd = self.agent.tool_context.workspace.display().to_string();
+        self.agent.store.ensure_session(&self.key, &cwd).map_err(short)?;
         self.messages = self.agent.store.window(&self.key).map_err(short)?;
         self.push_user(text)?;
         let mut last_text = String::new();
@@ -209,7 +228,9 @@ impl Turn<'_> {
                 return Ok((last_text, true));
             }
         }
-        Err(format!("the model kept calling tools ({MAX_MODEL_CALLS} rounds); stopped"))
+        Err(format!(
+            "the model kept calling tools ({MAX_MODEL_CALLS} rounds); stopped"
+        ))
     }
 
     /// One streaming model call; returns the assistant message and whether it was cut short.
@@ -283,7 +304,9 @@ impl Turn<'_> {
         if !text.is_empty() {
             message.content.push(ContentBlock::Text { text });
         }
-        message.content.extend(calls.into_iter().map(ContentBlock::ToolCall));
+        message
+            .content
+            .extend(calls.into_iter().map(ContentBlock::ToolCall));
         Ok((message, aborted))
     }
 
@@ -305,7 +328,10 @@ impl Turn<'_> {
             }
             let _ = self
                 .events
-                .send(RunEvent::Tool(ToolEvent::Start { id: call.id.clone(), name: call.name.clone() }))
+                .send(RunEvent::Tool(ToolEvent::Start {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                }))
                 .await;
             let output = self.call_tool(call).await;
             let _ = self
@@ -325,7 +351,10 @@ impl Turn<'_> {
         let Some(tool) = self.agent.tools.iter().find(|t| t.spec().name == call.name) else {
             return ToolOutput::error(format!("unknown tool: {}", call.name));
         };
-        let ctx = ToolContext { cancel: self.cancel.clone(), ..self.agent.tool_context.clone() };
+        let ctx = ToolContext {
+            cancel: self.cancel.clone(),
+            ..self.agent.tool_context.clone()
+        };
         tool.call(call.arguments.clone(), &ctx).await
     }
 
@@ -347,7 +376,10 @@ impl Turn<'_> {
     }
 
     fn push(&mut self, message: Message) -> Result<(), String> {
-        self.agent.store.append_message(&self.key, &message).map_err(short)?;
+        self.agent
+            .store
+            .append_message(&self.key, &message)
+            .map_err(short)?;
         self.messages.push(message);
         Ok(())
     }

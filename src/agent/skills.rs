@@ -45,8 +45,13 @@ pub fn load(workspace: &Path, extra_dirs: &[PathBuf]) -> Vec<Skill> {
 }
 
 fn scan(dir: &Path) -> Vec<Skill> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path().join("SKILL.md")).collect();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path().join("SKILL.md"))
+        .collect();
     paths.sort();
     paths
         .iter()
@@ -67,7 +72,11 @@ pub fn parse(text: &str, location: &str) -> Option<Skill> {
             Some(value.trim().trim_matches('"').to_string())
         })
     };
-    Some(Skill { name: field("name")?, description: field("description")?, location: location.into() })
+    Some(Skill {
+        name: field("name")?,
+        description: field("description")?,
+        location: location.into(),
+    })
 }
 
 #[cfg(test)]
@@ -78,7 +87,11 @@ mod tests {
     fn bundled_coding_agent_skill_loads() {
         let dir = tempfile::tempdir().unwrap();
         let skills = load(dir.path(), &[]);
-        assert!(skills.iter().any(|s| s.name == "coding-agent" && s.location.starts_with("bundled:")));
+        assert!(
+            skills
+                .iter()
+                .any(|s| s.name == "coding-agent" && s.location.starts_with("bundled:"))
+        );
     }
 
     #[test]
@@ -86,9 +99,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let skill = dir.path().join("skills/coding-agent");
         std::fs::create_dir_all(&skill).unwrap();
-        std::fs::write(skill.join("SKILL.md"), "---\nname: coding-agent\ndescription: mine\n---\nbody").unwrap();
+        std::fs::write(
+            skill.join("SKILL.md"),
+            "---\nname: coding-agent\ndescription: mine\n---\nbody",
+        )
+        .unwrap();
         let skills = load(dir.path(), &[]);
-        assert_eq!(skills.iter().filter(|s| s.name == "coding-agent").count(), 1);
+        assert_eq!(
+            skills.iter().filter(|s| s.name == "coding-agent").count(),
+            1
+        );
         assert_eq!(skills[0].description, "mine");
     }
 

@@ -40,12 +40,9 @@ pub async fn chat(loaded: LoadedConfig) -> ExitCode {
                 let key = key.clone();
                 tokio::spawn(async move { let _ = lanes.stop(&key).await; });
             }
-            _ = &mut channels, if !input_done => {
-                input_done = true;
-                // Ctrl-D: answer what was typed, then exit.
-                let _ = lanes.wait_idle(&key).await;
-                break;
-            }
+            // Ctrl-D: answer what was typed, then exit.
+            _ = &mut channels, if !input_done => input_done = true,
+            _ = lanes.wait_idle(&key), if input_done => break,
         }
     }
     stop.cancel();

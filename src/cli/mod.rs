@@ -18,6 +18,7 @@ pub fn init_logging(default_level: &str) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .try_init();
 }
@@ -28,7 +29,10 @@ pub fn terminal_user(loaded: &LoadedConfig) -> String {
     if !configured.is_empty() {
         return configured.to_string();
     }
-    std::env::var("USER").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| "local".into())
+    std::env::var("USER")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| "local".into())
 }
 
 /// Starts a gateway, turning start-up failures into a message and exit code 2.
@@ -36,11 +40,13 @@ pub async fn start(
     loaded: &LoadedConfig,
     channels: Vec<std::sync::Arc<dyn chela_channel::Channel>>,
 ) -> Result<Gateway, ExitCode> {
-    Gateway::start(loaded.config.clone(), channels).await.map_err(|e| {
-        match &e {
-            GatewayError::Provider(_) => eprintln!("chela: no usable model: {e}"),
-            _ => eprintln!("chela: {e}"),
-        }
-        ExitCode::from(2)
-    })
+    Gateway::start(loaded.config.clone(), channels)
+        .await
+        .map_err(|e| {
+            match &e {
+                GatewayError::Provider(_) => eprintln!("chela: no usable model: {e}"),
+                _ => eprintln!("chela: {e}"),
+            }
+            ExitCode::from(2)
+        })
 }

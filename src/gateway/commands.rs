@@ -11,7 +11,13 @@ use crate::inbound::commands::{Command, HELP};
 use crate::lane::LaneSettings;
 
 /// Handles one command from `inbound` for session `key` and answers in its conversation.
-pub async fn handle(core: &Arc<Core>, key: &str, inbound: &Inbound, command: Command) {
+/// Returns a message to run next (the text after `/new`).
+pub async fn handle(
+    core: &Arc<Core>,
+    key: &str,
+    inbound: &Inbound,
+    command: Command,
+) -> Option<Inbound> {
     let to = &inbound.conversation;
     let answer = match command {
         Command::Stop => match core.lanes.stop(key).await {
@@ -20,7 +26,10 @@ pub async fn handle(core: &Arc<Core>, key: &str, inbound: &Inbound, command: Com
                 n => format!("Stopped. Dropped {n} queued message(s)."),
             },
             Ok(report) if report.cleared > 0 => {
-                format!("Nothing running. Dropped {} queued message(s).", report.cleared)
+                format!(
+                    "Nothing running. Dropped {} queued message(s).",
+                    report.cleared
+                )
             }
             Ok(_) => "Nothing to stop.".to_string(),
             Err(e) => format!("Cannot stop: {e}"),
@@ -28,16 +37,12 @@ pub async fn handle(core: &Arc<Core>, key: &str, inbound: &Inbound, command: Com
         Command::New(first) => {
             let answer = reset(core, key, "new").await;
             core.say(to, &answer).await;
-            if let Some(text) = first {
+            return first.map(|text| {
                 let mut first_turn = inbound.clone();
                 first_turn.text = text;
                 first_turn.message_id = format!("{}#new", inbound.message_id);
-                let router = crate::inbound::route::Router::new(core.clone());
-                if let Err(e) = router.accept_for(key.to_string(), first_turn).await {
-                    core.say(to, &format!("Cannot queue your message: {e}")).await;
-                }
-            }
-            return;
+                first_turn
+            });
         }
         Command::Reset { soft: true } => {
             let _ = core.lanes.stop(key).await;
@@ -47,16 +52,25 @@ pub async fn handle(core: &Arc<Core>, key: &str, inbound: &Inbound, command: Com
         Command::Reset { soft: false } => reset(core, key, "reset").await,
         Command::Status => status(core, key).await,
         Command::Queue(args) => queue(core, key, &args).await,
-        Command::Help => HELP.iter().map(|(name, text)| format!("/{name} — {text}")).collect::<Vec<_>>().join("\n"),
+        Command::Help => HELP
+            .iter()
+            .map(|(name, text)| format!("/{name} — {text}"))
+            .collect::<Vec<_>>()
+            .join("\n"),
         Command::Whoami => format!(
             "You are {} (id {}) on {}; session {}",
-            if inbound.sender.name.is_empty() { "?" } else { &inbound.sender.name },
+            if inbound.sender.name.is_empty() {
+                "?"
+            } else {
+                &inbound.sender.name
+            },
             inbound.sender.id,
             to.channel,
             key
         ),
     };
     core.say(to, &answer).await;
+    None
 }
 
 /// Stops the session and appends a `reset` entry (nothing is deleted).
@@ -127,11 +141,18 @@ pub fn parse_queue_args(mut current: LaneSettings, args: &str) -> Result<LaneSet
     for word in args.split_whitespace() {
         let word = word.to_lowercase();
         if let Some(v) = word.strip_prefix("debounce:") {
-            current.debounce = parse_duration(v).ok_or_else(|| format!("Bad debounce: {v} (try 500ms or 2s)"))?;
+            current.debounce =
+                parse_duration(v).ok_or_else(|| format!("Bad debounce: {v} (try 500ms or 2s)"))?;
         } else if let Some(v) = word.strip_prefix("cap:") {
-            current.cap = v.parse().ok().filter(|c| *c >= 1).ok_or_else(|| format!("Bad cap: {v} (a number >= 1)"))?;
+            current.cap = v
+                .parse()
+                .ok()
+                .filter(|c| *c >= 1)
+                .ok_or_else(|| format!("Bad cap: {v} (a number >= 1)"))?;
         } else if let Some(v) = word.strip_prefix("drop:") {
-            current.drop = v.parse::<DropPolicy>().map_err(|_| format!("Bad drop: {v} (summarize, old or new)"))?;
+            current.drop = v
+                .parse::<DropPolicy>()
+                .map_err(|_| format!("Bad drop: {v} (summarize, old or new)"))?;
         } else {
             current.mode = word.parse::<QueueMode>().map_err(|_| {
                 format!("Unknown queue mode: {word} (steer, followup, collect or interrupt)")
@@ -146,7 +167,11 @@ fn parse_duration(v: &str) -> Option<Duration> {
         return ms.parse().ok().map(Duration::from_millis);
     }
     if let Some(s) = v.strip_suffix('s') {
-        return s.parse::<f64>().ok().filter(|s| *s >= 0.0).map(Duration::from_secs_f64);
+        return s
+            .parse::<f64>()
+            .ok()
+            .filter(|s| *s >= 0.0)
+            .map(Duration::from_secs_f64);
     }
     v.parse().ok().map(Duration::from_millis)
 }
@@ -175,7 +200,15 @@ mod tests {
 
     #[test]
     fn bad_queue_args_say_what_is_expected() {
-        assert!(parse_queue_args(base(), "sideways").unwrap_err().contains("steer, followup"));
-        assert!(parse_queue_args(base(), "cap:0").unwrap_err().contains(">= 1"));
+        assert!(
+            parse_queue_args(base(), "sideways")
+                .unwrap_err()
+                .contains("steer, followup")
+        );
+        assert!(
+            parse_queue_args(base(), "cap:0")
+                .unwrap_err()
+                .contains(">= 1")
+        );
     }
 }

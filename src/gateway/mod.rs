@@ -72,6 +72,8 @@ pub struct Core {
     pub runs: broadcast::Sender<RunRecord>,
     /// Fires when the gateway stops.
     pub shutdown: CancellationToken,
+    /// Command tasks in flight (awaited at shutdown so no answer is cut off).
+    pub tasks: tokio_util::task::TaskTracker,
 }
 
 impl Core {
@@ -94,7 +96,9 @@ impl Core {
 
     /// Sends a short message (command answers, notices) as one complete reply.
     pub async fn say(&self, to: &Conversation, text: &str) {
-        let Some(channel) = self.channel(&to.channel) else { return };
+        let Some(channel) = self.channel(&to.channel) else {
+            return;
+        };
         match channel.send(to, text).await {
             Ok(_) => channel.reply_done(to).await,
             Err(e) => tracing::warn!(error = %e, channel = %to.channel, "cannot send a notice"),
@@ -131,13 +135,17 @@ impl Gateway {
         );
         let (runs, _) = broadcast::channel(64);
         let core = Arc::new(Core {
-            channels: channels.into_iter().map(|c| (c.name().to_string(), c)).collect(),
+            channels: channels
+                .into_iter()
+                .map(|c| (c.name().to_string(), c))
+                .collect(),
             config,
             store,
             lanes,
             agent,
             runs,
             shutdown: CancellationToken::new(),
+            tasks: tokio_util::task::TaskTracker::new(),
         });
         runner.attach(&core);
         recover::recover(&core).await;
@@ -171,10 +179,13 @@ impl Gateway {
             let (sink, stop) = (sink.clone(), stop.clone());
             tasks.spawn(async move {
                 let name = channel.name().to_string();
-                channel.run(sink, stop).await.map_err(|e| GatewayError::Channel {
-                    channel: name,
-                    reason: e.to_string(),
-                })
+                channel
+                    .run(sink, stop)
+                    .await
+                    .map_err(|e| GatewayError::Channel {
+                        channel: name,
+                        reason: e.to_string(),
+                    })
             });
         }
         while let Some(result) = tasks.join_next().await {
@@ -188,6 +199,8 @@ impl Gateway {
     /// Stops intake, cancels live runs (their turns stay pending for the next start),
     /// flushes the store.
     pub async fn shutdown(&self) {
+        self.core.tasks.close();
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.core.tasks.wait()).await;
         self.core.shutdown.cancel();
         self.core.lanes.shutdown().await;
         if let Err(e) = self.core.store.flush().await {

@@ -20,7 +20,9 @@ pub async fn recover(core: &Arc<Core>) {
                     let _ = core.store.dead_letter(entry.id);
                     continue;
                 }
-                let Some(channel) = core.channel(&entry.conversation.channel) else { continue };
+                let Some(channel) = core.channel(&entry.conversation.channel) else {
+                    continue;
+                };
                 let mut reply = crate::reply::ReplyStream::new(channel, entry.conversation.clone());
                 match reply.finish(&entry.text).await {
                     Ok(()) => {
@@ -38,7 +40,11 @@ pub async fn recover(core: &Arc<Core>) {
                 tracing::info!(turns = pending.len(), "resuming pending turns");
             }
             for (seq, turn) in pending {
-                if let Err(e) = core.lanes.submit(&turn.session_key, queued_turn(seq, &turn)).await {
+                if let Err(e) = core
+                    .lanes
+                    .submit(&turn.session_key, queued_turn(seq, &turn))
+                    .await
+                {
                     tracing::error!(error = %e, "cannot resume a pending turn");
                 }
             }

@@ -23,7 +23,9 @@ pub struct AgentRunner {
 impl AgentRunner {
     /// A runner not yet attached to a core.
     pub fn new() -> Self {
-        AgentRunner { core: std::sync::OnceLock::new() }
+        AgentRunner {
+            core: std::sync::OnceLock::new(),
+        }
     }
 
     /// Attaches the core (once, right after it is built).
@@ -86,9 +88,9 @@ async fn run_turn(
     let started_ms = crate::agent::message::now_ms();
     let (events_tx, events_rx) = mpsc::channel(EVENT_BUFFER);
     let channel = core.channel(&turn.target.channel);
-    let reply = channel.clone().map(|channel| {
-        tokio::spawn(stream_events(channel, turn.target.clone(), events_rx))
-    });
+    let reply = channel
+        .clone()
+        .map(|channel| tokio::spawn(stream_events(channel, turn.target.clone(), events_rx)));
     let outcome = core
         .agent
         .run(RunRequest {
@@ -128,14 +130,20 @@ async fn run_turn(
         }
     };
     let text = final_text(stream.text(), &ending);
-    match core.store.settle_turn(&key, &turn.target, &text, &seqs).await {
+    match core
+        .store
+        .settle_turn(&key, &turn.target, &text, &seqs)
+        .await
+    {
         Ok(outbox_id) => match stream.finish(&text).await {
             Ok(()) => {
                 if let Err(e) = core.store.mark_delivered(outbox_id) {
                     tracing::error!(error = %e, "cannot mark a reply delivered");
                 }
             }
-            Err(e) => tracing::warn!(error = %e, "final reply not delivered; it stays in the outbox"),
+            Err(e) => {
+                tracing::warn!(error = %e, "final reply not delivered; it stays in the outbox")
+            }
         },
         Err(e) => tracing::error!(error = %e, "cannot record the final reply"),
     }

@@ -25,16 +25,33 @@ pub enum Command {
 
 /// Plain-text messages that act as `/stop` (exact, after lowercasing and trimming punctuation).
 const STOP_TRIGGERS: &[&str] = &[
-    "stop", "abort", "halt", "esc", "cancel", "стоп", "停止", "やめて", "arrête",
+    "stop",
+    "abort",
+    "halt",
+    "esc",
+    "cancel",
+    "стоп",
+    "停止",
+    "やめて",
+    "arrête",
 ];
 
 /// The commands and their one-line help, in the order `/help` lists them.
 pub const HELP: &[(&str, &str)] = &[
-    ("new", "Start a new conversation (optionally with a first message)"),
-    ("reset", "Reset this conversation (`/reset soft` keeps the history)"),
+    (
+        "new",
+        "Start a new conversation (optionally with a first message)",
+    ),
+    (
+        "reset",
+        "Reset this conversation (`/reset soft` keeps the history)",
+    ),
     ("stop", "Stop the current run and drop queued messages"),
     ("status", "Show session, model, queue and run state"),
-    ("queue", "Show or set the queue mode: /queue steer|followup|collect|interrupt [debounce:500ms] [cap:20] [drop:summarize|old|new] or /queue reset"),
+    (
+        "queue",
+        "Show or set the queue mode: /queue steer|followup|collect|interrupt [debounce:500ms] [cap:20] [drop:summarize|old|new] or /queue reset",
+    ),
     ("help", "List commands"),
     ("whoami", "Show who you are to the bot"),
 ];
@@ -62,7 +79,9 @@ pub fn parse(text: &str, bot_username: Option<&str>) -> Option<Command> {
     let arg = (!args.is_empty()).then(|| args.to_string());
     match name.to_lowercase().as_str() {
         "new" => Some(Command::New(arg)),
-        "reset" => Some(Command::Reset { soft: args.eq_ignore_ascii_case("soft") }),
+        "reset" => Some(Command::Reset {
+            soft: args.eq_ignore_ascii_case("soft"),
+        }),
         "stop" => Some(Command::Stop),
         "status" => Some(Command::Status),
         "queue" => Some(Command::Queue(args.to_string())),
@@ -75,7 +94,9 @@ pub fn parse(text: &str, bot_username: Option<&str>) -> Option<Command> {
 /// True for the plain-text stop triggers.
 pub fn is_stop_trigger(text: &str) -> bool {
     let cleaned: String = text
-        .trim_matches(|c: char| c.is_ascii_punctuation() || c.is_whitespace() || "。！？".contains(c))
+        .trim_matches(|c: char| {
+            c.is_ascii_punctuation() || c.is_whitespace() || "。！？".contains(c)
+        })
         .to_lowercase();
     STOP_TRIGGERS.contains(&cleaned.as_str())
 }
@@ -86,12 +107,24 @@ mod tests {
 
     #[test]
     fn parses_commands_with_args_and_bot_suffix() {
-        assert_eq!(parse("/new hello there", None), Some(Command::New(Some("hello there".into()))));
+        assert_eq!(
+            parse("/new hello there", None),
+            Some(Command::New(Some("hello there".into())))
+        );
         assert_eq!(parse("/new", None), Some(Command::New(None)));
-        assert_eq!(parse("/stop@chela_bot", Some("chela_bot")), Some(Command::Stop));
+        assert_eq!(
+            parse("/stop@chela_bot", Some("chela_bot")),
+            Some(Command::Stop)
+        );
         assert_eq!(parse("/stop@other_bot", Some("chela_bot")), None);
-        assert_eq!(parse("/reset soft", None), Some(Command::Reset { soft: true }));
-        assert_eq!(parse("/queue collect cap:5", None), Some(Command::Queue("collect cap:5".into())));
+        assert_eq!(
+            parse("/reset soft", None),
+            Some(Command::Reset { soft: true })
+        );
+        assert_eq!(
+            parse("/queue collect cap:5", None),
+            Some(Command::Queue("collect cap:5".into()))
+        );
         assert_eq!(parse("/unknown", None), None);
         assert_eq!(parse("hello /stop", None), None);
     }

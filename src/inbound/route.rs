@@ -34,12 +34,30 @@ impl Router {
                 .map_err(|e| SinkError(e.to_string()))?;
             if fresh {
                 let core = core.clone();
-                tokio::spawn(async move {
-                    crate::gateway::commands::handle(&core, &key, &inbound, command).await;
+                core.tasks.clone().spawn(async move {
+                    let first =
+                        crate::gateway::commands::handle(&core, &key, &inbound, command).await;
+                    if let Some(first) = first {
+                        if let Err(e) = enqueue(&core, key, first).await {
+                            core.say(
+                                &inbound.conversation,
+                                &format!("Cannot queue your message: {e}"),
+                            )
+                            .await;
+                        }
+                    }
                 });
             }
             return Ok(fresh);
         }
+        enqueue(core, key, inbound).await
+    }
+}
+
+/// Durably queues an ordinary message and hands it to its lane; false for a duplicate.
+async fn enqueue(core: &Arc<Core>, key: String, inbound: Inbound) -> Result<bool, SinkError> {
+    let dedupe = crate::store::dedupe_key(&inbound);
+    {
         let pending = PendingTurn {
             session_key: key.clone(),
             inbound,

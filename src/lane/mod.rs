@@ -108,7 +108,12 @@ pub struct Lanes {
 
 impl Lanes {
     /// Creates the lane set; `max_runs` bounds concurrent runs across all sessions.
-    pub fn new(runner: Arc<dyn Runner>, store: Store, defaults: LaneSettings, max_runs: usize) -> Self {
+    pub fn new(
+        runner: Arc<dyn Runner>,
+        store: Store,
+        defaults: LaneSettings,
+        max_runs: usize,
+    ) -> Self {
         Lanes {
             shared: Arc::new(Shared {
                 runner,
@@ -157,7 +162,11 @@ impl Lanes {
     }
 
     /// `/queue`: sets (and persists) a session's settings; `None` goes back to the defaults.
-    pub async fn set_settings(&self, key: &str, settings: Option<LaneSettings>) -> Result<LaneSettings, LaneError> {
+    pub async fn set_settings(
+        &self,
+        key: &str,
+        settings: Option<LaneSettings>,
+    ) -> Result<LaneSettings, LaneError> {
         let effective = match settings {
             Some(s) => {
                 let _ = self.shared.store.put_settings(key, &s);
@@ -201,7 +210,12 @@ impl Lanes {
                 _ => {
                     let (tx, rx) = mpsc::channel(MAILBOX);
                     let settings = self.settings_for(key);
-                    self.tasks.spawn(task::lane(key.to_string(), settings, rx, self.shared.clone()));
+                    self.tasks.spawn(task::lane(
+                        key.to_string(),
+                        settings,
+                        rx,
+                        self.shared.clone(),
+                    ));
                     lanes.insert(key.to_string(), tx.clone());
                     tx
                 }

@@ -97,7 +97,11 @@ impl TurnQueue {
         }
         let first = self.turns.pop_front()?;
         let mut batch = vec![first];
-        while self.turns.front().is_some_and(|t| t.context == batch[0].context) {
+        while self
+            .turns
+            .front()
+            .is_some_and(|t| t.context == batch[0].context)
+        {
             if let Some(next) = self.turns.pop_front() {
                 batch.push(next);
             }
@@ -108,7 +112,12 @@ impl TurnQueue {
         let mut text = String::from(COLLECT_HEADER);
         let mut seqs = Vec::new();
         for (i, turn) in batch.iter().enumerate() {
-            text.push_str(&format!("\n\n---\nQueued #{} ({}):\n{}", i + 1, turn.sender, turn.text));
+            text.push_str(&format!(
+                "\n\n---\nQueued #{} ({}):\n{}",
+                i + 1,
+                turn.sender,
+                turn.text
+            ));
             seqs.extend(&turn.seqs);
         }
         Some(QueuedTurn {
@@ -190,7 +199,9 @@ mod tests {
         for i in 0..3 {
             q.push(turn(i, &format!("m{i}"), "c"), 20, DropPolicy::Summarize);
         }
-        let texts: Vec<_> = std::iter::from_fn(|| q.pop_next()).map(|t| t.text).collect();
+        let texts: Vec<_> = std::iter::from_fn(|| q.pop_next())
+            .map(|t| t.text)
+            .collect();
         assert_eq!(texts, ["m0", "m1", "m2"]);
     }
 
@@ -220,7 +231,9 @@ mod tests {
     fn drop_new_rejects_incoming() {
         let mut q = TurnQueue::default();
         q.push(turn(1, "a", "c"), 1, DropPolicy::New);
-        assert!(matches!(q.push(turn(2, "b", "c"), 1, DropPolicy::New), PushOutcome::Rejected(t) if t.text == "b"));
+        assert!(
+            matches!(q.push(turn(2, "b", "c"), 1, DropPolicy::New), PushOutcome::Rejected(t) if t.text == "b")
+        );
         assert_eq!(q.len(), 1);
     }
 
@@ -228,7 +241,9 @@ mod tests {
     fn drop_old_discards_oldest() {
         let mut q = TurnQueue::default();
         q.push(turn(1, "a", "c"), 1, DropPolicy::Old);
-        assert!(matches!(q.push(turn(2, "b", "c"), 1, DropPolicy::Old), PushOutcome::DroppedOldest(t) if t.text == "a"));
+        assert!(
+            matches!(q.push(turn(2, "b", "c"), 1, DropPolicy::Old), PushOutcome::DroppedOldest(t) if t.text == "a")
+        );
         assert_eq!(q.pop_next().unwrap().text, "b");
     }
 

@@ -128,7 +128,10 @@ impl Lane {
         };
         match self.settings.mode {
             QueueMode::Steer => {
-                let steer = Steer { seqs: turn.seqs.clone(), text: turn.text.clone() };
+                let steer = Steer {
+                    seqs: turn.seqs.clone(),
+                    text: turn.text.clone(),
+                };
                 if active.steer.try_send(steer).is_ok() {
                     active.steered.push(turn);
                 } else {
@@ -155,7 +158,10 @@ impl Lane {
                 self.forget(&rejected.seqs);
                 self.shared.runner.notice(
                     &rejected.target,
-                    format!("Queue full ({} pending): your message was not queued.", self.settings.cap),
+                    format!(
+                        "Queue full ({} pending): your message was not queued.",
+                        self.settings.cap
+                    ),
                 );
             }
         }
@@ -172,7 +178,10 @@ impl Lane {
                 active.stop_waiters.push((reply, cleared));
             }
             None => {
-                let _ = reply.send(StopReport { cleared, stopped_run: false });
+                let _ = reply.send(StopReport {
+                    cleared,
+                    stopped_run: false,
+                });
             }
         }
     }
@@ -210,7 +219,9 @@ impl Lane {
     }
 
     fn finished(&mut self, outcome: Option<RunOutcome>) {
-        let Some(mut active) = self.active.take() else { return };
+        let Some(mut active) = self.active.take() else {
+            return;
+        };
         let stopped = !active.stop_waiters.is_empty();
         let leftover: Vec<u64> = outcome
             .map(|o| o.leftover.into_iter().flat_map(|s| s.seqs).collect())
@@ -227,7 +238,10 @@ impl Lane {
             }
         }
         for (waiter, cleared) in active.stop_waiters {
-            let _ = waiter.send(StopReport { cleared, stopped_run: true });
+            let _ = waiter.send(StopReport {
+                cleared,
+                stopped_run: true,
+            });
         }
     }
 

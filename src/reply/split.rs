@@ -28,7 +28,11 @@ pub fn split_head(text: &str, max_chars: usize, max_lines: Option<usize>) -> Opt
             rest_at,
             reopen: Some(fence),
         }),
-        _ => Some(Split { head: head.to_string(), rest_at, reopen: None }),
+        _ => Some(Split {
+            head: head.to_string(),
+            rest_at,
+            reopen: None,
+        }),
     }
 }
 
@@ -64,7 +68,9 @@ fn limit_byte(text: &str, max_chars: usize, max_lines: Option<usize>) -> Option<
     let char_cut = if fits_chars {
         text.len()
     } else {
-        text.char_indices().nth(max_chars - 4).map_or(text.len(), |(i, _)| i)
+        text.char_indices()
+            .nth(max_chars - 4)
+            .map_or(text.len(), |(i, _)| i)
     };
     Some(line_cut.map_or(char_cut, |l| l.min(char_cut)))
 }
@@ -110,7 +116,10 @@ mod tests {
     #[test]
     fn prefers_paragraph_breaks() {
         let text = format!("{}\n\n{}", "a".repeat(60), "b".repeat(60));
-        assert_eq!(split_all(&text, 100, None), vec![format!("{}\n", "a".repeat(60)), "b".repeat(60)]);
+        assert_eq!(
+            split_all(&text, 100, None),
+            vec![format!("{}\n", "a".repeat(60)), "b".repeat(60)]
+        );
     }
 
     #[test]
@@ -121,7 +130,11 @@ mod tests {
         assert!(parts.len() > 1);
         for part in &parts {
             assert!(part.chars().count() <= 200);
-            assert_eq!(part.matches("```").count() % 2, 0, "unbalanced fence in {part:?}");
+            assert_eq!(
+                part.matches("```").count() % 2,
+                0,
+                "unbalanced fence in {part:?}"
+            );
         }
         assert!(parts[1].starts_with("```rust\n"));
     }

@@ -89,12 +89,20 @@ impl Store {
     /// Appends a `reset` entry (`/new`, `/reset`): the model window starts after it; nothing
     /// is deleted.
     pub fn append_reset(&self, key: &str, reason: &str) -> Result<(), StoreError> {
-        self.append_creating(key, EntryKind::Reset { reason: reason.to_string() }).map(|_| ())
+        self.append_creating(
+            key,
+            EntryKind::Reset {
+                reason: reason.to_string(),
+            },
+        )
+        .map(|_| ())
     }
 
     fn append_creating(&self, key: &str, kind: EntryKind) -> Result<String, StoreError> {
         if self.get_session(key)?.is_none() {
-            let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_default();
+            let cwd = std::env::current_dir()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
             self.ensure_session(key, &cwd)?;
         }
         self.append(key, kind)
@@ -131,17 +139,36 @@ mod tests {
     #[tokio::test]
     async fn a_duplicate_inbound_is_not_queued_twice() {
         let store = Store::temporary().unwrap();
-        assert!(store.enqueue_unique("k1", &turn("1")).await.unwrap().is_some());
-        assert!(store.enqueue_unique("k1", &turn("1")).await.unwrap().is_none());
+        assert!(
+            store
+                .enqueue_unique("k1", &turn("1"))
+                .await
+                .unwrap()
+                .is_some()
+        );
+        assert!(
+            store
+                .enqueue_unique("k1", &turn("1"))
+                .await
+                .unwrap()
+                .is_none()
+        );
         assert_eq!(store.all_pending().unwrap().len(), 1);
     }
 
     #[tokio::test]
     async fn settling_records_the_final_and_clears_pending_together() {
         let store = Store::temporary().unwrap();
-        let seq = store.enqueue_unique("k1", &turn("1")).await.unwrap().unwrap();
+        let seq = store
+            .enqueue_unique("k1", &turn("1"))
+            .await
+            .unwrap()
+            .unwrap();
         let conv = turn("1").inbound.conversation;
-        let id = store.settle_turn("agent:main:main", &conv, "answer", &[seq]).await.unwrap();
+        let id = store
+            .settle_turn("agent:main:main", &conv, "answer", &[seq])
+            .await
+            .unwrap();
         assert!(store.all_pending().unwrap().is_empty());
         let undelivered = store.undelivered().unwrap();
         assert_eq!(undelivered.len(), 1);

@@ -17,8 +17,8 @@
 //! in-memory sled operation, made durable by sled's periodic flush or by [`Store::flush`].
 
 mod cursors;
-mod delivery;
 mod dedupe;
+mod delivery;
 mod entry;
 mod jsonl;
 mod outbox;

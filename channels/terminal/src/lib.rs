@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use chela_channel::{
-    BoxFuture, Channel, ChannelError, ChatKind, Conversation, Inbound, InboundSink, Limits,
-    SentMessage, Sender,
+    BoxFuture, Channel, ChannelError, ChatKind, Conversation, Inbound, InboundSink, Limits, Sender,
+    SentMessage,
 };
 use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::Mutex;
@@ -73,7 +73,11 @@ impl TerminalChannel {
         let now = now_ms();
         Inbound {
             conversation: self.conversation(),
-            sender: Sender { id: self.user.clone(), name: self.user.clone(), username: None },
+            sender: Sender {
+                id: self.user.clone(),
+                name: self.user.clone(),
+                username: None,
+            },
             // Unique across restarts, so dedupe never drops a new line as an old one.
             message_id: format!("{now}-{}", self.next_id.fetch_add(1, Ordering::Relaxed)),
             text: text.to_string(),
@@ -90,8 +94,12 @@ impl TerminalChannel {
         if self.quiet || text.is_empty() {
             return Ok(());
         }
-        out.write_all(text.as_bytes()).await.map_err(|e| ChannelError::Transport(e.to_string()))?;
-        out.flush().await.map_err(|e| ChannelError::Transport(e.to_string()))
+        out.write_all(text.as_bytes())
+            .await
+            .map_err(|e| ChannelError::Transport(e.to_string()))?;
+        out.flush()
+            .await
+            .map_err(|e| ChannelError::Transport(e.to_string()))
     }
 }
 
@@ -101,7 +109,12 @@ impl Channel for TerminalChannel {
     }
 
     fn limits(&self) -> Limits {
-        Limits { max_chars: 1 << 20, max_lines: None, edit_interval_ms: 0, threads: false }
+        Limits {
+            max_chars: 1 << 20,
+            max_lines: None,
+            edit_interval_ms: 0,
+            threads: false,
+        }
     }
 
     fn run(
@@ -120,7 +133,9 @@ impl Channel for TerminalChannel {
                     Ok(Some(line)) if line.trim().is_empty() => continue,
                     Ok(Some(line)) => {
                         if let Err(e) = sink.accept(self.inbound(line.trim_end())).await {
-                            let _ = self.write(|_| format!("[chela] message not accepted: {e}\n")).await;
+                            let _ = self
+                                .write(|_| format!("[chela] message not accepted: {e}\n"))
+                                .await;
                         }
                     }
                     Ok(None) => return Ok(()),

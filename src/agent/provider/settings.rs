@@ -27,39 +27,9 @@ pub const OPENAI_NOT_CONFIGURED: &str = "set OPENAI_API_KEY, or model.base_url /
 pub const ANTHROPIC_NOT_CONFIGURED: &str = "set ANTHROPIC_API_KEY (or model.api_key), \
      or model.base_url / ANTHROPIC_BASE_URL for an Anthropic-compatible server";
 
-/// The wire format (and default endpoint) of a provider.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ProviderKind {
-    /// Any OpenAI-compatible chat-completions server (OpenAI, Ollama, llama.cpp, vLLM, ...).
-    #[default]
-    OpenAi,
-    /// The Anthropic Messages API.
-    Anthropic,
-    /// Answers `echo: <text>`; a wiring check only, never chosen implicitly.
-    Echo,
-}
+pub use crate::config::ProviderKind;
 
 impl ProviderKind {
-    /// Parses a config value: `openai`, `anthropic` or `echo` (case and surrounding
-    /// whitespace ignored). `None` for anything else.
-    pub fn parse(s: &str) -> Option<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "openai" => Some(ProviderKind::OpenAi),
-            "anthropic" => Some(ProviderKind::Anthropic),
-            "echo" => Some(ProviderKind::Echo),
-            _ => None,
-        }
-    }
-
-    /// The config spelling (`openai`, `anthropic`, `echo`), also the provider's name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProviderKind::OpenAi => "openai",
-            ProviderKind::Anthropic => "anthropic",
-            ProviderKind::Echo => "echo",
-        }
-    }
-
     /// The base URL used when none is configured.
     pub fn default_base_url(self) -> &'static str {
         match self {
@@ -85,12 +55,6 @@ impl ProviderKind {
             ProviderKind::Anthropic => Some(("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY")),
             ProviderKind::Echo => None,
         }
-    }
-}
-
-impl fmt::Display for ProviderKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

@@ -1,0 +1,119 @@
+//! `chela doctor`: checks config, store and model provider, and says what to fix.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use chela::config::{LoadedConfig, ProviderKind};
+use chela::store::Store;
+
+/// Runs every check; exits 1 when one fails.
+pub async fn doctor(loaded: LoadedConfig) -> ExitCode {
+    let mut ok = true;
+    let mut report = |good: bool, what: &str, detail: String| {
+        ok &= good;
+        println!("{} {what}: {detail}", if good { "ok  " } else { "FAIL" });
+    };
+    report(
+        true,
+        "config",
+        match &loaded.source {
+            Some(path) => format!("{} parsed", path.display()),
+            None => "no config file; embedded defaults (see config.example.toml)".into(),
+        },
+    );
+    let path = &loaded.config.store.path;
+    match Store::open(path) {
+        Ok(store) => report(
+            true,
+            "store",
+            format!(
+                "{} ({} sessions)",
+                path.display(),
+                store.list_sessions().map(|s| s.len()).unwrap_or(0)
+            ),
+        ),
+        Err(e) => report(
+            false,
+            "store",
+            format!("{e}; stop the other chela process or set store.path"),
+        ),
+    }
+    let settings = chela::agent::provider_settings(&loaded.config);
+    match chela::agent::provider::settings::build(&settings) {
+        Err(e) => report(false, "model", e.to_string()),
+        Ok(provider) if settings.kind == ProviderKind::Echo => report(
+            true,
+            "model",
+            format!(
+                "{} (echo answers with your own text: a wiring check, not a model)",
+                provider.name()
+            ),
+        ),
+        Ok(provider) => {
+            let base = settings.effective_base_url();
+            let (good, detail) =
+                reachable(&settings.kind, &base, settings.effective_api_key()).await;
+            report(
+                good,
+                "model",
+                format!(
+                    "{}/{} at {base}: {detail}",
+                    provider.name(),
+                    provider.model()
+                ),
+            );
+        }
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Asks the provider's model list, which needs the key but costs no tokens.
+async fn reachable(kind: &ProviderKind, base: &str, key: Option<&str>) -> (bool, String) {
+    let client = match reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+    {
+        Ok(c) => c,
+        Err(e) => return (false, e.to_string()),
+    };
+    let (url, request) = match kind {
+        ProviderKind::Anthropic => {
+            let url = format!("{}/v1/models", base.trim_end_matches("/v1"));
+            let mut req = client.get(&url).header("anthropic-version", "2023-06-01");
+            if let Some(key) = key {
+                req = req.header("x-api-key", key);
+            }
+            (url, req)
+        }
+        _ => {
+            let url = format!("{base}/models");
+            let mut req = client.get(&url);
+            if let Some(key) = key {
+                req = req.bearer_auth(key);
+            }
+            (url, req)
+        }
+    };
+    match request.send().await {
+        Ok(resp) if resp.status().is_success() => (true, "reachable".into()),
+        Ok(resp) if resp.status().as_u16() == 401 || resp.status().as_u16() == 403 => (
+            false,
+            format!(
+                "{url} refused the API key ({}); check the key",
+                resp.status()
+            ),
+        ),
+        Ok(resp) => (
+            true,
+            format!("reachable, but {url} answered {}", resp.status()),
+        ),
+        Err(e) => (
+            false,
+            format!("cannot reach {url}: {e}; is the server running? set model.base_url"),
+        ),
+    }
+}

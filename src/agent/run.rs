@@ -184,7 +184,10 @@ impl Turn<'_> {
         steer: &mut mpsc::Receiver<Steer>,
     ) -> Result<(String, bool), String> {
         let cwd = self.agent.tool_context.workspace.display().to_string();
-        self.agent.store.ensure_session(&self.key, &cwd).map_err(short)?;
+        self.agent
+            .store
+            .ensure_session(&self.key, &cwd)
+            .map_err(short)?;
         self.messages = self.agent.store.window(&self.key).map_err(short)?;
         self.push_user(text)?;
         let mut last_text = String::new();
@@ -404,3 +407,7 @@ fn short(e: impl std::fmt::Display) -> String {
     tracing::error!(error = %e, "store failure during a run");
     format!("storage error: {e}")
 }
+
+#[cfg(test)]
+#[path = "run_tests.rs"]
+mod tests;

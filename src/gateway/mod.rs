@@ -172,7 +172,8 @@ impl Gateway {
         let sink: Arc<dyn chela_channel::InboundSink> = Arc::new(self.router());
         let names: Vec<(&str, &str)> = crate::inbound::commands::HELP.to_vec();
         let mut tasks = tokio::task::JoinSet::new();
-        for channel in self.core.channels.values().cloned() {
+        for channel in self.core.channels.values() {
+            let channel = channel.clone();
             if let Err(e) = channel.register_commands(&names).await {
                 tracing::warn!(channel = channel.name(), error = %e, "cannot register commands");
             }

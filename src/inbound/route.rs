@@ -37,14 +37,14 @@ impl Router {
                 core.tasks.clone().spawn(async move {
                     let first =
                         crate::gateway::commands::handle(&core, &key, &inbound, command).await;
-                    if let Some(first) = first {
-                        if let Err(e) = enqueue(&core, key, first).await {
-                            core.say(
-                                &inbound.conversation,
-                                &format!("Cannot queue your message: {e}"),
-                            )
-                            .await;
-                        }
+                    if let Some(first) = first
+                        && let Err(e) = enqueue(&core, key, first).await
+                    {
+                        core.say(
+                            &inbound.conversation,
+                            &format!("Cannot queue your message: {e}"),
+                        )
+                        .await;
                     }
                 });
             }

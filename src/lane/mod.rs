@@ -7,6 +7,8 @@
 
 pub mod queue;
 mod task;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -217,17 +217,6 @@ mod tests {
     }
 
     #[test]
-    fn kind_parses_the_three_names() {
-        assert_eq!(ProviderKind::parse("openai"), Some(ProviderKind::OpenAi));
-        assert_eq!(
-            ProviderKind::parse(" Anthropic "),
-            Some(ProviderKind::Anthropic)
-        );
-        assert_eq!(ProviderKind::parse("echo"), Some(ProviderKind::Echo));
-        assert_eq!(ProviderKind::parse("ollama"), None);
-    }
-
-    #[test]
     fn env_fills_unset_or_empty_fields_only() {
         let env = env_of(&[
             ("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1"),

@@ -1,0 +1,1 @@
+//! Lane tests (being written).

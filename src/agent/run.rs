@@ -23,6 +23,8 @@ use crate::store::Store;
 pub const SKIPPED_FOR_STEER: &str = "Skipped to process an incoming message.";
 /// Result text given to tool calls that never ran because the run was stopped.
 pub const SKIPPED_FOR_STOP: &str = "Cancelled: the run was stopped before this tool ran.";
+/// Result text given to tool calls cut off by a crash or restart.
+pub const INTERRUPTED: &str = "Interrupted: the gateway restarted before this tool finished.";
 /// Most model calls in one run, so a looping model cannot run forever.
 const MAX_MODEL_CALLS: usize = 64;
 
@@ -189,7 +191,10 @@ impl Turn<'_> {
             .ensure_session(&self.key, &cwd)
             .map_err(short)?;
         self.messages = self.agent.store.window(&self.key).map_err(short)?;
-        self.push_user(text)?;
+        self.repair_unpaired_calls()?;
+        if !resumes(&self.messages, text) {
+            self.push_user(text)?;
+        }
         let mut last_text = String::new();
         for _ in 0..MAX_MODEL_CALLS {
             while let Ok(s) = steer.try_recv() {
@@ -374,6 +379,36 @@ impl Turn<'_> {
         Ok(())
     }
 
+    /// Gives tool calls left without a result (the process died mid-tool) a synthetic one,
+    /// so the transcript is paired again before the model sees it.
+    fn repair_unpaired_calls(&mut self) -> Result<(), String> {
+        let answered: std::collections::HashSet<&str> = self
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::ToolResult(r) => Some(r.tool_call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        let unpaired: Vec<ToolCall> = self
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::Assistant(a) => Some(a.content.iter()),
+                _ => None,
+            })
+            .flatten()
+            .filter_map(|b| match b {
+                ContentBlock::ToolCall(c) if !answered.contains(c.id.as_str()) => Some(c.clone()),
+                _ => None,
+            })
+            .collect();
+        for call in &unpaired {
+            self.push(Message::tool_result(call, INTERRUPTED, true))?;
+        }
+        Ok(())
+    }
+
     fn push_user(&mut self, text: &str) -> Result<(), String> {
         self.push(Message::user(text))
     }
@@ -386,6 +421,20 @@ impl Turn<'_> {
         self.messages.push(message);
         Ok(())
     }
+}
+
+/// True when the window ends with this same turn left unanswered by a run that died (a
+/// restart re-runs it): the user message is already there and is not appended again.
+fn resumes(messages: &[Message], text: &str) -> bool {
+    let Some(last_user) = messages.iter().rposition(|m| matches!(m, Message::User(_))) else {
+        return false;
+    };
+    let Message::User(user) = &messages[last_user] else { return false };
+    let answered = messages[last_user..].iter().any(|m| {
+        matches!(m, Message::Assistant(a)
+            if !matches!(a.stop_reason, StopReason::ToolUse | StopReason::Aborted))
+    });
+    !answered && crate::agent::message::text_of(&user.content) == text
 }
 
 fn failed(mut message: AssistantMessage, error: &ProviderError) -> AssistantMessage {

@@ -25,14 +25,7 @@ pub fn init_logging(default_level: &str) {
 
 /// The terminal user's name: `terminal.user`, else `$USER`, else `local`.
 pub fn terminal_user(loaded: &LoadedConfig) -> String {
-    let configured = loaded.config.terminal.user.trim();
-    if !configured.is_empty() {
-        return configured.to_string();
-    }
-    std::env::var("USER")
-        .ok()
-        .filter(|u| !u.is_empty())
-        .unwrap_or_else(|| "local".into())
+    loaded.config.terminal.resolved_user()
 }
 
 /// Starts a gateway, turning start-up failures into a message and exit code 2.

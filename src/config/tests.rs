@@ -39,7 +39,6 @@ fn defaults_match_the_spec() {
     assert_eq!(c.queue.mode, QueueMode::Steer);
     assert_eq!((c.queue.debounce_ms, c.queue.cap), (500, 20));
     assert_eq!(c.queue.drop, DropPolicy::Summarize);
-    assert!(c.terminal.show_tools);
     assert_eq!(parse("").unwrap(), c);
     c.validate().unwrap();
     assert!(c.resolved_max_concurrent_runs() >= 8);

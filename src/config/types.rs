@@ -275,22 +275,11 @@ impl Default for QueueConfig {
 }
 
 /// `[terminal]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct TerminalConfig {
     /// The sender id of terminal messages; empty: `$USER`, else `local`.
     pub user: String,
-    /// Show tool calls as progress lines.
-    pub show_tools: bool,
-}
-
-impl Default for TerminalConfig {
-    fn default() -> Self {
-        Self {
-            user: String::new(),
-            show_tools: true,
-        }
-    }
 }
 
 impl TerminalConfig {

@@ -149,6 +149,7 @@ impl Gateway {
         });
         runner.attach(&core);
         recover::recover(&core).await;
+        tokio::spawn(recover::housekeeping(Arc::downgrade(&core)));
         Ok(Gateway { core })
     }
 

@@ -9,6 +9,32 @@ use crate::inbound::route::queued_turn;
 
 /// How long an undelivered final stays worth delivering (SPEC 6).
 const OUTBOX_TTL_MS: u64 = 10 * 60 * 1000;
+/// How long inbound dedupe marks are kept (SPEC 1.4: at least 24 h).
+const DEDUPE_KEEP_MS: u64 = 25 * 60 * 60 * 1000;
+/// How long delivered outbox records are kept.
+const DELIVERED_KEEP_MS: u64 = 60 * 60 * 1000;
+/// How often old marks and records are pruned.
+const HOUSEKEEPING_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Prunes old dedupe marks and delivered outbox records now and every hour, until shutdown.
+pub async fn housekeeping(core: std::sync::Weak<Core>) {
+    loop {
+        let Some(core) = core.upgrade() else { return };
+        let now = now_ms();
+        if let Err(e) = core.store.prune_seen(now.saturating_sub(DEDUPE_KEEP_MS)) {
+            tracing::warn!(error = %e, "cannot prune dedupe marks");
+        }
+        if let Err(e) = core.store.prune_delivered(now.saturating_sub(DELIVERED_KEEP_MS)) {
+            tracing::warn!(error = %e, "cannot prune delivered replies");
+        }
+        let shutdown = core.shutdown.clone();
+        drop(core);
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(HOUSEKEEPING_EVERY) => {}
+        }
+    }
+}
 
 /// Recovers what the previous process left.
 pub async fn recover(core: &Arc<Core>) {

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
+use tracing::Instrument;
 use tokio_util::sync::CancellationToken;
 
 use super::{Core, RunRecord};
@@ -63,7 +64,8 @@ impl Runner for AgentRunner {
                     usage: Default::default(),
                 };
             };
-            run_turn(&core, key, turn, cancel, steer).await
+            let span = tracing::info_span!("run", session = %key);
+            run_turn(&core, key, turn, cancel, steer).instrument(span).await
         })
     }
 
@@ -83,8 +85,7 @@ async fn run_turn(
     steer: mpsc::Receiver<Steer>,
 ) -> RunOutcome {
     let run_id = uuid::Uuid::new_v4().to_string();
-    let span = tracing::info_span!("run", session = %key, run_id = %run_id);
-    let _enter = span.enter();
+    tracing::debug!(run_id = %run_id, "run starts");
     let started_ms = crate::agent::message::now_ms();
     let (events_tx, events_rx) = mpsc::channel(EVENT_BUFFER);
     let channel = core.channel(&turn.target.channel);

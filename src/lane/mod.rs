@@ -25,6 +25,8 @@ pub use queue::QueuedTurn;
 
 /// Mailbox size of one lane: a full mailbox is back-pressure on the caller.
 const MAILBOX: usize = 64;
+/// Map size past which ended lanes are swept out before a new one is added.
+const LANE_MAP_SWEEP: usize = 256;
 
 /// Queue behaviour of one lane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -201,28 +203,36 @@ impl Lanes {
         self.tasks.wait().await;
     }
 
-    async fn send(&self, key: &str, msg: LaneMsg) -> Result<(), LaneError> {
-        if self.shared.shutdown.is_cancelled() {
-            return Err(LaneError::Closed);
-        }
-        let sender = {
-            let mut lanes = self.lanes.lock().map_err(|_| LaneError::Closed)?;
-            match lanes.get(key) {
-                Some(tx) if !tx.is_closed() => tx.clone(),
-                _ => {
-                    let (tx, rx) = mpsc::channel(MAILBOX);
-                    let settings = self.settings_for(key);
-                    self.tasks.spawn(task::lane(
-                        key.to_string(),
-                        settings,
-                        rx,
-                        self.shared.clone(),
-                    ));
-                    lanes.insert(key.to_string(), tx.clone());
-                    tx
-                }
+    async fn send(&self, key: &str, mut msg: LaneMsg) -> Result<(), LaneError> {
+        // A lane that ended while idle refuses the message; the second try starts a new one.
+        for _ in 0..2 {
+            if self.shared.shutdown.is_cancelled() {
+                return Err(LaneError::Closed);
             }
-        };
-        sender.send(msg).await.map_err(|_| LaneError::Closed)
+            let sender = self.sender(key)?;
+            match sender.send(msg).await {
+                Ok(()) => return Ok(()),
+                Err(mpsc::error::SendError(back)) => msg = back,
+            }
+        }
+        Err(LaneError::Closed)
+    }
+
+    /// The mailbox of `key`'s lane, starting the lane if it is not running.
+    fn sender(&self, key: &str) -> Result<mpsc::Sender<LaneMsg>, LaneError> {
+        let mut lanes = self.lanes.lock().map_err(|_| LaneError::Closed)?;
+        if let Some(tx) = lanes.get(key).filter(|tx| !tx.is_closed()) {
+            return Ok(tx.clone());
+        }
+        if lanes.len() >= LANE_MAP_SWEEP {
+            // Amortized sweep of lanes that ended while idle.
+            lanes.retain(|_, tx| !tx.is_closed());
+            lanes.shrink_to_fit();
+        }
+        let (tx, rx) = mpsc::channel(MAILBOX);
+        let settings = self.settings_for(key);
+        self.tasks.spawn(task::lane(key.to_string(), settings, rx, self.shared.clone()));
+        lanes.insert(key.to_string(), tx.clone());
+        Ok(tx)
     }
 }

@@ -14,6 +14,9 @@ use crate::config::QueueMode;
 
 /// Steered messages one run can hold before the rest become followups.
 const STEER_BUFFER: usize = 16;
+/// A lane with nothing to do for this long ends its task (it is restarted on the next
+/// message), so idle sessions cost no memory.
+const IDLE_EXIT: std::time::Duration = std::time::Duration::from_secs(600);
 
 struct Active {
     cancel: CancellationToken,
@@ -57,6 +60,7 @@ pub(super) async fn lane(
         }
         lane.notify_idle();
         let deadline = lane.collect_at.filter(|_| running.is_none());
+        let idle = running.is_none() && lane.queue.is_empty() && lane.idle_waiters.is_empty();
         tokio::select! {
             biased;
             _ = shutdown.cancelled() => {
@@ -83,6 +87,18 @@ pub(super) async fn lane(
             }
             _ = sleep_until_opt(deadline), if deadline.is_some() => {
                 lane.collect_at = None;
+            }
+            _ = tokio::time::sleep(IDLE_EXIT), if idle && deadline.is_none() => {
+                // Refuse new messages (senders then start a fresh lane), finish buffered ones.
+                rx.close();
+                let mut buffered = false;
+                while let Ok(msg) = rx.try_recv() {
+                    buffered = true;
+                    lane.handle(msg);
+                }
+                if !buffered {
+                    return;
+                }
             }
         }
     }

@@ -81,7 +81,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(async move {
+    let code = runtime.block_on(async move {
         match args.command {
             Command::Gateway => cli::chat::gateway(loaded).await,
             Command::Chat => cli::chat::chat(loaded).await,
@@ -94,5 +94,9 @@ fn main() -> ExitCode {
             Command::Status => cli::status::status(loaded).await,
             Command::Doctor => cli::doctor::doctor(loaded).await,
         }
-    })
+    });
+    // The terminal's stdin reader is a blocking thread that no one can interrupt: do not
+    // wait for it.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    code
 }

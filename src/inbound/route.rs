@@ -87,6 +87,24 @@ impl InboundSink for Router {
             self.accept_for(key, inbound).await.map(|_| ())
         })
     }
+
+    fn cursor<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Option<i64>> {
+        Box::pin(async move { self.core.store.get_cursor(name).ok().flatten() })
+    }
+
+    fn save_cursor<'a>(
+        &'a self,
+        name: &'a str,
+        value: i64,
+    ) -> BoxFuture<'a, Result<(), SinkError>> {
+        Box::pin(async move {
+            self.core
+                .store
+                .set_cursor(name, value)
+                .await
+                .map_err(|e| SinkError(e.to_string()))
+        })
+    }
 }
 
 /// The lane turn for a durable pending entry.

@@ -35,7 +35,10 @@ pub struct ReplyStream {
 impl ReplyStream {
     /// Starts a reply into `to`; nothing is sent until there is text.
     pub fn new(channel: Arc<dyn Channel>, to: Conversation) -> Self {
-        let limits = channel.limits();
+        let mut limits = channel.limits();
+        if to.kind != chela_channel::ChatKind::Direct {
+            limits.edit_interval_ms = limits.group_edit_interval_ms;
+        }
         let next_edit = Instant::now() + Duration::from_millis(limits.edit_interval_ms);
         ReplyStream {
             channel,

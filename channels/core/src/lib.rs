@@ -88,8 +88,10 @@ pub struct Limits {
     pub max_chars: usize,
     /// Most lines in one message, if the platform folds long ones.
     pub max_lines: Option<usize>,
-    /// Least time between two edits of one message, in milliseconds.
+    /// Least time between two edits of one message in a direct chat, in milliseconds.
     pub edit_interval_ms: u64,
+    /// The same in group chats and channels (platforms limit groups harder).
+    pub group_edit_interval_ms: u64,
     /// Whether `open_thread` can create threads or topics.
     pub threads: bool,
 }
@@ -141,6 +143,20 @@ pub struct SinkError(pub String);
 pub trait InboundSink: Send + Sync {
     /// Accepts one normalized message.
     fn accept(&self, inbound: Inbound) -> BoxFuture<'_, Result<(), SinkError>>;
+    /// A durable platform cursor (e.g. the Telegram update offset) saved under `name`.
+    fn cursor<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Option<i64>> {
+        let _ = name;
+        Box::pin(async { None })
+    }
+    /// Saves a platform cursor durably; call it only after the messages below it were accepted.
+    fn save_cursor<'a>(
+        &'a self,
+        name: &'a str,
+        value: i64,
+    ) -> BoxFuture<'a, Result<(), SinkError>> {
+        let _ = (name, value);
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// A chat platform adapter.
@@ -161,6 +177,17 @@ pub trait Channel: Send + Sync {
         to: &'a Conversation,
         text: &'a str,
     ) -> BoxFuture<'a, Result<SentMessage, ChannelError>>;
+    /// Sends a new message into `to` quoting the platform message `quote` (a reply in a busy
+    /// group); channels without quoting just send.
+    fn send_reply<'a>(
+        &'a self,
+        to: &'a Conversation,
+        text: &'a str,
+        quote: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
+        let _ = quote;
+        self.send(to, text)
+    }
     /// Replaces the text of a sent message.
     fn edit<'a>(
         &'a self,
@@ -195,6 +222,15 @@ pub trait Channel: Send + Sync {
     ) -> BoxFuture<'a, Result<Conversation, ChannelError>> {
         let _ = (parent, title);
         Box::pin(async { Err(ChannelError::Unsupported("threads")) })
+    }
+    /// Whether `user_id` administers the group `conversation` (gates /new, /reset, /stop there).
+    fn is_admin<'a>(
+        &'a self,
+        conversation: &'a Conversation,
+        user_id: &'a str,
+    ) -> BoxFuture<'a, Result<bool, ChannelError>> {
+        let _ = (conversation, user_id);
+        Box::pin(async { Ok(false) })
     }
     /// Registers native commands (name, description) with the platform.
     fn register_commands<'a>(

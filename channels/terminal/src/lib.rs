@@ -113,6 +113,7 @@ impl Channel for TerminalChannel {
             max_chars: 1 << 20,
             max_lines: None,
             edit_interval_ms: 0,
+            group_edit_interval_ms: 0,
             threads: false,
         }
     }

@@ -8,6 +8,9 @@
 //! and what was expected. `config.example.toml` at the repository root lists every key with its
 //! default; a test keeps it equal to [`Config::default`].
 
+#[macro_use]
+mod macros;
+mod channels;
 mod env;
 mod error;
 mod types;
@@ -17,6 +20,9 @@ mod tests;
 
 use std::path::{Path, PathBuf};
 
+pub use channels::{
+    AccessConfig, ChannelsConfig, CommandsConfig, DmPolicy, GroupPolicy, Streaming, TelegramConfig,
+};
 pub use env::{SubstError, substitute};
 pub use error::{ConfigError, Location, ParseEnumError};
 pub use types::{
@@ -80,6 +86,13 @@ impl Config {
                 (Config::default(), home.join(".chela"))
             }
         };
+        let telegram = &mut config.channels.telegram;
+        if telegram.token.is_empty() {
+            telegram.token = lookup("TELEGRAM_BOT_TOKEN").unwrap_or_default();
+        }
+        if let Some(url) = lookup("CHELA_TELEGRAM_API_URL").filter(|v| !v.is_empty()) {
+            telegram.api_url = url;
+        }
         if let Some(store) = lookup("CHELA_STORE_PATH").filter(|v| !v.is_empty()) {
             // Relative to the current directory, like any path given in a shell.
             let path = expand_home(Path::new(&store), home.as_deref());

@@ -27,6 +27,10 @@ pub struct Config {
     pub queue: QueueConfig,
     /// `[terminal]`: the `chela chat` channel.
     pub terminal: TerminalConfig,
+    /// `[channels.*]`: platform channels.
+    pub channels: super::channels::ChannelsConfig,
+    /// `[commands]`: who may run admin commands.
+    pub commands: super::channels::CommandsConfig,
 }
 
 /// `[store]`.
@@ -201,41 +205,6 @@ pub enum DropPolicy {
     New,
 }
 
-/// Display / FromStr by the names used in config and `/queue` (case-insensitive parsing).
-macro_rules! named_enum {
-    ($ty:ident, $what:literal, [$($variant:ident => $name:literal),+ $(,)?]) => {
-        impl $ty {
-            /// The config name of this value.
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $($ty::$variant => $name,)+
-                }
-            }
-        }
-
-        impl fmt::Display for $ty {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl FromStr for $ty {
-            type Err = ParseEnumError;
-
-            fn from_str(s: &str) -> Result<Self, Self::Err> {
-                let wanted = s.trim();
-                $(if wanted.eq_ignore_ascii_case($name) {
-                    return Ok($ty::$variant);
-                })+
-                Err(ParseEnumError {
-                    what: $what,
-                    value: s.to_owned(),
-                    expected: &[$($name),+],
-                })
-            }
-        }
-    };
-}
 
 named_enum!(QueueMode, "queue mode", [
     Steer => "steer", Followup => "followup", Collect => "collect", Interrupt => "interrupt",

@@ -1,0 +1,158 @@
+//! `[channels.*]` and `[commands]`: platform channels and who may do what on them.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use super::ParseEnumError;
+
+/// Who may message the bot directly (SPEC 1.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DmPolicy {
+    /// Unknown senders get a pairing code; the owner approves with `chela pairing approve`.
+    #[default]
+    Pairing,
+    /// Only `allow_from` senders.
+    Allowlist,
+    /// Everyone (`allow_from = ["*"]` is implied).
+    Open,
+    /// No direct messages.
+    Disabled,
+}
+
+/// Who may talk to the bot in groups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GroupPolicy {
+    /// Only `group_allow_from` (else `allow_from`) senders.
+    #[default]
+    Allowlist,
+    /// Every member.
+    Open,
+}
+
+/// How replies appear while they are generated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Streaming {
+    /// One message when the answer is complete.
+    Off,
+    /// One message edited as the text grows.
+    #[default]
+    Partial,
+}
+
+named_enum!(DmPolicy, "dm policy", [
+    Pairing => "pairing", Allowlist => "allowlist", Open => "open", Disabled => "disabled",
+]);
+named_enum!(GroupPolicy, "group policy", [Allowlist => "allowlist", Open => "open"]);
+named_enum!(Streaming, "streaming", [Off => "off", Partial => "partial"]);
+
+/// `[channels]`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ChannelsConfig {
+    /// `[channels.telegram]`.
+    pub telegram: TelegramConfig,
+}
+
+/// Admission rules shared by every platform channel (each channel's table carries these keys).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccessConfig {
+    /// Direct-message policy.
+    pub dm_policy: DmPolicy,
+    /// Sender ids allowed to message the bot directly (`"*"`: everyone).
+    pub allow_from: Vec<String>,
+    /// Group policy.
+    pub group_policy: GroupPolicy,
+    /// Sender ids allowed in groups; empty: `allow_from`.
+    pub group_allow_from: Vec<String>,
+    /// In groups, only messages that mention the bot (or reply to it) are answered.
+    pub require_mention: bool,
+    /// Extra case-insensitive words that count as a mention in groups (e.g. "chela").
+    pub mention_patterns: Vec<String>,
+}
+
+impl Default for AccessConfig {
+    fn default() -> Self {
+        Self {
+            dm_policy: DmPolicy::Pairing,
+            allow_from: Vec::new(),
+            group_policy: GroupPolicy::Allowlist,
+            group_allow_from: Vec::new(),
+            require_mention: true,
+            mention_patterns: Vec::new(),
+        }
+    }
+}
+
+/// `[channels.telegram]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TelegramConfig {
+    /// Bot token from BotFather; empty: env `TELEGRAM_BOT_TOKEN`; the channel starts when set.
+    pub token: String,
+    /// Bot API base URL; env `CHELA_TELEGRAM_API_URL` overrides it.
+    pub api_url: String,
+    /// Account id in session keys (several bots: one account each).
+    pub account: String,
+    /// Long-poll timeout of getUpdates, in seconds.
+    pub poll_timeout_s: u64,
+    /// How replies stream.
+    pub streaming: Streaming,
+    /// Direct-message policy: pairing | allowlist | open | disabled.
+    pub dm_policy: DmPolicy,
+    /// Sender ids allowed to message the bot directly (`"*"`: everyone).
+    pub allow_from: Vec<String>,
+    /// Group policy: allowlist | open.
+    pub group_policy: GroupPolicy,
+    /// Sender ids allowed in groups; empty: `allow_from`.
+    pub group_allow_from: Vec<String>,
+    /// In groups, only messages that mention the bot (or reply to it) are answered.
+    pub require_mention: bool,
+    /// Extra case-insensitive words that count as a mention in groups.
+    pub mention_patterns: Vec<String>,
+}
+
+impl TelegramConfig {
+    /// The admission rules of this channel.
+    pub fn access(&self) -> AccessConfig {
+        AccessConfig {
+            dm_policy: self.dm_policy,
+            allow_from: self.allow_from.clone(),
+            group_policy: self.group_policy,
+            group_allow_from: self.group_allow_from.clone(),
+            require_mention: self.require_mention,
+            mention_patterns: self.mention_patterns.clone(),
+        }
+    }
+}
+
+impl Default for TelegramConfig {
+    fn default() -> Self {
+        Self {
+            token: String::new(),
+            api_url: "https://api.telegram.org".into(),
+            account: "default".into(),
+            poll_timeout_s: 25,
+            streaming: Streaming::Partial,
+            dm_policy: DmPolicy::Pairing,
+            allow_from: Vec::new(),
+            group_policy: GroupPolicy::Allowlist,
+            group_allow_from: Vec::new(),
+            require_mention: true,
+            mention_patterns: Vec::new(),
+        }
+    }
+}
+
+/// `[commands]`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CommandsConfig {
+    /// Owners as `channel:sender_id` (e.g. `telegram:42`): they may /new, /reset and /stop
+    /// in groups. Empty: the first sender approved by pairing becomes the owner.
+    pub owner_allow_from: Vec<String>,
+}

@@ -41,6 +41,11 @@ enum Command {
         #[command(subcommand)]
         command: cli::sessions::SessionsCommand,
     },
+    /// Approve or reject people who asked to message the bot directly.
+    Pairing {
+        #[command(subcommand)]
+        command: cli::pairing::PairingCommand,
+    },
     /// Show store state: sessions, pending turns, undelivered and dead-lettered replies.
     Status,
     /// Check config, store and model provider, and say what to fix.
@@ -91,6 +96,7 @@ fn main() -> ExitCode {
                 json,
             } => cli::agent::agent(loaded, message, session, json).await,
             Command::Sessions { command } => cli::sessions::run(loaded, command).await,
+            Command::Pairing { command } => cli::pairing::run(loaded, command).await,
             Command::Status => cli::status::status(loaded).await,
             Command::Doctor => cli::doctor::doctor(loaded).await,
         }

@@ -3,6 +3,7 @@
 pub mod agent;
 pub mod chat;
 pub mod doctor;
+pub mod pairing;
 pub mod sessions;
 pub mod status;
 

@@ -74,6 +74,8 @@ pub struct Core {
     pub shutdown: CancellationToken,
     /// Command tasks in flight (awaited at shutdown so no answer is cut off).
     pub tasks: tokio_util::task::TaskTracker,
+    /// Recent unmentioned group messages (context for the next mentioned turn).
+    pub history: std::sync::Mutex<crate::inbound::admission::GroupHistory>,
 }
 
 impl Core {
@@ -92,6 +94,28 @@ impl Core {
             &self.config.session.identity_links,
         )
         .to_string()
+    }
+
+    /// The admission rules of a platform channel; `None` for the local terminal.
+    pub fn access_for(&self, channel: &str) -> Option<crate::config::AccessConfig> {
+        match channel {
+            "telegram" => Some(self.config.channels.telegram.access()),
+            _ => None,
+        }
+    }
+
+    /// Whether `sender_id` owns the bot on `channel` (configured, or made by pairing).
+    pub fn is_owner(&self, channel: &str, sender_id: &str) -> bool {
+        let id = format!("{channel}:{sender_id}");
+        self.config
+            .commands
+            .owner_allow_from
+            .iter()
+            .any(|o| *o == id)
+            || self
+                .store
+                .is_paired_owner(channel, sender_id)
+                .unwrap_or(false)
     }
 
     /// Sends a short message (command answers, notices) as one complete reply.
@@ -146,6 +170,7 @@ impl Gateway {
             runs,
             shutdown: CancellationToken::new(),
             tasks: tokio_util::task::TaskTracker::new(),
+            history: Default::default(),
         });
         runner.attach(&core);
         recover::recover(&core).await;

@@ -3,11 +3,13 @@
 
 use std::sync::Arc;
 
-use chela_channel::{BoxFuture, Inbound, InboundSink, SinkError};
+use chela_channel::{BoxFuture, ChatKind, Inbound, InboundSink, SinkError};
 
 use crate::gateway::Core;
+use crate::inbound::admission::{self, SenderFacts, Verdict};
 use crate::inbound::commands;
 use crate::lane::QueuedTurn;
+use crate::store::PairingOutcome;
 use crate::store::PendingTurn;
 
 /// The [`InboundSink`] every channel feeds.
@@ -27,7 +29,16 @@ impl Router {
     pub async fn accept_for(&self, key: String, inbound: Inbound) -> Result<bool, SinkError> {
         let core = &self.core;
         let dedupe = crate::store::dedupe_key(&inbound);
-        if let Some(command) = commands::parse(&inbound.text, None) {
+        let command = match commands::parse(&inbound.text, None) {
+            Some(command) if may_run_admin_command(core, &inbound, &command).await => Some(command),
+            Some(_) if inbound.text.trim_start().starts_with('/') => {
+                // An unauthorized command sent alone is ignored.
+                tracing::info!(sender = %inbound.sender.id, "command needs an owner or group admin; ignored");
+                return Ok(false);
+            }
+            _ => None,
+        };
+        if let Some(command) = command {
             let fresh = core
                 .store
                 .mark_seen(&dedupe, inbound.timestamp_ms)
@@ -51,6 +62,104 @@ impl Router {
             return Ok(fresh);
         }
         enqueue(core, key, inbound).await
+    }
+}
+
+/// Applies the channel's admission rules; returns the message to route (group context
+/// framed in), or `None` when it was answered with a pairing prompt, kept as history or
+/// dropped.
+async fn admit(core: &Arc<Core>, key: &str, mut inbound: Inbound) -> Option<Inbound> {
+    let conv = &inbound.conversation;
+    let Some(access) = core.access_for(&conv.channel) else {
+        return Some(inbound);
+    };
+    let sender = &inbound.sender;
+    let facts = SenderFacts {
+        paired: core
+            .store
+            .is_paired(&conv.channel, &conv.account, &sender.id)
+            .unwrap_or(false),
+        owner: core.is_owner(&conv.channel, &sender.id),
+    };
+    if commands::parse(&inbound.text, None).is_some() {
+        // A command is addressed to the bot even without a mention.
+        inbound.mentioned = true;
+    }
+    match admission::decide(&access, &inbound, facts) {
+        Verdict::Admit => {
+            if conv.kind != ChatKind::Direct
+                && let Ok(mut history) = core.history.lock()
+            {
+                inbound.text = history.frame(key, &inbound.text);
+            }
+            Some(inbound)
+        }
+        Verdict::History => {
+            tracing::debug!(session = %key, sender = %sender.id, "unmentioned group message kept as context");
+            if let Ok(mut history) = core.history.lock() {
+                let name = if sender.name.is_empty() {
+                    &sender.id
+                } else {
+                    &sender.name
+                };
+                history.remember(key, name, &inbound.text);
+            }
+            None
+        }
+        Verdict::Pair => {
+            let outcome = core.store.request_pairing(
+                &conv.channel,
+                &conv.account,
+                &sender.id,
+                &sender.name,
+                crate::agent::message::now_ms(),
+            );
+            match outcome {
+                Ok(PairingOutcome::New(code) | PairingOutcome::Existing(code)) => {
+                    tracing::info!(channel = %conv.channel, sender = %sender.id, "pairing code issued");
+                    let text = format!(
+                        "This bot is private. Ask its owner to approve you with:\n\n    chela pairing approve {} {code}\n\nThe code is valid for one hour.",
+                        conv.channel
+                    );
+                    core.say(conv, &text).await;
+                }
+                Ok(PairingOutcome::TooMany) => {
+                    tracing::info!(channel = %conv.channel, sender = %sender.id, "pairing refused: too many pending codes");
+                }
+                Err(e) => tracing::error!(error = %e, "cannot issue a pairing code"),
+            }
+            None
+        }
+        Verdict::Drop(reason) => {
+            tracing::info!(channel = %conv.channel, chat = %conv.chat_id, sender = %sender.id, reason, "inbound dropped by admission");
+            None
+        }
+    }
+}
+
+/// Whether a command that needs an owner or group admin may run.
+async fn may_run_admin_command(
+    core: &Arc<Core>,
+    inbound: &Inbound,
+    command: &commands::Command,
+) -> bool {
+    let conv = &inbound.conversation;
+    let admin_only = matches!(
+        command,
+        commands::Command::New(_) | commands::Command::Reset { .. } | commands::Command::Stop
+    );
+    if !admin_only
+        || conv.kind == ChatKind::Direct
+        || core.is_owner(&conv.channel, &inbound.sender.id)
+    {
+        return true;
+    }
+    match core.channel(&conv.channel) {
+        Some(channel) => channel
+            .is_admin(conv, &inbound.sender.id)
+            .await
+            .unwrap_or(false),
+        None => false,
     }
 }
 
@@ -84,7 +193,10 @@ impl InboundSink for Router {
     fn accept(&self, inbound: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
         Box::pin(async move {
             let key = self.core.session_key(&inbound);
-            self.accept_for(key, inbound).await.map(|_| ())
+            match admit(&self.core, &key, inbound).await {
+                Some(inbound) => self.accept_for(key, inbound).await.map(|_| ()),
+                None => Ok(()),
+            }
         })
     }
 

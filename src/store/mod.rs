@@ -22,6 +22,7 @@ mod delivery;
 mod entry;
 mod jsonl;
 mod outbox;
+mod pairing;
 mod pending;
 mod sessions;
 mod show;
@@ -36,6 +37,7 @@ use serde::de::DeserializeOwned;
 pub use dedupe::dedupe_key;
 pub use entry::{Entry, EntryKind, Item, SessionHeader, TRANSCRIPT_VERSION};
 pub use outbox::OutboxEntry;
+pub use pairing::{PairingOutcome, PairingRequest};
 pub use pending::PendingTurn;
 pub use sessions::SessionMeta;
 pub use transcript::SUMMARY_HEADING;
@@ -116,7 +118,6 @@ struct Inner {
     outbox_dead: sled::Tree,
     #[expect(dead_code, reason = "opened now; the ACP issue adds its API")]
     bindings: sled::Tree,
-    #[expect(dead_code, reason = "opened now; the pairing issue adds its API")]
     pairing: sled::Tree,
     cursors: sled::Tree,
 }

@@ -1,0 +1,260 @@
+//! Admission (SPEC 1.3): who may talk to the bot, before any model call.
+//!
+//! A pure decision over the channel's access rules and what the store knows about the
+//! sender; the router acts on it (pairing prompt, group history, drop with a log line).
+
+use chela_channel::{ChatKind, Inbound};
+
+use crate::config::{AccessConfig, DmPolicy, GroupPolicy};
+
+/// What to do with an inbound message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Run it.
+    Admit,
+    /// Unknown DM sender under `pairing`: send the pairing prompt, do not run it.
+    Pair,
+    /// An unmentioned group message: keep it as context for the next mentioned turn.
+    History,
+    /// Drop it (no model call); the reason is logged.
+    Drop(&'static str),
+}
+
+/// What the store knows about the sender.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SenderFacts {
+    /// Approved by pairing on this channel account.
+    pub paired: bool,
+    /// An owner (configured or made by the first pairing).
+    pub owner: bool,
+}
+
+/// Decides about `inbound` under `access`.
+pub fn decide(access: &AccessConfig, inbound: &Inbound, facts: SenderFacts) -> Verdict {
+    let sender = inbound.sender.id.as_str();
+    match inbound.conversation.kind {
+        ChatKind::Direct => match access.dm_policy {
+            DmPolicy::Disabled => Verdict::Drop("direct messages are disabled"),
+            DmPolicy::Open => Verdict::Admit,
+            _ if facts.owner || listed(&access.allow_from, sender) => Verdict::Admit,
+            DmPolicy::Allowlist => Verdict::Drop("sender not in allow_from"),
+            DmPolicy::Pairing if facts.paired => Verdict::Admit,
+            DmPolicy::Pairing => Verdict::Pair,
+        },
+        ChatKind::Group | ChatKind::Channel => {
+            // Pairing grants DM access only: groups check their own list.
+            let list = if access.group_allow_from.is_empty() {
+                &access.allow_from
+            } else {
+                &access.group_allow_from
+            };
+            let allowed =
+                access.group_policy == GroupPolicy::Open || facts.owner || listed(list, sender);
+            if !allowed {
+                return Verdict::Drop("sender not in the group allowlist");
+            }
+            if access.require_mention && !mentioned(access, inbound) {
+                return Verdict::History;
+            }
+            Verdict::Admit
+        }
+    }
+}
+
+/// True when the bot was mentioned, replied to, or a mention pattern matches.
+pub fn mentioned(access: &AccessConfig, inbound: &Inbound) -> bool {
+    if inbound.mentioned {
+        return true;
+    }
+    let text = inbound.text.to_lowercase();
+    access
+        .mention_patterns
+        .iter()
+        .any(|p| !p.is_empty() && text.contains(&p.to_lowercase()))
+}
+
+fn listed(list: &[String], sender: &str) -> bool {
+    list.iter().any(|entry| entry == "*" || entry == sender)
+}
+
+/// Recent unmentioned group messages, kept in memory as context for the next mentioned turn.
+/// Bounded: a few messages per group, a fixed number of groups.
+#[derive(Debug, Default)]
+pub struct GroupHistory {
+    groups: std::collections::HashMap<String, std::collections::VecDeque<String>>,
+    order: std::collections::VecDeque<String>,
+}
+
+/// Messages kept per group.
+const HISTORY_PER_GROUP: usize = 20;
+/// Groups kept (the least recently touched is forgotten first).
+const HISTORY_GROUPS: usize = 256;
+/// Longest kept line.
+const HISTORY_LINE_CHARS: usize = 400;
+
+impl GroupHistory {
+    /// Remembers an unmentioned message of the group session `key`.
+    pub fn remember(&mut self, key: &str, sender: &str, text: &str) {
+        let line: String = format!("{sender}: {text}")
+            .chars()
+            .take(HISTORY_LINE_CHARS)
+            .collect();
+        if !self.groups.contains_key(key) {
+            if self.order.len() >= HISTORY_GROUPS {
+                if let Some(oldest) = self.order.pop_front() {
+                    self.groups.remove(&oldest);
+                }
+            }
+            self.order.push_back(key.to_string());
+        }
+        let lines = self.groups.entry(key.to_string()).or_default();
+        if lines.len() >= HISTORY_PER_GROUP {
+            lines.pop_front();
+        }
+        lines.push_back(line);
+    }
+
+    /// Takes the kept messages of `key`, framing `text` with them (unchanged when none).
+    pub fn frame(&mut self, key: &str, text: &str) -> String {
+        let Some(lines) = self.groups.remove(key) else {
+            return text.to_string();
+        };
+        self.order.retain(|k| k != key);
+        let mut out = String::from("[Recent group messages]\n");
+        for line in lines {
+            out.push_str(&line);
+            out.push('\n');
+        }
+        out.push_str("\n[Current message]\n");
+        out.push_str(text);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chela_channel::{Conversation, Sender};
+
+    fn msg(kind: ChatKind, sender: &str, text: &str, mentioned: bool) -> Inbound {
+        Inbound {
+            conversation: Conversation {
+                channel: "telegram".into(),
+                account: "default".into(),
+                kind,
+                chat_id: "-100".into(),
+                thread_id: None,
+            },
+            sender: Sender {
+                id: sender.into(),
+                name: sender.into(),
+                username: None,
+            },
+            message_id: "1".into(),
+            text: text.into(),
+            reply_to: None,
+            mentioned,
+            timestamp_ms: 0,
+        }
+    }
+
+    fn access(dm: DmPolicy) -> AccessConfig {
+        AccessConfig {
+            dm_policy: dm,
+            allow_from: vec!["7".into()],
+            group_policy: GroupPolicy::Allowlist,
+            group_allow_from: Vec::new(),
+            require_mention: true,
+            mention_patterns: vec!["chela".into()],
+        }
+    }
+
+    #[test]
+    fn dm_policies() {
+        let stranger = msg(ChatKind::Direct, "9", "hi", false);
+        let friend = msg(ChatKind::Direct, "7", "hi", false);
+        let no = SenderFacts::default();
+        assert_eq!(
+            decide(&access(DmPolicy::Pairing), &stranger, no),
+            Verdict::Pair
+        );
+        assert_eq!(
+            decide(
+                &access(DmPolicy::Pairing),
+                &stranger,
+                SenderFacts {
+                    paired: true,
+                    owner: false
+                }
+            ),
+            Verdict::Admit
+        );
+        assert_eq!(
+            decide(&access(DmPolicy::Pairing), &friend, no),
+            Verdict::Admit
+        );
+        assert!(matches!(
+            decide(&access(DmPolicy::Allowlist), &stranger, no),
+            Verdict::Drop(_)
+        ));
+        assert_eq!(
+            decide(&access(DmPolicy::Open), &stranger, no),
+            Verdict::Admit
+        );
+        assert!(matches!(
+            decide(&access(DmPolicy::Disabled), &friend, no),
+            Verdict::Drop(_)
+        ));
+    }
+
+    #[test]
+    fn groups_check_their_list_and_gate_on_mentions() {
+        let a = access(DmPolicy::Pairing);
+        let no = SenderFacts::default();
+        assert_eq!(
+            decide(&a, &msg(ChatKind::Group, "7", "hello", true), no),
+            Verdict::Admit
+        );
+        assert_eq!(
+            decide(&a, &msg(ChatKind::Group, "7", "hello all", false), no),
+            Verdict::History
+        );
+        assert_eq!(
+            decide(&a, &msg(ChatKind::Group, "7", "hey Chela, hi", false), no),
+            Verdict::Admit
+        );
+        // Pairing grants DM access only.
+        let paired = SenderFacts {
+            paired: true,
+            owner: false,
+        };
+        assert!(matches!(
+            decide(&a, &msg(ChatKind::Group, "9", "hi", true), paired),
+            Verdict::Drop(_)
+        ));
+        let open = AccessConfig {
+            group_policy: GroupPolicy::Open,
+            ..a
+        };
+        assert_eq!(
+            decide(&open, &msg(ChatKind::Group, "9", "hi", true), no),
+            Verdict::Admit
+        );
+    }
+
+    #[test]
+    fn group_history_frames_the_next_turn_and_is_bounded() {
+        let mut h = GroupHistory::default();
+        for i in 0..30 {
+            h.remember("g", "ann", &format!("m{i}"));
+        }
+        let framed = h.frame("g", "question");
+        assert!(framed.starts_with("[Recent group messages]\nann: m10\n"));
+        assert!(framed.ends_with("[Current message]\nquestion"));
+        assert_eq!(h.frame("g", "again"), "again");
+        for i in 0..(HISTORY_GROUPS + 5) {
+            h.remember(&format!("g{i}"), "x", "y");
+        }
+        assert_eq!(h.groups.len(), HISTORY_GROUPS);
+    }
+}

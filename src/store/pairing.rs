@@ -1,0 +1,322 @@
+//! DM pairing (SPEC 1.3): 8-character codes for unknown senders (valid 1 hour, at most 3
+//! pending per account), approved senders, and owners. Pairing grants DM access only.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Store, StoreError, db_err, decode, encode};
+
+/// How long a pairing code is valid.
+pub const CODE_TTL_MS: u64 = 60 * 60 * 1000;
+/// Most pending codes per channel account.
+pub const MAX_PENDING: usize = 3;
+/// Code alphabet: no 0, O, 1 or I.
+const ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+
+/// A sender waiting for the owner's approval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PairingRequest {
+    /// The code the sender was given.
+    pub code: String,
+    /// Channel name.
+    pub channel: String,
+    /// Channel account.
+    pub account: String,
+    /// Platform sender id.
+    pub sender_id: String,
+    /// Display name, for `chela pairing list`.
+    pub sender_name: String,
+    /// When the code was issued (ms since the epoch).
+    pub created_ms: u64,
+}
+
+/// What asking for a pairing code gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PairingOutcome {
+    /// A new code was issued.
+    New(String),
+    /// The sender already has a valid code.
+    Existing(String),
+    /// Too many codes are pending for this account; the sender must wait.
+    TooMany,
+}
+
+impl Store {
+    /// Issues (or repeats) a pairing code for an unknown sender.
+    pub fn request_pairing(
+        &self,
+        channel: &str,
+        account: &str,
+        sender_id: &str,
+        sender_name: &str,
+        now_ms: u64,
+    ) -> Result<PairingOutcome, StoreError> {
+        let pending: Vec<PairingRequest> = self
+            .pairing_requests(now_ms)?
+            .into_iter()
+            .filter(|r| r.channel == channel && r.account == account)
+            .collect();
+        if let Some(existing) = pending.iter().find(|r| r.sender_id == sender_id) {
+            return Ok(PairingOutcome::Existing(existing.code.clone()));
+        }
+        if pending.len() >= MAX_PENDING {
+            return Ok(PairingOutcome::TooMany);
+        }
+        let code = new_code();
+        let request = PairingRequest {
+            code: code.clone(),
+            channel: channel.into(),
+            account: account.into(),
+            sender_id: sender_id.into(),
+            sender_name: sender_name.into(),
+            created_ms: now_ms,
+        };
+        self.inner
+            .pairing
+            .insert(code_key(channel, &code), encode(&request)?)
+            .map_err(db_err)?;
+        Ok(PairingOutcome::New(code))
+    }
+
+    /// Valid pairing requests (expired ones are removed on the way).
+    pub fn pairing_requests(&self, now_ms: u64) -> Result<Vec<PairingRequest>, StoreError> {
+        let mut out = Vec::new();
+        for kv in self.inner.pairing.scan_prefix(b"code:") {
+            let (key, value) = kv.map_err(db_err)?;
+            let request: PairingRequest = decode("pairing", &value)?;
+            if now_ms.saturating_sub(request.created_ms) > CODE_TTL_MS {
+                self.inner.pairing.remove(key).map_err(db_err)?;
+            } else {
+                out.push(request);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Approves `code` on `channel`: the sender may DM the bot from now on. The first
+    /// approval on a channel with no owner makes that sender the owner. Returns the request
+    /// and whether the sender became owner, or `None` for an unknown or expired code.
+    pub async fn approve_pairing(
+        &self,
+        channel: &str,
+        code: &str,
+        now_ms: u64,
+    ) -> Result<Option<(PairingRequest, bool)>, StoreError> {
+        let code = code.trim().to_uppercase();
+        let Some(request) = self.take_request(channel, &code, now_ms)? else {
+            return Ok(None);
+        };
+        let pairing = &self.inner.pairing;
+        pairing
+            .insert(
+                approved_key(channel, &request.account, &request.sender_id),
+                &now_ms.to_be_bytes(),
+            )
+            .map_err(db_err)?;
+        let owner_prefix = format!("owner:{channel}:");
+        let has_owner = pairing
+            .scan_prefix(owner_prefix.as_bytes())
+            .next()
+            .is_some();
+        if !has_owner {
+            pairing
+                .insert(
+                    format!("{owner_prefix}{}", request.sender_id),
+                    &now_ms.to_be_bytes(),
+                )
+                .map_err(db_err)?;
+        }
+        self.flush().await?;
+        Ok(Some((request, !has_owner)))
+    }
+
+    /// Rejects `code`; returns the request it was, if any.
+    pub async fn reject_pairing(
+        &self,
+        channel: &str,
+        code: &str,
+        now_ms: u64,
+    ) -> Result<Option<PairingRequest>, StoreError> {
+        let taken = self.take_request(channel, &code.trim().to_uppercase(), now_ms)?;
+        self.flush().await?;
+        Ok(taken)
+    }
+
+    /// Whether `sender_id` was approved by pairing on this channel account.
+    pub fn is_paired(
+        &self,
+        channel: &str,
+        account: &str,
+        sender_id: &str,
+    ) -> Result<bool, StoreError> {
+        self.inner
+            .pairing
+            .contains_key(approved_key(channel, account, sender_id))
+            .map_err(db_err)
+    }
+
+    /// Whether `sender_id` became owner of `channel` through pairing.
+    pub fn is_paired_owner(&self, channel: &str, sender_id: &str) -> Result<bool, StoreError> {
+        self.inner
+            .pairing
+            .contains_key(format!("owner:{channel}:{sender_id}"))
+            .map_err(db_err)
+    }
+
+    fn take_request(
+        &self,
+        channel: &str,
+        code: &str,
+        now_ms: u64,
+    ) -> Result<Option<PairingRequest>, StoreError> {
+        let Some(bytes) = self
+            .inner
+            .pairing
+            .remove(code_key(channel, code))
+            .map_err(db_err)?
+        else {
+            return Ok(None);
+        };
+        let request: PairingRequest = decode("pairing", &bytes)?;
+        Ok((now_ms.saturating_sub(request.created_ms) <= CODE_TTL_MS).then_some(request))
+    }
+}
+
+fn code_key(channel: &str, code: &str) -> String {
+    format!("code:{channel}:{code}")
+}
+
+fn approved_key(channel: &str, account: &str, sender_id: &str) -> String {
+    format!("approved:{channel}:{account}:{sender_id}")
+}
+
+fn new_code() -> String {
+    uuid::Uuid::new_v4()
+        .as_bytes()
+        .iter()
+        .take(8)
+        .map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_code_is_issued_once_per_sender_and_at_most_three_per_account() {
+        let store = Store::temporary().unwrap();
+        let PairingOutcome::New(code) = store
+            .request_pairing("telegram", "default", "1", "Ann", 0)
+            .unwrap()
+        else {
+            panic!("expected a new code");
+        };
+        assert_eq!(code.len(), 8);
+        assert!(code.chars().all(|c| ALPHABET.contains(&(c as u8))));
+        assert_eq!(
+            store
+                .request_pairing("telegram", "default", "1", "Ann", 10)
+                .unwrap(),
+            PairingOutcome::Existing(code)
+        );
+        store
+            .request_pairing("telegram", "default", "2", "B", 0)
+            .unwrap();
+        store
+            .request_pairing("telegram", "default", "3", "C", 0)
+            .unwrap();
+        assert_eq!(
+            store
+                .request_pairing("telegram", "default", "4", "D", 0)
+                .unwrap(),
+            PairingOutcome::TooMany
+        );
+        // Codes expire after an hour, making room again.
+        assert!(matches!(
+            store
+                .request_pairing("telegram", "default", "4", "D", CODE_TTL_MS + 1)
+                .unwrap(),
+            PairingOutcome::New(_)
+        ));
+    }
+
+    #[tokio::test]
+    async fn the_first_approval_makes_the_owner_and_grants_dm_access() {
+        let store = Store::temporary().unwrap();
+        let PairingOutcome::New(a) = store
+            .request_pairing("telegram", "default", "1", "Ann", 0)
+            .unwrap()
+        else {
+            panic!()
+        };
+        let PairingOutcome::New(b) = store
+            .request_pairing("telegram", "default", "2", "Bo", 0)
+            .unwrap()
+        else {
+            panic!()
+        };
+        assert!(!store.is_paired("telegram", "default", "1").unwrap());
+        let (req, owner) = store
+            .approve_pairing("telegram", &a.to_lowercase(), 5)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((req.sender_id.as_str(), owner), ("1", true));
+        let (_, owner) = store
+            .approve_pairing("telegram", &b, 5)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(!owner);
+        assert!(store.is_paired("telegram", "default", "1").unwrap());
+        assert!(store.is_paired_owner("telegram", "1").unwrap());
+        assert!(!store.is_paired_owner("telegram", "2").unwrap());
+        assert!(
+            store
+                .approve_pairing("telegram", &a, 5)
+                .await
+                .unwrap()
+                .is_none(),
+            "a code works once"
+        );
+    }
+
+    #[tokio::test]
+    async fn expired_and_rejected_codes_do_not_approve() {
+        let store = Store::temporary().unwrap();
+        let PairingOutcome::New(a) = store
+            .request_pairing("telegram", "default", "1", "Ann", 0)
+            .unwrap()
+        else {
+            panic!()
+        };
+        assert!(
+            store
+                .approve_pairing("telegram", &a, CODE_TTL_MS + 1)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        let PairingOutcome::New(b) = store
+            .request_pairing("telegram", "default", "1", "Ann", 0)
+            .unwrap()
+        else {
+            panic!()
+        };
+        assert!(
+            store
+                .reject_pairing("telegram", &b, 1)
+                .await
+                .unwrap()
+                .is_some()
+        );
+        assert!(
+            store
+                .approve_pairing("telegram", &b, 1)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert!(!store.is_paired("telegram", "default", "1").unwrap());
+    }
+}

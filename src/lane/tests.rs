@@ -15,17 +15,10 @@ use super::*;
 use crate::agent::run::RunStatus;
 use crate::store::PendingTurn;
 
-/// What the fake runner and the test saw, in order.
-#[derive(Debug, Clone, PartialEq)]
-enum Ev {
-    Started(String),
-    Took(String),
-    Returned(String, RunStatus),
-    Notice(String),
-    StopAnswered,
-}
+/// What the fake runner and the test saw, in order (`start a`, `took b`, `end a Ok`, ...).
+type Log = Arc<Mutex<Vec<String>>>;
 
-/// One run the fake runner started; dropping it (or `finish`) lets the run return.
+/// One run the fake runner started. Dropping it lets the run return like `finish(0)`.
 struct RunHandle {
     key: String,
     text: String,
@@ -34,15 +27,22 @@ struct RunHandle {
 }
 
 impl RunHandle {
-    /// Lets the run return `Ok`, consuming up to `take_steers` steered messages first; the
+    /// Its turn's text and seqs.
+    fn turn(&self) -> (&str, &[u64]) {
+        (&self.text, &self.seqs)
+    }
+
+    /// Lets the run return `Ok` after consuming up to `take_steers` steered messages; the
     /// rest come back as `leftover`.
     fn finish(self, take_steers: usize) {
         let _ = self.finish.send(take_steers);
     }
 }
 
+/// Records every run and holds it until its handle is released or its token fires (then it
+/// takes a virtual second to settle and returns `Aborted`).
 struct FakeRunner {
-    log: Arc<Mutex<Vec<Ev>>>,
+    log: Log,
     started: mpsc::UnboundedSender<RunHandle>,
 }
 
@@ -55,18 +55,18 @@ impl Runner for FakeRunner {
         mut steer: mpsc::Receiver<Steer>,
     ) -> BoxFuture<'static, RunOutcome> {
         let log = self.log.clone();
-        log.lock().unwrap().push(Ev::Started(turn.text.clone()));
+        log.lock().unwrap().push(format!("start {}", turn.text));
         let (finish, finished) = oneshot::channel();
+        let (text, seqs) = (turn.text.clone(), turn.seqs.clone());
         let _ = self.started.send(RunHandle {
             key,
-            text: turn.text.clone(),
-            seqs: turn.seqs.clone(),
+            text,
+            seqs,
             finish,
         });
         Box::pin(async move {
             let (status, take) = tokio::select! {
                 _ = cancel.cancelled() => {
-                    // A run takes a moment to settle after a cancel.
                     tokio::time::sleep(Duration::from_secs(1)).await;
                     (RunStatus::Aborted, 0)
                 }
@@ -75,7 +75,7 @@ impl Runner for FakeRunner {
             let mut steered_seqs = Vec::new();
             for _ in 0..take {
                 let Ok(s) = steer.try_recv() else { break };
-                log.lock().unwrap().push(Ev::Took(s.text));
+                log.lock().unwrap().push(format!("took {}", s.text));
                 steered_seqs.extend(s.seqs);
             }
             steer.close();
@@ -83,30 +83,24 @@ impl Runner for FakeRunner {
             while let Ok(s) = steer.try_recv() {
                 leftover.push(s);
             }
-            log.lock()
-                .unwrap()
-                .push(Ev::Returned(turn.text.clone(), status.clone()));
+            let end = format!("end {} {status:?}", turn.text);
+            log.lock().unwrap().push(end);
+            let usage = Default::default();
+            let text = String::new();
             RunOutcome {
                 status,
-                text: String::new(),
+                text,
                 steered_seqs,
                 leftover,
-                usage: Default::default(),
+                usage,
             }
         })
     }
 
     fn notice(&self, to: &chela_channel::Conversation, text: String) {
         assert_eq!(to.chat_id, "me");
-        self.log.lock().unwrap().push(Ev::Notice(text));
+        self.log.lock().unwrap().push(format!("notice {text}"));
     }
-}
-
-struct Harness {
-    lanes: Lanes,
-    store: Store,
-    log: Arc<Mutex<Vec<Ev>>>,
-    runs: mpsc::UnboundedReceiver<RunHandle>,
 }
 
 fn settings(mode: QueueMode) -> LaneSettings {
@@ -115,6 +109,15 @@ fn settings(mode: QueueMode) -> LaneSettings {
         debounce: Duration::from_millis(500),
         cap: 20,
         drop: DropPolicy::Summarize,
+    }
+}
+
+/// Followup with a cap of 2 and `drop`.
+fn capped(drop: DropPolicy) -> LaneSettings {
+    LaneSettings {
+        cap: 2,
+        drop,
+        ..settings(QueueMode::Followup)
     }
 }
 
@@ -128,7 +131,7 @@ fn conversation() -> chela_channel::Conversation {
     }
 }
 
-/// A turn with pending seq `seq` in context `context`.
+/// A turn with pending seq `seq` in authorization context `context`.
 fn turn_in(seq: u64, text: &str, context: &str) -> QueuedTurn {
     QueuedTurn {
         seqs: vec![seq],
@@ -152,6 +155,13 @@ async fn settle() {
     settle_ms(1).await;
 }
 
+struct Harness {
+    lanes: Lanes,
+    store: Store,
+    log: Log,
+    runs: mpsc::UnboundedReceiver<RunHandle>,
+}
+
 impl Harness {
     fn new(defaults: LaneSettings, max_runs: usize) -> Self {
         Self::over(Store::temporary().unwrap(), defaults, max_runs)
@@ -164,33 +174,37 @@ impl Harness {
             log: log.clone(),
             started,
         });
+        let lanes = Lanes::new(runner, store.clone(), defaults, max_runs);
         Harness {
-            lanes: Lanes::new(runner, store.clone(), defaults, max_runs),
+            lanes,
             store,
             log,
             runs,
         }
     }
 
-    /// A turn for `key` backed by a durable pending entry (create these before submitting:
-    /// the store's flush may let the paused clock move).
-    async fn durable(&self, key: &str, text: &str) -> QueuedTurn {
-        let inbound = chela_channel::Inbound {
-            conversation: conversation(),
-            sender: Default::default(),
-            message_id: text.into(),
-            text: text.into(),
-            reply_to: None,
-            mentioned: false,
-            timestamp_ms: 0,
-        };
-        let pending = PendingTurn {
-            session_key: key.into(),
-            inbound,
-            queued_ms: 0,
-        };
-        let seq = self.store.enqueue(&pending).await.unwrap();
-        turn(seq, text)
+    /// Turns for `key` backed by durable pending entries. Create them before submitting
+    /// anything: the store's flush may let the paused clock move.
+    async fn durable(&self, key: &str, texts: &[&str]) -> Vec<QueuedTurn> {
+        let mut turns = Vec::new();
+        for text in texts {
+            let inbound = chela_channel::Inbound {
+                conversation: conversation(),
+                sender: Default::default(),
+                message_id: text.to_string(),
+                text: text.to_string(),
+                reply_to: None,
+                mentioned: false,
+                timestamp_ms: 0,
+            };
+            let pending = PendingTurn {
+                session_key: key.into(),
+                inbound,
+                queued_ms: 0,
+            };
+            turns.push(turn(self.store.enqueue(&pending).await.unwrap(), text));
+        }
+        turns
     }
 
     fn pending_seqs(&self, key: &str) -> Vec<u64> {
@@ -198,16 +212,24 @@ impl Harness {
         pending.into_iter().map(|(seq, _)| seq).collect()
     }
 
-    async fn submit(&self, key: &str, turn: QueuedTurn) {
-        self.lanes.submit(key, turn).await.unwrap();
+    async fn submit(&self, key: &str, turns: impl IntoIterator<Item = QueuedTurn>) {
+        for turn in turns {
+            self.lanes.submit(key, turn).await.unwrap();
+        }
     }
 
     /// The next run to start (fails if none starts within a minute of virtual time).
     async fn next_run(&mut self) -> RunHandle {
-        tokio::time::timeout(Duration::from_secs(60), self.runs.recv())
-            .await
-            .expect("a run should start")
-            .unwrap()
+        let next = tokio::time::timeout(Duration::from_secs(60), self.runs.recv()).await;
+        next.expect("a run should start").unwrap()
+    }
+
+    /// Releases the next `n` runs one by one, then waits until `key` is idle.
+    async fn finish_runs(&mut self, key: &str, n: usize) {
+        for _ in 0..n {
+            self.next_run().await.finish(0);
+        }
+        self.lanes.wait_idle(key).await.unwrap();
     }
 
     /// Asserts that no run started since the last `next_run`.
@@ -218,29 +240,28 @@ impl Harness {
         }
     }
 
-    fn log(&self) -> Vec<Ev> {
+    fn log(&self) -> Vec<String> {
         self.log.lock().unwrap().clone()
     }
 
+    /// Texts of every run started so far.
     fn started(&self) -> Vec<String> {
         let log = self.log();
-        log.into_iter()
-            .filter_map(|e| match e {
-                Ev::Started(t) => Some(t),
-                _ => None,
-            })
-            .collect()
+        let started = log.iter().filter_map(|e| e.strip_prefix("start "));
+        started.map(String::from).collect()
     }
 }
 
 #[tokio::test(start_paused = true)]
 async fn followup_runs_one_turn_at_a_time_in_fifo_order() {
     let mut h = Harness::new(settings(QueueMode::Followup), 8);
-    for (i, text) in ["a", "b", "c"].into_iter().enumerate() {
-        h.submit("k", turn(i as u64, text)).await;
-    }
+    h.submit("k", [turn(0, "a"), turn(1, "b"), turn(2, "c")])
+        .await;
     let a = h.next_run().await;
-    assert_eq!((a.key.as_str(), a.text.as_str(), a.seqs.clone()), ("k", "a", vec![0]));
+    assert_eq!(
+        (a.key.as_str(), a.text.as_str(), a.seqs.clone()),
+        ("k", "a", vec![0])
+    );
     h.assert_no_new_run().await;
     let status = h.lanes.status("k").await.unwrap();
     assert_eq!((status.queued, status.running), (2, true));
@@ -249,48 +270,39 @@ async fn followup_runs_one_turn_at_a_time_in_fifo_order() {
     assert_eq!(b.text, "b");
     h.assert_no_new_run().await;
     b.finish(0);
-    h.next_run().await.finish(0);
-    h.lanes.wait_idle("k").await.unwrap();
+    h.finish_runs("k", 1).await;
     assert_eq!(h.started(), ["a", "b", "c"]);
 }
 
 #[tokio::test(start_paused = true)]
 async fn steer_during_a_run_is_injected_not_queued() {
     let mut h = Harness::new(settings(QueueMode::Steer), 8);
-    h.submit("k", turn(1, "a")).await;
+    h.submit("k", [turn(1, "a")]).await;
     let a = h.next_run().await;
-    h.submit("k", turn(2, "b")).await;
+    h.submit("k", [turn(2, "b")]).await;
     settle().await;
     let status = h.lanes.status("k").await.unwrap();
     assert_eq!((status.queued, status.running), (0, true));
     h.assert_no_new_run().await;
     a.finish(1);
     h.lanes.wait_idle("k").await.unwrap();
-    assert_eq!(
-        h.log(),
-        [
-            Ev::Started("a".into()),
-            Ev::Took("b".into()),
-            Ev::Returned("a".into(), RunStatus::Ok),
-        ]
-    );
+    assert_eq!(h.log(), ["start a", "took b", "end a Ok"]);
 }
 
 #[tokio::test(start_paused = true)]
 async fn steers_the_run_left_unconsumed_run_next_as_followups_in_order() {
     let mut h = Harness::new(settings(QueueMode::Steer), 8);
-    h.submit("k", turn(1, "a")).await;
+    h.submit("k", [turn(1, "a")]).await;
     let a = h.next_run().await;
-    for (seq, text) in [(2, "b"), (3, "c"), (4, "d")] {
-        h.submit("k", turn(seq, text)).await;
-    }
+    h.submit("k", [turn(2, "b"), turn(3, "c"), turn(4, "d")])
+        .await;
     settle().await;
     a.finish(1);
     let c = h.next_run().await;
-    assert_eq!((c.text.as_str(), c.seqs.clone()), ("c", vec![3]));
+    assert_eq!(c.turn(), ("c", &[3][..]));
     c.finish(0);
     let d = h.next_run().await;
-    assert_eq!((d.text.as_str(), d.seqs.clone()), ("d", vec![4]));
+    assert_eq!(d.turn(), ("d", &[4][..]));
     d.finish(0);
     h.lanes.wait_idle("k").await.unwrap();
     assert_eq!(h.started(), ["a", "c", "d"]);
@@ -299,10 +311,10 @@ async fn steers_the_run_left_unconsumed_run_next_as_followups_in_order() {
 #[tokio::test(start_paused = true)]
 async fn collect_waits_for_the_quiet_window_then_runs_one_merged_turn() {
     let mut h = Harness::new(settings(QueueMode::Collect), 8);
-    h.submit("k", turn_in(1, "one", "c")).await;
+    h.submit("k", [turn(1, "one")]).await;
     settle_ms(300).await;
-    h.submit("k", turn_in(2, "two", "c")).await;
-    // 450 ms after the last message: still inside the window.
+    h.submit("k", [turn(2, "two")]).await;
+    // 450 ms after the last message: still inside the 500 ms window.
     settle_ms(450).await;
     h.assert_no_new_run().await;
     settle_ms(100).await;
@@ -319,12 +331,12 @@ async fn collect_waits_for_the_quiet_window_then_runs_one_merged_turn() {
 #[tokio::test(start_paused = true)]
 async fn collect_merges_turns_queued_during_a_run_after_the_window() {
     let mut h = Harness::new(settings(QueueMode::Collect), 8);
-    h.submit("k", turn(1, "first")).await;
+    h.submit("k", [turn(1, "first")]).await;
+    settle_ms(600).await;
     let first = h.next_run().await;
     assert_eq!(first.text, "first");
-    for (seq, text) in [(2, "x"), (3, "y"), (4, "z")] {
-        h.submit("k", turn(seq, text)).await;
-    }
+    h.submit("k", [turn(2, "x"), turn(3, "y"), turn(4, "z")])
+        .await;
     settle_ms(1000).await;
     h.assert_no_new_run().await;
     first.finish(0);
@@ -339,20 +351,22 @@ async fn collect_merges_turns_queued_during_a_run_after_the_window() {
 #[tokio::test(start_paused = true)]
 async fn collect_never_merges_different_contexts() {
     let mut h = Harness::new(settings(QueueMode::Collect), 8);
-    h.submit("k", turn_in(1, "a", "x")).await;
-    h.submit("k", turn_in(2, "b", "y")).await;
-    h.submit("k", turn_in(3, "c", "y")).await;
-    h.submit("k", turn_in(4, "d", "x")).await;
+    let turns = [("a", "x"), ("b", "y"), ("c", "y"), ("d", "x")];
+    let turns = turns
+        .iter()
+        .zip(1..)
+        .map(|((t, c), seq)| turn_in(seq, t, c));
+    h.submit("k", turns).await;
     settle_ms(600).await;
     let a = h.next_run().await;
-    assert_eq!((a.text.as_str(), a.seqs.clone()), ("a", vec![1]));
+    assert_eq!(a.turn(), ("a", &[1][..]));
     a.finish(0);
     let bc = h.next_run().await;
     assert!(bc.text.starts_with(COLLECT_HEADER), "{}", bc.text);
     assert_eq!(bc.seqs, vec![2, 3]);
     bc.finish(0);
     let d = h.next_run().await;
-    assert_eq!((d.text.as_str(), d.seqs.clone()), ("d", vec![4]));
+    assert_eq!(d.turn(), ("d", &[4][..]));
     d.finish(0);
     h.lanes.wait_idle("k").await.unwrap();
 }
@@ -360,118 +374,75 @@ async fn collect_never_merges_different_contexts() {
 #[tokio::test(start_paused = true)]
 async fn interrupt_cancels_the_active_run_and_runs_the_newest_next() {
     let mut h = Harness::new(settings(QueueMode::Interrupt), 8);
-    h.submit("k", turn(1, "a")).await;
+    h.submit("k", [turn(1, "a")]).await;
     let _a = h.next_run().await;
-    h.submit("k", turn(2, "b")).await;
-    h.submit("k", turn(3, "c")).await;
+    h.submit("k", [turn(2, "b"), turn(3, "c")]).await;
     let next = h.next_run().await;
     assert_eq!(next.text, "c");
-    let log = h.log();
-    assert_eq!(log[1], Ev::Returned("a".into(), RunStatus::Aborted));
-    next.finish(0);
+    assert_eq!(h.log()[1], "end a Aborted");
 }
 
 #[tokio::test(start_paused = true)]
 async fn drop_new_rejects_the_incoming_turn_and_tells_the_sender() {
-    let mut h = Harness::new(
-        LaneSettings {
-            cap: 2,
-            drop: DropPolicy::New,
-            ..settings(QueueMode::Followup)
-        },
-        8,
-    );
-    let mut turns = Vec::new();
-    for text in ["a", "b", "c", "d"] {
-        turns.push(h.durable("k", text).await);
-    }
+    let mut h = Harness::new(capped(DropPolicy::New), 8);
+    let turns = h.durable("k", &["a", "b", "c", "d"]).await;
     let rejected = turns[3].seqs[0];
-    for t in turns {
-        h.submit("k", t).await;
-    }
+    h.submit("k", turns).await;
     let a = h.next_run().await;
     settle().await;
-    assert!(
-        h.log()
-            .iter()
-            .any(|e| matches!(e, Ev::Notice(t) if t.contains("Queue full"))),
-        "{:?}",
-        h.log()
-    );
+    let noticed = |e: &String| e.starts_with("notice Queue full");
+    assert!(h.log().iter().any(noticed), "{:?}", h.log());
     assert!(!h.pending_seqs("k").contains(&rejected));
     a.finish(0);
-    h.next_run().await.finish(0);
-    h.next_run().await.finish(0);
-    h.lanes.wait_idle("k").await.unwrap();
+    h.finish_runs("k", 2).await;
     assert_eq!(h.started(), ["a", "b", "c"]);
 }
 
 #[tokio::test(start_paused = true)]
 async fn drop_old_discards_the_oldest_queued_turn() {
-    let mut h = Harness::new(
-        LaneSettings {
-            cap: 2,
-            drop: DropPolicy::Old,
-            ..settings(QueueMode::Followup)
-        },
-        8,
-    );
-    let mut turns = Vec::new();
-    for text in ["a", "b", "c", "d"] {
-        turns.push(h.durable("k", text).await);
-    }
+    let mut h = Harness::new(capped(DropPolicy::Old), 8);
+    let turns = h.durable("k", &["a", "b", "c", "d"]).await;
     let dropped = turns[1].seqs[0];
-    for t in turns {
-        h.submit("k", t).await;
-    }
+    h.submit("k", turns).await;
     let a = h.next_run().await;
     settle().await;
     assert!(!h.pending_seqs("k").contains(&dropped));
     a.finish(0);
-    h.next_run().await.finish(0);
-    h.next_run().await.finish(0);
-    h.lanes.wait_idle("k").await.unwrap();
+    h.finish_runs("k", 2).await;
     assert_eq!(h.started(), ["a", "c", "d"]);
-    assert!(!h.log().iter().any(|e| matches!(e, Ev::Notice(_))));
+    assert!(!h.log().iter().any(|e| e.starts_with("notice")));
 }
 
 #[tokio::test(start_paused = true)]
 async fn drop_summarize_runs_a_queue_overflow_turn_first() {
-    let mut h = Harness::new(
-        LaneSettings {
-            cap: 2,
-            ..settings(QueueMode::Followup)
-        },
-        8,
-    );
-    for (seq, text) in [(1, "a"), (2, "b"), (3, "c"), (4, "d")] {
-        h.submit("k", turn(seq, text)).await;
-    }
+    let mut h = Harness::new(capped(DropPolicy::Summarize), 8);
+    h.submit(
+        "k",
+        [turn(1, "a"), turn(2, "b"), turn(3, "c"), turn(4, "d")],
+    )
+    .await;
     h.next_run().await.finish(0);
     let summary = h.next_run().await;
-    assert!(summary.text.starts_with(OVERFLOW_HEADER), "{}", summary.text);
+    assert!(
+        summary.text.starts_with(OVERFLOW_HEADER),
+        "{}",
+        summary.text
+    );
     assert!(summary.text.contains("- ann: b"), "{}", summary.text);
     assert_eq!(summary.seqs, vec![2]);
     summary.finish(0);
-    h.next_run().await.finish(0);
-    h.next_run().await.finish(0);
-    h.lanes.wait_idle("k").await.unwrap();
+    h.finish_runs("k", 2).await;
     assert_eq!(h.started()[2..], ["c", "d"]);
 }
 
 #[tokio::test(start_paused = true)]
 async fn stop_clears_the_queue_and_answers_after_the_run_returned() {
     let mut h = Harness::new(settings(QueueMode::Followup), 8);
-    let mut turns = Vec::new();
-    for text in ["a", "b", "c"] {
-        turns.push(h.durable("k", text).await);
-    }
-    for t in turns {
-        h.submit("k", t).await;
-    }
+    let turns = h.durable("k", &["a", "b", "c"]).await;
+    h.submit("k", turns).await;
     let _a = h.next_run().await;
     let report = h.lanes.stop("k").await.unwrap();
-    h.log.lock().unwrap().push(Ev::StopAnswered);
+    h.log.lock().unwrap().push("stop answered".into());
     assert_eq!(
         report,
         StopReport {
@@ -479,14 +450,7 @@ async fn stop_clears_the_queue_and_answers_after_the_run_returned() {
             stopped_run: true
         }
     );
-    assert_eq!(
-        h.log(),
-        [
-            Ev::Started("a".into()),
-            Ev::Returned("a".into(), RunStatus::Aborted),
-            Ev::StopAnswered,
-        ]
-    );
+    assert_eq!(h.log(), ["start a", "end a Aborted", "stop answered"]);
     h.lanes.wait_idle("k").await.unwrap();
     h.assert_no_new_run().await;
     // The cleared turns' durable entries are gone (the runner owns the active one's).
@@ -494,16 +458,11 @@ async fn stop_clears_the_queue_and_answers_after_the_run_returned() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn stop_when_idle_reports_no_run_stopped() {
-    let h = Harness::new(settings(QueueMode::Followup), 8);
-    let report = h.lanes.stop("k").await.unwrap();
-    assert_eq!(report, StopReport::default());
-}
-
-#[tokio::test(start_paused = true)]
-async fn stop_during_the_collect_window_clears_without_a_run() {
+async fn stop_without_an_active_run_reports_no_run_stopped() {
     let mut h = Harness::new(settings(QueueMode::Collect), 8);
-    h.submit("k", turn(1, "a")).await;
+    assert_eq!(h.lanes.stop("k").await.unwrap(), StopReport::default());
+    // Inside the collect window a turn is queued but no run is active yet.
+    h.submit("k", [turn(1, "a")]).await;
     let report = h.lanes.stop("k").await.unwrap();
     assert_eq!(
         report,
@@ -519,8 +478,7 @@ async fn stop_during_the_collect_window_clears_without_a_run() {
 #[tokio::test(start_paused = true)]
 async fn wait_idle_resolves_only_when_nothing_is_queued_or_running() {
     let mut h = Harness::new(settings(QueueMode::Followup), 8);
-    h.submit("k", turn(1, "a")).await;
-    h.submit("k", turn(2, "b")).await;
+    h.submit("k", [turn(1, "a"), turn(2, "b")]).await;
     let a = h.next_run().await;
     let lanes = h.lanes.clone();
     let idle = tokio::spawn(async move { lanes.wait_idle("k").await });
@@ -539,18 +497,34 @@ async fn wait_idle_resolves_only_when_nothing_is_queued_or_running() {
 #[tokio::test(start_paused = true)]
 async fn the_global_limit_holds_a_second_session_until_the_first_run_ends() {
     let mut h = Harness::new(settings(QueueMode::Followup), 1);
-    h.submit("one", turn(1, "a")).await;
+    h.submit("one", [turn(1, "a")]).await;
     let a = h.next_run().await;
     assert_eq!(a.key, "one");
-    h.submit("two", turn(2, "b")).await;
+    h.submit("two", [turn(2, "b")]).await;
     h.assert_no_new_run().await;
     a.finish(0);
     let b = h.next_run().await;
     assert_eq!(b.key, "two");
-    let log = h.log();
-    assert_eq!(log[1], Ev::Returned("a".into(), RunStatus::Ok));
-    assert_eq!(log[2], Ev::Started("b".into()));
-    b.finish(0);
+    assert_eq!(h.log()[1..], ["end a Ok", "start b"]);
+}
+
+#[tokio::test(start_paused = true)]
+#[ignore = "bug: /stop of a run queued behind the global limit waits for another session's run"]
+async fn stop_of_a_run_waiting_for_the_global_limit_answers_at_once() {
+    let mut h = Harness::new(settings(QueueMode::Followup), 1);
+    h.submit("one", [turn(1, "a")]).await;
+    let a = h.next_run().await;
+    h.submit("two", [turn(2, "b")]).await;
+    settle().await;
+    let stop = tokio::time::timeout(Duration::from_secs(60), h.lanes.stop("two")).await;
+    assert!(stop.is_ok(), "/stop on `two` waited for the run of `one`");
+    a.finish(0);
+    settle().await;
+    assert_eq!(
+        h.started(),
+        ["a"],
+        "a stopped turn still reached the runner"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -561,7 +535,10 @@ async fn set_settings_persists_for_a_new_lane_set_over_the_same_store() {
         drop: DropPolicy::New,
         ..settings(QueueMode::Collect)
     };
-    assert_eq!(h.lanes.set_settings("k", Some(custom)).await.unwrap(), custom);
+    assert_eq!(
+        h.lanes.set_settings("k", Some(custom)).await.unwrap(),
+        custom
+    );
     assert_eq!(h.lanes.status("k").await.unwrap().settings, custom);
 
     let again = Harness::over(h.store.clone(), settings(QueueMode::Followup), 8);
@@ -578,34 +555,39 @@ async fn set_settings_persists_for_a_new_lane_set_over_the_same_store() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_lane_that_went_idle_for_long_still_takes_turns_with_its_settings() {
+    let mut h = Harness::new(settings(QueueMode::Steer), 8);
+    let custom = settings(QueueMode::Followup);
+    h.lanes.set_settings("k", Some(custom)).await.unwrap();
+    h.submit("k", [turn(1, "a")]).await;
+    h.finish_runs("k", 1).await;
+    settle_ms(3_600_000).await;
+    h.submit("k", [turn(2, "b"), turn(3, "c")]).await;
+    let b = h.next_run().await;
+    assert_eq!(b.text, "b");
+    assert_eq!(h.lanes.status("k").await.unwrap().settings, custom);
+    b.finish(0);
+    h.finish_runs("k", 1).await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn shutdown_cancels_active_runs_keeps_queued_turns_and_ends_lanes() {
     let mut h = Harness::new(settings(QueueMode::Followup), 8);
-    let mut turns = Vec::new();
-    for (key, text) in [("one", "a"), ("one", "b"), ("two", "c")] {
-        turns.push((key, h.durable(key, text).await));
-    }
-    let queued = turns[1].1.seqs[0];
-    for (key, t) in turns {
-        h.submit(key, t).await;
-    }
-    let _a = h.next_run().await;
-    let _c = h.next_run().await;
+    let one = h.durable("one", &["a", "b"]).await;
+    let queued = one[1].seqs[0];
+    let two = h.durable("two", &["c"]).await;
+    h.submit("one", one).await;
+    h.submit("two", two).await;
+    let (_a, _c) = (h.next_run().await, h.next_run().await);
     h.lanes.shutdown().await;
     let mut log = h.log();
-    log.sort_by_key(|e| format!("{e:?}"));
+    log.sort();
     assert_eq!(
         log,
-        [
-            Ev::Returned("a".into(), RunStatus::Aborted),
-            Ev::Returned("c".into(), RunStatus::Aborted),
-            Ev::Started("a".into()),
-            Ev::Started("c".into()),
-        ]
+        ["end a Aborted", "end c Aborted", "start a", "start c"]
     );
     assert!(h.pending_seqs("one").contains(&queued));
-    assert!(matches!(
-        h.lanes.submit("one", turn(9, "late")).await,
-        Err(LaneError::Closed)
-    ));
+    let late = h.lanes.submit("one", turn(9, "late")).await;
+    assert!(matches!(late, Err(LaneError::Closed)));
     h.assert_no_new_run().await;
 }

@@ -197,15 +197,15 @@ impl Turn<'_> {
         }
         let mut last_text = String::new();
         for _ in 0..MAX_MODEL_CALLS {
+            if self.cancel.is_cancelled() {
+                return Ok((last_text, true));
+            }
             while let Ok(s) = steer.try_recv() {
                 self.stash.push(s);
             }
             for s in std::mem::take(&mut self.stash) {
                 self.push_user(&s.text)?;
                 self.steered_seqs.extend(s.seqs);
-            }
-            if self.cancel.is_cancelled() {
-                return Ok((last_text, true));
             }
             let (assistant, aborted) = self.model_call().await?;
             last_text = crate::agent::message::text_of(&assistant.content);
@@ -429,7 +429,9 @@ fn resumes(messages: &[Message], text: &str) -> bool {
     let Some(last_user) = messages.iter().rposition(|m| matches!(m, Message::User(_))) else {
         return false;
     };
-    let Message::User(user) = &messages[last_user] else { return false };
+    let Message::User(user) = &messages[last_user] else {
+        return false;
+    };
     let answered = messages[last_user..].iter().any(|m| {
         matches!(m, Message::Assistant(a)
             if !matches!(a.stop_reason, StopReason::ToolUse | StopReason::Aborted))

@@ -205,7 +205,6 @@ pub enum DropPolicy {
     New,
 }
 
-
 named_enum!(QueueMode, "queue mode", [
     Steer => "steer", Followup => "followup", Collect => "collect", Interrupt => "interrupt",
 ]);

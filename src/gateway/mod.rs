@@ -107,11 +107,7 @@ impl Core {
     /// Whether `sender_id` owns the bot on `channel` (configured, or made by pairing).
     pub fn is_owner(&self, channel: &str, sender_id: &str) -> bool {
         let id = format!("{channel}:{sender_id}");
-        self.config
-            .commands
-            .owner_allow_from
-            .iter()
-            .any(|o| *o == id)
+        self.config.commands.owner_allow_from.contains(&id)
             || self
                 .store
                 .is_paired_owner(channel, sender_id)

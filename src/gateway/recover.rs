@@ -24,7 +24,10 @@ pub async fn housekeeping(core: std::sync::Weak<Core>) {
         if let Err(e) = core.store.prune_seen(now.saturating_sub(DEDUPE_KEEP_MS)) {
             tracing::warn!(error = %e, "cannot prune dedupe marks");
         }
-        if let Err(e) = core.store.prune_delivered(now.saturating_sub(DELIVERED_KEEP_MS)) {
+        if let Err(e) = core
+            .store
+            .prune_delivered(now.saturating_sub(DELIVERED_KEEP_MS))
+        {
             tracing::warn!(error = %e, "cannot prune delivered replies");
         }
         let shutdown = core.shutdown.clone();

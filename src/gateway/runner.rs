@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
-use tracing::Instrument;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::{Core, RunRecord};
 use crate::agent::provider::BoxFuture;
@@ -65,7 +65,9 @@ impl Runner for AgentRunner {
                 };
             };
             let span = tracing::info_span!("run", session = %key);
-            run_turn(&core, key, turn, cancel, steer).instrument(span).await
+            run_turn(&core, key, turn, cancel, steer)
+                .instrument(span)
+                .await
         })
     }
 

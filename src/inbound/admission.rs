@@ -100,10 +100,10 @@ impl GroupHistory {
             .take(HISTORY_LINE_CHARS)
             .collect();
         if !self.groups.contains_key(key) {
-            if self.order.len() >= HISTORY_GROUPS {
-                if let Some(oldest) = self.order.pop_front() {
-                    self.groups.remove(&oldest);
-                }
+            if self.order.len() >= HISTORY_GROUPS
+                && let Some(oldest) = self.order.pop_front()
+            {
+                self.groups.remove(&oldest);
             }
             self.order.push_back(key.to_string());
         }

@@ -99,6 +99,9 @@ pub(crate) struct Shared {
     pub(crate) limit: Arc<Semaphore>,
     pub(crate) store: Store,
     pub(crate) shutdown: CancellationToken,
+    /// Lane mailboxes by session key. Senders put messages in with `try_send` under this
+    /// lock, and a lane only ends (idle) under it with an empty mailbox: no message is lost.
+    pub(crate) lanes: Mutex<HashMap<String, mpsc::Sender<LaneMsg>>>,
 }
 
 /// The set of lanes, keyed by session key.
@@ -106,7 +109,6 @@ pub(crate) struct Shared {
 pub struct Lanes {
     shared: Arc<Shared>,
     defaults: LaneSettings,
-    lanes: Arc<Mutex<HashMap<String, mpsc::Sender<LaneMsg>>>>,
     tasks: tokio_util::task::TaskTracker,
 }
 
@@ -124,9 +126,9 @@ impl Lanes {
                 limit: Arc::new(Semaphore::new(max_runs.max(1))),
                 store,
                 shutdown: CancellationToken::new(),
+                lanes: Mutex::new(HashMap::new()),
             }),
             defaults,
-            lanes: Arc::new(Mutex::new(HashMap::new())),
             tasks: tokio_util::task::TaskTracker::new(),
         }
     }
@@ -196,7 +198,7 @@ impl Lanes {
     /// start. Resolves when every lane task has ended.
     pub async fn shutdown(&self) {
         self.shared.shutdown.cancel();
-        if let Ok(mut lanes) = self.lanes.lock() {
+        if let Ok(mut lanes) = self.shared.lanes.lock() {
             lanes.clear();
         }
         self.tasks.close();
@@ -204,35 +206,55 @@ impl Lanes {
     }
 
     async fn send(&self, key: &str, mut msg: LaneMsg) -> Result<(), LaneError> {
-        // A lane that ended while idle refuses the message; the second try starts a new one.
-        for _ in 0..2 {
+        loop {
             if self.shared.shutdown.is_cancelled() {
                 return Err(LaneError::Closed);
             }
-            let sender = self.sender(key)?;
-            match sender.send(msg).await {
+            let busy = {
+                let mut lanes = self.shared.lanes.lock().map_err(|_| LaneError::Closed)?;
+                let sender = match lanes.get(key).filter(|tx| !tx.is_closed()) {
+                    Some(tx) => tx.clone(),
+                    None => self.start_lane(key, &mut lanes),
+                };
+                match sender.try_send(msg) {
+                    Ok(()) => return Ok(()),
+                    Err(mpsc::error::TrySendError::Full(back)) => {
+                        msg = back;
+                        sender
+                    }
+                    Err(mpsc::error::TrySendError::Closed(back)) => {
+                        msg = back;
+                        continue;
+                    }
+                }
+            };
+            // A full mailbox is back-pressure: a busy lane does not end, so waiting is safe.
+            match busy.send(msg).await {
                 Ok(()) => return Ok(()),
                 Err(mpsc::error::SendError(back)) => msg = back,
             }
         }
-        Err(LaneError::Closed)
     }
 
-    /// The mailbox of `key`'s lane, starting the lane if it is not running.
-    fn sender(&self, key: &str) -> Result<mpsc::Sender<LaneMsg>, LaneError> {
-        let mut lanes = self.lanes.lock().map_err(|_| LaneError::Closed)?;
-        if let Some(tx) = lanes.get(key).filter(|tx| !tx.is_closed()) {
-            return Ok(tx.clone());
-        }
+    /// Starts `key`'s lane and registers its mailbox.
+    fn start_lane(
+        &self,
+        key: &str,
+        lanes: &mut HashMap<String, mpsc::Sender<LaneMsg>>,
+    ) -> mpsc::Sender<LaneMsg> {
         if lanes.len() >= LANE_MAP_SWEEP {
-            // Amortized sweep of lanes that ended while idle.
+            // Amortized sweep of entries whose lane ended.
             lanes.retain(|_, tx| !tx.is_closed());
-            lanes.shrink_to_fit();
         }
         let (tx, rx) = mpsc::channel(MAILBOX);
         let settings = self.settings_for(key);
-        self.tasks.spawn(task::lane(key.to_string(), settings, rx, self.shared.clone()));
+        self.tasks.spawn(task::lane(
+            key.to_string(),
+            settings,
+            rx,
+            self.shared.clone(),
+        ));
         lanes.insert(key.to_string(), tx.clone());
-        Ok(tx)
+        tx
     }
 }

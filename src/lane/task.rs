@@ -89,14 +89,7 @@ pub(super) async fn lane(
                 lane.collect_at = None;
             }
             _ = tokio::time::sleep(IDLE_EXIT), if idle && deadline.is_none() => {
-                // Refuse new messages (senders then start a fresh lane), finish buffered ones.
-                rx.close();
-                let mut buffered = false;
-                while let Ok(msg) = rx.try_recv() {
-                    buffered = true;
-                    lane.handle(msg);
-                }
-                if !buffered {
+                if lane.retire(&mut rx) {
                     return;
                 }
             }
@@ -221,8 +214,19 @@ impl Lane {
         let limit = self.shared.limit.clone();
         let key = self.key.clone();
         let run_cancel = cancel.clone();
+        let store = self.shared.store.clone();
         let handle = tokio::spawn(async move {
-            let _permit = limit.acquire_owned().await;
+            // Waiting for a slot under the global limit is a cancellation point too.
+            let permit = tokio::select! {
+                permit = limit.acquire_owned() => permit,
+                _ = run_cancel.cancelled() => {
+                    if let Err(e) = store.clear_pending(&turn.seqs).await {
+                        tracing::error!(error = %e, "cannot remove a stopped turn");
+                    }
+                    return never_ran(steer_rx);
+                }
+            };
+            let _permit = permit;
             runner.run(key, turn, run_cancel, steer_rx).await
         });
         self.active = Some(Active {
@@ -261,6 +265,22 @@ impl Lane {
         }
     }
 
+    /// Ends an idle lane if its mailbox is empty, under the lanes lock so that no sender can
+    /// slip a message in between; returns whether it ended.
+    fn retire(&self, rx: &mut mpsc::Receiver<LaneMsg>) -> bool {
+        let Ok(mut lanes) = self.shared.lanes.lock() else {
+            return false;
+        };
+        if !rx.is_empty() {
+            return false;
+        }
+        rx.close();
+        if lanes.get(&self.key).is_some_and(|tx| tx.is_closed()) {
+            lanes.remove(&self.key);
+        }
+        true
+    }
+
     fn notify_idle(&mut self) {
         if self.active.is_none() && self.queue.is_empty() {
             for waiter in self.idle_waiters.drain(..) {
@@ -276,6 +296,22 @@ impl Lane {
                 tracing::error!(error = %e, seq, "cannot remove a pending turn");
             }
         }
+    }
+}
+
+/// The outcome of a run stopped before it got a slot: every steer it held is left over.
+fn never_ran(mut steer: mpsc::Receiver<Steer>) -> RunOutcome {
+    steer.close();
+    let mut leftover = Vec::new();
+    while let Ok(s) = steer.try_recv() {
+        leftover.push(s);
+    }
+    RunOutcome {
+        status: crate::agent::run::RunStatus::Aborted,
+        text: String::new(),
+        steered_seqs: Vec::new(),
+        leftover,
+        usage: Default::default(),
     }
 }
 

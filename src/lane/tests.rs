@@ -509,7 +509,6 @@ async fn the_global_limit_holds_a_second_session_until_the_first_run_ends() {
 }
 
 #[tokio::test(start_paused = true)]
-#[ignore = "bug: /stop of a run queued behind the global limit waits for another session's run"]
 async fn stop_of_a_run_waiting_for_the_global_limit_answers_at_once() {
     let mut h = Harness::new(settings(QueueMode::Followup), 1);
     h.submit("one", [turn(1, "a")]).await;

@@ -1,0 +1,103 @@
+//! Long polling: `getUpdates` with the offset persisted only after the updates below it are
+//! durable in the sink. One loop per token; a 409 Conflict (another poller) backs off.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chela_channel::{ChannelError, InboundSink};
+use teloxide::prelude::*;
+use teloxide::types::{AllowedUpdate, Me, UpdateKind};
+use tokio_util::sync::CancellationToken;
+
+use crate::errors::{channel_error, is_conflict};
+use crate::normalize::normalize;
+
+/// Longest pause between two failed polls.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Asks `getMe` until it answers (the bot must know its own name to see mentions).
+pub async fn who_am_i(bot: &Bot, shutdown: &CancellationToken) -> Option<Me> {
+    let mut backoff = Duration::from_millis(500);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return None,
+            me = bot.get_me() => match me {
+                Ok(me) => return Some(me),
+                Err(e) => tracing::warn!(error = %channel_error(e), "telegram getMe failed; retrying"),
+            },
+        }
+        if pause(&mut backoff, shutdown).await {
+            return None;
+        }
+    }
+}
+
+/// Polls until `shutdown`, handing every message to `sink` and advancing the durable offset.
+pub async fn poll(
+    bot: &Bot,
+    me: &Me,
+    account: &str,
+    timeout_s: u32,
+    sink: Arc<dyn InboundSink>,
+    shutdown: CancellationToken,
+) -> Result<(), ChannelError> {
+    let cursor = format!("telegram:{account}:offset");
+    let mut offset = sink.cursor(&cursor).await.unwrap_or(0);
+    let mut backoff = Duration::from_millis(500);
+    loop {
+        let request = bot
+            .get_updates()
+            .offset(i32::try_from(offset).unwrap_or(i32::MAX))
+            .timeout(timeout_s)
+            .allowed_updates(vec![AllowedUpdate::Message]);
+        let updates = tokio::select! {
+            _ = shutdown.cancelled() => return Ok(()),
+            updates = request.send() => updates,
+        };
+        let updates = match updates {
+            Ok(updates) => updates,
+            Err(e) => {
+                if is_conflict(&e) {
+                    tracing::warn!(
+                        "telegram: another process is polling this bot token (409 Conflict); backing off"
+                    );
+                } else {
+                    tracing::warn!(error = %channel_error(e), "telegram getUpdates failed; retrying");
+                }
+                if pause(&mut backoff, &shutdown).await {
+                    return Ok(());
+                }
+                continue;
+            }
+        };
+        backoff = Duration::from_millis(500);
+        let before = offset;
+        for update in updates {
+            let next = i64::from(update.id.0) + 1;
+            if let UpdateKind::Message(message) = &update.kind
+                && let Some(inbound) = normalize(message, me, account)
+                && let Err(e) = sink.accept(inbound).await
+            {
+                // Not durable: stop here; the update comes again with the next poll.
+                tracing::error!(error = %e, "telegram: inbound not accepted; will retry");
+                break;
+            }
+            offset = next;
+        }
+        if offset != before
+            && let Err(e) = sink.save_cursor(&cursor, offset).await
+        {
+            tracing::error!(error = %e, "telegram: cannot save the update offset");
+        }
+    }
+}
+
+/// Sleeps for the backoff (doubling it); true when shutdown fired meanwhile.
+async fn pause(backoff: &mut Duration, shutdown: &CancellationToken) -> bool {
+    let wait = *backoff;
+    *backoff = (*backoff * 2).min(MAX_BACKOFF);
+    tokio::select! {
+        _ = shutdown.cancelled() => true,
+        _ = tokio::time::sleep(wait) => false,
+    }
+}

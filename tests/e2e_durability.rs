@@ -176,7 +176,6 @@ async fn sigterm_stops_the_gateway_and_its_run_resumes_at_the_next_start() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: a turn resumed after shutdown sends the model the aborted partial reply as the last message"]
 async fn a_turn_resumed_after_sigterm_ends_its_model_call_with_the_user_message() {
     let setup = Setup::start(common::Provider::Anthropic, "steer", 200, "").await;
     sigterm_mid_run_then_restart(&setup).await;

@@ -125,7 +125,6 @@ async fn collect_mode_batches_what_arrived_during_a_run() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: a message re-sent after /stop is taken for a resumed turn and never recorded (run.rs resumes())"]
 async fn the_same_message_sent_again_after_stop_is_a_new_turn() {
     let setup = Setup::openai("steer").await;
     let mut chat = setup.chat();

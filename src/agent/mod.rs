@@ -34,8 +34,12 @@ pub fn provider_settings(config: &Config) -> ProviderSettings {
     settings.resolve_env(|name| std::env::var(name).ok())
 }
 
-/// Builds the agent from config: provider, tools, system prompt.
-pub fn build(config: &Config, store: Store) -> Result<Agent, ProviderError> {
+/// Builds the agent from config: provider, tools, system prompt. `shutdown` is the gateway's.
+pub fn build(
+    config: &Config,
+    store: Store,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> Result<Agent, ProviderError> {
     let provider = provider::settings::build(&provider_settings(config))?;
     let workspace = config.agent.workspace.clone();
     if let Err(e) = std::fs::create_dir_all(&workspace) {
@@ -68,5 +72,6 @@ pub fn build(config: &Config, store: Store) -> Result<Agent, ProviderError> {
         },
         run_timeout: Duration::from_secs(config.agent.timeout_s),
         max_tokens: config.model.max_tokens,
+        shutdown,
     })
 }

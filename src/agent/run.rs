@@ -98,6 +98,9 @@ pub struct Agent {
     pub run_timeout: Duration,
     /// Output token cap per model call.
     pub max_tokens: u32,
+    /// Fires when the gateway shuts down. A run cancelled by shutdown (not by /stop) keeps
+    /// no partial answer: its turn runs again at the next start.
+    pub shutdown: CancellationToken,
 }
 
 struct Turn<'a> {
@@ -208,6 +211,9 @@ impl Turn<'_> {
                 self.steered_seqs.extend(s.seqs);
             }
             let (assistant, aborted) = self.model_call().await?;
+            if aborted && self.agent.shutdown.is_cancelled() {
+                return Ok((last_text, true));
+            }
             last_text = crate::agent::message::text_of(&assistant.content);
             let calls: Vec<ToolCall> = assistant
                 .content
@@ -424,7 +430,9 @@ impl Turn<'_> {
 }
 
 /// True when the window ends with this same turn left unanswered by a run that died (a
-/// restart re-runs it): the user message is already there and is not appended again.
+/// restart re-runs it): the user message is already there and is not appended again. An
+/// answer that was cut short (stopped, shut down) counts as an answer: the turn is asked
+/// again, so the model's context ends with the question, not with a partial reply.
 fn resumes(messages: &[Message], text: &str) -> bool {
     let Some(last_user) = messages.iter().rposition(|m| matches!(m, Message::User(_))) else {
         return false;
@@ -432,10 +440,9 @@ fn resumes(messages: &[Message], text: &str) -> bool {
     let Message::User(user) = &messages[last_user] else {
         return false;
     };
-    let answered = messages[last_user..].iter().any(|m| {
-        matches!(m, Message::Assistant(a)
-            if !matches!(a.stop_reason, StopReason::ToolUse | StopReason::Aborted))
-    });
+    let answered = messages[last_user..]
+        .iter()
+        .any(|m| matches!(m, Message::Assistant(a) if a.stop_reason != StopReason::ToolUse));
     !answered && crate::agent::message::text_of(&user.content) == text
 }
 

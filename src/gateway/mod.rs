@@ -139,7 +139,8 @@ impl Gateway {
         channels: Vec<Arc<dyn Channel>>,
     ) -> Result<Gateway, GatewayError> {
         let store = Store::open(&config.store.path)?;
-        let agent = crate::agent::build(&config, store.clone())?;
+        let shutdown = CancellationToken::new();
+        let agent = crate::agent::build(&config, store.clone(), shutdown.clone())?;
         let runner = Arc::new(runner::AgentRunner::new());
         let defaults = LaneSettings {
             mode: config.queue.mode,
@@ -164,7 +165,7 @@ impl Gateway {
             lanes,
             agent,
             runs,
-            shutdown: CancellationToken::new(),
+            shutdown,
             tasks: tokio_util::task::TaskTracker::new(),
             history: Default::default(),
         });

@@ -91,9 +91,14 @@ async fn run_turn(
     let started_ms = crate::agent::message::now_ms();
     let (events_tx, events_rx) = mpsc::channel(EVENT_BUFFER);
     let channel = core.channel(&turn.target.channel);
-    let reply = channel
-        .clone()
-        .map(|channel| tokio::spawn(stream_events(channel, turn.target.clone(), events_rx)));
+    let reply = channel.clone().map(|channel| {
+        tokio::spawn(stream_events(
+            channel,
+            turn.target.clone(),
+            turn.quote.clone(),
+            events_rx,
+        ))
+    });
     let outcome = core
         .agent
         .run(RunRequest {
@@ -140,7 +145,9 @@ async fn run_turn(
     {
         Ok(outbox_id) => match stream.finish(&text).await {
             Ok(()) => {
-                if let Err(e) = core.store.mark_delivered(outbox_id) {
+                // Durable at once: a crash right after the send must not send it again.
+                let marked = core.store.mark_delivered(outbox_id);
+                if let Err(e) = marked.and(core.store.flush().await) {
                     tracing::error!(error = %e, "cannot mark a reply delivered");
                 }
             }

@@ -240,6 +240,8 @@ pub fn queued_turn(seq: u64, pending: &PendingTurn) -> QueuedTurn {
             conv.chat_id,
             conv.thread_id.as_deref().unwrap_or("")
         ),
+        // In groups the reply quotes the message it answers.
+        quote: (conv.kind != ChatKind::Direct).then(|| inbound.message_id.clone()),
         target: conv.clone(),
     }
 }

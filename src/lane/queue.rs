@@ -16,6 +16,8 @@ pub struct QueuedTurn {
     pub context: String,
     /// Where the reply goes.
     pub target: chela_channel::Conversation,
+    /// The platform message the reply quotes (busy group chats), if any.
+    pub quote: Option<String>,
 }
 
 /// What pushing into a full queue did.
@@ -126,6 +128,7 @@ impl TurnQueue {
             sender: batch[0].sender.clone(),
             context: batch[0].context.clone(),
             target: batch[0].target.clone(),
+            quote: batch.last().and_then(|t| t.quote.clone()),
         })
     }
 
@@ -149,6 +152,7 @@ impl TurnQueue {
         let seqs = std::mem::take(&mut self.overflow_seqs);
         Some(QueuedTurn {
             target: next.target.clone(),
+            quote: None,
             context: next.context.clone(),
             seqs,
             text: format!(
@@ -190,6 +194,7 @@ mod tests {
                 chat_id: "me".into(),
                 thread_id: None,
             },
+            quote: None,
         }
     }
 

@@ -220,8 +220,10 @@ impl Lane {
             let permit = tokio::select! {
                 permit = limit.acquire_owned() => permit,
                 _ = run_cancel.cancelled() => {
-                    if let Err(e) = store.clear_pending(&turn.seqs).await {
-                        tracing::error!(error = %e, "cannot remove a stopped turn");
+                    for seq in &turn.seqs {
+                        if let Err(e) = store.remove_pending(*seq) {
+                            tracing::error!(error = %e, "cannot remove a stopped turn");
+                        }
                     }
                     return never_ran(steer_rx);
                 }

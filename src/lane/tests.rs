@@ -139,6 +139,7 @@ fn turn_in(seq: u64, text: &str, context: &str) -> QueuedTurn {
         sender: "ann".into(),
         context: context.into(),
         target: conversation(),
+        quote: None,
     }
 }
 

@@ -35,9 +35,10 @@ pub enum Ending {
 pub async fn stream_events(
     channel: Arc<dyn Channel>,
     to: Conversation,
+    quote: Option<String>,
     mut events: mpsc::Receiver<RunEvent>,
 ) -> (ReplyStream, Ending) {
-    let mut reply = ReplyStream::new(channel.clone(), to.clone());
+    let mut reply = ReplyStream::quoting(channel.clone(), to.clone(), quote);
     let _ = channel.typing(&to).await;
     let mut next_typing = Instant::now() + TYPING_EVERY;
     let ending = loop {

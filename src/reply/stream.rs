@@ -28,6 +28,8 @@ pub struct ReplyStream {
     shown: String,
     next_edit: Instant,
     break_pending: bool,
+    /// The message the first part quotes.
+    quote: Option<String>,
     /// Platform calls made (sends, edits, deletes), for benchmarks and tests.
     pub calls: u32,
 }
@@ -35,6 +37,11 @@ pub struct ReplyStream {
 impl ReplyStream {
     /// Starts a reply into `to`; nothing is sent until there is text.
     pub fn new(channel: Arc<dyn Channel>, to: Conversation) -> Self {
+        Self::quoting(channel, to, None)
+    }
+
+    /// Starts a reply into `to` whose first message quotes `quote`.
+    pub fn quoting(channel: Arc<dyn Channel>, to: Conversation, quote: Option<String>) -> Self {
         let mut limits = channel.limits();
         if to.kind != chela_channel::ChatKind::Direct {
             limits.edit_interval_ms = limits.group_edit_interval_ms;
@@ -51,6 +58,7 @@ impl ReplyStream {
             shown: String::new(),
             next_edit,
             break_pending: false,
+            quote,
             calls: 0,
         }
     }
@@ -156,7 +164,11 @@ impl ReplyStream {
         self.calls += 1;
         match &self.current {
             None => {
-                let sent = self.channel.send(&self.to, text).await?;
+                let quote = self.quote.take();
+                let sent = self
+                    .channel
+                    .send_reply(&self.to, text, quote.as_deref())
+                    .await?;
                 self.current = Some(sent);
             }
             Some(message) => match self.channel.edit(&self.to, message, text).await {

@@ -5,6 +5,8 @@
 //!   (`POST /v1/chat/completions`), OpenAI Responses (`POST /v1/responses`), Anthropic Messages
 //!   (`POST /v1/messages`, `POST /v1/messages/count_tokens`) and `GET /v1/models`; also the
 //!   `fake-model` binary (`fake-model [--port N]`) for agents run as separate processes.
+//! - [`telegram`]: [`FakeTelegram`], a fake Telegram Bot API (`/bot{token}/{method}`) for one
+//!   bot, with simulated users, long polling, forum topics, edit/length/markup errors and 429s.
 //!
 //! # How the fake model answers
 //! It reads the *last user text*: the text of the last user-role message that carries text
@@ -38,5 +40,7 @@
 //! ```
 
 pub mod model;
+pub mod telegram;
 
 pub use model::{FakeModel, RecordedRequest};
+pub use telegram::{ChatSpec, FakeTelegram, SendOptions, UserSpec};

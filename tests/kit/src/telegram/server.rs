@@ -1,0 +1,85 @@
+//! The HTTP side: `/bot{token}/{method}` with any HTTP method, token check, parameter parsing,
+//! call recording and dispatch by case-insensitive method name.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, Uri};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::body::{self, Params};
+use super::reply::{self, ApiError, ApiResult};
+use super::state::{Shared, TOKEN};
+use super::types::RecordedCall;
+use super::{messages, misc, updates};
+
+/// The routes of the fake Bot API: everything goes through one handler.
+pub(crate) fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .fallback(handle)
+        .layer(DefaultBodyLimit::disable())
+        .with_state(shared)
+}
+
+/// Splits `/bot{token}/{method}` (extra leading slashes allowed) into token and method.
+fn split_path(path: &str) -> Option<(&str, &str)> {
+    let rest = path.trim_start_matches('/').strip_prefix("bot")?;
+    let (token, method) = rest.split_once('/')?;
+    (!method.is_empty() && !method.contains('/')).then_some((token, method))
+}
+
+async fn handle(
+    State(shared): State<Arc<Shared>>,
+    uri: Uri,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Response {
+    let Some((token, method)) = split_path(uri.path()) else {
+        return ApiError::not_found().into_response();
+    };
+    if token != TOKEN {
+        return ApiError::unauthorized().into_response();
+    }
+    let method = method.to_ascii_lowercase();
+    let params = body::parse(&headers, uri.query(), &bytes);
+    let recorded = match &params {
+        Ok(params) => Value::Object(params.clone()),
+        Err(_) => json!(String::from_utf8_lossy(&bytes)),
+    };
+    shared.lock().calls.push(RecordedCall {
+        method: method.clone(),
+        body: recorded,
+    });
+    shared.touch();
+    let result = match params {
+        Ok(params) => dispatch(&shared, &method, &params).await,
+        Err(error) => Err(error),
+    };
+    match result {
+        Ok(value) => reply::ok(value),
+        Err(error) => error.into_response(),
+    }
+}
+
+async fn dispatch(shared: &Arc<Shared>, method: &str, params: &Params) -> ApiResult {
+    match method {
+        "getme" => misc::get_me(),
+        "getupdates" => updates::get_updates(shared, params).await,
+        "sendmessage" => messages::send_message(shared, params),
+        "editmessagetext" => messages::edit_message_text(shared, params),
+        "deletemessage" => messages::delete_message(shared, params),
+        "sendchataction" => misc::send_chat_action(shared, params),
+        "setmycommands" => misc::set_my_commands(shared, params),
+        "getmycommands" => misc::get_my_commands(shared, params),
+        "deletemycommands" => misc::delete_my_commands(shared, params),
+        "createforumtopic" => misc::create_forum_topic(shared, params),
+        "setwebhook" => misc::set_webhook(shared, params),
+        "deletewebhook" => misc::delete_webhook(shared, params),
+        "getwebhookinfo" => misc::get_webhook_info(shared),
+        "answercallbackquery" => Ok(json!(true)),
+        _ => Err(ApiError::not_found()),
+    }
+}

@@ -1,0 +1,155 @@
+//! Steering the fake: chats, topics, user messages that become updates for `getUpdates`,
+//! rate limits and injected 429s.
+
+use serde_json::{Value, json};
+
+use super::FakeTelegram;
+use super::entities;
+use super::state::{DEFAULT_ICON_COLOR, Stored, unix_now};
+use super::types::{ChatKind, ChatSpec, RateLimits, SendOptions, UserSpec};
+
+impl FakeTelegram {
+    /// Makes `chat` known (bot calls to unknown chats get `chat not found`); a known chat keeps
+    /// its messages and takes the new description.
+    pub fn add_chat(&self, chat: ChatSpec) {
+        self.shared.lock().upsert_chat(chat);
+        self.shared.touch();
+    }
+
+    /// Creates a topic named `name` in forum `chat_id` (created by the bot, like
+    /// `createForumTopic`); its `message_thread_id`, or `None` if the chat is not a known
+    /// forum.
+    pub fn add_topic(&self, chat_id: i64, name: &str) -> Option<i64> {
+        let mut state = self.shared.lock();
+        let chat = state.chats.get_mut(&chat_id).filter(|c| c.spec.is_forum)?;
+        let topic = chat.create_topic(name, DEFAULT_ICON_COLOR, super::state::bot_user(), None);
+        drop(state);
+        self.shared.touch();
+        Some(topic.message_thread_id)
+    }
+
+    /// `from` sends `text` in `chat`: queues a `message` update; returns the message id.
+    pub fn user_sends(&self, chat: ChatSpec, from: UserSpec, text: &str) -> i64 {
+        self.user_sends_with(chat, from, text, SendOptions::default())
+    }
+
+    /// Like [`FakeTelegram::user_sends`] with a reply target, forum topic or explicit
+    /// entities (see [`SendOptions`]).
+    pub fn user_sends_with(
+        &self,
+        mut chat: ChatSpec,
+        from: UserSpec,
+        text: &str,
+        options: SendOptions,
+    ) -> i64 {
+        if chat.kind == ChatKind::Private {
+            chat.first_name
+                .get_or_insert_with(|| from.first_name.clone());
+            if chat.username.is_none() {
+                chat.username.clone_from(&from.username);
+            }
+        }
+        let entities = if options.entities.is_empty() {
+            entities::detect_entities(text)
+        } else {
+            options
+                .entities
+                .iter()
+                .map(super::types::Entity::to_json)
+                .collect()
+        };
+        let mut state = self.shared.lock();
+        let chat = state.upsert_chat(chat);
+        let thread = options
+            .message_thread_id
+            .filter(|&t| t != 1 && chat.spec.is_forum);
+        if let Some(t) = thread.filter(|t| !chat.topics.contains_key(t)) {
+            chat.create_topic(
+                &format!("Topic {t}"),
+                DEFAULT_ICON_COLOR,
+                from.to_json(),
+                Some(t),
+            );
+        }
+        let reply_to = options
+            .reply_to_message_id
+            .filter(|&id| chat.reply_json(id).is_some());
+        let id = chat.allocate_id();
+        let json = chat.message_json(
+            id,
+            from.to_json(),
+            text,
+            Some(Value::Array(entities)),
+            thread,
+            reply_to,
+        );
+        chat.messages.insert(
+            id,
+            Stored {
+                json: json.clone(),
+                from_bot: false,
+                text: text.to_owned(),
+                thread_id: thread,
+                reply_to,
+                parse_mode: None,
+                reply_markup: None,
+                edits: 0,
+                deleted: false,
+            },
+        );
+        state.push_update("message", json);
+        drop(state);
+        self.shared.new_update.notify_waiters();
+        self.shared.touch();
+        id
+    }
+
+    /// The user edits their message `message_id` in `chat_id` to `text`: queues an
+    /// `edited_message` update. `false` if there is no such user message.
+    pub fn user_edits(&self, chat_id: i64, message_id: i64, text: &str) -> bool {
+        let mut state = self.shared.lock();
+        let Some(stored) = state
+            .chats
+            .get_mut(&chat_id)
+            .and_then(|c| c.messages.get_mut(&message_id))
+            .filter(|m| !m.from_bot && !m.deleted && m.json.get("text").is_some())
+        else {
+            return false;
+        };
+        stored.text = text.to_owned();
+        stored.edits += 1;
+        stored.json["text"] = json!(text);
+        let entities = entities::detect_entities(text);
+        match stored.json.as_object_mut() {
+            Some(map) if entities.is_empty() => {
+                map.remove("entities");
+            }
+            _ => stored.json["entities"] = Value::Array(entities),
+        }
+        stored.json["edit_date"] = json!(unix_now());
+        let json = stored.json.clone();
+        state.push_update("edited_message", json);
+        drop(state);
+        self.shared.new_update.notify_waiters();
+        self.shared.touch();
+        true
+    }
+
+    /// Switches rate limiting of `sendMessage` / `editMessageText` on or off (default off).
+    pub fn enforce_rate_limits(&self, on: bool) {
+        self.shared.lock().limiter.enforce = on;
+    }
+
+    /// Sets the rates used while limiting is on (default: 1/s per private chat, 20/min per
+    /// group, 30/s per bot).
+    pub fn set_rate_limits(&self, limits: RateLimits) {
+        self.shared.lock().limiter.limits = limits;
+    }
+
+    /// Makes the next `count` sends/edits (`sendMessage`, `editMessageText`) that pass
+    /// validation fail with 429 and `retry_after` = `retry_after_s` (at least 1), whether or
+    /// not limits are enforced.
+    pub fn inject_429(&self, count: usize, retry_after_s: u64) {
+        self.shared.lock().limiter.inject(count, retry_after_s);
+    }
+}

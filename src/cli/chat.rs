@@ -54,15 +54,24 @@ pub async fn chat(loaded: LoadedConfig) -> ExitCode {
 /// exits at once.
 pub async fn gateway(loaded: LoadedConfig) -> ExitCode {
     let started = std::time::Instant::now();
-    let channels: Vec<Arc<dyn chela_channel::Channel>> =
-        vec![TerminalChannel::new(super::terminal_user(&loaded))];
+    let mut channels = match super::platform_channels(&loaded) {
+        Ok(channels) => channels,
+        Err(code) => return code,
+    };
+    if channels.is_empty() {
+        // No platform token set: the terminal is the channel.
+        channels
+            .push(TerminalChannel::new(super::terminal_user(&loaded))
+                as Arc<dyn chela_channel::Channel>);
+    }
+    let names: Vec<String> = channels.iter().map(|c| c.name().to_string()).collect();
     let gateway = match super::start(&loaded, channels).await {
         Ok(g) => g,
         Err(code) => return code,
     };
     tracing::info!(
         elapsed_ms = started.elapsed().as_millis() as u64,
-        channels = "terminal",
+        channels = %names.join(","),
         "chela ready"
     );
     let stop = CancellationToken::new();

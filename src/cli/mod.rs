@@ -29,6 +29,31 @@ pub fn terminal_user(loaded: &LoadedConfig) -> String {
     loaded.config.terminal.resolved_user()
 }
 
+/// The platform channels whose tokens are set (Telegram today).
+pub fn platform_channels(
+    loaded: &LoadedConfig,
+) -> Result<Vec<std::sync::Arc<dyn chela_channel::Channel>>, ExitCode> {
+    let mut channels: Vec<std::sync::Arc<dyn chela_channel::Channel>> = Vec::new();
+    let telegram = &loaded.config.channels.telegram;
+    if !telegram.token.trim().is_empty() {
+        let settings = chela_telegram::TelegramSettings {
+            token: telegram.token.trim().to_string(),
+            api_url: telegram.api_url.clone(),
+            account: telegram.account.clone(),
+            poll_timeout_s: u32::try_from(telegram.poll_timeout_s).unwrap_or(25),
+            stream_previews: telegram.streaming == chela::config::Streaming::Partial,
+        };
+        match chela_telegram::TelegramChannel::new(settings) {
+            Ok(channel) => channels.push(channel),
+            Err(e) => {
+                eprintln!("chela: {e}");
+                return Err(ExitCode::from(2));
+            }
+        }
+    }
+    Ok(channels)
+}
+
 /// Starts a gateway, turning start-up failures into a message and exit code 2.
 pub async fn start(
     loaded: &LoadedConfig,

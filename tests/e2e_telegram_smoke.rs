@@ -18,7 +18,7 @@ async fn a_dm_from_an_allowed_user_is_answered() {
         tg.api_url()
     ));
     std::fs::write(setup.config(), config).unwrap();
-    let mut gateway = common::Chat::spawn(setup.chela(&["gateway"]));
+    let gateway = common::Chat::spawn(setup.chela(&["gateway"]));
     tg.user_sends(ChatSpec::private(42), UserSpec::new(42, "Ann"), "hello bot");
     let answered = tg
         .wait_for(

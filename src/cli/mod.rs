@@ -42,6 +42,13 @@ pub fn platform_channels(
             account: telegram.account.clone(),
             poll_timeout_s: u32::try_from(telegram.poll_timeout_s).unwrap_or(25),
             stream_previews: telegram.streaming == chela::config::Streaming::Partial,
+            webhook: match webhook(telegram) {
+                Ok(hook) => hook,
+                Err(e) => {
+                    eprintln!("chela: {e}");
+                    return Err(ExitCode::from(2));
+                }
+            },
         };
         match chela_telegram::TelegramChannel::new(settings) {
             Ok(channel) => channels.push(channel),
@@ -52,6 +59,40 @@ pub fn platform_channels(
         }
     }
     Ok(channels)
+}
+
+/// Webhook settings when `webhook_url` is set.
+fn webhook(
+    telegram: &chela::config::TelegramConfig,
+) -> Result<Option<chela_telegram::webhook::WebhookSettings>, String> {
+    if telegram.webhook_url.trim().is_empty() {
+        return Ok(None);
+    }
+    let listen = telegram.webhook_listen.parse().map_err(|_| {
+        format!(
+            "channels.telegram.webhook_listen: {:?} is not an address like 127.0.0.1:8787",
+            telegram.webhook_listen
+        )
+    })?;
+    let secret = match telegram.webhook_secret.trim() {
+        "" => uuid::Uuid::new_v4().simple().to_string(),
+        s if s
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') =>
+        {
+            s.to_string()
+        }
+        _ => {
+            return Err(
+                "channels.telegram.webhook_secret: only A-Z, a-z, 0-9, _ and - are allowed".into(),
+            );
+        }
+    };
+    Ok(Some(chela_telegram::webhook::WebhookSettings {
+        url: telegram.webhook_url.trim().to_string(),
+        listen,
+        secret,
+    }))
 }
 
 /// Starts a gateway, turning start-up failures into a message and exit code 2.

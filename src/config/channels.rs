@@ -114,6 +114,12 @@ pub struct TelegramConfig {
     pub require_mention: bool,
     /// Extra case-insensitive words that count as a mention in groups.
     pub mention_patterns: Vec<String>,
+    /// Public HTTPS URL Telegram should POST updates to; empty: long polling.
+    pub webhook_url: String,
+    /// Local address the webhook listener binds (put a TLS proxy in front of it).
+    pub webhook_listen: String,
+    /// Secret Telegram sends with every webhook update; empty: a random one per start.
+    pub webhook_secret: String,
 }
 
 impl TelegramConfig {
@@ -144,6 +150,9 @@ impl Default for TelegramConfig {
             group_allow_from: Vec::new(),
             require_mention: true,
             mention_patterns: Vec::new(),
+            webhook_url: String::new(),
+            webhook_listen: "127.0.0.1:8787".into(),
+            webhook_secret: String::new(),
         }
     }
 }

@@ -5,6 +5,7 @@
 //! - `poll`: long polling with a durable offset, one poller per token, 409 backoff.
 //! - [`format`]: model markdown -> Telegram HTML, with a plain-text fallback on rejection.
 //! - `errors`: Bot API errors -> channel errors.
+//! - [`webhook`]: webhook mode (updates pushed to chela's listener, secret token checked).
 //!
 //! Sends into a forum topic carry `message_thread_id`, except the General topic (1), which
 //! Telegram rejects; typing indicators carry it always.
@@ -13,6 +14,7 @@ mod errors;
 pub mod format;
 pub mod normalize;
 mod poll;
+pub mod webhook;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,6 +47,8 @@ pub struct TelegramSettings {
     pub poll_timeout_s: u32,
     /// Edit a preview as the reply grows (false: one message at the end).
     pub stream_previews: bool,
+    /// Receive updates by webhook instead of long polling.
+    pub webhook: Option<webhook::WebhookSettings>,
 }
 
 /// Why the channel could not be built.
@@ -145,6 +149,14 @@ impl Channel for TelegramChannel {
             let Some(me) = poll::who_am_i(&self.bot, &shutdown).await else {
                 return Ok(());
             };
+            if let Some(hook) = &self.settings.webhook {
+                return webhook::serve(&self.bot, me, &self.settings.account, hook, sink, shutdown)
+                    .await;
+            }
+            // A webhook left from an earlier run would make getUpdates answer 409.
+            if let Err(e) = self.bot.delete_webhook().await {
+                tracing::debug!(error = %channel_error(e), "telegram deleteWebhook failed");
+            }
             tracing::info!(bot = ?me.user.username, "telegram channel polling");
             poll::poll(
                 &self.bot,

@@ -309,7 +309,7 @@ async fn form_encoded_and_query_parameters_are_accepted() {
     let multipart = client
         .post(format!("{base}/sendDocument"))
         .header("content-type", "multipart/form-data; boundary=x")
-        .body("--x--")
+        .body("--x\r\nContent-Disposition: form-data; name=\"document\"; filename=\"a.txt\"\r\n\r\nhi\r\n--x--\r\n")
         .send()
         .await
         .unwrap();

@@ -11,8 +11,8 @@ use super::reply::ApiError;
 /// The parameters of one call.
 pub(crate) type Params = Map<String, Value>;
 
-/// Parses the query and body into parameters; body fields win over query fields. Multipart
-/// bodies and bodies that are not a JSON object answer 400.
+/// Parses the query and body into parameters; body fields win over query fields. File
+/// uploads and bodies that are not a JSON object answer 400.
 pub(crate) fn parse(
     headers: &HeaderMap,
     query: Option<&str>,
@@ -26,10 +26,8 @@ pub(crate) fn parse(
         .to_ascii_lowercase();
     let body = if bytes.iter().all(u8::is_ascii_whitespace) {
         Params::new()
-    } else if content_type.starts_with("multipart/") {
-        return Err(ApiError::bad_request(
-            "multipart bodies are not supported by the fake",
-        ));
+    } else if content_type.starts_with("multipart/form-data") {
+        multipart(&content_type, bytes)?
     } else if content_type.starts_with("application/x-www-form-urlencoded") {
         form(&String::from_utf8_lossy(bytes))
     } else {
@@ -39,6 +37,39 @@ pub(crate) fn parse(
         }
     };
     params.extend(body);
+    Ok(params)
+}
+
+/// Text fields of a `multipart/form-data` body (teloxide sends `setWebhook` this way); file
+/// parts are refused.
+fn multipart(content_type: &str, bytes: &Bytes) -> Result<Params, ApiError> {
+    let boundary = content_type
+        .split(';')
+        .find_map(|p| p.trim().strip_prefix("boundary="))
+        .map(|b| b.trim_matches('"').to_string())
+        .ok_or_else(|| ApiError::bad_request("multipart body without a boundary"))?;
+    let text = String::from_utf8_lossy(bytes);
+    let mut params = Params::new();
+    for part in text.split(&format!("--{boundary}")) {
+        let part = part.trim_start_matches("\r\n");
+        let Some((head, value)) = part.split_once("\r\n\r\n") else {
+            continue;
+        };
+        if head.to_ascii_lowercase().contains("filename=") {
+            return Err(ApiError::bad_request(
+                "file uploads are not supported by the fake",
+            ));
+        }
+        let Some(name) = head
+            .split(';')
+            .find_map(|p| p.trim().strip_prefix("name="))
+            .map(|n| n.lines().next().unwrap_or(n).trim_matches('"').to_string())
+        else {
+            continue;
+        };
+        let value = value.strip_suffix("\r\n").unwrap_or(value);
+        params.insert(name, Value::String(value.to_string()));
+    }
     Ok(params)
 }
 

@@ -4,7 +4,7 @@
 //!
 //! Point teloxide at it with `Bot::new(fake.token()).set_api_url(fake.api_url().parse()?)`.
 //! Method names match case-insensitively (teloxide sends `SendMessage`); parameters come as
-//! JSON, `application/x-www-form-urlencoded` or a query string (multipart answers 400).
+//! JSON, `application/x-www-form-urlencoded`, multipart text fields or a query string.
 //! Answers are Bot API shaped; unknown methods get 404 `Not Found`, other tokens 401
 //! `Unauthorized` (never 5xx, on which teloxide sleeps 10 s).
 //!

@@ -1,0 +1,110 @@
+//! Webhook mode: Telegram POSTs updates to chela's own listener. An update is acknowledged
+//! (HTTP 200) only once the sink made it durable; on failure Telegram retries it and dedupe
+//! drops the copy. Requests without the right `X-Telegram-Bot-Api-Secret-Token` are refused.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use chela_channel::{ChannelError, InboundSink};
+use teloxide::payloads::SetWebhookSetters;
+use teloxide::prelude::*;
+use teloxide::types::{AllowedUpdate, Me, Update, UpdateKind};
+use tokio_util::sync::CancellationToken;
+
+use crate::errors::channel_error;
+use crate::normalize::normalize;
+
+/// The header Telegram puts the secret token in.
+const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
+
+/// Where Telegram should deliver updates and where chela listens for them.
+#[derive(Debug, Clone)]
+pub struct WebhookSettings {
+    /// The public URL given to `setWebhook` (its path is served).
+    pub url: String,
+    /// The local address to listen on (e.g. behind a reverse proxy).
+    pub listen: SocketAddr,
+    /// The secret Telegram sends back with every update.
+    pub secret: String,
+}
+
+struct Hook {
+    me: Me,
+    account: String,
+    secret: String,
+    sink: Arc<dyn InboundSink>,
+}
+
+/// Registers the webhook and serves updates until `shutdown`.
+pub async fn serve(
+    bot: &Bot,
+    me: Me,
+    account: &str,
+    settings: &WebhookSettings,
+    sink: Arc<dyn InboundSink>,
+    shutdown: CancellationToken,
+) -> Result<(), ChannelError> {
+    let url = reqwest::Url::parse(&settings.url)
+        .map_err(|_| ChannelError::Rejected(format!("bad webhook url {}", settings.url)))?;
+    let path = url.path().to_string();
+    let listener = tokio::net::TcpListener::bind(settings.listen)
+        .await
+        .map_err(|e| {
+            ChannelError::Transport(format!("cannot listen on {}: {e}", settings.listen))
+        })?;
+    bot.set_webhook(url)
+        .secret_token(settings.secret.clone())
+        .allowed_updates(vec![AllowedUpdate::Message])
+        .await
+        .map_err(channel_error)?;
+    tracing::info!(listen = %settings.listen, path = %path, "telegram webhook registered");
+    let hook = Arc::new(Hook {
+        me,
+        account: account.to_string(),
+        secret: settings.secret.clone(),
+        sink,
+    });
+    let app = axum::Router::new()
+        .route(&path, post(receive))
+        .with_state(hook);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+        .map_err(|e| ChannelError::Transport(e.to_string()))
+}
+
+async fn receive(
+    State(hook): State<Arc<Hook>>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> StatusCode {
+    let secret = headers.get(SECRET_HEADER).and_then(|v| v.to_str().ok());
+    if secret != Some(hook.secret.as_str()) {
+        tracing::warn!("telegram webhook: request without the right secret token refused");
+        return StatusCode::UNAUTHORIZED;
+    }
+    let update: Update = match serde_json::from_slice(&body) {
+        Ok(update) => update,
+        Err(e) => {
+            tracing::warn!(error = %e, "telegram webhook: not an update");
+            return StatusCode::BAD_REQUEST;
+        }
+    };
+    let UpdateKind::Message(message) = &update.kind else {
+        return StatusCode::OK;
+    };
+    let Some(inbound) = normalize(message, &hook.me, &hook.account) else {
+        return StatusCode::OK;
+    };
+    match hook.sink.accept(inbound).await {
+        Ok(()) => StatusCode::OK,
+        Err(e) => {
+            // Not durable: Telegram will deliver it again.
+            tracing::error!(error = %e, "telegram webhook: inbound not accepted");
+            StatusCode::SERVICE_UNAVAILABLE
+        }
+    }
+}

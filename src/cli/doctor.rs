@@ -64,10 +64,54 @@ pub async fn doctor(loaded: LoadedConfig) -> ExitCode {
             );
         }
     }
+    let telegram = &loaded.config.channels.telegram;
+    if telegram.token.trim().is_empty() {
+        report(
+            true,
+            "telegram",
+            "no token (set TELEGRAM_BOT_TOKEN to run the Telegram channel)".into(),
+        );
+    } else {
+        let (good, detail) = telegram_me(&telegram.api_url, telegram.token.trim()).await;
+        report(good, "telegram", detail);
+    }
     if ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+/// Asks the Bot API who the token belongs to.
+async fn telegram_me(api_url: &str, token: &str) -> (bool, String) {
+    let client = match reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+    {
+        Ok(c) => c,
+        Err(e) => return (false, e.to_string()),
+    };
+    let url = format!("{}/bot{token}/getMe", api_url.trim_end_matches('/'));
+    match client.post(&url).send().await {
+        Ok(resp) if resp.status().is_success() => {
+            let body: serde_json::Value = resp.json().await.unwrap_or_default();
+            let name = body["result"]["username"].as_str().unwrap_or("?");
+            let privacy = if body["result"]["can_read_all_group_messages"] == true {
+                "privacy mode off: sees every group message"
+            } else {
+                "privacy mode on: in groups it sees only commands, mentions and replies"
+            };
+            (true, format!("@{name} ({privacy})"))
+        }
+        Ok(resp) if resp.status().as_u16() == 401 || resp.status().as_u16() == 404 => (
+            false,
+            "the Bot API refused the token; copy it again from @BotFather".into(),
+        ),
+        Ok(resp) => (false, format!("getMe answered {}", resp.status())),
+        Err(_) => (
+            false,
+            format!("cannot reach {api_url}; check channels.telegram.api_url and the network"),
+        ),
     }
 }
 

@@ -17,7 +17,15 @@ pub async fn status(loaded: LoadedConfig) -> ExitCode {
     };
     let report = || -> Result<(), chela::store::StoreError> {
         println!("store: {}", loaded.config.store.path.display());
-        println!("channels: terminal (platform channels are not built yet)");
+        let telegram = !loaded.config.channels.telegram.token.trim().is_empty();
+        println!(
+            "channels: {}",
+            if telegram {
+                "telegram (token set)"
+            } else {
+                "terminal (no platform token set)"
+            }
+        );
         println!("sessions: {}", store.list_sessions()?.len());
         let pending = store.all_pending()?;
         println!("pending turns: {}", pending.len());

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod telegram;
+
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Output, Stdio};
 use std::sync::{Arc, Mutex};

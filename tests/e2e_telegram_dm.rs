@@ -1,0 +1,192 @@
+//! End-to-end, Telegram direct messages through `chela gateway`: streamed preview edits, long
+//! replies split into parts, DM pairing, and the command list registered at start.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::telegram::{TgSetup, dm};
+use common::{messages, text_of};
+
+/// Ann's DM session key.
+const ANN_KEY: &str = "agent:main:telegram:direct:42";
+
+/// The whole answer to `slow <ms> <n>`.
+fn ticks(n: u32) -> String {
+    (1..=n).map(|i| format!("tick {i} ")).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dm_reply_streams_into_one_message_edited_as_it_grows() {
+    let s = TgSetup::new("allow_from = [\"42\"]").await;
+    let mut gw = s.gateway();
+    let (chat, ann) = dm(42, "Ann");
+    s.tg.user_sends(chat, ann, "slow 300 8");
+    let full = ticks(8);
+    let want = full.trim_end().to_string();
+    gw.wait(&s, "the full answer", |s| {
+        s.texts(42).iter().any(|t| t.trim_end() == want)
+    })
+    .await;
+    gw.stop().await;
+
+    let sent = s.tg.sent(42);
+    assert_eq!(sent.len(), 1, "exactly one bot message: {sent:#?}");
+    let msg = &sent[0];
+    assert!(!msg.deleted);
+    // The DM edit pace is about 1 s and the answer takes about 2.4 s: the message was sent as
+    // a preview and edited at least once (the final is an edit too).
+    assert!(msg.edits >= 1, "no preview edits: {msg:#?}");
+    assert_eq!(msg.text.trim_end(), want);
+    assert!(
+        s.tg.chat_actions(42).iter().any(|a| a.action == "typing"),
+        "typing indicator: {:?}",
+        s.tg.chat_actions(42)
+    );
+    // Every preview was a prefix of the answer: edits only ever grew the text.
+    let edits: Vec<String> =
+        s.tg.calls()
+            .iter()
+            .filter(|c| c.method == "editmessagetext" || c.method == "sendmessage")
+            .filter_map(|c| c.body["text"].as_str().map(str::to_owned))
+            .collect();
+    assert!(edits.len() >= 2, "{edits:#?}");
+    for text in &edits {
+        assert!(
+            full.starts_with(text.trim_end()),
+            "{text:?} is not a prefix"
+        );
+    }
+    assert_eq!(s.asked(), vec!["slow 300 8".to_string()]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_over_4096_chars_is_split_into_parts_without_loss_or_repeats() {
+    let s = TgSetup::new("allow_from = [\"42\"]").await;
+    let mut gw = s.gateway();
+    let (chat, ann) = dm(42, "Ann");
+    s.tg.user_sends(chat, ann, "long 9000");
+    // The answer ends in a full stop: wait for the part that holds it.
+    gw.wait(&s, "the last part", |s| {
+        let texts = s.texts(42);
+        texts.len() >= 3 && texts.last().is_some_and(|t| t.trim_end().ends_with('.'))
+    })
+    .await;
+    gw.stop().await;
+
+    let entries = s.setup.export(ANN_KEY).await;
+    let answer = messages(&entries)
+        .into_iter()
+        .filter(|m| m["role"] == "assistant")
+        .map(text_of)
+        .next_back()
+        .expect("an assistant answer in the transcript");
+    assert_eq!(answer.chars().count(), 9000);
+
+    let sent = s.tg.sent(42);
+    assert!(sent.len() >= 3, "{} parts", sent.len());
+    assert!(sent.iter().all(|m| !m.deleted), "{sent:#?}");
+    let mut at = 0;
+    for part in &sent {
+        let units = part.text.encode_utf16().count();
+        assert!(units <= 4096, "part of {units} UTF-16 units");
+        assert_eq!(part.parse_mode.as_deref(), Some("HTML"), "{part:#?}");
+        assert!(!part.text.contains("&amp;") && !part.text.contains('<'));
+        // Each part is the next stretch of the answer (only whitespace at the cuts is lost).
+        let body = part.text.trim();
+        let found = answer[at..]
+            .find(body)
+            .unwrap_or_else(|| panic!("part not found in order after byte {at}: {body:?}"));
+        assert!(
+            answer[at..at + found].trim().is_empty(),
+            "text skipped between parts: {:?}",
+            &answer[at..at + found]
+        );
+        at += found + body.len();
+    }
+    assert!(
+        answer[at..].trim().is_empty(),
+        "tail missing: {:?}",
+        &answer[at..]
+    );
+    let squash = |t: &str| t.split_whitespace().collect::<String>();
+    let joined: String = sent.iter().map(|m| squash(&m.text)).collect();
+    assert_eq!(joined, squash(&answer), "no text lost or repeated");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_dm_gets_a_pairing_code_and_is_answered_once_approved() {
+    // Default dm_policy: pairing; nobody is allowed yet.
+    let s = TgSetup::new("").await;
+    let mut gw = s.gateway();
+    let (chat, zed) = dm(77, "Zed");
+    s.tg.user_sends(chat.clone(), zed.clone(), "hi there");
+    gw.wait(&s, "the pairing prompt", |s| !s.texts(77).is_empty())
+        .await;
+    s.wait_consumed(&mut gw).await;
+    gw.stop().await;
+
+    let prompt = s.texts(77).concat();
+    let code = prompt
+        .split("chela pairing approve telegram ")
+        .nth(1)
+        .map(|rest| rest.chars().take(8).collect::<String>())
+        .unwrap_or_else(|| panic!("no approve command in {prompt:?}"));
+    assert_eq!(code.len(), 8, "{prompt:?}");
+    assert!(
+        code.chars()
+            .all(|c| c.is_ascii_alphanumeric() && !"0O1I".contains(c)),
+        "code {code:?} uses an ambiguous character"
+    );
+    assert!(
+        !prompt.contains("hi there"),
+        "the message was not run: {prompt:?}"
+    );
+    assert_eq!(
+        s.setup.fake.request_count(),
+        0,
+        "no model call before approval"
+    );
+
+    let (ok, list) = s.cli(&["pairing", "list"]).await;
+    assert!(ok, "{list}");
+    assert!(list.contains(&code) && list.contains("77"), "{list}");
+    let (ok, approved) = s.cli(&["pairing", "approve", "telegram", &code]).await;
+    assert!(ok, "{approved}");
+    assert!(
+        approved.contains("owner"),
+        "the first approval makes the owner: {approved}"
+    );
+    let (ok, list) = s.cli(&["pairing", "list"]).await;
+    assert!(ok && !list.contains(&code), "{list}");
+
+    let mut gw = s.gateway();
+    s.tg.user_sends(chat, zed, "hello again");
+    gw.wait(&s, "the answer", |s| {
+        s.texts(77).iter().any(|t| t == "ok: hello again")
+    })
+    .await;
+    gw.stop().await;
+    // Only the message after approval reached the model; the first one is not replayed.
+    assert_eq!(s.asked(), vec!["hello again".to_string()]);
+    assert_eq!(s.texts(77).len(), 2, "{:#?}", s.texts(77));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_command_list_is_registered_with_set_my_commands_at_start() {
+    let s = TgSetup::new("allow_from = [\"42\"]").await;
+    let mut gw = s.gateway();
+    gw.wait(&s, "setMyCommands", |s| !s.tg.commands().is_empty())
+        .await;
+    gw.wait(&s, "polling", |s| s.tg.pollers().total >= 1).await;
+    gw.stop().await;
+    let names: Vec<String> = s.tg.commands().into_iter().map(|c| c.command).collect();
+    for name in ["new", "reset", "stop", "status", "queue", "help", "whoami"] {
+        assert!(names.iter().any(|n| n == name), "{name} missing: {names:?}");
+    }
+    assert!(
+        s.tg.commands().iter().all(|c| !c.description.is_empty()),
+        "{:#?}",
+        s.tg.commands()
+    );
+    assert_eq!(s.setup.fake.request_count(), 0);
+}

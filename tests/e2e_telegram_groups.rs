@@ -180,7 +180,6 @@ async fn group_stop_needs_an_owner() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: a plain-text stop trigger in a group counts as a mention, so a non-owner's unmentioned \"stop\" is run by the model"]
 async fn an_unmentioned_plain_stop_from_a_non_owner_is_only_group_context() {
     let s = TgSetup::new("group_policy = \"open\"").await;
     let mut gw = s.gateway();
@@ -206,7 +205,6 @@ async fn an_unmentioned_plain_stop_from_a_non_owner_is_only_group_context() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: a command addressed to another bot (/help@other_bot) is answered by chela in groups"]
 async fn a_command_for_another_bot_is_not_answered() {
     let s = TgSetup::new("group_policy = \"open\"").await;
     let mut gw = s.gateway();
@@ -222,7 +220,6 @@ async fn a_command_for_another_bot_is_not_answered() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: in a forum topic the bot created, every message counts as a reply to the bot, so mention gating is off"]
 async fn mention_gating_holds_in_a_topic_the_bot_created() {
     let s = TgSetup::new("group_policy = \"open\"").await;
     s.tg.add_chat(ChatSpec::forum(FORUM, "Forum"));

@@ -190,7 +190,6 @@ async fn followup_replies_in_one_chat_arrive_once_and_in_order_under_429s() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: command answers and notices (Core::say) are dropped on a 429 instead of retried after retry_after"]
 async fn a_command_answer_survives_a_429() {
     let s = TgSetup::new("allow_from = [\"42\"]").await;
     s.tg.inject_429(1, 1);

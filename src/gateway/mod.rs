@@ -114,14 +114,15 @@ impl Core {
                 .unwrap_or(false)
     }
 
-    /// Sends a short message (command answers, notices) as one complete reply.
+    /// Sends a short message (command answers, notices) as one complete reply, waiting out
+    /// rate limits like a final reply does.
     pub async fn say(&self, to: &Conversation, text: &str) {
         let Some(channel) = self.channel(&to.channel) else {
             return;
         };
-        match channel.send(to, text).await {
-            Ok(_) => channel.reply_done(to).await,
-            Err(e) => tracing::warn!(error = %e, channel = %to.channel, "cannot send a notice"),
+        let mut reply = crate::reply::ReplyStream::new(channel, to.clone());
+        if let Err(e) = reply.finish(text).await {
+            tracing::warn!(error = %e, channel = %to.channel, "cannot send a notice");
         }
     }
 }

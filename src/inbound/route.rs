@@ -81,8 +81,10 @@ async fn admit(core: &Arc<Core>, key: &str, mut inbound: Inbound) -> Option<Inbo
             .unwrap_or(false),
         owner: core.is_owner(&conv.channel, &sender.id),
     };
-    if commands::parse(&inbound.text, None).is_some() {
-        // A command is addressed to the bot even without a mention.
+    if inbound.text.trim_start().starts_with('/') && commands::parse(&inbound.text, None).is_some()
+    {
+        // A slash command is addressed to the bot even without a mention (the adapter drops
+        // commands addressed to other bots); plain-text stop words are not.
         inbound.mentioned = true;
     }
     match admission::decide(&access, &inbound, facts) {

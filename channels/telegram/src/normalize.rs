@@ -33,6 +33,10 @@ pub fn normalize(message: &Message, me: &Me, account: &str) -> Option<Inbound> {
         },
     };
     let bot_name = me.user.username.as_deref().unwrap_or_default();
+    if addressed_to_another_bot(text, bot_name) {
+        return None;
+    }
+    let reply = explicit_reply(message);
     Some(Inbound {
         conversation: Conversation {
             channel: "telegram".into(),
@@ -48,7 +52,7 @@ pub fn normalize(message: &Message, me: &Me, account: &str) -> Option<Inbound> {
         },
         message_id: message.id.0.to_string(),
         text: strip_leading_mention(text, bot_name),
-        reply_to: message.reply_to_message().map(|r| ReplyTo {
+        reply_to: reply.map(|r| ReplyTo {
             message_id: r.id.0.to_string(),
             text: r
                 .text()
@@ -69,8 +73,7 @@ pub fn normalize(message: &Message, me: &Me, account: &str) -> Option<Inbound> {
 /// True when the message mentions the bot (`@name`, a text mention, `/cmd@name`) or replies
 /// to one of its messages.
 pub fn mentions_bot(message: &Message, me: &Me) -> bool {
-    let replied_to_bot = message
-        .reply_to_message()
+    let replied_to_bot = explicit_reply(message)
         .and_then(|r| r.from.as_ref())
         .is_some_and(|u| u.id == me.user.id);
     if replied_to_bot {
@@ -89,6 +92,27 @@ pub fn mentions_bot(message: &Message, me: &Me) -> bool {
         MessageEntityKind::BotCommand => e.text().to_lowercase().ends_with(&handle),
         _ => false,
     })
+}
+
+/// The message this one really replies to. In a forum topic every message carries an
+/// implicit reply to the topic's creation message (whose id is the topic id); that is not a
+/// reply, least of all "to the bot" when the bot created the topic.
+fn explicit_reply(message: &Message) -> Option<&Message> {
+    let reply = message.reply_to_message()?;
+    let implicit = message.is_topic_message && message.thread_id.is_some_and(|t| t.0 == reply.id);
+    (!implicit).then_some(reply)
+}
+
+/// True for `/command@otherbot`: a command meant for another bot in the same group.
+fn addressed_to_another_bot(text: &str, bot_name: &str) -> bool {
+    let Some(command) = text.trim_start().strip_prefix('/') else {
+        return false;
+    };
+    let head = command.split_whitespace().next().unwrap_or_default();
+    match head.split_once('@') {
+        Some((_, target)) => !target.eq_ignore_ascii_case(bot_name),
+        None => false,
+    }
 }
 
 /// Drops a leading `@botname` so the model sees what was said to it.
@@ -177,6 +201,46 @@ mod tests {
                 .as_deref(),
             Some("42")
         );
+    }
+
+    #[test]
+    fn commands_for_another_bot_are_not_ours() {
+        let group = serde_json::json!({"id": -5, "type": "group", "title": "g"});
+        assert!(
+            normalize(
+                &message(group.clone(), "/help@other_bot", serde_json::json!({})),
+                &me(),
+                "d"
+            )
+            .is_none()
+        );
+        assert!(
+            normalize(
+                &message(group.clone(), "/help@chela_bot", serde_json::json!({})),
+                &me(),
+                "d"
+            )
+            .is_some()
+        );
+        assert!(normalize(&message(group, "/help", serde_json::json!({})), &me(), "d").is_some());
+    }
+
+    #[test]
+    fn the_implicit_reply_to_a_topic_the_bot_created_is_not_a_mention() {
+        let chat =
+            serde_json::json!({"id": -1001, "type": "supergroup", "title": "f", "is_forum": true});
+        let m = message(
+            chat.clone(),
+            "hello",
+            serde_json::json!({
+            "message_thread_id": 40, "is_topic_message": true,
+            "reply_to_message": {"message_id": 40, "date": 1700000000, "chat": chat,
+                "from": {"id": 99, "is_bot": true, "first_name": "chela"},
+                "forum_topic_created": {"name": "t", "icon_color": 7322096}}}),
+        );
+        let inbound = normalize(&m, &me(), "default").unwrap();
+        assert!(!inbound.mentioned);
+        assert!(inbound.reply_to.is_none());
     }
 
     #[test]

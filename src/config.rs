@@ -21,7 +21,8 @@ mod tests;
 use std::path::{Path, PathBuf};
 
 pub use channels::{
-    AccessConfig, ChannelsConfig, CommandsConfig, DmPolicy, GroupPolicy, Streaming, TelegramConfig,
+    AccessConfig, ChannelsConfig, CommandsConfig, DiscordConfig, DmPolicy, GroupPolicy, Streaming,
+    TelegramConfig,
 };
 pub use env::{SubstError, substitute};
 pub use error::{ConfigError, Location, ParseEnumError};
@@ -92,6 +93,16 @@ impl Config {
         }
         if let Some(url) = lookup("CHELA_TELEGRAM_API_URL").filter(|v| !v.is_empty()) {
             telegram.api_url = url;
+        }
+        let discord = &mut config.channels.discord;
+        if discord.token.is_empty() {
+            discord.token = lookup("DISCORD_BOT_TOKEN").unwrap_or_default();
+        }
+        if let Some(url) = lookup("CHELA_DISCORD_API_URL").filter(|v| !v.is_empty()) {
+            discord.api_url = url;
+        }
+        if let Some(url) = lookup("CHELA_DISCORD_GATEWAY_URL").filter(|v| !v.is_empty()) {
+            discord.gateway_url = url;
         }
         if let Some(store) = lookup("CHELA_STORE_PATH").filter(|v| !v.is_empty()) {
             // Relative to the current directory, like any path given in a shell.

@@ -58,6 +58,21 @@ pub fn platform_channels(
             }
         }
     }
+    let discord = &loaded.config.channels.discord;
+    if !discord.token.trim().is_empty() {
+        channels.push(chela_discord::DiscordChannel::new(
+            chela_discord::DiscordSettings {
+                token: discord.token.trim().to_string(),
+                api_url: discord.api_url.clone(),
+                gateway_url: discord.gateway_url.clone(),
+                account: discord.account.clone(),
+                stream_previews: discord.streaming == chela::config::Streaming::Partial,
+                guilds: discord.guilds.clone(),
+                channels: discord.channels.clone(),
+                admin_roles: discord.admin_roles.clone(),
+            },
+        ));
+    }
     Ok(channels)
 }
 

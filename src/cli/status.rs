@@ -17,15 +17,18 @@ pub async fn status(loaded: LoadedConfig) -> ExitCode {
     };
     let report = || -> Result<(), chela::store::StoreError> {
         println!("store: {}", loaded.config.store.path.display());
-        let telegram = !loaded.config.channels.telegram.token.trim().is_empty();
-        println!(
-            "channels: {}",
-            if telegram {
-                "telegram (token set)"
-            } else {
-                "terminal (no platform token set)"
-            }
-        );
+        let channels = &loaded.config.channels;
+        let mut names: Vec<&str> = Vec::new();
+        if !channels.telegram.token.trim().is_empty() {
+            names.push("telegram");
+        }
+        if !channels.discord.token.trim().is_empty() {
+            names.push("discord");
+        }
+        if names.is_empty() {
+            names.push("terminal (no platform token set)");
+        }
+        println!("channels: {}", names.join(", "));
         println!("sessions: {}", store.list_sessions()?.len());
         let pending = store.all_pending()?;
         println!("pending turns: {}", pending.len());

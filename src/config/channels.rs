@@ -56,6 +56,8 @@ named_enum!(Streaming, "streaming", [Off => "off", Partial => "partial"]);
 pub struct ChannelsConfig {
     /// `[channels.telegram]`.
     pub telegram: TelegramConfig,
+    /// `[channels.discord]`.
+    pub discord: DiscordConfig,
 }
 
 /// Admission rules shared by every platform channel (each channel's table carries these keys).
@@ -153,6 +155,77 @@ impl Default for TelegramConfig {
             webhook_url: String::new(),
             webhook_listen: "127.0.0.1:8787".into(),
             webhook_secret: String::new(),
+        }
+    }
+}
+
+/// `[channels.discord]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DiscordConfig {
+    /// Bot token; empty: env `DISCORD_BOT_TOKEN`; the channel starts when set.
+    pub token: String,
+    /// REST base URL (serenity proxy); a non-default value also turns serenity's ratelimiter
+    /// off and chela paces itself. Env `CHELA_DISCORD_API_URL` overrides it.
+    pub api_url: String,
+    /// Gateway URL; empty: ask the REST API. Env `CHELA_DISCORD_GATEWAY_URL` overrides it.
+    pub gateway_url: String,
+    /// Account id in session keys.
+    pub account: String,
+    /// How replies stream.
+    pub streaming: Streaming,
+    /// Direct-message policy: pairing | allowlist | open | disabled.
+    pub dm_policy: DmPolicy,
+    /// User ids allowed to message the bot directly (`"*"`: everyone).
+    pub allow_from: Vec<String>,
+    /// Who may talk in guild channels: allowlist | open.
+    pub group_policy: GroupPolicy,
+    /// User ids allowed in guild channels; empty: `allow_from`.
+    pub group_allow_from: Vec<String>,
+    /// In guild channels, only messages that mention the bot (or reply to it) are answered.
+    pub require_mention: bool,
+    /// Extra case-insensitive words that count as a mention.
+    pub mention_patterns: Vec<String>,
+    /// Guild ids whose messages are taken; empty: every guild the bot is in.
+    pub guilds: Vec<u64>,
+    /// Channel ids whose messages are taken (a thread counts as its parent); empty: all.
+    pub channels: Vec<u64>,
+    /// Role ids whose members may /new, /reset and /stop in guild channels (besides the
+    /// guild owner and administrators).
+    pub admin_roles: Vec<u64>,
+}
+
+impl DiscordConfig {
+    /// The admission rules of this channel.
+    pub fn access(&self) -> AccessConfig {
+        AccessConfig {
+            dm_policy: self.dm_policy,
+            allow_from: self.allow_from.clone(),
+            group_policy: self.group_policy,
+            group_allow_from: self.group_allow_from.clone(),
+            require_mention: self.require_mention,
+            mention_patterns: self.mention_patterns.clone(),
+        }
+    }
+}
+
+impl Default for DiscordConfig {
+    fn default() -> Self {
+        Self {
+            token: String::new(),
+            api_url: "https://discord.com".into(),
+            gateway_url: String::new(),
+            account: "default".into(),
+            streaming: Streaming::Partial,
+            dm_policy: DmPolicy::Pairing,
+            allow_from: Vec::new(),
+            group_policy: GroupPolicy::Allowlist,
+            group_allow_from: Vec::new(),
+            require_mention: true,
+            mention_patterns: Vec::new(),
+            guilds: Vec::new(),
+            channels: Vec::new(),
+            admin_roles: Vec::new(),
         }
     }
 }

@@ -100,6 +100,7 @@ impl Core {
     pub fn access_for(&self, channel: &str) -> Option<crate::config::AccessConfig> {
         match channel {
             "telegram" => Some(self.config.channels.telegram.access()),
+            "discord" => Some(self.config.channels.discord.access()),
             _ => None,
         }
     }

@@ -1,0 +1,331 @@
+//! chela-discord: the Discord channel, on serenity.
+//!
+//! Module map:
+//! - [`normalize`]: Discord messages -> normalized inbound records (channels, threads, DMs).
+//! - `handler`: the serenity event handler (normalize and hand on, nothing else).
+//! - `state`: the bot id, where channels sit (thread parents, guilds), allowlists.
+//! - `errors`: REST errors -> channel errors.
+//!
+//! Pointed at a non-default `api_url` (a fake), serenity's ratelimiter is off and chela paces
+//! itself; every send carries a nonce with `enforce_nonce`, so a retried send cannot duplicate.
+
+mod errors;
+mod handler;
+pub mod normalize;
+mod state;
+
+use std::sync::Arc;
+
+use chela_channel::{
+    BoxFuture, Channel, ChannelError, ChatKind, Conversation, InboundSink, Limits, SentMessage,
+};
+use serenity::builder::{CreateAllowedMentions, CreateMessage, CreateThread, EditMessage};
+use serenity::client::ClientBuilder;
+use serenity::http::{Http, HttpBuilder};
+use serenity::model::channel::{ChannelType, MessageReference, Nonce};
+use serenity::model::id::{ChannelId, GuildId, MessageId, UserId};
+use serenity::prelude::GatewayIntents;
+use tokio_util::sync::CancellationToken;
+
+use errors::channel_error;
+use normalize::Place;
+use state::State;
+
+/// Discord's REST base; any other `api_url` is a proxy or fake.
+pub const DEFAULT_API_URL: &str = "https://discord.com";
+/// Most chars in one message.
+pub const MAX_CHARS: usize = 2000;
+/// Most lines before Discord folds a message.
+pub const MAX_LINES: usize = 17;
+/// Attempts of one send when the connection fails (same nonce: no duplicates).
+const SEND_ATTEMPTS: u32 = 3;
+
+/// What the Discord channel needs to run.
+#[derive(Debug, Clone)]
+pub struct DiscordSettings {
+    /// Bot token.
+    pub token: String,
+    /// REST base URL.
+    pub api_url: String,
+    /// Gateway URL; empty: ask the REST API.
+    pub gateway_url: String,
+    /// Account id in session keys.
+    pub account: String,
+    /// Edit a preview as the reply grows (false: one message at the end).
+    pub stream_previews: bool,
+    /// Guilds whose messages are taken (empty: all).
+    pub guilds: Vec<u64>,
+    /// Channels whose messages are taken (empty: all).
+    pub channels: Vec<u64>,
+    /// Roles whose members may /new, /reset and /stop in guild channels.
+    pub admin_roles: Vec<u64>,
+}
+
+/// The Discord channel.
+pub struct DiscordChannel {
+    http: Arc<Http>,
+    settings: DiscordSettings,
+    state: Arc<State>,
+}
+
+impl DiscordChannel {
+    /// Builds the channel (no network yet).
+    pub fn new(settings: DiscordSettings) -> Arc<Self> {
+        let http = Arc::new(build_http(&settings));
+        let state = Arc::new(State::new(
+            settings.account.clone(),
+            settings.guilds.clone(),
+            settings.channels.clone(),
+            http.clone(),
+        ));
+        Arc::new(DiscordChannel {
+            http,
+            settings,
+            state,
+        })
+    }
+
+    async fn send_once(
+        &self,
+        to: &Conversation,
+        text: &str,
+        quote: Option<&str>,
+    ) -> Result<SentMessage, ChannelError> {
+        let channel = target(to)?;
+        let nonce = uuid::Uuid::new_v4().simple().to_string()[..25].to_string();
+        let mut attempt = 0;
+        loop {
+            let mut builder = CreateMessage::new()
+                .content(text)
+                .nonce(Nonce::String(nonce.clone()))
+                .enforce_nonce(true)
+                .allowed_mentions(CreateAllowedMentions::new().replied_user(false));
+            if let Some(id) = quote
+                .and_then(|q| q.parse::<u64>().ok())
+                .filter(|id| *id != 0)
+            {
+                builder = builder
+                    .reference_message(MessageReference::from((channel, MessageId::new(id))));
+            }
+            match channel.send_message(&self.http, builder).await {
+                Ok(message) => {
+                    return Ok(SentMessage {
+                        message_id: message.id.get().to_string(),
+                    });
+                }
+                Err(e) => {
+                    let error = channel_error(e);
+                    attempt += 1;
+                    if !matches!(error, ChannelError::Transport(_)) || attempt >= SEND_ATTEMPTS {
+                        return Err(error);
+                    }
+                    tracing::debug!(error = %error, "discord send failed; retrying with the same nonce");
+                }
+            }
+        }
+    }
+}
+
+fn build_http(settings: &DiscordSettings) -> Http {
+    let builder = HttpBuilder::new(&settings.token);
+    let url = settings.api_url.trim_end_matches('/');
+    if url.is_empty() || url == DEFAULT_API_URL {
+        builder.build()
+    } else {
+        // serenity's ratelimiter ignores the proxy: off it goes, and chela paces itself.
+        builder.proxy(url).ratelimiter_disabled(true).build()
+    }
+}
+
+impl Channel for DiscordChannel {
+    fn name(&self) -> &str {
+        "discord"
+    }
+
+    fn limits(&self) -> Limits {
+        // About 5 edits per 5 s per channel.
+        let interval = if self.settings.stream_previews {
+            1_000
+        } else {
+            86_400_000
+        };
+        Limits {
+            max_chars: MAX_CHARS,
+            max_lines: Some(MAX_LINES),
+            edit_interval_ms: interval,
+            group_edit_interval_ms: interval,
+            threads: true,
+        }
+    }
+
+    fn run(
+        &self,
+        sink: Arc<dyn InboundSink>,
+        shutdown: CancellationToken,
+    ) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(async move {
+            let intents = GatewayIntents::GUILDS
+                | GatewayIntents::GUILD_MESSAGES
+                | GatewayIntents::DIRECT_MESSAGES
+                | GatewayIntents::MESSAGE_CONTENT;
+            let handler = handler::Handler {
+                sink,
+                state: self.state.clone(),
+            };
+            let mut client = ClientBuilder::new_with_http(build_http(&self.settings), intents)
+                .event_handler(handler)
+                .await
+                .map_err(channel_error)?;
+            if !self.settings.gateway_url.is_empty() {
+                *client.ws_url.lock().await = self.settings.gateway_url.clone();
+            }
+            let shards = client.shard_manager.clone();
+            tokio::select! {
+                result = client.start() => result.map_err(channel_error),
+                _ = shutdown.cancelled() => {
+                    shards.shutdown_all().await;
+                    Ok(())
+                }
+            }
+        })
+    }
+
+    fn send<'a>(
+        &'a self,
+        to: &'a Conversation,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
+        Box::pin(self.send_once(to, text, None))
+    }
+
+    fn send_reply<'a>(
+        &'a self,
+        to: &'a Conversation,
+        text: &'a str,
+        quote: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
+        Box::pin(self.send_once(to, text, quote))
+    }
+
+    fn edit<'a>(
+        &'a self,
+        to: &'a Conversation,
+        message: &'a SentMessage,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            target(to)?
+                .edit_message(
+                    &self.http,
+                    message_id(message)?,
+                    EditMessage::new().content(text),
+                )
+                .await
+                .map(|_| ())
+                .map_err(channel_error)
+        })
+    }
+
+    fn typing<'a>(&'a self, to: &'a Conversation) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            target(to)?
+                .broadcast_typing(&self.http)
+                .await
+                .map_err(channel_error)
+        })
+    }
+
+    fn delete<'a>(
+        &'a self,
+        to: &'a Conversation,
+        message: &'a SentMessage,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            target(to)?
+                .delete_message(&self.http, message_id(message)?)
+                .await
+                .map_err(channel_error)
+        })
+    }
+
+    fn open_thread<'a>(
+        &'a self,
+        parent: &'a Conversation,
+        title: &'a str,
+    ) -> BoxFuture<'a, Result<Conversation, ChannelError>> {
+        Box::pin(async move {
+            let parent_id = id_of(&parent.chat_id)?;
+            let thread = ChannelId::new(parent_id)
+                .create_thread(
+                    &self.http,
+                    CreateThread::new(title).kind(ChannelType::PublicThread),
+                )
+                .await
+                .map_err(channel_error)?;
+            self.state.remember(
+                thread.id.get(),
+                Place::Thread(parent_id),
+                Some(thread.guild_id.get()),
+            );
+            Ok(Conversation {
+                kind: ChatKind::Channel,
+                thread_id: Some(thread.id.get().to_string()),
+                ..parent.clone()
+            })
+        })
+    }
+
+    fn is_admin<'a>(
+        &'a self,
+        conversation: &'a Conversation,
+        user_id: &'a str,
+    ) -> BoxFuture<'a, Result<bool, ChannelError>> {
+        Box::pin(async move {
+            let channel = id_of(
+                conversation
+                    .thread_id
+                    .as_deref()
+                    .unwrap_or(&conversation.chat_id),
+            )?;
+            let Some(guild) = self.state.guild_of(channel).or_else(|| {
+                id_of(&conversation.chat_id)
+                    .ok()
+                    .and_then(|c| self.state.guild_of(c))
+            }) else {
+                return Ok(false);
+            };
+            let (guild, user) = (GuildId::new(guild), UserId::new(id_of(user_id)?));
+            let partial = self.http.get_guild(guild).await.map_err(channel_error)?;
+            if partial.owner_id == user {
+                return Ok(true);
+            }
+            let member = self
+                .http
+                .get_member(guild, user)
+                .await
+                .map_err(channel_error)?;
+            let by_role = member
+                .roles
+                .iter()
+                .any(|r| self.settings.admin_roles.contains(&r.get()));
+            let permissions = partial.member_permissions(&member);
+            Ok(by_role || permissions.administrator() || permissions.manage_guild())
+        })
+    }
+}
+
+/// Where replies go: the thread when there is one, else the channel.
+fn target(to: &Conversation) -> Result<ChannelId, ChannelError> {
+    id_of(to.thread_id.as_deref().unwrap_or(&to.chat_id)).map(ChannelId::new)
+}
+
+fn message_id(message: &SentMessage) -> Result<MessageId, ChannelError> {
+    id_of(&message.message_id).map(MessageId::new)
+}
+
+fn id_of(text: &str) -> Result<u64, ChannelError> {
+    text.parse::<u64>()
+        .ok()
+        .filter(|id| *id != 0)
+        .ok_or_else(|| ChannelError::Rejected(format!("bad discord id {text}")))
+}

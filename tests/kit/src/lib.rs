@@ -7,6 +7,9 @@
 //!   `fake-model` binary (`fake-model [--port N]`) for agents run as separate processes.
 //! - [`telegram`]: [`FakeTelegram`], a fake Telegram Bot API (`/bot{token}/{method}`) for one
 //!   bot, with simulated users, long polling, forum topics, edit/length/markup errors and 429s.
+//! - [`discord`]: [`FakeDiscord`], a fake Discord gateway (WebSocket at `/gateway`) and REST API
+//!   (`/api/v10`) for one bot, with simulated users in guild channels, threads and DMs, RESUME,
+//!   nonce dedupe, the 2000-character limit and 429s; serenity 0.12 runs against it.
 //!
 //! # How the fake model answers
 //! It reads the *last user text*: the text of the last user-role message that carries text
@@ -39,8 +42,10 @@
 //! # Ok(()) }
 //! ```
 
+pub mod discord;
 pub mod model;
 pub mod telegram;
 
+pub use discord::{ChannelSpec, FakeDiscord, MessageOptions};
 pub use model::{FakeModel, RecordedRequest};
 pub use telegram::{ChatSpec, FakeTelegram, SendOptions, UserSpec};

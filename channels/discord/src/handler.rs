@@ -1,11 +1,19 @@
-//! The serenity event handler: it only normalizes and hands on (serenity runs each event in
-//! its own task, so a long run can never delay a heartbeat).
+//! The serenity event handler: it only normalizes and hands on, so a long run can never delay
+//! a heartbeat.
+//!
+//! serenity runs every handler call in its own task, so two quick messages can reach the
+//! handler in either order. Messages are therefore taken from a collector, which the shard
+//! runner calls synchronously in gateway order, and handed on one by one by a single task. The
+//! handler itself only covers messages the collector never saw (before it was registered
+//! after READY).
 
 use std::sync::Arc;
 
 use chela_channel::InboundSink;
+use futures_util::StreamExt;
 use serenity::async_trait;
 use serenity::model::channel::{GuildChannel, Message};
+use serenity::model::event::Event;
 use serenity::model::gateway::Ready;
 use serenity::prelude::{Context, EventHandler};
 
@@ -22,9 +30,30 @@ pub struct Handler {
 
 #[async_trait]
 impl EventHandler for Handler {
-    async fn ready(&self, _ctx: Context, ready: Ready) {
+    async fn ready(&self, ctx: Context, ready: Ready) {
         tracing::info!(bot = %ready.user.name, guilds = ready.guilds.len(), "discord connected");
         self.state.set_bot(ready.user.id);
+        self.state.reset_collected();
+        let state = self.state.clone();
+        let mut messages = serenity::collector::collect(&ctx.shard, move |event| match event {
+            Event::MessageCreate(created) => {
+                state.note_collected(created.message.id.get());
+                Some(created.message.clone())
+            }
+            _ => None,
+        });
+        let intake = Intake {
+            sink: self.sink.clone(),
+            state: self.state.clone(),
+        };
+        // A collector lives as long as its shard runner. After a new READY on the same runner
+        // the old one may still deliver: every collector hands messages on in gateway order,
+        // and dedupe keeps the second copy of a message out.
+        tokio::spawn(async move {
+            while let Some(message) = messages.next().await {
+                intake.take(message).await;
+            }
+        });
     }
 
     async fn thread_create(&self, _ctx: Context, thread: GuildChannel) {
@@ -38,6 +67,26 @@ impl EventHandler for Handler {
     }
 
     async fn message(&self, _ctx: Context, message: Message) {
+        if self.state.collected(message.id.get()) {
+            return;
+        }
+        Intake {
+            sink: self.sink.clone(),
+            state: self.state.clone(),
+        }
+        .take(message)
+        .await;
+    }
+}
+
+/// Hands one message on: allowlists, where it sits, normalization, the sink.
+struct Intake {
+    sink: Arc<dyn InboundSink>,
+    state: Arc<State>,
+}
+
+impl Intake {
+    async fn take(&self, message: Message) {
         let Some(bot) = self.state.bot() else { return };
         if message.author.id == bot {
             return;

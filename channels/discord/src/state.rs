@@ -16,6 +16,8 @@ const MAX_PLACES: usize = 10_000;
 /// Shared state of the Discord channel.
 pub struct State {
     bot: OnceLock<UserId>,
+    /// Id of the first message the current collector saw: later ones are its to hand on.
+    first_collected: Mutex<Option<u64>>,
     places: Mutex<HashMap<u64, (Place, Option<u64>)>>,
     account: String,
     guilds: Vec<u64>,
@@ -33,6 +35,7 @@ impl State {
     ) -> Self {
         State {
             bot: OnceLock::new(),
+            first_collected: Mutex::new(None),
             places: Mutex::new(HashMap::new()),
             account,
             guilds,
@@ -49,6 +52,31 @@ impl State {
     /// Records the bot's user id.
     pub fn set_bot(&self, id: UserId) {
         let _ = self.bot.set(id);
+    }
+
+    /// A new collector is about to be registered: until it sees a message, the handler
+    /// hands messages on itself.
+    pub fn reset_collected(&self) {
+        if let Ok(mut first) = self.first_collected.lock() {
+            *first = None;
+        }
+    }
+
+    /// Called by the collector (in gateway order) for every message it sees.
+    pub fn note_collected(&self, id: u64) {
+        if let Ok(mut first) = self.first_collected.lock() {
+            first.get_or_insert(id);
+        }
+    }
+
+    /// Whether the collector took (or will take) message `id`. Snowflakes grow with time, and
+    /// the collector sees a message before its handler call is spawned.
+    pub fn collected(&self, id: u64) -> bool {
+        self.first_collected
+            .lock()
+            .ok()
+            .and_then(|f| *f)
+            .is_some_and(|first| id >= first)
     }
 
     /// Account id in session keys.

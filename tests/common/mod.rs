@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod discord;
 pub mod telegram;
 
 use std::path::{Path, PathBuf};

@@ -131,7 +131,6 @@ async fn a_reply_refused_with_429s_is_still_delivered_once() {
 /// message it answers. `ReplyStream::show` takes `self.quote` before `send_reply` succeeds, so
 /// the retry goes out without `message_reference`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: src/reply/stream.rs show() takes the quote before send_reply succeeds; a 429 on the first send loses the reply reference"]
 async fn a_reply_first_refused_with_a_429_still_quotes_the_mention() {
     const CHAN: u64 = 2_000_021;
     let s = DcSetup::open().await;
@@ -152,7 +151,6 @@ async fn a_reply_first_refused_with_a_429_still_quotes_the_mention() {
 /// arrive. `ReplyStream::finish` allows 6 rate-limited attempts for the whole final, sends the
 /// parts back to back, and waits a fixed 1 s per 429, so the tail is left in the outbox.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: src/reply/stream.rs finish() gives up after 6 429s for the whole multi-part final; the tail stays in the outbox until restart"]
 async fn a_long_reply_under_discords_rate_limit_is_delivered_whole() {
     const CHAN: u64 = 2_000_030;
     let s = DcSetup::open().await;

@@ -11,6 +11,8 @@ use super::split::split_head;
 
 /// Attempts at delivering the final text before giving up.
 const FINAL_ATTEMPTS: u32 = 6;
+/// Longest pause between two parts of one reply.
+const MAX_PART_GAP: Duration = Duration::from_secs(3);
 /// The answer that means "send nothing" (SPEC 5).
 pub const NO_REPLY: &str = "NO_REPLY";
 
@@ -119,9 +121,16 @@ impl ReplyStream {
             self.text.clear();
         }
         self.text = final_text.to_string();
+        // Attempts count only failures that made no progress: a long final of many parts
+        // under a rate limit keeps going as long as parts get through.
         let mut attempt = 0;
         loop {
-            match self.show_all(true).await {
+            let before = (self.frozen, self.shown.len(), self.current.is_some());
+            let result = self.show_all(true).await;
+            if before != (self.frozen, self.shown.len(), self.current.is_some()) {
+                attempt = 0;
+            }
+            match result {
                 Ok(()) => break,
                 Err(ChannelError::RateLimited { retry_after_ms }) if attempt < FINAL_ATTEMPTS => {
                     tokio::time::sleep(Duration::from_millis(retry_after_ms)).await;
@@ -139,10 +148,13 @@ impl ReplyStream {
 
     /// Brings the chat up to date with `text`, freezing full parts.
     async fn show_all(&mut self, is_final: bool) -> Result<(), ChannelError> {
+        let mut parts = 0;
         loop {
             let pending = self.carry.clone() + &self.text[self.frozen..];
             match split_head(&pending, self.limits.max_chars, self.limits.max_lines) {
                 Some(split) => {
+                    self.pace(parts).await;
+                    parts += 1;
                     self.show(&split.head, is_final).await?;
                     let consumed = split.rest_at.saturating_sub(self.carry.len());
                     self.frozen += consumed;
@@ -152,6 +164,7 @@ impl ReplyStream {
                 }
                 None => {
                     if pending != self.shown && !pending.trim().is_empty() {
+                        self.pace(parts).await;
                         self.show(&pending, is_final).await?;
                     }
                     return Ok(());
@@ -160,15 +173,25 @@ impl ReplyStream {
         }
     }
 
+    /// Spaces the parts of one update by the channel's edit interval, at most [`MAX_PART_GAP`]
+    /// (a channel with previews off has a huge edit interval); the first part goes at once.
+    async fn pace(&self, parts_sent: usize) {
+        let gap = Duration::from_millis(self.limits.edit_interval_ms).min(MAX_PART_GAP);
+        if parts_sent > 0 && !gap.is_zero() {
+            tokio::time::sleep(gap).await;
+        }
+    }
+
     async fn show(&mut self, text: &str, is_final: bool) -> Result<(), ChannelError> {
         self.calls += 1;
         match &self.current {
             None => {
-                let quote = self.quote.take();
+                // The quote is used up only once a send got through.
                 let sent = self
                     .channel
-                    .send_reply(&self.to, text, quote.as_deref())
+                    .send_reply(&self.to, text, self.quote.as_deref())
                     .await?;
+                self.quote = None;
                 self.current = Some(sent);
             }
             Some(message) => match self.channel.edit(&self.to, message, text).await {

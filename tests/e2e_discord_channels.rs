@@ -5,7 +5,8 @@
 
 mod common;
 
-use chela_testkit::discord::{ChannelSpec, UserSpec};
+use chela_testkit::FakeDiscord;
+use chela_testkit::discord::{ChannelSpec, MessageOptions, UserSpec};
 use common::discord::{DcConfig, DcSetup, GUILD, text_channel};
 use common::{messages, text_of};
 
@@ -265,4 +266,32 @@ async fn a_direct_message_from_an_allowed_user_is_answered() {
         sessions.contains("agent:main:discord:direct:7001"),
         "{sessions}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mention_of_one_of_the_bots_roles_addresses_the_bot() {
+    const CHAN: u64 = 1_000_060;
+    const BOT_ROLE: u64 = 7_700_001;
+    const OTHER_ROLE: u64 = 7_700_002;
+    let s = DcSetup::open().await;
+    s.dc.set_member_roles(GUILD, FakeDiscord::BOT_ID, &[BOT_ROLE]);
+    let mut gw = s.gateway().await;
+    let others = MessageOptions {
+        mention_roles: vec![OTHER_ROLE],
+        ..Default::default()
+    };
+    s.dc.user_sends_with(text_channel(CHAN), bob(), "for the other team", others);
+    gw.wait_log(&s, "unmentioned group message kept as context")
+        .await;
+    assert!(s.dc.sent(CHAN).is_empty(), "another role is no mention");
+    let ours = MessageOptions {
+        mention_roles: vec![BOT_ROLE],
+        ..Default::default()
+    };
+    s.dc.user_sends_with(text_channel(CHAN), ann(), "for the bots", ours);
+    gw.wait(&s, "the answer", |s| !s.texts(CHAN).is_empty())
+        .await;
+    gw.stop().await;
+    assert_eq!(s.dc.sent(CHAN).len(), 1);
+    assert_eq!(s.asked().len(), 1, "one model call");
 }

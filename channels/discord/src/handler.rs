@@ -105,9 +105,20 @@ impl Intake {
             None => Place::Direct,
             Some(guild) => self.state.place(message.channel_id, guild).await,
         };
-        let Some(inbound) = normalize(&message, bot, place, self.state.account()) else {
+        let Some(mut inbound) = normalize(&message, bot, place, self.state.account()) else {
             return;
         };
+        if !inbound.mentioned
+            && let Some(guild) = guild
+            && !message.mention_roles.is_empty()
+        {
+            // A mention of one of the bot's roles addresses the bot too.
+            let roles = self.state.bot_roles(guild, bot).await;
+            inbound.mentioned = message
+                .mention_roles
+                .iter()
+                .any(|r| roles.contains(&r.get()));
+        }
         if place != Place::Direct
             && let Ok(chat) = inbound.conversation.chat_id.parse::<u64>()
             && !self.state.channel_allowed(chat)

@@ -6,7 +6,7 @@ use std::sync::{Mutex, OnceLock};
 
 use serenity::http::Http;
 use serenity::model::channel::{Channel as DiscordChannelKind, ChannelType};
-use serenity::model::id::{ChannelId, UserId};
+use serenity::model::id::{ChannelId, GuildId, UserId};
 
 use crate::normalize::Place;
 
@@ -19,6 +19,8 @@ pub struct State {
     /// Id of the first message the current collector saw: later ones are its to hand on.
     first_collected: Mutex<Option<u64>>,
     places: Mutex<HashMap<u64, (Place, Option<u64>)>>,
+    /// The bot's roles per guild (for role mentions), looked up once.
+    bot_roles: Mutex<HashMap<u64, Vec<u64>>>,
     account: String,
     guilds: Vec<u64>,
     channels: Vec<u64>,
@@ -37,6 +39,7 @@ impl State {
             bot: OnceLock::new(),
             first_collected: Mutex::new(None),
             places: Mutex::new(HashMap::new()),
+            bot_roles: Mutex::new(HashMap::new()),
             account,
             guilds,
             channels,
@@ -77,6 +80,32 @@ impl State {
             .ok()
             .and_then(|f| *f)
             .is_some_and(|first| id >= first)
+    }
+
+    /// The bot's role ids in `guild`, asked once over REST (empty when that fails).
+    pub async fn bot_roles(&self, guild: u64, bot: UserId) -> Vec<u64> {
+        if let Some(roles) = self
+            .bot_roles
+            .lock()
+            .ok()
+            .and_then(|r| r.get(&guild).cloned())
+        {
+            return roles;
+        }
+        let roles: Vec<u64> = match self.http.get_member(GuildId::new(guild), bot).await {
+            Ok(member) => member.roles.iter().map(|r| r.get()).collect(),
+            Err(e) => {
+                tracing::debug!(error = %e, "discord: cannot look up the bot's roles");
+                Vec::new()
+            }
+        };
+        if let Ok(mut cache) = self.bot_roles.lock() {
+            if cache.len() >= MAX_PLACES {
+                cache.clear();
+            }
+            cache.insert(guild, roles.clone());
+        }
+        roles
     }
 
     /// Account id in session keys.

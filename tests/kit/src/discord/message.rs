@@ -15,6 +15,8 @@ pub(crate) struct Draft {
     pub(crate) content: String,
     pub(crate) mentions: Vec<Value>,
     pub(crate) mention_everyone: bool,
+    /// Role ids mentioned.
+    pub(crate) mention_roles: Vec<u64>,
     /// The replied-to message: its id and current JSON.
     pub(crate) reply: Option<(u64, Value)>,
     pub(crate) attachments: Vec<Value>,
@@ -36,7 +38,7 @@ impl Draft {
             "tts": self.tts,
             "mention_everyone": self.mention_everyone,
             "mentions": self.mentions,
-            "mention_roles": [],
+            "mention_roles": self.mention_roles.iter().map(u64::to_string).collect::<Vec<_>>(),
             "attachments": self.attachments,
             "embeds": self.embeds,
             "components": [],

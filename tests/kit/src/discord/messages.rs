@@ -169,6 +169,7 @@ pub(crate) fn create(shared: &Arc<Shared>, channel: u64, body: &Body) -> ApiResu
         content: content.to_owned(),
         mentions,
         mention_everyone: everyone,
+        mention_roles: Vec::new(),
         reply: reply
             .as_ref()
             .map(|(target, json, _)| (*target, json.clone())),

@@ -167,6 +167,30 @@ fn route(
         ["interactions", interaction, token, "callback"] => only(&m, M::POST, || {
             commands::interaction_callback(shared, interaction, token, body)
         }),
+        ["guilds", guild, "members", user] => only(&m, M::GET, || {
+            let (guild, user) = (id(guild)?, id(user)?);
+            let state = shared.lock();
+            let user_json = if user == json::BOT_ID {
+                json::bot_user()
+            } else {
+                state
+                    .users
+                    .get(&user)
+                    .ok_or_else(ApiError::not_found)?
+                    .to_json()
+            };
+            let mut member = json::member();
+            member["user"] = user_json;
+            member["roles"] = json!(
+                state
+                    .member_roles
+                    .get(&(guild, user))
+                    .map(|r| r.iter().map(u64::to_string).collect::<Vec<_>>())
+                    .unwrap_or_default()
+            );
+            member["guild_id"] = json!(guild.to_string());
+            Ok(Reply::Json(member))
+        }),
         ["channels", channel] => {
             let channel = id(channel)?;
             match m {

@@ -144,12 +144,15 @@ pub(crate) struct State {
     pub(crate) privileged_allowed: bool,
     /// `ws://127.0.0.1:PORT/gateway`, READY's `resume_gateway_url`.
     pub(crate) gateway_url: String,
+    /// Role ids of guild members, by (guild, user); unknown members have none.
+    pub(crate) member_roles: HashMap<(u64, u64), Vec<u64>>,
 }
 
 impl State {
     fn new(gateway_url: String) -> State {
         State {
             gateway_url,
+            member_roles: HashMap::new(),
             calls: Vec::new(),
             guilds: BTreeMap::new(),
             channels: BTreeMap::new(),

@@ -195,6 +195,8 @@ pub struct MessageOptions {
     pub mentions: Vec<UserSpec>,
     /// Sets `mention_everyone`.
     pub mention_everyone: bool,
+    /// Role ids in `mention_roles` (their `<@&id>` is prepended to the content).
+    pub mention_roles: Vec<u64>,
     /// Attachments (`cdn` URLs on the fake's host that do not serve anything).
     pub attachments: Vec<AttachmentSpec>,
 }

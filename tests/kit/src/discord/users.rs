@@ -17,6 +17,15 @@ impl FakeDiscord {
         self.shared.touch();
     }
 
+    /// Gives `user` the roles `roles` in `guild` (served by `GET /guilds/{g}/members/{u}`).
+    pub fn set_member_roles(&self, guild: u64, user: u64, roles: &[u64]) {
+        self.shared
+            .lock()
+            .member_roles
+            .insert((guild, user), roles.to_vec());
+        self.shared.touch();
+    }
+
     /// Makes `channel` known (with its guild and parent) without a message in it. A new
     /// thread is announced with `THREAD_CREATE`, owned by the bot.
     pub fn add_channel(&self, channel: ChannelSpec) {
@@ -68,6 +77,12 @@ impl FakeDiscord {
         } else {
             content.to_owned()
         };
+        let roles: String = options
+            .mention_roles
+            .iter()
+            .map(|r| format!("<@&{r}> "))
+            .collect();
+        let content = format!("{roles}{content}");
         let reply = options
             .referenced_message_id
             .and_then(|id| ch.live(id).map(|m| (id, m.json.clone(), m.author_id)));
@@ -107,6 +122,7 @@ impl FakeDiscord {
             content: content.clone(),
             mentions,
             mention_everyone: options.mention_everyone,
+            mention_roles: options.mention_roles.clone(),
             reply: reply
                 .as_ref()
                 .map(|(target, json, _)| (*target, json.clone())),

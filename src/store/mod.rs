@@ -20,6 +20,7 @@ mod cursors;
 mod dedupe;
 mod delivery;
 mod entry;
+mod flusher;
 mod jsonl;
 mod outbox;
 mod pairing;
@@ -43,7 +44,8 @@ pub use sessions::SessionMeta;
 pub use transcript::SUMMARY_HEADING;
 
 /// The most memory sled's page cache may use, in bytes (sled's default is 1 GiB).
-const CACHE_CAPACITY: u64 = 64 * 1024 * 1024;
+/// sled's page cache: small, since per-session memory must not grow with transcripts.
+const CACHE_CAPACITY: u64 = 8 * 1024 * 1024;
 
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -108,6 +110,7 @@ pub struct Store {
 
 struct Inner {
     db: sled::Db,
+    flusher: flusher::Flusher,
     sessions: sled::Tree,
     transcript: sled::Tree,
     entry_ids: sled::Tree,
@@ -178,6 +181,7 @@ impl Store {
             bindings: tree("bindings")?,
             pairing: tree("pairing")?,
             cursors: tree("cursors")?,
+            flusher: flusher::Flusher::start(db.clone())?,
             db,
         };
         Ok(Store {
@@ -185,10 +189,10 @@ impl Store {
         })
     }
 
-    /// Writes everything buffered to disk; returns once it is durable.
+    /// Writes everything buffered to disk; returns once it is durable. Concurrent callers
+    /// share one flush (group commit).
     pub async fn flush(&self) -> Result<(), StoreError> {
-        self.inner.db.flush_async().await.map_err(db_err)?;
-        Ok(())
+        self.inner.flusher.flush().await.map_err(StoreError::Db)
     }
 }
 

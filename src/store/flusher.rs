@@ -1,0 +1,64 @@
+//! Group commit on one thread. sled 0.34.7's `flush_async` deadlocks when called from
+//! several tasks at once (sled#1308, unreleased fix), and a synchronous flush must not block
+//! the async runtime. So every `Store::flush` queues a waiter here; one thread runs a single
+//! `Db::flush` for all waiters queued so far and answers them together.
+
+use std::sync::mpsc;
+
+use tokio::sync::oneshot;
+
+/// A caller waiting for its writes to be durable.
+type Waiter = oneshot::Sender<Result<(), String>>;
+
+/// The handle of the flusher thread. Dropping it ends the thread and waits for it, so the
+/// store's files are released as soon as the store is dropped.
+pub(super) struct Flusher {
+    queue: Option<mpsc::Sender<Waiter>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Flusher {
+    /// Starts the flusher thread for `db`.
+    pub(super) fn start(db: sled::Db) -> std::io::Result<Flusher> {
+        let (queue, waiters) = mpsc::channel::<Waiter>();
+        let thread = std::thread::Builder::new()
+            .name("chela-store-flush".into())
+            .spawn(move || {
+                while let Ok(first) = waiters.recv() {
+                    let mut batch = vec![first];
+                    batch.extend(waiters.try_iter());
+                    let result = db.flush().map(|_| ()).map_err(|e| e.to_string());
+                    for waiter in batch {
+                        let _ = waiter.send(result.clone());
+                    }
+                }
+            })?;
+        Ok(Flusher {
+            queue: Some(queue),
+            thread: Some(thread),
+        })
+    }
+
+    /// Waits until everything written before the call is on disk.
+    pub(super) async fn flush(&self) -> Result<(), String> {
+        let (tx, rx) = oneshot::channel();
+        let stopped = || "the store flusher has stopped".to_string();
+        self.queue
+            .as_ref()
+            .ok_or_else(stopped)?
+            .send(tx)
+            .map_err(|_| stopped())?;
+        rx.await
+            .map_err(|_| "the store flusher has stopped".to_string())?
+    }
+}
+
+impl Drop for Flusher {
+    fn drop(&mut self) {
+        // Closing the queue ends the thread after the flush it may be doing.
+        self.queue.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

@@ -2,19 +2,18 @@
 # chela benchmarks: builds the release profile and runs every bench, printing the figures.
 #
 # Usage (from anywhere):
-#   benches/run.sh            # build + run turns and startup
+#   benches/run.sh            # build + run turns, startup and channels
 #   benches/run.sh turns      # only the turn latency/throughput bench
 #   benches/run.sh startup    # only the binary start-up/memory bench
+#   benches/run.sh channels   # Telegram and Discord adapters against the fakes
 #
-# CARGO_TARGET_DIR defaults to /work/target-main (override it in the environment).
 # The benches report figures; they never assert times. Expect about 1 minute for `turns`
 # (longer when a concurrent section hangs and is retried) and about 10 s for `startup`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/work/target-main}"
 benches=("$@")
 if [ ${#benches[@]} -eq 0 ]; then
-    benches=(turns startup)
+    benches=(turns startup channels)
 fi
 args=()
 for b in "${benches[@]}"; do

@@ -44,6 +44,7 @@
 
 pub mod discord;
 pub mod model;
+mod serve;
 pub mod telegram;
 
 pub use discord::{ChannelSpec, FakeDiscord, MessageOptions};

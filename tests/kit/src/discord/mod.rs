@@ -81,7 +81,6 @@ mod state;
 mod types;
 mod users;
 
-use axum::serve::ListenerExt;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -130,21 +129,7 @@ impl FakeDiscord {
         let (stop, stopped) = watch::channel(false);
         let shared = Arc::new(Shared::new(format!("http://{addr}"), stopped.clone()));
         let app = rest::router(Arc::clone(&shared));
-        let mut signal = stopped;
-        let task = tokio::spawn(async move {
-            axum::serve(
-                // Small SSE and JSON writes must not wait for delayed ACKs (Nagle).
-                listener.tap_io(|tcp| {
-                    let _ = tcp.set_nodelay(true);
-                }),
-                app,
-            )
-            .with_graceful_shutdown(async move {
-                // Err: the sender is gone, which means stop as well.
-                let _ = signal.wait_for(|stop| *stop).await;
-            })
-            .await
-        });
+        let task = crate::serve::spawn(listener, app, stopped);
         Ok(FakeDiscord {
             addr,
             shared,

@@ -60,7 +60,6 @@ mod types;
 mod updates;
 mod users;
 
-use axum::serve::ListenerExt;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -105,21 +104,7 @@ impl FakeTelegram {
         let (stop, stopped) = watch::channel(false);
         let shared = Arc::new(Shared::new(stopped.clone()));
         let app = server::router(Arc::clone(&shared));
-        let mut signal = stopped;
-        let task = tokio::spawn(async move {
-            axum::serve(
-                // Small SSE and JSON writes must not wait for delayed ACKs (Nagle).
-                listener.tap_io(|tcp| {
-                    let _ = tcp.set_nodelay(true);
-                }),
-                app,
-            )
-            .with_graceful_shutdown(async move {
-                // Err: the sender is gone, which means stop as well.
-                let _ = signal.wait_for(|stop| *stop).await;
-            })
-            .await
-        });
+        let task = crate::serve::spawn(listener, app, stopped);
         Ok(FakeTelegram {
             addr,
             shared,

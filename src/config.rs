@@ -10,6 +10,7 @@
 
 #[macro_use]
 mod macros;
+mod acp;
 mod channels;
 mod env;
 mod error;
@@ -20,6 +21,7 @@ mod tests;
 
 use std::path::{Path, PathBuf};
 
+pub use acp::{AcpConfig, BUILTIN_HARNESSES, HarnessConfig, NonInteractive, PermissionMode};
 pub use channels::{
     AccessConfig, ChannelsConfig, CommandsConfig, DiscordConfig, DmPolicy, GroupPolicy, Streaming,
     TelegramConfig,
@@ -139,6 +141,11 @@ impl Config {
         for dir in &mut self.agent.skills_dirs {
             *dir = resolve(dir);
         }
+        for harness in self.acp.agents.values_mut() {
+            if let Some(cwd) = harness.cwd.as_mut() {
+                *cwd = resolve(cwd);
+            }
+        }
     }
 
     /// Cross-field and grammar checks that serde cannot express.
@@ -167,6 +174,9 @@ impl Config {
             ("agent.timeout_s", self.agent.timeout_s),
             ("tools.exec_timeout_s", self.tools.exec_timeout_s),
             ("tools.max_output_chars", self.tools.max_output_chars as u64),
+            ("acp.ask_timeout_s", self.acp.ask_timeout_s),
+            ("acp.binding_idle_s", self.acp.binding_idle_s),
+            ("acp.process_idle_s", self.acp.process_idle_s),
         ];
         for (key, value) in positive {
             if value == 0 {
@@ -193,6 +203,14 @@ impl Config {
                         );
                     }
                 }
+            }
+        }
+        for (name, harness) in &self.acp.agents {
+            if harness.command.first().is_none_or(|p| p.trim().is_empty()) {
+                return invalid(
+                    &format!("acp.agents.{name}.command"),
+                    "must name a program, e.g. [\"codex-acp\"]".to_owned(),
+                );
             }
         }
         Ok(())

@@ -9,6 +9,7 @@
 //! - [`reply`]: run events -> chat: preview edits, splitting, pacing, typing, finals.
 //! - [`store`]: the sled store: typed trees, transcripts, pending queue, outbox, JSONL export/import.
 
+pub mod acp;
 pub mod agent;
 pub mod config;
 pub mod gateway;

@@ -31,6 +31,8 @@ pub struct Config {
     pub channels: super::channels::ChannelsConfig,
     /// `[commands]`: who may run admin commands.
     pub commands: super::channels::CommandsConfig,
+    /// `[acp]`: coding agents over ACP.
+    pub acp: super::acp::AcpConfig,
 }
 
 /// `[store]`.

@@ -11,11 +11,13 @@
 //! - dedupe: inbound dedupe marks.
 //! - outbox: final replies recorded before they are sent, dead letters.
 //! - cursors: platform cursors (Telegram update offset).
+//! - bindings: conversations bound to coding-agent (ACP) sessions.
 //!
 //! Writes that must be durable before the caller goes on (`enqueue`, `record_final`,
 //! `set_cursor`) are async and flush with sled's `flush_async`; everything else is a short
 //! in-memory sled operation, made durable by sled's periodic flush or by [`Store::flush`].
 
+mod bindings;
 mod cursors;
 mod dedupe;
 mod delivery;
@@ -35,6 +37,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+pub use bindings::Binding;
 pub use dedupe::dedupe_key;
 pub use entry::{Entry, EntryKind, Item, SessionHeader, TRANSCRIPT_VERSION};
 pub use outbox::OutboxEntry;
@@ -119,7 +122,6 @@ struct Inner {
     dedupe: sled::Tree,
     outbox: sled::Tree,
     outbox_dead: sled::Tree,
-    #[expect(dead_code, reason = "opened now; the ACP issue adds its API")]
     bindings: sled::Tree,
     pairing: sled::Tree,
     cursors: sled::Tree,

@@ -46,6 +46,11 @@ enum Command {
         #[command(subcommand)]
         command: cli::pairing::PairingCommand,
     },
+    /// Coding agents reached over ACP.
+    Acp {
+        #[command(subcommand)]
+        command: cli::acp::AcpCommand,
+    },
     /// Show store state: sessions, pending turns, undelivered and dead-lettered replies.
     Status,
     /// Check config, store and model provider, and say what to fix.
@@ -97,6 +102,7 @@ fn main() -> ExitCode {
             } => cli::agent::agent(loaded, message, session, json).await,
             Command::Sessions { command } => cli::sessions::run(loaded, command).await,
             Command::Pairing { command } => cli::pairing::run(loaded, command).await,
+            Command::Acp { command } => cli::acp::run(loaded, command).await,
             Command::Status => cli::status::status(loaded).await,
             Command::Doctor => cli::doctor::doctor(loaded).await,
         }

@@ -1,17 +1,28 @@
 //! ACP: external coding agents (Codex, Claude Code, Gemini, OpenCode, pi) driven over the Agent
 //! Client Protocol and bound to chat threads (SPEC 4).
 //!
+//! - [`manager`]: bindings and their warm agent processes; runs bound turns.
+//! - [`coding_agent`]: the [`CodingAgent`] trait the rest of chela uses.
 //! - [`client`]: one connection to one agent process, on the official crate.
+//! - [`command`]: parsing `/acp` and `/session`.
+//! - [`harness`]: the registry of coding agents and whether each is installed.
 //! - [`process`]: the agent's process group.
 //! - [`updates`]: `session/update` notifications to run events.
 //! - [`permission`]: permission modes and choosing options by kind.
 //! - [`fs`]: the confined file service offered to agents.
 
 pub mod client;
+pub mod command;
+pub mod coding_agent;
 pub mod fs;
+pub mod harness;
+pub mod manager;
 pub mod permission;
 pub mod process;
 pub mod updates;
+
+pub use coding_agent::CodingAgent;
+pub use manager::{AcpManager, SpawnSpec};
 
 /// Why an ACP operation failed. Messages are short and safe to show in chat.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -51,6 +62,12 @@ pub enum AcpError {
         /// The missing method.
         what: &'static str,
     },
+    /// The conversation is not bound to a coding agent.
+    #[error("this conversation is not bound to a coding agent")]
+    NotBound(String),
+    /// The store failed.
+    #[error("cannot save the binding: {0}")]
+    Store(String),
     /// The agent did not answer `session/cancel` in time.
     #[error("{harness} did not stop when asked; it was shut down")]
     CancelTimeout {

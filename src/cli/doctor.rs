@@ -75,6 +75,18 @@ pub async fn doctor(loaded: LoadedConfig) -> ExitCode {
         let (good, detail) = telegram_me(&telegram.api_url, telegram.token.trim()).await;
         report(good, "telegram", detail);
     }
+    let acp = &loaded.config.acp;
+    let path = std::env::var("PATH").ok();
+    for (name, harness) in acp.harnesses() {
+        let installed = chela::acp::harness::installed(&harness, path.as_deref());
+        // A configured agent must start; a built-in one is optional.
+        let required = acp.agents.contains_key(&name);
+        report(
+            installed.is_usable() || !required,
+            &format!("acp {name}"),
+            installed.to_string(),
+        );
+    }
     if ok {
         ExitCode::SUCCESS
     } else {

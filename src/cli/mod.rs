@@ -1,5 +1,6 @@
 //! Command implementations for the `chela` binary.
 
+pub mod acp;
 pub mod agent;
 pub mod chat;
 pub mod doctor;

@@ -57,6 +57,12 @@ pub async fn handle(
             .map(|(name, text)| format!("/{name} — {text}"))
             .collect::<Vec<_>>()
             .join("\n"),
+        Command::Acp(args) => {
+            let (answer, next) = super::acp_commands::acp(core, key, inbound, &args).await;
+            core.say(to, &answer).await;
+            return next;
+        }
+        Command::Session(args) => super::acp_commands::session(core, key, &args).await,
         Command::Whoami => format!(
             "You are {} (id {}) on {}; session {}",
             if inbound.sender.name.is_empty() {
@@ -76,10 +82,20 @@ pub async fn handle(
 /// Stops the session and appends a `reset` entry (nothing is deleted).
 async fn reset(core: &Arc<Core>, key: &str, reason: &str) -> String {
     let _ = core.lanes.stop(key).await;
-    match core.store.append_reset(key, reason) {
-        Ok(()) if reason == "new" => "New session started.".to_string(),
-        Ok(()) => "Session reset.".to_string(),
-        Err(e) => format!("Cannot reset: {e}"),
+    if let Err(e) = core.store.append_reset(key, reason) {
+        return format!("Cannot reset: {e}");
+    }
+    // A bound conversation resets its coding agent's session in place.
+    let agent = match core.acp.binding(key) {
+        None => String::new(),
+        Some(binding) => match core.acp.reset(key).await {
+            Ok(_) => format!(" ({} starts a fresh session)", binding.harness),
+            Err(e) => format!(" ({} could not reset: {e})", binding.harness),
+        },
+    };
+    match reason {
+        "new" => format!("New session started.{agent}"),
+        _ => format!("Session reset.{agent}"),
     }
 }
 
@@ -102,6 +118,9 @@ async fn status(core: &Arc<Core>, key: &str) -> String {
     }
     if let Ok(Some(meta)) = core.store.get_session(key) {
         lines.push(format!("Transcript: {} entries", meta.entries));
+    }
+    if let Some(binding) = core.acp.status(key).await {
+        lines.push(binding);
     }
     lines.join("\n")
 }

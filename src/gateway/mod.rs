@@ -1,6 +1,7 @@
 //! The composition root: builds the store, the provider, the agent, lanes and the router,
 //! runs the channels, recovers what a previous process left, and shuts everything down.
 
+mod acp_commands;
 pub mod commands;
 mod recover;
 pub mod runner;
@@ -66,6 +67,8 @@ pub struct Core {
     pub lanes: Lanes,
     /// The agent.
     pub agent: Agent,
+    /// Coding-agent bindings and their processes.
+    pub acp: crate::acp::AcpManager,
     /// Channels by name.
     pub channels: HashMap<String, Arc<dyn Channel>>,
     /// Finished runs.
@@ -157,7 +160,9 @@ impl Gateway {
             config.resolved_max_concurrent_runs(),
         );
         let (runs, _) = broadcast::channel(64);
+        let acp = crate::acp::AcpManager::new(&config, store.clone());
         let core = Arc::new(Core {
+            acp,
             channels: channels
                 .into_iter()
                 .map(|c| (c.name().to_string(), c))
@@ -174,6 +179,7 @@ impl Gateway {
         runner.attach(&core);
         recover::recover(&core).await;
         tokio::spawn(recover::housekeeping(Arc::downgrade(&core)));
+        tokio::spawn(recover::acp_housekeeping(Arc::downgrade(&core)));
         Ok(Gateway { core })
     }
 
@@ -229,6 +235,7 @@ impl Gateway {
         let _ = tokio::time::timeout(Duration::from_secs(5), self.core.tasks.wait()).await;
         self.core.shutdown.cancel();
         self.core.lanes.shutdown().await;
+        self.core.acp.shutdown().await;
         if let Err(e) = self.core.store.flush().await {
             tracing::error!(error = %e, "cannot flush the store");
         }

@@ -81,3 +81,27 @@ pub async fn recover(core: &Arc<Core>) {
         Err(e) => tracing::error!(error = %e, "cannot read the pending queue"),
     }
 }
+
+/// How often idle bindings and agent processes are checked.
+const ACP_HOUSEKEEPING_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Expires idle coding-agent bindings (telling their conversations) and shuts down idle
+/// agent processes, until the gateway stops.
+pub async fn acp_housekeeping(core: std::sync::Weak<Core>) {
+    loop {
+        let Some(core) = core.upgrade() else { return };
+        for binding in core.acp.housekeeping().await {
+            let text = format!(
+                "{} was unbound after a long idle time; /acp spawn starts a new one.",
+                binding.harness
+            );
+            core.say(&binding.conversation, &text).await;
+        }
+        let shutdown = core.shutdown.clone();
+        drop(core);
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(ACP_HOUSEKEEPING_EVERY) => {}
+        }
+    }
+}

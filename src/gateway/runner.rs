@@ -99,16 +99,19 @@ async fn run_turn(
             events_rx,
         ))
     });
-    let outcome = core
-        .agent
-        .run(RunRequest {
-            session_key: key.clone(),
-            text: turn.text.clone(),
-            cancel,
-            steer,
-            events: events_tx,
-        })
-        .await;
+    let request = RunRequest {
+        session_key: key.clone(),
+        text: turn.text.clone(),
+        cancel,
+        steer,
+        events: events_tx,
+    };
+    // A conversation bound to a coding agent talks to it; every other one to chela's agent.
+    let outcome = if core.acp.binding(&key).is_some() {
+        core.acp.run(request).await
+    } else {
+        core.agent.run(request).await
+    };
     let record = RunRecord {
         run_id,
         session_key: key.clone(),

@@ -21,6 +21,10 @@ pub enum Command {
     Help,
     /// `/whoami`.
     Whoami,
+    /// `/acp [args]`: coding-agent sessions (owner only).
+    Acp(String),
+    /// `/session [args]`: the binding of this conversation (owner only).
+    Session(String),
 }
 
 /// Plain-text messages that act as `/stop` (exact, after lowercasing and trimming punctuation).
@@ -54,6 +58,14 @@ pub const HELP: &[(&str, &str)] = &[
     ),
     ("help", "List commands"),
     ("whoami", "Show who you are to the bot"),
+    (
+        "acp",
+        "Coding agents: /acp spawn [agent] [--thread auto|here] [--cwd DIR] [--label X], /acp status|cancel|close|steer TEXT|agents",
+    ),
+    (
+        "session",
+        "This conversation's binding: /session unbind | /session idle 2h",
+    ),
 ];
 
 /// Parses `text` as a command; `None` means it is an ordinary message.
@@ -87,6 +99,8 @@ pub fn parse(text: &str, bot_username: Option<&str>) -> Option<Command> {
         "queue" => Some(Command::Queue(args.to_string())),
         "help" | "start" => Some(Command::Help),
         "whoami" => Some(Command::Whoami),
+        "acp" => Some(Command::Acp(args.to_string())),
+        "session" => Some(Command::Session(args.to_string())),
         _ => None,
     }
 }

@@ -146,6 +146,13 @@ async fn may_run_admin_command(
     command: &commands::Command,
 ) -> bool {
     let conv = &inbound.conversation;
+    if matches!(
+        command,
+        commands::Command::Acp(_) | commands::Command::Session(_)
+    ) {
+        // Coding agents run code: owners only (the local terminal user is one).
+        return conv.channel == "terminal" || core.is_owner(&conv.channel, &inbound.sender.id);
+    }
     let admin_only = matches!(
         command,
         commands::Command::New(_) | commands::Command::Reset { .. } | commands::Command::Stop

@@ -32,6 +32,9 @@ pub struct Binding {
     pub created_ms: u64,
     /// Last turn or command, ms since the epoch (idle bindings expire).
     pub last_active_ms: u64,
+    /// Idle seconds before this binding expires (`/session idle`); `None`: the config's.
+    #[serde(default)]
+    pub idle_s: Option<u64>,
 }
 
 impl Store {
@@ -96,6 +99,7 @@ mod tests {
             owner: "telegram:1".into(),
             created_ms: 1,
             last_active_ms: 2,
+            idle_s: None,
         }
     }
 

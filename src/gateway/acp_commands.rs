@@ -1,0 +1,189 @@
+//! `/acp ...` and `/session ...` (SPEC 4): spawning, inspecting and ending coding-agent
+//! bindings from the chat.
+
+use std::sync::Arc;
+
+use chela_channel::{ChatKind, Inbound};
+
+use super::Core;
+use crate::acp::command::{ACP_USAGE, AcpCommand, Placement, SessionCommand};
+use crate::acp::harness;
+use crate::acp::manager::resolve_cwd;
+use crate::acp::SpawnSpec;
+
+/// Handles `/acp ARGS` from `inbound` (session `key`). Returns the answer, and a message to
+/// run next (`/acp steer`).
+pub async fn acp(core: &Arc<Core>, key: &str, inbound: &Inbound, args: &str) -> (String, Option<Inbound>) {
+    let command = match crate::acp::command::parse_acp(args) {
+        Ok(command) => command,
+        Err(e) => return (e, None),
+    };
+    let answer = match command {
+        AcpCommand::Help => ACP_USAGE.to_owned(),
+        AcpCommand::Agents => agents(core),
+        AcpCommand::Status => match core.acp.status(key).await {
+            Some(status) => status,
+            None => "This conversation is not bound to a coding agent. /acp spawn starts one.".to_owned(),
+        },
+        AcpCommand::Cancel => {
+            if core.acp.binding(key).is_none() {
+                return ("This conversation is not bound to a coding agent.".to_owned(), None);
+            }
+            match core.lanes.stop(key).await {
+                Ok(report) if report.stopped_run => "Cancelled.".to_owned(),
+                Ok(_) => "Nothing to cancel.".to_owned(),
+                Err(e) => format!("Cannot cancel: {e}"),
+            }
+        }
+        AcpCommand::Close => close(core, key).await,
+        AcpCommand::Steer(text) => {
+            if core.acp.binding(key).is_none() {
+                return ("This conversation is not bound to a coding agent.".to_owned(), None);
+            }
+            let _ = core.lanes.stop(key).await;
+            let mut next = inbound.clone();
+            next.text = text;
+            next.message_id = format!("{}#steer", inbound.message_id);
+            return ("Steering: the current turn was cancelled; your message goes next.".to_owned(), Some(next));
+        }
+        AcpCommand::Spawn {
+            harness,
+            placement,
+            cwd,
+            label,
+        } => spawn(core, inbound, harness, placement, cwd, label).await,
+    };
+    (answer, None)
+}
+
+/// Handles `/session ARGS` for session `key`.
+pub async fn session(core: &Arc<Core>, key: &str, args: &str) -> String {
+    match crate::acp::command::parse_session(args) {
+        Err(e) => e,
+        Ok(SessionCommand::Unbind) => close(core, key).await,
+        Ok(SessionCommand::Idle(idle)) => match core.acp.set_idle(key, idle).await {
+            Ok(_) => format!(
+                "This binding now expires after {} without messages.",
+                humantime::format_duration(idle)
+            ),
+            Err(e) => e.to_string(),
+        },
+    }
+}
+
+async fn close(core: &Arc<Core>, key: &str) -> String {
+    let _ = core.lanes.stop(key).await;
+    match core.acp.close(key).await {
+        Ok(Some(binding)) => format!(
+            "Closed {}; this conversation talks to chela again.",
+            binding.harness
+        ),
+        Ok(None) => "This conversation is not bound to a coding agent.".to_owned(),
+        Err(e) => format!("Cannot close: {e}"),
+    }
+}
+
+fn agents(core: &Arc<Core>) -> String {
+    let path = std::env::var("PATH").ok();
+    let default = &core.acp.config().default_agent;
+    core.acp
+        .config()
+        .harnesses()
+        .iter()
+        .map(|(name, h)| {
+            let mark = if name == default { " (default)" } else { "" };
+            format!("{name}{mark}: {}", harness::installed(h, path.as_deref()))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+async fn spawn(
+    core: &Arc<Core>,
+    inbound: &Inbound,
+    harness_name: Option<String>,
+    placement: Placement,
+    cwd: Option<String>,
+    label: Option<String>,
+) -> String {
+    let config = core.acp.config();
+    let name = harness_name.unwrap_or_else(|| config.default_agent.clone());
+    let harness = match harness::resolve(config, &name) {
+        Ok(h) => h,
+        Err(e) => return e.to_string(),
+    };
+    let path = std::env::var("PATH").ok();
+    let installed = harness::installed(&harness, path.as_deref());
+    if !installed.is_usable() {
+        return format!("{name} is {installed}. Install it or set [acp.agents.{name}] command.");
+    }
+    let cwd = match cwd {
+        Some(requested) => match resolve_cwd(&core.config.agent.workspace, &requested) {
+            Ok(cwd) => cwd,
+            Err(e) => return format!("Bad --cwd: {e}"),
+        },
+        None => {
+            let cwd = core.acp.default_cwd(&name);
+            if let Err(e) = std::fs::create_dir_all(&cwd) {
+                return format!("Cannot create {}: {e}", cwd.display());
+            }
+            cwd
+        }
+    };
+    let here = &inbound.conversation;
+    let channel = core.channel(&here.channel);
+    let in_thread = here.thread_id.is_some();
+    let make_thread = placement == Placement::ThreadAuto
+        && !in_thread
+        && here.kind != ChatKind::Direct
+        && channel.as_ref().is_some_and(|c| c.limits().threads);
+    let target = if make_thread {
+        let Some(channel) = channel.as_ref() else {
+            return "This channel is not running.".to_owned();
+        };
+        let title = label.clone().unwrap_or_else(|| format!("{name} session"));
+        match channel.open_thread(here, &title).await {
+            Ok(conversation) => conversation,
+            Err(e) => {
+                return format!("Cannot open a thread here ({e}); try /acp spawn {name} --bind here.");
+            }
+        }
+    } else {
+        here.clone()
+    };
+    let mut target_inbound = inbound.clone();
+    target_inbound.conversation = target.clone();
+    let key = core.session_key(&target_inbound);
+    if let Some(existing) = core.acp.binding(&key) {
+        return format!(
+            "This conversation is already bound to {}; /acp close first.",
+            existing.harness
+        );
+    }
+    if make_thread {
+        core.say(&target, &format!("Starting {name} in {}…", cwd.display())).await;
+    }
+    let spec = SpawnSpec {
+        session_key: key,
+        conversation: target.clone(),
+        harness: name.clone(),
+        cwd: cwd.clone(),
+        label,
+        owner: format!("{}:{}", here.channel, inbound.sender.id),
+    };
+    match core.acp.spawn(spec).await {
+        Ok((_, agent)) if make_thread => {
+            core.say(
+                &target,
+                &format!("🤖 {agent} is bound to this thread. Plain messages go to it; /acp close ends it."),
+            )
+            .await;
+            format!("Started {name} ({agent}) in a new thread, folder {}.", cwd.display())
+        }
+        Ok((_, agent)) => format!(
+            "🤖 {agent} is bound here, folder {}. Plain messages go to it; /acp close ends it.",
+            cwd.display()
+        ),
+        Err(e) => format!("Cannot start {name}: {e}"),
+    }
+}

@@ -16,6 +16,11 @@ use agent_client_protocol::v1::schema::{
     SessionNotification, SessionUpdate, StopReason, TextContent, WriteTextFileRequest,
     WriteTextFileResponse,
 };
+use agent_client_protocol::v1::schema::{
+    CreateTerminalRequest, CreateTerminalResponse, KillTerminalRequest, KillTerminalResponse,
+    ReleaseTerminalRequest, ReleaseTerminalResponse, TerminalExitStatus, TerminalOutputRequest,
+    TerminalOutputResponse, WaitForTerminalExitRequest, WaitForTerminalExitResponse,
+};
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Agent, ByteStreams, Client};
 use tokio::sync::{mpsc, oneshot};
@@ -25,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 use super::AcpError;
 use super::permission::{self, Decision};
 use super::process::{AgentProcess, Exit};
+use super::terminal::{TermExit, Terminals};
 use crate::config::{HarnessConfig, PermissionMode};
 
 /// How long `initialize`, `session/new` and `session/load` may take (agents start slowly:
@@ -51,6 +57,8 @@ pub struct Services {
     pub permissions: PermissionMode,
     /// Who answers in `ask` mode; `None`: nobody can be asked, so deny.
     pub asker: Option<Arc<dyn Asker>>,
+    /// Most bytes of output one terminal keeps.
+    pub terminal_output_limit: usize,
 }
 
 /// State the connection's handlers share.
@@ -59,6 +67,7 @@ struct Shared {
     routes: Mutex<HashMap<String, mpsc::Sender<SessionUpdate>>>,
     /// The folder each session's file access is confined to.
     roots: Mutex<HashMap<String, PathBuf>>,
+    terminals: Terminals,
     services: Services,
 }
 
@@ -104,6 +113,7 @@ impl AcpClient {
         let shared = Arc::new(Shared {
             routes: Mutex::new(HashMap::new()),
             roots: Mutex::new(HashMap::new()),
+            terminals: Terminals::new(services.terminal_output_limit),
             services,
         });
         let stop = CancellationToken::new();
@@ -138,9 +148,11 @@ impl AcpClient {
         };
         let request = InitializeRequest::new(agent_client_protocol::schema::ProtocolVersion::V1)
             .client_capabilities(
-                ClientCapabilities::new().fs(FileSystemCapabilities::new()
-                    .read_text_file(true)
-                    .write_text_file(true)),
+                ClientCapabilities::new()
+                    .fs(FileSystemCapabilities::new()
+                        .read_text_file(true)
+                        .write_text_file(true))
+                    .terminal(true),
             )
             .client_info(Implementation::new("chela", env!("CARGO_PKG_VERSION")));
         let init = client.setup(client.cx.send_request(request).block_task()).await?;
@@ -343,7 +355,8 @@ fn connection(
     let on_update = shared.clone();
     let on_permission = shared.clone();
     let on_read = shared.clone();
-    let on_write = shared;
+    let on_write = shared.clone();
+    let terminals = shared;
     Client
         .v1()
         .name("chela")
@@ -410,6 +423,94 @@ fn connection(
             },
             agent_client_protocol::on_receive_request!(),
         )
+        .on_receive_request(
+            {
+                let shared = terminals.clone();
+                async move |request: CreateTerminalRequest, responder, _cx| {
+                    let result = match shared.root(&request.session_id.0) {
+                        Some(root) => {
+                            let env: Vec<(String, String)> = request
+                                .env
+                                .iter()
+                                .map(|v| (v.name.clone(), v.value.clone()))
+                                .collect();
+                            shared.terminals.create(
+                                &root,
+                                &request.command,
+                                &request.args,
+                                &env,
+                                request.cwd.as_deref(),
+                                request.output_byte_limit,
+                            )
+                        }
+                        None => Err("unknown session".to_owned()),
+                    };
+                    responder.respond_with_result(
+                        result.map(CreateTerminalResponse::new).map_err(refusal),
+                    )
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let shared = terminals.clone();
+                async move |request: TerminalOutputRequest, responder, _cx| {
+                    let result = shared.terminals.output(&request.terminal_id.0).map(|out| {
+                        TerminalOutputResponse::new(out.output, out.truncated)
+                            .exit_status(out.exit.map(exit_status))
+                    });
+                    responder.respond_with_result(result.map_err(refusal))
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let shared = terminals.clone();
+                async move |request: WaitForTerminalExitRequest, responder, _cx| {
+                    let shared = shared.clone();
+                    tokio::spawn(async move {
+                        let result = shared
+                            .terminals
+                            .wait_for_exit(&request.terminal_id.0)
+                            .await
+                            .map(|exit| WaitForTerminalExitResponse::new(exit_status(exit)));
+                        let _ = responder.respond_with_result(result.map_err(refusal));
+                    });
+                    Ok(())
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let shared = terminals.clone();
+                async move |request: KillTerminalRequest, responder, _cx| {
+                    let result = shared.terminals.kill(&request.terminal_id.0);
+                    responder.respond_with_result(
+                        result.map(|()| KillTerminalResponse::new()).map_err(refusal),
+                    )
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let shared = terminals;
+                async move |request: ReleaseTerminalRequest, responder, _cx| {
+                    let result = shared.terminals.release(&request.terminal_id.0);
+                    responder.respond_with_result(
+                        result.map(|()| ReleaseTerminalResponse::new()).map_err(refusal),
+                    )
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+}
+
+fn exit_status(exit: TermExit) -> TerminalExitStatus {
+    TerminalExitStatus::new().exit_code(exit.code).signal(exit.signal)
 }
 
 /// A refused client request, with the reason the agent (and its model) sees.

@@ -404,6 +404,7 @@ impl AcpManager {
         let services = Services {
             permissions: self.config.permissions,
             asker: self.asker.get().map(|a| a.asker_for(binding)),
+            terminal_output_limit: self.config.terminal_output_limit,
         };
         let client = AcpClient::start(&binding.harness, &harness, &binding.cwd, services).await?;
         Ok(Arc::new(client))

@@ -10,6 +10,7 @@
 //! - [`updates`]: `session/update` notifications to run events.
 //! - [`permission`]: permission modes and choosing options by kind.
 //! - [`fs`]: the confined file service offered to agents.
+//! - [`terminal`]: the PTY-backed terminal service offered to agents.
 
 pub mod client;
 pub mod command;
@@ -19,6 +20,7 @@ pub mod harness;
 pub mod manager;
 pub mod permission;
 pub mod process;
+pub mod terminal;
 pub mod updates;
 
 pub use coding_agent::CodingAgent;

@@ -2,6 +2,7 @@
 //! runs the channels, recovers what a previous process left, and shuts everything down.
 
 mod acp_commands;
+pub mod ask;
 pub mod commands;
 mod recover;
 pub mod runner;
@@ -69,6 +70,8 @@ pub struct Core {
     pub agent: Agent,
     /// Coding-agent bindings and their processes.
     pub acp: crate::acp::AcpManager,
+    /// Permission questions waiting for an answer in the chat.
+    pub questions: ask::Questions,
     /// Channels by name.
     pub channels: HashMap<String, Arc<dyn Channel>>,
     /// Finished runs.
@@ -163,6 +166,7 @@ impl Gateway {
         let acp = crate::acp::AcpManager::new(&config, store.clone());
         let core = Arc::new(Core {
             acp,
+            questions: ask::Questions::default(),
             channels: channels
                 .into_iter()
                 .map(|c| (c.name().to_string(), c))
@@ -177,6 +181,9 @@ impl Gateway {
             history: Default::default(),
         });
         runner.attach(&core);
+        core.acp.set_asker(Arc::new(ask::ChatAskers {
+            core: Arc::downgrade(&core),
+        }));
         recover::recover(&core).await;
         tokio::spawn(recover::housekeeping(Arc::downgrade(&core)));
         tokio::spawn(recover::acp_housekeeping(Arc::downgrade(&core)));

@@ -29,6 +29,9 @@ impl Router {
     pub async fn accept_for(&self, key: String, inbound: Inbound) -> Result<bool, SinkError> {
         let core = &self.core;
         let dedupe = crate::store::dedupe_key(&inbound);
+        if answers_question(core, &key, &inbound) {
+            return Ok(true);
+        }
         let command = match commands::parse(&inbound.text, None) {
             Some(command) if may_run_admin_command(core, &inbound, &command).await => Some(command),
             Some(_) if inbound.text.trim_start().starts_with('/') => {
@@ -87,6 +90,10 @@ async fn admit(core: &Arc<Core>, key: &str, mut inbound: Inbound) -> Option<Inbo
         // commands addressed to other bots); plain-text stop words are not.
         inbound.mentioned = true;
     }
+    if core.acp.binding(key).is_some() {
+        // A thread bound to a coding agent is a conversation with it: no mention needed.
+        inbound.mentioned = true;
+    }
     match admission::decide(&access, &inbound, facts) {
         Verdict::Admit => {
             if conv.kind != ChatKind::Direct
@@ -137,6 +144,26 @@ async fn admit(core: &Arc<Core>, key: &str, mut inbound: Inbound) -> Option<Inbo
             None
         }
     }
+}
+
+/// Takes `inbound` as the answer to an open permission question of session `key` when it is
+/// one (`allow` / `deny` from an owner or the binding's owner).
+fn answers_question(core: &Arc<Core>, key: &str, inbound: &Inbound) -> bool {
+    if !core.questions.is_waiting(key) {
+        return false;
+    }
+    let Some(decision) = crate::gateway::ask::parse_answer(&inbound.text) else {
+        return false;
+    };
+    let conv = &inbound.conversation;
+    let who = format!("{}:{}", conv.channel, inbound.sender.id);
+    let allowed = conv.channel == "terminal"
+        || core.is_owner(&conv.channel, &inbound.sender.id)
+        || core.acp.binding(key).is_some_and(|b| b.owner == who);
+    if !allowed {
+        return false;
+    }
+    core.questions.answer(key, decision)
 }
 
 /// Whether a command that needs an owner or group admin may run.

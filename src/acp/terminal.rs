@@ -1,0 +1,304 @@
+//! The client's terminal service (`terminal/*`): commands an agent runs through chela, each on
+//! a real PTY (portable-pty) in its own session and process group, with bounded output.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+use tokio::sync::watch;
+
+use crate::agent::tools::paths::resolve_in_workspace;
+
+/// Most terminals one connection may hold at once.
+const MAX_TERMINALS: usize = 32;
+
+/// How a terminal's command ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TermExit {
+    /// Exit code, when it exited.
+    pub code: Option<u32>,
+    /// Signal name, when a signal ended it.
+    pub signal: Option<String>,
+}
+
+/// Output so far.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TermOutput {
+    /// The kept output (the tail, when it outgrew the limit).
+    pub output: String,
+    /// True when older output was dropped.
+    pub truncated: bool,
+    /// How it ended, if it has.
+    pub exit: Option<TermExit>,
+}
+
+/// A bounded output buffer that keeps the newest bytes.
+#[derive(Debug, Default)]
+struct Buffer {
+    bytes: Vec<u8>,
+    truncated: bool,
+    limit: usize,
+}
+
+impl Buffer {
+    fn push(&mut self, chunk: &[u8]) {
+        self.bytes.extend_from_slice(chunk);
+        if self.bytes.len() > self.limit {
+            let cut = self.bytes.len() - self.limit;
+            self.bytes.drain(..cut);
+            // Do not start in the middle of a UTF-8 character.
+            while self.bytes.first().is_some_and(|b| (b & 0xC0) == 0x80) {
+                self.bytes.remove(0);
+            }
+            self.truncated = true;
+        }
+    }
+}
+
+struct Term {
+    pid: Option<u32>,
+    output: Arc<Mutex<Buffer>>,
+    exit: watch::Receiver<Option<TermExit>>,
+}
+
+/// The terminals of one connection.
+pub struct Terminals {
+    terms: Mutex<HashMap<String, Term>>,
+    default_limit: usize,
+}
+
+impl Terminals {
+    /// No terminals yet; output is capped at `default_limit` bytes unless a request asks less.
+    pub fn new(default_limit: usize) -> Self {
+        Terminals {
+            terms: Mutex::new(HashMap::new()),
+            default_limit,
+        }
+    }
+
+    /// Starts `command args` in `cwd` (confined to `root`) on a new PTY; returns its id.
+    pub fn create(
+        &self,
+        root: &Path,
+        command: &str,
+        args: &[String],
+        env: &[(String, String)],
+        cwd: Option<&Path>,
+        output_limit: Option<u64>,
+    ) -> Result<String, String> {
+        let cwd: PathBuf = match cwd {
+            Some(dir) => resolve_in_workspace(root, &dir.to_string_lossy())?,
+            None => root.to_path_buf(),
+        };
+        if self.terms.lock().map_or(0, |t| t.len()) >= MAX_TERMINALS {
+            return Err(format!("too many terminals (at most {MAX_TERMINALS}); release some"));
+        }
+        let pair = native_pty_system()
+            .openpty(PtySize {
+                rows: 24,
+                cols: 120,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .map_err(|e| format!("cannot open a terminal: {e}"))?;
+        let mut builder = CommandBuilder::new(command);
+        builder.args(args);
+        builder.cwd(&cwd);
+        for (name, value) in env {
+            builder.env(name, value);
+        }
+        let mut child = pair
+            .slave
+            .spawn_command(builder)
+            .map_err(|e| format!("cannot start {command}: {e}"))?;
+        drop(pair.slave);
+        let mut reader = pair
+            .master
+            .try_clone_reader()
+            .map_err(|e| format!("cannot read the terminal: {e}"))?;
+        let limit = output_limit
+            .and_then(|l| usize::try_from(l).ok())
+            .map_or(self.default_limit, |l| l.min(self.default_limit));
+        let output = Arc::new(Mutex::new(Buffer {
+            limit,
+            ..Buffer::default()
+        }));
+        let (exit_tx, exit) = watch::channel(None);
+        let pid = child.process_id();
+        let sink = output.clone();
+        // Blocking reads and waits: each on its own thread, as the PTY API is synchronous.
+        let master = pair.master;
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 8192];
+            loop {
+                match reader.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        if let Ok(mut buffer) = sink.lock() {
+                            buffer.push(&chunk[..n]);
+                        }
+                    }
+                }
+            }
+            drop(master);
+        });
+        std::thread::spawn(move || {
+            let exit = match child.wait() {
+                Ok(status) => TermExit {
+                    code: status.signal().is_none().then(|| status.exit_code()),
+                    signal: status.signal().map(str::to_owned),
+                },
+                Err(_) => TermExit {
+                    code: None,
+                    signal: None,
+                },
+            };
+            let _ = exit_tx.send(Some(exit));
+        });
+        let id = format!("term-{}", uuid::Uuid::new_v4().simple());
+        if let Ok(mut terms) = self.terms.lock() {
+            terms.insert(id.clone(), Term { pid, output, exit });
+        }
+        Ok(id)
+    }
+
+    /// The output so far.
+    pub fn output(&self, id: &str) -> Result<TermOutput, String> {
+        let terms = self.terms.lock().map_err(|_| "terminal state poisoned".to_owned())?;
+        let term = terms.get(id).ok_or_else(|| format!("no terminal {id}"))?;
+        let buffer = term.output.lock().map_err(|_| "terminal state poisoned".to_owned())?;
+        Ok(TermOutput {
+            output: String::from_utf8_lossy(&buffer.bytes).into_owned(),
+            truncated: buffer.truncated,
+            exit: term.exit.borrow().clone(),
+        })
+    }
+
+    /// Waits until the command has ended.
+    pub async fn wait_for_exit(&self, id: &str) -> Result<TermExit, String> {
+        let mut exit = {
+            let terms = self.terms.lock().map_err(|_| "terminal state poisoned".to_owned())?;
+            terms.get(id).ok_or_else(|| format!("no terminal {id}"))?.exit.clone()
+        };
+        loop {
+            if let Some(done) = exit.borrow_and_update().clone() {
+                return Ok(done);
+            }
+            if exit.changed().await.is_err() {
+                return Err(format!("terminal {id} went away"));
+            }
+        }
+    }
+
+    /// Kills the command's whole process group (the terminal stays readable).
+    pub fn kill(&self, id: &str) -> Result<(), String> {
+        let terms = self.terms.lock().map_err(|_| "terminal state poisoned".to_owned())?;
+        let term = terms.get(id).ok_or_else(|| format!("no terminal {id}"))?;
+        kill_group(term.pid);
+        Ok(())
+    }
+
+    /// Kills the command if it still runs and forgets the terminal.
+    pub fn release(&self, id: &str) -> Result<(), String> {
+        let term = self
+            .terms
+            .lock()
+            .map_err(|_| "terminal state poisoned".to_owned())?
+            .remove(id)
+            .ok_or_else(|| format!("no terminal {id}"))?;
+        if term.exit.borrow().is_none() {
+            kill_group(term.pid);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Terminals {
+    fn drop(&mut self) {
+        if let Ok(terms) = self.terms.lock() {
+            for term in terms.values().filter(|t| t.exit.borrow().is_none()) {
+                kill_group(term.pid);
+            }
+        }
+    }
+}
+
+/// The PTY child leads its own session, so its pid is its process group id.
+fn kill_group(pid: Option<u32>) {
+    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_buffer_keeps_the_newest_bytes_on_char_boundaries() {
+        let mut b = Buffer {
+            limit: 4,
+            ..Buffer::default()
+        };
+        b.push(b"ab");
+        assert!(!b.truncated);
+        b.push("cdé".as_bytes());
+        assert!(b.truncated);
+        assert!(b.bytes.len() <= 4);
+        assert!(String::from_utf8(b.bytes.clone()).is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_command_runs_on_a_pty_and_reports_its_exit() {
+        let dir = tempfile::tempdir().unwrap();
+        let terms = Terminals::new(1024);
+        let id = terms
+            .create(
+                dir.path(),
+                "sh",
+                &["-c".into(), "test -t 1 && echo on-a-tty; exit 3".into()],
+                &[],
+                None,
+                None,
+            )
+            .unwrap();
+        let exit = terms.wait_for_exit(&id).await.unwrap();
+        assert_eq!(exit.code, Some(3));
+        // The reader thread may lag the exit by a moment.
+        let mut out = terms.output(&id).unwrap();
+        for _ in 0..100 {
+            if out.output.contains("on-a-tty") {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            out = terms.output(&id).unwrap();
+        }
+        assert!(out.output.contains("on-a-tty"), "{out:?}");
+        assert_eq!(out.exit, Some(exit));
+        terms.release(&id).unwrap();
+        assert!(terms.output(&id).is_err());
+    }
+
+    #[tokio::test]
+    async fn kill_ends_a_running_command_and_cwd_is_confined() {
+        let dir = tempfile::tempdir().unwrap();
+        let terms = Terminals::new(1024);
+        let id = terms
+            .create(dir.path(), "sleep", &["300".into()], &[], None, None)
+            .unwrap();
+        terms.kill(&id).unwrap();
+        let exit = terms.wait_for_exit(&id).await.unwrap();
+        assert_eq!(exit.code, None);
+        assert!(exit.signal.is_some());
+        let err = terms
+            .create(dir.path(), "true", &[], &[], Some(Path::new("/")), None)
+            .unwrap_err();
+        assert!(err.contains("refused"), "{err}");
+    }
+}

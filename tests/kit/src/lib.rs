@@ -10,6 +10,8 @@
 //! - [`discord`]: [`FakeDiscord`], a fake Discord gateway (WebSocket at `/gateway`) and REST API
 //!   (`/api/v10`) for one bot, with simulated users in guild channels, threads and DMs, RESUME,
 //!   nonce dedupe, the 2000-character limit and 429s; serenity 0.12 runs against it.
+//! - The `fake-acp-agent` binary: a scripted ACP v1 agent over stdio (its doc comment lists the
+//!   prompt script: echo, `fs-read`, `fs-write`, `term`, `perm`, `slow`, `plan`, `crash`, ...).
 //!
 //! # How the fake model answers
 //! It reads the *last user text*: the text of the last user-role message that carries text

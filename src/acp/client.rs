@@ -515,7 +515,7 @@ fn exit_status(exit: TermExit) -> TerminalExitStatus {
 
 /// A refused client request, with the reason the agent (and its model) sees.
 fn refusal(reason: String) -> agent_client_protocol::Error {
-    agent_client_protocol::Error::invalid_params().data(serde_json::json!({ "reason": reason }))
+    agent_client_protocol::Error::new(agent_client_protocol::ErrorCode::INVALID_PARAMS, reason)
 }
 
 /// Decides a permission request: by mode, or by asking a person in `ask` mode.

@@ -51,33 +51,21 @@ impl UpdateMapper {
                 }
                 _ => Vec::new(),
             },
-            SessionUpdate::ToolCall(call) => {
-                let id = call.tool_call_id.0.to_string();
-                let mut events = vec![RunEvent::Tool(ToolEvent::Start {
-                    id,
-                    name: call.title.clone(),
-                })];
-                events.extend(self.progress_line(&format!("🔧 {}", call.title)));
-                events
+            SessionUpdate::ToolCall(call) if self.progress => {
+                self.progress_line(&format!("🔧 {}", call.title))
             }
+            // Without progress lines, the tool start only breaks the text into paragraphs.
+            SessionUpdate::ToolCall(call) => vec![RunEvent::Tool(ToolEvent::Start {
+                id: call.tool_call_id.0.to_string(),
+                name: call.title.clone(),
+            })],
             SessionUpdate::ToolCallUpdate(update) => {
                 let id = update.tool_call_id.0.to_string();
                 let name = update.fields.title.clone().unwrap_or_default();
                 match update.fields.status {
-                    Some(ToolCallStatus::Completed) => vec![RunEvent::Tool(ToolEvent::End {
-                        id,
-                        name,
-                        is_error: false,
-                    })],
                     Some(ToolCallStatus::Failed) => {
-                        let mut events = vec![RunEvent::Tool(ToolEvent::End {
-                            id: id.clone(),
-                            name: name.clone(),
-                            is_error: true,
-                        })];
                         let what = if name.is_empty() { id } else { name };
-                        events.extend(self.progress_line(&format!("⚠️ {what} failed")));
-                        events
+                        self.progress_line(&format!("⚠️ {what} failed"))
                     }
                     _ => Vec::new(),
                 }
@@ -171,7 +159,7 @@ mod tests {
         let mut quiet = UpdateMapper::new(false);
         let events = quiet.map(&tool_call("Run ls"));
         assert_eq!(text(&events), "");
-        assert!(matches!(events[0], RunEvent::Tool(ToolEvent::Start { .. })));
+        assert!(matches!(events[..], [RunEvent::Tool(ToolEvent::Start { .. })]));
 
         let mut m = UpdateMapper::new(true);
         let mut all = m.map(&chunk("Looking."));

@@ -31,7 +31,7 @@ use super::AcpError;
 use super::permission::{self, Decision};
 use super::process::{AgentProcess, Exit};
 use super::terminal::{TermExit, Terminals};
-use crate::config::{HarnessConfig, PermissionMode};
+use crate::config::{HarnessConfig, NonInteractive, PermissionMode};
 
 /// How long `initialize`, `session/new` and `session/load` may take (agents start slowly:
 /// `npx` may fetch a package first).
@@ -59,6 +59,8 @@ pub struct Services {
     pub asker: Option<Arc<dyn Asker>>,
     /// Most bytes of output one terminal keeps.
     pub terminal_output_limit: usize,
+    /// What `ask` does when there is no asker: deny, or fail (cancel) the turn.
+    pub non_interactive: NonInteractive,
 }
 
 /// State the connection's handlers share.
@@ -69,6 +71,8 @@ struct Shared {
     roots: Mutex<HashMap<String, PathBuf>>,
     terminals: Terminals,
     services: Services,
+    /// Permission requests nobody could be asked about (mode `ask` without an asker).
+    unasked: std::sync::atomic::AtomicUsize,
 }
 
 impl Shared {
@@ -115,6 +119,7 @@ impl AcpClient {
             roots: Mutex::new(HashMap::new()),
             terminals: Terminals::new(services.terminal_output_limit),
             services,
+            unasked: std::sync::atomic::AtomicUsize::new(0),
         });
         let stop = CancellationToken::new();
         let (cx_tx, cx_rx) = oneshot::channel();
@@ -176,6 +181,11 @@ impl AcpClient {
     /// Whether the agent can resume sessions with `session/load`.
     pub fn can_load(&self) -> bool {
         self.capabilities.load_session
+    }
+
+    /// How many permission requests nobody could be asked about so far.
+    pub fn unasked(&self) -> usize {
+        self.shared.unasked.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The process id of the agent (its process group).
@@ -372,11 +382,18 @@ fn connection(
             agent_client_protocol::on_receive_notification!(),
         )
         .on_receive_request(
-            async move |request: RequestPermissionRequest, responder, _cx| {
-                let services = on_permission.services.clone();
+            async move |request: RequestPermissionRequest, responder, cx| {
+                let shared = on_permission.clone();
                 tokio::spawn(async move {
-                    let outcome = answer_permission(&services, request).await;
+                    let session = request.session_id.clone();
+                    let outcome = answer_permission(&shared, request).await;
+                    let cancel = outcome.is_none();
+                    let outcome = outcome.unwrap_or(RequestPermissionOutcome::Cancelled);
                     let _ = responder.respond(RequestPermissionResponse::new(outcome));
+                    if cancel {
+                        // non_interactive = "fail": nobody could be asked, so the turn ends.
+                        let _ = cx.send_notification(CancelNotification::new(session));
+                    }
                 });
                 Ok(())
             },
@@ -518,18 +535,28 @@ fn refusal(reason: String) -> agent_client_protocol::Error {
     agent_client_protocol::Error::new(agent_client_protocol::ErrorCode::INVALID_PARAMS, reason)
 }
 
-/// Decides a permission request: by mode, or by asking a person in `ask` mode.
+/// Decides a permission request: by mode, or by asking a person in `ask` mode. `None`: nobody
+/// could be asked and `non_interactive = "fail"`, so the turn must end.
 async fn answer_permission(
-    services: &Services,
+    shared: &Shared,
     request: RequestPermissionRequest,
-) -> RequestPermissionOutcome {
+) -> Option<RequestPermissionOutcome> {
+    let services = &shared.services;
     let options = request.options.clone();
     let kind = request.tool_call.fields.kind;
     let decision = match permission::decide(services.permissions, kind) {
         Some(decision) => decision,
         None => match &services.asker {
             Some(asker) => asker.ask(request).await.unwrap_or(Decision::Deny),
-            None => Decision::Deny,
+            None => {
+                shared
+                    .unasked
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                match services.non_interactive {
+                    NonInteractive::Deny => Decision::Deny,
+                    NonInteractive::Fail => return None,
+                }
+            }
         },
     };
     let outcome = permission::outcome(&options, decision);
@@ -537,5 +564,5 @@ async fn answer_permission(
         chosen = %permission::chosen_kind(&options, &outcome),
         "answered a permission request"
     );
-    outcome
+    Some(outcome)
 }

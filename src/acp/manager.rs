@@ -256,6 +256,61 @@ impl AcpManager {
         outcome(status, streamed, &mut steer)
     }
 
+    /// Runs `task` once on a fresh `harness` process in `cwd`, with no binding and nobody to
+    /// ask (`non_interactive` decides permission questions in `ask` mode). Streams events to
+    /// `events` when given; returns the agent's answer.
+    pub async fn run_once(
+        &self,
+        harness_name: &str,
+        cwd: &Path,
+        task: &str,
+        cancel: &tokio_util::sync::CancellationToken,
+        events: Option<mpsc::Sender<RunEvent>>,
+    ) -> Result<String, AcpError> {
+        let harness = harness::resolve(&self.config, harness_name)?;
+        let services = Services {
+            permissions: self.config.permissions,
+            asker: None,
+            terminal_output_limit: self.config.terminal_output_limit,
+            non_interactive: self.config.non_interactive,
+        };
+        let client = AcpClient::start(harness_name, &harness, cwd, services).await?;
+        let progress = self.config.progress;
+        let turn = async {
+            let id = client.new_session(cwd).await?;
+            let (tx, mut rx) = mpsc::channel(UPDATE_BUFFER);
+            let forward = tokio::spawn(async move {
+                let mut mapper = UpdateMapper::new(progress);
+                while let Some(update) = rx.recv().await {
+                    for event in mapper.map(&update) {
+                        if let Some(events) = &events {
+                            let _ = events.send(event).await;
+                        }
+                    }
+                }
+                mapper.text().to_owned()
+            });
+            let end = client.prompt(&id, task, tx, cancel).await;
+            let text = forward.await.unwrap_or_default();
+            end.map(|end| (end, text))
+        };
+        let result = turn.await;
+        let unasked = client.unasked();
+        client.shutdown().await;
+        let (end, mut text) = result?;
+        if unasked > 0 {
+            text.push_str(&format!(
+                "\n\n({unasked} permission request(s) needed an answer and nobody could be asked; \
+                 [acp] non_interactive = {} decided)",
+                self.config.non_interactive
+            ));
+        }
+        if end == TurnEnd::Stopped(StopReason::Cancelled) {
+            text.push_str("\n\n(the coding agent's turn was cancelled)");
+        }
+        Ok(text)
+    }
+
     /// Resets the bound session in place (`/new`, `/reset`): closes the agent's session and
     /// starts a new one in the same folder.
     pub async fn reset(&self, key: &str) -> Result<Binding, AcpError> {
@@ -405,6 +460,7 @@ impl AcpManager {
             permissions: self.config.permissions,
             asker: self.asker.get().map(|a| a.asker_for(binding)),
             terminal_output_limit: self.config.terminal_output_limit,
+            non_interactive: self.config.non_interactive,
         };
         let client = AcpClient::start(&binding.harness, &harness, &binding.cwd, services).await?;
         Ok(Arc::new(client))

@@ -45,7 +45,11 @@ pub fn build(
     if let Err(e) = std::fs::create_dir_all(&workspace) {
         tracing::warn!(error = %e, path = %workspace.display(), "cannot create the workspace");
     }
-    let tools = tools::builtin_tools();
+    let spawner = tools::spawn::SpawnerSlot::default();
+    let mut tools = tools::builtin_tools();
+    tools.push(std::sync::Arc::new(tools::spawn::SessionsSpawnTool {
+        spawner: spawner.clone(),
+    }));
     let specs: Vec<_> = tools.iter().map(|t| t.spec()).collect();
     let skills = skills::load(&workspace, &config.agent.skills_dirs);
     let system_prompt = context::system_prompt(&context::PromptParts {
@@ -62,6 +66,7 @@ pub fn build(
     Ok(Agent {
         provider,
         tools,
+        spawner,
         system_prompt,
         store,
         tool_context: ToolContext {
@@ -69,6 +74,7 @@ pub fn build(
             cancel: Default::default(),
             exec_timeout: Duration::from_secs(config.tools.exec_timeout_s),
             max_output_chars: config.tools.max_output_chars,
+            session_key: String::new(),
         },
         run_timeout: Duration::from_secs(config.agent.timeout_s),
         max_tokens: config.model.max_tokens,

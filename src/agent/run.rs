@@ -88,6 +88,8 @@ pub struct Agent {
     pub provider: Arc<dyn Provider>,
     /// Tools offered to the model.
     pub tools: Vec<Arc<dyn Tool>>,
+    /// Where the gateway plugs in `sessions_spawn`'s work.
+    pub spawner: crate::agent::tools::spawn::SpawnerSlot,
     /// System prompt (built once from identity, bootstrap files and skills).
     pub system_prompt: String,
     /// The store holding transcripts.
@@ -367,6 +369,7 @@ impl Turn<'_> {
         };
         let ctx = ToolContext {
             cancel: self.cancel.clone(),
+            session_key: self.key.clone(),
             ..self.agent.tool_context.clone()
         };
         tool.call(call.arguments.clone(), &ctx).await

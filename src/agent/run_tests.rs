@@ -210,11 +210,13 @@ impl Harness {
             tools: vec![instant.clone(), gate.clone()],
             system_prompt: "you are a test".into(),
             store: Store::temporary().unwrap(),
+            spawner: Default::default(),
             tool_context: ToolContext {
                 workspace: std::env::temp_dir(),
                 cancel: CancellationToken::new(),
                 exec_timeout: Duration::from_secs(30),
                 max_output_chars: 10_000,
+                session_key: String::new(),
             },
             run_timeout: Duration::from_secs(600),
             max_tokens: 1000,

@@ -10,6 +10,7 @@ use crate::acp::command::{ACP_USAGE, AcpCommand, Placement, SessionCommand};
 use crate::acp::harness;
 use crate::acp::manager::resolve_cwd;
 use crate::acp::SpawnSpec;
+use crate::store::Binding;
 
 /// Handles `/acp ARGS` from `inbound` (session `key`). Returns the answer, and a message to
 /// run next (`/acp steer`).
@@ -106,84 +107,114 @@ async fn spawn(
     cwd: Option<String>,
     label: Option<String>,
 ) -> String {
+    let name = harness_name.unwrap_or_else(|| core.acp.config().default_agent.clone());
+    match start_binding(core, inbound, &name, placement, cwd, label).await {
+        Ok(started) if started.in_new_thread => format!(
+            "Started {name} ({}) in a new thread, folder {}.",
+            started.agent,
+            started.binding.cwd.display()
+        ),
+        Ok(started) => format!(
+            "🤖 {} is bound here, folder {}. Plain messages go to it; /acp close ends it.",
+            started.agent,
+            started.binding.cwd.display()
+        ),
+        Err(e) => e,
+    }
+}
+
+/// A binding just made.
+pub struct Started {
+    /// The binding.
+    pub binding: Binding,
+    /// The agent's name and version.
+    pub agent: String,
+    /// True when a thread was created for it (it was told there already).
+    pub in_new_thread: bool,
+}
+
+/// Binds harness `name` for the conversation of `from` (or a new thread under it), starting
+/// the agent and its session. Errors are ready to show.
+pub async fn start_binding(
+    core: &Arc<Core>,
+    from: &Inbound,
+    name: &str,
+    placement: Placement,
+    cwd: Option<String>,
+    label: Option<String>,
+) -> Result<Started, String> {
     let config = core.acp.config();
-    let name = harness_name.unwrap_or_else(|| config.default_agent.clone());
-    let harness = match harness::resolve(config, &name) {
-        Ok(h) => h,
-        Err(e) => return e.to_string(),
-    };
+    let harness = harness::resolve(config, name).map_err(|e| e.to_string())?;
     let path = std::env::var("PATH").ok();
     let installed = harness::installed(&harness, path.as_deref());
     if !installed.is_usable() {
-        return format!("{name} is {installed}. Install it or set [acp.agents.{name}] command.");
+        return Err(format!(
+            "{name} is {installed}. Install it or set [acp.agents.{name}] command."
+        ));
     }
     let cwd = match cwd {
-        Some(requested) => match resolve_cwd(&core.config.agent.workspace, &requested) {
-            Ok(cwd) => cwd,
-            Err(e) => return format!("Bad --cwd: {e}"),
-        },
+        Some(requested) => resolve_cwd(&core.config.agent.workspace, &requested)
+            .map_err(|e| format!("Bad cwd: {e}"))?,
         None => {
-            let cwd = core.acp.default_cwd(&name);
-            if let Err(e) = std::fs::create_dir_all(&cwd) {
-                return format!("Cannot create {}: {e}", cwd.display());
-            }
+            let cwd = core.acp.default_cwd(name);
+            std::fs::create_dir_all(&cwd)
+                .map_err(|e| format!("Cannot create {}: {e}", cwd.display()))?;
             cwd
         }
     };
-    let here = &inbound.conversation;
+    let here = &from.conversation;
     let channel = core.channel(&here.channel);
-    let in_thread = here.thread_id.is_some();
     let make_thread = placement == Placement::ThreadAuto
-        && !in_thread
+        && here.thread_id.is_none()
         && here.kind != ChatKind::Direct
         && channel.as_ref().is_some_and(|c| c.limits().threads);
-    let target = if make_thread {
-        let Some(channel) = channel.as_ref() else {
-            return "This channel is not running.".to_owned();
-        };
-        let title = label.clone().unwrap_or_else(|| format!("{name} session"));
-        match channel.open_thread(here, &title).await {
-            Ok(conversation) => conversation,
-            Err(e) => {
-                return format!("Cannot open a thread here ({e}); try /acp spawn {name} --bind here.");
-            }
+    let target = match (make_thread, channel.as_ref()) {
+        (true, Some(channel)) => {
+            let title = label.clone().unwrap_or_else(|| format!("{name} session"));
+            channel.open_thread(here, &title).await.map_err(|e| {
+                format!("Cannot open a thread here ({e}); try /acp spawn {name} --bind here.")
+            })?
         }
-    } else {
-        here.clone()
+        _ => here.clone(),
     };
-    let mut target_inbound = inbound.clone();
+    let mut target_inbound = from.clone();
     target_inbound.conversation = target.clone();
     let key = core.session_key(&target_inbound);
     if let Some(existing) = core.acp.binding(&key) {
-        return format!(
+        return Err(format!(
             "This conversation is already bound to {}; /acp close first.",
             existing.harness
-        );
+        ));
     }
     if make_thread {
-        core.say(&target, &format!("Starting {name} in {}…", cwd.display())).await;
+        core.say(&target, &format!("Starting {name} in {}…", cwd.display()))
+            .await;
     }
     let spec = SpawnSpec {
         session_key: key,
         conversation: target.clone(),
-        harness: name.clone(),
-        cwd: cwd.clone(),
+        harness: name.to_owned(),
+        cwd,
         label,
-        owner: format!("{}:{}", here.channel, inbound.sender.id),
+        owner: format!("{}:{}", here.channel, from.sender.id),
     };
-    match core.acp.spawn(spec).await {
-        Ok((_, agent)) if make_thread => {
-            core.say(
-                &target,
-                &format!("🤖 {agent} is bound to this thread. Plain messages go to it; /acp close ends it."),
-            )
-            .await;
-            format!("Started {name} ({agent}) in a new thread, folder {}.", cwd.display())
-        }
-        Ok((_, agent)) => format!(
-            "🤖 {agent} is bound here, folder {}. Plain messages go to it; /acp close ends it.",
-            cwd.display()
-        ),
-        Err(e) => format!("Cannot start {name}: {e}"),
+    let (binding, agent) = core
+        .acp
+        .spawn(spec)
+        .await
+        .map_err(|e| format!("Cannot start {name}: {e}"))?;
+    if make_thread {
+        core.say(
+            &target,
+            &format!(
+                "🤖 {agent} is bound to this thread. Plain messages go to it; /acp close ends it."
+            ),
+        )
+        .await;
     }
+    Ok(Started {
+        binding,
+        agent,
+        in_new_thread: make_thread,
+    })
 }

@@ -1,10 +1,11 @@
 //! The composition root: builds the store, the provider, the agent, lanes and the router,
 //! runs the channels, recovers what a previous process left, and shuts everything down.
 
-mod acp_commands;
+pub mod acp_commands;
 pub mod ask;
 pub mod commands;
 mod recover;
+pub mod spawner;
 pub mod runner;
 
 use std::collections::HashMap;
@@ -72,6 +73,8 @@ pub struct Core {
     pub acp: crate::acp::AcpManager,
     /// Permission questions waiting for an answer in the chat.
     pub questions: ask::Questions,
+    /// Where each running session's reply goes (for `sessions_spawn`).
+    pub targets: std::sync::Mutex<HashMap<String, Conversation>>,
     /// Channels by name.
     pub channels: HashMap<String, Arc<dyn Channel>>,
     /// Finished runs.
@@ -100,6 +103,11 @@ impl Core {
             &self.config.session.identity_links,
         )
         .to_string()
+    }
+
+    /// Where the running turn of session `key` replies, if one runs.
+    pub fn target_of(&self, key: &str) -> Option<Conversation> {
+        self.targets.lock().ok()?.get(key).cloned()
     }
 
     /// The admission rules of a platform channel; `None` for the local terminal.
@@ -167,6 +175,7 @@ impl Gateway {
         let core = Arc::new(Core {
             acp,
             questions: ask::Questions::default(),
+            targets: Default::default(),
             channels: channels
                 .into_iter()
                 .map(|c| (c.name().to_string(), c))
@@ -181,6 +190,12 @@ impl Gateway {
             history: Default::default(),
         });
         runner.attach(&core);
+        let _ = core
+            .agent
+            .spawner
+            .set(Arc::new(spawner::GatewaySpawner {
+                core: Arc::downgrade(&core),
+            }));
         core.acp.set_asker(Arc::new(ask::ChatAskers {
             core: Arc::downgrade(&core),
         }));

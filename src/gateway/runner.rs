@@ -90,6 +90,9 @@ async fn run_turn(
     tracing::debug!(run_id = %run_id, "run starts");
     let started_ms = crate::agent::message::now_ms();
     let (events_tx, events_rx) = mpsc::channel(EVENT_BUFFER);
+    if let Ok(mut targets) = core.targets.lock() {
+        targets.insert(key.clone(), turn.target.clone());
+    }
     let channel = core.channel(&turn.target.channel);
     let reply = channel.clone().map(|channel| {
         tokio::spawn(stream_events(
@@ -112,6 +115,9 @@ async fn run_turn(
     } else {
         core.agent.run(request).await
     };
+    if let Ok(mut targets) = core.targets.lock() {
+        targets.remove(&key);
+    }
     let record = RunRecord {
         run_id,
         session_key: key.clone(),

@@ -2,6 +2,7 @@
 //!
 //! - [`read`], [`ls`], [`write`], [`edit`]: file tools confined to the workspace by [`paths`].
 //! - [`exec`]: `sh -c` in its own process group, killed as a group on timeout or cancel.
+//! - [`spawn`]: `sessions_spawn`, handing a task to a coding agent (the gateway does it).
 //! - [`truncate`]: head-and-tail shortening of output with the total size stated.
 
 mod args;
@@ -12,6 +13,7 @@ mod group;
 pub mod ls;
 pub mod paths;
 pub mod read;
+pub mod spawn;
 pub mod truncate;
 pub mod write;
 
@@ -35,6 +37,8 @@ pub struct ToolContext {
     pub exec_timeout: Duration,
     /// Most chars of tool output handed back to the model (head and tail kept).
     pub max_output_chars: usize,
+    /// The session whose run calls the tool (empty outside a run).
+    pub session_key: String,
 }
 
 /// The result of one tool call, as the model will read it.
@@ -104,6 +108,7 @@ pub(crate) mod test_support {
             cancel: CancellationToken::new(),
             exec_timeout: Duration::from_secs(30),
             max_output_chars: 10_000,
+            session_key: String::new(),
         }
     }
 }

@@ -1,0 +1,143 @@
+//! The gateway's [`Spawner`]: what `sessions_spawn` does with `runtime: "acp"` (SPEC 4).
+//!
+//! - `thread: true`: a new thread (or topic) under the parent's conversation is bound to the
+//!   coding agent and the task becomes its first message, so the user can keep talking to it.
+//! - otherwise: the agent does the task once, in a process of its own, and its answer is the
+//!   tool result; with `stream_to: "parent"` its output also streams into the parent's chat.
+
+use std::sync::{Arc, Weak};
+
+use chela_channel::{Inbound, Sender};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::Core;
+use super::acp_commands::start_binding;
+use crate::acp::command::Placement;
+use crate::acp::manager::resolve_cwd;
+use crate::agent::provider::BoxFuture;
+use crate::agent::tools::spawn::{SpawnRequest, Spawner};
+use crate::reply::{final_text, stream_events};
+
+/// Events buffered between a one-off agent turn and its live reply.
+const EVENT_BUFFER: usize = 256;
+
+/// Spawns coding-agent work for the agent's `sessions_spawn` tool.
+pub struct GatewaySpawner {
+    /// The core (weak: the core owns the agent that holds this).
+    pub core: Weak<Core>,
+}
+
+impl Spawner for GatewaySpawner {
+    fn spawn(
+        &self,
+        request: SpawnRequest,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, Result<String, String>> {
+        let core = self.core.clone();
+        Box::pin(async move {
+            let core = core.upgrade().ok_or("the gateway is shutting down")?;
+            let name = request
+                .agent
+                .clone()
+                .unwrap_or_else(|| core.acp.config().default_agent.clone());
+            if request.thread {
+                in_thread(&core, &request, &name).await
+            } else {
+                once(&core, &request, &name, &cancel).await
+            }
+        })
+    }
+}
+
+/// Binds a new thread under the parent's conversation and sends it the task.
+async fn in_thread(core: &Arc<Core>, request: &SpawnRequest, name: &str) -> Result<String, String> {
+    let parent = core
+        .target_of(&request.parent_session)
+        .ok_or("the parent conversation is unknown")?;
+    let from = Inbound {
+        conversation: parent,
+        sender: Sender {
+            id: "chela".to_owned(),
+            name: "chela".to_owned(),
+            username: None,
+        },
+        message_id: format!("spawn-{}", uuid::Uuid::new_v4().simple()),
+        text: request.task.clone(),
+        reply_to: None,
+        mentioned: true,
+        timestamp_ms: crate::agent::message::now_ms(),
+    };
+    let started = start_binding(
+        core,
+        &from,
+        name,
+        Placement::ThreadAuto,
+        request.cwd.clone(),
+        request.label.clone(),
+    )
+    .await?;
+    let mut first = from;
+    first.conversation = started.binding.conversation.clone();
+    let router = crate::inbound::route::Router::new(core.clone());
+    router
+        .accept_for(started.binding.session_key.clone(), first)
+        .await
+        .map_err(|e| format!("the agent started but the task could not be queued: {e}"))?;
+    let place = if started.in_new_thread {
+        "a new thread"
+    } else {
+        "this conversation"
+    };
+    Ok(format!(
+        "Started {} in {place} (folder {}); the task was sent there and its answers appear \
+         there. The user can keep talking to it in that thread.",
+        started.agent,
+        started.binding.cwd.display()
+    ))
+}
+
+/// Runs the task once and returns the agent's answer.
+async fn once(
+    core: &Arc<Core>,
+    request: &SpawnRequest,
+    name: &str,
+    cancel: &CancellationToken,
+) -> Result<String, String> {
+    let cwd = match &request.cwd {
+        Some(cwd) => resolve_cwd(&core.config.agent.workspace, cwd)?,
+        None => {
+            let cwd = core.acp.default_cwd(name);
+            std::fs::create_dir_all(&cwd).map_err(|e| format!("cannot create {}: {e}", cwd.display()))?;
+            cwd
+        }
+    };
+    let live = if request.stream_to_parent {
+        core.target_of(&request.parent_session)
+            .and_then(|to| core.channel(&to.channel).map(|channel| (channel, to)))
+    } else {
+        None
+    };
+    let (events, reply) = match live {
+        Some((channel, to)) => {
+            let (tx, rx) = mpsc::channel(EVENT_BUFFER);
+            (Some(tx), Some(tokio::spawn(stream_events(channel, to, None, rx))))
+        }
+        None => (None, None),
+    };
+    let result = core.acp.run_once(name, &cwd, &request.task, cancel, events).await;
+    if let Some(reply) = reply
+        && let Ok((mut stream, ending)) = reply.await
+    {
+        let shown = match &result {
+            Ok(_) => final_text(stream.text(), &ending),
+            Err(e) => format!("{}\n\n⚠️ {e}", stream.text()),
+        };
+        if let Err(e) = stream.finish(&shown).await {
+            tracing::warn!(error = %e, "cannot finish the coding agent's live reply");
+        }
+    }
+    result
+        .map(|text| format!("{name} answered:\n\n{text}"))
+        .map_err(|e| e.to_string())
+}

@@ -36,11 +36,12 @@ pub async fn handle(
         },
         Command::New(first) => {
             let answer = reset(core, key, "new").await;
-            core.say(to, &answer).await;
+            core.answer(inbound, &answer).await;
             return first.map(|text| {
                 let mut first_turn = inbound.clone();
                 first_turn.text = text;
                 first_turn.message_id = format!("{}#new", inbound.message_id);
+                first_turn.interaction = None;
                 first_turn
             });
         }
@@ -69,7 +70,7 @@ pub async fn handle(
             key
         ),
     };
-    core.say(to, &answer).await;
+    core.answer(inbound, &answer).await;
     None
 }
 

@@ -1,6 +1,7 @@
 //! The composition root: builds the store, the provider, the agent, lanes and the router,
 //! runs the channels, recovers what a previous process left, and shuts everything down.
 
+mod answer;
 pub mod commands;
 mod recover;
 pub mod runner;

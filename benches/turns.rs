@@ -201,6 +201,7 @@ impl Rig {
             reply_to: None,
             mentioned: true,
             timestamp_ms: now_ms(),
+            interaction: None,
         }
     }
 

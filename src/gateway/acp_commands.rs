@@ -45,6 +45,7 @@ pub async fn acp(core: &Arc<Core>, key: &str, inbound: &Inbound, args: &str) -> 
             let mut next = inbound.clone();
             next.text = text;
             next.message_id = format!("{}#steer", inbound.message_id);
+            next.interaction = None;
             return ("Steering: the current turn was cancelled; your message goes next.".to_owned(), Some(next));
         }
         AcpCommand::Spawn {

@@ -36,11 +36,12 @@ pub async fn handle(
         },
         Command::New(first) => {
             let answer = reset(core, key, "new").await;
-            core.say(to, &answer).await;
+            core.answer(inbound, &answer).await;
             return first.map(|text| {
                 let mut first_turn = inbound.clone();
                 first_turn.text = text;
                 first_turn.message_id = format!("{}#new", inbound.message_id);
+                first_turn.interaction = None;
                 first_turn
             });
         }
@@ -59,7 +60,7 @@ pub async fn handle(
             .join("\n"),
         Command::Acp(args) => {
             let (answer, next) = super::acp_commands::acp(core, key, inbound, &args).await;
-            core.say(to, &answer).await;
+            core.answer(inbound, &answer).await;
             return next;
         }
         Command::Session(args) => super::acp_commands::session(core, key, &args).await,
@@ -75,7 +76,7 @@ pub async fn handle(
             key
         ),
     };
-    core.say(to, &answer).await;
+    core.answer(inbound, &answer).await;
     None
 }
 

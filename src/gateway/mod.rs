@@ -2,6 +2,7 @@
 //! runs the channels, recovers what a previous process left, and shuts everything down.
 
 pub mod acp_commands;
+mod answer;
 pub mod ask;
 pub mod commands;
 mod recover;

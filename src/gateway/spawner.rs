@@ -66,6 +66,7 @@ async fn in_thread(core: &Arc<Core>, request: &SpawnRequest, name: &str) -> Resu
         text: request.task.clone(),
         reply_to: None,
         mentioned: true,
+        interaction: None,
         timestamp_ms: crate::agent::message::now_ms(),
     };
     let started = start_binding(

@@ -155,6 +155,7 @@ mod tests {
             reply_to: None,
             mentioned,
             timestamp_ms: 0,
+            interaction: None,
         }
     }
 

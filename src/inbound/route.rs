@@ -12,6 +12,9 @@ use crate::lane::QueuedTurn;
 use crate::store::PairingOutcome;
 use crate::store::PendingTurn;
 
+/// The private answer to a native command its sender may not run (it must not go unanswered).
+const NOT_ALLOWED: &str = "Not allowed.";
+
 /// The [`InboundSink`] every channel feeds.
 #[derive(Clone)]
 pub struct Router {
@@ -35,12 +38,23 @@ impl Router {
         let command = match commands::parse(&inbound.text, None) {
             Some(command) if may_run_admin_command(core, &inbound, &command).await => Some(command),
             Some(_) if inbound.text.trim_start().starts_with('/') => {
-                // An unauthorized command sent alone is ignored.
+                // An unauthorized command sent alone is ignored; a native one is refused
+                // privately, or the platform would show it as unanswered.
                 tracing::info!(sender = %inbound.sender.id, "command needs an owner or group admin; ignored");
+                if inbound.interaction.is_some() {
+                    core.answer(&inbound, NOT_ALLOWED).await;
+                }
                 return Ok(false);
             }
             _ => None,
         };
+        if command.is_none() && inbound.interaction.is_some() {
+            // A native command the core does not handle (yet): never a turn for the model.
+            let name = inbound.text.split_whitespace().next().unwrap_or("/");
+            core.answer(&inbound, &format!("{name} is not available yet."))
+                .await;
+            return Ok(false);
+        }
         if let Some(command) = command {
             let fresh = core
                 .store
@@ -61,6 +75,8 @@ impl Router {
                         .await;
                     }
                 });
+            } else {
+                tracing::debug!(session = %key, "duplicate command dropped");
             }
             return Ok(fresh);
         }
@@ -84,8 +100,9 @@ async fn admit(core: &Arc<Core>, key: &str, mut inbound: Inbound) -> Option<Inbo
             .unwrap_or(false),
         owner: core.is_owner(&conv.channel, &sender.id),
     };
-    if inbound.text.trim_start().starts_with('/') && commands::parse(&inbound.text, None).is_some()
-    {
+    let slash_command = inbound.text.trim_start().starts_with('/')
+        && commands::parse(&inbound.text, None).is_some();
+    if slash_command {
         // A slash command is addressed to the bot even without a mention (the adapter drops
         // commands addressed to other bots); plain-text stop words are not.
         inbound.mentioned = true;
@@ -96,7 +113,10 @@ async fn admit(core: &Arc<Core>, key: &str, mut inbound: Inbound) -> Option<Inbo
     }
     match admission::decide(&access, &inbound, facts) {
         Verdict::Admit => {
+            // Framed with group context a command would no longer parse: the context waits
+            // for the next turn.
             if conv.kind != ChatKind::Direct
+                && !slash_command
                 && let Ok(mut history) = core.history.lock()
             {
                 inbound.text = history.frame(key, &inbound.text);
@@ -130,10 +150,13 @@ async fn admit(core: &Arc<Core>, key: &str, mut inbound: Inbound) -> Option<Inbo
                         "This bot is private. Ask its owner to approve you with:\n\n    chela pairing approve {} {code}\n\nThe code is valid for one hour.",
                         conv.channel
                     );
-                    core.say(conv, &text).await;
+                    core.answer(&inbound, &text).await;
                 }
                 Ok(PairingOutcome::TooMany) => {
                     tracing::info!(channel = %conv.channel, sender = %sender.id, "pairing refused: too many pending codes");
+                    if inbound.interaction.is_some() {
+                        core.answer(&inbound, NOT_ALLOWED).await;
+                    }
                 }
                 Err(e) => tracing::error!(error = %e, "cannot issue a pairing code"),
             }
@@ -141,6 +164,9 @@ async fn admit(core: &Arc<Core>, key: &str, mut inbound: Inbound) -> Option<Inbo
         }
         Verdict::Drop(reason) => {
             tracing::info!(channel = %conv.channel, chat = %conv.chat_id, sender = %sender.id, reason, "inbound dropped by admission");
+            if inbound.interaction.is_some() {
+                core.answer(&inbound, NOT_ALLOWED).await;
+            }
             None
         }
     }

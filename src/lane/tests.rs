@@ -197,6 +197,7 @@ impl Harness {
                 reply_to: None,
                 mentioned: false,
                 timestamp_ms: 0,
+                interaction: None,
             };
             let pending = PendingTurn {
                 session_key: key.into(),

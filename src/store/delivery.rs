@@ -131,6 +131,7 @@ mod tests {
                 reply_to: None,
                 mentioned: true,
                 timestamp_ms: 1,
+                interaction: None,
             },
             queued_ms: 1,
         }

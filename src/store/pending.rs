@@ -90,6 +90,7 @@ pub(super) mod tests {
             reply_to: None,
             mentioned: true,
             timestamp_ms: 5,
+            interaction: None,
         }
     }
 

@@ -79,6 +79,10 @@ pub struct Inbound {
     pub mentioned: bool,
     /// Milliseconds since the Unix epoch.
     pub timestamp_ms: u64,
+    /// A platform handle for answering a native command privately (a Discord slash command's
+    /// interaction); `None` for ordinary messages.
+    #[serde(default)]
+    pub interaction: Option<String>,
 }
 
 /// What a channel can do and how fast.
@@ -231,6 +235,18 @@ pub trait Channel: Send + Sync {
     ) -> BoxFuture<'a, Result<bool, ChannelError>> {
         let _ = (conversation, user_id);
         Box::pin(async { Ok(false) })
+    }
+    /// Answers the native command `interaction` (see [`Inbound::interaction`]) privately, so
+    /// that only the person who ran it sees `text` (at most [`Limits::max_chars`]). The first
+    /// call for an interaction gives its answer; later calls add parts to it.
+    fn answer_command<'a>(
+        &'a self,
+        to: &'a Conversation,
+        interaction: &'a str,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        let _ = (to, interaction, text);
+        Box::pin(async { Err(ChannelError::Unsupported("command answers")) })
     }
     /// Registers native commands (name, description) with the platform.
     fn register_commands<'a>(

@@ -5,19 +5,23 @@
 //! handler in either order. Messages are therefore taken from a collector, which the shard
 //! runner calls synchronously in gateway order, and handed on one by one by a single task. The
 //! handler itself only covers messages the collector never saw (before it was registered
-//! after READY).
+//! after READY). Slash commands go to [`CommandIntake`]; READY also lets the slash commands
+//! be registered (it brings the application id).
 
 use std::sync::Arc;
 
 use chela_channel::InboundSink;
 use futures_util::StreamExt;
 use serenity::async_trait;
+use serenity::model::application::Interaction;
 use serenity::model::channel::{GuildChannel, Message};
 use serenity::model::event::Event;
 use serenity::model::gateway::Ready;
 use serenity::prelude::{Context, EventHandler};
 
+use crate::command_intake::CommandIntake;
 use crate::normalize::{Place, normalize};
+use crate::slash::Registrar;
 use crate::state::State;
 
 /// Hands Discord events to chela.
@@ -26,6 +30,10 @@ pub struct Handler {
     pub sink: Arc<dyn InboundSink>,
     /// What the channel knows about the bot and the channels it saw.
     pub state: Arc<State>,
+    /// Takes slash commands in.
+    pub commands: Arc<CommandIntake>,
+    /// Registers the slash commands once READY gave the application id.
+    pub registrar: Arc<Registrar>,
 }
 
 #[async_trait]
@@ -54,6 +62,14 @@ impl EventHandler for Handler {
                 intake.take(message).await;
             }
         });
+        self.registrar.ready(ready.application.id).await;
+    }
+
+    async fn interaction_create(&self, _ctx: Context, interaction: Interaction) {
+        match interaction {
+            Interaction::Command(command) => self.commands.take(command).await,
+            other => tracing::debug!(kind = ?other.kind(), "discord interaction ignored"),
+        }
     }
 
     async fn thread_create(&self, _ctx: Context, thread: GuildChannel) {

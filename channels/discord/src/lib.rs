@@ -2,16 +2,24 @@
 //!
 //! Module map:
 //! - [`normalize`]: Discord messages -> normalized inbound records (channels, threads, DMs).
+//! - [`interaction`]: slash-command interactions -> normalized inbound records.
 //! - `handler`: the serenity event handler (normalize and hand on, nothing else).
+//! - `command_intake`: slash commands acknowledged (deferred, private) and handed on.
+//! - `slash`: which slash commands are registered, once READY gave the application id.
+//! - `pending`: interaction tokens awaiting their private answer.
 //! - `state`: the bot id, where channels sit (thread parents, guilds), allowlists.
 //! - `errors`: REST errors -> channel errors.
 //!
 //! Pointed at a non-default `api_url` (a fake), serenity's ratelimiter is off and chela paces
 //! itself; every send carries a nonce with `enforce_nonce`, so a retried send cannot duplicate.
 
+mod command_intake;
 mod errors;
 mod handler;
+pub mod interaction;
 pub mod normalize;
+mod pending;
+mod slash;
 mod state;
 
 use std::sync::Arc;
@@ -19,7 +27,10 @@ use std::sync::Arc;
 use chela_channel::{
     BoxFuture, Channel, ChannelError, ChatKind, Conversation, InboundSink, Limits, SentMessage,
 };
-use serenity::builder::{CreateAllowedMentions, CreateMessage, CreateThread, EditMessage};
+use serenity::builder::{
+    Builder, CreateAllowedMentions, CreateInteractionResponseFollowup, CreateMessage, CreateThread,
+    EditInteractionResponse, EditMessage,
+};
 use serenity::client::ClientBuilder;
 use serenity::http::{Http, HttpBuilder};
 use serenity::model::channel::{ChannelType, MessageReference, Nonce};
@@ -27,8 +38,11 @@ use serenity::model::id::{ChannelId, GuildId, MessageId, UserId};
 use serenity::prelude::GatewayIntents;
 use tokio_util::sync::CancellationToken;
 
+use command_intake::CommandIntake;
 use errors::channel_error;
 use normalize::Place;
+use pending::Pending;
+use slash::Registrar;
 use state::State;
 
 /// Discord's REST base; any other `api_url` is a proxy or fake.
@@ -66,6 +80,9 @@ pub struct DiscordChannel {
     http: Arc<Http>,
     settings: DiscordSettings,
     state: Arc<State>,
+    /// Interactions awaiting their private answer.
+    pending: Arc<Pending>,
+    registrar: Arc<Registrar>,
 }
 
 impl DiscordChannel {
@@ -79,10 +96,41 @@ impl DiscordChannel {
             http.clone(),
         ));
         Arc::new(DiscordChannel {
+            registrar: Arc::new(Registrar::new(http.clone())),
+            pending: Arc::new(Pending::default()),
             http,
             settings,
             state,
         })
+    }
+
+    /// Delivers one part of the private answer to interaction `handle`: the first replaces
+    /// the deferred response, later ones are private follow-ups.
+    async fn answer_once(&self, handle: &str, text: &str) -> Result<(), ChannelError> {
+        let id = id_of(handle)?;
+        let Some(pending) = self.pending.get(id) else {
+            return Err(ChannelError::Rejected(format!(
+                "interaction {id} is unknown or expired"
+            )));
+        };
+        let mentions = CreateAllowedMentions::new();
+        let sent = if pending.answered {
+            CreateInteractionResponseFollowup::new()
+                .content(text)
+                .ephemeral(true)
+                .allowed_mentions(mentions)
+                .execute(&*self.http, (None, &pending.token))
+                .await
+        } else {
+            EditInteractionResponse::new()
+                .content(text)
+                .allowed_mentions(mentions)
+                .execute(&*self.http, &pending.token)
+                .await
+        };
+        sent.map_err(channel_error)?;
+        self.pending.mark_answered(id);
+        Ok(())
     }
 
     async fn send_once(
@@ -168,9 +216,17 @@ impl Channel for DiscordChannel {
                 | GatewayIntents::GUILD_MESSAGES
                 | GatewayIntents::DIRECT_MESSAGES
                 | GatewayIntents::MESSAGE_CONTENT;
+            let commands = Arc::new(CommandIntake {
+                sink: sink.clone(),
+                state: self.state.clone(),
+                pending: self.pending.clone(),
+                http: self.http.clone(),
+            });
             let handler = handler::Handler {
                 sink,
                 state: self.state.clone(),
+                commands,
+                registrar: self.registrar.clone(),
             };
             let mut client = ClientBuilder::new_with_http(build_http(&self.settings), intents)
                 .event_handler(handler)
@@ -311,6 +367,23 @@ impl Channel for DiscordChannel {
             let permissions = partial.member_permissions(&member);
             Ok(by_role || permissions.administrator() || permissions.manage_guild())
         })
+    }
+
+    fn answer_command<'a>(
+        &'a self,
+        to: &'a Conversation,
+        interaction: &'a str,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        let _ = to;
+        Box::pin(self.answer_once(interaction, text))
+    }
+
+    fn register_commands<'a>(
+        &'a self,
+        commands: &'a [(&'a str, &'a str)],
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(self.registrar.set(commands))
     }
 }
 

@@ -67,6 +67,7 @@ pub fn normalize(message: &Message, me: &Me, account: &str) -> Option<Inbound> {
         }),
         mentioned: mentions_bot(message, me),
         timestamp_ms: u64::try_from(message.date.timestamp_millis()).unwrap_or(0),
+        interaction: None,
     })
 }
 

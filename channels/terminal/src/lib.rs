@@ -84,6 +84,7 @@ impl TerminalChannel {
             reply_to: None,
             mentioned: true,
             timestamp_ms: now,
+            interaction: None,
         }
     }
 

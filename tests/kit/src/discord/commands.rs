@@ -1,5 +1,5 @@
 //! Application commands (global and per guild: list, bulk overwrite, create, get, edit,
-//! delete) and interaction callbacks, recorded for tests.
+//! delete), recorded for tests.
 
 use std::sync::Arc;
 
@@ -179,19 +179,4 @@ pub(crate) fn one_route(
         }
         _ => Err(ApiError::method_not_allowed()),
     }
-}
-
-/// `POST /interactions/{id}/{token}/callback`: recorded, 204.
-pub(crate) fn interaction_callback(
-    shared: &Arc<Shared>,
-    interaction: &str,
-    token: &str,
-    body: &Body,
-) -> ApiResult {
-    shared.lock().interaction_callbacks.push(json!({
-        "interaction_id": interaction,
-        "token": token,
-        "body": body.json,
-    }));
-    Ok(Reply::NoContent)
 }

@@ -45,7 +45,12 @@
 //!   with `parent_id`, `guild_id`, `thread_metadata`; THREAD_CREATE; non-text parents 400
 //!   50024.
 //! - Application commands, global and per guild: `GET`, `PUT` (bulk overwrite), `POST`,
-//!   `GET`/`PATCH`/`DELETE` one; `POST /interactions/{id}/{token}/callback` 204.
+//!   `GET`/`PATCH`/`DELETE` one.
+//! - Slash commands: [`FakeDiscord::user_runs_command`] dispatches `INTERACTION_CREATE`; the
+//!   bot answers with `POST /interactions/{id}/{token}/callback` (204; once), `PATCH`/`GET
+//!   /webhooks/{app}/{token}/messages/@original` and follow-ups `POST /webhooks/{app}/{token}`
+//!   (no bot token needed: the interaction token authorizes), read back with
+//!   [`FakeDiscord::interactions`].
 //! - Rate limits on message sends and edits: see [`FakeDiscord::inject_429`] and
 //!   [`FakeDiscord::enforce_rate_limits`]. The 429 body has no `code` (as on Discord), so
 //!   serenity with its ratelimiter off reports `code: -1` and a decode message: only the
@@ -72,6 +77,7 @@ mod control;
 mod error;
 mod gateway;
 mod inspect;
+mod interactions;
 mod json;
 mod limits;
 mod message;
@@ -91,8 +97,8 @@ use tokio::task::JoinHandle;
 
 use state::Shared;
 pub use types::{
-    AttachmentSpec, BotMessage, ChannelKind, ChannelSpec, MessageOptions, RecordedCall, ThreadInfo,
-    UserSpec,
+    AttachmentSpec, BotMessage, ChannelKind, ChannelSpec, InteractionInfo, MessageOptions,
+    RecordedCall, ThreadInfo, UserSpec,
 };
 
 /// A running fake Discord (gateway and REST) for one bot. Dropping it (or calling

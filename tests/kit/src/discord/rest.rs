@@ -17,7 +17,7 @@ use super::error::{ApiError, ApiResult, Reply};
 use super::json::{self, TOKEN};
 use super::state::Shared;
 use super::types::RecordedCall;
-use super::{channels, commands, gateway, messages};
+use super::{channels, commands, gateway, interactions, messages};
 
 /// The routes of the fake Discord.
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
@@ -90,7 +90,11 @@ async fn handle(
         .filter(|s| !s.is_empty())
         .map(percent_decode)
         .collect();
-    let public = method == Method::GET && segments.first().is_some_and(|s| s == "gateway");
+    // The gateway URL, and what the interaction token itself authorizes.
+    let public = (method == Method::GET && segments.first().is_some_and(|s| s == "gateway"))
+        || segments
+            .first()
+            .is_some_and(|s| s == "interactions" || s == "webhooks");
     let authorized = headers
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -165,8 +169,14 @@ fn route(
             commands::one_route(shared, &m, app, Some(id(guild)?), command, body)
         }
         ["interactions", interaction, token, "callback"] => only(&m, M::POST, || {
-            commands::interaction_callback(shared, interaction, token, body)
+            interactions::callback(shared, interaction, token, body)
         }),
+        ["webhooks", app, token] => only(&m, M::POST, || {
+            interactions::followup(shared, app, token, body)
+        }),
+        ["webhooks", app, token, "messages", "@original"] => {
+            interactions::original(shared, &m, app, token, body)
+        }
         ["guilds", guild, "members", user] => only(&m, M::GET, || {
             let (guild, user) = (id(guild)?, id(user)?);
             let state = shared.lock();

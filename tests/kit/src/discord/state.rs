@@ -138,6 +138,8 @@ pub(crate) struct State {
     pub(crate) commands: BTreeMap<Option<u64>, Vec<Value>>,
     /// Interaction callbacks: `{"interaction_id", "token", "body"}`.
     pub(crate) interaction_callbacks: Vec<Value>,
+    /// Interactions dispatched to the bot, by id.
+    pub(crate) interactions: BTreeMap<u64, super::interactions::Interaction>,
     pub(crate) limiter: Limiter,
     pub(crate) heartbeat_interval_ms: u64,
     /// Whether IDENTIFY may ask for `GUILD_MEMBERS` and `GUILD_PRESENCES`.
@@ -170,6 +172,7 @@ impl State {
             kicks: HashMap::new(),
             commands: BTreeMap::new(),
             interaction_callbacks: Vec::new(),
+            interactions: BTreeMap::new(),
             limiter: Limiter::default(),
             heartbeat_interval_ms: HEARTBEAT_INTERVAL_MS,
             privileged_allowed: false,

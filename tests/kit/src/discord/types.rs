@@ -262,3 +262,28 @@ pub struct ThreadInfo {
     /// Whether it is locked.
     pub locked: bool,
 }
+
+/// A slash command a simulated user ran, and how the bot answered it so far.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InteractionInfo {
+    /// The interaction id.
+    pub id: u64,
+    /// Its token (in the callback and webhook paths).
+    pub token: String,
+    /// The command name.
+    pub name: String,
+    /// The channel (or thread, or DM) it was run in.
+    pub channel_id: u64,
+    /// Who ran it.
+    pub user_id: u64,
+    /// The callback `type` the bot answered with (4 a message, 5 deferred), once it did.
+    pub callback_type: Option<u64>,
+    /// Whether the response is ephemeral (`flags` 64 in the callback's `data`).
+    pub ephemeral: bool,
+    /// The original response's text: the callback's content, then the last `@original` edit.
+    pub response: Option<String>,
+    /// How many times `@original` was edited.
+    pub edits: usize,
+    /// Follow-up messages: text and whether each is ephemeral.
+    pub followups: Vec<(String, bool)>,
+}

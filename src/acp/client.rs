@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, ClientCapabilities, CloseSessionRequest, ContentBlock,
     FileSystemCapabilities, Implementation, InitializeRequest, LoadSessionRequest,
@@ -21,7 +22,6 @@ use agent_client_protocol::v1::schema::{
     ReleaseTerminalRequest, ReleaseTerminalResponse, TerminalExitStatus, TerminalOutputRequest,
     TerminalOutputResponse, WaitForTerminalExitRequest, WaitForTerminalExitResponse,
 };
-use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Agent, ByteStreams, Client};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
@@ -160,7 +160,9 @@ impl AcpClient {
                     .terminal(true),
             )
             .client_info(Implementation::new("chela", env!("CARGO_PKG_VERSION")));
-        let init = client.setup(client.cx.send_request(request).block_task()).await?;
+        let init = client
+            .setup(client.cx.send_request(request).block_task())
+            .await?;
         client.capabilities = init.agent_capabilities;
         if let Some(info) = init.agent_info {
             client.agent_name = format!("{} {}", info.name, info.version);
@@ -185,7 +187,9 @@ impl AcpClient {
 
     /// How many permission requests nobody could be asked about so far.
     pub fn unasked(&self) -> usize {
-        self.shared.unasked.load(std::sync::atomic::Ordering::Relaxed)
+        self.shared
+            .unasked
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The process id of the agent (its process group).
@@ -201,7 +205,11 @@ impl AcpClient {
     /// Starts a new session in `cwd`; returns its id.
     pub async fn new_session(&self, cwd: &Path) -> Result<String, AcpError> {
         let response = self
-            .setup(self.cx.send_request(NewSessionRequest::new(cwd.to_path_buf())).block_task())
+            .setup(
+                self.cx
+                    .send_request(NewSessionRequest::new(cwd.to_path_buf()))
+                    .block_task(),
+            )
             .await?;
         let id = response.session_id.0.to_string();
         self.set_root(&id, cwd);
@@ -218,7 +226,8 @@ impl AcpClient {
         }
         self.set_root(id, cwd);
         let request = LoadSessionRequest::new(SessionId::new(id), cwd.to_path_buf());
-        self.setup(self.cx.send_request(request).block_task()).await?;
+        self.setup(self.cx.send_request(request).block_task())
+            .await?;
         Ok(())
     }
 
@@ -299,7 +308,12 @@ impl AcpClient {
     /// Ends the connection and the agent's whole process group.
     pub async fn shutdown(&self) {
         self.stop.cancel();
-        if self.process.exited_within(Duration::from_millis(300)).await.is_none() {
+        if self
+            .process
+            .exited_within(Duration::from_millis(300))
+            .await
+            .is_none()
+        {
             self.process.terminate().await;
         }
     }
@@ -411,9 +425,7 @@ fn connection(
                         None => Err("unknown session".to_owned()),
                     };
                     let _ = responder.respond_with_result(
-                        result
-                            .map(ReadTextFileResponse::new)
-                            .map_err(refusal),
+                        result.map(ReadTextFileResponse::new).map_err(refusal),
                     );
                 });
                 Ok(())
@@ -506,7 +518,9 @@ fn connection(
                 async move |request: KillTerminalRequest, responder, _cx| {
                     let result = shared.terminals.kill(&request.terminal_id.0);
                     responder.respond_with_result(
-                        result.map(|()| KillTerminalResponse::new()).map_err(refusal),
+                        result
+                            .map(|()| KillTerminalResponse::new())
+                            .map_err(refusal),
                     )
                 }
             },
@@ -518,7 +532,9 @@ fn connection(
                 async move |request: ReleaseTerminalRequest, responder, _cx| {
                     let result = shared.terminals.release(&request.terminal_id.0);
                     responder.respond_with_result(
-                        result.map(|()| ReleaseTerminalResponse::new()).map_err(refusal),
+                        result
+                            .map(|()| ReleaseTerminalResponse::new())
+                            .map_err(refusal),
                     )
                 }
             },
@@ -527,7 +543,9 @@ fn connection(
 }
 
 fn exit_status(exit: TermExit) -> TerminalExitStatus {
-    TerminalExitStatus::new().exit_code(exit.code).signal(exit.signal)
+    TerminalExitStatus::new()
+        .exit_code(exit.code)
+        .signal(exit.signal)
 }
 
 /// A refused client request, with the reason the agent (and its model) sees.

@@ -25,8 +25,11 @@ pub trait CodingAgent: Send + Sync {
     /// Starts a session in `cwd`; returns its id.
     fn new_session<'a>(&'a self, cwd: &'a Path) -> BoxFuture<'a, Result<String, AcpError>>;
     /// Resumes session `id` in `cwd`.
-    fn load_session<'a>(&'a self, id: &'a str, cwd: &'a Path)
-    -> BoxFuture<'a, Result<(), AcpError>>;
+    fn load_session<'a>(
+        &'a self,
+        id: &'a str,
+        cwd: &'a Path,
+    ) -> BoxFuture<'a, Result<(), AcpError>>;
     /// Runs one prompt turn, streaming its updates; `cancel` stops it.
     fn prompt<'a>(
         &'a self,

@@ -78,7 +78,8 @@ pub fn parse_acp(args: &str) -> Result<AcpCommand, String> {
 }
 
 fn parse_spawn<'a>(mut words: impl Iterator<Item = &'a str>) -> Result<AcpCommand, String> {
-    let (mut harness, mut placement, mut cwd, mut label) = (None, Placement::ThreadAuto, None, None);
+    let (mut harness, mut placement, mut cwd, mut label) =
+        (None, Placement::ThreadAuto, None, None);
     while let Some(word) = words.next() {
         let (flag, inline) = match word.split_once('=') {
             Some((flag, value)) if word.starts_with("--") => (flag, Some(value.to_owned())),
@@ -158,16 +159,31 @@ mod tests {
         );
         assert!(matches!(
             parse_acp("spawn --bind here").unwrap(),
-            AcpCommand::Spawn { placement: Placement::Here, .. }
+            AcpCommand::Spawn {
+                placement: Placement::Here,
+                ..
+            }
         ));
     }
 
     #[test]
     fn bad_spawn_arguments_say_what_is_expected() {
-        assert!(parse_acp("spawn --cwd").unwrap_err().contains("--cwd needs a value"));
-        assert!(parse_acp("spawn --thread sideways").unwrap_err().contains("auto or here"));
+        assert!(
+            parse_acp("spawn --cwd")
+                .unwrap_err()
+                .contains("--cwd needs a value")
+        );
+        assert!(
+            parse_acp("spawn --thread sideways")
+                .unwrap_err()
+                .contains("auto or here")
+        );
         assert!(parse_acp("spawn a b").unwrap_err().contains("Unexpected"));
-        assert!(parse_acp("spawn --force").unwrap_err().contains("Unknown option"));
+        assert!(
+            parse_acp("spawn --force")
+                .unwrap_err()
+                .contains("Unknown option")
+        );
         assert!(parse_acp("launch").unwrap_err().contains("Usage"));
     }
 
@@ -185,7 +201,11 @@ mod tests {
             parse_session("idle 2h").unwrap(),
             SessionCommand::Idle(Duration::from_secs(7200))
         );
-        assert!(parse_session("idle soon").unwrap_err().contains("Bad duration"));
+        assert!(
+            parse_session("idle soon")
+                .unwrap_err()
+                .contains("Bad duration")
+        );
         assert!(parse_session("").is_err());
     }
 }

@@ -76,12 +76,21 @@ mod tests {
         let root = dir.path().join("root");
         std::fs::create_dir(&root).unwrap();
         std::fs::write(dir.path().join("secret"), "s").unwrap();
-        write_text(&root, Path::new("sub/a.txt"), "hi\n").await.unwrap();
-        assert_eq!(read_text(&root, Path::new("sub/a.txt"), None, None).await.unwrap(), "hi\n");
+        write_text(&root, Path::new("sub/a.txt"), "hi\n")
+            .await
+            .unwrap();
+        assert_eq!(
+            read_text(&root, Path::new("sub/a.txt"), None, None)
+                .await
+                .unwrap(),
+            "hi\n"
+        );
         let abs = root.join("sub/a.txt");
         assert_eq!(read_text(&root, &abs, None, None).await.unwrap(), "hi\n");
         for bad in ["../secret", "sub/../../secret"] {
-            let err = read_text(&root, Path::new(bad), None, None).await.unwrap_err();
+            let err = read_text(&root, Path::new(bad), None, None)
+                .await
+                .unwrap_err();
             assert!(err.contains("refused"), "{bad}: {err}");
             assert!(write_text(&root, Path::new(bad), "x").await.is_err());
         }

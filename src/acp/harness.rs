@@ -29,7 +29,11 @@ impl std::fmt::Display for Installed {
         match self {
             Installed::Found(path) => write!(f, "installed ({})", path.display()),
             Installed::ViaNpx(path) => {
-                write!(f, "via npx ({}; fetches the package on first use)", path.display())
+                write!(
+                    f,
+                    "via npx ({}; fetches the package on first use)",
+                    path.display()
+                )
             }
             Installed::Missing(program) => write!(f, "not installed ({program} is not on PATH)"),
         }
@@ -94,7 +98,10 @@ mod tests {
         std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .unwrap();
         let path = dir.path().to_str().unwrap();
-        assert_eq!(installed(&harness(&["my-agent"]), Some(path)), Installed::Found(bin.clone()));
+        assert_eq!(
+            installed(&harness(&["my-agent"]), Some(path)),
+            Installed::Found(bin.clone())
+        );
         assert!(matches!(
             installed(&harness(&["other"]), Some(path)),
             Installed::Missing(p) if p == "other"
@@ -109,10 +116,15 @@ mod tests {
     fn configured_harnesses_add_to_the_builtins() {
         let mut config = AcpConfig::default();
         config.agents.insert("mine".into(), harness(&["mine-acp"]));
-        config.agents.insert("codex".into(), harness(&["codex-acp"]));
+        config
+            .agents
+            .insert("codex".into(), harness(&["codex-acp"]));
         assert_eq!(resolve(&config, "mine").unwrap().command, ["mine-acp"]);
         assert_eq!(resolve(&config, "codex").unwrap().command, ["codex-acp"]);
         assert_eq!(resolve(&config, "claude").unwrap().command[0], "npx");
-        assert!(matches!(resolve(&config, "nope"), Err(AcpError::UnknownHarness(_))));
+        assert!(matches!(
+            resolve(&config, "nope"),
+            Err(AcpError::UnknownHarness(_))
+        ));
     }
 }

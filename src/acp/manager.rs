@@ -403,10 +403,10 @@ impl AcpManager {
         let mut expired = Vec::new();
         for binding in self.store.list_bindings().unwrap_or_default() {
             let idle_s = binding.idle_s.unwrap_or(self.config.binding_idle_s);
-            if now.saturating_sub(binding.last_active_ms) > idle_s.saturating_mul(1000) {
-                if let Ok(Some(b)) = self.close(&binding.session_key).await {
-                    expired.push(b);
-                }
+            if now.saturating_sub(binding.last_active_ms) > idle_s.saturating_mul(1000)
+                && let Ok(Some(b)) = self.close(&binding.session_key).await
+            {
+                expired.push(b);
             }
         }
         let slots: Vec<Slot> = match self.slots.lock() {
@@ -419,10 +419,12 @@ impl AcpManager {
             let Ok(mut live) = slot.try_lock() else {
                 continue;
             };
-            if live.as_ref().is_some_and(|l| l.last_used.elapsed() > process_idle) {
-                if let Some(l) = live.take() {
-                    l.agent.shutdown().await;
-                }
+            if live
+                .as_ref()
+                .is_some_and(|l| l.last_used.elapsed() > process_idle)
+                && let Some(l) = live.take()
+            {
+                l.agent.shutdown().await;
             }
         }
         expired

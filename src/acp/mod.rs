@@ -13,8 +13,8 @@
 //! - [`terminal`]: the PTY-backed terminal service offered to agents.
 
 pub mod client;
-pub mod command;
 pub mod coding_agent;
+pub mod command;
 pub mod fs;
 pub mod harness;
 pub mod manager;

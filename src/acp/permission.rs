@@ -105,8 +105,14 @@ mod tests {
         assert_eq!(decide(mode, Some(ToolKind::Execute)), Some(Decision::Deny));
         assert_eq!(decide(mode, Some(ToolKind::Edit)), Some(Decision::Deny));
         assert_eq!(decide(mode, None), Some(Decision::Deny));
-        assert_eq!(decide(PermissionMode::ApproveAll, Some(ToolKind::Delete)), Some(Decision::Allow));
-        assert_eq!(decide(PermissionMode::DenyAll, Some(ToolKind::Read)), Some(Decision::Deny));
+        assert_eq!(
+            decide(PermissionMode::ApproveAll, Some(ToolKind::Delete)),
+            Some(Decision::Allow)
+        );
+        assert_eq!(
+            decide(PermissionMode::DenyAll, Some(ToolKind::Read)),
+            Some(Decision::Deny)
+        );
         assert_eq!(decide(PermissionMode::Ask, Some(ToolKind::Read)), None);
     }
 

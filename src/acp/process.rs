@@ -102,7 +102,10 @@ impl AgentProcess {
         tokio::spawn(async move {
             let status = child.wait().await;
             let exit = match status {
-                Ok(status) => match (status.code(), std::os::unix::process::ExitStatusExt::signal(&status)) {
+                Ok(status) => match (
+                    status.code(),
+                    std::os::unix::process::ExitStatusExt::signal(&status),
+                ) {
                     (Some(code), _) => Exit::Code(code),
                     (None, Some(signal)) => Exit::Signal(signal),
                     (None, None) => Exit::Code(-1),
@@ -183,10 +186,10 @@ mod tests {
         let (process, _pipes) =
             AgentProcess::spawn("test", &argv, &BTreeMap::new(), dir.path()).unwrap();
         let grandchild = loop {
-            if let Ok(text) = std::fs::read_to_string(&pidfile) {
-                if let Ok(pid) = text.trim().parse::<i32>() {
-                    break pid;
-                }
+            if let Ok(text) = std::fs::read_to_string(&pidfile)
+                && let Ok(pid) = text.trim().parse::<i32>()
+            {
+                break pid;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         };
@@ -194,8 +197,14 @@ mod tests {
         assert!(process.exit_status().is_some());
         // A zombie (killed, not yet reaped by init) counts as dead.
         let alive = || {
-            std::fs::read_to_string(format!("/proc/{grandchild}/stat"))
-                .is_ok_and(|stat| !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+            std::fs::read_to_string(format!("/proc/{grandchild}/stat")).is_ok_and(|stat| {
+                !stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
         };
         for _ in 0..100 {
             if !alive() {
@@ -208,11 +217,18 @@ mod tests {
 
     #[test]
     fn a_missing_program_is_a_spawn_error() {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         rt.block_on(async {
             let argv = vec!["/nonexistent/agent".to_owned()];
-            let err = AgentProcess::spawn("x", &argv, &BTreeMap::new(), Path::new("/")).unwrap_err();
-            assert!(err.to_string().contains("cannot start /nonexistent/agent"), "{err}");
+            let err =
+                AgentProcess::spawn("x", &argv, &BTreeMap::new(), Path::new("/")).unwrap_err();
+            assert!(
+                err.to_string().contains("cannot start /nonexistent/agent"),
+                "{err}"
+            );
         });
     }
 }

@@ -93,7 +93,9 @@ impl Terminals {
             None => root.to_path_buf(),
         };
         if self.terms.lock().map_or(0, |t| t.len()) >= MAX_TERMINALS {
-            return Err(format!("too many terminals (at most {MAX_TERMINALS}); release some"));
+            return Err(format!(
+                "too many terminals (at most {MAX_TERMINALS}); release some"
+            ));
         }
         let pair = native_pty_system()
             .openpty(PtySize {
@@ -166,9 +168,15 @@ impl Terminals {
 
     /// The output so far.
     pub fn output(&self, id: &str) -> Result<TermOutput, String> {
-        let terms = self.terms.lock().map_err(|_| "terminal state poisoned".to_owned())?;
+        let terms = self
+            .terms
+            .lock()
+            .map_err(|_| "terminal state poisoned".to_owned())?;
         let term = terms.get(id).ok_or_else(|| format!("no terminal {id}"))?;
-        let buffer = term.output.lock().map_err(|_| "terminal state poisoned".to_owned())?;
+        let buffer = term
+            .output
+            .lock()
+            .map_err(|_| "terminal state poisoned".to_owned())?;
         Ok(TermOutput {
             output: String::from_utf8_lossy(&buffer.bytes).into_owned(),
             truncated: buffer.truncated,
@@ -179,8 +187,15 @@ impl Terminals {
     /// Waits until the command has ended.
     pub async fn wait_for_exit(&self, id: &str) -> Result<TermExit, String> {
         let mut exit = {
-            let terms = self.terms.lock().map_err(|_| "terminal state poisoned".to_owned())?;
-            terms.get(id).ok_or_else(|| format!("no terminal {id}"))?.exit.clone()
+            let terms = self
+                .terms
+                .lock()
+                .map_err(|_| "terminal state poisoned".to_owned())?;
+            terms
+                .get(id)
+                .ok_or_else(|| format!("no terminal {id}"))?
+                .exit
+                .clone()
         };
         loop {
             if let Some(done) = exit.borrow_and_update().clone() {
@@ -194,7 +209,10 @@ impl Terminals {
 
     /// Kills the command's whole process group (the terminal stays readable).
     pub fn kill(&self, id: &str) -> Result<(), String> {
-        let terms = self.terms.lock().map_err(|_| "terminal state poisoned".to_owned())?;
+        let terms = self
+            .terms
+            .lock()
+            .map_err(|_| "terminal state poisoned".to_owned())?;
         let term = terms.get(id).ok_or_else(|| format!("no terminal {id}"))?;
         kill_group(term.pid);
         Ok(())

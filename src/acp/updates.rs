@@ -159,7 +159,10 @@ mod tests {
         let mut quiet = UpdateMapper::new(false);
         let events = quiet.map(&tool_call("Run ls"));
         assert_eq!(text(&events), "");
-        assert!(matches!(events[..], [RunEvent::Tool(ToolEvent::Start { .. })]));
+        assert!(matches!(
+            events[..],
+            [RunEvent::Tool(ToolEvent::Start { .. })]
+        ));
 
         let mut m = UpdateMapper::new(true);
         let mut all = m.map(&chunk("Looking."));

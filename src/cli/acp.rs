@@ -30,7 +30,11 @@ pub fn lines(config: &chela::config::AcpConfig, path: Option<&str>) -> Vec<Strin
         .harnesses()
         .iter()
         .map(|(name, h)| {
-            let default = if *name == config.default_agent { " (default)" } else { "" };
+            let default = if *name == config.default_agent {
+                " (default)"
+            } else {
+                ""
+            };
             format!(
                 "{name}{default}: {} — {}",
                 h.command.join(" "),

@@ -15,14 +15,11 @@ use chela::gateway::{Gateway, GatewayError};
 
 /// Logs to stderr, filtered by `RUST_LOG` (default `default_level`).
 pub fn init_logging(default_level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| {
-            // The ACP crate logs every refused agent request (a path escape...) as a warning;
-            // chela reports those itself.
-            tracing_subscriber::EnvFilter::new(format!(
-                "{default_level},agent_client_protocol=error"
-            ))
-        });
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        // The ACP crate logs every refused agent request (a path escape...) as a warning;
+        // chela reports those itself.
+        tracing_subscriber::EnvFilter::new(format!("{default_level},agent_client_protocol=error"))
+    });
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -96,7 +96,10 @@ impl Default for AcpConfig {
 /// The built-in harnesses: name and command.
 pub const BUILTIN_HARNESSES: &[(&str, &[&str])] = &[
     ("codex", &["npx", "-y", "@zed-industries/codex-acp"]),
-    ("claude", &["npx", "-y", "@agentclientprotocol/claude-agent-acp"]),
+    (
+        "claude",
+        &["npx", "-y", "@agentclientprotocol/claude-agent-acp"],
+    ),
     ("gemini", &["gemini", "--experimental-acp"]),
     ("opencode", &["opencode", "acp"]),
     ("pi", &["pi-acp"]),

@@ -6,15 +6,20 @@ use std::sync::Arc;
 use chela_channel::{ChatKind, Inbound};
 
 use super::Core;
+use crate::acp::SpawnSpec;
 use crate::acp::command::{ACP_USAGE, AcpCommand, Placement, SessionCommand};
 use crate::acp::harness;
 use crate::acp::manager::resolve_cwd;
-use crate::acp::SpawnSpec;
 use crate::store::Binding;
 
 /// Handles `/acp ARGS` from `inbound` (session `key`). Returns the answer, and a message to
 /// run next (`/acp steer`).
-pub async fn acp(core: &Arc<Core>, key: &str, inbound: &Inbound, args: &str) -> (String, Option<Inbound>) {
+pub async fn acp(
+    core: &Arc<Core>,
+    key: &str,
+    inbound: &Inbound,
+    args: &str,
+) -> (String, Option<Inbound>) {
     let command = match crate::acp::command::parse_acp(args) {
         Ok(command) => command,
         Err(e) => return (e, None),
@@ -24,11 +29,15 @@ pub async fn acp(core: &Arc<Core>, key: &str, inbound: &Inbound, args: &str) -> 
         AcpCommand::Agents => agents(core),
         AcpCommand::Status => match core.acp.status(key).await {
             Some(status) => status,
-            None => "This conversation is not bound to a coding agent. /acp spawn starts one.".to_owned(),
+            None => "This conversation is not bound to a coding agent. /acp spawn starts one."
+                .to_owned(),
         },
         AcpCommand::Cancel => {
             if core.acp.binding(key).is_none() {
-                return ("This conversation is not bound to a coding agent.".to_owned(), None);
+                return (
+                    "This conversation is not bound to a coding agent.".to_owned(),
+                    None,
+                );
             }
             match core.lanes.stop(key).await {
                 Ok(report) if report.stopped_run => "Cancelled.".to_owned(),
@@ -39,14 +48,20 @@ pub async fn acp(core: &Arc<Core>, key: &str, inbound: &Inbound, args: &str) -> 
         AcpCommand::Close => close(core, key).await,
         AcpCommand::Steer(text) => {
             if core.acp.binding(key).is_none() {
-                return ("This conversation is not bound to a coding agent.".to_owned(), None);
+                return (
+                    "This conversation is not bound to a coding agent.".to_owned(),
+                    None,
+                );
             }
             let _ = core.lanes.stop(key).await;
             let mut next = inbound.clone();
             next.text = text;
             next.message_id = format!("{}#steer", inbound.message_id);
             next.interaction = None;
-            return ("Steering: the current turn was cancelled; your message goes next.".to_owned(), Some(next));
+            return (
+                "Steering: the current turn was cancelled; your message goes next.".to_owned(),
+                Some(next),
+            );
         }
         AcpCommand::Spawn {
             harness,

@@ -16,10 +16,13 @@ use crate::acp::permission::Decision;
 use crate::agent::provider::BoxFuture;
 use crate::store::Binding;
 
+/// One open question: its id and where its answer goes.
+type Open = (u64, oneshot::Sender<Decision>);
+
 /// Open questions per session key, oldest first.
 #[derive(Default)]
 pub struct Questions {
-    pending: Mutex<HashMap<String, VecDeque<(u64, oneshot::Sender<Decision>)>>>,
+    pending: Mutex<HashMap<String, VecDeque<Open>>>,
     next_id: std::sync::atomic::AtomicU64,
 }
 
@@ -30,7 +33,10 @@ impl Questions {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         if let Ok(mut pending) = self.pending.lock() {
-            pending.entry(key.to_owned()).or_default().push_back((id, tx));
+            pending
+                .entry(key.to_owned())
+                .or_default()
+                .push_back((id, tx));
         }
         (id, rx)
     }
@@ -134,7 +140,8 @@ impl Asker for ChatAsker {
                 Ok(Ok(decision)) => Some(decision),
                 _ => {
                     core.questions.forget(&key, id);
-                    core.say(&binding.conversation, "No answer in time: denied.").await;
+                    core.say(&binding.conversation, "No answer in time: denied.")
+                        .await;
                     None
                 }
             }

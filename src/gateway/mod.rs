@@ -6,8 +6,8 @@ mod answer;
 pub mod ask;
 pub mod commands;
 mod recover;
-pub mod spawner;
 pub mod runner;
+pub mod spawner;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -191,12 +191,9 @@ impl Gateway {
             history: Default::default(),
         });
         runner.attach(&core);
-        let _ = core
-            .agent
-            .spawner
-            .set(Arc::new(spawner::GatewaySpawner {
-                core: Arc::downgrade(&core),
-            }));
+        let _ = core.agent.spawner.set(Arc::new(spawner::GatewaySpawner {
+            core: Arc::downgrade(&core),
+        }));
         core.acp.set_asker(Arc::new(ask::ChatAskers {
             core: Arc::downgrade(&core),
         }));

@@ -109,7 +109,8 @@ async fn once(
         Some(cwd) => resolve_cwd(&core.config.agent.workspace, cwd)?,
         None => {
             let cwd = core.acp.default_cwd(name);
-            std::fs::create_dir_all(&cwd).map_err(|e| format!("cannot create {}: {e}", cwd.display()))?;
+            std::fs::create_dir_all(&cwd)
+                .map_err(|e| format!("cannot create {}: {e}", cwd.display()))?;
             cwd
         }
     };
@@ -122,11 +123,17 @@ async fn once(
     let (events, reply) = match live {
         Some((channel, to)) => {
             let (tx, rx) = mpsc::channel(EVENT_BUFFER);
-            (Some(tx), Some(tokio::spawn(stream_events(channel, to, None, rx))))
+            (
+                Some(tx),
+                Some(tokio::spawn(stream_events(channel, to, None, rx))),
+            )
         }
         None => (None, None),
     };
-    let result = core.acp.run_once(name, &cwd, &request.task, cancel, events).await;
+    let result = core
+        .acp
+        .run_once(name, &cwd, &request.task, cancel, events)
+        .await;
     if let Some(reply) = reply
         && let Ok((mut stream, ending)) = reply.await
     {

@@ -122,7 +122,11 @@ fn parse(m: &serde_json::Map<String, Value>, parent: &str) -> Result<SpawnReques
     let mode = match args::optional_str(m, "mode")? {
         None | Some("run") => SpawnMode::Run,
         Some("session") => SpawnMode::Session,
-        Some(other) => return Err(format!("argument `mode` must be run or session, not {other:?}")),
+        Some(other) => {
+            return Err(format!(
+                "argument `mode` must be run or session, not {other:?}"
+            ));
+        }
     };
     if mode == SpawnMode::Session && !thread {
         return Err("mode \"session\" needs thread: true".to_owned());
@@ -130,7 +134,11 @@ fn parse(m: &serde_json::Map<String, Value>, parent: &str) -> Result<SpawnReques
     let stream_to_parent = match args::optional_str(m, "stream_to")? {
         None => false,
         Some("parent") => true,
-        Some(other) => return Err(format!("argument `stream_to` must be \"parent\", not {other:?}")),
+        Some(other) => {
+            return Err(format!(
+                "argument `stream_to` must be \"parent\", not {other:?}"
+            ));
+        }
     };
     let text = |key: &str| -> Result<Option<String>, String> {
         Ok(args::optional_str(m, key)?
@@ -161,16 +169,26 @@ mod tests {
 
     #[test]
     fn arguments_are_checked() {
-        let r = parsed(json!({"task": " fix it ", "runtime": "acp", "agent": "claude",
-            "thread": true, "mode": "session", "label": "fix", "stream_to": "parent"}))
+        let r = parsed(
+            json!({"task": " fix it ", "runtime": "acp", "agent": "claude",
+            "thread": true, "mode": "session", "label": "fix", "stream_to": "parent"}),
+        )
         .unwrap();
         assert_eq!(r.task, "fix it");
         assert_eq!(r.agent.as_deref(), Some("claude"));
         assert!(r.thread && r.stream_to_parent);
         assert_eq!(r.mode, SpawnMode::Session);
         assert_eq!(r.parent_session, "agent:main:main");
-        assert!(parsed(json!({"task": "x", "runtime": "subagent"})).unwrap_err().contains("not available"));
-        assert!(parsed(json!({"task": "x", "runtime": "acp", "mode": "session"})).unwrap_err().contains("thread: true"));
+        assert!(
+            parsed(json!({"task": "x", "runtime": "subagent"}))
+                .unwrap_err()
+                .contains("not available")
+        );
+        assert!(
+            parsed(json!({"task": "x", "runtime": "acp", "mode": "session"}))
+                .unwrap_err()
+                .contains("thread: true")
+        );
         assert!(parsed(json!({"task": "", "runtime": "acp"})).is_err());
         assert!(parsed(json!({"runtime": "acp"})).is_err());
     }
@@ -181,7 +199,9 @@ mod tests {
             spawner: Arc::default(),
         };
         let ctx = super::super::test_support::ctx(&std::env::temp_dir());
-        let out = tool.call(json!({"task": "x", "runtime": "acp"}), &ctx).await;
+        let out = tool
+            .call(json!({"task": "x", "runtime": "acp"}), &ctx)
+            .await;
         assert!(out.is_error);
         assert!(out.text.contains("only inside the gateway"));
     }

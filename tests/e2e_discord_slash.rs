@@ -145,11 +145,11 @@ async fn a_slash_status_is_answered_privately_in_the_session_of_its_channel() {
         "{text}"
     );
 
-    // A command the core does not handle yet is still answered, never sent to the model.
+    // /acp is for owners: anyone else is refused privately, never sent to the model.
     let acp =
         s.dc.user_runs_command(text_channel(CHAN), ann(), "acp", Some("status"));
     let info = answered(&mut gw, &s, acp).await;
-    assert_eq!(info.response.as_deref(), Some("/acp is not available yet."));
+    assert_eq!(info.response.as_deref(), Some("Not allowed."));
 
     // The same interaction delivered again is answered once.
     assert!(s.dc.redeliver_interaction(id));

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod acp;
 pub mod discord;
 pub mod telegram;
 

@@ -6,6 +6,7 @@
 #   benches/run.sh turns      # only the turn latency/throughput bench
 #   benches/run.sh startup    # only the binary start-up/memory bench
 #   benches/run.sh channels   # Telegram and Discord adapters against the fakes
+#   benches/run.sh acp        # ACP coding agents: chela's cost over the agent alone
 #
 # The benches report figures; they never assert times. Expect about 1 minute for `turns`
 # (longer when a concurrent section hangs and is retried) and about 10 s for `startup`.
@@ -13,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 benches=("$@")
 if [ ${#benches[@]} -eq 0 ]; then
-    benches=(turns startup channels)
+    benches=(turns startup channels acp)
 fi
 args=()
 for b in "${benches[@]}"; do

@@ -371,15 +371,18 @@ impl AcpManager {
     pub async fn status(&self, key: &str) -> Option<String> {
         let binding = self.binding(key)?;
         let slot = self.slot(key);
-        let live = slot.lock().await;
-        let process = match live.as_ref() {
-            Some(live) if live.agent.is_alive() => format!(
-                "{} (pid {}, idle {} s)",
-                live.agent.describe(),
-                live.agent.pid(),
-                live.last_used.elapsed().as_secs()
-            ),
-            _ => "not running (starts with the next message)".to_owned(),
+        // The slot is held while the agent starts (which can take a while): do not wait.
+        let process = match slot.try_lock() {
+            Err(_) => "starting…".to_owned(),
+            Ok(live) => match live.as_ref() {
+                Some(live) if live.agent.is_alive() => format!(
+                    "{} (pid {}, idle {} s)",
+                    live.agent.describe(),
+                    live.agent.pid(),
+                    live.last_used.elapsed().as_secs()
+                ),
+                _ => "not running (starts with the next message)".to_owned(),
+            },
         };
         let mut lines = vec![
             format!("Coding agent: {}", binding.harness),

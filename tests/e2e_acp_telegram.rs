@@ -106,9 +106,6 @@ async fn spawn_topic(s: &TgSetup, gw: &mut Gateway) -> i64 {
 
 /// Ann sends `/acp spawn fake` inside a topic of the forum made by a user: that topic is
 /// bound in place (`--thread auto` binds the current thread). Returns the topic id.
-///
-/// The tests of everything after the spawn use this rather than [`spawn_topic`], whose
-/// test is ignored for a bug (spawning in General binds General).
 async fn bind_topic(s: &TgSetup, gw: &mut Gateway) -> i64 {
     let topic = s.tg.add_topic(FORUM, "Work").unwrap();
     s.tg.user_sends_with(forum(), ann(), "/acp spawn fake", in_topic(Some(topic)));
@@ -134,10 +131,6 @@ async fn say_and_expect(s: &TgSetup, gw: &mut Gateway, topic: i64, text: &str, w
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "BUG: /acp spawn in a forum's General topic binds General itself (\"is bound here\") \
-            instead of opening a topic: the Telegram adapter gives General messages thread_id \
-            \"1\" and gateway::acp_commands::spawn only makes a thread when thread_id is None, \
-            so createForumTopic is never called"]
 async fn spawn_in_general_opens_a_bound_topic_whose_plain_messages_go_to_the_agent() {
     let (s, files) = setup("approve-reads", "").await;
     let mut gw = s.gateway();

@@ -181,9 +181,10 @@ pub async fn start_binding(
     let here = &from.conversation;
     let channel = core.channel(&here.channel);
     let make_thread = placement == Placement::ThreadAuto
-        && here.thread_id.is_none()
         && here.kind != ChatKind::Direct
-        && channel.as_ref().is_some_and(|c| c.limits().threads);
+        && channel
+            .as_ref()
+            .is_some_and(|c| c.limits().threads && !c.is_thread(here));
     let target = match (make_thread, channel.as_ref()) {
         (true, Some(channel)) => {
             let title = label.clone().unwrap_or_else(|| format!("{name} session"));

@@ -218,6 +218,12 @@ pub trait Channel: Send + Sync {
         let _ = (to, message);
         Box::pin(async { Err(ChannelError::Unsupported("delete")) })
     }
+    /// Whether `conversation` is a thread of its own (a place `open_thread` would not create a
+    /// new one under). A Telegram forum's General topic has a thread id but is not one.
+    fn is_thread(&self, conversation: &Conversation) -> bool {
+        conversation.thread_id.is_some()
+    }
+
     /// Creates a thread or forum topic under `parent` and returns its conversation.
     fn open_thread<'a>(
         &'a self,

@@ -244,6 +244,13 @@ impl Channel for TelegramChannel {
         })
     }
 
+    fn is_thread(&self, conversation: &Conversation) -> bool {
+        conversation
+            .thread_id
+            .as_deref()
+            .is_some_and(|t| t != normalize::GENERAL_TOPIC)
+    }
+
     fn open_thread<'a>(
         &'a self,
         parent: &'a Conversation,

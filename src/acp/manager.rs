@@ -600,3 +600,98 @@ pub fn resolve_cwd(base: &Path, requested: &str) -> Result<PathBuf, String> {
         Err(e) => Err(format!("{}: {e}", path.display())),
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use chela_channel::ChatKind;
+
+    fn binding(key: &str, last_active_ms: u64, idle_s: Option<u64>) -> Binding {
+        Binding {
+            session_key: key.into(),
+            conversation: Conversation {
+                channel: "terminal".into(),
+                account: "default".into(),
+                kind: ChatKind::Direct,
+                chat_id: "me".into(),
+                thread_id: None,
+            },
+            harness: "fake".into(),
+            cwd: PathBuf::from("/tmp"),
+            acp_session_id: Some("s".into()),
+            label: None,
+            owner: "terminal:me".into(),
+            created_ms: last_active_ms,
+            last_active_ms,
+            idle_s,
+        }
+    }
+
+    #[tokio::test]
+    async fn idle_bindings_expire_by_their_own_or_the_configured_time() {
+        let store = Store::temporary().unwrap();
+        let manager = AcpManager::new(&Config::default(), store.clone());
+        let now = now_ms();
+        let day = 24 * 3600 * 1000;
+        store
+            .put_binding(&binding("old", now - day - 60_000, None))
+            .await
+            .unwrap();
+        store
+            .put_binding(&binding("fresh", now - 60_000, None))
+            .await
+            .unwrap();
+        store
+            .put_binding(&binding("short", now - 120_000, Some(60)))
+            .await
+            .unwrap();
+        store
+            .put_binding(&binding("long", now - 2 * day, Some(3 * 24 * 3600)))
+            .await
+            .unwrap();
+        let mut expired: Vec<String> = manager
+            .housekeeping()
+            .await
+            .into_iter()
+            .map(|b| b.session_key)
+            .collect();
+        expired.sort();
+        assert_eq!(expired, ["old", "short"]);
+        assert!(manager.binding("old").is_none());
+        assert!(manager.binding("fresh").is_some());
+        assert!(manager.binding("long").is_some());
+    }
+
+    #[tokio::test]
+    async fn set_idle_needs_a_binding_and_resets_the_clock() {
+        let store = Store::temporary().unwrap();
+        let manager = AcpManager::new(&Config::default(), store.clone());
+        assert!(matches!(
+            manager.set_idle("k", Duration::from_secs(60)).await,
+            Err(AcpError::NotBound(_))
+        ));
+        store.put_binding(&binding("k", 1, None)).await.unwrap();
+        let b = manager
+            .set_idle("k", Duration::from_secs(7200))
+            .await
+            .unwrap();
+        assert_eq!(b.idle_s, Some(7200));
+        assert!(b.last_active_ms > 1);
+    }
+
+    #[test]
+    fn cwd_must_be_an_existing_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("app")).unwrap();
+        std::fs::write(dir.path().join("file"), "").unwrap();
+        let app = resolve_cwd(dir.path(), "app").unwrap();
+        assert_eq!(app, std::fs::canonicalize(dir.path().join("app")).unwrap());
+        assert!(
+            resolve_cwd(dir.path(), "file")
+                .unwrap_err()
+                .contains("not a folder")
+        );
+        assert!(resolve_cwd(dir.path(), "missing").is_err());
+    }
+}

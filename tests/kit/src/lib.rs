@@ -15,8 +15,8 @@
 //!
 //! # How the fake model answers
 //! It reads the *last user text*: the text of the last user-role message that carries text
-//! (tool-result-only messages, `system` entries and Claude Code `<system-reminder>` blocks do
-//! not count). If a tool result comes after it, the answer is `done: ` and the first 200
+//! (tool-result-only messages, `system` entries, Claude Code `<system-reminder>` blocks and its
+//! `[Request interrupted by user]` marker do not count). If a tool result comes after it, the answer is `done: ` and the first 200
 //! characters of the last tool result, so agents never loop. Otherwise the trimmed text may
 //! start with a directive:
 //!
@@ -24,7 +24,8 @@
 //! |---|---|
 //! | `tool <name> <json-object>` | one tool call (arguments default to `{}`) |
 //! | `tools <json-array>` | several calls, `[{"name": .., "arguments": {..}}, ..]` |
-//! | `run <command>` | one call to the first offered of `exec`, `exec_command`, `shell`, `Bash`, `bash` in its argument shape; else text `no shell tool offered` |
+//! | `run <command>` | one call to the first offered of `exec`, `exec_command`, `shell`, `Bash`, `bash`, with the arguments its schema asks for (`cmd`; `command` as `["bash", "-lc", ..]` when an array; else `command`); else text `no shell tool offered` |
+//! | `escalate <command>` | as `run`, plus the sandbox escape the schema offers (`sandbox_permissions: "require_escalated"` or `with_escalated_permissions: true`, and a `justification`): makes Codex ask permission |
 //! | `slow <ms> <n>` | `n` deltas `tick <i> `, each after a real delay of `ms` |
 //! | `stall` | the delta `thinking...`, then silence until the client leaves |
 //! | `error <status>` | HTTP `status` (400-599) with a provider-shaped error, `fake error <status>` |

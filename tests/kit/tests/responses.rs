@@ -110,3 +110,41 @@ async fn non_streaming_request_gets_one_response_object() {
     assert_eq!(response["output"][0]["name"], "update_plan");
     assert_eq!(response["output"][0]["arguments"], "{\"plan\":[]}");
 }
+
+#[tokio::test]
+async fn escalate_fills_codex_exec_command_schema_with_require_escalated() {
+    let model = FakeModel::start().await.unwrap();
+    // The exec_command tool as codex-acp 0.16.0 offers it (trimmed descriptions), next to the
+    // nameless built-ins it also sends.
+    let body = json!({
+        "model": "gpt-5.2",
+        "stream": true,
+        "tools": [
+            { "type": "function", "name": "exec_command", "strict": false, "parameters": {
+                "type": "object",
+                "properties": {
+                    "cmd": { "type": "string" },
+                    "justification": { "type": "string" },
+                    "sandbox_permissions": { "type": "string",
+                                             "enum": ["use_default", "require_escalated"] },
+                    "workdir": { "type": "string" },
+                },
+                "required": ["cmd"],
+                "additionalProperties": false,
+            } },
+            { "type": "custom", "name": "apply_patch" },
+            { "type": "web_search" },
+        ],
+        "input": [{ "type": "message", "role": "user",
+                    "content": [{ "type": "input_text", "text": "escalate touch x" }] }],
+    });
+    let (_, calls) = responses_parts(&post_sse(&model, "/v1/responses", &body).await);
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].name, "exec_command");
+    assert_eq!(calls[0].arguments["cmd"], "touch x");
+    assert_eq!(
+        calls[0].arguments["sandbox_permissions"],
+        "require_escalated"
+    );
+    assert!(calls[0].arguments["justification"].is_string());
+}

@@ -1,5 +1,6 @@
 //! What the fake model reads from a request: the last user text, a tool result after it, and
-//! the names of the offered tools. The three wire formats fill a [`ConversationBuilder`].
+//! the offered tools (names and argument schemas). The three wire formats fill a
+//! [`ConversationBuilder`].
 
 use serde_json::Value;
 
@@ -10,8 +11,29 @@ pub(crate) struct Conversation {
     pub(crate) last_user_text: Option<String>,
     /// Text of the last tool result, when it comes after the last user text.
     pub(crate) tool_result_after: Option<String>,
-    /// Names of the tools the request offers, in order.
-    pub(crate) tools: Vec<String>,
+    /// The tools the request offers, in order.
+    pub(crate) tools: Vec<OfferedTool>,
+}
+
+/// One tool a request offers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct OfferedTool {
+    /// The tool's name.
+    pub(crate) name: String,
+    /// Its argument JSON schema (`parameters`, `function.parameters` or `input_schema`), or
+    /// `null` when the request gives none.
+    pub(crate) schema: Value,
+}
+
+impl OfferedTool {
+    /// A tool with no schema.
+    #[cfg(test)]
+    pub(crate) fn named(name: &str) -> OfferedTool {
+        OfferedTool {
+            name: name.to_owned(),
+            schema: Value::Null,
+        }
+    }
 }
 
 /// One piece of a user-side message, in wire order.
@@ -29,12 +51,13 @@ pub(crate) struct ConversationBuilder {
     position: usize,
     user: Option<(usize, String)>,
     tool: Option<(usize, String)>,
-    tools: Vec<String>,
+    tools: Vec<OfferedTool>,
 }
 
 impl ConversationBuilder {
-    /// Adds one user-role message made of `parts`. Text parts that are empty or are Claude
-    /// Code's `<system-reminder>` blocks do not count as user text.
+    /// Adds one user-role message made of `parts`. Text parts that are empty, are Claude
+    /// Code's `<system-reminder>` blocks, or are its `[Request interrupted by user]` marker
+    /// (sent as the first part of the next message after a cancel) do not count as user text.
     pub(crate) fn user(&mut self, parts: impl IntoIterator<Item = Part>) {
         let mut texts = Vec::new();
         let mut text_position = 0;
@@ -61,15 +84,29 @@ impl ConversationBuilder {
         self.tool = Some((self.position, text));
     }
 
-    /// Records the offered tools from a request's `tools` array (`name` or `function.name`).
+    /// Records the offered tools from a request's `tools` array: `name` with `parameters`
+    /// (Responses) or `input_schema` (Anthropic), or `function.name` with
+    /// `function.parameters` (Chat Completions). Tools without a name (built-ins such as
+    /// `web_search`) are left out.
     pub(crate) fn offered_tools(&mut self, tools: &Value) {
         for tool in tools.as_array().into_iter().flatten() {
-            let name = tool["name"]
-                .as_str()
-                .or_else(|| tool["function"]["name"].as_str());
-            if let Some(name) = name {
-                self.tools.push(name.to_owned());
-            }
+            let (name, schema) = match tool["name"].as_str() {
+                Some(name) => {
+                    let schema = match &tool["parameters"] {
+                        Value::Null => &tool["input_schema"],
+                        parameters => parameters,
+                    };
+                    (name, schema)
+                }
+                None => match tool["function"]["name"].as_str() {
+                    Some(name) => (name, &tool["function"]["parameters"]),
+                    None => continue,
+                },
+            };
+            self.tools.push(OfferedTool {
+                name: name.to_owned(),
+                schema: schema.clone(),
+            });
         }
     }
 
@@ -88,9 +125,14 @@ impl ConversationBuilder {
     }
 }
 
+/// Claude Code's marker at the start of the user message after a cancelled turn.
+const INTERRUPTED: &str = "[Request interrupted by user";
+
 fn counts_as_user_text(text: &str) -> bool {
     let trimmed = text.trim();
-    !trimmed.is_empty() && !trimmed.starts_with("<system-reminder>")
+    !trimmed.is_empty()
+        && !trimmed.starts_with("<system-reminder>")
+        && !trimmed.starts_with(INTERRUPTED)
 }
 
 /// The text parts of a message `content`: a plain string, or an array of strings and parts
@@ -148,6 +190,36 @@ mod tests {
         let conversation = builder.finish();
         assert_eq!(conversation.last_user_text.as_deref(), Some("again"));
         assert_eq!(conversation.tool_result_after, None);
+    }
+
+    #[test]
+    fn interrupt_marker_is_not_user_text() {
+        let mut builder = ConversationBuilder::default();
+        builder.user([Part::Text("slow 200 100".into())]);
+        builder.user([
+            Part::Text("[Request interrupted by user]\n".into()),
+            Part::Text("run ls".into()),
+        ]);
+        let conversation = builder.finish();
+        assert_eq!(conversation.last_user_text.as_deref(), Some("run ls"));
+    }
+
+    #[test]
+    fn offered_tools_keep_their_schema_in_every_shape() {
+        let schema = serde_json::json!({ "type": "object", "properties": { "cmd": {} } });
+        let mut builder = ConversationBuilder::default();
+        builder.offered_tools(&serde_json::json!([
+            { "type": "function", "name": "exec_command", "parameters": schema },
+            { "name": "Bash", "input_schema": schema },
+            { "type": "function", "function": { "name": "shell", "parameters": schema } },
+            { "type": "web_search" },
+            { "type": "custom", "name": "apply_patch" },
+        ]));
+        let tools = builder.finish().tools;
+        let names: Vec<_> = tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["exec_command", "Bash", "shell", "apply_patch"]);
+        assert!(tools[..3].iter().all(|t| t.schema == schema));
+        assert_eq!(tools[3].schema, Value::Null);
     }
 
     #[test]

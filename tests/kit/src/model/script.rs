@@ -9,11 +9,14 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
 
-use super::conversation::Conversation;
+use super::conversation::{Conversation, OfferedTool};
 use super::long::long_text;
 
-/// Shell-like tools `run` looks for, in order of preference, with the argument shape each takes.
+/// Shell-like tools `run` looks for, in order of preference.
 const SHELL_TOOLS: &[&str] = &["exec", "exec_command", "shell", "Bash", "bash"];
+
+/// The `justification` an `escalate` call gives, where the tool takes one.
+const JUSTIFICATION: &str = "The fake model asks to run this outside the sandbox.";
 
 /// Characters of a tool result quoted back in the `done:` answer.
 const DONE_QUOTE: usize = 200;
@@ -130,10 +133,12 @@ impl Script {
         match Directive::parse(user) {
             Some(Directive::Tool(name, arguments)) => calls(vec![(name, arguments)]),
             Some(Directive::Tools(list)) => calls(list),
-            Some(Directive::Run(command)) => match shell_call(&conversation.tools, command) {
-                Some(call) => calls(vec![call]),
-                None => Reply::Answer(Answer::text("no shell tool offered")),
-            },
+            Some(Directive::Run(command, escalate)) => {
+                match shell_call(&conversation.tools, command, escalate) {
+                    Some(call) => calls(vec![call]),
+                    None => Reply::Answer(Answer::text("no shell tool offered")),
+                }
+            }
             Some(Directive::Slow(ms, n)) => Reply::Answer(Answer {
                 chunks: (1..=n).map(|i| format!("tick {i} ")).collect(),
                 delay: Duration::from_millis(ms),
@@ -180,7 +185,8 @@ impl Script {
 enum Directive<'a> {
     Tool(String, Value),
     Tools(Vec<(String, Value)>),
-    Run(&'a str),
+    /// `run` (false) or `escalate` (true) with the command.
+    Run(&'a str, bool),
     Slow(u64, u64),
     Stall,
     Error(StatusCode),
@@ -217,7 +223,8 @@ impl<'a> Directive<'a> {
                 });
                 calls.collect::<Option<Vec<_>>>().map(Directive::Tools)
             }
-            "run" if !rest.is_empty() => Some(Directive::Run(rest)),
+            "run" if !rest.is_empty() => Some(Directive::Run(rest, false)),
+            "escalate" if !rest.is_empty() => Some(Directive::Run(rest, true)),
             "slow" => {
                 let (ms, n) = rest.split_once(char::is_whitespace)?;
                 Some(Directive::Slow(ms.parse().ok()?, n.trim().parse().ok()?))
@@ -239,17 +246,57 @@ impl<'a> Directive<'a> {
     }
 }
 
-/// The call `run <command>` makes: the first shell-like tool offered, with its argument shape.
-fn shell_call(tools: &[String], command: &str) -> Option<(String, Value)> {
-    let name = SHELL_TOOLS
+/// The call `run <command>` (or `escalate <command>`) makes: the first shell-like tool offered,
+/// with the arguments its schema asks for.
+///
+/// The command goes into `cmd` when the schema has it (Codex `exec_command`), into `command` as
+/// `["bash", "-lc", command]` when that property is an array (Codex `shell`), else into
+/// `command` as a string (Claude `Bash`). `escalate` adds the sandbox escape the schema offers:
+/// `sandbox_permissions: "require_escalated"` or `with_escalated_permissions: true`, plus a
+/// `justification`; a tool with no such property gets the same call as `run`. A tool offered
+/// without a schema is shaped by its name (`exec_command` as above, `shell` as above, others a
+/// string `command`).
+fn shell_call(tools: &[OfferedTool], command: &str, escalate: bool) -> Option<(String, Value)> {
+    let tool = SHELL_TOOLS
         .iter()
-        .find(|shell| tools.iter().any(|tool| tool == *shell))?;
-    let arguments = match *name {
-        "exec_command" => json!({ "cmd": command }),
-        "shell" => json!({ "command": ["bash", "-lc", command] }),
-        _ => json!({ "command": command }),
+        .find_map(|shell| tools.iter().find(|tool| tool.name == *shell))?;
+    let by_name = match tool.name.as_str() {
+        "exec_command" => &["cmd", "sandbox_permissions", "justification"][..],
+        "shell" => &["command[]", "with_escalated_permissions", "justification"][..],
+        _ => &["command"][..],
     };
-    Some(((*name).to_owned(), arguments))
+    let properties = tool.schema["properties"].as_object();
+    let has = |key: &str| match properties {
+        Some(properties) => match key.strip_suffix("[]") {
+            Some(key) => properties
+                .get(key)
+                .is_some_and(|p| p["type"].as_str() == Some("array")),
+            None => properties.contains_key(key),
+        },
+        None => by_name.contains(&key),
+    };
+    let mut arguments = Map::new();
+    if has("cmd") {
+        arguments.insert("cmd".into(), json!(command));
+    } else if has("command[]") {
+        arguments.insert("command".into(), json!(["bash", "-lc", command]));
+    } else {
+        arguments.insert("command".into(), json!(command));
+    }
+    if escalate {
+        let mut escalated = false;
+        if has("sandbox_permissions") {
+            arguments.insert("sandbox_permissions".into(), json!("require_escalated"));
+            escalated = true;
+        } else if has("with_escalated_permissions") {
+            arguments.insert("with_escalated_permissions".into(), json!(true));
+            escalated = true;
+        }
+        if escalated && has("justification") {
+            arguments.insert("justification".into(), json!(JUSTIFICATION));
+        }
+    }
+    Some((tool.name.clone(), Value::Object(arguments)))
 }
 
 /// Splits `text` into pieces of `size` characters (the last may be shorter).
@@ -266,12 +313,23 @@ mod tests {
     use super::*;
 
     fn reply(text: &str, tools: &[&str]) -> Reply {
+        reply_with(text, tools.iter().map(|t| OfferedTool::named(t)).collect())
+    }
+
+    fn reply_with(text: &str, tools: Vec<OfferedTool>) -> Reply {
         let conversation = Conversation {
             last_user_text: Some(text.to_owned()),
             tool_result_after: None,
-            tools: tools.iter().map(|t| (*t).to_owned()).collect(),
+            tools,
         };
         Script::default().reply(&conversation, 3)
+    }
+
+    fn schema_tool(name: &str, properties: Value) -> OfferedTool {
+        OfferedTool {
+            name: name.to_owned(),
+            schema: json!({ "type": "object", "properties": properties }),
+        }
     }
 
     fn calls(reply: Reply) -> Vec<(String, String)> {
@@ -306,6 +364,68 @@ mod tests {
     }
 
     #[test]
+    fn run_follows_the_offered_schema() {
+        let exec = schema_tool(
+            "exec_command",
+            json!({ "cmd": { "type": "string" }, "sandbox_permissions": {}, "justification": {} }),
+        );
+        let shell = schema_tool(
+            "shell",
+            json!({ "command": { "type": "array" }, "with_escalated_permissions": {} }),
+        );
+        let bash = schema_tool("Bash", json!({ "command": { "type": "string" } }));
+        let odd = schema_tool("exec_command", json!({ "command": { "type": "string" } }));
+        let cases = [
+            (exec.clone(), r#"{"cmd":"ls"}"#),
+            (shell.clone(), r#"{"command":["bash","-lc","ls"]}"#),
+            (bash.clone(), r#"{"command":"ls"}"#),
+            (odd, r#"{"command":"ls"}"#),
+        ];
+        for (tool, arguments) in cases {
+            let name = tool.name.clone();
+            assert_eq!(
+                calls(reply_with("run ls", vec![tool])),
+                [(name, arguments.into())]
+            );
+        }
+    }
+
+    #[test]
+    fn escalate_adds_the_sandbox_escape_the_schema_offers() {
+        let exec = schema_tool(
+            "exec_command",
+            json!({ "cmd": {}, "sandbox_permissions": {}, "justification": {} }),
+        );
+        let shell = schema_tool(
+            "shell",
+            json!({ "command": { "type": "array" }, "with_escalated_permissions": {} }),
+        );
+        let bash = schema_tool("Bash", json!({ "command": {} }));
+        let expected = [
+            json!({ "cmd": "touch x", "sandbox_permissions": "require_escalated",
+                    "justification": JUSTIFICATION }),
+            json!({ "command": ["bash", "-lc", "touch x"], "with_escalated_permissions": true }),
+            json!({ "command": "touch x" }),
+        ];
+        for (tool, expected) in [exec, shell, bash].into_iter().zip(expected) {
+            let got = calls(reply_with("escalate touch x", vec![tool]));
+            let arguments: Value = serde_json::from_str(&got[0].1).unwrap();
+            assert_eq!(arguments, expected);
+        }
+        let unnamed = calls(reply("escalate touch x", &["exec_command"]));
+        let arguments: Value = serde_json::from_str(&unnamed[0].1).unwrap();
+        assert_eq!(arguments["sandbox_permissions"], "require_escalated");
+    }
+
+    #[test]
+    fn escalate_without_a_shell_tool_says_so() {
+        let Reply::Answer(answer) = reply("escalate ls", &["Read"]) else {
+            panic!("no answer")
+        };
+        assert_eq!(answer.full_text(), "no shell tool offered");
+    }
+
+    #[test]
     fn malformed_directives_are_echoed() {
         for text in [
             "tool",
@@ -314,6 +434,7 @@ mod tests {
             "slow 5",
             "error 200",
             "long x",
+            "escalate",
         ] {
             let Reply::Answer(answer) = reply(text, &[]) else {
                 panic!("{text}")

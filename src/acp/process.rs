@@ -63,7 +63,15 @@ impl AgentProcess {
             harness: harness.to_owned(),
             reason: "its command is empty".to_owned(),
         })?;
-        let mut child = Command::new(program)
+        let mut command = Command::new(program);
+        // chela's own secrets (bot tokens, the RPC token) are not the coding agent's business:
+        // it runs shell commands a model chose.
+        for (name, _) in std::env::vars_os() {
+            if name.to_str().is_some_and(is_chela_secret) {
+                command.env_remove(&name);
+            }
+        }
+        let mut child = command
             .args(args)
             .envs(env)
             .current_dir(cwd)
@@ -164,6 +172,11 @@ impl Drop for AgentProcess {
     }
 }
 
+/// Environment variables that hold chela's own credentials or settings.
+fn is_chela_secret(name: &str) -> bool {
+    name.starts_with("CHELA_") || name == "TELEGRAM_BOT_TOKEN" || name == "DISCORD_BOT_TOKEN"
+}
+
 fn signal_group(pid: u32, signal: nix::sys::signal::Signal) {
     let Ok(pid) = i32::try_from(pid) else {
         return;
@@ -213,6 +226,15 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         assert!(!alive(), "the grandchild outlived terminate()");
+    }
+
+    #[test]
+    fn chelas_secrets_are_recognised() {
+        assert!(is_chela_secret("TELEGRAM_BOT_TOKEN"));
+        assert!(is_chela_secret("DISCORD_BOT_TOKEN"));
+        assert!(is_chela_secret("CHELA_RPC_TOKEN"));
+        assert!(!is_chela_secret("OPENAI_API_KEY"));
+        assert!(!is_chela_secret("PATH"));
     }
 
     #[test]

@@ -44,20 +44,16 @@ mod common;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use acp_driver::RawAgent;
 use chela::config::{Config, HarnessConfig, ProviderKind};
 use chela::gateway::Gateway;
-use chela_channel::{
-    BoxFuture, Channel, ChannelError, ChatKind, Conversation, Inbound, InboundSink, Limits, Sender,
-    SentMessage,
-};
+use chela_channel::{Channel, ChatKind, Conversation, Inbound, Sender};
+use common::capture::CaptureChannel;
 use common::{BenchResult, Summary, mib, ms, ms_diff, row, table};
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
 /// Measured turns of the warm sections against the fake agent.
 const WARM_TURNS: usize = 200;
@@ -86,97 +82,6 @@ const CONFORMANCE_ENV: &str = "CHELA_ACP_CONFORMANCE_DIR";
 
 /// Message ids, unique across the gateways of one process (the store dedupes by id).
 static NEXT_MESSAGE: AtomicU64 = AtomicU64::new(1);
-
-/// An in-memory channel: `send`/`edit` record the text per chat, `reply_done` wakes whoever
-/// waits on that chat. Edits are unpaced (`edit_interval_ms` 0).
-#[derive(Default)]
-struct CaptureChannel {
-    next_id: AtomicU64,
-    sends: AtomicU64,
-    edits: AtomicU64,
-    /// Latest text shown per chat id.
-    texts: Mutex<HashMap<String, String>>,
-    /// Per chat id: notified once per finished reply (a permit is kept if nobody waits yet).
-    done: Mutex<HashMap<String, Arc<Notify>>>,
-}
-
-impl CaptureChannel {
-    /// The notifier of chat `chat_id`, created on first use.
-    fn waiter(&self, chat_id: &str) -> Arc<Notify> {
-        let mut done = self.done.lock().unwrap_or_else(PoisonError::into_inner);
-        done.entry(chat_id.to_string()).or_default().clone()
-    }
-
-    /// The latest text shown in chat `chat_id`.
-    fn text(&self, chat_id: &str) -> String {
-        let texts = self.texts.lock().unwrap_or_else(PoisonError::into_inner);
-        texts.get(chat_id).cloned().unwrap_or_default()
-    }
-
-    fn record(&self, to: &Conversation, text: &str) {
-        let mut texts = self.texts.lock().unwrap_or_else(PoisonError::into_inner);
-        texts.insert(to.chat_id.clone(), text.to_string());
-    }
-}
-
-impl Channel for CaptureChannel {
-    fn name(&self) -> &str {
-        CHANNEL
-    }
-
-    fn limits(&self) -> Limits {
-        Limits {
-            max_chars: 4096,
-            max_lines: None,
-            edit_interval_ms: 0,
-            group_edit_interval_ms: 0,
-            threads: false,
-        }
-    }
-
-    fn run(
-        &self,
-        _sink: Arc<dyn InboundSink>,
-        shutdown: CancellationToken,
-    ) -> BoxFuture<'_, Result<(), ChannelError>> {
-        Box::pin(async move {
-            shutdown.cancelled().await;
-            Ok(())
-        })
-    }
-
-    fn send<'a>(
-        &'a self,
-        to: &'a Conversation,
-        text: &'a str,
-    ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
-        Box::pin(async move {
-            self.sends.fetch_add(1, Ordering::Relaxed);
-            self.record(to, text);
-            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-            Ok(SentMessage {
-                message_id: id.to_string(),
-            })
-        })
-    }
-
-    fn edit<'a>(
-        &'a self,
-        to: &'a Conversation,
-        _message: &'a SentMessage,
-        text: &'a str,
-    ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        Box::pin(async move {
-            self.edits.fetch_add(1, Ordering::Relaxed);
-            self.record(to, text);
-            Ok(())
-        })
-    }
-
-    fn reply_done<'a>(&'a self, to: &'a Conversation) -> BoxFuture<'a, ()> {
-        Box::pin(async move { self.waiter(&to.chat_id).notify_one() })
-    }
-}
 
 /// How to start one coding agent, for chela's config and for the raw driver alike.
 #[derive(Clone)]
@@ -296,7 +201,7 @@ impl Rig {
     /// Starts a gateway on `dirs`' store (retrying briefly while a previous gateway's store
     /// lock is released).
     async fn start(dirs: &Dirs, spec: &AgentSpec) -> BenchResult<Rig> {
-        let capture = Arc::new(CaptureChannel::default());
+        let capture = Arc::new(CaptureChannel::new(CHANNEL));
         let started = Instant::now();
         let gateway = loop {
             let channels = vec![capture.clone() as Arc<dyn Channel>];
@@ -394,10 +299,7 @@ impl Rig {
 
     /// Channel sends and edits so far.
     fn sends_edits(&self) -> (u64, u64) {
-        (
-            self.capture.sends.load(Ordering::Relaxed),
-            self.capture.edits.load(Ordering::Relaxed),
-        )
+        (self.capture.sends(), self.capture.edits())
     }
 
     async fn shutdown(self) {

@@ -24,22 +24,17 @@
 
 mod common;
 
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use chela::config::{Config, ProviderKind};
 use chela::gateway::Gateway;
-use chela_channel::{
-    BoxFuture, Channel, ChannelError, ChatKind, Conversation, Inbound, InboundSink, Limits, Sender,
-    SentMessage,
-};
+use chela_channel::{Channel, ChatKind, Conversation, Inbound, Sender};
 use chela_testkit::FakeModel;
+use common::capture::CaptureChannel;
 use common::model::QuickModel;
 use common::{BenchResult, Summary, mib, ms, ms_diff, row, table};
-use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
 /// Turns of the sequential section (and requests of the model-alone section).
 const SEQ_TURNS: usize = 300;
@@ -60,97 +55,6 @@ const CONCURRENT_ATTEMPTS: usize = 3;
 /// Channel name the capture channel registers under.
 const CHANNEL: &str = "capture";
 
-/// An in-memory channel: `send`/`edit` record the text per chat, `reply_done` wakes whoever
-/// waits on that chat. Edits are unpaced (`edit_interval_ms` 0).
-#[derive(Default)]
-struct CaptureChannel {
-    next_id: AtomicU64,
-    sends: AtomicU64,
-    edits: AtomicU64,
-    /// Latest text shown per chat id (one entry per chat, so bounded by the sessions).
-    texts: Mutex<HashMap<String, String>>,
-    /// Per chat id: notified once per finished reply (a permit is kept if nobody waits yet).
-    done: Mutex<HashMap<String, Arc<Notify>>>,
-}
-
-impl CaptureChannel {
-    /// The notifier of chat `chat_id`, created on first use.
-    fn waiter(&self, chat_id: &str) -> Arc<Notify> {
-        let mut done = self.done.lock().unwrap_or_else(PoisonError::into_inner);
-        done.entry(chat_id.to_string()).or_default().clone()
-    }
-
-    /// The latest text shown in chat `chat_id`.
-    fn text(&self, chat_id: &str) -> String {
-        let texts = self.texts.lock().unwrap_or_else(PoisonError::into_inner);
-        texts.get(chat_id).cloned().unwrap_or_default()
-    }
-
-    fn record(&self, to: &Conversation, text: &str) {
-        let mut texts = self.texts.lock().unwrap_or_else(PoisonError::into_inner);
-        texts.insert(to.chat_id.clone(), text.to_string());
-    }
-}
-
-impl Channel for CaptureChannel {
-    fn name(&self) -> &str {
-        CHANNEL
-    }
-
-    fn limits(&self) -> Limits {
-        Limits {
-            max_chars: 4096,
-            max_lines: None,
-            edit_interval_ms: 0,
-            group_edit_interval_ms: 0,
-            threads: false,
-        }
-    }
-
-    fn run(
-        &self,
-        _sink: Arc<dyn InboundSink>,
-        shutdown: CancellationToken,
-    ) -> BoxFuture<'_, Result<(), ChannelError>> {
-        Box::pin(async move {
-            shutdown.cancelled().await;
-            Ok(())
-        })
-    }
-
-    fn send<'a>(
-        &'a self,
-        to: &'a Conversation,
-        text: &'a str,
-    ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
-        Box::pin(async move {
-            self.sends.fetch_add(1, Ordering::Relaxed);
-            self.record(to, text);
-            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-            Ok(SentMessage {
-                message_id: id.to_string(),
-            })
-        })
-    }
-
-    fn edit<'a>(
-        &'a self,
-        to: &'a Conversation,
-        _message: &'a SentMessage,
-        text: &'a str,
-    ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        Box::pin(async move {
-            self.edits.fetch_add(1, Ordering::Relaxed);
-            self.record(to, text);
-            Ok(())
-        })
-    }
-
-    fn reply_done<'a>(&'a self, to: &'a Conversation) -> BoxFuture<'a, ()> {
-        Box::pin(async move { self.waiter(&to.chat_id).notify_one() })
-    }
-}
-
 /// A gateway over a capture channel, with the temporary folders it lives in.
 struct Rig {
     gateway: Gateway,
@@ -170,7 +74,7 @@ impl Rig {
         config.model.api_key = "x".into();
         config.store.path = store.path().join("data");
         config.agent.workspace = workspace.path().to_path_buf();
-        let capture = Arc::new(CaptureChannel::default());
+        let capture = Arc::new(CaptureChannel::new(CHANNEL));
         let gateway = Gateway::start(config, vec![capture.clone() as Arc<dyn Channel>]).await?;
         Ok(Rig {
             gateway,
@@ -350,18 +254,15 @@ async fn sequential(model: &Model, name: &str) -> BenchResult {
     }
     let mem_before = common::memory_of("self")?;
     let first_request = model.bodies().len();
-    let (sends0, edits0) = (
-        rig.capture.sends.load(Ordering::Relaxed),
-        rig.capture.edits.load(Ordering::Relaxed),
-    );
+    let (sends0, edits0) = (rig.capture.sends(), rig.capture.edits());
     let mut turns = Vec::with_capacity(SEQ_TURNS);
     let started = Instant::now();
     for i in 0..SEQ_TURNS {
         turns.push(rig.turn("alice", format!("hello there number {i}")).await?);
     }
     let wall = started.elapsed();
-    let sends = rig.capture.sends.load(Ordering::Relaxed) - sends0;
-    let edits = rig.capture.edits.load(Ordering::Relaxed) - edits0;
+    let sends = rig.capture.sends() - sends0;
+    let edits = rig.capture.edits() - edits0;
     let requests: Vec<_> = model.bodies().into_iter().skip(first_request).collect();
     let body_len = |b: &serde_json::Value| b.to_string().len();
     let message_count = |b: &serde_json::Value| b["messages"].as_array().map_or(0, |m| m.len());

@@ -4,6 +4,7 @@
 // Each bench target compiles this module separately and uses only part of it.
 #![allow(dead_code)]
 
+pub mod capture;
 pub mod model;
 
 use std::time::Duration;

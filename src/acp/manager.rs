@@ -268,13 +268,7 @@ impl AcpManager {
         events: Option<mpsc::Sender<RunEvent>>,
     ) -> Result<String, AcpError> {
         let harness = harness::resolve(&self.config, harness_name)?;
-        let services = Services {
-            permissions: self.config.permissions,
-            asker: None,
-            terminal_output_limit: self.config.terminal_output_limit,
-            non_interactive: self.config.non_interactive,
-        };
-        let client = AcpClient::start(harness_name, &harness, cwd, services).await?;
+        let client = AcpClient::start(harness_name, &harness, cwd, self.services(None)).await?;
         let progress = self.config.progress;
         let turn = async {
             let id = client.new_session(cwd).await?;
@@ -446,6 +440,16 @@ impl AcpManager {
         }
     }
 
+    /// What the client offers its agent, with `asker` answering in `ask` mode.
+    fn services(&self, asker: Option<Arc<dyn Asker>>) -> Services {
+        Services {
+            permissions: self.config.permissions,
+            asker,
+            terminal_output_limit: self.config.terminal_output_limit,
+            non_interactive: self.config.non_interactive,
+        }
+    }
+
     fn slot(&self, key: &str) -> Slot {
         match self.slots.lock() {
             Ok(mut slots) => slots.entry(key.to_owned()).or_default().clone(),
@@ -461,12 +465,8 @@ impl AcpManager {
 
     async fn start(&self, binding: &Binding) -> Result<Arc<dyn CodingAgent>, AcpError> {
         let harness = harness::resolve(&self.config, &binding.harness)?;
-        let services = Services {
-            permissions: self.config.permissions,
-            asker: self.asker.get().map(|a| a.asker_for(binding)),
-            terminal_output_limit: self.config.terminal_output_limit,
-            non_interactive: self.config.non_interactive,
-        };
+        let asker = self.asker.get().map(|a| a.asker_for(binding));
+        let services = self.services(asker);
         let client = AcpClient::start(&binding.harness, &harness, &binding.cwd, services).await?;
         Ok(Arc::new(client))
     }

@@ -50,6 +50,8 @@ pub fn build(
     tools.push(std::sync::Arc::new(tools::spawn::SessionsSpawnTool {
         spawner: spawner.clone(),
     }));
+    let sessions = tools::sessions::SessionsSlot::default();
+    tools.extend(tools::sessions::tools(&sessions));
     let specs: Vec<_> = tools.iter().map(|t| t.spec()).collect();
     let skills = skills::load(&workspace, &config.agent.skills_dirs);
     let system_prompt = context::system_prompt(&context::PromptParts {
@@ -67,6 +69,7 @@ pub fn build(
         provider,
         tools,
         spawner,
+        sessions,
         system_prompt,
         store,
         tool_context: ToolContext {

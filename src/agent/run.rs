@@ -90,6 +90,8 @@ pub struct Agent {
     pub tools: Vec<Arc<dyn Tool>>,
     /// Where the gateway plugs in `sessions_spawn`'s work.
     pub spawner: crate::agent::tools::spawn::SpawnerSlot,
+    /// Where the gateway plugs in `message` and the session tools.
+    pub sessions: crate::agent::tools::sessions::SessionsSlot,
     /// System prompt (built once from identity, bootstrap files and skills).
     pub system_prompt: String,
     /// The store holding transcripts.

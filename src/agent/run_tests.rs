@@ -211,6 +211,7 @@ impl Harness {
             system_prompt: "you are a test".into(),
             store: Store::temporary().unwrap(),
             spawner: Default::default(),
+            sessions: Default::default(),
             tool_context: ToolContext {
                 workspace: std::env::temp_dir(),
                 cancel: CancellationToken::new(),

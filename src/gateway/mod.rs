@@ -7,6 +7,7 @@ pub mod ask;
 pub mod commands;
 mod recover;
 pub mod runner;
+pub mod sessions_api;
 pub mod spawner;
 
 use std::collections::HashMap;
@@ -76,6 +77,8 @@ pub struct Core {
     pub questions: ask::Questions,
     /// Where each running session's reply goes (for `sessions_spawn`).
     pub targets: std::sync::Mutex<HashMap<String, Conversation>>,
+    /// Texts the `message` tool sent into each running session's own conversation.
+    pub sent: std::sync::Mutex<HashMap<String, Vec<String>>>,
     /// Channels by name.
     pub channels: HashMap<String, Arc<dyn Channel>>,
     /// Finished runs.
@@ -133,13 +136,37 @@ impl Core {
     /// Sends a short message (command answers, notices) as one complete reply, waiting out
     /// rate limits like a final reply does.
     pub async fn say(&self, to: &Conversation, text: &str) {
-        let Some(channel) = self.channel(&to.channel) else {
-            return;
-        };
-        let mut reply = crate::reply::ReplyStream::new(channel, to.clone());
-        if let Err(e) = reply.finish(text).await {
+        if let Err(e) = self.send_text(to, text).await {
             tracing::warn!(error = %e, channel = %to.channel, "cannot send a notice");
         }
+    }
+
+    /// Sends `text` into `to` as one complete reply (split as the platform needs); errors
+    /// are short and safe to show.
+    pub async fn send_text(&self, to: &Conversation, text: &str) -> Result<(), String> {
+        let channel = self
+            .channel(&to.channel)
+            .ok_or_else(|| format!("the {} channel is not running", to.channel))?;
+        let mut reply = crate::reply::ReplyStream::new(channel, to.clone());
+        reply.finish(text).await.map_err(|e| e.to_string())
+    }
+
+    /// Records that the `message` tool sent `text` into session `key`'s own conversation.
+    pub fn note_sent(&self, key: &str, text: &str) {
+        if let Ok(mut sent) = self.sent.lock() {
+            sent.entry(key.to_owned())
+                .or_default()
+                .push(text.to_owned());
+        }
+    }
+
+    /// Takes what the `message` tool sent during session `key`'s run.
+    pub fn take_sent(&self, key: &str) -> Vec<String> {
+        self.sent
+            .lock()
+            .ok()
+            .and_then(|mut sent| sent.remove(key))
+            .unwrap_or_default()
     }
 }
 
@@ -177,6 +204,7 @@ impl Gateway {
             acp,
             questions: ask::Questions::default(),
             targets: Default::default(),
+            sent: Default::default(),
             channels: channels
                 .into_iter()
                 .map(|c| (c.name().to_string(), c))
@@ -194,6 +222,12 @@ impl Gateway {
         let _ = core.agent.spawner.set(Arc::new(spawner::GatewaySpawner {
             core: Arc::downgrade(&core),
         }));
+        let _ = core
+            .agent
+            .sessions
+            .set(Arc::new(sessions_api::GatewaySessions {
+                core: Arc::downgrade(&core),
+            }));
         core.acp.set_asker(Arc::new(ask::ChatAskers {
             core: Arc::downgrade(&core),
         }));

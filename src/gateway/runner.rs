@@ -11,7 +11,7 @@ use super::{Core, RunRecord};
 use crate::agent::provider::BoxFuture;
 use crate::agent::run::{RunOutcome, RunRequest, RunStatus, Steer};
 use crate::lane::{QueuedTurn, Runner};
-use crate::reply::{final_text, stream_events};
+use crate::reply::{final_text, stream_events, without_sent};
 
 /// Events buffered between a run and its reply stream.
 const EVENT_BUFFER: usize = 256;
@@ -93,6 +93,9 @@ async fn run_turn(
     if let Ok(mut targets) = core.targets.lock() {
         targets.insert(key.clone(), turn.target.clone());
     }
+    if let Err(e) = core.store.set_target(&key, &turn.target) {
+        tracing::warn!(error = %e, "cannot remember the session's conversation");
+    }
     let channel = core.channel(&turn.target.channel);
     let reply = channel.clone().map(|channel| {
         tokio::spawn(stream_events(
@@ -146,7 +149,8 @@ async fn run_turn(
             return outcome;
         }
     };
-    let text = final_text(stream.text(), &ending);
+    // What the `message` tool already sent here is not said again.
+    let text = without_sent(&final_text(stream.text(), &ending), &core.take_sent(&key));
     match core
         .store
         .settle_turn(&key, &turn.target, &text, &seqs)

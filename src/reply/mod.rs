@@ -78,8 +78,45 @@ pub fn final_text(streamed: &str, ending: &Ending) -> String {
     }
 }
 
+/// `text` without the messages in `sent` (sent by the `message` tool during the run); when
+/// nothing else is left, `NO_REPLY` (send nothing, drop the preview).
+pub fn without_sent(text: &str, sent: &[String]) -> String {
+    let mut rest = text.to_owned();
+    for s in sent.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        if let Some(at) = rest.find(s) {
+            rest.replace_range(at..at + s.len(), "");
+        }
+    }
+    if rest.len() == text.len() {
+        return text.to_owned();
+    }
+    let rest = rest.trim();
+    if rest.is_empty() {
+        stream::NO_REPLY.to_owned()
+    } else {
+        rest.to_owned()
+    }
+}
+
 async fn sleep_until_opt(at: Option<Instant>) {
     if let Some(at) = at {
         tokio::time::sleep_until(at).await;
+    }
+}
+
+#[cfg(test)]
+mod without_sent_tests {
+    use super::*;
+
+    #[test]
+    fn sent_messages_are_not_repeated_in_the_final() {
+        let sent = vec!["Working on it.".to_owned()];
+        assert_eq!(without_sent("Working on it.", &sent), stream::NO_REPLY);
+        assert_eq!(
+            without_sent("Working on it.\n\nDone: 3 files.", &sent),
+            "Done: 3 files."
+        );
+        assert_eq!(without_sent("Something else", &sent), "Something else");
+        assert_eq!(without_sent("Done", &[]), "Done");
     }
 }

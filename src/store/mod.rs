@@ -12,6 +12,7 @@
 //! - outbox: final replies recorded before they are sent, dead letters.
 //! - cursors: platform cursors (Telegram update offset).
 //! - bindings: conversations bound to coding-agent (ACP) sessions.
+//! - targets: where each session last replied (for the `message` tool).
 //!
 //! Writes that must be durable before the caller goes on (`enqueue`, `record_final`,
 //! `set_cursor`) are async and flush with sled's `flush_async`; everything else is a short
@@ -29,6 +30,7 @@ mod pairing;
 mod pending;
 mod sessions;
 mod show;
+mod targets;
 mod transcript;
 
 use std::path::{Path, PathBuf};
@@ -125,6 +127,7 @@ struct Inner {
     bindings: sled::Tree,
     pairing: sled::Tree,
     cursors: sled::Tree,
+    targets: sled::Tree,
 }
 
 impl std::fmt::Debug for Store {
@@ -183,6 +186,7 @@ impl Store {
             bindings: tree("bindings")?,
             pairing: tree("pairing")?,
             cursors: tree("cursors")?,
+            targets: tree("targets")?,
             flusher: flusher::Flusher::start(db.clone())?,
             db,
         };

@@ -2,6 +2,7 @@
 //!
 //! - [`read`], [`ls`], [`write`], [`edit`]: file tools confined to the workspace by [`paths`].
 //! - [`exec`]: `sh -c` in its own process group, killed as a group on timeout or cancel.
+//! - [`sessions`]: `message`, `sessions_list`, `sessions_history` (the gateway does them).
 //! - [`spawn`]: `sessions_spawn`, handing a task to a coding agent (the gateway does it).
 //! - [`truncate`]: head-and-tail shortening of output with the total size stated.
 
@@ -13,6 +14,7 @@ mod group;
 pub mod ls;
 pub mod paths;
 pub mod read;
+pub mod sessions;
 pub mod spawn;
 pub mod truncate;
 pub mod write;

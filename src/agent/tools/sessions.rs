@@ -1,0 +1,254 @@
+//! Tools that reach other conversations and sessions (SPEC 7): `message` (send to the current
+//! conversation or another session's), `sessions_list`, `sessions_history`. The gateway does
+//! the work behind [`SessionsApi`], so the agent stays platform-blind.
+
+use std::sync::{Arc, OnceLock};
+
+use serde_json::{Value, json};
+
+use super::{Tool, ToolContext, ToolOutput, args, parse_args, truncate};
+use crate::agent::provider::{BoxFuture, ToolSpec};
+
+/// Most sessions `sessions_list` shows.
+const LIST_MAX: u64 = 100;
+/// Most messages `sessions_history` shows.
+const HISTORY_MAX: u64 = 100;
+
+/// What the session tools need from the gateway.
+pub trait SessionsApi: Send + Sync {
+    /// Sends `text` from the run of session `from` to `target` (a session key; `None`: the
+    /// run's own conversation). Returns a short confirmation.
+    fn send(
+        &self,
+        from: String,
+        target: Option<String>,
+        text: String,
+    ) -> BoxFuture<'static, Result<String, String>>;
+    /// The most recently active sessions, newest first, one line each.
+    fn list(&self, limit: usize) -> Result<Vec<String>, String>;
+    /// The last `limit` messages of session `key`, oldest first, one line each.
+    fn history(&self, key: &str, limit: usize) -> Result<Vec<String>, String>;
+}
+
+/// Where the gateway plugs its [`SessionsApi`] in.
+pub type SessionsSlot = Arc<OnceLock<Arc<dyn SessionsApi>>>;
+
+fn api(slot: &SessionsSlot) -> Result<&Arc<dyn SessionsApi>, ToolOutput> {
+    slot.get()
+        .ok_or_else(|| ToolOutput::error("this tool works only inside the gateway"))
+}
+
+/// `message`: `{text, target?}`.
+pub struct MessageTool {
+    /// The gateway's API.
+    pub api: SessionsSlot,
+}
+
+impl Tool for MessageTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "message".to_string(),
+            description: "Send a chat message now: to this conversation (no target), e.g. a \
+                          progress note during long work, or to another session by its key (see \
+                          sessions_list). Text sent here is not repeated in your final answer; \
+                          answer NO_REPLY if there is nothing more to say."
+                .to_string(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string", "description": "The message"},
+                    "target": {"type": "string", "description": "A session key; omit for this conversation"}
+                },
+                "required": ["text"]
+            }),
+        }
+    }
+
+    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let parsed = parse_args(&args, |m| {
+                let text = args::required_str(m, "text")?.to_owned();
+                if text.trim().is_empty() {
+                    return Err("argument `text` must not be empty".to_owned());
+                }
+                let target = args::optional_str(m, "target")?
+                    .map(str::trim)
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_owned);
+                Ok((text, target))
+            });
+            let (text, target) = match parsed {
+                Ok(p) => p,
+                Err(out) => return out,
+            };
+            let api = match api(&self.api) {
+                Ok(api) => api,
+                Err(out) => return out,
+            };
+            match api.send(ctx.session_key.clone(), target, text).await {
+                Ok(done) => ToolOutput::ok(done),
+                Err(e) => ToolOutput::error(e),
+            }
+        })
+    }
+}
+
+/// `sessions_list`: `{limit?}`.
+pub struct SessionsListTool {
+    /// The gateway's API.
+    pub api: SessionsSlot,
+}
+
+impl Tool for SessionsListTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "sessions_list".to_string(),
+            description: "List chat sessions (key, last activity, size), newest first.".to_string(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "limit": {"type": "integer", "minimum": 1, "maximum": LIST_MAX, "description": "Most sessions (default 20)"}
+                }
+            }),
+        }
+    }
+
+    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let limit = match parse_args(&args, |m| args::optional_u64(m, "limit")) {
+                Ok(limit) => limit.unwrap_or(20).clamp(1, LIST_MAX) as usize,
+                Err(out) => return out,
+            };
+            let api = match api(&self.api) {
+                Ok(api) => api,
+                Err(out) => return out,
+            };
+            match api.list(limit) {
+                Ok(lines) if lines.is_empty() => ToolOutput::ok("no sessions"),
+                Ok(lines) => {
+                    ToolOutput::ok(truncate::head_tail(&lines.join("\n"), ctx.max_output_chars))
+                }
+                Err(e) => ToolOutput::error(e),
+            }
+        })
+    }
+}
+
+/// `sessions_history`: `{key, limit?}`.
+pub struct SessionsHistoryTool {
+    /// The gateway's API.
+    pub api: SessionsSlot,
+}
+
+impl Tool for SessionsHistoryTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "sessions_history".to_string(),
+            description: "Read the last messages of a session (from sessions_list), oldest first."
+                .to_string(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "key": {"type": "string", "description": "The session key"},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": HISTORY_MAX, "description": "Most messages (default 20)"}
+                },
+                "required": ["key"]
+            }),
+        }
+    }
+
+    fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let parsed = parse_args(&args, |m| {
+                let key = args::required_str(m, "key")?.trim().to_owned();
+                let limit = args::optional_u64(m, "limit")?.unwrap_or(20);
+                Ok((key, limit.clamp(1, HISTORY_MAX) as usize))
+            });
+            let (key, limit) = match parsed {
+                Ok(p) => p,
+                Err(out) => return out,
+            };
+            let api = match api(&self.api) {
+                Ok(api) => api,
+                Err(out) => return out,
+            };
+            match api.history(&key, limit) {
+                Ok(lines) if lines.is_empty() => ToolOutput::ok(format!("{key}: no messages")),
+                Ok(lines) => {
+                    ToolOutput::ok(truncate::head_tail(&lines.join("\n"), ctx.max_output_chars))
+                }
+                Err(e) => ToolOutput::error(e),
+            }
+        })
+    }
+}
+
+/// The three tools over one slot.
+pub fn tools(api: &SessionsSlot) -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(MessageTool { api: api.clone() }),
+        Arc::new(SessionsListTool { api: api.clone() }),
+        Arc::new(SessionsHistoryTool { api: api.clone() }),
+    ]
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    #[derive(Default)]
+    struct Fake {
+        sent: Mutex<Vec<(String, Option<String>, String)>>,
+    }
+
+    impl SessionsApi for Fake {
+        fn send(
+            &self,
+            from: String,
+            target: Option<String>,
+            text: String,
+        ) -> BoxFuture<'static, Result<String, String>> {
+            self.sent.lock().unwrap().push((from, target, text));
+            Box::pin(async { Ok("sent".to_owned()) })
+        }
+
+        fn list(&self, limit: usize) -> Result<Vec<String>, String> {
+            Ok((0..limit).map(|i| format!("s{i}")).collect())
+        }
+
+        fn history(&self, key: &str, _limit: usize) -> Result<Vec<String>, String> {
+            Err(format!("no session {key}"))
+        }
+    }
+
+    #[tokio::test]
+    async fn tools_check_arguments_and_call_the_gateway() {
+        let fake = Arc::new(Fake::default());
+        let slot = SessionsSlot::default();
+        let tools = tools(&slot);
+        let mut ctx = super::super::test_support::ctx(&std::env::temp_dir());
+        ctx.session_key = "agent:main:main".into();
+        let out = tools[0].call(json!({"text": "hi"}), &ctx).await;
+        assert!(out.is_error && out.text.contains("only inside the gateway"));
+        let _ = slot.set(fake.clone());
+        assert!(tools[0].call(json!({"text": " "}), &ctx).await.is_error);
+        let out = tools[0]
+            .call(json!({"text": "hi", "target": "agent:main:other"}), &ctx)
+            .await;
+        assert_eq!(out.text, "sent");
+        assert_eq!(
+            fake.sent.lock().unwrap()[0],
+            (
+                "agent:main:main".to_owned(),
+                Some("agent:main:other".to_owned()),
+                "hi".to_owned()
+            )
+        );
+        let out = tools[1].call(json!({"limit": 2}), &ctx).await;
+        assert_eq!(out.text, "s0\ns1");
+        let out = tools[2].call(json!({"key": "x"}), &ctx).await;
+        assert!(out.is_error && out.text.contains("no session x"));
+    }
+}

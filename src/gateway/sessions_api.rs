@@ -1,0 +1,105 @@
+//! The gateway's [`SessionsApi`]: what the `message`, `sessions_list` and `sessions_history`
+//! tools do. A session can be messaged once it has replied somewhere (the store remembers
+//! where); text sent to the run's own conversation is kept so the final reply does not repeat
+//! it.
+
+use std::sync::Weak;
+
+use super::Core;
+use crate::agent::message::{Message, text_of};
+use crate::agent::provider::BoxFuture;
+use crate::agent::tools::sessions::SessionsApi;
+
+/// Chars of one message `sessions_history` shows.
+const HISTORY_LINE_CHARS: usize = 500;
+
+/// Session tools for chela's agent.
+pub struct GatewaySessions {
+    /// The core (weak: the core owns the agent that holds this).
+    pub core: Weak<Core>,
+}
+
+impl SessionsApi for GatewaySessions {
+    fn send(
+        &self,
+        from: String,
+        target: Option<String>,
+        text: String,
+    ) -> BoxFuture<'static, Result<String, String>> {
+        let core = self.core.clone();
+        Box::pin(async move {
+            let core = core.upgrade().ok_or("the gateway is shutting down")?;
+            let (key, to) = match target {
+                None => {
+                    let to = core
+                        .target_of(&from)
+                        .ok_or("there is no conversation to send to outside a chat run")?;
+                    (from.clone(), to)
+                }
+                Some(key) => {
+                    let to = core
+                        .store
+                        .target(&key)
+                        .map_err(|e| e.to_string())?
+                        .ok_or_else(|| {
+                            format!("unknown session {key:?}: it has never replied in a chat (see sessions_list)")
+                        })?;
+                    (key, to)
+                }
+            };
+            core.send_text(&to, &text).await?;
+            if key == from {
+                core.note_sent(&from, &text);
+            }
+            Ok(format!(
+                "sent to {} ({} chat {})",
+                key, to.channel, to.chat_id
+            ))
+        })
+    }
+
+    fn list(&self, limit: usize) -> Result<Vec<String>, String> {
+        let core = self.core.upgrade().ok_or("the gateway is shutting down")?;
+        let mut sessions = core.store.list_sessions().map_err(|e| e.to_string())?;
+        sessions.sort_by_key(|s| std::cmp::Reverse(s.updated_ms));
+        let now = crate::agent::message::now_ms();
+        Ok(sessions
+            .into_iter()
+            .take(limit)
+            .map(|s| {
+                let ago = now.saturating_sub(s.updated_ms) / 1000;
+                let bound = core
+                    .acp
+                    .binding(&s.key)
+                    .map(|b| format!(", bound to {}", b.harness))
+                    .unwrap_or_default();
+                format!(
+                    "{} — {} entries, active {ago} s ago{bound}",
+                    s.key, s.entries
+                )
+            })
+            .collect())
+    }
+
+    fn history(&self, key: &str, limit: usize) -> Result<Vec<String>, String> {
+        let core = self.core.upgrade().ok_or("the gateway is shutting down")?;
+        let window = core.store.window(key).map_err(|e| e.to_string())?;
+        let lines: Vec<String> = window
+            .iter()
+            .filter_map(|message| {
+                let (role, text) = match message {
+                    Message::User(m) => ("user", text_of(&m.content)),
+                    Message::Assistant(m) => ("assistant", text_of(&m.content)),
+                    Message::ToolResult(_) => return None,
+                };
+                let text = text.trim();
+                (!text.is_empty()).then(|| {
+                    let short: String = text.chars().take(HISTORY_LINE_CHARS).collect();
+                    format!("{role}: {short}")
+                })
+            })
+            .collect();
+        let skip = lines.len().saturating_sub(limit);
+        Ok(lines.into_iter().skip(skip).collect())
+    }
+}

@@ -26,7 +26,7 @@ pub use channels::{
     AccessConfig, ChannelsConfig, CommandsConfig, DiscordConfig, DmPolicy, GroupPolicy, Streaming,
     TelegramConfig,
 };
-pub use env::{SubstError, substitute};
+pub use env::{SubstError, chela_secrets_present, is_chela_secret, substitute};
 pub use error::{ConfigError, Location, ParseEnumError};
 pub use types::{
     AgentConfig, Config, DmScope, DropPolicy, ModelConfig, ProviderKind, QueueConfig, QueueMode,

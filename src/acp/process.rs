@@ -66,10 +66,8 @@ impl AgentProcess {
         let mut command = Command::new(program);
         // chela's own secrets (bot tokens, the RPC token) are not the coding agent's business:
         // it runs shell commands a model chose.
-        for (name, _) in std::env::vars_os() {
-            if name.to_str().is_some_and(is_chela_secret) {
-                command.env_remove(&name);
-            }
+        for name in crate::config::chela_secrets_present() {
+            command.env_remove(name);
         }
         let mut child = command
             .args(args)
@@ -172,11 +170,6 @@ impl Drop for AgentProcess {
     }
 }
 
-/// Environment variables that hold chela's own credentials or settings.
-fn is_chela_secret(name: &str) -> bool {
-    name.starts_with("CHELA_") || name == "TELEGRAM_BOT_TOKEN" || name == "DISCORD_BOT_TOKEN"
-}
-
 fn signal_group(pid: u32, signal: nix::sys::signal::Signal) {
     let Ok(pid) = i32::try_from(pid) else {
         return;
@@ -227,6 +220,8 @@ mod tests {
         }
         assert!(!alive(), "the grandchild outlived terminate()");
     }
+
+    use crate::config::is_chela_secret;
 
     #[test]
     fn chelas_secrets_are_recognised() {

@@ -108,6 +108,9 @@ impl Terminals {
         let mut builder = CommandBuilder::new(command);
         builder.args(args);
         builder.cwd(&cwd);
+        for name in crate::config::chela_secrets_present() {
+            builder.env_remove(name);
+        }
         for (name, value) in env {
             builder.env(name, value);
         }

@@ -112,3 +112,18 @@ fn escape_into(out: &mut String, value: &str) {
         }
     }
 }
+
+/// Whether environment variable `name` holds chela's own credentials or settings (bot tokens,
+/// `CHELA_*`): commands chela starts for a model (exec, coding agents, their terminals) do not
+/// inherit these.
+pub fn is_chela_secret(name: &str) -> bool {
+    name.starts_with("CHELA_") || name == "TELEGRAM_BOT_TOKEN" || name == "DISCORD_BOT_TOKEN"
+}
+
+/// The names of chela's secret variables set in this process (see [`is_chela_secret`]).
+pub fn chela_secrets_present() -> Vec<std::ffi::OsString> {
+    std::env::vars_os()
+        .map(|(name, _)| name)
+        .filter(|name| name.to_str().is_some_and(is_chela_secret))
+        .collect()
+}

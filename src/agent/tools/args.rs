@@ -73,6 +73,18 @@ pub(crate) fn optional_f64(args: &Map<String, Value>, key: &str) -> Result<Optio
     }
 }
 
+/// An optional boolean argument.
+pub(crate) fn optional_bool(args: &Map<String, Value>, key: &str) -> Result<Option<bool>, String> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(other) => Err(format!(
+            "argument `{key}` must be true or false, got {}",
+            kind(other)
+        )),
+    }
+}
+
 /// The JSON type name of a value, for messages.
 fn kind(value: &Value) -> &'static str {
     match value {

@@ -1,32 +1,42 @@
-//! `exec`: run a shell command in the workspace, output captured, bounded by a timeout.
+//! `exec`: run a shell command in the workspace, output captured, bounded by a timeout; on a
+//! PTY with `pty: true` ([`pty`]), or left running with `background: true` ([`background`]).
+
+mod args;
+mod background;
+mod pty;
 
 use std::path::PathBuf;
 use std::process::ExitStatus;
+use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::capture::Capture;
 use super::group::{Group, KILL_GRACE};
 use super::paths::resolve_in_workspace;
-use super::{Tool, ToolContext, ToolOutput, args, parse_args};
+use super::process::ProcessRegistry;
+use super::{Tool, ToolContext, ToolOutput, parse_args};
 use crate::agent::provider::{BoxFuture, ToolSpec};
+use args::ExecArgs;
 
-/// Longest timeout a call may ask for (one day).
-const MAX_TIMEOUT_S: f64 = 86_400.0;
-
-/// Runs `sh -c command`: `{command, workdir?, env?, timeout_s?}`.
+/// Runs `sh -c command`: `{command, workdir?, env?, timeout?, pty?, cols?, rows?,
+/// background?}`.
 ///
-/// The command runs in its own process group with stdin closed; stdout and stderr are captured
-/// together. On timeout or cancellation the whole group gets SIGTERM, then SIGKILL after 1 s.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ExecTool;
+/// The command runs in its own process group (on a PTY: its own session). In the foreground
+/// stdout and stderr are captured together (stdin closed on pipes); on timeout or
+/// cancellation the whole group gets SIGTERM, then SIGKILL after 1 s. In the background it
+/// goes to the shared [`ProcessRegistry`] that the `process` tool reads and drives.
+#[derive(Clone, Default)]
+pub struct ExecTool {
+    registry: Arc<ProcessRegistry>,
+}
 
-struct ExecArgs {
-    command: String,
-    workdir: Option<String>,
-    env: Vec<(String, String)>,
-    timeout: Option<Duration>,
+impl ExecTool {
+    /// A tool starting its background processes in `registry`.
+    pub fn new(registry: Arc<ProcessRegistry>) -> Self {
+        ExecTool { registry }
+    }
 }
 
 impl Tool for ExecTool {
@@ -34,9 +44,14 @@ impl Tool for ExecTool {
         ToolSpec {
             name: "exec".to_string(),
             description: "Run a shell command (sh -c) in the workspace and return its combined \
-                          stdout and stderr and exit code. stdin is closed. The command and \
-                          everything it starts are killed at the timeout. Long output keeps \
-                          the head and tail."
+                          stdout and stderr and exit code. Nothing is typed into it (use \
+                          background for input). The command and everything it starts are \
+                          killed at the timeout. Long output keeps the head and tail. pty: true runs it on a terminal (for programs \
+                          that need a TTY; escape sequences are removed from the output). \
+                          background: true returns at once with a process id (proc-N) for the \
+                          process tool - use it for servers, watchers and interactive programs \
+                          (with pty: true); a background command runs until it ends, is \
+                          killed, or its timeout (only if given) passes."
                 .to_string(),
             parameters: json!({
                 "type": "object",
@@ -44,7 +59,11 @@ impl Tool for ExecTool {
                     "command": {"type": "string", "description": "Shell command line"},
                     "workdir": {"type": "string", "description": "Directory to run in, relative to the workspace (default: the workspace)"},
                     "env": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Extra environment variables"},
-                    "timeout_s": {"type": "number", "exclusiveMinimum": 0, "description": "Seconds before the command is killed"}
+                    "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "Seconds before the command is killed"},
+                    "pty": {"type": "boolean", "description": "Run on a pseudo-terminal (default false)"},
+                    "cols": {"type": "integer", "minimum": 1, "description": "PTY width (default 120)"},
+                    "rows": {"type": "integer", "minimum": 1, "description": "PTY height (default 30)"},
+                    "background": {"type": "boolean", "description": "Return at once with a process id for the process tool (default false)"}
                 },
                 "required": ["command"]
             }),
@@ -53,43 +72,25 @@ impl Tool for ExecTool {
 
     fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            match parse_args(&args, parse) {
-                Ok(a) => run(a, ctx).await,
-                Err(out) => out,
+            let a = match parse_args(&args, args::parse) {
+                Ok(a) => a,
+                Err(out) => return out,
+            };
+            let dir: PathBuf = match &a.workdir {
+                None => ctx.workspace.clone(),
+                Some(w) => match resolve_in_workspace(&ctx.workspace, w) {
+                    Ok(dir) if dir.is_dir() => dir,
+                    Ok(_) => return ToolOutput::error(format!("workdir {w} is not a directory")),
+                    Err(msg) => return ToolOutput::error(msg),
+                },
+            };
+            match (a.background, a.pty) {
+                (true, _) => background::start(&a, &dir, &self.registry),
+                (false, Some(size)) => pty::run(&a, &dir, size, ctx).await,
+                (false, None) => run(&a, &dir, ctx).await,
             }
         })
     }
-}
-
-fn parse(m: &Map<String, Value>) -> Result<ExecArgs, String> {
-    let env = match m.get("env") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Object(vars)) => vars
-            .iter()
-            .map(|(k, v)| match v {
-                Value::String(s) => Ok((k.clone(), s.clone())),
-                Value::Number(n) => Ok((k.clone(), n.to_string())),
-                Value::Bool(b) => Ok((k.clone(), b.to_string())),
-                _ => Err(format!("env value of `{k}` must be a string")),
-            })
-            .collect::<Result<_, _>>()?,
-        Some(_) => return Err("argument `env` must be an object of strings".to_string()),
-    };
-    let timeout = match args::optional_f64(m, "timeout_s")? {
-        None => None,
-        Some(s) if s > 0.0 && s <= MAX_TIMEOUT_S => Some(Duration::from_secs_f64(s)),
-        Some(s) => {
-            return Err(format!(
-                "argument `timeout_s` must be above 0 and at most {MAX_TIMEOUT_S}, got {s}"
-            ));
-        }
-    };
-    Ok(ExecArgs {
-        command: args::required_str(m, "command")?.to_string(),
-        workdir: args::optional_str(m, "workdir")?.map(str::to_string),
-        env,
-        timeout,
-    })
 }
 
 /// How the wait for the shell ended.
@@ -99,18 +100,10 @@ enum Ended {
     Cancelled,
 }
 
-async fn run(a: ExecArgs, ctx: &ToolContext) -> ToolOutput {
-    let dir: PathBuf = match &a.workdir {
-        None => ctx.workspace.clone(),
-        Some(w) => match resolve_in_workspace(&ctx.workspace, w) {
-            Ok(dir) if dir.is_dir() => dir,
-            Ok(_) => return ToolOutput::error(format!("workdir {w} is not a directory")),
-            Err(msg) => return ToolOutput::error(msg),
-        },
-    };
+async fn run(a: &ExecArgs, dir: &std::path::Path, ctx: &ToolContext) -> ToolOutput {
     let timeout = a.timeout.unwrap_or(ctx.exec_timeout);
     let capture = Capture::for_chars(ctx.max_output_chars);
-    let mut group = match Group::spawn(&a.command, &dir, &a.env, capture) {
+    let mut group = match Group::spawn(&a.command, dir, &a.env, capture) {
         Ok(group) => group,
         Err(e) => return ToolOutput::error(format!("cannot start `sh -c`: {e}")),
     };
@@ -124,10 +117,7 @@ async fn run(a: ExecArgs, ctx: &ToolContext) -> ToolOutput {
             let mut line = describe(status);
             if !group.finished(KILL_GRACE).await {
                 group.stop().await;
-                line.push_str(
-                    "\n[background processes still holding the output were killed; \
-                     redirect their output (cmd > file 2>&1 &) to keep them]",
-                );
+                line.push_str(LEFTOVER_KILLED);
             }
             (line, false)
         }
@@ -137,27 +127,45 @@ async fn run(a: ExecArgs, ctx: &ToolContext) -> ToolOutput {
         }
         Ended::TimedOut => {
             group.stop().await;
-            let secs = timeout.as_secs_f64();
-            (
-                format!("[timed out after {secs} s; the command was killed]"),
-                true,
-            )
+            (timed_out(timeout), true)
         }
         Ended::Cancelled => {
             group.stop().await;
-            ("[cancelled; the command was killed]".to_string(), true)
+            (CANCELLED.to_string(), true)
         }
     };
-    let output = group.take_output();
+    report(
+        group.take_output(),
+        &status_line,
+        is_error,
+        ctx.max_output_chars,
+    )
+}
+
+/// Appended when the shell exited but processes it started still held the output.
+const LEFTOVER_KILLED: &str = "\n[background processes still holding the output were killed; \
+                               redirect their output (cmd > file 2>&1 &) to keep them, or use \
+                               background: true]";
+/// The status line of a cancelled call.
+const CANCELLED: &str = "[cancelled; the command was killed]";
+
+/// The status line of a call that timed out.
+fn timed_out(timeout: Duration) -> String {
+    let secs = timeout.as_secs_f64();
+    format!("[timed out after {secs} s; the command was killed]")
+}
+
+/// The output (or `(no output)`), then the status line.
+fn report(output: Capture, status_line: &str, is_error: bool, max_chars: usize) -> ToolOutput {
     let mut text = if output.is_empty() {
         "(no output)".to_string()
     } else {
-        output.into_text(ctx.max_output_chars)
+        output.into_text(max_chars)
     };
     let trimmed = text.trim_end_matches('\n').len();
     text.truncate(trimmed);
     text.push('\n');
-    text.push_str(&status_line);
+    text.push_str(status_line);
     ToolOutput { text, is_error }
 }
 

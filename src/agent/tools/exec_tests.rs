@@ -2,46 +2,21 @@
 #![allow(clippy::unwrap_used)] // tests fail loudly by design
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use nix::sys::signal::kill;
-use nix::unistd::Pid;
 use serde_json::json;
 
 use super::*;
+use crate::agent::tools::process::test_support::{gone_by, read_pid};
 use crate::agent::tools::test_support::ctx;
 
-/// True once `pid` no longer runs. A zombie counts as gone: it is dead, and some init
-/// processes (as in this sandbox) never reap orphans. Exit is asynchronous, so allow a moment.
+/// True once `pid` is gone, within the 2 s the spec allows.
 async fn wait_gone(pid: i32) -> bool {
-    for _ in 0..200 {
-        let dead = kill(Pid::from_raw(pid), None).is_err()
-            || std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| {
-                    s.rsplit(')')
-                        .next()
-                        .map(|r| r.trim_start().starts_with('Z'))
-                })
-                .unwrap_or(false);
-        if dead {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    false
-}
-
-fn read_pid(dir: &Path) -> i32 {
-    std::fs::read_to_string(dir.join("pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
+    gone_by(pid, Instant::now() + Duration::from_secs(2)).await
 }
 
 async fn exec(dir: &Path, args: Value) -> ToolOutput {
-    ExecTool.call(args, &ctx(dir)).await
+    ExecTool::default().call(args, &ctx(dir)).await
 }
 
 #[tokio::test]
@@ -117,7 +92,7 @@ async fn cancel_returns_promptly_and_kills_the_group() {
     let ctx = ctx(dir.path());
     let cancel = ctx.cancel.clone();
     let args = json!({"command": "sleep 30 & echo $! > pid; echo go > ready; wait"});
-    let call = tokio::spawn(async move { ExecTool.call(args, &ctx).await });
+    let call = tokio::spawn(async move { ExecTool::default().call(args, &ctx).await });
     // Opening the FIFO for reading blocks until the command has written the pid and opened it.
     let ready = tokio::task::spawn_blocking(move || std::fs::read_to_string(fifo));
     assert_eq!(ready.await.unwrap().unwrap(), "go\n");
@@ -185,7 +160,7 @@ async fn dropping_the_call_kills_the_group() {
     assert!(made.success());
     let ctx = ctx(dir.path());
     let args = json!({"command": "sleep 30 & echo $! > pid; echo go > ready; wait"});
-    let call = tokio::spawn(async move { ExecTool.call(args, &ctx).await });
+    let call = tokio::spawn(async move { ExecTool::default().call(args, &ctx).await });
     let ready = tokio::task::spawn_blocking(move || std::fs::read_to_string(fifo));
     assert_eq!(ready.await.unwrap().unwrap(), "go\n");
     call.abort();

@@ -41,6 +41,10 @@ impl Group {
     ) -> io::Result<Group> {
         let (read_end, write_end) = pipe()?;
         let mut cmd = Command::new("sh");
+        // chela's own secrets (bot tokens...) are not for commands a model chose.
+        for name in crate::config::chela_secrets_present() {
+            cmd.env_remove(name);
+        }
         cmd.arg("-c")
             .arg(command)
             .current_dir(dir)

@@ -1,18 +1,23 @@
 //! Agent tools behind the [`Tool`] trait: name, JSON schema, `call(args, ctx)`.
 //!
 //! - [`read`], [`ls`], [`write`], [`edit`]: file tools confined to the workspace by [`paths`].
-//! - [`exec`]: `sh -c` in its own process group, killed as a group on timeout or cancel.
+//! - [`exec`]: `sh -c` in its own process group, killed as a group on timeout or cancel; on a
+//!   PTY, or in the background.
+//! - [`process`]: the background processes `exec` started: poll, log, input, kill.
 //! - [`sessions`]: `message`, `sessions_list`, `sessions_history` (the gateway does them).
 //! - [`spawn`]: `sessions_spawn`, handing a task to a coding agent (the gateway does it).
 //! - [`truncate`]: head-and-tail shortening of output with the total size stated.
 
+mod ansi;
 mod args;
 mod capture;
 pub mod edit;
 pub mod exec;
 mod group;
+mod job;
 pub mod ls;
 pub mod paths;
+pub mod process;
 pub mod read;
 pub mod sessions;
 pub mod spawn;
@@ -78,14 +83,17 @@ pub trait Tool: Send + Sync {
     fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput>;
 }
 
-/// The tools chela's own agent gets by default.
+/// The tools chela's own agent gets by default. `exec` and `process` share one
+/// [`process::ProcessRegistry`]: background processes live as long as these tools.
 pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
+    let processes = Arc::new(process::ProcessRegistry::new());
     vec![
         Arc::new(read::ReadTool),
         Arc::new(ls::LsTool),
         Arc::new(write::WriteTool),
         Arc::new(edit::EditTool),
-        Arc::new(exec::ExecTool),
+        Arc::new(exec::ExecTool::new(Arc::clone(&processes))),
+        Arc::new(process::ProcessTool::new(processes)),
     ]
 }
 
@@ -125,7 +133,7 @@ mod tests {
         let specs: Vec<ToolSpec> = builtin_tools().iter().map(|t| t.spec()).collect();
         let mut names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
         names.sort();
-        assert_eq!(names, ["edit", "exec", "ls", "read", "write"]);
+        assert_eq!(names, ["edit", "exec", "ls", "process", "read", "write"]);
         for spec in &specs {
             assert_eq!(spec.parameters["type"], "object", "{}", spec.name);
             assert!(!spec.description.is_empty());

@@ -189,6 +189,14 @@ impl Config {
                 "must not exceed agent.bootstrap_total_max_chars".to_owned(),
             );
         }
+        if self.model.context_window > 0
+            && self.agent.compaction_reserve_tokens >= self.model.context_window
+        {
+            return invalid(
+                "agent.compaction_reserve_tokens",
+                "must be less than model.context_window (or set model.context_window = 0 to turn compaction off)".to_owned(),
+            );
+        }
         for (peer, ids) in &self.session.identity_links {
             if peer.trim().is_empty() {
                 return invalid("session.identity_links", "empty canonical peer".to_owned());

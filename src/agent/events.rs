@@ -16,6 +16,8 @@ pub enum RunEvent {
     },
     /// Progress of a tool call.
     Tool(ToolEvent),
+    /// The session's model window was compacted before the next model call.
+    Compaction(Compacted),
 }
 
 /// Run lifecycle phases.
@@ -58,4 +60,20 @@ pub enum ToolEvent {
         /// True when it failed, was refused or was skipped.
         is_error: bool,
     },
+}
+
+/// A compaction of a session's model window (SPEC 7): one `compaction` entry was appended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Compacted {
+    /// The `compaction` entry's id.
+    pub entry_id: String,
+    /// The first entry kept verbatim after the summary.
+    pub first_kept_entry_id: String,
+    /// Messages of the window replaced by the summary (an earlier summary counts as one).
+    pub summarized: usize,
+    /// Estimated prompt tokens before (also the entry's `tokensBefore`).
+    pub tokens_before: u64,
+    /// Estimated prompt tokens after.
+    pub tokens_after: u64,
 }

@@ -1,5 +1,6 @@
 //! The agent run: context, model streaming, tools, events.
 
+pub mod compact;
 pub mod context;
 pub mod events;
 pub mod message;
@@ -82,5 +83,9 @@ pub fn build(
         run_timeout: Duration::from_secs(config.agent.timeout_s),
         max_tokens: config.model.max_tokens,
         shutdown,
+        compaction: compact::CompactionSettings {
+            context_window: config.model.context_window,
+            reserve_tokens: config.agent.compaction_reserve_tokens,
+        },
     })
 }

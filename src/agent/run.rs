@@ -105,6 +105,8 @@ pub struct Agent {
     /// Fires when the gateway shuts down. A run cancelled by shutdown (not by /stop) keeps
     /// no partial answer: its turn runs again at the next start.
     pub shutdown: CancellationToken,
+    /// The model's context budget; the window is compacted before a call that would not fit.
+    pub compaction: crate::agent::compact::CompactionSettings,
 }
 
 struct Turn<'a> {
@@ -116,6 +118,8 @@ struct Turn<'a> {
     steered_seqs: Vec<u64>,
     stash: Vec<Steer>,
     usage: Usage,
+    /// A compaction of this run failed or found nothing to do: do not try again.
+    compaction_gave_up: bool,
 }
 
 impl Agent {
@@ -141,6 +145,7 @@ impl Agent {
             steered_seqs: Vec::new(),
             stash: Vec::new(),
             usage: Usage::default(),
+            compaction_gave_up: false,
         };
         let result = turn.drive(&req.text, &mut req.steer).await;
         timer.abort();
@@ -214,6 +219,15 @@ impl Turn<'_> {
                 self.push_user(&s.text)?;
                 self.steered_seqs.extend(s.seqs);
             }
+            self.agent
+                .compact_before_call(
+                    &self.key,
+                    &mut self.messages,
+                    &self.cancel,
+                    &self.events,
+                    &mut self.compaction_gave_up,
+                )
+                .await?;
             let (assistant, aborted) = self.model_call().await?;
             if aborted && self.agent.shutdown.is_cancelled() {
                 return Ok((last_text, true));

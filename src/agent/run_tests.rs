@@ -222,6 +222,7 @@ impl Harness {
             run_timeout: Duration::from_secs(600),
             max_tokens: 1000,
             shutdown: Default::default(),
+            compaction: Default::default(),
         };
         Harness {
             agent: Arc::new(agent),

@@ -82,6 +82,9 @@ pub struct ModelConfig {
     pub idle_timeout_s: u64,
     /// Retries of a failed model call (retryable errors only).
     pub max_retries: u32,
+    /// The model's context window in tokens; compaction keeps prompts below it minus
+    /// `agent.compaction_reserve_tokens`. 0 turns compaction off.
+    pub context_window: u64,
 }
 
 impl Default for ModelConfig {
@@ -94,6 +97,7 @@ impl Default for ModelConfig {
             max_tokens: 4096,
             idle_timeout_s: 120,
             max_retries: 3,
+            context_window: 128_000,
         }
     }
 }
@@ -118,6 +122,9 @@ pub struct AgentConfig {
     pub bootstrap_total_max_chars: usize,
     /// Extra skill folders, searched after the bundled skills.
     pub skills_dirs: Vec<PathBuf>,
+    /// Tokens of `model.context_window` kept free for the answer: a prompt estimated above
+    /// the window minus this is compacted first.
+    pub compaction_reserve_tokens: u64,
 }
 
 impl Default for AgentConfig {
@@ -131,6 +138,7 @@ impl Default for AgentConfig {
             bootstrap_max_chars: 20_000,
             bootstrap_total_max_chars: 150_000,
             skills_dirs: Vec::new(),
+            compaction_reserve_tokens: 20_000,
         }
     }
 }

@@ -64,6 +64,7 @@ pub async fn handle(
             return next;
         }
         Command::Session(args) => super::acp_commands::session(core, key, &args).await,
+        Command::Compact => compact(core, key).await,
         Command::Whoami => format!(
             "You are {} (id {}) on {}; session {}",
             if inbound.sender.name.is_empty() {
@@ -97,6 +98,31 @@ async fn reset(core: &Arc<Core>, key: &str, reason: &str) -> String {
     match reason {
         "new" => format!("New session started.{agent}"),
         _ => format!("Session reset.{agent}"),
+    }
+}
+
+/// `/compact`: summarizes all but the newest turn of an idle session (SPEC 2, 7).
+async fn compact(core: &Arc<Core>, key: &str) -> String {
+    if core.acp.binding(key).is_some() {
+        return "This conversation talks to a coding agent; /compact applies to chela's own agent."
+            .to_string();
+    }
+    // A reply just shown may still be settling; a longer run is left alone.
+    let idle = tokio::time::timeout(Duration::from_secs(3), core.lanes.wait_idle(key)).await;
+    if !matches!(idle, Ok(Ok(()))) {
+        return "A run is active; send /compact when it has finished.".to_string();
+    }
+    match core
+        .agent
+        .compact(key, 0, &core.shutdown.child_token())
+        .await
+    {
+        Ok(Some(done)) => format!(
+            "Compacted: {} earlier messages summarized (about {} -> {} tokens).",
+            done.summarized, done.tokens_before, done.tokens_after
+        ),
+        Ok(None) => "Nothing to compact yet.".to_string(),
+        Err(e) => format!("Cannot compact: {e}"),
     }
 }
 

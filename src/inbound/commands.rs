@@ -25,6 +25,8 @@ pub enum Command {
     Acp(String),
     /// `/session [args]`: the binding of this conversation (owner only).
     Session(String),
+    /// `/compact`: summarize the older part of the conversation now.
+    Compact,
 }
 
 /// Plain-text messages that act as `/stop` (exact, after lowercasing and trimming punctuation).
@@ -55,6 +57,10 @@ pub const HELP: &[(&str, &str)] = &[
     (
         "queue",
         "Show or set the queue mode: /queue steer|followup|collect|interrupt [debounce:500ms] [cap:20] [drop:summarize|old|new] or /queue reset",
+    ),
+    (
+        "compact",
+        "Summarize older messages to free the model's context window",
     ),
     ("help", "List commands"),
     ("whoami", "Show who you are to the bot"),
@@ -101,6 +107,7 @@ pub fn parse(text: &str, bot_username: Option<&str>) -> Option<Command> {
         "whoami" => Some(Command::Whoami),
         "acp" => Some(Command::Acp(args.to_string())),
         "session" => Some(Command::Session(args.to_string())),
+        "compact" => Some(Command::Compact),
         _ => None,
     }
 }
@@ -139,6 +146,7 @@ mod tests {
             parse("/queue collect cap:5", None),
             Some(Command::Queue("collect cap:5".into()))
         );
+        assert_eq!(parse("/compact", None), Some(Command::Compact));
         assert_eq!(parse("/unknown", None), None);
         assert_eq!(parse("hello /stop", None), None);
     }

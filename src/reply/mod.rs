@@ -52,7 +52,9 @@ pub async fn stream_events(
                     }
                 }
                 Some(RunEvent::Tool(ToolEvent::Start { .. })) => reply.mark_break(),
-                Some(RunEvent::Tool(_)) | Some(RunEvent::Lifecycle(Lifecycle::Start)) => {}
+                Some(RunEvent::Tool(_))
+                | Some(RunEvent::Compaction(_))
+                | Some(RunEvent::Lifecycle(Lifecycle::Start)) => {}
                 Some(RunEvent::Lifecycle(Lifecycle::End { aborted, .. })) => break Ending::End { aborted },
                 Some(RunEvent::Lifecycle(Lifecycle::Error { message })) => break Ending::Error(message),
                 None => break Ending::Closed,

@@ -46,7 +46,7 @@ pub use outbox::OutboxEntry;
 pub use pairing::{PairingOutcome, PairingRequest};
 pub use pending::PendingTurn;
 pub use sessions::SessionMeta;
-pub use transcript::SUMMARY_HEADING;
+pub use transcript::{SUMMARY_HEADING, WindowMessage};
 
 /// The most memory sled's page cache may use, in bytes (sled's default is 1 GiB).
 /// sled's page cache: small, since per-session memory must not grow with transcripts.

@@ -15,6 +15,24 @@ use crate::agent::message::{ContentBlock, Message, UserMessage};
 /// The heading of the synthetic message that stands for compacted history.
 pub const SUMMARY_HEADING: &str = "[Summary of earlier conversation]";
 
+/// One message of the model window and the transcript entry it comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowMessage {
+    /// The `message` entry's id; `None` for the synthetic summary of a compaction.
+    pub entry_id: Option<String>,
+    /// The message.
+    pub message: Message,
+}
+
+impl WindowMessage {
+    fn stored(id: String, message: Message) -> Self {
+        WindowMessage {
+            entry_id: Some(id),
+            message,
+        }
+    }
+}
+
 /// The key prefix of every transcript line of session `session_id`.
 pub(super) fn transcript_prefix(session_id: &str) -> Vec<u8> {
     let mut k = Vec::with_capacity(session_id.len() + 9);
@@ -119,6 +137,16 @@ impl Store {
     /// `"[Summary of earlier conversation]\n<summary>"` and then the messages from its
     /// `firstKeptEntryId` on. Reads only the entries it returns (plus the boundary).
     pub fn window(&self, key: &str) -> Result<Vec<Message>, StoreError> {
+        Ok(self
+            .window_entries(key)?
+            .into_iter()
+            .map(|w| w.message)
+            .collect())
+    }
+
+    /// [`Store::window`] with the id of the entry each message comes from (`None` for the
+    /// synthetic summary message), so compaction can name the first entry it keeps.
+    pub fn window_entries(&self, key: &str) -> Result<Vec<WindowMessage>, StoreError> {
         let meta = self.session_or_err(key)?;
         let sid = &meta.session_id;
         let mut tail = Vec::new();
@@ -134,7 +162,7 @@ impl Store {
                 break;
             };
             match item.kind {
-                EntryKind::Message(m) => tail.push(m),
+                EntryKind::Message(m) => tail.push(WindowMessage::stored(item.id, m)),
                 EntryKind::ModelChange { .. } => {}
                 EntryKind::Reset { .. } => break,
                 EntryKind::Compaction {
@@ -160,7 +188,10 @@ impl Store {
             content: vec![ContentBlock::text(format!("{SUMMARY_HEADING}\n{summary}"))],
             timestamp: super::iso_to_ms(&timestamp).unwrap_or(0),
         });
-        let mut window = vec![summary_message];
+        let mut window = vec![WindowMessage {
+            entry_id: None,
+            message: summary_message,
+        }];
         let first_seq = match self
             .inner
             .entry_ids
@@ -176,7 +207,7 @@ impl Store {
                 let (_, v) = kv.map_err(db_err)?;
                 if let Entry::Item(item) = decode("transcript", &v)? {
                     match item.kind {
-                        EntryKind::Message(m) => window.push(m),
+                        EntryKind::Message(m) => window.push(WindowMessage::stored(item.id, m)),
                         // A kept entry before a reset would cross it: start again after it.
                         EntryKind::Reset { .. } => window.truncate(1),
                         _ => {}

@@ -10,6 +10,7 @@ mod openai_responses;
 mod script;
 mod server;
 mod stream;
+mod summary;
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};

@@ -130,6 +130,9 @@ impl Script {
                 ..Answer::default()
             })
         };
+        if let Some(reply) = super::summary::reply(user) {
+            return reply;
+        }
         match Directive::parse(user) {
             Some(Directive::Tool(name, arguments)) => calls(vec![(name, arguments)]),
             Some(Directive::Tools(list)) => calls(list),

@@ -118,6 +118,9 @@ pub struct AgentConfig {
     pub bootstrap_total_max_chars: usize,
     /// Extra skill folders, searched after the bundled skills.
     pub skills_dirs: Vec<PathBuf>,
+    /// Skills installed for every workspace; searched after `<workspace>/skills`, before the
+    /// bundled skills.
+    pub managed_skills_dir: PathBuf,
 }
 
 impl Default for AgentConfig {
@@ -131,6 +134,7 @@ impl Default for AgentConfig {
             bootstrap_max_chars: 20_000,
             bootstrap_total_max_chars: 150_000,
             skills_dirs: Vec::new(),
+            managed_skills_dir: PathBuf::from("~/.chela/skills"),
         }
     }
 }

@@ -1,7 +1,18 @@
-//! Skills: folders holding a SKILL.md with `name` and `description` front matter, listed in
-//! the system prompt. Workspace skills win over bundled ones of the same name, then extra dirs.
+//! Skills: folders holding a SKILL.md whose front matter gives a `name`, a `description` and
+//! optional requirements (see [`parse`]). They come from the workspace, the managed folder, the
+//! bundled set and extra folders, in that precedence ([`sources`]); a name found again lower
+//! down is shadowed. Skills whose requirements fail ([`requirements`]) are left out of the
+//! system prompt; `chela skills list` shows every skill found and why it is or is not loaded.
 
-use std::path::{Path, PathBuf};
+pub mod parse;
+pub mod requirements;
+pub mod sources;
+
+use crate::config::Config;
+
+pub use parse::{FrontMatter, ParseError, Requires};
+pub use requirements::Probe;
+pub use sources::{Roots, Source};
 
 /// A skill the agent is told about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,106 +25,143 @@ pub struct Skill {
     pub location: String,
 }
 
-/// Skills shipped inside the binary (`skills/` in the repository).
-const BUNDLED: &[(&str, &str)] = &[(
-    "coding-agent",
-    include_str!("../../skills/coding-agent/SKILL.md"),
-)];
-
-/// Loads skills: workspace `skills/` first, then bundled, then `extra_dirs`.
-pub fn load(workspace: &Path, extra_dirs: &[PathBuf]) -> Vec<Skill> {
-    let mut skills: Vec<Skill> = Vec::new();
-    let mut add = |skill: Skill| {
-        if !skills.iter().any(|s| s.name == skill.name) {
-            skills.push(skill);
-        }
-    };
-    for skill in scan(&workspace.join("skills")) {
-        add(skill);
-    }
-    for (dir, text) in BUNDLED {
-        if let Some(skill) = parse(text, &format!("bundled:{dir}/SKILL.md")) {
-            add(skill);
-        }
-    }
-    for dir in extra_dirs {
-        for skill in scan(dir) {
-            add(skill);
-        }
-    }
-    skills
+/// Whether a skill found is loaded, and why not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// Offered to the agent.
+    Loaded,
+    /// Requirements that do not hold, e.g. `missing binary: gh`.
+    Unmet(Vec<String>),
+    /// A skill of the same name in a higher-precedence (or the same, earlier) place wins.
+    Shadowed {
+        /// The winner's source.
+        by: Source,
+        /// The winner's SKILL.md.
+        location: String,
+    },
+    /// The SKILL.md could not be read or parsed.
+    Malformed(String),
 }
 
-fn scan(dir: &Path) -> Vec<Skill> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
+impl Status {
+    /// `loaded`, or `not loaded: <why>`.
+    pub fn describe(&self) -> String {
+        match self {
+            Status::Loaded => "loaded".into(),
+            Status::Unmet(reasons) => format!("not loaded: {}", reasons.join("; ")),
+            Status::Shadowed { by, location } => {
+                format!("not loaded: shadowed by {by} skill {location}")
+            }
+            Status::Malformed(error) => format!("not loaded: malformed SKILL.md: {error}"),
+        }
+    }
+}
+
+/// A SKILL.md found in one of the sources.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// Its name (the folder's name when the front matter could not be read).
+    pub name: String,
+    /// Its description (empty when malformed).
+    pub description: String,
+    /// Where it was found.
+    pub source: Source,
+    /// Its SKILL.md.
+    pub location: String,
+    /// Whether it is loaded.
+    pub status: Status,
+}
+
+/// Every skill in `roots`, highest precedence first, each with its status.
+pub fn discover(roots: &Roots, probe: &Probe<'_>) -> Vec<Found> {
+    let mut found: Vec<Found> = Vec::new();
+    for candidate in sources::candidates(roots) {
+        let parsed = candidate
+            .text
+            .and_then(|text| parse::parse(&text).map_err(|e| e.to_string()));
+        let entry = match parsed {
+            Err(error) => Found {
+                name: candidate.folder,
+                description: String::new(),
+                source: candidate.source,
+                location: candidate.location,
+                status: Status::Malformed(error),
+            },
+            Ok(front) => {
+                let winner = found.iter().find(|f| {
+                    f.name == front.name
+                        && !matches!(f.status, Status::Malformed(_) | Status::Shadowed { .. })
+                });
+                let status = match winner {
+                    Some(w) => Status::Shadowed {
+                        by: w.source,
+                        location: w.location.clone(),
+                    },
+                    None => match requirements::unmet(&front.requires, probe) {
+                        reasons if reasons.is_empty() => Status::Loaded,
+                        reasons => Status::Unmet(reasons),
+                    },
+                };
+                Found {
+                    name: front.name,
+                    description: front.description,
+                    source: candidate.source,
+                    location: candidate.location,
+                    status,
+                }
+            }
+        };
+        found.push(entry);
+    }
+    found
+}
+
+/// Every skill `config` can see, checked against this process's environment.
+pub fn discover_for(config: &Config) -> Vec<Found> {
+    let value = serde_json::to_value(config).unwrap_or_default();
+    let env = |name: &str| std::env::var(name).ok();
+    let probe = Probe {
+        path: std::env::var_os("PATH"),
+        env: &env,
+        config: &value,
+        os: std::env::consts::OS,
     };
-    let mut paths: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path().join("SKILL.md"))
-        .collect();
-    paths.sort();
-    paths
+    discover(&Roots::from_config(&config.agent), &probe)
+}
+
+/// The loaded skills of `found`, descriptions on one line.
+pub fn loaded(found: &[Found]) -> Vec<Skill> {
+    found
         .iter()
-        .filter_map(|p| {
-            let text = std::fs::read_to_string(p).ok()?;
-            parse(&text, &p.display().to_string())
+        .filter(|f| f.status == Status::Loaded)
+        .map(|f| Skill {
+            name: f.name.clone(),
+            // One line in the prompt, whatever block style the front matter used.
+            description: f
+                .description
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
+            location: f.location.clone(),
         })
         .collect()
 }
 
-/// Parses the `---` front matter of a SKILL.md.
-pub fn parse(text: &str, location: &str) -> Option<Skill> {
-    let body = text.strip_prefix("---")?;
-    let (front, _) = body.split_once("\n---")?;
-    let field = |key: &str| {
-        front.lines().find_map(|line| {
-            let value = line.trim().strip_prefix(key)?.strip_prefix(':')?;
-            Some(value.trim().trim_matches('"').to_string())
-        })
-    };
-    Some(Skill {
-        name: field("name")?,
-        description: field("description")?,
-        location: location.into(),
-    })
+/// The skills the agent of `config` is offered; malformed ones are logged.
+pub fn load(config: &Config) -> Vec<Skill> {
+    let found = discover_for(config);
+    for f in &found {
+        match &f.status {
+            Status::Malformed(_) => {
+                tracing::warn!(skill = %f.location, "{}", f.status.describe());
+            }
+            Status::Loaded => {}
+            _ => tracing::debug!(skill = %f.name, "{}", f.status.describe()),
+        }
+    }
+    loaded(&found)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bundled_coding_agent_skill_loads() {
-        let dir = tempfile::tempdir().unwrap();
-        let skills = load(dir.path(), &[]);
-        assert!(
-            skills
-                .iter()
-                .any(|s| s.name == "coding-agent" && s.location.starts_with("bundled:"))
-        );
-    }
-
-    #[test]
-    fn workspace_skill_overrides_bundled() {
-        let dir = tempfile::tempdir().unwrap();
-        let skill = dir.path().join("skills/coding-agent");
-        std::fs::create_dir_all(&skill).unwrap();
-        std::fs::write(
-            skill.join("SKILL.md"),
-            "---\nname: coding-agent\ndescription: mine\n---\nbody",
-        )
-        .unwrap();
-        let skills = load(dir.path(), &[]);
-        assert_eq!(
-            skills.iter().filter(|s| s.name == "coding-agent").count(),
-            1
-        );
-        assert_eq!(skills[0].description, "mine");
-    }
-
-    #[test]
-    fn missing_front_matter_is_skipped() {
-        assert_eq!(parse("# no front matter", "x"), None);
-    }
-}
+#[path = "tests.rs"]
+mod tests;

@@ -141,6 +141,7 @@ impl Config {
         for dir in &mut self.agent.skills_dirs {
             *dir = resolve(dir);
         }
+        self.agent.managed_skills_dir = resolve(&self.agent.managed_skills_dir);
         for harness in self.acp.agents.values_mut() {
             if let Some(cwd) = harness.cwd.as_mut() {
                 *cwd = resolve(cwd);

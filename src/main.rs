@@ -46,6 +46,11 @@ enum Command {
         #[command(subcommand)]
         command: cli::pairing::PairingCommand,
     },
+    /// Skills: list what is found and whether it is loaded.
+    Skills {
+        #[command(subcommand)]
+        command: cli::skills::SkillsCommand,
+    },
     /// Coding agents reached over ACP.
     Acp {
         #[command(subcommand)]
@@ -102,6 +107,7 @@ fn main() -> ExitCode {
             } => cli::agent::agent(loaded, message, session, json).await,
             Command::Sessions { command } => cli::sessions::run(loaded, command).await,
             Command::Pairing { command } => cli::pairing::run(loaded, command).await,
+            Command::Skills { command } => cli::skills::run(loaded, command).await,
             Command::Acp { command } => cli::acp::run(loaded, command).await,
             Command::Status => cli::status::status(loaded).await,
             Command::Doctor => cli::doctor::doctor(loaded).await,

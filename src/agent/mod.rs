@@ -54,7 +54,7 @@ pub fn build(
     let sessions = tools::sessions::SessionsSlot::default();
     tools.extend(tools::sessions::tools(&sessions));
     let specs: Vec<_> = tools.iter().map(|t| t.spec()).collect();
-    let skills = skills::load(&workspace, &config.agent.skills_dirs);
+    let skills = skills::load(config);
     let system_prompt = context::system_prompt(&context::PromptParts {
         identity: &config.agent.identity,
         tools: &specs,

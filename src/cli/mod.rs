@@ -6,6 +6,7 @@ pub mod chat;
 pub mod doctor;
 pub mod pairing;
 pub mod sessions;
+pub mod skills;
 pub mod status;
 
 use std::process::ExitCode;

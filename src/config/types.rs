@@ -125,6 +125,9 @@ pub struct AgentConfig {
     /// Tokens of `model.context_window` kept free for the answer: a prompt estimated above
     /// the window minus this is compacted first.
     pub compaction_reserve_tokens: u64,
+    /// Skills installed for every workspace; searched after `<workspace>/skills`, before the
+    /// bundled skills.
+    pub managed_skills_dir: PathBuf,
 }
 
 impl Default for AgentConfig {
@@ -139,6 +142,7 @@ impl Default for AgentConfig {
             bootstrap_total_max_chars: 150_000,
             skills_dirs: Vec::new(),
             compaction_reserve_tokens: 20_000,
+            managed_skills_dir: PathBuf::from("~/.chela/skills"),
         }
     }
 }

@@ -1,0 +1,196 @@
+//! Where skills come from, highest precedence first: the workspace's `skills/`, the managed
+//! folder (`agent.managed_skills_dir`), the skills bundled into chela, then
+//! `agent.skills_dirs`.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Where a skill was found; the order is precedence, highest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Source {
+    /// `<workspace>/skills/`.
+    Workspace,
+    /// `agent.managed_skills_dir` (default `~/.chela/skills`).
+    Managed,
+    /// Compiled into chela from the repository's `skills/`.
+    Bundled,
+    /// One of `agent.skills_dirs`.
+    Extra,
+}
+
+impl Source {
+    /// The lower-case name shown to people.
+    pub fn label(self) -> &'static str {
+        match self {
+            Source::Workspace => "workspace",
+            Source::Managed => "managed",
+            Source::Bundled => "bundled",
+            Source::Extra => "extra",
+        }
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// The folders skills are searched in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Roots {
+    /// The agent's workspace (its `skills/` folder is searched).
+    pub workspace: PathBuf,
+    /// The managed skills folder.
+    pub managed: PathBuf,
+    /// Extra folders, searched last, in order.
+    pub extra: Vec<PathBuf>,
+}
+
+impl Roots {
+    /// The roots `agent` configures.
+    pub fn from_config(agent: &crate::config::AgentConfig) -> Roots {
+        Roots {
+            workspace: agent.workspace.clone(),
+            managed: agent.managed_skills_dir.clone(),
+            extra: agent.skills_dirs.clone(),
+        }
+    }
+
+    /// Every searched folder with its source, highest precedence first; `None` is the bundled
+    /// set. A folder named twice is searched once, at its highest place.
+    pub fn ordered(&self) -> Vec<(Source, Option<PathBuf>)> {
+        let mut out: Vec<(Source, Option<PathBuf>)> = vec![
+            (Source::Workspace, Some(self.workspace.join("skills"))),
+            (Source::Managed, Some(self.managed.clone())),
+            (Source::Bundled, None),
+        ];
+        out.extend(self.extra.iter().map(|d| (Source::Extra, Some(d.clone()))));
+        let mut seen: Vec<PathBuf> = Vec::new();
+        out.retain(|(_, dir)| match dir {
+            Some(dir) if seen.contains(dir) => false,
+            Some(dir) => {
+                seen.push(dir.clone());
+                true
+            }
+            None => true,
+        });
+        out
+    }
+}
+
+/// A SKILL.md found in a source, not yet parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    /// Where it was found.
+    pub source: Source,
+    /// Its path (`bundled:<folder>/SKILL.md` for bundled skills).
+    pub location: String,
+    /// The name of the folder holding it.
+    pub folder: String,
+    /// Its text, or why it could not be read.
+    pub text: Result<String, String>,
+}
+
+/// Skills shipped inside the binary (`skills/` in the repository): folder and SKILL.md text.
+const BUNDLED: &[(&str, &str)] = &[(
+    "coding-agent",
+    include_str!("../../../skills/coding-agent/SKILL.md"),
+)];
+
+/// Every SKILL.md of every root, highest precedence first, by folder name within a root.
+pub fn candidates(roots: &Roots) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for (source, dir) in roots.ordered() {
+        match dir {
+            Some(dir) => out.extend(scan(&dir, source)),
+            None => out.extend(bundled()),
+        }
+    }
+    out
+}
+
+/// The bundled skills.
+pub fn bundled() -> Vec<Candidate> {
+    BUNDLED
+        .iter()
+        .map(|(folder, text)| Candidate {
+            source: Source::Bundled,
+            location: format!("bundled:{folder}/SKILL.md"),
+            folder: (*folder).to_string(),
+            text: Ok((*text).to_string()),
+        })
+        .collect()
+}
+
+/// The `*/SKILL.md` files of `dir` (a missing folder has none).
+pub fn scan(dir: &Path, source: Source) -> Vec<Candidate> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut folders: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("SKILL.md").is_file())
+        .collect();
+    folders.sort();
+    folders
+        .into_iter()
+        .map(|folder| {
+            let path = folder.join("SKILL.md");
+            Candidate {
+                source,
+                location: path.display().to_string(),
+                folder: folder
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                text: std::fs::read_to_string(&path).map_err(|e| format!("cannot read: {e}")),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scan_finds_skill_folders_in_name_order() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["b", "a"] {
+            std::fs::create_dir(dir.path().join(name)).unwrap();
+            std::fs::write(dir.path().join(name).join("SKILL.md"), name).unwrap();
+        }
+        std::fs::create_dir(dir.path().join("no-skill")).unwrap();
+        std::fs::write(dir.path().join("loose.md"), "x").unwrap();
+        let found = scan(dir.path(), Source::Extra);
+        let folders: Vec<&str> = found.iter().map(|c| c.folder.as_str()).collect();
+        assert_eq!(folders, ["a", "b"]);
+        assert_eq!(found[0].text.as_deref(), Ok("a"));
+        assert!(found[0].location.ends_with("a/SKILL.md"));
+        assert!(scan(&dir.path().join("missing"), Source::Extra).is_empty());
+    }
+
+    #[test]
+    fn roots_are_ordered_by_precedence_without_repeats() {
+        let roots = Roots {
+            workspace: PathBuf::from("/ws"),
+            managed: PathBuf::from("/managed"),
+            extra: vec![
+                PathBuf::from("/x"),
+                PathBuf::from("/managed"),
+                PathBuf::from("/x"),
+            ],
+        };
+        assert_eq!(
+            roots.ordered(),
+            [
+                (Source::Workspace, Some(PathBuf::from("/ws/skills"))),
+                (Source::Managed, Some(PathBuf::from("/managed"))),
+                (Source::Bundled, None),
+                (Source::Extra, Some(PathBuf::from("/x"))),
+            ]
+        );
+    }
+}

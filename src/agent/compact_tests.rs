@@ -376,6 +376,7 @@ fn agent(model: Arc<TestModel>, context_window: u64, reserve_tokens: u64) -> Age
         provider: model,
         tools: vec![Arc::new(Instant)],
         spawner: Default::default(),
+        sessions: Default::default(),
         system_prompt: "you are a test".into(),
         store: Store::temporary().unwrap(),
         tool_context: ToolContext {

@@ -54,6 +54,7 @@ pub async fn chat(loaded: LoadedConfig) -> ExitCode {
 /// exits at once.
 pub async fn gateway(loaded: LoadedConfig) -> ExitCode {
     let started = std::time::Instant::now();
+    let mut signals = Signals::new();
     let mut channels = match super::platform_channels(&loaded) {
         Ok(channels) => channels,
         Err(code) => return code,
@@ -80,7 +81,7 @@ pub async fn gateway(loaded: LoadedConfig) -> ExitCode {
     let mut channels_done = false;
     loop {
         tokio::select! {
-            _ = shutdown_signal() => break,
+            _ = signals.next() => break,
             _ = &mut run, if !channels_done => channels_done = true,
         }
     }
@@ -88,22 +89,54 @@ pub async fn gateway(loaded: LoadedConfig) -> ExitCode {
     stop.cancel();
     tokio::select! {
         _ = gateway.shutdown() => {}
-        _ = shutdown_signal() => eprintln!("chela: second signal, exiting now"),
+        _ = signals.next() => eprintln!("chela: second signal, exiting now"),
     }
     ExitCode::SUCCESS
 }
 
-async fn shutdown_signal() {
+/// SIGTERM and SIGINT, listened to from the start of `chela gateway` to its end, so a
+/// signal that arrives between two waits is not missed.
+struct Signals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
+    term: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    int: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn new() -> Signals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Signals {
+                term: signal(SignalKind::terminate()).ok(),
+                int: signal(SignalKind::interrupt()).ok(),
             }
-            return;
+        }
+        #[cfg(not(unix))]
+        Signals {}
+    }
+
+    /// Waits for the next SIGTERM or SIGINT.
+    async fn next(&mut self) {
+        #[cfg(unix)]
+        {
+            async fn recv(signal: &mut Option<tokio::signal::unix::Signal>) {
+                match signal {
+                    Some(signal) => {
+                        signal.recv().await;
+                    }
+                    None => std::future::pending().await,
+                }
+            }
+            tokio::select! {
+                _ = recv(&mut self.term) => {}
+                _ = recv(&mut self.int) => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
         }
     }
-    let _ = tokio::signal::ctrl_c().await;
 }

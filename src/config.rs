@@ -14,6 +14,7 @@ mod acp;
 mod channels;
 mod env;
 mod error;
+mod tools;
 mod types;
 
 #[cfg(test)]
@@ -30,7 +31,11 @@ pub use env::{SubstError, chela_secrets_present, is_chela_secret, substitute};
 pub use error::{ConfigError, Location, ParseEnumError};
 pub use types::{
     AgentConfig, Config, DmScope, DropPolicy, ModelConfig, ProviderKind, QueueConfig, QueueMode,
-    SessionConfig, StoreConfig, TerminalConfig, ToolsConfig,
+    SessionConfig, StoreConfig, TerminalConfig,
+};
+pub use tools::{
+    ExecApprovals, TOOL_GROUPS, TOOL_NAMES, ToolProfile, ToolScopeConfig, ToolsConfig,
+    expand_tool_name,
 };
 
 /// A loaded, resolved and validated configuration.
@@ -178,6 +183,7 @@ impl Config {
             ("acp.ask_timeout_s", self.acp.ask_timeout_s),
             ("acp.binding_idle_s", self.acp.binding_idle_s),
             ("acp.process_idle_s", self.acp.process_idle_s),
+            ("tools.approval_timeout_s", self.tools.approval_timeout_s),
         ];
         for (key, value) in positive {
             if value == 0 {
@@ -213,6 +219,9 @@ impl Config {
                     }
                 }
             }
+        }
+        if let Err((key, message)) = self.tools.check() {
+            return invalid(&key, message);
         }
         for (name, harness) in &self.acp.agents {
             if harness.command.first().is_none_or(|p| p.trim().is_empty()) {

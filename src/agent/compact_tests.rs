@@ -378,6 +378,9 @@ fn agent(model: Arc<TestModel>, context_window: u64, reserve_tokens: u64) -> Age
         spawner: Default::default(),
         sessions: Default::default(),
         system_prompt: "you are a test".into(),
+        policy: Default::default(),
+        approver: Default::default(),
+        id: "main".into(),
         store: Store::temporary().unwrap(),
         tool_context: ToolContext {
             workspace: std::env::temp_dir(),

@@ -1,5 +1,5 @@
-//! The system prompt: identity, tools, skills, workspace bootstrap files (capped, with a
-//! visible truncation marker) and runtime facts (SPEC 7).
+//! The system prompt: identity, skills, workspace bootstrap files (capped, with a visible
+//! truncation marker), runtime facts (SPEC 7), then the tools each run may use.
 
 use std::path::Path;
 
@@ -29,8 +29,6 @@ pub struct BootstrapCaps {
 pub struct PromptParts<'a> {
     /// The identity line(s).
     pub identity: &'a str,
-    /// Tools offered.
-    pub tools: &'a [ToolSpec],
     /// Skills available.
     pub skills: &'a [Skill],
     /// The agent's workspace.
@@ -44,12 +42,7 @@ pub struct PromptParts<'a> {
 /// Builds the system prompt.
 pub fn system_prompt(parts: &PromptParts<'_>) -> String {
     let mut out = String::from(parts.identity.trim());
-    if !parts.tools.is_empty() {
-        out.push_str("\n\n## Tools\n");
-        for tool in parts.tools {
-            out.push_str(&format!("- {}: {}\n", tool.name, tool.description));
-        }
-    }
+    out.push('\n');
     if !parts.skills.is_empty() {
         out.push_str("\n## Skills\nRead a skill's SKILL.md when its description fits the task.\n");
         for skill in parts.skills {
@@ -71,6 +64,18 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
         parts.model,
         parts.workspace.display()
     ));
+    out
+}
+
+/// `prompt` followed by the list of `tools` a run may use (none: the prompt alone).
+pub fn with_tools(prompt: &str, tools: &[ToolSpec]) -> String {
+    let mut out = String::from(prompt);
+    if !tools.is_empty() {
+        out.push_str("\n## Tools\n");
+        for tool in tools {
+            out.push_str(&format!("- {}: {}\n", tool.name, tool.description));
+        }
+    }
     out
 }
 
@@ -154,7 +159,6 @@ mod tests {
         }];
         let prompt = system_prompt(&PromptParts {
             identity: "You are chela.",
-            tools: &tools,
             skills: &skills,
             workspace: dir.path(),
             caps: BootstrapCaps {
@@ -163,6 +167,8 @@ mod tests {
             },
             model: "echo/echo",
         });
+        assert!(!prompt.contains("- ls: list"));
+        let prompt = with_tools(&prompt, &tools);
         assert!(prompt.starts_with("You are chela."));
         assert!(prompt.contains("- ls: list"));
         assert!(prompt.contains("- s (bundled:s): d"));

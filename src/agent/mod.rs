@@ -1,9 +1,11 @@
 //! The agent run: context, model streaming, tools, events.
 
+pub mod approval;
 pub mod compact;
 pub mod context;
 pub mod events;
 pub mod message;
+pub mod policy;
 pub mod provider;
 pub mod run;
 pub mod skills;
@@ -53,11 +55,9 @@ pub fn build(
     }));
     let sessions = tools::sessions::SessionsSlot::default();
     tools.extend(tools::sessions::tools(&sessions));
-    let specs: Vec<_> = tools.iter().map(|t| t.spec()).collect();
     let skills = skills::load(config);
     let system_prompt = context::system_prompt(&context::PromptParts {
         identity: &config.agent.identity,
-        tools: &specs,
         skills: &skills,
         workspace: &workspace,
         caps: context::BootstrapCaps {
@@ -72,6 +72,9 @@ pub fn build(
         spawner,
         sessions,
         system_prompt,
+        policy: policy::ToolPolicy::new(&config.tools),
+        approver: approval::ApproverSlot::default(),
+        id: config.agent.id.clone(),
         store,
         tool_context: ToolContext {
             workspace,

@@ -92,8 +92,15 @@ pub struct Agent {
     pub spawner: crate::agent::tools::spawn::SpawnerSlot,
     /// Where the gateway plugs in `message` and the session tools.
     pub sessions: crate::agent::tools::sessions::SessionsSlot,
-    /// System prompt (built once from identity, bootstrap files and skills).
+    /// System prompt without the tool list (built once from identity, skills, bootstrap
+    /// files and runtime facts); each call appends the tools its run may use.
     pub system_prompt: String,
+    /// Which tools a session's runs may use.
+    pub policy: crate::agent::policy::ToolPolicy,
+    /// Where the gateway plugs in exec approvals asked in the chat.
+    pub approver: crate::agent::approval::ApproverSlot,
+    /// The agent id (`[agent] id`).
+    pub id: String,
     /// The store holding transcripts.
     pub store: Store,
     /// Base tool context (workspace, limits); each run gets its own cancel token.
@@ -118,6 +125,8 @@ struct Turn<'a> {
     steered_seqs: Vec<u64>,
     stash: Vec<Steer>,
     usage: Usage,
+    /// The tools this run may use.
+    allowed: crate::agent::policy::Allowed,
     /// A compaction of this run failed or found nothing to do: do not try again.
     compaction_gave_up: bool,
 }
@@ -145,6 +154,9 @@ impl Agent {
             steered_seqs: Vec::new(),
             stash: Vec::new(),
             usage: Usage::default(),
+            allowed: self
+                .policy
+                .resolve(&crate::agent::policy::Scope::of(&req.session_key)),
             compaction_gave_up: false,
         };
         let result = turn.drive(&req.text, &mut req.steer).await;
@@ -268,10 +280,17 @@ impl Turn<'_> {
     /// One streaming model call; returns the assistant message and whether it was cut short.
     async fn model_call(&mut self) -> Result<(AssistantMessage, bool), String> {
         let provider = &self.agent.provider;
+        let tools: Vec<_> = self
+            .agent
+            .tools
+            .iter()
+            .map(|t| t.spec())
+            .filter(|spec| self.allowed.allows(&spec.name))
+            .collect();
         let request = ProviderRequest {
-            system: self.agent.system_prompt.clone(),
+            system: crate::agent::context::with_tools(&self.agent.system_prompt, &tools),
             messages: self.messages.clone(),
-            tools: self.agent.tools.iter().map(|t| t.spec()).collect(),
+            tools,
             max_tokens: self.agent.max_tokens,
         };
         let mut message = AssistantMessage {
@@ -383,6 +402,26 @@ impl Turn<'_> {
         let Some(tool) = self.agent.tools.iter().find(|t| t.spec().name == call.name) else {
             return ToolOutput::error(format!("unknown tool: {}", call.name));
         };
+        if !self.allowed.allows(&call.name) {
+            return ToolOutput::error(format!(
+                "The tool {} is not allowed in this conversation (tool policy).",
+                call.name
+            ));
+        }
+        if call.name == "exec"
+            && self.allowed.exec_approvals == crate::config::ExecApprovals::Ask
+            && let Err(refusal) = crate::agent::approval::approve_exec(
+                &self.agent.approver,
+                &self.agent.store,
+                &self.agent.id,
+                &self.key,
+                &call.arguments,
+                &self.cancel,
+            )
+            .await
+        {
+            return refusal;
+        }
         let ctx = ToolContext {
             cancel: self.cancel.clone(),
             session_key: self.key.clone(),

@@ -209,6 +209,9 @@ impl Harness {
             provider: provider.clone(),
             tools: vec![instant.clone(), gate.clone()],
             system_prompt: "you are a test".into(),
+            policy: Default::default(),
+            approver: Default::default(),
+            id: "main".into(),
             store: Store::temporary().unwrap(),
             spawner: Default::default(),
             sessions: Default::default(),
@@ -355,7 +358,7 @@ async fn plain_text_run_streams_deltas_ends_and_records_user_and_assistant() {
     );
     let requests = h.provider.requests();
     assert_eq!(requests.len(), 1);
-    assert_eq!(requests[0].system, "you are a test");
+    assert!(requests[0].system.starts_with("you are a test\n## Tools\n- instant:"));
     assert_eq!(requests[0].max_tokens, 1000);
     let names: Vec<_> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["instant", "gate"]);
@@ -609,4 +612,24 @@ async fn history_reaches_the_next_run_until_a_reset() {
     let seen = &h.provider.requests()[2].messages;
     assert_eq!(seen.len(), 1);
     assert_eq!(user_text(&seen[0]).as_deref(), Some("third"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_tool_policy_hides_and_refuses_tools_the_profile_lacks() {
+    let mut h = Harness::new(vec![calls(&[("c1", "instant")]), text_reply(&["ok"])]);
+    let config: crate::config::Config = toml::from_str("[tools]\nprofile = \"minimal\"").unwrap();
+    Arc::get_mut(&mut h.agent).unwrap().policy =
+        crate::agent::policy::ToolPolicy::new(&config.tools);
+    let (outcome, _) = h.run("go").await;
+    assert_eq!(outcome.status, RunStatus::Ok);
+    let requests = h.provider.requests();
+    // Not offered: no tool list in the request or the prompt.
+    assert!(requests[0].tools.is_empty());
+    assert!(!requests[0].system.contains("## Tools"));
+    // Called anyway: refused, and the tool never ran.
+    let (id, text, is_error) = result(&requests[1].messages[2]);
+    assert_eq!(id, "c1");
+    assert!(is_error);
+    assert!(text.contains("not allowed in this conversation"), "{text}");
+    assert!(h.instant.args.lock().unwrap().is_empty());
 }

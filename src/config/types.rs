@@ -20,7 +20,7 @@ pub struct Config {
     /// `[agent]`: the agent's identity, workspace and limits.
     pub agent: AgentConfig,
     /// `[tools]`: tool limits.
-    pub tools: ToolsConfig,
+    pub tools: super::tools::ToolsConfig,
     /// `[session]`: how conversations map to sessions.
     pub session: SessionConfig,
     /// `[queue]`: what happens to messages that arrive during a run.
@@ -143,25 +143,6 @@ impl Default for AgentConfig {
             skills_dirs: Vec::new(),
             compaction_reserve_tokens: 20_000,
             managed_skills_dir: PathBuf::from("~/.chela/skills"),
-        }
-    }
-}
-
-/// `[tools]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ToolsConfig {
-    /// Default timeout of an `exec` call, in seconds.
-    pub exec_timeout_s: u64,
-    /// Tool output longer than this is truncated (head and tail kept).
-    pub max_output_chars: usize,
-}
-
-impl Default for ToolsConfig {
-    fn default() -> Self {
-        Self {
-            exec_timeout_s: 120,
-            max_output_chars: 20_000,
         }
     }
 }

@@ -65,6 +65,7 @@ pub async fn handle(
         }
         Command::Session(args) => super::acp_commands::session(core, key, &args).await,
         Command::Compact => compact(core, key).await,
+        Command::Approve(args) => super::approvals::command(core, &args),
         Command::Whoami => format!(
             "You are {} (id {}) on {}; session {}",
             if inbound.sender.name.is_empty() {

@@ -3,6 +3,7 @@
 
 pub mod acp_commands;
 mod answer;
+pub mod approvals;
 pub mod ask;
 pub mod commands;
 mod recover;
@@ -75,6 +76,8 @@ pub struct Core {
     pub acp: crate::acp::AcpManager,
     /// Permission questions waiting for an answer in the chat.
     pub questions: ask::Questions,
+    /// Exec approvals waiting for `/approve`.
+    pub approvals: approvals::Approvals,
     /// Where each running session's reply goes (for `sessions_spawn`).
     pub targets: std::sync::Mutex<HashMap<String, Conversation>>,
     /// Texts the `message` tool sent into each running session's own conversation.
@@ -203,6 +206,7 @@ impl Gateway {
         let core = Arc::new(Core {
             acp,
             questions: ask::Questions::default(),
+            approvals: approvals::Approvals::default(),
             targets: Default::default(),
             sent: Default::default(),
             channels: channels
@@ -228,6 +232,9 @@ impl Gateway {
             .set(Arc::new(sessions_api::GatewaySessions {
                 core: Arc::downgrade(&core),
             }));
+        let _ = core.agent.approver.set(Arc::new(approvals::ChatApprover {
+            core: Arc::downgrade(&core),
+        }));
         core.acp.set_asker(Arc::new(ask::ChatAskers {
             core: Arc::downgrade(&core),
         }));

@@ -27,6 +27,8 @@ pub enum Command {
     Session(String),
     /// `/compact`: summarize the older part of the conversation now.
     Compact,
+    /// `/approve [id decision]`: answer an exec approval, or list the waiting ones (owner only).
+    Approve(String),
 }
 
 /// Plain-text messages that act as `/stop` (exact, after lowercasing and trimming punctuation).
@@ -72,6 +74,10 @@ pub const HELP: &[(&str, &str)] = &[
         "session",
         "This conversation's binding: /session unbind | /session idle 2h",
     ),
+    (
+        "approve",
+        "Answer a command approval: /approve <id> allow-once|allow-always|deny, or /approve to list",
+    ),
 ];
 
 /// Parses `text` as a command; `None` means it is an ordinary message.
@@ -108,6 +114,7 @@ pub fn parse(text: &str, bot_username: Option<&str>) -> Option<Command> {
         "acp" => Some(Command::Acp(args.to_string())),
         "session" => Some(Command::Session(args.to_string())),
         "compact" => Some(Command::Compact),
+        "approve" => Some(Command::Approve(args.to_string())),
         _ => None,
     }
 }
@@ -147,6 +154,10 @@ mod tests {
             Some(Command::Queue("collect cap:5".into()))
         );
         assert_eq!(parse("/compact", None), Some(Command::Compact));
+        assert_eq!(
+            parse("/approve 1a2b3c deny", None),
+            Some(Command::Approve("1a2b3c deny".into()))
+        );
         assert_eq!(parse("/unknown", None), None);
         assert_eq!(parse("hello /stop", None), None);
     }

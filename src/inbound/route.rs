@@ -201,9 +201,10 @@ async fn may_run_admin_command(
     let conv = &inbound.conversation;
     if matches!(
         command,
-        commands::Command::Acp(_) | commands::Command::Session(_)
+        commands::Command::Acp(_) | commands::Command::Session(_) | commands::Command::Approve(_)
     ) {
-        // Coding agents run code: owners only (the local terminal user is one).
+        // Coding agents and approved commands run code: owners only (the local terminal
+        // user is one).
         return conv.channel == "terminal" || core.is_owner(&conv.channel, &inbound.sender.id);
     }
     let admin_only = matches!(

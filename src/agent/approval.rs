@@ -1,0 +1,208 @@
+//! Exec approvals (`tools.exec_approvals = "ask"`): before `exec` runs a command, the owner
+//! approves it in the chat with `/approve <id> allow-once|allow-always|deny`. Commands
+//! approved "always" are remembered in the store (exact command text, per agent). The asking
+//! itself is the gateway's, behind [`Approver`], so the agent stays platform-blind.
+
+use std::sync::{Arc, OnceLock};
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::provider::BoxFuture;
+use crate::agent::tools::ToolOutput;
+use crate::store::Store;
+
+/// The owner's answer to one approval request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approval {
+    /// Run this command this once.
+    AllowOnce,
+    /// Run it, and this exact command from now on without asking.
+    AllowAlways,
+    /// Do not run it.
+    Deny,
+    /// Nobody answered in time.
+    TimedOut,
+    /// There is no conversation to ask in (a one-shot `chela agent` run, say).
+    NoOneToAsk,
+    /// The run was stopped while waiting.
+    Cancelled,
+}
+
+impl Approval {
+    /// Reads a decision as typed after `/approve <id>`.
+    pub fn parse(word: &str) -> Option<Approval> {
+        match word.trim().to_lowercase().as_str() {
+            "allow-once" | "once" | "allow" | "yes" | "y" => Some(Approval::AllowOnce),
+            "allow-always" | "always" => Some(Approval::AllowAlways),
+            "deny" | "no" | "n" | "reject" => Some(Approval::Deny),
+            _ => None,
+        }
+    }
+}
+
+/// Asks the owner to approve a command (the gateway implements it).
+pub trait Approver: Send + Sync {
+    /// Asks whether session `session_key` may run `command`; ends early on `cancel`.
+    fn request(
+        &self,
+        session_key: &str,
+        command: &str,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, Approval>;
+}
+
+/// Where the gateway plugs its [`Approver`] in, once it exists.
+pub type ApproverSlot = Arc<OnceLock<Arc<dyn Approver>>>;
+
+/// The settings-tree record holding the commands approved "always" for agent `agent`.
+fn allowlist_key(agent: &str) -> String {
+    format!("exec-allowlist:{agent}")
+}
+
+/// Commands approved "always" for agent `agent`.
+pub fn always_allowed(store: &Store, agent: &str) -> Vec<String> {
+    store
+        .get_settings::<Vec<String>>(&allowlist_key(agent))
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+}
+
+fn remember(store: &Store, agent: &str, command: &str) {
+    let mut list = always_allowed(store, agent);
+    if !list.iter().any(|c| c == command) {
+        list.push(command.to_owned());
+        if let Err(e) = store.put_settings(&allowlist_key(agent), &list) {
+            tracing::warn!(error = %e, "cannot remember an always-approved command");
+        }
+    }
+}
+
+/// Gets approval for an `exec` call's command: `Ok` when it may run, else the refusal the
+/// model reads. Commands approved "always" before pass without asking.
+pub async fn approve_exec(
+    approver: &ApproverSlot,
+    store: &Store,
+    agent: &str,
+    session_key: &str,
+    args: &Value,
+    cancel: &CancellationToken,
+) -> Result<(), ToolOutput> {
+    let Some(command) = args.get("command").and_then(Value::as_str) else {
+        // exec itself refuses a call without a command; nothing would run.
+        return Ok(());
+    };
+    if always_allowed(store, agent).iter().any(|c| c == command) {
+        return Ok(());
+    }
+    let answer = match approver.get() {
+        Some(approver) => {
+            approver
+                .request(session_key, command, cancel.clone())
+                .await
+        }
+        None => Approval::NoOneToAsk,
+    };
+    match answer {
+        Approval::AllowOnce => Ok(()),
+        Approval::AllowAlways => {
+            remember(store, agent, command);
+            Ok(())
+        }
+        Approval::Deny => Err(ToolOutput::error(
+            "The owner denied running this command.",
+        )),
+        Approval::TimedOut => Err(ToolOutput::error(
+            "No approval in time: the command was not run.",
+        )),
+        Approval::NoOneToAsk => Err(ToolOutput::error(
+            "exec needs the owner's approval here, and there is no conversation to ask in: the command was not run.",
+        )),
+        Approval::Cancelled => Err(ToolOutput::error(
+            "Cancelled while waiting for approval: the command was not run.",
+        )),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use std::sync::Mutex;
+
+    use serde_json::json;
+
+    use super::*;
+
+    /// Answers every request with the next of its scripted answers and records the commands.
+    struct Scripted {
+        answers: Mutex<Vec<Approval>>,
+        asked: Mutex<Vec<String>>,
+    }
+
+    impl Approver for Scripted {
+        fn request(&self, _: &str, command: &str, _: CancellationToken) -> BoxFuture<'static, Approval> {
+            self.asked.lock().unwrap().push(command.to_owned());
+            let answer = self.answers.lock().unwrap().remove(0);
+            Box::pin(async move { answer })
+        }
+    }
+
+    fn slot(answers: Vec<Approval>) -> (ApproverSlot, Arc<Scripted>) {
+        let scripted = Arc::new(Scripted {
+            answers: Mutex::new(answers),
+            asked: Mutex::new(Vec::new()),
+        });
+        let slot = ApproverSlot::default();
+        let dyn_approver: Arc<dyn Approver> = scripted.clone();
+        assert!(slot.set(dyn_approver).is_ok());
+        (slot, scripted)
+    }
+
+    #[test]
+    fn decisions_parse_loosely() {
+        assert_eq!(Approval::parse("Allow-Once"), Some(Approval::AllowOnce));
+        assert_eq!(Approval::parse("always"), Some(Approval::AllowAlways));
+        assert_eq!(Approval::parse(" deny "), Some(Approval::Deny));
+        assert_eq!(Approval::parse("maybe"), None);
+    }
+
+    #[tokio::test]
+    async fn allow_always_is_remembered_per_exact_command() {
+        let store = Store::temporary().unwrap();
+        let (slot, scripted) = slot(vec![Approval::AllowAlways, Approval::Deny]);
+        let cancel = CancellationToken::new();
+        let ls = json!({"command": "ls -la"});
+        approve_exec(&slot, &store, "main", "k", &ls, &cancel)
+            .await
+            .unwrap();
+        // Asked once: the second time the remembered command passes.
+        approve_exec(&slot, &store, "main", "k", &ls, &cancel)
+            .await
+            .unwrap();
+        assert_eq!(*scripted.asked.lock().unwrap(), ["ls -la"]);
+        // Another command is asked for, and denied.
+        let refusal = approve_exec(&slot, &store, "main", "k", &json!({"command": "ls"}), &cancel)
+            .await
+            .unwrap_err();
+        assert!(refusal.is_error && refusal.text.contains("denied"), "{refusal:?}");
+        // Another agent's list is its own.
+        assert!(always_allowed(&store, "other").is_empty());
+    }
+
+    #[tokio::test]
+    async fn no_approver_refuses() {
+        let store = Store::temporary().unwrap();
+        let refusal = approve_exec(
+            &ApproverSlot::default(),
+            &store,
+            "main",
+            "k",
+            &json!({"command": "true"}),
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
+        assert!(refusal.text.contains("no conversation to ask"), "{refusal:?}");
+    }
+}

@@ -1,0 +1,264 @@
+//! Tool policy (SPEC 7): which tools a session's run may use, from its conversation.
+//!
+//! A direct chat (and the terminal, and `chela agent`) starts from `tools.profile`; a group,
+//! room, thread or topic from `tools.group_profile`. A `[tools.channels.NAME]` entry can
+//! replace either profile for its channel, and a `[tools.groups."CHANNEL:CHAT"]` entry the
+//! profile of one group. Then the `allow` lists (agent, channel, group) add tools and the
+//! `deny` lists take them away; deny always wins. A sub-agent runs under its parent's policy.
+
+use std::collections::BTreeSet;
+
+use crate::config::{ExecApprovals, ToolProfile, ToolScopeConfig, ToolsConfig, expand_tool_name};
+use crate::inbound::session_key::{KeyBase, SessionKey};
+
+/// Where a session's conversation is, as the policy sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Scope {
+    /// A group, room, thread of one, or forum topic (not a direct chat).
+    pub group: bool,
+    /// The channel, when the key names one.
+    pub channel: Option<String>,
+    /// `"<channel>:<chat>"` of a group chat.
+    pub chat: Option<String>,
+}
+
+impl Scope {
+    /// The scope of `key`; a key that does not parse counts as a direct chat of no channel.
+    pub fn of(key: &str) -> Scope {
+        let Ok(key) = SessionKey::parse(key) else {
+            return Scope::default();
+        };
+        let (group, channel, chat) = match key.base {
+            KeyBase::Group { channel, chat }
+            | KeyBase::Room { channel, chat }
+            | KeyBase::Topic { channel, chat, .. } => {
+                let chat = format!("{channel}:{chat}");
+                (true, Some(channel), Some(chat))
+            }
+            KeyBase::ChannelDirect { channel, .. } | KeyBase::AccountDirect { channel, .. } => {
+                (false, Some(channel), None)
+            }
+            _ => (false, None, None),
+        };
+        Scope {
+            group,
+            channel,
+            chat,
+        }
+    }
+}
+
+/// The tools one run may use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Allowed {
+    /// The profile it started from.
+    pub profile: ToolProfile,
+    /// Every tool, including any chela's lists do not name (profile `full` or allow `"*"`).
+    everything: bool,
+    tools: BTreeSet<String>,
+    denied: BTreeSet<String>,
+    /// Whether `exec` needs the owner's approval.
+    pub exec_approvals: ExecApprovals,
+}
+
+impl Allowed {
+    /// Whether the tool named `name` may run.
+    pub fn allows(&self, name: &str) -> bool {
+        !self.denied.contains(name) && (self.everything || self.tools.contains(name))
+    }
+
+    /// Takes `name` away (a sub-agent may not spawn).
+    pub fn remove(&mut self, name: &str) {
+        self.denied.insert(name.to_owned());
+    }
+}
+
+/// Resolves [`Allowed`] sets from `[tools]`.
+#[derive(Debug, Clone, Default)]
+pub struct ToolPolicy {
+    config: ToolsConfig,
+}
+
+impl ToolPolicy {
+    /// The policy `[tools]` describes.
+    pub fn new(config: &ToolsConfig) -> ToolPolicy {
+        ToolPolicy {
+            config: config.clone(),
+        }
+    }
+
+    /// What a run in `scope` may use.
+    pub fn resolve(&self, scope: &Scope) -> Allowed {
+        let c = &self.config;
+        let channel = scope.channel.as_ref().and_then(|name| c.channels.get(name));
+        let group = scope.chat.as_ref().and_then(|chat| c.groups.get(chat));
+        let channel_profile = channel.and_then(|ch| {
+            if scope.group {
+                ch.group_profile
+            } else {
+                ch.profile
+            }
+        });
+        let default_profile = if scope.group {
+            c.group_profile
+        } else {
+            c.profile
+        };
+        let profile = group
+            .and_then(|g| g.profile)
+            .or(channel_profile)
+            .unwrap_or(default_profile);
+        let scopes: Vec<&ToolScopeConfig> = channel.into_iter().chain(group).collect();
+        let allows: Vec<&String> = c
+            .allow
+            .iter()
+            .chain(scopes.iter().flat_map(|s| &s.allow))
+            .collect();
+        let everything = profile == ToolProfile::Full || allows.iter().any(|a| *a == "*");
+        let expand = |names: Vec<&String>| -> BTreeSet<String> {
+            names
+                .into_iter()
+                .flat_map(|name| expand_tool_name(name).unwrap_or_default())
+                .map(str::to_owned)
+                .collect()
+        };
+        let mut tools = expand(allows);
+        tools.extend(profile.tools().iter().map(|t| (*t).to_owned()));
+        let denied = expand(c.deny.iter().chain(scopes.iter().flat_map(|s| &s.deny)).collect());
+        let exec_approvals = group
+            .and_then(|g| g.exec_approvals)
+            .or(channel.and_then(|ch| ch.exec_approvals))
+            .unwrap_or(c.exec_approvals);
+        Allowed {
+            profile,
+            everything,
+            tools,
+            denied,
+            exec_approvals,
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn policy(toml: &str) -> ToolPolicy {
+        let config: crate::config::Config = toml::from_str(toml).unwrap();
+        config.tools.check().unwrap();
+        ToolPolicy::new(&config.tools)
+    }
+
+    fn names(allowed: &Allowed) -> Vec<&'static str> {
+        crate::config::TOOL_NAMES
+            .iter()
+            .copied()
+            .filter(|t| allowed.allows(t))
+            .collect()
+    }
+
+    const DM: &str = "agent:main:telegram:direct:42";
+    const GROUP: &str = "agent:main:telegram:group:-100";
+    const TOPIC: &str = "agent:main:telegram:group:-100:topic:7";
+    const DISCORD_THREAD: &str = "agent:main:discord:channel:55:thread:66";
+
+    #[test]
+    fn scopes_come_from_keys() {
+        assert_eq!(
+            Scope::of(TOPIC),
+            Scope {
+                group: true,
+                channel: Some("telegram".into()),
+                chat: Some("telegram:-100".into())
+            }
+        );
+        assert!(Scope::of(DISCORD_THREAD).group);
+        assert_eq!(Scope::of(DM).channel.as_deref(), Some("telegram"));
+        assert!(!Scope::of("agent:main:main").group);
+        assert_eq!(Scope::of("not a key"), Scope::default());
+    }
+
+    #[test]
+    fn groups_default_to_a_safer_profile_than_direct_chats() {
+        let p = policy("");
+        let dm = p.resolve(&Scope::of(DM));
+        assert_eq!(dm.profile, ToolProfile::Full);
+        assert!(dm.allows("exec") && dm.allows("message"));
+        let group = p.resolve(&Scope::of(GROUP));
+        assert_eq!(group.profile, ToolProfile::Minimal);
+        assert!(names(&group).is_empty());
+        assert!(names(&p.resolve(&Scope::of(DISCORD_THREAD))).is_empty());
+        // Full means every tool, also ones chela's lists do not name.
+        assert!(dm.allows("some_plugin_tool"));
+    }
+
+    #[test]
+    fn channel_and_group_overrides_apply_in_order() {
+        let p = policy(
+            r#"
+            [tools]
+            profile = "coding"
+            group_profile = "messaging"
+            deny = ["process"]
+            [tools.channels.telegram]
+            group_profile = "coding"
+            allow = ["message"]
+            [tools.groups."telegram:-100"]
+            profile = "minimal"
+            allow = ["read"]
+            deny = ["message"]
+            "#,
+        );
+        // The agent's own DM profile, minus the agent-wide deny, plus the channel's allow.
+        let dm = p.resolve(&Scope::of(DM));
+        assert!(dm.allows("exec") && dm.allows("message") && !dm.allows("process"));
+        // The group entry wins over the channel's group profile; its deny beats the allow.
+        assert_eq!(names(&p.resolve(&Scope::of(TOPIC))), ["read"]);
+        // Another Telegram group: the channel's group profile, minus process, plus message.
+        let other = p.resolve(&Scope::of("agent:main:telegram:group:-200"));
+        assert_eq!(other.profile, ToolProfile::Coding);
+        assert!(other.allows("message") && !other.allows("process"));
+        // Discord groups: the agent's group profile.
+        let discord = p.resolve(&Scope::of(DISCORD_THREAD));
+        assert_eq!(discord.profile, ToolProfile::Messaging);
+    }
+
+    #[test]
+    fn deny_wins_over_allow_and_groups_expand() {
+        let p = policy(
+            r#"
+            [tools]
+            group_profile = "minimal"
+            allow = ["*"]
+            deny = ["group:runtime"]
+            "#,
+        );
+        let group = p.resolve(&Scope::of(GROUP));
+        assert!(group.allows("write") && !group.allows("exec") && !group.allows("process"));
+    }
+
+    #[test]
+    fn exec_approvals_resolve_group_then_channel_then_agent() {
+        let p = policy(
+            r#"
+            [tools]
+            exec_approvals = "ask"
+            [tools.channels.discord]
+            exec_approvals = "off"
+            [tools.groups."discord:55"]
+            exec_approvals = "ask"
+            "#,
+        );
+        assert_eq!(p.resolve(&Scope::of(DM)).exec_approvals, ExecApprovals::Ask);
+        assert_eq!(
+            p.resolve(&Scope::of("agent:main:discord:direct:1"))
+                .exec_approvals,
+            ExecApprovals::Off
+        );
+        assert_eq!(
+            p.resolve(&Scope::of(DISCORD_THREAD)).exec_approvals,
+            ExecApprovals::Ask
+        );
+    }
+}

@@ -1,0 +1,277 @@
+//! `[tools]`: tool limits and the tool policy (profiles, allow and deny lists, per channel
+//! and per group overrides, exec approvals).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use super::ParseEnumError;
+
+/// The base set of tools a conversation gets before `allow` and `deny`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolProfile {
+    /// No tools: chat only.
+    Minimal,
+    /// `message`, `sessions_list`, `sessions_history`.
+    Messaging,
+    /// Files, `exec`, `process`, `sessions_spawn` and the session tools (not `message`).
+    Coding,
+    /// Every tool.
+    Full,
+}
+
+named_enum!(ToolProfile, "tool profile", [
+    Minimal => "minimal", Messaging => "messaging", Coding => "coding", Full => "full",
+]);
+
+/// Whether `exec` needs the owner's approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExecApprovals {
+    /// Commands run without asking.
+    #[default]
+    Off,
+    /// Each command needs `/approve <id> allow-once|allow-always|deny` from the owner.
+    Ask,
+}
+
+named_enum!(ExecApprovals, "exec approvals", [Off => "off", Ask => "ask"]);
+
+/// Every tool chela's agent has, by name.
+pub const TOOL_NAMES: &[&str] = &[
+    "read",
+    "ls",
+    "write",
+    "edit",
+    "exec",
+    "process",
+    "message",
+    "sessions_list",
+    "sessions_history",
+    "sessions_spawn",
+];
+
+/// Names that stand for several tools in `allow` and `deny` (`"*"` stands for all).
+pub const TOOL_GROUPS: &[(&str, &[&str])] = &[
+    ("group:fs", &["read", "ls", "write", "edit"]),
+    ("group:runtime", &["exec", "process"]),
+    (
+        "group:sessions",
+        &["sessions_list", "sessions_history", "sessions_spawn"],
+    ),
+    ("group:messaging", &["message"]),
+];
+
+impl ToolProfile {
+    /// The tools of this profile.
+    pub fn tools(self) -> &'static [&'static str] {
+        match self {
+            ToolProfile::Minimal => &[],
+            ToolProfile::Messaging => &["message", "sessions_list", "sessions_history"],
+            ToolProfile::Coding => &[
+                "read",
+                "ls",
+                "write",
+                "edit",
+                "exec",
+                "process",
+                "sessions_list",
+                "sessions_history",
+                "sessions_spawn",
+            ],
+            ToolProfile::Full => TOOL_NAMES,
+        }
+    }
+}
+
+/// The tools an `allow` or `deny` entry names: a tool, a `group:*` name or `"*"`; `None`
+/// for a name chela does not know.
+pub fn expand_tool_name(entry: &str) -> Option<Vec<&'static str>> {
+    if entry == "*" {
+        return Some(TOOL_NAMES.to_vec());
+    }
+    if let Some(name) = TOOL_NAMES.iter().find(|n| **n == entry) {
+        return Some(vec![name]);
+    }
+    TOOL_GROUPS
+        .iter()
+        .find(|(group, _)| *group == entry)
+        .map(|(_, tools)| tools.to_vec())
+}
+
+/// `[tools.channels.NAME]` and `[tools.groups."CHANNEL:CHAT"]`: overrides of the policy for
+/// one channel or one group chat.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ToolScopeConfig {
+    /// The profile of direct chats on this channel, or of this group.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ToolProfile>,
+    /// The profile of groups, rooms, threads and topics on this channel (channels only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group_profile: Option<ToolProfile>,
+    /// Tools added to the profile.
+    pub allow: Vec<String>,
+    /// Tools taken away (deny always wins).
+    pub deny: Vec<String>,
+    /// Whether `exec` needs approval here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exec_approvals: Option<ExecApprovals>,
+}
+
+/// `[tools]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ToolsConfig {
+    /// Default timeout of an `exec` call, in seconds.
+    pub exec_timeout_s: u64,
+    /// Tool output longer than this is truncated (head and tail kept).
+    pub max_output_chars: usize,
+    /// The profile of direct chats, the terminal and `chela agent`.
+    pub profile: ToolProfile,
+    /// The profile of groups, rooms, threads and topics (safer by default).
+    pub group_profile: ToolProfile,
+    /// Tools added to the profile everywhere.
+    pub allow: Vec<String>,
+    /// Tools taken away everywhere (deny always wins).
+    pub deny: Vec<String>,
+    /// Whether `exec` needs the owner's approval: `off` | `ask`.
+    pub exec_approvals: ExecApprovals,
+    /// Seconds the owner has to answer an approval before it is denied.
+    pub approval_timeout_s: u64,
+    /// Overrides per channel (`telegram`, `discord`, `terminal`).
+    pub channels: BTreeMap<String, ToolScopeConfig>,
+    /// Overrides per group chat, keyed `"<channel>:<chat id>"`.
+    pub groups: BTreeMap<String, ToolScopeConfig>,
+}
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        Self {
+            exec_timeout_s: 120,
+            max_output_chars: 20_000,
+            profile: ToolProfile::Full,
+            group_profile: ToolProfile::Minimal,
+            allow: Vec::new(),
+            deny: Vec::new(),
+            exec_approvals: ExecApprovals::Off,
+            approval_timeout_s: 300,
+            channels: BTreeMap::new(),
+            groups: BTreeMap::new(),
+        }
+    }
+}
+
+impl ToolsConfig {
+    /// Checks every tool list and override; the error names the key and what is wrong.
+    pub fn check(&self) -> Result<(), (String, String)> {
+        check_names("tools.allow", &self.allow)?;
+        check_names("tools.deny", &self.deny)?;
+        for (name, scope) in &self.channels {
+            let key = format!("tools.channels.{name}");
+            check_names(&format!("{key}.allow"), &scope.allow)?;
+            check_names(&format!("{key}.deny"), &scope.deny)?;
+        }
+        for (name, scope) in &self.groups {
+            let key = format!("tools.groups.\"{name}\"");
+            if !name
+                .split_once(':')
+                .is_some_and(|(c, g)| !c.is_empty() && !g.is_empty())
+            {
+                return Err((key, "expected \"<channel>:<chat id>\"".to_owned()));
+            }
+            if scope.group_profile.is_some() {
+                return Err((
+                    format!("{key}.group_profile"),
+                    "a group takes `profile`; group_profile is for [tools.channels.*]".to_owned(),
+                ));
+            }
+            check_names(&format!("{key}.allow"), &scope.allow)?;
+            check_names(&format!("{key}.deny"), &scope.deny)?;
+        }
+        Ok(())
+    }
+}
+
+fn check_names(key: &str, names: &[String]) -> Result<(), (String, String)> {
+    for name in names {
+        if expand_tool_name(name).is_none() {
+            let groups: Vec<&str> = TOOL_GROUPS.iter().map(|(g, _)| *g).collect();
+            return Err((
+                key.to_owned(),
+                format!(
+                    "unknown tool {name:?}; expected one of {}, {} or \"*\"",
+                    TOOL_NAMES.join(", "),
+                    groups.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profiles_name_known_tools_and_grow() {
+        for profile in [
+            ToolProfile::Minimal,
+            ToolProfile::Messaging,
+            ToolProfile::Coding,
+            ToolProfile::Full,
+        ] {
+            for tool in profile.tools() {
+                assert!(TOOL_NAMES.contains(tool), "{profile}: {tool}");
+            }
+        }
+        assert!(ToolProfile::Minimal.tools().is_empty());
+        assert!(!ToolProfile::Coding.tools().contains(&"message"));
+        assert_eq!(ToolProfile::Full.tools().len(), TOOL_NAMES.len());
+    }
+
+    #[test]
+    fn names_expand_to_tools() {
+        assert_eq!(expand_tool_name("exec").unwrap(), ["exec"]);
+        assert_eq!(expand_tool_name("group:runtime").unwrap(), ["exec", "process"]);
+        assert_eq!(expand_tool_name("*").unwrap().len(), TOOL_NAMES.len());
+        assert!(expand_tool_name("exce").is_none());
+    }
+
+    #[test]
+    fn check_names_the_bad_key() {
+        let mut tools = ToolsConfig::default();
+        tools.channels.insert(
+            "telegram".into(),
+            ToolScopeConfig {
+                deny: vec!["exce".into()],
+                ..Default::default()
+            },
+        );
+        let (key, message) = tools.check().unwrap_err();
+        assert_eq!(key, "tools.channels.telegram.deny");
+        assert!(message.contains("\"exce\""), "{message}");
+
+        let mut tools = ToolsConfig::default();
+        tools.groups.insert("-100".into(), ToolScopeConfig::default());
+        assert_eq!(tools.check().unwrap_err().0, "tools.groups.\"-100\"");
+
+        let mut tools = ToolsConfig::default();
+        tools.groups.insert(
+            "telegram:-100".into(),
+            ToolScopeConfig {
+                group_profile: Some(ToolProfile::Full),
+                ..Default::default()
+            },
+        );
+        assert_eq!(
+            tools.check().unwrap_err().0,
+            "tools.groups.\"telegram:-100\".group_profile"
+        );
+    }
+}

@@ -46,7 +46,11 @@ async fn a_refused_spawn_is_a_tool_error_the_model_sees() {
 async fn a_thread_session_spawn_opens_a_topic_and_sends_it_the_task() {
     let s = TgSetup::with(TgConfig {
         telegram: "group_policy = \"open\"\nrequire_mention = false",
-        tables: &format!("[commands]\nowner_allow_from = [\"telegram:{ANN}\"]"),
+        // Groups get no tools unless the policy says so: this forum may spawn.
+        tables: &format!(
+            "[commands]\nowner_allow_from = [\"telegram:{ANN}\"]\n\
+             [tools.groups.\"telegram:{FORUM}\"]\nprofile = \"coding\""
+        ),
         ..TgConfig::default()
     })
     .await;

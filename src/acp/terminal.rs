@@ -13,6 +13,8 @@ use crate::agent::tools::paths::resolve_in_workspace;
 
 /// Most terminals one connection may hold at once.
 const MAX_TERMINALS: usize = 32;
+/// How long an exit waits for the terminal's last output to be read.
+const DRAIN_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// How a terminal's command ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,7 +137,9 @@ impl Terminals {
         let sink = output.clone();
         // Blocking reads and waits: each on its own thread, as the PTY API is synchronous.
         let master = pair.master;
+        let (drained_tx, drained) = std::sync::mpsc::channel::<()>();
         std::thread::spawn(move || {
+            let _drained = drained_tx;
             let mut chunk = [0u8; 8192];
             loop {
                 match reader.read(&mut chunk) {
@@ -160,6 +164,10 @@ impl Terminals {
                     signal: None,
                 },
             };
+            // Report the exit once the output is read to its end (the reader ends, dropping
+            // its sender), so a waiter never sees an exit without the last output; a
+            // background process still holding the terminal open bounds the wait.
+            let _ = drained.recv_timeout(DRAIN_GRACE);
             let _ = exit_tx.send(Some(exit));
         });
         let id = format!("term-{}", uuid::Uuid::new_v4().simple());
@@ -291,15 +299,8 @@ mod tests {
             .unwrap();
         let exit = terms.wait_for_exit(&id).await.unwrap();
         assert_eq!(exit.code, Some(3));
-        // The reader thread may lag the exit by a moment.
-        let mut out = terms.output(&id).unwrap();
-        for _ in 0..100 {
-            if out.output.contains("on-a-tty") {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-            out = terms.output(&id).unwrap();
-        }
+        // The exit is reported once the output has been read to its end.
+        let out = terms.output(&id).unwrap();
         assert!(out.output.contains("on-a-tty"), "{out:?}");
         assert_eq!(out.exit, Some(exit));
         terms.release(&id).unwrap();

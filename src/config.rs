@@ -14,6 +14,7 @@ mod acp;
 mod channels;
 mod env;
 mod error;
+mod hooks;
 mod types;
 
 #[cfg(test)]
@@ -28,6 +29,7 @@ pub use channels::{
 };
 pub use env::{SubstError, chela_secrets_present, is_chela_secret, substitute};
 pub use error::{ConfigError, Location, ParseEnumError};
+pub use hooks::{HookConfig, HooksConfig};
 pub use types::{
     AgentConfig, Config, DmScope, DropPolicy, ModelConfig, ProviderKind, QueueConfig, QueueMode,
     SessionConfig, StoreConfig, TerminalConfig, ToolsConfig,
@@ -147,6 +149,14 @@ impl Config {
                 *cwd = resolve(cwd);
             }
         }
+        for hook in self.hooks.all_mut() {
+            // `guard.sh` is looked up on PATH; `./guard.sh`, `hooks/guard.sh`, `~/bin/x` are paths.
+            if let Some(program) = hook.command.first_mut().filter(|p| p.contains('/')) {
+                *program = resolve(Path::new(program.as_str()))
+                    .to_string_lossy()
+                    .into_owned();
+            }
+        }
     }
 
     /// Cross-field and grammar checks that serde cannot express.
@@ -221,6 +231,9 @@ impl Config {
                     "must name a program, e.g. [\"codex-acp\"]".to_owned(),
                 );
             }
+        }
+        if let Err((key, message)) = self.hooks.check() {
+            return invalid(&key, message);
         }
         Ok(())
     }

@@ -3,6 +3,7 @@
 pub mod compact;
 pub mod context;
 pub mod events;
+pub mod hooks;
 pub mod message;
 pub mod provider;
 pub mod run;
@@ -87,5 +88,6 @@ pub fn build(
             context_window: config.model.context_window,
             reserve_tokens: config.agent.compaction_reserve_tokens,
         },
+        hooks: hooks::Hooks::new(config.hooks.clone(), config.agent.workspace.clone()),
     })
 }

@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::events::{Lifecycle, RunEvent, ToolEvent};
+use crate::agent::hooks::Decision;
 use crate::agent::message::{
     AssistantMessage, ContentBlock, Message, StopReason, ToolCall, Usage, now_ms,
 };
@@ -107,6 +108,8 @@ pub struct Agent {
     pub shutdown: CancellationToken,
     /// The model's context budget; the window is compacted before a call that would not fit.
     pub compaction: crate::agent::compact::CompactionSettings,
+    /// Commands run before and after each tool call and around each run.
+    pub hooks: crate::agent::hooks::Hooks,
 }
 
 struct Turn<'a> {
@@ -180,6 +183,10 @@ impl Agent {
             },
         };
         let _ = req.events.send(RunEvent::Lifecycle(event)).await;
+        // After the reply (the chat does not wait), before the lane's next turn.
+        self.hooks
+            .after_run(&req.session_key, &status, &text, &self.shutdown)
+            .await;
         RunOutcome {
             status,
             text,
@@ -206,6 +213,10 @@ impl Turn<'_> {
         self.repair_unpaired_calls()?;
         if !resumes(&self.messages, text) {
             self.push_user(text)?;
+        }
+        let hooks = &self.agent.hooks;
+        if let Decision::Block(reason) = hooks.before_run(&self.key, text, &self.cancel).await {
+            return Err(format!("blocked by hook: {reason}"));
         }
         let mut last_text = String::new();
         for _ in 0..MAX_MODEL_CALLS {
@@ -365,7 +376,10 @@ impl Turn<'_> {
                     name: call.name.clone(),
                 }))
                 .await;
-            let output = self.call_tool(call).await;
+            let hooks = &self.agent.hooks;
+            let output = hooks
+                .around_tool(&self.key, call, &self.cancel, self.call_tool(call))
+                .await;
             let _ = self
                 .events
                 .send(RunEvent::Tool(ToolEvent::End {

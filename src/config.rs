@@ -14,6 +14,7 @@ mod acp;
 mod channels;
 mod env;
 mod error;
+mod hooks;
 mod tools;
 mod types;
 
@@ -29,13 +30,14 @@ pub use channels::{
 };
 pub use env::{SubstError, chela_secrets_present, is_chela_secret, substitute};
 pub use error::{ConfigError, Location, ParseEnumError};
-pub use types::{
-    AgentConfig, Config, DmScope, DropPolicy, ModelConfig, ProviderKind, QueueConfig, QueueMode,
-    SessionConfig, StoreConfig, TerminalConfig,
-};
+pub use hooks::{HookConfig, HooksConfig};
 pub use tools::{
     ExecApprovals, TOOL_GROUPS, TOOL_NAMES, ToolProfile, ToolScopeConfig, ToolsConfig,
     expand_tool_name,
+};
+pub use types::{
+    AgentConfig, Config, DmScope, DropPolicy, ModelConfig, ProviderKind, QueueConfig, QueueMode,
+    SessionConfig, StoreConfig, TerminalConfig,
 };
 
 /// A loaded, resolved and validated configuration.
@@ -152,6 +154,14 @@ impl Config {
                 *cwd = resolve(cwd);
             }
         }
+        for hook in self.hooks.all_mut() {
+            // `guard.sh` is looked up on PATH; `./guard.sh`, `hooks/guard.sh`, `~/bin/x` are paths.
+            if let Some(program) = hook.command.first_mut().filter(|p| p.contains('/')) {
+                *program = resolve(Path::new(program.as_str()))
+                    .to_string_lossy()
+                    .into_owned();
+            }
+        }
     }
 
     /// Cross-field and grammar checks that serde cannot express.
@@ -230,6 +240,9 @@ impl Config {
                     "must name a program, e.g. [\"codex-acp\"]".to_owned(),
                 );
             }
+        }
+        if let Err((key, message)) = self.hooks.check() {
+            return invalid(&key, message);
         }
         Ok(())
     }

@@ -27,9 +27,7 @@ fn offered(body: &serde_json::Value) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn groups_get_no_tools_by_default_and_a_group_override_gives_them() {
-    let tables = format!(
-        "[tools.groups.\"telegram:{CODING_GROUP}\"]\nprofile = \"coding\"\n"
-    );
+    let tables = format!("[tools.groups.\"telegram:{CODING_GROUP}\"]\nprofile = \"coding\"\n");
     let s = TgSetup::with(TgConfig {
         telegram: "group_policy = \"open\"",
         tables: &tables,
@@ -38,18 +36,21 @@ async fn groups_get_no_tools_by_default_and_a_group_override_gives_them() {
     .await;
     let mut gw = s.gateway();
     let ann = UserSpec::new(7, "Ann");
-    let exec = |file: &str| {
-        format!(
-            "{} tool exec {{\"command\": \"touch {file}\"}}",
-            at_bot()
-        )
-    };
-    s.tg.user_sends(ChatSpec::group(PLAIN_GROUP, "Team"), ann.clone(), &exec("plain.txt"));
+    let exec = |file: &str| format!("{} tool exec {{\"command\": \"touch {file}\"}}", at_bot());
+    s.tg.user_sends(
+        ChatSpec::group(PLAIN_GROUP, "Team"),
+        ann.clone(),
+        &exec("plain.txt"),
+    );
     gw.wait(&s, "the plain group's answer", |s| {
         s.texts(PLAIN_GROUP).iter().any(|t| t.starts_with("done:"))
     })
     .await;
-    s.tg.user_sends(ChatSpec::group(CODING_GROUP, "Dev"), ann, &exec("coding.txt"));
+    s.tg.user_sends(
+        ChatSpec::group(CODING_GROUP, "Dev"),
+        ann,
+        &exec("coding.txt"),
+    );
     gw.wait(&s, "the coding group's answer", |s| {
         s.texts(CODING_GROUP).iter().any(|t| t.starts_with("done:"))
     })
@@ -57,7 +58,10 @@ async fn groups_get_no_tools_by_default_and_a_group_override_gives_them() {
     gw.stop().await;
 
     let plain = s.texts(PLAIN_GROUP).join("\n");
-    assert!(plain.contains("not allowed in this conversation"), "{plain}");
+    assert!(
+        plain.contains("not allowed in this conversation"),
+        "{plain}"
+    );
     assert!(!s.setup.path("ws/plain.txt").exists());
     assert!(s.setup.path("ws/coding.txt").exists());
     let calls = s.setup.model_calls();

@@ -97,11 +97,7 @@ pub async fn approve_exec(
         return Ok(());
     }
     let answer = match approver.get() {
-        Some(approver) => {
-            approver
-                .request(session_key, command, cancel.clone())
-                .await
-        }
+        Some(approver) => approver.request(session_key, command, cancel.clone()).await,
         None => Approval::NoOneToAsk,
     };
     match answer {
@@ -110,9 +106,7 @@ pub async fn approve_exec(
             remember(store, agent, command);
             Ok(())
         }
-        Approval::Deny => Err(ToolOutput::error(
-            "The owner denied running this command.",
-        )),
+        Approval::Deny => Err(ToolOutput::error("The owner denied running this command.")),
         Approval::TimedOut => Err(ToolOutput::error(
             "No approval in time: the command was not run.",
         )),
@@ -141,7 +135,12 @@ mod tests {
     }
 
     impl Approver for Scripted {
-        fn request(&self, _: &str, command: &str, _: CancellationToken) -> BoxFuture<'static, Approval> {
+        fn request(
+            &self,
+            _: &str,
+            command: &str,
+            _: CancellationToken,
+        ) -> BoxFuture<'static, Approval> {
             self.asked.lock().unwrap().push(command.to_owned());
             let answer = self.answers.lock().unwrap().remove(0);
             Box::pin(async move { answer })
@@ -182,10 +181,20 @@ mod tests {
             .unwrap();
         assert_eq!(*scripted.asked.lock().unwrap(), ["ls -la"]);
         // Another command is asked for, and denied.
-        let refusal = approve_exec(&slot, &store, "main", "k", &json!({"command": "ls"}), &cancel)
-            .await
-            .unwrap_err();
-        assert!(refusal.is_error && refusal.text.contains("denied"), "{refusal:?}");
+        let refusal = approve_exec(
+            &slot,
+            &store,
+            "main",
+            "k",
+            &json!({"command": "ls"}),
+            &cancel,
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            refusal.is_error && refusal.text.contains("denied"),
+            "{refusal:?}"
+        );
         // Another agent's list is its own.
         assert!(always_allowed(&store, "other").is_empty());
     }
@@ -203,6 +212,9 @@ mod tests {
         )
         .await
         .unwrap_err();
-        assert!(refusal.text.contains("no conversation to ask"), "{refusal:?}");
+        assert!(
+            refusal.text.contains("no conversation to ask"),
+            "{refusal:?}"
+        );
     }
 }

@@ -396,6 +396,7 @@ fn agent(model: Arc<TestModel>, context_window: u64, reserve_tokens: u64) -> Age
             context_window,
             reserve_tokens,
         },
+        hooks: Default::default(),
     }
 }
 

@@ -4,6 +4,7 @@ pub mod approval;
 pub mod compact;
 pub mod context;
 pub mod events;
+pub mod hooks;
 pub mod message;
 pub mod policy;
 pub mod provider;
@@ -90,5 +91,6 @@ pub fn build(
             context_window: config.model.context_window,
             reserve_tokens: config.agent.compaction_reserve_tokens,
         },
+        hooks: hooks::Hooks::new(config.hooks.clone(), config.agent.workspace.clone()),
     })
 }

@@ -124,7 +124,12 @@ impl ToolPolicy {
         };
         let mut tools = expand(allows);
         tools.extend(profile.tools().iter().map(|t| (*t).to_owned()));
-        let denied = expand(c.deny.iter().chain(scopes.iter().flat_map(|s| &s.deny)).collect());
+        let denied = expand(
+            c.deny
+                .iter()
+                .chain(scopes.iter().flat_map(|s| &s.deny))
+                .collect(),
+        );
         let exec_approvals = group
             .and_then(|g| g.exec_approvals)
             .or(channel.and_then(|ch| ch.exec_approvals))

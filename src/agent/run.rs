@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::events::{Lifecycle, RunEvent, ToolEvent};
+use crate::agent::hooks::Decision;
 use crate::agent::message::{
     AssistantMessage, ContentBlock, Message, StopReason, ToolCall, Usage, now_ms,
 };
@@ -114,6 +115,8 @@ pub struct Agent {
     pub shutdown: CancellationToken,
     /// The model's context budget; the window is compacted before a call that would not fit.
     pub compaction: crate::agent::compact::CompactionSettings,
+    /// Commands run before and after each tool call and around each run.
+    pub hooks: crate::agent::hooks::Hooks,
 }
 
 struct Turn<'a> {
@@ -192,6 +195,10 @@ impl Agent {
             },
         };
         let _ = req.events.send(RunEvent::Lifecycle(event)).await;
+        // After the reply (the chat does not wait), before the lane's next turn.
+        self.hooks
+            .after_run(&req.session_key, &status, &text, &self.shutdown)
+            .await;
         RunOutcome {
             status,
             text,
@@ -218,6 +225,10 @@ impl Turn<'_> {
         self.repair_unpaired_calls()?;
         if !resumes(&self.messages, text) {
             self.push_user(text)?;
+        }
+        let hooks = &self.agent.hooks;
+        if let Decision::Block(reason) = hooks.before_run(&self.key, text, &self.cancel).await {
+            return Err(format!("blocked by hook: {reason}"));
         }
         let mut last_text = String::new();
         for _ in 0..MAX_MODEL_CALLS {
@@ -384,7 +395,17 @@ impl Turn<'_> {
                     name: call.name.clone(),
                 }))
                 .await;
-            let output = self.call_tool(call).await;
+            // Policy first (a refused call reaches no hook), then the hooks around the call;
+            // an exec approval is asked inside, after the before-hooks let it through.
+            let output = match self.refusal(call) {
+                Some(refusal) => refusal,
+                None => {
+                    let hooks = &self.agent.hooks;
+                    hooks
+                        .around_tool(&self.key, call, &self.cancel, self.call_tool(call))
+                        .await
+                }
+            };
             let _ = self
                 .events
                 .send(RunEvent::Tool(ToolEvent::End {
@@ -398,16 +419,23 @@ impl Turn<'_> {
         Ok(())
     }
 
+    /// Why `call` may not run here at all: an unknown tool, or one the policy leaves out.
+    fn refusal(&self, call: &ToolCall) -> Option<ToolOutput> {
+        if !self.agent.tools.iter().any(|t| t.spec().name == call.name) {
+            return Some(ToolOutput::error(format!("unknown tool: {}", call.name)));
+        }
+        (!self.allowed.allows(&call.name)).then(|| {
+            ToolOutput::error(format!(
+                "The tool {} is not allowed in this conversation (tool policy).",
+                call.name
+            ))
+        })
+    }
+
     async fn call_tool(&self, call: &ToolCall) -> ToolOutput {
         let Some(tool) = self.agent.tools.iter().find(|t| t.spec().name == call.name) else {
             return ToolOutput::error(format!("unknown tool: {}", call.name));
         };
-        if !self.allowed.allows(&call.name) {
-            return ToolOutput::error(format!(
-                "The tool {} is not allowed in this conversation (tool policy).",
-                call.name
-            ));
-        }
         if call.name == "exec"
             && self.allowed.exec_approvals == crate::config::ExecApprovals::Ask
             && let Err(refusal) = crate::agent::approval::approve_exec(

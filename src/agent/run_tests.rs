@@ -226,6 +226,7 @@ impl Harness {
             max_tokens: 1000,
             shutdown: Default::default(),
             compaction: Default::default(),
+            hooks: Default::default(),
         };
         Harness {
             agent: Arc::new(agent),
@@ -358,7 +359,11 @@ async fn plain_text_run_streams_deltas_ends_and_records_user_and_assistant() {
     );
     let requests = h.provider.requests();
     assert_eq!(requests.len(), 1);
-    assert!(requests[0].system.starts_with("you are a test\n## Tools\n- instant:"));
+    assert!(
+        requests[0]
+            .system
+            .starts_with("you are a test\n## Tools\n- instant:")
+    );
     assert_eq!(requests[0].max_tokens, 1000);
     let names: Vec<_> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["instant", "gate"]);
@@ -632,4 +637,98 @@ async fn the_tool_policy_hides_and_refuses_tools_the_profile_lacks() {
     assert!(is_error);
     assert!(text.contains("not allowed in this conversation"), "{text}");
     assert!(h.instant.args.lock().unwrap().is_empty());
+}
+
+/// A hook running `sh -c script` (real processes: these tests run on real time).
+fn sh_hook(script: &str) -> crate::config::HookConfig {
+    crate::config::HookConfig {
+        command: vec!["sh".into(), "-c".into(), script.into()],
+        ..Default::default()
+    }
+}
+
+impl Harness {
+    fn with_hooks(
+        scripts: Vec<Script>,
+        hooks: crate::config::HooksConfig,
+        dir: &std::path::Path,
+    ) -> Self {
+        let mut h = Self::new(scripts);
+        let agent = Arc::get_mut(&mut h.agent).unwrap();
+        agent.hooks = crate::agent::hooks::Hooks::new(hooks, dir.to_path_buf());
+        h
+    }
+}
+
+#[tokio::test]
+async fn a_blocked_tool_call_does_not_run_and_the_model_sees_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let hooks = crate::config::HooksConfig {
+        before_tool: vec![crate::config::HookConfig {
+            tools: vec!["instant".into()],
+            ..sh_hook("cat > seen.json; echo 'not now' >&2; exit 2")
+        }],
+        after_tool: vec![sh_hook("touch after_tool_ran")],
+        ..Default::default()
+    };
+    let h = Harness::with_hooks(
+        vec![calls(&[("c1", "instant")]), text_reply(&["ok"])],
+        hooks,
+        dir.path(),
+    );
+    let (outcome, events) = h.run("use the tool").await;
+    assert_eq!(outcome.status, RunStatus::Ok);
+    assert!(h.instant.args.lock().unwrap().is_empty(), "the tool ran");
+    assert!(events.contains(&tool_end("c1", "instant", true)));
+    let requests = h.provider.requests();
+    assert_eq!(requests.len(), 2);
+    assert_result(
+        &requests[1].messages[2],
+        "c1",
+        "Blocked by hook: not now",
+        true,
+    );
+    let seen: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("seen.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        seen,
+        json!({"event": "before_tool", "session": KEY, "tool": "instant", "call_id": "c1",
+               "arguments": {"id": "c1"}})
+    );
+    // A blocked call did not run, so nothing runs after it.
+    assert!(!dir.path().join("after_tool_ran").exists());
+    assert_paired(&h.transcript());
+}
+
+#[tokio::test]
+async fn a_blocked_run_ends_with_the_reason_and_keeps_the_user_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let hooks = crate::config::HooksConfig {
+        before_run: vec![sh_hook("echo 'quiet hours' >&2; exit 2")],
+        after_run: vec![sh_hook("cat > after_run.json")],
+        ..Default::default()
+    };
+    let h = Harness::with_hooks(vec![text_reply(&["never"])], hooks, dir.path());
+    let (outcome, events) = h.run("hi").await;
+    let message = "blocked by hook: quiet hours".to_string();
+    assert_eq!(outcome.status, RunStatus::Error(message.clone()));
+    assert!(h.provider.requests().is_empty());
+    assert_eq!(
+        events.last(),
+        Some(&RunEvent::Lifecycle(Lifecycle::Error {
+            message: message.clone()
+        }))
+    );
+    let transcript = h.transcript();
+    assert_eq!(transcript.len(), 1);
+    assert_eq!(user_text(&transcript[0]).as_deref(), Some("hi"));
+    let after: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("after_run.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        after,
+        json!({"event": "after_run", "session": KEY, "status": "error", "text": "",
+               "error": message})
+    );
 }

@@ -199,20 +199,32 @@ pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
 }
 
 /// Byte offset of `table.key = ...` in simple TOML text (for validation errors), if found.
+/// `table[i].key` names the key in the i-th `[[table]]` of an array of tables.
 fn key_offset(raw: &str, dotted: &str) -> Option<usize> {
     let (table, key) = dotted.rsplit_once('.')?;
-    let mut current = String::new();
+    let (table, index) = match table.strip_suffix(']').and_then(|t| t.rsplit_once('[')) {
+        Some((name, index)) => (name, index.parse::<usize>().ok()?),
+        None => (table, 0),
+    };
+    let mut current = (String::new(), 0);
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let mut offset = 0;
     for line in raw.split_inclusive('\n') {
         let trimmed = line.trim();
         if let Some(header) = trimmed.strip_prefix('[') {
-            current = header
+            let array = header.starts_with('[');
+            let name = header
+                .trim_start_matches('[')
                 .split(']')
                 .next()
                 .unwrap_or_default()
                 .trim()
                 .to_owned();
-        } else if current == table
+            let count = seen.entry(name.clone()).or_default();
+            current = (name, if array { *count } else { 0 });
+            *count += 1;
+        } else if current.0 == table
+            && current.1 == index
             && let Some(rest) = trimmed.strip_prefix(key)
             && rest.trim_start().starts_with(['=', '.'])
         {

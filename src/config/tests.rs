@@ -270,3 +270,85 @@ fn queue_names_parse_for_the_queue_command() {
     );
     assert_eq!("per-peer".parse::<DmScope>().unwrap(), DmScope::PerPeer);
 }
+
+#[test]
+fn hooks_parse_with_defaults_and_resolve_their_programs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "config.toml",
+        "[[hooks.before_tool]]\ncommand = [\"./guard.sh\", \"--strict\"]\ntools = [\"exec\"]\n\
+         [[hooks.before_tool]]\ncommand = [\"logger\"]\ntimeout_s = 3\n\
+         [[hooks.after_run]]\ncommand = [\"hooks/done\"]\n\
+         [[hooks.after_tool]]\ncommand = [\"/usr/bin/true\"]\n",
+    );
+    let loaded = Config::load_with_env(Some(&path), &no_env).unwrap();
+    let base = std::path::absolute(dir.path()).unwrap();
+    let hooks = &loaded.config.hooks;
+    assert_eq!(hooks.before_tool.len(), 2);
+    let guard = &hooks.before_tool[0];
+    assert_eq!(
+        guard.command,
+        [
+            base.join("./guard.sh").display().to_string(),
+            "--strict".into()
+        ]
+    );
+    assert_eq!(
+        (guard.tools.as_slice(), guard.timeout_s),
+        (&["exec".to_owned()][..], 10)
+    );
+    assert!(guard.applies_to("exec") && !guard.applies_to("read"));
+    let logger = &hooks.before_tool[1];
+    assert_eq!(
+        (logger.command[0].as_str(), logger.timeout_s),
+        ("logger", 3)
+    );
+    assert!(logger.applies_to("read"));
+    assert_eq!(
+        hooks.after_run[0].command,
+        [base.join("hooks/done").display().to_string()]
+    );
+    assert_eq!(hooks.after_tool[0].command, ["/usr/bin/true"]);
+    assert!(hooks.before_run.is_empty());
+}
+
+#[test]
+fn bad_hooks_name_key_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "[[hooks.before_tool]]\ncommand = [\"a\"]\n[[hooks.before_tool]]\ncommand = []\n",
+            ":4:1: hooks.before_tool[1].command: must name a program",
+        ),
+        (
+            "[[hooks.after_run]]\ntools = [\"exec\"]\n",
+            ": hooks.after_run[0].command: must name a program",
+        ),
+        (
+            "[[hooks.before_run]]\ncommand = [\"a\"]\ntools = [\"exec\"]\n",
+            ":3:1: hooks.before_run[0].tools: only before_tool and after_tool",
+        ),
+        (
+            "[[hooks.after_tool]]\ncommand = [\"a\"]\n  timeout_s = 0\n",
+            ":3:3: hooks.after_tool[0].timeout_s: must be at least 1",
+        ),
+    ];
+    for (text, expected) in cases {
+        let path = write(dir.path(), "c.toml", text);
+        let err = Config::load_with_env(Some(&path), &no_env).unwrap_err();
+        let expected = format!("{}{expected}", path.display());
+        assert!(err.to_string().starts_with(&expected), "{err}\n{expected}");
+    }
+    let err = parse("[[hooks.before_tool]]\ncommand = [\"a\"]\ntimeout = 3\n").unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("config.toml:3:1: hooks.before_tool[0].timeout: unknown key"),
+        "{err}"
+    );
+    let err = parse("[hooks]\nbefore = []\n").unwrap_err();
+    assert!(
+        err.to_string().contains("hooks.before: unknown key"),
+        "{err}"
+    );
+}

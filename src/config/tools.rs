@@ -238,7 +238,10 @@ mod tests {
     #[test]
     fn names_expand_to_tools() {
         assert_eq!(expand_tool_name("exec").unwrap(), ["exec"]);
-        assert_eq!(expand_tool_name("group:runtime").unwrap(), ["exec", "process"]);
+        assert_eq!(
+            expand_tool_name("group:runtime").unwrap(),
+            ["exec", "process"]
+        );
         assert_eq!(expand_tool_name("*").unwrap().len(), TOOL_NAMES.len());
         assert!(expand_tool_name("exce").is_none());
     }
@@ -258,7 +261,9 @@ mod tests {
         assert!(message.contains("\"exce\""), "{message}");
 
         let mut tools = ToolsConfig::default();
-        tools.groups.insert("-100".into(), ToolScopeConfig::default());
+        tools
+            .groups
+            .insert("-100".into(), ToolScopeConfig::default());
         assert_eq!(tools.check().unwrap_err().0, "tools.groups.\"-100\"");
 
         let mut tools = ToolsConfig::default();

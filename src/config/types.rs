@@ -33,6 +33,8 @@ pub struct Config {
     pub commands: super::channels::CommandsConfig,
     /// `[acp]`: coding agents over ACP.
     pub acp: super::acp::AcpConfig,
+    /// `[hooks]`: commands run around tool calls and runs.
+    pub hooks: super::hooks::HooksConfig,
 }
 
 /// `[store]`.

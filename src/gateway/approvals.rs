@@ -173,13 +173,20 @@ mod tests {
         let approvals = Approvals::default();
         let (id, answer) = approvals.open("k", "ls -la");
         assert_eq!(id.len(), 6);
-        assert_eq!(approvals.list(), [(id.clone(), "k".into(), "ls -la".into())]);
+        assert_eq!(
+            approvals.list(),
+            [(id.clone(), "k".into(), "ls -la".into())]
+        );
         assert_eq!(
             approvals.answer(&id, Approval::AllowAlways),
             "Allowed, and from now on without asking: ls -la"
         );
         assert_eq!(answer.await.unwrap(), Approval::AllowAlways);
-        assert!(approvals.answer(&id, Approval::Deny).starts_with("No approval"));
+        assert!(
+            approvals
+                .answer(&id, Approval::Deny)
+                .starts_with("No approval")
+        );
         assert!(approvals.list().is_empty());
     }
 
@@ -188,6 +195,10 @@ mod tests {
         let approvals = Approvals::default();
         let (id, _answer) = approvals.open("k", "rm x");
         approvals.forget(&id);
-        assert!(approvals.answer(&id, Approval::AllowOnce).starts_with("No approval"));
+        assert!(
+            approvals
+                .answer(&id, Approval::AllowOnce)
+                .starts_with("No approval")
+        );
     }
 }

@@ -1,0 +1,160 @@
+//! One hook process: started without a shell in its own process group, one JSON object on
+//! stdin then end-of-file, stdout and stderr read (bounded), the whole group killed on timeout
+//! or cancellation.
+
+use std::io;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::Command;
+use tokio_util::sync::CancellationToken;
+
+/// Bytes kept of a hook's stdout and of its stderr; the rest is read and dropped.
+const MAX_CAPTURE: usize = 16 * 1024;
+/// How long a killed hook gets to be reaped.
+const REAP_GRACE: Duration = Duration::from_secs(1);
+
+/// A hook that ran to its end.
+#[derive(Debug)]
+pub(crate) struct Finished {
+    /// How it exited.
+    pub(crate) status: ExitStatus,
+    /// What it printed on stdout (at most [`MAX_CAPTURE`] bytes, lossy UTF-8).
+    pub(crate) stdout: String,
+    /// What it printed on stderr (at most [`MAX_CAPTURE`] bytes, lossy UTF-8).
+    pub(crate) stderr: String,
+}
+
+/// Why a hook did not run to its end.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum HookError {
+    /// The hook has no program.
+    #[error("the hook has no command")]
+    NoCommand,
+    /// The program could not be started.
+    #[error("cannot start {program}: {source}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// The I/O error.
+        source: io::Error,
+    },
+    /// Waiting for the process failed.
+    #[error("cannot wait for the hook: {0}")]
+    Wait(io::Error),
+    /// It (or a process holding its output) outlived its timeout.
+    #[error("timed out after {} s; its process group was killed", .0.as_secs_f64())]
+    TimedOut(Duration),
+    /// The run was stopped while the hook ran.
+    #[error("the run was stopped; its process group was killed")]
+    Cancelled,
+}
+
+/// Kills a process group with SIGKILL when dropped, unless disarmed.
+struct GroupGuard(Option<Pid>);
+
+impl GroupGuard {
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0.take() {
+            // ESRCH (the group is already gone) is fine.
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
+}
+
+/// Runs `command` (program and arguments) in `cwd` with `input` on stdin, without chela's
+/// secrets in its environment. It ends when the program exited and its stdout and stderr
+/// closed; after `timeout`, or when `cancel` fires, the whole process group is killed.
+pub(crate) async fn run(
+    command: &[String],
+    cwd: &Path,
+    input: &[u8],
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Result<Finished, HookError> {
+    let Some((program, args)) = command.split_first() else {
+        return Err(HookError::NoCommand);
+    };
+    let mut cmd = Command::new(program);
+    // chela's own secrets (bot tokens, CHELA_*) are not for hooks, as for exec.
+    for name in crate::config::chela_secrets_present() {
+        cmd.env_remove(name);
+    }
+    cmd.args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().map_err(|source| HookError::Spawn {
+        program: program.clone(),
+        source,
+    })?;
+    let mut group = GroupGuard(
+        child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .map(Pid::from_raw),
+    );
+    let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    let feed = async move {
+        if let Some(mut stdin) = stdin {
+            // A hook may exit without reading its input (EPIPE): that is its choice.
+            let _ = stdin.write_all(input).await;
+            let _ = stdin.shutdown().await;
+        }
+    };
+    let work = async {
+        let ((), stdout, stderr, status) =
+            tokio::join!(feed, capped(stdout), capped(stderr), child.wait());
+        (status, stdout, stderr)
+    };
+    let ended = tokio::select! {
+        done = tokio::time::timeout(timeout, work) => done.map_err(|_| HookError::TimedOut(timeout)),
+        () = cancel.cancelled() => Err(HookError::Cancelled),
+    };
+    match ended {
+        Ok((Ok(status), stdout, stderr)) => {
+            // Ended on its own with its output closed: what it left detached is its own.
+            group.disarm();
+            Ok(Finished {
+                status,
+                stdout,
+                stderr,
+            })
+        }
+        Ok((Err(e), ..)) => {
+            drop(group);
+            Err(HookError::Wait(e))
+        }
+        Err(e) => {
+            drop(group);
+            let _ = tokio::time::timeout(REAP_GRACE, child.wait()).await;
+            Err(e)
+        }
+    }
+}
+
+/// Reads `pipe` to its end, keeping the first [`MAX_CAPTURE`] bytes.
+async fn capped(pipe: Option<impl AsyncRead + Unpin>) -> String {
+    let mut kept = Vec::new();
+    if let Some(mut pipe) = pipe {
+        let mut buf = [0u8; 8192];
+        while let Ok(n @ 1..) = pipe.read(&mut buf).await {
+            let room = MAX_CAPTURE.saturating_sub(kept.len());
+            kept.extend_from_slice(&buf[..n.min(room)]);
+        }
+    }
+    String::from_utf8_lossy(&kept).into_owned()
+}

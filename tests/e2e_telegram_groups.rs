@@ -180,6 +180,41 @@ async fn group_stop_needs_an_owner() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_admin_may_stop_a_run_and_a_plain_member_may_not() {
+    let s = TgSetup::new("group_policy = \"open\"").await;
+    s.tg.add_chat(team());
+    let carl = UserSpec::new(9, "Carl");
+    s.tg.set_admin(GROUP, &carl);
+    let mut gw = s.gateway();
+    s.tg.user_sends(team(), ann(), &format!("{} slow 300 40", at_bot()));
+    gw.wait(&s, "the first preview", |s| {
+        s.texts(GROUP).iter().any(|t| t.starts_with("tick 1 "))
+    })
+    .await;
+    // Bob is a plain member (getChatMember says so): his /stop is ignored.
+    s.tg.user_sends(team(), bob(), "/stop");
+    s.wait_consumed(&mut gw).await;
+    s.tg.user_sends(team(), carl, "/stop");
+    gw.wait(&s, "Stopped.", |s| {
+        s.texts(GROUP).iter().any(|t| t.starts_with("Stopped"))
+    })
+    .await;
+    gw.stop().await;
+    let texts = s.texts(GROUP);
+    assert_eq!(
+        texts.iter().filter(|t| t.starts_with("Stopped")).count(),
+        1,
+        "{texts:#?}"
+    );
+    assert!(!texts.iter().any(|t| t.contains("Nothing")), "{texts:#?}");
+    assert_eq!(
+        s.tg.call_count("getChatMember"),
+        2,
+        "one check per non-owner /stop"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unmentioned_plain_stop_from_a_non_owner_is_only_group_context() {
     let s = TgSetup::new("group_policy = \"open\"").await;
     let mut gw = s.gateway();

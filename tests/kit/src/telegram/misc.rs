@@ -1,5 +1,5 @@
 //! The smaller methods: `getMe`, `sendChatAction`, `setMyCommands` / `getMyCommands` /
-//! `deleteMyCommands`, `createForumTopic`, `setWebhook` / `deleteWebhook` /
+//! `deleteMyCommands`, `createForumTopic`, `getChatMember`, `setWebhook` / `deleteWebhook` /
 //! `getWebhookInfo`, `answerCallbackQuery`.
 
 use serde_json::{Value, json};
@@ -186,4 +186,38 @@ pub(crate) fn get_webhook_info(shared: &Shared) -> ApiResult {
         "has_custom_certificate": false,
         "pending_update_count": state.updates.len(),
     }))
+}
+
+/// `getChatMember`: `administrator` (with every privilege field teloxide requires) for users
+/// made admins with [`crate::FakeTelegram::set_admin`], else `member`.
+pub(crate) fn get_chat_member(shared: &Shared, params: &Params) -> ApiResult {
+    let chat_id = body::chat_id(params)?;
+    let user_id = body::int(params, "user_id")?
+        .ok_or_else(|| ApiError::bad_request("user_id is required"))?;
+    let state = shared.lock();
+    if !state.chats.contains_key(&chat_id) {
+        return Err(ApiError::chat_not_found());
+    }
+    let admin = state.admins.get(&chat_id).and_then(|a| a.get(&user_id));
+    Ok(match admin {
+        Some(user) => json!({
+            "status": "administrator",
+            "user": user.to_json(),
+            "is_anonymous": false,
+            "can_be_edited": false,
+            "can_manage_chat": true,
+            "can_change_info": true,
+            "can_delete_messages": true,
+            "can_manage_video_chats": true,
+            "can_invite_users": true,
+            "can_restrict_members": true,
+            "can_pin_messages": true,
+            "can_manage_topics": true,
+            "can_promote_members": false,
+        }),
+        None => json!({
+            "status": "member",
+            "user": {"id": user_id, "is_bot": false, "first_name": format!("user {user_id}")},
+        }),
+    })
 }

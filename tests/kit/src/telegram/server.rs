@@ -76,6 +76,7 @@ async fn dispatch(shared: &Arc<Shared>, method: &str, params: &Params) -> ApiRes
         "getmycommands" => misc::get_my_commands(shared, params),
         "deletemycommands" => misc::delete_my_commands(shared, params),
         "createforumtopic" => misc::create_forum_topic(shared, params),
+        "getchatmember" => misc::get_chat_member(shared, params),
         "setwebhook" => misc::set_webhook(shared, params),
         "deletewebhook" => misc::delete_webhook(shared, params),
         "getwebhookinfo" => misc::get_webhook_info(shared),

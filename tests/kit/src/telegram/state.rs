@@ -11,7 +11,7 @@ use tokio::sync::{Notify, watch};
 
 use super::limits::Limiter;
 use super::reply::ApiError;
-use super::types::{BotCommand, ChatAction, ChatSpec, ForumTopic, Pollers, RecordedCall};
+use super::types::{BotCommand, ChatAction, ChatSpec, ForumTopic, Pollers, RecordedCall, UserSpec};
 
 /// The bot's user id.
 pub(crate) const BOT_ID: i64 = 123_456;
@@ -202,6 +202,8 @@ pub(crate) struct State {
     pub(crate) commands: BTreeMap<String, Vec<BotCommand>>,
     pub(crate) webhook: Option<String>,
     pub(crate) limiter: Limiter,
+    /// Administrators by chat id (`getChatMember` answers `administrator` for them).
+    pub(crate) admins: BTreeMap<i64, BTreeMap<i64, UserSpec>>,
 }
 
 impl State {

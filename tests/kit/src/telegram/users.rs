@@ -28,6 +28,16 @@ impl FakeTelegram {
         Some(topic.message_thread_id)
     }
 
+    /// Makes `user` an administrator of chat `chat_id` (as `getChatMember` reports it).
+    pub fn set_admin(&self, chat_id: i64, user: &UserSpec) {
+        self.shared
+            .lock()
+            .admins
+            .entry(chat_id)
+            .or_default()
+            .insert(user.id, user.clone());
+    }
+
     /// `from` sends `text` in `chat`: queues a `message` update; returns the message id.
     pub fn user_sends(&self, chat: ChatSpec, from: UserSpec, text: &str) -> i64 {
         self.user_sends_with(chat, from, text, SendOptions::default())

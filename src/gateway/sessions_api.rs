@@ -9,6 +9,7 @@ use super::Core;
 use crate::agent::message::{Message, text_of};
 use crate::agent::provider::BoxFuture;
 use crate::agent::tools::sessions::SessionsApi;
+use crate::store::SubagentState;
 
 /// Chars of one message `sessions_history` shows.
 const HISTORY_LINE_CHARS: usize = 500;
@@ -73,8 +74,20 @@ impl SessionsApi for GatewaySessions {
                     .binding(&s.key)
                     .map(|b| format!(", bound to {}", b.harness))
                     .unwrap_or_default();
+                let parent = match core.store.subagent(&s.key) {
+                    Ok(Some(link)) => format!(
+                        ", subagent of {} ({})",
+                        link.parent,
+                        match link.state {
+                            SubagentState::Running => "running",
+                            SubagentState::Stopped => "stopped",
+                            SubagentState::Done => "done",
+                        }
+                    ),
+                    _ => String::new(),
+                };
                 format!(
-                    "{} — {} entries, active {ago} s ago{bound}",
+                    "{} — {} entries, active {ago} s ago{bound}{parent}",
                     s.key, s.entries
                 )
             })

@@ -48,6 +48,12 @@ impl SessionsApi for GatewaySessions {
                     (key, to)
                 }
             };
+            if to.channel == super::subagent::INTERNAL_CHANNEL {
+                return Err(format!(
+                    "session {key} has no chat to send to (a subagent's final answer goes back \
+                     to its parent session by itself)"
+                ));
+            }
             core.send_text(&to, &text).await?;
             if key == from {
                 core.note_sent(&from, &text);

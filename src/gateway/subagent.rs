@@ -32,9 +32,11 @@ pub async fn spawn(core: &Arc<Core>, request: &SpawnRequest) -> Result<String, S
     let id = uuid::Uuid::new_v4().to_string();
     let child = SessionKey {
         // The parent's agent, so the child is `agent:<same id>:subagent:<uuid>`.
-        agent: SessionKey::parse(parent).map(|k| k.agent).unwrap_or_else(|_| {
-            crate::inbound::session_key::normalize_agent_id(&core.config.agent.id)
-        }),
+        agent: SessionKey::parse(parent)
+            .map(|k| k.agent)
+            .unwrap_or_else(|_| {
+                crate::inbound::session_key::normalize_agent_id(&core.config.agent.id)
+            }),
         base: KeyBase::Subagent { id: id.clone() },
         thread: None,
     }

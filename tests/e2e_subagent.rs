@@ -7,6 +7,8 @@
 
 mod common;
 
+use chela_testkit::{ChatSpec, UserSpec};
+use common::telegram::{TgConfig, TgSetup};
 use common::{KEY, Setup, count, last_user_text, messages, text_of, wait_until};
 
 /// The child session key named in `text` (`agent:main:subagent:<uuid>`).
@@ -173,4 +175,61 @@ async fn a_kill_9_during_the_child_run_still_delivers_the_follow_up_once() {
     let status = s.run(&["status"]).await;
     let report = String::from_utf8_lossy(&status.stdout);
     assert!(report.contains("pending turns: 0"), "{report}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_shot_agent_waits_for_its_subagent_and_answers_the_system_message() {
+    let s = Setup::openai("followup").await;
+    let (status, json) = s
+        .agent_json(r#"tool sessions_spawn {"task": "add 2 and 2"}"#)
+        .await;
+    assert!(status.success(), "{json}");
+    // The last run of the session is the answer to the child's result.
+    let text = json["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("ok: [System message] Subagent \"add 2 and 2\" (agent:main:subagent:"),
+        "{text}"
+    );
+    assert!(text.ends_with("finished:\n\nok: add 2 and 2"), "{text}");
+    let users = user_texts(&s.export(KEY).await);
+    assert_eq!(users.len(), 2, "{users:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_telegram_group_the_parents_answer_to_the_result_reaches_the_chat() {
+    const GROUP: i64 = -1_001_777_000_009;
+    let s = TgSetup::with(TgConfig {
+        mode: "followup",
+        telegram: "group_policy = \"open\"\nrequire_mention = false",
+        ..TgConfig::default()
+    })
+    .await;
+    s.tg.add_chat(ChatSpec::group(GROUP, "Team"));
+    let mut gw = s.gateway();
+    let asked = s.tg.user_sends(
+        ChatSpec::group(GROUP, "Team"),
+        UserSpec::new(7, "Ann"),
+        r#"tool sessions_spawn {"task": "summarize", "label": "grp"}"#,
+    );
+    gw.wait(&s, "the parent's answer to the system message", |s| {
+        s.texts(GROUP)
+            .iter()
+            .any(|t| t.starts_with("ok: [System message] Subagent &quot;grp&quot;"))
+    })
+    .await;
+    let sent = s.sent(GROUP);
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    // Sent as HTML (quotes escaped). The tool's answer quotes the user's message; the
+    // follow-up has nothing to quote.
+    assert!(
+        sent[0].text.starts_with("done: Started subagent grp"),
+        "{sent:?}"
+    );
+    assert_eq!(sent[0].reply_to, Some(asked));
+    assert!(
+        sent[1].text.ends_with("finished:\n\nok: summarize"),
+        "{sent:?}"
+    );
+    assert_eq!(sent[1].reply_to, None);
+    gw.stop().await;
 }

@@ -23,6 +23,11 @@ use crate::store::{PendingTurn, SubagentLink, SubagentState};
 /// that never replied anywhere): runs there are recorded but reply nowhere.
 pub const INTERNAL_CHANNEL: &str = "subagent";
 
+/// How often, and how many times, [`wait_settled`] re-checks a result being handed over.
+const HANDOFF_POLL: std::time::Duration = std::time::Duration::from_millis(50);
+/// See [`HANDOFF_POLL`] (100 x 50 ms: 5 s).
+const HANDOFF_CHECKS: u32 = 100;
+
 /// Chars of the task shown in a generated label.
 const LABEL_CHARS: usize = 40;
 
@@ -159,11 +164,23 @@ pub async fn stop_children(core: &Arc<Core>, parent: &str) -> usize {
 /// results (and the parent's follow-up turns) have run. For `chela chat` and `chela agent`,
 /// which exit when their session is done.
 pub async fn wait_settled(core: &Arc<Core>, key: &str) {
+    // A child's result is durable (a pending turn of `key`) a moment before it reaches the
+    // lane; an idle lane with pending turns is re-checked a while, not forever.
+    let mut handoff_checks = 0;
     loop {
         let busy = busy_children(core, key);
         if busy.is_empty() {
             if core.lanes.wait_idle(key).await.is_err() {
                 return;
+            }
+            let pending = core
+                .store
+                .pending_for(key)
+                .is_ok_and(|pending| !pending.is_empty());
+            if pending && handoff_checks < HANDOFF_CHECKS {
+                handoff_checks += 1;
+                tokio::time::sleep(HANDOFF_POLL).await;
+                continue;
             }
             // The turns just waited for may have spawned sub-agents of their own.
             if busy_children(core, key).is_empty() {

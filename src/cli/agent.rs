@@ -48,7 +48,8 @@ pub async fn agent(
         gateway.shutdown().await;
         return ExitCode::FAILURE;
     }
-    let _ = gateway.core().lanes.wait_idle(&key).await;
+    // Sub-agents it spawned report back into this session; their follow-up is the answer.
+    chela::gateway::subagent::wait_settled(gateway.core(), &key).await;
     let mut last = None;
     while let Ok(record) = runs.try_recv() {
         if record.session_key == key {

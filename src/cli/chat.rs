@@ -42,7 +42,8 @@ pub async fn chat(loaded: LoadedConfig) -> ExitCode {
             }
             // Ctrl-D: answer what was typed, then exit.
             _ = &mut channels, if !input_done => input_done = true,
-            _ = lanes.wait_idle(&key), if input_done => break,
+            // ... and what its sub-agents report back.
+            _ = chela::gateway::subagent::wait_settled(gateway.core(), &key), if input_done => break,
         }
     }
     stop.cancel();

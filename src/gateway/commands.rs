@@ -20,20 +20,28 @@ pub async fn handle(
 ) -> Option<Inbound> {
     let to = &inbound.conversation;
     let answer = match command {
-        Command::Stop => match core.lanes.stop(key).await {
-            Ok(report) if report.stopped_run => match report.cleared {
-                0 => "Stopped.".to_string(),
-                n => format!("Stopped. Dropped {n} queued message(s)."),
-            },
-            Ok(report) if report.cleared > 0 => {
-                format!(
-                    "Nothing running. Dropped {} queued message(s).",
-                    report.cleared
-                )
+        Command::Stop => {
+            let answer = match core.lanes.stop(key).await {
+                Ok(report) if report.stopped_run => match report.cleared {
+                    0 => "Stopped.".to_string(),
+                    n => format!("Stopped. Dropped {n} queued message(s)."),
+                },
+                Ok(report) if report.cleared > 0 => {
+                    format!(
+                        "Nothing running. Dropped {} queued message(s).",
+                        report.cleared
+                    )
+                }
+                Ok(_) => "Nothing to stop.".to_string(),
+                Err(e) => format!("Cannot stop: {e}"),
+            };
+            // Its sub-agents stop too, and their end is not reported back.
+            match super::subagent::stop_children(core, key).await {
+                0 => answer,
+                n if answer == "Nothing to stop." => format!("Stopped {n} subagent(s)."),
+                n => format!("{answer} Stopped {n} subagent(s)."),
             }
-            Ok(_) => "Nothing to stop.".to_string(),
-            Err(e) => format!("Cannot stop: {e}"),
-        },
+        }
         Command::New(first) => {
             let answer = reset(core, key, "new").await;
             core.answer(inbound, &answer).await;

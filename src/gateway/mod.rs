@@ -10,6 +10,7 @@ mod recover;
 pub mod runner;
 pub mod sessions_api;
 pub mod spawner;
+pub mod subagent;
 
 use std::collections::HashMap;
 use std::sync::Arc;

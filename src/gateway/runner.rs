@@ -93,7 +93,8 @@ async fn run_turn(
     if let Ok(mut targets) = core.targets.lock() {
         targets.insert(key.clone(), turn.target.clone());
     }
-    if let Err(e) = core.store.set_target(&key, &turn.target) {
+    let internal = turn.target.channel == super::subagent::INTERNAL_CHANNEL;
+    if !internal && let Err(e) = core.store.set_target(&key, &turn.target) {
         tracing::warn!(error = %e, "cannot remember the session's conversation");
     }
     let channel = core.channel(&turn.target.channel);
@@ -134,6 +135,15 @@ async fn run_turn(
         let _ = core.runs.send(record);
         return outcome;
     }
+    // A sub-agent replies to its parent session, not to a chat.
+    if let Ok(Some(link)) = core.store.subagent(&key) {
+        if let Some(reply) = reply {
+            reply.abort();
+        }
+        super::subagent::finish(core, &key, link, &turn, &outcome).await;
+        let _ = core.runs.send(record);
+        return outcome;
+    }
     let mut seqs = turn.seqs.clone();
     seqs.extend(&outcome.steered_seqs);
     let streamed = match reply {
@@ -142,6 +152,14 @@ async fn run_turn(
     };
     let (mut stream, ending) = match streamed {
         Some(pair) => pair,
+        None if internal => {
+            tracing::info!(
+                "the session has no chat to reply to; its reply stays in its transcript"
+            );
+            let _ = core.store.clear_pending(&seqs).await;
+            let _ = core.runs.send(record);
+            return outcome;
+        }
         None => {
             tracing::error!(channel = %turn.target.channel, "no channel to reply on; reply dropped");
             let _ = core.store.clear_pending(&seqs).await;

@@ -9,6 +9,7 @@ use super::Core;
 use crate::agent::message::{Message, text_of};
 use crate::agent::provider::BoxFuture;
 use crate::agent::tools::sessions::SessionsApi;
+use crate::store::SubagentState;
 
 /// Chars of one message `sessions_history` shows.
 const HISTORY_LINE_CHARS: usize = 500;
@@ -47,6 +48,12 @@ impl SessionsApi for GatewaySessions {
                     (key, to)
                 }
             };
+            if to.channel == super::subagent::INTERNAL_CHANNEL {
+                return Err(format!(
+                    "session {key} has no chat to send to (a subagent's final answer goes back \
+                     to its parent session by itself)"
+                ));
+            }
             core.send_text(&to, &text).await?;
             if key == from {
                 core.note_sent(&from, &text);
@@ -73,8 +80,20 @@ impl SessionsApi for GatewaySessions {
                     .binding(&s.key)
                     .map(|b| format!(", bound to {}", b.harness))
                     .unwrap_or_default();
+                let parent = match core.store.subagent(&s.key) {
+                    Ok(Some(link)) => format!(
+                        ", subagent of {} ({})",
+                        link.parent,
+                        match link.state {
+                            SubagentState::Running => "running",
+                            SubagentState::Stopped => "stopped",
+                            SubagentState::Done => "done",
+                        }
+                    ),
+                    _ => String::new(),
+                };
                 format!(
-                    "{} — {} entries, active {ago} s ago{bound}",
+                    "{} — {} entries, active {ago} s ago{bound}{parent}",
                     s.key, s.entries
                 )
             })

@@ -1,4 +1,5 @@
-//! The gateway's [`Spawner`]: what `sessions_spawn` does with `runtime: "acp"` (SPEC 4).
+//! The gateway's [`Spawner`]: what `sessions_spawn` does (SPEC 4). `runtime: "subagent"` is
+//! [`super::subagent`]; with `runtime: "acp"`:
 //!
 //! - `thread: true`: a new thread (or topic) under the parent's conversation is bound to the
 //!   coding agent and the task becomes its first message, so the user can keep talking to it.
@@ -16,7 +17,7 @@ use super::acp_commands::start_binding;
 use crate::acp::command::Placement;
 use crate::acp::manager::resolve_cwd;
 use crate::agent::provider::BoxFuture;
-use crate::agent::tools::spawn::{SpawnRequest, Spawner};
+use crate::agent::tools::spawn::{Runtime, SpawnRequest, Spawner};
 use crate::reply::{final_text, stream_events};
 
 /// Events buffered between a one-off agent turn and its live reply.
@@ -37,6 +38,18 @@ impl Spawner for GatewaySpawner {
         let core = self.core.clone();
         Box::pin(async move {
             let core = core.upgrade().ok_or("the gateway is shutting down")?;
+            if core
+                .store
+                .subagent(&request.parent_session)
+                .ok()
+                .flatten()
+                .is_some()
+            {
+                return Err(crate::agent::tools::spawn::NESTED_REFUSAL.to_owned());
+            }
+            if request.runtime == Runtime::Subagent {
+                return super::subagent::spawn(&core, &request).await;
+            }
             let name = request
                 .agent
                 .clone()
@@ -58,8 +71,8 @@ async fn in_thread(core: &Arc<Core>, request: &SpawnRequest, name: &str) -> Resu
     let from = Inbound {
         conversation: parent,
         sender: Sender {
-            id: "chela".to_owned(),
-            name: "chela".to_owned(),
+            id: crate::inbound::route::SYSTEM_SENDER.to_owned(),
+            name: crate::inbound::route::SYSTEM_SENDER.to_owned(),
             username: None,
         },
         message_id: format!("spawn-{}", uuid::Uuid::new_v4().simple()),

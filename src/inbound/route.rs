@@ -12,6 +12,10 @@ use crate::lane::QueuedTurn;
 use crate::store::PairingOutcome;
 use crate::store::PendingTurn;
 
+/// The sender id of messages chela itself puts into a session (a sub-agent's task or
+/// result, a spawned thread's first message); they have no platform message to quote.
+pub const SYSTEM_SENDER: &str = "chela";
+
 /// The private answer to a native command its sender may not run (it must not go unanswered).
 const NOT_ALLOWED: &str = "Not allowed.";
 
@@ -303,8 +307,9 @@ pub fn queued_turn(seq: u64, pending: &PendingTurn) -> QueuedTurn {
             conv.chat_id,
             conv.thread_id.as_deref().unwrap_or("")
         ),
-        // In groups the reply quotes the message it answers.
-        quote: (conv.kind != ChatKind::Direct).then(|| inbound.message_id.clone()),
+        // In groups the reply quotes the message it answers (chela's own have none).
+        quote: (conv.kind != ChatKind::Direct && inbound.sender.id != SYSTEM_SENDER)
+            .then(|| inbound.message_id.clone()),
         target: conv.clone(),
     }
 }

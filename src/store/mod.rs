@@ -13,6 +13,7 @@
 //! - cursors: platform cursors (Telegram update offset).
 //! - bindings: conversations bound to coding-agent (ACP) sessions.
 //! - targets: where each session last replied (for the `message` tool).
+//! - subagents: sub-agent sessions and their parents (`sessions_spawn` with `runtime: "subagent"`).
 //!
 //! Writes that must be durable before the caller goes on (`enqueue`, `record_final`,
 //! `set_cursor`) are async and flush with sled's `flush_async`; everything else is a short
@@ -30,6 +31,7 @@ mod pairing;
 mod pending;
 mod sessions;
 mod show;
+mod subagents;
 mod targets;
 mod transcript;
 
@@ -46,6 +48,7 @@ pub use outbox::OutboxEntry;
 pub use pairing::{PairingOutcome, PairingRequest};
 pub use pending::PendingTurn;
 pub use sessions::SessionMeta;
+pub use subagents::{SubagentLink, SubagentState};
 pub use transcript::{SUMMARY_HEADING, WindowMessage};
 
 /// The most memory sled's page cache may use, in bytes (sled's default is 1 GiB).
@@ -128,6 +131,7 @@ struct Inner {
     pairing: sled::Tree,
     cursors: sled::Tree,
     targets: sled::Tree,
+    subagents: sled::Tree,
 }
 
 impl std::fmt::Debug for Store {
@@ -187,6 +191,7 @@ impl Store {
             pairing: tree("pairing")?,
             cursors: tree("cursors")?,
             targets: tree("targets")?,
+            subagents: tree("subagents")?,
             flusher: flusher::Flusher::start(db.clone())?,
             db,
         };

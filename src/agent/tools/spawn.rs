@@ -1,7 +1,13 @@
-//! `sessions_spawn`: hands a task to another session (SPEC 4). With `runtime: "acp"` an
-//! external coding agent does it: once, returning its answer (`mode: "run"`), or in a new
-//! thread bound to it (`thread: true`, `mode: "session"`). The work itself is the gateway's,
-//! behind [`Spawner`], so the agent stays platform-blind.
+//! `sessions_spawn`: hands a task to another session (SPEC 4).
+//!
+//! - `runtime: "subagent"`: chela's own agent does the task in an isolated child session
+//!   (`agent:<id>:subagent:<uuid>`); the tool returns at once and the child's result comes
+//!   back to this session later as a system message. A sub-agent cannot spawn again.
+//! - `runtime: "acp"`: an external coding agent does it: once, returning its answer
+//!   (`mode: "run"`), or in a new thread bound to it (`thread: true`, `mode: "session"`).
+//!
+//! Without `runtime`, `agent` (a coding-agent name) means `acp`, else `subagent`. The work
+//! itself is the gateway's, behind [`Spawner`], so the agent stays platform-blind.
 
 use std::sync::{Arc, OnceLock};
 
@@ -10,6 +16,20 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Tool, ToolContext, ToolOutput, args, parse_args, truncate};
 use crate::agent::provider::{BoxFuture, ToolSpec};
+
+/// Who does the spawned work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runtime {
+    /// chela's own agent, in an isolated child session.
+    Subagent,
+    /// An external coding agent over ACP.
+    Acp,
+}
+
+/// Why a sub-agent session may not spawn: nesting depth is 1.
+pub const NESTED_REFUSAL: &str = "sessions_spawn is refused here: this is a subagent session, \
+     and subagents cannot start further subagents or coding agents. Do the task yourself and \
+     answer with the result.";
 
 /// How long the spawned work lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +45,8 @@ pub enum SpawnMode {
 pub struct SpawnRequest {
     /// The session whose run asked.
     pub parent_session: String,
+    /// Who does it.
+    pub runtime: Runtime,
     /// What to do.
     pub task: String,
     /// Harness name; `None`: the default coding agent.
@@ -64,30 +86,36 @@ impl Tool for SessionsSpawnTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "sessions_spawn".to_string(),
-            description: "Hand a task to an external coding agent (Codex, Claude Code, ...) over \
-                          ACP. mode \"run\" waits for its answer; thread true with mode \
-                          \"session\" opens a chat thread bound to it where the user can keep \
-                          talking to it."
+            description: "Hand a task to another agent. runtime \"subagent\" (the default \
+                          without `agent`): a copy of you works on it in its own session with \
+                          the same workspace; this call returns at once and its result comes \
+                          back to you later as a [System message]. runtime \"acp\": an \
+                          external coding agent (Codex, Claude Code, ...); mode \"run\" waits \
+                          for its answer; thread true with mode \"session\" opens a chat \
+                          thread bound to it where the user can keep talking to it."
                 .to_string(),
             parameters: json!({
                 "type": "object",
                 "properties": {
                     "task": {"type": "string", "description": "What the agent should do, with all the context it needs"},
-                    "runtime": {"type": "string", "enum": ["acp"], "description": "acp: an external coding agent"},
-                    "agent": {"type": "string", "description": "Coding agent name (codex, claude, ...); default: the configured one"},
+                    "runtime": {"type": "string", "enum": ["subagent", "acp"], "description": "subagent: chela's own agent in a child session, result later as a system message; acp: an external coding agent. Default: acp when `agent` is given, else subagent"},
+                    "agent": {"type": "string", "description": "acp only: coding agent name (codex, claude, ...); default: the configured one"},
                     "thread": {"type": "boolean", "description": "Open a chat thread bound to the agent"},
                     "mode": {"type": "string", "enum": ["run", "session"], "description": "run: answer once; session: keep a thread open (needs thread: true)"},
-                    "cwd": {"type": "string", "description": "Working folder (relative to the workspace, or ~/...)"},
-                    "label": {"type": "string", "description": "Short name (the thread title)"},
-                    "stream_to": {"type": "string", "enum": ["parent"], "description": "parent: show the agent's output live in this conversation"}
+                    "cwd": {"type": "string", "description": "acp only: working folder (relative to the workspace, or ~/...)"},
+                    "label": {"type": "string", "description": "Short name (the subagent's name, or the thread title)"},
+                    "stream_to": {"type": "string", "enum": ["parent"], "description": "acp only: parent shows the agent's output live in this conversation"}
                 },
-                "required": ["task", "runtime"]
+                "required": ["task"]
             }),
         }
     }
 
     fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
+            if is_subagent_session(&ctx.session_key) {
+                return ToolOutput::error(NESTED_REFUSAL);
+            }
             let request = match parse_args(&args, |m| parse(m, &ctx.session_key)) {
                 Ok(request) => request,
                 Err(out) => return out,
@@ -103,13 +131,25 @@ impl Tool for SessionsSpawnTool {
     }
 }
 
+/// Whether `key` is a sub-agent session (`agent:<id>:subagent:<uuid>`).
+pub fn is_subagent_session(key: &str) -> bool {
+    use crate::inbound::session_key::{KeyBase, SessionKey};
+    SessionKey::parse(key).is_ok_and(|k| matches!(k.base, KeyBase::Subagent { .. }))
+}
+
 fn parse(m: &serde_json::Map<String, Value>, parent: &str) -> Result<SpawnRequest, String> {
-    let runtime = args::required_str(m, "runtime")?;
-    if runtime != "acp" {
-        return Err(format!(
-            "runtime {runtime:?} is not available; use \"acp\" (an external coding agent)"
-        ));
-    }
+    let runtime = match args::optional_str(m, "runtime")? {
+        Some("subagent") => Runtime::Subagent,
+        Some("acp") => Runtime::Acp,
+        None if m.get("agent").is_some_and(|a| !a.is_null()) => Runtime::Acp,
+        None => Runtime::Subagent,
+        Some(other) => {
+            return Err(format!(
+                "runtime {other:?} is not available; use \"subagent\" (chela's own agent) or \
+                 \"acp\" (an external coding agent)"
+            ));
+        }
+    };
     let task = args::required_str(m, "task")?.trim().to_owned();
     if task.is_empty() {
         return Err("argument `task` must not be empty".to_owned());
@@ -146,8 +186,12 @@ fn parse(m: &serde_json::Map<String, Value>, parent: &str) -> Result<SpawnReques
             .filter(|s| !s.is_empty())
             .map(str::to_owned))
     };
+    if runtime == Runtime::Subagent {
+        subagent_only(m, thread, mode, stream_to_parent)?;
+    }
     Ok(SpawnRequest {
         parent_session: parent.to_owned(),
+        runtime,
         task,
         agent: text("agent")?,
         thread,
@@ -156,6 +200,39 @@ fn parse(m: &serde_json::Map<String, Value>, parent: &str) -> Result<SpawnReques
         label: text("label")?,
         stream_to_parent,
     })
+}
+
+/// Refuses the arguments that only mean something for a coding agent.
+fn subagent_only(
+    m: &serde_json::Map<String, Value>,
+    thread: bool,
+    mode: SpawnMode,
+    stream_to_parent: bool,
+) -> Result<(), String> {
+    let given = |key: &str| m.get(key).is_some_and(|v| !v.is_null());
+    if given("cwd") {
+        return Err(
+            "`cwd` does not apply to runtime \"subagent\": a subagent works in chela's \
+                    own workspace. Leave `cwd` out, or use runtime \"acp\" for a coding agent \
+                    in another folder."
+                .to_owned(),
+        );
+    }
+    if given("agent") {
+        return Err(
+            "`agent` names a coding agent: use runtime \"acp\" with it, or leave it \
+                    out for a subagent."
+                .to_owned(),
+        );
+    }
+    if thread || mode == SpawnMode::Session || stream_to_parent {
+        return Err(
+            "`thread`, `mode: \"session\"` and `stream_to` apply to runtime \"acp\" \
+                    only: a subagent runs once and its result comes back as a system message."
+                .to_owned(),
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -179,8 +256,9 @@ mod tests {
         assert!(r.thread && r.stream_to_parent);
         assert_eq!(r.mode, SpawnMode::Session);
         assert_eq!(r.parent_session, "agent:main:main");
+        assert_eq!(r.runtime, Runtime::Acp);
         assert!(
-            parsed(json!({"task": "x", "runtime": "subagent"}))
+            parsed(json!({"task": "x", "runtime": "other"}))
                 .unwrap_err()
                 .contains("not available")
         );
@@ -191,6 +269,49 @@ mod tests {
         );
         assert!(parsed(json!({"task": "", "runtime": "acp"})).is_err());
         assert!(parsed(json!({"runtime": "acp"})).is_err());
+    }
+
+    #[test]
+    fn without_a_runtime_an_agent_name_means_acp_else_subagent() {
+        let r = parsed(json!({"task": "x", "agent": "codex"})).unwrap();
+        assert_eq!(r.runtime, Runtime::Acp);
+        let r = parsed(json!({"task": "x", "label": " sum "})).unwrap();
+        assert_eq!(r.runtime, Runtime::Subagent);
+        assert_eq!(r.label.as_deref(), Some("sum"));
+        let r = parsed(json!({"task": "x", "runtime": "subagent"})).unwrap();
+        assert_eq!(r.runtime, Runtime::Subagent);
+    }
+
+    #[test]
+    fn a_subagent_refuses_coding_agent_arguments() {
+        let err = |v: Value| parsed(v).unwrap_err();
+        assert!(
+            err(json!({"task": "x", "runtime": "subagent", "cwd": "/tmp"}))
+                .contains("own workspace")
+        );
+        assert!(
+            err(json!({"task": "x", "runtime": "subagent", "agent": "codex"}))
+                .contains("coding agent")
+        );
+        assert!(err(json!({"task": "x", "runtime": "subagent", "thread": true})).contains("acp"));
+        assert!(err(json!({"task": "x", "stream_to": "parent"})).contains("acp"));
+    }
+
+    #[tokio::test]
+    async fn a_subagent_session_may_not_spawn() {
+        let tool = SessionsSpawnTool {
+            spawner: Arc::default(),
+        };
+        let mut ctx = super::super::test_support::ctx(&std::env::temp_dir());
+        ctx.session_key = "agent:main:subagent:0f3a".into();
+        let out = tool.call(json!({"task": "x"}), &ctx).await;
+        assert!(out.is_error);
+        assert!(
+            out.text.contains("cannot start further subagents"),
+            "{}",
+            out.text
+        );
+        assert!(!is_subagent_session("agent:main:main"));
     }
 
     #[tokio::test]

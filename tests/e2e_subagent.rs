@@ -63,8 +63,9 @@ async fn a_subagent_result_comes_back_as_a_system_message_and_nesting_is_refused
     );
     let child = child_key(&first);
     // The child's end reaches the parent as a system message; the parent's answer is shown.
+    // A sub-agent is not offered sessions_spawn, and its call is refused.
     let follow = chat
-        .wait_for("cannot start further subagents or coding agents.")
+        .wait_for("The tool sessions_spawn is not allowed in this conversation (tool policy).")
         .await;
     assert!(
         follow.contains(&format!(
@@ -85,7 +86,7 @@ async fn a_subagent_result_comes_back_as_a_system_message_and_nesting_is_refused
     let refused = tool_results(&child_entries);
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert!(
-        refused[0].contains("cannot start further subagents"),
+        refused[0].contains("not allowed in this conversation (tool policy)"),
         "{refused:?}"
     );
 
@@ -94,7 +95,7 @@ async fn a_subagent_result_comes_back_as_a_system_message_and_nesting_is_refused
     let users = user_texts(&parent);
     assert_eq!(users.len(), 3, "{users:?}");
     assert!(users[1].starts_with(&format!(
-        "[System message] Subagent \"nester\" ({child}) finished:\n\ndone: sessions_spawn is refused"
+        "[System message] Subagent \"nester\" ({child}) finished:\n\ndone: The tool sessions_spawn is not allowed"
     )));
     assert!(!users.iter().any(|u| u == nested), "{users:?}");
     // sessions_list shows the child with its parent.
@@ -201,6 +202,8 @@ async fn in_a_telegram_group_the_parents_answer_to_the_result_reaches_the_chat()
     let s = TgSetup::with(TgConfig {
         mode: "followup",
         telegram: "group_policy = \"open\"\nrequire_mention = false",
+        // Groups get no tools by default: this one may spawn.
+        tables: "[tools]\ngroup_profile = \"coding\"",
         ..TgConfig::default()
     })
     .await;

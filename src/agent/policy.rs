@@ -62,6 +62,17 @@ pub struct Allowed {
 }
 
 impl Allowed {
+    /// No tools at all (when the scope cannot be known).
+    pub fn none() -> Allowed {
+        Allowed {
+            profile: ToolProfile::Minimal,
+            everything: false,
+            tools: BTreeSet::new(),
+            denied: BTreeSet::new(),
+            exec_approvals: ExecApprovals::Ask,
+        }
+    }
+
     /// Whether the tool named `name` may run.
     pub fn allows(&self, name: &str) -> bool {
         !self.denied.contains(name) && (self.everything || self.tools.contains(name))

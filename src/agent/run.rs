@@ -157,9 +157,7 @@ impl Agent {
             steered_seqs: Vec::new(),
             stash: Vec::new(),
             usage: Usage::default(),
-            allowed: self
-                .policy
-                .resolve(&crate::agent::policy::Scope::of(&req.session_key)),
+            allowed: self.allowed_for(&req.session_key),
             compaction_gave_up: false,
         };
         let result = turn.drive(&req.text, &mut req.steer).await;
@@ -205,6 +203,30 @@ impl Agent {
             steered_seqs: turn.steered_seqs,
             leftover,
             usage: turn.usage,
+        }
+    }
+}
+
+impl Agent {
+    /// The tools a run of session `key` may use: its conversation's policy, or for a
+    /// sub-agent its parent's, without `sessions_spawn` (sub-agents do not nest). A store
+    /// failure leaves a sub-agent no tools rather than the wrong ones.
+    fn allowed_for(&self, key: &str) -> crate::agent::policy::Allowed {
+        use crate::agent::policy::Scope;
+        let parent = match self.store.subagent_parent(key) {
+            Ok(parent) => parent,
+            Err(e) => {
+                tracing::error!(error = %e, session = key, "cannot read the sub-agent link");
+                return crate::agent::policy::Allowed::none();
+            }
+        };
+        match parent {
+            Some(parent) => {
+                let mut allowed = self.policy.resolve(&Scope::of(&parent));
+                allowed.remove("sessions_spawn");
+                allowed
+            }
+            None => self.policy.resolve(&Scope::of(key)),
         }
     }
 }

@@ -732,3 +732,60 @@ async fn a_blocked_run_ends_with_the_reason_and_keeps_the_user_turn() {
                "error": message})
     );
 }
+
+#[tokio::test]
+async fn a_subagent_runs_under_its_parents_policy_without_spawning() {
+    let mut h = Harness::new(vec![]);
+    let config: crate::config::Config =
+        toml::from_str("[tools]\ngroup_profile = \"coding\"").unwrap();
+    Arc::get_mut(&mut h.agent).unwrap().policy =
+        crate::agent::policy::ToolPolicy::new(&config.tools);
+    let group = "agent:main:telegram:group:-100";
+    let child = "agent:main:subagent:c1";
+    let link = crate::store::SubagentLink {
+        parent: group.into(),
+        label: None,
+        parent_target: None,
+        created_ms: 1,
+        state: crate::store::SubagentState::Running,
+    };
+    let turn = crate::store::PendingTurn {
+        session_key: child.into(),
+        inbound: chela_channel::Inbound {
+            conversation: chela_channel::Conversation {
+                channel: "subagent".into(),
+                account: "default".into(),
+                kind: chela_channel::ChatKind::Direct,
+                chat_id: "c1".into(),
+                thread_id: None,
+            },
+            sender: chela_channel::Sender {
+                id: "chela".into(),
+                name: "chela".into(),
+                username: None,
+            },
+            message_id: "1".into(),
+            text: "task".into(),
+            reply_to: None,
+            mentioned: true,
+            timestamp_ms: 1,
+            interaction: None,
+        },
+        queued_ms: 1,
+    };
+    h.agent
+        .store
+        .spawn_subagent(child, &link, &turn)
+        .await
+        .unwrap();
+    let parent = h.agent.allowed_for(group);
+    let allowed = h.agent.allowed_for(child);
+    assert!(parent.allows("exec") && parent.allows("sessions_spawn"));
+    assert!(allowed.allows("exec") && !allowed.allows("sessions_spawn"));
+    // Not a sub-agent: its own (direct) policy, which here is the full profile.
+    assert!(h.agent.allowed_for(KEY).allows("message"));
+    assert!(
+        !allowed.allows("message"),
+        "the group's coding profile has no message"
+    );
+}

@@ -135,7 +135,7 @@ impl Approver for ChatApprover {
             let Some(core) = core.upgrade() else {
                 return Approval::NoOneToAsk;
             };
-            let Some(to) = core.target_of(&key) else {
+            let Some(to) = where_to_ask(&core, &key) else {
                 return Approval::NoOneToAsk;
             };
             let timeout = Duration::from_secs(core.config.tools.approval_timeout_s);
@@ -161,6 +161,19 @@ impl Approver for ChatApprover {
             outcome
         })
     }
+}
+
+/// Where to ask for session `key`: the conversation its run replies to, or for a sub-agent
+/// (which replies nowhere) the conversation its parent last replied to.
+fn where_to_ask(core: &Core, key: &str) -> Option<chela_channel::Conversation> {
+    let own = core
+        .target_of(key)
+        .filter(|to| to.channel != super::subagent::INTERNAL_CHANNEL);
+    own.or_else(|| {
+        let parent = core.store.subagent_parent(key).ok().flatten()?;
+        core.target_of(&parent)
+            .or_else(|| core.store.target(&parent).ok().flatten())
+    })
 }
 
 #[cfg(test)]

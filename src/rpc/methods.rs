@@ -178,3 +178,7 @@ impl Methods {
         }))
     }
 }
+
+#[cfg(test)]
+#[path = "methods_tests.rs"]
+mod tests;

@@ -152,6 +152,7 @@ impl Gateway {
             .env_clear()
             .env("HOME", dir)
             .env("USER", "bench")
+            .env("CHELA_RPC_LISTEN", "127.0.0.1:0") // the RPC runs, on a free port
             .env("RUST_LOG", rust_log)
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .current_dir(dir)

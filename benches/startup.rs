@@ -135,6 +135,7 @@ async fn run_once(fake: &FakeModel, measure_memory: bool) -> BenchResult<Run> {
         .arg("gateway")
         .env("HOME", dir.path())
         .env("RUST_LOG", "info")
+        .env("CHELA_RPC_LISTEN", "127.0.0.1:0") // the RPC runs, on a free port
         .env("NO_COLOR", "1")
         .env_remove("CHELA_CONFIG")
         .env_remove("CHELA_STORE_PATH")

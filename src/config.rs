@@ -15,6 +15,7 @@ mod channels;
 mod env;
 mod error;
 mod hooks;
+mod rpc;
 mod tools;
 mod types;
 
@@ -31,6 +32,7 @@ pub use channels::{
 pub use env::{SubstError, chela_secrets_present, is_chela_secret, substitute};
 pub use error::{ConfigError, Location, ParseEnumError};
 pub use hooks::{HookConfig, HooksConfig};
+pub use rpc::{DEFAULT_RPC_LISTEN, RpcConfig};
 pub use tools::{
     ExecApprovals, TOOL_GROUPS, TOOL_NAMES, ToolProfile, ToolScopeConfig, ToolsConfig,
     expand_tool_name,
@@ -112,6 +114,21 @@ impl Config {
         }
         if let Some(url) = lookup("CHELA_DISCORD_GATEWAY_URL").filter(|v| !v.is_empty()) {
             discord.gateway_url = url;
+        }
+        let rpc = &mut config.rpc;
+        if rpc.token.is_empty() {
+            rpc.token = lookup("CHELA_RPC_TOKEN").unwrap_or_default();
+        }
+        if let Some(listen) = lookup("CHELA_RPC_LISTEN") {
+            // Set but empty turns the RPC off, as `listen = ""` does.
+            rpc.listen = listen;
+        }
+        if let Err((key, message)) = config.rpc.check() {
+            return Err(ConfigError::Invalid {
+                location: None,
+                key,
+                message,
+            });
         }
         if let Some(store) = lookup("CHELA_STORE_PATH").filter(|v| !v.is_empty()) {
             // Relative to the current directory, like any path given in a shell.

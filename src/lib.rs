@@ -7,6 +7,7 @@
 //! - [`lane`]: one FIFO lane per session, the global run limit, the four queue modes.
 //! - [`agent`]: the run: message model, context, provider streaming, tools, typed events.
 //! - [`reply`]: run events -> chat: preview edits, splitting, pacing, typing, finals.
+//! - [`rpc`]: the gateway API over WebSocket (agent, agent.wait, abort, sessions, status, events).
 //! - [`store`]: the sled store: typed trees, transcripts, pending queue, outbox, JSONL export/import.
 
 pub mod acp;
@@ -16,4 +17,5 @@ pub mod gateway;
 pub mod inbound;
 pub mod lane;
 pub mod reply;
+pub mod rpc;
 pub mod store;

@@ -1,12 +1,17 @@
-//! `chela agent --message TEXT [--session KEY] [--json]`: one turn for scripts.
+//! `chela agent --message TEXT [--session KEY] [--json]`: one turn for scripts. Runs its own
+//! gateway on the store; when a running gateway holds the store, sends the turn through that
+//! gateway's RPC instead (`agent`, then `agent.wait`).
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use chela::agent::run::RunStatus;
 use chela::config::LoadedConfig;
+use chela::gateway::{Gateway, GatewayError};
 use chela::inbound::session_key::SessionKey;
+use chela::store::StoreError;
 use chela_terminal::TerminalChannel;
+use serde_json::{Value, json};
 
 /// Runs one turn, prints the reply (streamed, or as JSON), exits 1 when the run failed.
 pub async fn agent(
@@ -15,32 +20,36 @@ pub async fn agent(
     session: Option<String>,
     json: bool,
 ) -> ExitCode {
+    let session = match session {
+        Some(key) => match SessionKey::parse(&key) {
+            Ok(parsed) => Some(parsed.to_string()),
+            Err(e) => {
+                eprintln!("chela: --session {key}: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
     let user = super::terminal_user(&loaded);
     let terminal = if json {
         TerminalChannel::quiet(user)
     } else {
         TerminalChannel::new(user)
     };
-    let gateway = match super::start(
-        &loaded,
+    let started = Gateway::start(
+        loaded.config.clone(),
         vec![terminal.clone() as Arc<dyn chela_channel::Channel>],
     )
-    .await
-    {
+    .await;
+    let gateway = match started {
         Ok(g) => g,
-        Err(code) => return code,
+        Err(GatewayError::Store(StoreError::Locked { .. })) => {
+            return through_rpc(&loaded, message, session, json).await;
+        }
+        Err(e) => return super::start_failed(e),
     };
     let inbound = terminal.inbound(&message);
-    let key = match session {
-        Some(key) => match SessionKey::parse(&key) {
-            Ok(parsed) => parsed.to_string(),
-            Err(e) => {
-                eprintln!("chela: --session {key}: {e}");
-                return ExitCode::from(2);
-            }
-        },
-        None => gateway.core().session_key(&inbound),
-    };
+    let key = session.unwrap_or_else(|| gateway.core().session_key(&inbound));
     let mut runs = gateway.subscribe_runs();
     let accepted = gateway.router().accept_for(key.clone(), inbound).await;
     if let Err(e) = accepted {
@@ -61,28 +70,81 @@ pub async fn agent(
         // A command (e.g. /status) answers without a run.
         return ExitCode::SUCCESS;
     };
-    let (status, error) = match &record.status {
-        RunStatus::Ok => ("ok", None),
-        RunStatus::Aborted => ("aborted", None),
-        RunStatus::Error(e) => ("error", Some(e.clone())),
+    let error = match &record.status {
+        RunStatus::Error(e) => Some(e.clone()),
+        _ => None,
     };
-    if json {
-        let out = serde_json::json!({
-            "runId": record.run_id,
-            "sessionKey": record.session_key,
-            "status": status,
-            "text": record.text,
-            "startedAt": record.started_ms,
-            "endedAt": record.ended_ms,
-            "error": error,
-        });
-        println!("{out}");
-    } else if let Some(e) = &error {
-        eprintln!("chela: {e}");
+    let result = json!({
+        "runId": record.run_id,
+        "sessionKey": record.session_key,
+        "status": chela::rpc::runs::status_name(&record.status),
+        "text": record.text,
+        "startedAt": record.started_ms,
+        "endedAt": record.ended_ms,
+        "error": error,
+    });
+    finish(&result, json, false)
+}
+
+/// The turn through the running gateway's RPC.
+async fn through_rpc(
+    loaded: &LoadedConfig,
+    message: String,
+    session: Option<String>,
+    json: bool,
+) -> ExitCode {
+    let mut client = match super::rpc::connect(loaded).await {
+        Ok(client) => client,
+        Err(e) => return super::rpc::report(&e),
+    };
+    let mut params = json!({ "message": message });
+    if let Some(key) = &session {
+        params["session"] = Value::String(key.clone());
     }
-    if error.is_some() {
-        ExitCode::FAILURE
+    let accepted = match client.call("agent", params).await {
+        Ok(accepted) => accepted,
+        Err(e) => return super::rpc::report(&e),
+    };
+    let run_id = accepted["runId"].as_str().unwrap_or_default().to_owned();
+    // The run ends by its own timeout; wait a little longer than that.
+    let timeout_ms = (loaded.config.agent.timeout_s + 60) * 1000;
+    let waited = client
+        .call(
+            "agent.wait",
+            json!({ "runId": run_id, "timeoutMs": timeout_ms }),
+        )
+        .await;
+    client.close().await;
+    let mut result = match waited {
+        Ok(result) => result,
+        Err(e) => return super::rpc::report(&e),
+    };
+    result["sessionKey"] = accepted["session"].clone();
+    finish(&result, json, true)
+}
+
+/// Prints a run's result (`text` only when it was not streamed already) and gives the exit
+/// code: 1 unless it ended `ok` or `aborted`.
+fn finish(result: &Value, json: bool, print_text: bool) -> ExitCode {
+    let status = result["status"].as_str().unwrap_or("error");
+    if json {
+        println!("{result}");
     } else {
-        ExitCode::SUCCESS
+        let text = result["text"].as_str().unwrap_or_default();
+        if print_text && !text.is_empty() {
+            println!("{text}");
+        }
+        match status {
+            "ok" | "aborted" => {}
+            "timeout" => eprintln!("chela: the run did not end in time; it goes on in the gateway"),
+            _ => eprintln!(
+                "chela: {}",
+                result["error"].as_str().unwrap_or("the run failed")
+            ),
+        }
+    }
+    match status {
+        "ok" | "aborted" => ExitCode::SUCCESS,
+        _ => ExitCode::FAILURE,
     }
 }

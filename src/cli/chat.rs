@@ -19,6 +19,9 @@ pub async fn chat(loaded: LoadedConfig) -> ExitCode {
         Ok(g) => g,
         Err(code) => return code,
     };
+    if let Err(code) = super::serve_rpc(&gateway).await {
+        return code;
+    }
     let key = gateway.core().session_key(&terminal.inbound(""));
     let lanes = gateway.core().lanes.clone();
     let stop = CancellationToken::new();
@@ -71,6 +74,9 @@ pub async fn gateway(loaded: LoadedConfig) -> ExitCode {
         Ok(g) => g,
         Err(code) => return code,
     };
+    if let Err(code) = super::serve_rpc(&gateway).await {
+        return code;
+    }
     tracing::info!(
         elapsed_ms = started.elapsed().as_millis() as u64,
         channels = %names.join(","),

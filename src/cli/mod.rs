@@ -5,6 +5,7 @@ pub mod agent;
 pub mod chat;
 pub mod doctor;
 pub mod pairing;
+pub mod rpc;
 pub mod sessions;
 pub mod skills;
 pub mod status;
@@ -122,11 +123,26 @@ pub async fn start(
 ) -> Result<Gateway, ExitCode> {
     Gateway::start(loaded.config.clone(), channels)
         .await
-        .map_err(|e| {
-            match &e {
-                GatewayError::Provider(_) => eprintln!("chela: no usable model: {e}"),
-                _ => eprintln!("chela: {e}"),
-            }
-            ExitCode::from(2)
-        })
+        .map_err(start_failed)
+}
+
+/// Prints why the gateway could not start; exit code 2.
+pub fn start_failed(e: GatewayError) -> ExitCode {
+    match &e {
+        GatewayError::Provider(_) => eprintln!("chela: no usable model: {e}"),
+        _ => eprintln!("chela: {e}"),
+    }
+    ExitCode::from(2)
+}
+
+/// Starts the RPC of a gateway that `chela gateway` or `chela chat` runs; on failure the
+/// gateway is shut down again and the exit code is 2.
+pub async fn serve_rpc(gateway: &Gateway) -> Result<(), ExitCode> {
+    match gateway.serve_rpc().await {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            gateway.shutdown().await;
+            Err(start_failed(e))
+        }
+    }
 }

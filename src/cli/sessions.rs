@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use chela::config::LoadedConfig;
-use chela::store::Store;
+use chela::store::{SessionMeta, Store, StoreError};
 use clap::Subcommand;
 
 /// What to do with sessions.
@@ -36,27 +36,21 @@ pub enum SessionsCommand {
     },
 }
 
-/// Runs a sessions command against the store (the gateway must not be running).
+/// Runs a sessions command against the store. While a gateway holds the store, `list`
+/// asks it over the RPC; the others need the gateway stopped.
 pub async fn run(loaded: LoadedConfig, command: SessionsCommand) -> ExitCode {
     let store = match Store::open(&loaded.config.store.path) {
         Ok(store) => store,
+        Err(StoreError::Locked { .. }) if matches!(command, SessionsCommand::List) => {
+            return list_through_rpc(&loaded).await;
+        }
         Err(e) => {
             eprintln!("chela: {e}");
             return ExitCode::from(2);
         }
     };
     let result = match command {
-        SessionsCommand::List => store.list_sessions().map(|sessions| {
-            if sessions.is_empty() {
-                println!("no sessions");
-            }
-            for s in sessions {
-                let updated = humantime::format_rfc3339_seconds(
-                    std::time::UNIX_EPOCH + std::time::Duration::from_millis(s.updated_ms),
-                );
-                println!("{}\t{} entries\tupdated {}", s.key, s.entries, updated);
-            }
-        }),
+        SessionsCommand::List => store.list_sessions().map(|sessions| print_list(&sessions)),
         SessionsCommand::Show { key } => store.render_text(&key).map(|text| print!("{text}")),
         SessionsCommand::Export { key, out } => match out {
             Some(path) => match std::fs::File::create(&path) {
@@ -100,5 +94,37 @@ pub async fn run(loaded: LoadedConfig, command: SessionsCommand) -> ExitCode {
             eprintln!("chela: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Prints one line per session.
+fn print_list(sessions: &[SessionMeta]) {
+    if sessions.is_empty() {
+        println!("no sessions");
+    }
+    for s in sessions {
+        let updated = humantime::format_rfc3339_seconds(
+            std::time::UNIX_EPOCH + std::time::Duration::from_millis(s.updated_ms),
+        );
+        println!("{}\t{} entries\tupdated {}", s.key, s.entries, updated);
+    }
+}
+
+/// `sessions list` from the running gateway.
+async fn list_through_rpc(loaded: &LoadedConfig) -> ExitCode {
+    let result = async {
+        let mut client = super::rpc::connect(loaded).await?;
+        let value = client.call("sessions.list", serde_json::json!({})).await?;
+        client.close().await;
+        serde_json::from_value::<Vec<SessionMeta>>(value["sessions"].clone())
+            .map_err(|e| chela::rpc::client::ClientError::Protocol(e.to_string()))
+    }
+    .await;
+    match result {
+        Ok(sessions) => {
+            print_list(&sessions);
+            ExitCode::SUCCESS
+        }
+        Err(e) => super::rpc::report(&e),
     }
 }

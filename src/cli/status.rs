@@ -1,54 +1,64 @@
-//! `chela status`: what the store holds (sessions, pending turns, undelivered replies, dead
-//! letters). Reads the store directly, so it works while the gateway is stopped.
+//! `chela status`: channels, live runs, queue depths, undelivered replies and dead letters.
+//! Reads the store directly when no gateway runs; asks the running gateway over its RPC when
+//! the store is in use.
 
 use std::process::ExitCode;
 
 use chela::config::LoadedConfig;
-use chela::store::Store;
+use chela::gateway::status::StatusReport;
+use chela::store::{Store, StoreError};
 
-/// Prints the store's state.
+/// Prints the gateway's state.
 pub async fn status(loaded: LoadedConfig) -> ExitCode {
     let store = match Store::open(&loaded.config.store.path) {
         Ok(store) => store,
+        Err(StoreError::Locked { .. }) => return through_rpc(&loaded).await,
         Err(e) => {
             eprintln!("chela: {e}");
             return ExitCode::from(2);
         }
     };
-    let report = || -> Result<(), chela::store::StoreError> {
-        println!("store: {}", loaded.config.store.path.display());
-        let channels = &loaded.config.channels;
-        let mut names: Vec<&str> = Vec::new();
-        if !channels.telegram.token.trim().is_empty() {
-            names.push("telegram");
+    match StatusReport::from_store(&store, &loaded.config.store.path, configured(&loaded)) {
+        Ok(report) => {
+            print!("{}", report.render());
+            ExitCode::SUCCESS
         }
-        if !channels.discord.token.trim().is_empty() {
-            names.push("discord");
-        }
-        if names.is_empty() {
-            names.push("terminal (no platform token set)");
-        }
-        println!("channels: {}", names.join(", "));
-        println!("sessions: {}", store.list_sessions()?.len());
-        let pending = store.all_pending()?;
-        println!("pending turns: {}", pending.len());
-        for (seq, turn) in pending.iter().take(20) {
-            println!("  #{seq} {}", turn.session_key);
-        }
-        println!("undelivered replies: {}", store.undelivered()?.len());
-        let dead = store.dead_letters()?;
-        println!("dead letters: {}", dead.len());
-        for entry in dead.iter().take(20) {
-            let preview: String = entry.text.chars().take(60).collect();
-            println!("  #{} {} {:?}", entry.id, entry.session_key, preview);
-        }
-        Ok(())
-    };
-    match report() {
-        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("chela: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The channels the config would run.
+fn configured(loaded: &LoadedConfig) -> Vec<String> {
+    let channels = &loaded.config.channels;
+    let mut names: Vec<String> = Vec::new();
+    if !channels.telegram.token.trim().is_empty() {
+        names.push("telegram".into());
+    }
+    if !channels.discord.token.trim().is_empty() {
+        names.push("discord".into());
+    }
+    if names.is_empty() {
+        names.push("terminal (no platform token set)".into());
+    }
+    names
+}
+
+async fn through_rpc(loaded: &LoadedConfig) -> ExitCode {
+    let result = async {
+        let mut client = super::rpc::connect(loaded).await?;
+        let value = client.call("status", serde_json::json!({})).await?;
+        serde_json::from_value::<StatusReport>(value)
+            .map_err(|e| chela::rpc::client::ClientError::Protocol(e.to_string()))
+    }
+    .await;
+    match result {
+        Ok(report) => {
+            print!("{}", report.render());
+            ExitCode::SUCCESS
+        }
+        Err(e) => super::rpc::report(&e),
     }
 }

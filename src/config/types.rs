@@ -35,6 +35,8 @@ pub struct Config {
     pub acp: super::acp::AcpConfig,
     /// `[hooks]`: commands run around tool calls and runs.
     pub hooks: super::hooks::HooksConfig,
+    /// `[rpc]`: the gateway API over WebSocket.
+    pub rpc: super::rpc::RpcConfig,
 }
 
 /// `[store]`.

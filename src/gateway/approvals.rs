@@ -138,6 +138,10 @@ impl Approver for ChatApprover {
             let Some(to) = where_to_ask(&core, &key) else {
                 return Approval::NoOneToAsk;
             };
+            if to.channel == crate::rpc::channel::NAME {
+                // Nobody reads an RPC conversation: the request would only wait and expire.
+                return Approval::NoOneToAsk;
+            }
             let timeout = Duration::from_secs(core.config.tools.approval_timeout_s);
             let (id, answer) = core.approvals.open(&key, &command);
             let text = format!(

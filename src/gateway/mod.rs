@@ -10,6 +10,7 @@ mod recover;
 pub mod runner;
 pub mod sessions_api;
 pub mod spawner;
+pub mod status;
 pub mod subagent;
 
 use std::collections::HashMap;
@@ -27,11 +28,13 @@ use crate::inbound::route::Router;
 use crate::lane::{LaneSettings, Lanes};
 use crate::store::{Store, StoreError};
 
-/// How a finished run is announced (to `chela agent`, later the RPC's `agent.wait`).
+/// How a finished run is announced (to `chela agent` and the RPC's `agent.wait`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunRecord {
-    /// Run id.
+    /// Run id (`run-<first seq>`, see [`runner::run_id_for`]).
     pub run_id: String,
+    /// The durable pending entries this run answered: its turn's and those steered into it.
+    pub seqs: Vec<u64>,
     /// Session key.
     pub session_key: String,
     /// How it ended.
@@ -53,6 +56,9 @@ pub enum GatewayError {
     /// No usable model provider.
     #[error(transparent)]
     Provider(#[from] ProviderError),
+    /// The RPC could not start.
+    #[error(transparent)]
+    Rpc(#[from] crate::rpc::RpcError),
     /// A channel failed for good.
     #[error("channel {channel}: {reason}")]
     Channel {
@@ -93,6 +99,8 @@ pub struct Core {
     pub tasks: tokio_util::task::TaskTracker,
     /// Recent unmentioned group messages (context for the next mentioned turn).
     pub history: std::sync::Mutex<crate::inbound::admission::GroupHistory>,
+    /// Where replies to messages sent through the RPC go (also in `channels`).
+    pub rpc: Arc<crate::rpc::RpcChannel>,
 }
 
 impl Core {
@@ -107,6 +115,26 @@ impl Core {
             &self.config.agent.id,
             &inbound.conversation,
             &inbound.sender.id,
+            self.config.session.dm_scope,
+            &self.config.session.identity_links,
+        )
+        .to_string()
+    }
+
+    /// The session `chela agent` and the RPC's `agent` use when none is named: the terminal
+    /// user's direct session.
+    pub fn default_session_key(&self) -> String {
+        let user = self.config.terminal.resolved_user();
+        crate::inbound::session_key::build(
+            &self.config.agent.id,
+            &Conversation {
+                channel: "terminal".into(),
+                account: "default".into(),
+                kind: chela_channel::ChatKind::Direct,
+                chat_id: user.clone(),
+                thread_id: None,
+            },
+            &user,
             self.config.session.dm_scope,
             &self.config.session.identity_links,
         )
@@ -177,6 +205,7 @@ impl Core {
 /// A running gateway.
 pub struct Gateway {
     core: Arc<Core>,
+    rpc: tokio::sync::Mutex<Option<crate::rpc::RpcServer>>,
 }
 
 impl Gateway {
@@ -204,16 +233,23 @@ impl Gateway {
         );
         let (runs, _) = broadcast::channel(64);
         let acp = crate::acp::AcpManager::new(&config, store.clone());
+        let rpc = crate::rpc::RpcChannel::new();
+        let mut channels: HashMap<String, Arc<dyn Channel>> = channels
+            .into_iter()
+            .map(|c| (c.name().to_string(), c))
+            .collect();
+        channels.insert(
+            crate::rpc::channel::NAME.to_owned(),
+            rpc.clone() as Arc<dyn Channel>,
+        );
         let core = Arc::new(Core {
             acp,
             questions: ask::Questions::default(),
             approvals: approvals::Approvals::default(),
             targets: Default::default(),
             sent: Default::default(),
-            channels: channels
-                .into_iter()
-                .map(|c| (c.name().to_string(), c))
-                .collect(),
+            channels,
+            rpc,
             config,
             store,
             lanes,
@@ -242,7 +278,10 @@ impl Gateway {
         recover::recover(&core).await;
         tokio::spawn(recover::housekeeping(Arc::downgrade(&core)));
         tokio::spawn(recover::acp_housekeeping(Arc::downgrade(&core)));
-        Ok(Gateway { core })
+        Ok(Gateway {
+            core,
+            rpc: tokio::sync::Mutex::new(None),
+        })
     }
 
     /// The shared core.
@@ -253,6 +292,20 @@ impl Gateway {
     /// The inbound sink for channels and scripts.
     pub fn router(&self) -> Router {
         Router::new(self.core.clone())
+    }
+
+    /// Starts the RPC (`[rpc] listen`; `chela gateway` and `chela chat` do, `chela agent`
+    /// does not); returns the address it listens on, `None` when it is off. Stopped by
+    /// [`Gateway::shutdown`].
+    pub async fn serve_rpc(&self) -> Result<Option<std::net::SocketAddr>, GatewayError> {
+        let mut slot = self.rpc.lock().await;
+        if let Some(server) = slot.as_ref() {
+            return Ok(Some(server.address()));
+        }
+        let server = crate::rpc::RpcServer::start(self.core.clone(), self.router()).await?;
+        let address = server.as_ref().map(|s| s.address());
+        *slot = server;
+        Ok(address)
     }
 
     /// Subscribes to finished runs.
@@ -293,6 +346,9 @@ impl Gateway {
     /// Stops intake, cancels live runs (their turns stay pending for the next start),
     /// flushes the store.
     pub async fn shutdown(&self) {
+        if let Some(server) = self.rpc.lock().await.take() {
+            server.stop().await;
+        }
         self.core.tasks.close();
         let _ = tokio::time::timeout(Duration::from_secs(5), self.core.tasks.wait()).await;
         self.core.shutdown.cancel();

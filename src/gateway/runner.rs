@@ -79,6 +79,21 @@ impl Runner for AgentRunner {
     }
 }
 
+/// The id of the run answering the durable turns `seqs`: `run-<first seq>`, so the id is known
+/// as soon as the message is accepted (the RPC's `agent` answers with it); a turn without a
+/// durable entry gets a random id.
+pub fn run_id_for(seqs: &[u64]) -> String {
+    match seqs.first() {
+        Some(seq) => format!("run-{seq}"),
+        None => format!("run-{}", uuid::Uuid::new_v4().simple()),
+    }
+}
+
+/// The durable seq a run id of [`run_id_for`] names, if it names one.
+pub fn seq_of_run_id(run_id: &str) -> Option<u64> {
+    run_id.strip_prefix("run-")?.parse().ok()
+}
+
 async fn run_turn(
     core: &Arc<Core>,
     key: String,
@@ -86,7 +101,7 @@ async fn run_turn(
     cancel: CancellationToken,
     steer: mpsc::Receiver<Steer>,
 ) -> RunOutcome {
-    let run_id = uuid::Uuid::new_v4().to_string();
+    let run_id = run_id_for(&turn.seqs);
     tracing::debug!(run_id = %run_id, "run starts");
     let started_ms = crate::agent::message::now_ms();
     let (events_tx, events_rx) = mpsc::channel(EVENT_BUFFER);
@@ -122,8 +137,11 @@ async fn run_turn(
     if let Ok(mut targets) = core.targets.lock() {
         targets.remove(&key);
     }
+    let mut seqs = turn.seqs.clone();
+    seqs.extend(&outcome.steered_seqs);
     let record = RunRecord {
         run_id,
+        seqs: seqs.clone(),
         session_key: key.clone(),
         status: outcome.status.clone(),
         text: outcome.text.clone(),
@@ -144,8 +162,6 @@ async fn run_turn(
         let _ = core.runs.send(record);
         return outcome;
     }
-    let mut seqs = turn.seqs.clone();
-    seqs.extend(&outcome.steered_seqs);
     let streamed = match reply {
         Some(handle) => handle.await.ok(),
         None => None,

@@ -32,12 +32,24 @@ impl Router {
     }
 
     /// Accepts `inbound` for an explicit session key (as `chela agent --session` does).
-    /// Returns false when the message was a duplicate.
+    /// Returns false when the message was a duplicate or an ignored command.
     pub async fn accept_for(&self, key: String, inbound: Inbound) -> Result<bool, SinkError> {
+        let accepted = self.accept_tracked(key, inbound).await?;
+        Ok(accepted != Accepted::Ignored)
+    }
+
+    /// Like [`Router::accept_for`], saying what became of the message: a queued turn's
+    /// durable seq names the run that will answer it (see
+    /// [`crate::gateway::runner::run_id_for`]).
+    pub async fn accept_tracked(
+        &self,
+        key: String,
+        inbound: Inbound,
+    ) -> Result<Accepted, SinkError> {
         let core = &self.core;
         let dedupe = crate::store::dedupe_key(&inbound);
         if answers_question(core, &key, &inbound) {
-            return Ok(true);
+            return Ok(Accepted::Command);
         }
         let command = match commands::parse(&inbound.text, None) {
             Some(command) if may_run_admin_command(core, &inbound, &command).await => Some(command),
@@ -48,7 +60,7 @@ impl Router {
                 if inbound.interaction.is_some() {
                     core.answer(&inbound, NOT_ALLOWED).await;
                 }
-                return Ok(false);
+                return Ok(Accepted::Ignored);
             }
             _ => None,
         };
@@ -57,7 +69,7 @@ impl Router {
             let name = inbound.text.split_whitespace().next().unwrap_or("/");
             core.answer(&inbound, &format!("{name} is not available yet."))
                 .await;
-            return Ok(false);
+            return Ok(Accepted::Ignored);
         }
         if let Some(command) = command {
             let fresh = core
@@ -82,10 +94,28 @@ impl Router {
             } else {
                 tracing::debug!(session = %key, "duplicate command dropped");
             }
-            return Ok(fresh);
+            return Ok(if fresh {
+                Accepted::Command
+            } else {
+                Accepted::Ignored
+            });
         }
-        enqueue(core, key, inbound).await
+        Ok(match enqueue(core, key, inbound).await? {
+            Some(seq) => Accepted::Queued(seq),
+            None => Accepted::Ignored,
+        })
     }
+}
+
+/// What [`Router::accept_tracked`] did with a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accepted {
+    /// Queued durably for a run, under this pending seq.
+    Queued(u64),
+    /// Handled on the command fast path (or as the answer to a waiting question).
+    Command,
+    /// Dropped: a duplicate, or a command its sender may not run.
+    Ignored,
 }
 
 /// Applies the channel's admission rules; returns the message to route (group context
@@ -230,8 +260,13 @@ async fn may_run_admin_command(
     }
 }
 
-/// Durably queues an ordinary message and hands it to its lane; false for a duplicate.
-async fn enqueue(core: &Arc<Core>, key: String, inbound: Inbound) -> Result<bool, SinkError> {
+/// Durably queues an ordinary message and hands it to its lane; its pending seq, or `None`
+/// for a duplicate.
+async fn enqueue(
+    core: &Arc<Core>,
+    key: String,
+    inbound: Inbound,
+) -> Result<Option<u64>, SinkError> {
     let dedupe = crate::store::dedupe_key(&inbound);
     {
         let pending = PendingTurn {
@@ -246,13 +281,13 @@ async fn enqueue(core: &Arc<Core>, key: String, inbound: Inbound) -> Result<bool
             .map_err(|e| SinkError(e.to_string()))?
         else {
             tracing::debug!(session = %key, "duplicate inbound dropped");
-            return Ok(false);
+            return Ok(None);
         };
         core.lanes
             .submit(&key, queued_turn(seq, &pending))
             .await
             .map_err(|e| SinkError(e.to_string()))?;
-        Ok(true)
+        Ok(Some(seq))
     }
 }
 

@@ -152,6 +152,8 @@ pub fn chela_command(home: &Path) -> Command {
         .env("HOME", home)
         .env("USER", "tester")
         .env("RUST_LOG", "warn")
+        // Gateways of tests running side by side must not fight over the default RPC port.
+        .env("CHELA_RPC_LISTEN", "127.0.0.1:0")
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .current_dir(home)
         .kill_on_drop(true);
@@ -249,6 +251,22 @@ impl Chat {
 
     fn stderr_text(&self) -> String {
         String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
+    }
+
+    /// Waits until stderr has a line containing `needle`; returns that line.
+    pub async fn wait_stderr_line(&self, needle: &str) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(line) = self.stderr_text().lines().find(|l| l.contains(needle)) {
+                return line.to_owned();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {needle:?} on stderr: {:?}",
+                self.stderr_text()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// Reads stdout until `needle` appears after the previous match (raw bytes: partial,

@@ -1,0 +1,192 @@
+//! What `chela status` shows (channels, live runs, queue depths, undelivered replies, dead
+//! letters), read from the store alone or from a running gateway (the RPC's `status`).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use super::Core;
+use crate::store::{Store, StoreError};
+
+/// How many pending turns and dead letters are listed one by one.
+const LISTED: usize = 20;
+
+/// One queued turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingLine {
+    /// Its durable seq (its run will be `run-<seq>` unless it joins another run).
+    pub seq: u64,
+    /// Its session.
+    pub session: String,
+}
+
+/// One reply that could not be delivered in time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadLetter {
+    /// Outbox id.
+    pub id: u64,
+    /// Its session.
+    pub session: String,
+    /// The first 60 characters of its text.
+    pub preview: String,
+}
+
+/// A snapshot of the gateway's state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusReport {
+    /// The store folder.
+    pub store: String,
+    /// Channel names (running ones when read from a gateway; configured ones otherwise).
+    pub channels: Vec<String>,
+    /// Whether this was read from a running gateway.
+    pub live: bool,
+    /// Sessions in the store.
+    pub sessions: usize,
+    /// Sessions with a run in progress (empty when not read from a gateway).
+    pub live_runs: Vec<String>,
+    /// Pending turns per session (queue depths), by session key.
+    pub queues: BTreeMap<String, usize>,
+    /// Pending turns in all.
+    pub pending_total: usize,
+    /// The oldest pending turns (at most 20).
+    pub pending: Vec<PendingLine>,
+    /// Final replies recorded but not yet delivered.
+    pub undelivered: usize,
+    /// Dead letters in all.
+    pub dead_total: usize,
+    /// The dead letters (at most 20).
+    pub dead_letters: Vec<DeadLetter>,
+}
+
+impl StatusReport {
+    /// Reads the store; `channels` are the names to show.
+    pub fn from_store(
+        store: &Store,
+        store_path: &std::path::Path,
+        channels: Vec<String>,
+    ) -> Result<StatusReport, StoreError> {
+        let pending = store.all_pending()?;
+        let mut queues = BTreeMap::new();
+        for (_, turn) in &pending {
+            *queues.entry(turn.session_key.clone()).or_insert(0) += 1;
+        }
+        let dead = store.dead_letters()?;
+        Ok(StatusReport {
+            store: store_path.display().to_string(),
+            channels,
+            live: false,
+            sessions: store.list_sessions()?.len(),
+            live_runs: Vec::new(),
+            queues,
+            pending_total: pending.len(),
+            pending: pending
+                .iter()
+                .take(LISTED)
+                .map(|(seq, turn)| PendingLine {
+                    seq: *seq,
+                    session: turn.session_key.clone(),
+                })
+                .collect(),
+            undelivered: store.undelivered()?.len(),
+            dead_total: dead.len(),
+            dead_letters: dead
+                .iter()
+                .take(LISTED)
+                .map(|entry| DeadLetter {
+                    id: entry.id,
+                    session: entry.session_key.clone(),
+                    preview: entry.text.chars().take(60).collect(),
+                })
+                .collect(),
+        })
+    }
+
+    /// Reads a running gateway: its channels, live runs and store.
+    pub fn from_core(core: &Core) -> Result<StatusReport, StoreError> {
+        let mut channels: Vec<String> = core.channels.keys().cloned().collect();
+        channels.sort();
+        let mut report = Self::from_store(&core.store, &core.config.store.path, channels)?;
+        report.live = true;
+        let mut live: Vec<String> = core
+            .targets
+            .lock()
+            .map(|targets| targets.keys().cloned().collect())
+            .unwrap_or_default();
+        live.sort();
+        report.live_runs = live;
+        Ok(report)
+    }
+
+    /// The text `chela status` prints.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "store: {}", self.store);
+        let _ = writeln!(out, "channels: {}", self.channels.join(", "));
+        if self.live {
+            let _ = writeln!(out, "gateway: running");
+            let _ = writeln!(out, "live runs: {}", self.live_runs.len());
+            for key in &self.live_runs {
+                let _ = writeln!(out, "  {key}");
+            }
+        }
+        let _ = writeln!(out, "sessions: {}", self.sessions);
+        let _ = writeln!(out, "pending turns: {}", self.pending_total);
+        for line in &self.pending {
+            let _ = writeln!(out, "  #{} {}", line.seq, line.session);
+        }
+        if !self.queues.is_empty() {
+            let _ = writeln!(out, "queue depths:");
+            for (key, depth) in &self.queues {
+                let _ = writeln!(out, "  {key}: {depth}");
+            }
+        }
+        let _ = writeln!(out, "undelivered replies: {}", self.undelivered);
+        let _ = writeln!(out, "dead letters: {}", self.dead_total);
+        for entry in &self.dead_letters {
+            let _ = writeln!(out, "  #{} {} {:?}", entry.id, entry.session, entry.preview);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn render_lists_live_runs_and_queue_depths() {
+        let report = StatusReport {
+            store: "/d".into(),
+            channels: vec!["rpc".into(), "terminal".into()],
+            live: true,
+            sessions: 2,
+            live_runs: vec!["agent:main:main".into()],
+            queues: BTreeMap::from([("agent:main:main".to_owned(), 2)]),
+            pending_total: 2,
+            pending: vec![PendingLine {
+                seq: 7,
+                session: "agent:main:main".into(),
+            }],
+            undelivered: 0,
+            dead_total: 0,
+            dead_letters: Vec::new(),
+        };
+        let text = report.render();
+        assert!(text.contains("channels: rpc, terminal\n"), "{text}");
+        assert!(text.contains("live runs: 1\n  agent:main:main\n"), "{text}");
+        assert!(
+            text.contains("pending turns: 2\n  #7 agent:main:main\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("queue depths:\n  agent:main:main: 2\n"),
+            "{text}"
+        );
+        let back: StatusReport =
+            serde_json::from_value(serde_json::to_value(&report).unwrap()).unwrap();
+        assert_eq!(back, report);
+    }
+}

@@ -1,0 +1,184 @@
+//! The methods: `agent`, `agent.wait`, `abort`, `sessions.list`, `status`
+//! (`events.subscribe` belongs to the connection: see the server).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chela_channel::{Inbound, Sender};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::channel::RpcChannel;
+use super::protocol::{self, Fault, NOT_ACCEPTED, UNAVAILABLE};
+use super::runs::RunTracker;
+use crate::gateway::Core;
+use crate::gateway::status::StatusReport;
+use crate::inbound::route::{Accepted, Router};
+use crate::inbound::session_key::SessionKey;
+
+/// `agent.wait`'s default wait.
+pub const DEFAULT_WAIT_MS: u64 = 30_000;
+/// The longest wait one `agent.wait` may ask for (a day).
+const MAX_WAIT_MS: u64 = 24 * 3600 * 1000;
+
+/// What the methods work on.
+pub struct Methods {
+    /// The gateway's core.
+    pub core: Arc<Core>,
+    /// The inbound router (the path every channel's messages take).
+    pub router: Router,
+    /// Finished runs, for `agent.wait`.
+    pub runs: Arc<RunTracker>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentParams {
+    message: String,
+    #[serde(default)]
+    session: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct WaitParams {
+    run_id: String,
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AbortParams {
+    #[serde(default)]
+    session: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoParams {}
+
+impl Methods {
+    /// Runs method `method` with `params`.
+    pub async fn call(&self, method: &str, params: &Value) -> Result<Value, Fault> {
+        if self.core.shutdown.is_cancelled() {
+            return Err(Fault::new(UNAVAILABLE, "the gateway is shutting down"));
+        }
+        match method {
+            "agent" => self.agent(protocol::params(params)?).await,
+            "agent.wait" => self.wait(protocol::params(params)?).await,
+            "abort" => self.abort(protocol::params(params)?).await,
+            "sessions.list" => {
+                let NoParams {} = protocol::params(params)?;
+                let sessions = self
+                    .core
+                    .store
+                    .list_sessions()
+                    .map_err(|e| Fault::internal(e.to_string()))?;
+                Ok(json!({ "sessions": sessions }))
+            }
+            "status" => {
+                let NoParams {} = protocol::params(params)?;
+                let report = StatusReport::from_core(&self.core)
+                    .map_err(|e| Fault::internal(e.to_string()))?;
+                serde_json::to_value(report).map_err(|e| Fault::internal(e.to_string()))
+            }
+            other => Err(Fault::new(
+                protocol::METHOD_NOT_FOUND,
+                format!(
+                    "unknown method {other:?}; expected agent, agent.wait, abort, sessions.list, status or events.subscribe"
+                ),
+            )),
+        }
+    }
+
+    /// The session key asked for, or the one `chela agent` uses.
+    fn session(&self, asked: Option<String>) -> Result<String, Fault> {
+        match asked {
+            Some(key) => SessionKey::parse(&key)
+                .map(|k| k.to_string())
+                .map_err(|e| Fault::params(format!("session {key:?}: {e}"))),
+            None => Ok(self.core.default_session_key()),
+        }
+    }
+
+    /// `agent`: accepts the message durably (as `chela agent` does) and answers at once.
+    async fn agent(&self, params: AgentParams) -> Result<Value, Fault> {
+        if params.message.trim().is_empty() {
+            return Err(Fault::params("message is empty"));
+        }
+        let key = self.session(params.session)?;
+        let call_id = uuid::Uuid::new_v4().simple().to_string();
+        let accepted_ms = crate::agent::message::now_ms();
+        let inbound = Inbound {
+            conversation: RpcChannel::conversation(&call_id),
+            sender: Sender {
+                id: "rpc".into(),
+                name: "rpc".into(),
+                username: None,
+            },
+            message_id: call_id.clone(),
+            text: params.message,
+            reply_to: None,
+            mentioned: true,
+            timestamp_ms: accepted_ms,
+            interaction: None,
+        };
+        // Registered first: a command may answer before `accept_tracked` returns.
+        let command_id = self.runs.expect_command(&call_id, accepted_ms);
+        let accepted = self.router.accept_tracked(key.clone(), inbound).await;
+        let run_id = match accepted {
+            Ok(Accepted::Command) => command_id,
+            Ok(Accepted::Queued(seq)) => {
+                self.runs.forget_command(&call_id);
+                crate::gateway::runner::run_id_for(&[seq])
+            }
+            Ok(Accepted::Ignored) => {
+                self.runs.forget_command(&call_id);
+                return Err(Fault::new(
+                    NOT_ACCEPTED,
+                    "not accepted: a command that needs an owner",
+                ));
+            }
+            Err(e) => {
+                self.runs.forget_command(&call_id);
+                return Err(Fault::new(UNAVAILABLE, e.to_string()));
+            }
+        };
+        tracing::info!(session = %key, run_id = %run_id, "rpc: message accepted");
+        Ok(json!({ "runId": run_id, "acceptedAt": accepted_ms, "session": key }))
+    }
+
+    /// `agent.wait`: the run's result, or `timeout` (the run goes on).
+    async fn wait(&self, params: WaitParams) -> Result<Value, Fault> {
+        let ms = params
+            .timeout_ms
+            .unwrap_or(DEFAULT_WAIT_MS)
+            .min(MAX_WAIT_MS);
+        let shutdown = self.core.shutdown.clone();
+        tokio::select! {
+            result = self.runs.wait(&params.run_id, Duration::from_millis(ms)) => result,
+            _ = shutdown.cancelled() => Err(Fault::new(UNAVAILABLE, "the gateway is shutting down")),
+        }
+    }
+
+    /// `abort`: `/stop` for a session: queued turns dropped, the run cancelled and settled.
+    async fn abort(&self, params: AbortParams) -> Result<Value, Fault> {
+        let key = self.session(params.session)?;
+        let report = self
+            .core
+            .lanes
+            .stop(&key)
+            .await
+            .map_err(|e| Fault::new(UNAVAILABLE, e.to_string()))?;
+        Ok(json!({
+            "session": key,
+            "stoppedRun": report.stopped_run,
+            "cleared": report.cleared,
+        }))
+    }
+}
+
+#[cfg(test)]
+#[path = "methods_tests.rs"]
+mod tests;

@@ -1,0 +1,99 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::Methods;
+use crate::config::{Config, ProviderKind};
+use crate::gateway::Gateway;
+use crate::rpc::protocol::{INVALID_PARAMS, METHOD_NOT_FOUND, NOT_ACCEPTED};
+use crate::rpc::runs::RunTracker;
+
+/// A gateway on the echo provider with no channels but `rpc`, and its methods.
+async fn methods(dir: &std::path::Path) -> (Gateway, Methods) {
+    let mut config = Config::default();
+    config.model.provider = ProviderKind::Echo;
+    config.store.path = dir.join("data");
+    config.agent.workspace = dir.join("ws");
+    config.terminal.user = "tester".into();
+    let gateway = Gateway::start(config, Vec::new()).await.unwrap();
+    let core = gateway.core().clone();
+    let runs = RunTracker::spawn(
+        core.runs.subscribe(),
+        core.rpc.subscribe(),
+        CancellationToken::new(),
+    );
+    let methods = Methods {
+        router: gateway.router(),
+        core: Arc::clone(&core),
+        runs,
+    };
+    (gateway, methods)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_runs_in_the_default_session_and_wait_returns_its_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let (gateway, m) = methods(dir.path()).await;
+    let accepted = m.call("agent", &json!({"message": "hi"})).await.unwrap();
+    assert_eq!(accepted["session"], "agent:main:terminal:direct:tester");
+    let run_id = accepted["runId"].as_str().unwrap();
+    let done = m
+        .call("agent.wait", &json!({"runId": run_id, "timeoutMs": 20_000}))
+        .await
+        .unwrap();
+    assert_eq!(done["status"], "ok", "{done}");
+    assert_eq!(done["text"], "echo: hi");
+    let sessions = m.call("sessions.list", &Value::Null).await.unwrap();
+    assert_eq!(
+        sessions["sessions"][0]["key"],
+        "agent:main:terminal:direct:tester"
+    );
+    let status = m.call("status", &json!({})).await.unwrap();
+    assert_eq!(status["live"], true);
+    assert!(
+        status["channels"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("rpc"))
+    );
+    gateway.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_calls_get_their_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (gateway, m) = methods(dir.path()).await;
+    let code = |r: Result<Value, super::Fault>| r.unwrap_err().code;
+    assert_eq!(code(m.call("nope", &Value::Null).await), METHOD_NOT_FOUND);
+    assert_eq!(code(m.call("agent", &json!({})).await), INVALID_PARAMS);
+    assert_eq!(
+        code(m.call("agent", &json!({"message": "  "})).await),
+        INVALID_PARAMS
+    );
+    assert_eq!(
+        code(m.call("agent", &json!({"message": "x", "extra": 1})).await),
+        INVALID_PARAMS
+    );
+    assert_eq!(
+        code(
+            m.call("agent", &json!({"message": "x", "session": "bad key"}))
+                .await
+        ),
+        INVALID_PARAMS
+    );
+    assert_eq!(
+        code(m.call("status", &json!({"x": 1})).await),
+        INVALID_PARAMS
+    );
+    // Coding-agent commands need an owner; the RPC is not one.
+    assert_eq!(
+        code(m.call("agent", &json!({"message": "/acp status"})).await),
+        NOT_ACCEPTED
+    );
+    let stopped = m.call("abort", &json!({})).await.unwrap();
+    assert_eq!(stopped["stoppedRun"], false);
+    gateway.shutdown().await;
+}

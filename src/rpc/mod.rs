@@ -1,0 +1,48 @@
+//! The gateway RPC: a WebSocket API (`ws://<rpc.listen>/ws`, JSON frames) to run turns and
+//! watch the gateway from scripts and from the `chela` commands while a gateway holds the
+//! store.
+//!
+//! - [`protocol`]: request, answer and event frames; error codes.
+//! - [`methods`]: `agent`, `agent.wait`, `abort`, `sessions.list`, `status`.
+//! - [`runs`]: the bounded tracker of finished runs behind `agent.wait`.
+//! - [`channel`]: the `rpc` channel replies to RPC messages go to.
+//! - [`server`]: the axum server, token check, connections, `events.subscribe`.
+//! - [`discovery`]: `<store.path>.rpc`, where local commands find the RPC and its token.
+//! - [`client`]: the client the `chela` commands use.
+
+pub mod channel;
+pub mod client;
+pub mod discovery;
+pub mod methods;
+pub mod protocol;
+pub mod runs;
+pub mod server;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+pub use channel::RpcChannel;
+pub use server::RpcServer;
+
+/// Why the RPC could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RpcError {
+    /// The address could not be bound.
+    #[error(
+        "rpc.listen: cannot listen on {address}: {source}; another gateway may be using it: set [rpc] listen to a free address, or \"\" to turn the RPC off"
+    )]
+    Bind {
+        /// The configured address.
+        address: SocketAddr,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// The discovery file could not be written.
+    #[error("cannot write the RPC discovery file {}: {source}", path.display())]
+    Discovery {
+        /// Its path.
+        path: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+}

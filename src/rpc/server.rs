@@ -1,0 +1,308 @@
+//! The WebSocket server: `GET /ws` with the token (`Authorization: Bearer TOKEN` or
+//! `?token=TOKEN`), then JSON frames (see [`super::protocol`]). Requests of one connection
+//! run concurrently (at most [`MAX_IN_FLIGHT`]), so a long `agent.wait` does not hold up a
+//! `status`. Stopped with the gateway: intake first.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use tokio::sync::{Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use super::RpcError;
+use super::discovery::{self, Discovery};
+use super::methods::Methods;
+use super::protocol::{self, Fault, UNAVAILABLE};
+use super::runs::{RunTracker, run_result};
+use crate::gateway::Core;
+use crate::inbound::route::Router;
+
+/// Most requests one connection may have running at once.
+pub const MAX_IN_FLIGHT: usize = 16;
+/// Most connections at once.
+const MAX_CONNECTIONS: usize = 64;
+/// Frames queued for one connection's socket (answers wait; events past it are dropped).
+const OUTBOX: usize = 64;
+/// Largest frame a client may send.
+const MAX_FRAME: usize = 1 << 20;
+
+struct Shared {
+    methods: Methods,
+    token: String,
+    stop: CancellationToken,
+    connections: Arc<Semaphore>,
+}
+
+/// A running RPC server.
+pub struct RpcServer {
+    address: SocketAddr,
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+    discovery: PathBuf,
+}
+
+impl RpcServer {
+    /// Starts the RPC of `core` when `[rpc] listen` is set; `None` when it is off.
+    pub async fn start(core: Arc<Core>, router: Router) -> Result<Option<RpcServer>, RpcError> {
+        let Some(address) = core.config.rpc.address() else {
+            return Ok(None);
+        };
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .map_err(|source| RpcError::Bind { address, source })?;
+        let address = listener
+            .local_addr()
+            .map_err(|source| RpcError::Bind { address, source })?;
+        let configured = core.config.rpc.configured_token().map(str::to_owned);
+        let token = configured.clone().unwrap_or_else(discovery::new_token);
+        let discovery_path = discovery::path_for(&core.config.store.path);
+        discovery::write(
+            &discovery_path,
+            &Discovery {
+                address: address.to_string(),
+                pid: std::process::id(),
+                token: configured.is_none().then(|| token.clone()),
+            },
+        )
+        .map_err(|source| RpcError::Discovery {
+            path: discovery_path.clone(),
+            source,
+        })?;
+        let stop = core.shutdown.child_token();
+        let runs = RunTracker::spawn(core.runs.subscribe(), core.rpc.subscribe(), stop.clone());
+        let shared = Arc::new(Shared {
+            methods: Methods { core, router, runs },
+            token,
+            stop: stop.clone(),
+            connections: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
+        });
+        let app = axum::Router::new()
+            .route("/ws", axum::routing::get(upgrade))
+            .with_state(shared);
+        let graceful = stop.clone();
+        let task = tokio::spawn(async move {
+            let served = axum::serve(listener, app)
+                .with_graceful_shutdown(async move { graceful.cancelled().await })
+                .await;
+            if let Err(e) = served {
+                tracing::error!(error = %e, "rpc server ended");
+            }
+        });
+        tracing::info!("rpc listening on {address}");
+        Ok(Some(RpcServer {
+            address,
+            stop,
+            task,
+            discovery: discovery_path,
+        }))
+    }
+
+    /// The address it listens on.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Stops taking connections, closes the open ones and removes the discovery file.
+    pub async fn stop(self) {
+        self.stop.cancel();
+        discovery::remove(&self.discovery);
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.task).await;
+    }
+}
+
+/// `GET /ws`: checks the token, then upgrades.
+async fn upgrade(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    uri: Uri,
+    ws: WebSocketUpgrade,
+) -> Response {
+    let presented = bearer(&headers).or_else(|| query_token(&uri));
+    if !presented.is_some_and(|t| same_secret(&t, &shared.token)) {
+        tracing::warn!("rpc: connection refused: missing or wrong token");
+        return (StatusCode::UNAUTHORIZED, "missing or wrong token\n").into_response();
+    }
+    let Ok(permit) = shared.connections.clone().try_acquire_owned() else {
+        return (StatusCode::SERVICE_UNAVAILABLE, "too many connections\n").into_response();
+    };
+    ws.max_message_size(MAX_FRAME)
+        .on_upgrade(move |socket| async move {
+            connection(socket, shared).await;
+            drop(permit);
+        })
+}
+
+/// The token of an `Authorization: Bearer` header.
+fn bearer(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim().to_owned())
+}
+
+/// The `token` query parameter (percent-decoded).
+fn query_token(uri: &Uri) -> Option<String> {
+    uri.query()?
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("token="))
+        .map(percent_decode)
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
+                    i += 3;
+                    continue;
+                }
+                _ => out.push(b'%'),
+            },
+            b'+' => out.push(b' '),
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Compares two secrets in time independent of where they differ.
+fn same_secret(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Serves one connection until the client leaves or the gateway stops.
+async fn connection(mut socket: WebSocket, shared: Arc<Shared>) {
+    let (out_tx, mut out_rx) = mpsc::channel::<String>(OUTBOX);
+    let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    // Dropped with the connection: its requests and its event feed end with it.
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut subscribed = false;
+    loop {
+        let frame = tokio::select! {
+            _ = shared.stop.cancelled() => {
+                let _ = socket.send(Message::Close(None)).await;
+                return;
+            }
+            Some(frame) = out_rx.recv() => frame,
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
+            incoming = socket.recv() => match incoming {
+                Some(Ok(Message::Text(text))) => {
+                    match protocol::parse(text.as_str()) {
+                        Err((id, fault)) => protocol::answer(id, Err(fault)),
+                        Ok(request) if request.method == "events.subscribe" => {
+                            if !subscribed {
+                                subscribed = true;
+                                tasks.spawn(run_events(shared.clone(), out_tx.clone()));
+                            }
+                            protocol::answer(request.id, Ok(serde_json::json!({ "subscribed": true })))
+                        }
+                        Ok(request) => {
+                            let Ok(permit) = in_flight.clone().try_acquire_owned() else {
+                                let fault = Fault::new(
+                                    UNAVAILABLE,
+                                    format!("too many requests in flight (at most {MAX_IN_FLIGHT})"),
+                                );
+                                let _ = socket
+                                    .send(Message::Text(protocol::answer(request.id, Err(fault)).into()))
+                                    .await;
+                                continue;
+                            };
+                            let (shared, out) = (shared.clone(), out_tx.clone());
+                            tasks.spawn(async move {
+                                let result = shared.methods.call(&request.method, &request.params).await;
+                                let _ = out.send(protocol::answer(request.id, result)).await;
+                                drop(permit);
+                            });
+                            continue;
+                        }
+                    }
+                }
+                Some(Ok(Message::Binary(_))) => protocol::answer(
+                    serde_json::Value::Null,
+                    Err(Fault::new(protocol::INVALID_REQUEST, "send JSON as text frames")),
+                ),
+                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return,
+                // Pings are answered by the WebSocket layer.
+                Some(Ok(_)) => continue,
+            },
+        };
+        if socket.send(Message::Text(frame.into())).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Pushes a `run` event for every finished run to one subscribed connection. A client that
+/// does not read loses events (counted in the log), never the gateway's memory.
+async fn run_events(shared: Arc<Shared>, out: mpsc::Sender<String>) {
+    let mut runs = shared.methods.core.runs.subscribe();
+    let mut dropped: u64 = 0;
+    loop {
+        let record = tokio::select! {
+            _ = shared.stop.cancelled() => return,
+            record = runs.recv() => record,
+        };
+        match record {
+            Ok(record) => {
+                let frame = protocol::event("run", run_result(&record.run_id, &record));
+                match out.try_send(frame) {
+                    Ok(()) => {}
+                    Err(mpsc::error::TrySendError::Full(_)) => {
+                        dropped += 1;
+                        tracing::warn!(
+                            dropped,
+                            "rpc: a subscriber does not read; run event dropped"
+                        );
+                    }
+                    Err(mpsc::error::TrySendError::Closed(_)) => return,
+                }
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!(missed = n, "rpc: events lagged");
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_comes_from_the_header_or_the_query() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::AUTHORIZATION, "Bearer abc".parse().unwrap());
+        assert_eq!(bearer(&headers).as_deref(), Some("abc"));
+        headers.insert(header::AUTHORIZATION, "Basic abc".parse().unwrap());
+        assert_eq!(bearer(&headers), None);
+        let uri: Uri = "/ws?x=1&token=a%2Bb".parse().unwrap();
+        assert_eq!(query_token(&uri).as_deref(), Some("a+b"));
+        let uri: Uri = "/ws?token=bad%2".parse().unwrap();
+        assert_eq!(query_token(&uri).as_deref(), Some("bad%2"));
+        assert_eq!(query_token(&"/ws".parse().unwrap()), None);
+    }
+
+    #[test]
+    fn secrets_compare_whole() {
+        assert!(same_secret("abc", "abc"));
+        assert!(!same_secret("abc", "abd"));
+        assert!(!same_secret("abc", "ab"));
+        assert!(!same_secret("", "a"));
+    }
+}

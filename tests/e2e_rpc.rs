@@ -1,0 +1,273 @@
+//! End-to-end: the gateway RPC of a running `chela gateway` over a real WebSocket: the token,
+//! `agent` + `agent.wait`, `abort`, `events.subscribe`, and `chela agent` / `chela status`
+//! going through the RPC while the gateway holds the store.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use chela::rpc::client::{ClientError, RpcClient};
+use common::{Chat, KEY, Setup, WAIT};
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+
+const TOKEN: &str = "e2e-secret";
+
+/// A `chela gateway` (terminal channel) with `[rpc] token` set, listening on a free port;
+/// returns it and the address it reported.
+async fn gateway(setup: &Setup) -> (Chat, String) {
+    let config = std::fs::read_to_string(setup.config()).unwrap();
+    std::fs::write(
+        setup.config(),
+        format!("{config}\n[rpc]\ntoken = \"{TOKEN}\"\n"),
+    )
+    .unwrap();
+    let mut cmd = setup.chela(&["gateway"]);
+    cmd.env("RUST_LOG", "info");
+    let chat = Chat::spawn(cmd);
+    let line = chat.wait_stderr_line("rpc listening on ").await;
+    let address = line
+        .split("rpc listening on ")
+        .nth(1)
+        .unwrap()
+        .trim()
+        .to_owned();
+    (chat, address)
+}
+
+async fn client(address: &str) -> RpcClient {
+    RpcClient::connect(address, TOKEN).await.unwrap()
+}
+
+async fn stop(chat: Chat) -> String {
+    chat.signal("TERM");
+    let done = chat.finish().await;
+    assert!(done.status.success(), "gateway exit: {}", done.stderr);
+    done.stderr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_or_missing_token_is_refused() {
+    let setup = Setup::openai("steer").await;
+    let (chat, address) = gateway(&setup).await;
+    match RpcClient::connect(&address, "wrong").await {
+        Err(ClientError::Unauthorized { .. }) => {}
+        Err(e) => panic!("expected a refusal, got {e}"),
+        Ok(_) => panic!("a wrong token was let in"),
+    }
+    let refused = tokio_tungstenite::connect_async(format!("ws://{address}/ws")).await;
+    assert!(refused.is_err(), "no token was let in");
+    // The token may also come as a query parameter.
+    let (mut socket, _) =
+        tokio_tungstenite::connect_async(format!("ws://{address}/ws?token={TOKEN}"))
+            .await
+            .unwrap();
+    use futures_util::SinkExt;
+    socket
+        .send(tokio_tungstenite::tungstenite::Message::Text(
+            r#"{"id":1,"method":"nope"}"#.into(),
+        ))
+        .await
+        .unwrap();
+    let answer = tokio::time::timeout(WAIT, socket.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let answer: Value = serde_json::from_str(answer.to_text().unwrap()).unwrap();
+    assert_eq!(answer["id"], 1);
+    assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    stop(chat).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_then_wait_returns_the_reply_and_events_announce_the_run() {
+    let setup = Setup::openai("steer").await;
+    let (chat, address) = gateway(&setup).await;
+    let mut events = client(&address).await;
+    assert_eq!(
+        events.call("events.subscribe", json!({})).await.unwrap()["subscribed"],
+        true
+    );
+    let mut rpc = client(&address).await;
+    let accepted = rpc
+        .call("agent", json!({"message": "hello there"}))
+        .await
+        .unwrap();
+    let run_id = accepted["runId"].as_str().unwrap().to_owned();
+    assert!(run_id.starts_with("run-"), "{accepted}");
+    assert_eq!(accepted["session"], KEY);
+    assert!(accepted["acceptedAt"].as_u64().is_some());
+    let done = rpc
+        .call("agent.wait", json!({"runId": run_id, "timeoutMs": 20_000}))
+        .await
+        .unwrap();
+    assert_eq!(done["status"], "ok", "{done}");
+    assert_eq!(done["text"], "ok: hello there");
+    assert!(done["endedAt"].as_u64() >= done["startedAt"].as_u64());
+    // A wait after the end still answers.
+    let again = rpc
+        .call("agent.wait", json!({"runId": run_id}))
+        .await
+        .unwrap();
+    assert_eq!(again["status"], "ok");
+    // The subscriber was told (its next frame with an id is the answer to this call).
+    let sessions = events.call("sessions.list", json!({})).await.unwrap();
+    assert!(
+        sessions["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["key"] == KEY),
+        "{sessions}"
+    );
+    let status = rpc.call("status", json!({})).await.unwrap();
+    assert_eq!(status["live"], true, "{status}");
+    assert_eq!(status["pendingTotal"], 0, "{status}");
+    // A command is answered without a run.
+    let cmd = rpc
+        .call("agent", json!({"message": "/status"}))
+        .await
+        .unwrap();
+    let cmd_id = cmd["runId"].as_str().unwrap();
+    assert!(cmd_id.starts_with("cmd-"), "{cmd}");
+    let answer = rpc
+        .call("agent.wait", json!({"runId": cmd_id}))
+        .await
+        .unwrap();
+    assert!(answer["text"].as_str().unwrap().contains(KEY), "{answer}");
+    let bad = rpc.call("agent.wait", json!({"runId": "nope"})).await;
+    assert!(matches!(bad, Err(ClientError::Fault(f)) if f.code == -32602));
+    rpc.close().await;
+    events.close().await;
+    stop(chat).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_events_reach_subscribers() {
+    let setup = Setup::openai("steer").await;
+    let (chat, address) = gateway(&setup).await;
+    let (mut socket, _) =
+        tokio_tungstenite::connect_async(format!("ws://{address}/ws?token={TOKEN}"))
+            .await
+            .unwrap();
+    use futures_util::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+    socket
+        .send(Message::Text(
+            r#"{"id":1,"method":"events.subscribe"}"#.into(),
+        ))
+        .await
+        .unwrap();
+    socket
+        .send(Message::Text(
+            r#"{"id":2,"method":"agent","params":{"message":"ping"}}"#.into(),
+        ))
+        .await
+        .unwrap();
+    let mut run_id = None;
+    let event = loop {
+        let frame = tokio::time::timeout(WAIT, socket.next())
+            .await
+            .expect("a frame in time")
+            .unwrap()
+            .unwrap();
+        let frame: Value = serde_json::from_str(frame.to_text().unwrap()).unwrap();
+        if frame["id"] == 2 {
+            run_id = Some(frame["result"]["runId"].clone());
+        }
+        if frame["event"] == "run" {
+            break frame;
+        }
+    };
+    assert_eq!(event["status"], "ok", "{event}");
+    assert_eq!(event["text"], "ok: ping");
+    assert_eq!(event["session"], KEY);
+    assert_eq!(Some(event["runId"].clone()), run_id);
+    stop(chat).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abort_stops_a_slow_run() {
+    let setup = Setup::openai("steer").await;
+    let (chat, address) = gateway(&setup).await;
+    let mut rpc = client(&address).await;
+    let accepted = rpc
+        .call("agent", json!({"message": "slow 200 100"}))
+        .await
+        .unwrap();
+    let run_id = accepted["runId"].as_str().unwrap().to_owned();
+    setup.wait_requests(1).await;
+    let early = rpc
+        .call("agent.wait", json!({"runId": run_id, "timeoutMs": 1}))
+        .await
+        .unwrap();
+    assert_eq!(early["status"], "timeout", "{early}");
+    let aborted = rpc.call("abort", json!({"session": KEY})).await.unwrap();
+    assert_eq!(aborted["stoppedRun"], true, "{aborted}");
+    let done = rpc
+        .call("agent.wait", json!({"runId": run_id}))
+        .await
+        .unwrap();
+    assert_eq!(done["status"], "aborted", "{done}");
+    stop(chat).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chela_agent_and_status_go_through_the_rpc_while_the_gateway_runs() {
+    let setup = Setup::openai("steer").await;
+    let (chat, _address) = gateway(&setup).await;
+    assert!(setup.path("data.rpc").is_file());
+    let out = setup.run(&["agent", "--message", "hi"]).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout.trim(), "ok: hi");
+    let (status, json) = setup.agent_json("again").await;
+    assert!(status.success(), "{json}");
+    assert_eq!(json["status"], "ok");
+    assert_eq!(json["text"], "ok: again");
+    assert_eq!(json["sessionKey"], KEY);
+    let out = setup.run(&["status"]).await;
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{report}");
+    assert!(report.contains("gateway: running"), "{report}");
+    assert!(report.contains("pending turns: 0"), "{report}");
+    let out = setup.run(&["sessions", "list"]).await;
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{listed}");
+    assert!(listed.contains(KEY), "{listed}");
+    stop(chat).await;
+    // The discovery file goes with the gateway; the direct path works again.
+    assert!(!setup.path("data.rpc").exists());
+    let out = setup.run(&["status"]).await;
+    assert!(out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("gateway: running"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_rpc_address_is_a_clear_error_and_no_rpc_is_explained() {
+    let setup = Setup::openai("steer").await;
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = busy.local_addr().unwrap().to_string();
+    let mut cmd = setup.chela(&["gateway"]);
+    cmd.env("CHELA_RPC_LISTEN", &taken);
+    let out = common::run_to_end(cmd).await;
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("rpc.listen"), "{stderr}");
+    assert!(stderr.contains(&taken), "{stderr}");
+
+    // A gateway with the RPC off: the commands say why they cannot reach it.
+    let mut cmd = setup.chela(&["gateway"]);
+    cmd.env("CHELA_RPC_LISTEN", "").env("RUST_LOG", "info");
+    let chat = Chat::spawn(cmd);
+    chat.wait_stderr_line("chela ready").await;
+    let out = setup.run(&["agent", "--message", "hi"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("[rpc] listen"), "{stderr}");
+    stop(chat).await;
+}

@@ -466,7 +466,9 @@ impl Agent {
     /// Estimated tokens of the system prompt and tool list of every call.
     fn base_tokens(&self) -> u64 {
         let specs: Vec<ToolSpec> = self.tools.iter().map(|t| t.spec()).collect();
-        base_tokens(&self.system_prompt, &specs)
+        // Every tool, listed in the prompt too: a run offered fewer stays below this.
+        let system = crate::agent::context::with_tools(&self.system_prompt, &specs);
+        base_tokens(&system, &specs)
     }
 }
 

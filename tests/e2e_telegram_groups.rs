@@ -215,6 +215,29 @@ async fn a_group_admin_may_stop_a_run_and_a_plain_member_may_not() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_allow_from_is_the_only_source_of_commands() {
+    let s = TgSetup::new("group_policy = \"open\"\nrequire_mention = false\n[commands]\nallow_from = [\"telegram:7\"]")
+        .await;
+    let mut gw = s.gateway();
+    // Bob is admitted to the group but not to commands: his /help is ignored.
+    s.tg.user_sends(team(), bob(), "/help");
+    s.wait_consumed(&mut gw).await;
+    s.tg.user_sends(team(), ann(), "/help");
+    gw.wait(&s, "Ann's /help answered", |s| {
+        s.texts(GROUP).iter().any(|t| t.contains("/new"))
+    })
+    .await;
+    gw.stop().await;
+    let texts = s.texts(GROUP);
+    assert_eq!(texts.len(), 1, "{texts:#?}");
+    assert_eq!(
+        s.setup.fake.request_count(),
+        0,
+        "a command never reaches the model"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unmentioned_plain_stop_from_a_non_owner_is_only_group_context() {
     let s = TgSetup::new("group_policy = \"open\"").await;
     let mut gw = s.gateway();

@@ -237,4 +237,8 @@ pub struct CommandsConfig {
     /// Owners as `channel:sender_id` (e.g. `telegram:42`): they may /new, /reset and /stop
     /// in groups. Empty: the first sender approved by pairing becomes the owner.
     pub owner_allow_from: Vec<String>,
+    /// When not empty, the only senders (`channel:sender_id`, or `*`) whose commands are
+    /// taken; everyone else's are ignored (inline, they stay plain text). The terminal and
+    /// the RPC are not limited by it.
+    pub allow_from: Vec<String>,
 }

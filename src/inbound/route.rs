@@ -226,13 +226,17 @@ fn answers_question(core: &Arc<Core>, key: &str, inbound: &Inbound) -> bool {
     core.questions.answer(key, decision)
 }
 
-/// Whether a command that needs an owner or group admin may run.
+/// Whether `command` may run for this sender: `commands.allow_from` first, then the owner and
+/// group-admin rules of the commands that need them.
 async fn may_run_admin_command(
     core: &Arc<Core>,
     inbound: &Inbound,
     command: &commands::Command,
 ) -> bool {
     let conv = &inbound.conversation;
+    if !commands_allowed(core, conv, &inbound.sender.id) {
+        return false;
+    }
     if matches!(
         command,
         commands::Command::Acp(_) | commands::Command::Session(_) | commands::Command::Approve(_)
@@ -258,6 +262,18 @@ async fn may_run_admin_command(
             .unwrap_or(false),
         None => false,
     }
+}
+
+/// `commands.allow_from`, when set, is the only source of commands (SPEC 2); the local
+/// terminal and the RPC are not limited by it.
+fn commands_allowed(core: &Core, conv: &chela_channel::Conversation, sender_id: &str) -> bool {
+    let allow = &core.config.commands.allow_from;
+    allow.is_empty()
+        || conv.channel == "terminal"
+        || conv.channel == crate::rpc::channel::NAME
+        || allow
+            .iter()
+            .any(|a| a == "*" || *a == format!("{}:{sender_id}", conv.channel))
 }
 
 /// Durably queues an ordinary message and hands it to its lane; its pending seq, or `None`

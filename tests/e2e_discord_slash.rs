@@ -83,7 +83,11 @@ async fn commands_are_registered_at_start_and_typed_commands_still_work() {
     for command in &commands {
         let name = command["name"].as_str().unwrap();
         let options = command["options"].as_array().unwrap();
-        if ["new", "reset", "queue", "acp", "session", "approve"].contains(&name) {
+        if [
+            "new", "reset", "queue", "acp", "session", "approve", "model",
+        ]
+        .contains(&name)
+        {
             assert_eq!(options.len(), 1, "{command:#}");
             assert_eq!(options[0]["name"], "args");
             assert_eq!(options[0]["type"], 3, "a string");

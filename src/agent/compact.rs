@@ -323,6 +323,7 @@ async fn summarize(
         messages: vec![Message::user(input)],
         tools: Vec::new(),
         max_tokens,
+        model: None,
     };
     let work = async {
         let model = |e: crate::agent::provider::ProviderError| CompactError::Model(e.to_string());

@@ -6,6 +6,7 @@ pub mod context;
 pub mod events;
 pub mod hooks;
 pub mod message;
+pub mod model_choice;
 pub mod policy;
 pub mod provider;
 pub mod run;

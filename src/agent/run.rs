@@ -130,6 +130,8 @@ struct Turn<'a> {
     usage: Usage,
     /// The tools this run may use.
     allowed: crate::agent::policy::Allowed,
+    /// The session's `/model` choice, if any.
+    model: Option<String>,
     /// A compaction of this run failed or found nothing to do: do not try again.
     compaction_gave_up: bool,
 }
@@ -158,6 +160,7 @@ impl Agent {
             stash: Vec::new(),
             usage: Usage::default(),
             allowed: self.allowed_for(&req.session_key),
+            model: crate::agent::model_choice::chosen(&self.store, &req.session_key),
             compaction_gave_up: false,
         };
         let result = turn.drive(&req.text, &mut req.steer).await;
@@ -325,11 +328,15 @@ impl Turn<'_> {
             messages: self.messages.clone(),
             tools,
             max_tokens: self.agent.max_tokens,
+            model: self.model.clone(),
         };
         let mut message = AssistantMessage {
             content: Vec::new(),
             provider: provider.name().to_string(),
-            model: provider.model().to_string(),
+            model: self
+                .model
+                .clone()
+                .unwrap_or_else(|| provider.model().to_string()),
             usage: Usage::default(),
             stop_reason: StopReason::Stop,
             error_message: None,

@@ -89,6 +89,8 @@ pub struct ModelConfig {
     /// The model's context window in tokens; compaction keeps prompts below it minus
     /// `agent.compaction_reserve_tokens`. 0 turns compaction off.
     pub context_window: u64,
+    /// The models `/model` may switch a session to (same provider); empty: any name.
+    pub models: Vec<String>,
 }
 
 impl Default for ModelConfig {
@@ -102,6 +104,7 @@ impl Default for ModelConfig {
             idle_timeout_s: 120,
             max_retries: 3,
             context_window: 128_000,
+            models: Vec::new(),
         }
     }
 }

@@ -56,6 +56,7 @@ pub async fn handle(
         Command::Reset { soft: true } => {
             let _ = core.lanes.stop(key).await;
             let _ = core.lanes.set_settings(key, None).await;
+            let _ = crate::agent::model_choice::choose(&core.store, key, None);
             "Session state reset; the conversation is kept.".to_string()
         }
         Command::Reset { soft: false } => reset(core, key, "reset").await,
@@ -74,6 +75,7 @@ pub async fn handle(
         Command::Session(args) => super::acp_commands::session(core, key, &args).await,
         Command::Compact => compact(core, key).await,
         Command::Approve(args) => super::approvals::command(core, &args),
+        Command::Model(args) => model(core, key, &args),
         Command::Whoami => format!(
             "You are {} (id {}) on {}; session {}",
             if inbound.sender.name.is_empty() {
@@ -136,10 +138,9 @@ async fn compact(core: &Arc<Core>, key: &str) -> String {
 }
 
 async fn status(core: &Arc<Core>, key: &str) -> String {
-    let provider = &core.agent.provider;
     let mut lines = vec![
         format!("Session: {key}"),
-        format!("Model: {}/{}", provider.name(), provider.model()),
+        format!("Model: {}", model_line(core, key)),
     ];
     match core.lanes.status(key).await {
         Ok(lane) => {
@@ -159,6 +160,47 @@ async fn status(core: &Arc<Core>, key: &str) -> String {
         lines.push(binding);
     }
     lines.join("\n")
+}
+
+/// `provider/model` of session `key`, saying whether it is the session's own choice.
+fn model_line(core: &Core, key: &str) -> String {
+    let provider = &core.agent.provider;
+    match crate::agent::model_choice::chosen(&core.store, key) {
+        Some(model) => format!(
+            "{}/{model} (this conversation's; default {})",
+            provider.name(),
+            provider.model()
+        ),
+        None => format!("{}/{}", provider.name(), provider.model()),
+    }
+}
+
+/// `/model`, `/model NAME`, `/model default`.
+fn model(core: &Core, key: &str, args: &str) -> String {
+    let allowed = &core.config.model.models;
+    let choices = || {
+        if allowed.is_empty() {
+            String::new()
+        } else {
+            format!("\nChoices: {}", allowed.join(", "))
+        }
+    };
+    let name = args.trim();
+    let choice = match name {
+        "" => return format!("Model: {}{}", model_line(core, key), choices()),
+        "default" | "reset" => None,
+        _ if !allowed.is_empty() && !allowed.iter().any(|m| m == name) => {
+            return format!("Unknown model {name}.{}", choices());
+        }
+        _ if name.contains(char::is_whitespace) => {
+            return "Usage: /model [NAME|default]".to_owned();
+        }
+        _ => Some(name),
+    };
+    match crate::agent::model_choice::choose(&core.store, key, choice) {
+        Ok(()) => format!("Model: {}", model_line(core, key)),
+        Err(e) => format!("Cannot set the model: {e}"),
+    }
 }
 
 fn describe(s: &LaneSettings) -> String {

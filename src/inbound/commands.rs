@@ -29,6 +29,8 @@ pub enum Command {
     Compact,
     /// `/approve [id decision]`: answer an exec approval, or list the waiting ones (owner only).
     Approve(String),
+    /// `/model [name|default]`: show or set this session's model.
+    Model(String),
 }
 
 /// Plain-text messages that act as `/stop` (exact, after lowercasing and trimming punctuation).
@@ -63,6 +65,10 @@ pub const HELP: &[(&str, &str)] = &[
     (
         "compact",
         "Summarize older messages to free the model's context window",
+    ),
+    (
+        "model",
+        "Show or set this conversation's model: /model, /model NAME, /model default",
     ),
     ("help", "List commands"),
     ("whoami", "Show who you are to the bot"),
@@ -115,6 +121,7 @@ pub fn parse(text: &str, bot_username: Option<&str>) -> Option<Command> {
         "session" => Some(Command::Session(args.to_string())),
         "compact" => Some(Command::Compact),
         "approve" => Some(Command::Approve(args.to_string())),
+        "model" => Some(Command::Model(args.to_string())),
         _ => None,
     }
 }
@@ -154,6 +161,10 @@ mod tests {
             Some(Command::Queue("collect cap:5".into()))
         );
         assert_eq!(parse("/compact", None), Some(Command::Compact));
+        assert_eq!(
+            parse("/model gpt-5", None),
+            Some(Command::Model("gpt-5".into()))
+        );
         assert_eq!(
             parse("/approve 1a2b3c deny", None),
             Some(Command::Approve("1a2b3c deny".into()))

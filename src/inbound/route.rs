@@ -245,10 +245,14 @@ async fn may_run_admin_command(
         // user is one).
         return conv.channel == "terminal" || core.is_owner(&conv.channel, &inbound.sender.id);
     }
-    let admin_only = matches!(
-        command,
-        commands::Command::New(_) | commands::Command::Reset { .. } | commands::Command::Stop
-    );
+    let admin_only = match command {
+        commands::Command::New(_) | commands::Command::Reset { .. } | commands::Command::Stop => {
+            true
+        }
+        // Seeing the model is for everyone; changing a group's model is not.
+        commands::Command::Model(args) => !args.trim().is_empty(),
+        _ => false,
+    };
     if !admin_only
         || conv.kind == ChatKind::Direct
         || core.is_owner(&conv.channel, &inbound.sender.id)

@@ -32,7 +32,9 @@ const EXTRA: &[(&str, &str)] = &[
 ];
 
 /// Commands whose text after the name matters: they get an optional `args` string option.
-const TAKE_ARGS: &[&str] = &["new", "reset", "queue", "acp", "session", "approve"];
+const TAKE_ARGS: &[&str] = &[
+    "new", "reset", "queue", "acp", "session", "approve", "model",
+];
 
 /// Discord's limits: names 1-32 lowercase chars, descriptions 1-100 chars.
 const MAX_NAME: usize = 32;

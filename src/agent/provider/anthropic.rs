@@ -87,7 +87,8 @@ impl Provider for AnthropicProvider {
         } else {
             self.settings.max_tokens
         };
-        let body = request_body(&self.model, max_tokens, &request);
+        let model = request.model.as_deref().unwrap_or(&self.model);
+        let body = request_body(model, max_tokens, &request);
         Box::pin(async move {
             let endpoint = Endpoint {
                 client: &self.client,
@@ -240,6 +241,7 @@ mod tests {
                 parameters: json!({"type": "object"}),
             }],
             max_tokens: 0,
+            model: None,
         }
     }
 

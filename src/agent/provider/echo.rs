@@ -78,6 +78,7 @@ mod tests {
             messages: vec![Message::user("first"), Message::user("héllo there")],
             tools: Vec::new(),
             max_tokens: 0,
+            model: None,
         };
         let events: Vec<ProviderEvent> = EchoProvider::new()
             .stream(request)

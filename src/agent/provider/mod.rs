@@ -57,6 +57,8 @@ pub struct ProviderRequest {
     pub tools: Vec<ToolSpec>,
     /// Output token cap.
     pub max_tokens: u32,
+    /// The model for this call (a session's `/model` choice); `None`: the provider's own.
+    pub model: Option<String>,
 }
 
 /// One event of a streaming model call.

@@ -87,7 +87,8 @@ impl Provider for OpenAiProvider {
         } else {
             self.settings.max_tokens
         };
-        let mut body = request_body(&self.model, &request);
+        let model = request.model.as_deref().unwrap_or(&self.model);
+        let mut body = request_body(model, &request);
         body[self.max_tokens_field] = json!(max_tokens);
         Box::pin(async move {
             let endpoint = Endpoint {
@@ -224,6 +225,7 @@ mod tests {
                 parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
             }],
             max_tokens: 100,
+            model: None,
         }
     }
 

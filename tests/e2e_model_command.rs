@@ -43,4 +43,10 @@ async fn model_switches_this_conversation_and_back() {
         .map(|m| m["model"].as_str().unwrap())
         .collect();
     assert_eq!(answered, ["other-model", "base-model"]);
+    let changes: Vec<&str> = entries
+        .iter()
+        .filter(|e| e["type"] == "model_change")
+        .map(|e| e["modelId"].as_str().unwrap())
+        .collect();
+    assert_eq!(changes, ["other-model", "base-model"]);
 }

@@ -197,7 +197,19 @@ fn model(core: &Core, key: &str, args: &str) -> String {
         }
         _ => Some(name),
     };
-    match crate::agent::model_choice::choose(&core.store, key, choice) {
+    let provider = &core.agent.provider;
+    let record = || -> Result<(), crate::store::StoreError> {
+        crate::agent::model_choice::choose(&core.store, key, choice)?;
+        // The transcript says from where on answers came from which model (SPEC 6).
+        let cwd = core.config.agent.workspace.display().to_string();
+        core.store.ensure_session(key, &cwd)?;
+        let kind = crate::store::EntryKind::ModelChange {
+            provider: provider.name().to_owned(),
+            model_id: choice.unwrap_or(provider.model()).to_owned(),
+        };
+        core.store.append(key, kind).map(|_| ())
+    };
+    match record() {
         Ok(()) => format!("Model: {}", model_line(core, key)),
         Err(e) => format!("Cannot set the model: {e}"),
     }

@@ -66,6 +66,28 @@ async fn unmentioned_group_messages_are_context_for_the_next_mentioned_one() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_context_survives_a_restart() {
+    let s = TgSetup::new("group_policy = \"open\"").await;
+    let mut gw = s.gateway();
+    s.tg.user_sends(team(), ann(), "the build is red");
+    s.wait_consumed(&mut gw).await;
+    gw.stop().await;
+
+    let mut gw = s.gateway();
+    s.tg.user_sends(team(), bob(), &format!("{} what did Ann say?", at_bot()));
+    gw.wait(&s, "the answer", |s| !s.texts(GROUP).is_empty())
+        .await;
+    gw.stop().await;
+    let asked = s.asked();
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    assert!(
+        asked[0].starts_with("[Recent group messages]\nAnn: the build is red\n"),
+        "{}",
+        asked[0]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forum_topics_are_separate_sessions_and_replies_stay_in_their_topic() {
     let s = TgSetup::new("group_policy = \"open\"\nrequire_mention = false").await;
     s.tg.add_chat(ChatSpec::forum(FORUM, "Forum"));

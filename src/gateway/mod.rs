@@ -233,6 +233,10 @@ impl Gateway {
         );
         let (runs, _) = broadcast::channel(64);
         let acp = crate::acp::AcpManager::new(&config, store.clone());
+        let saved_history = store.group_histories().unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "cannot read the saved group history");
+            Vec::new()
+        });
         let rpc = crate::rpc::RpcChannel::new();
         let mut channels: HashMap<String, Arc<dyn Channel>> = channels
             .into_iter()
@@ -257,7 +261,9 @@ impl Gateway {
             runs,
             shutdown,
             tasks: tokio_util::task::TaskTracker::new(),
-            history: Default::default(),
+            history: std::sync::Mutex::new(crate::inbound::admission::GroupHistory::restore(
+                saved_history,
+            )),
         });
         runner.attach(&core);
         let _ = core.agent.spawner.set(Arc::new(spawner::GatewaySpawner {

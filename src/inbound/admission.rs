@@ -93,8 +93,32 @@ const HISTORY_GROUPS: usize = 256;
 const HISTORY_LINE_CHARS: usize = 400;
 
 impl GroupHistory {
-    /// Remembers an unmentioned message of the group session `key`.
-    pub fn remember(&mut self, key: &str, sender: &str, text: &str) {
+    /// The history saved by an earlier process (`(key, lines)` in any order), bounded as
+    /// [`GroupHistory::remember`] bounds it.
+    pub fn restore(saved: Vec<(String, Vec<String>)>) -> GroupHistory {
+        let mut history = GroupHistory::default();
+        for (key, lines) in saved.into_iter().take(HISTORY_GROUPS) {
+            let skip = lines.len().saturating_sub(HISTORY_PER_GROUP);
+            history.order.push_back(key.clone());
+            history
+                .groups
+                .insert(key, lines.into_iter().skip(skip).collect());
+        }
+        history
+    }
+
+    /// The kept lines of group session `key`, oldest first.
+    pub fn lines(&self, key: &str) -> Vec<String> {
+        self.groups
+            .get(key)
+            .map(|l| l.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Remembers an unmentioned message of the group session `key`; returns the key of a
+    /// group forgotten to make room, if any.
+    pub fn remember(&mut self, key: &str, sender: &str, text: &str) -> Option<String> {
+        let mut forgotten = None;
         let line: String = format!("{sender}: {text}")
             .chars()
             .take(HISTORY_LINE_CHARS)
@@ -104,6 +128,7 @@ impl GroupHistory {
                 && let Some(oldest) = self.order.pop_front()
             {
                 self.groups.remove(&oldest);
+                forgotten = Some(oldest);
             }
             self.order.push_back(key.to_string());
         }
@@ -112,6 +137,7 @@ impl GroupHistory {
             lines.pop_front();
         }
         lines.push_back(line);
+        forgotten
     }
 
     /// Takes the kept messages of `key`, framing `text` with them (unchanged when none).
@@ -257,5 +283,17 @@ mod tests {
             h.remember(&format!("g{i}"), "x", "y");
         }
         assert_eq!(h.groups.len(), HISTORY_GROUPS);
+    }
+
+    #[test]
+    fn restored_history_is_bounded_and_frames_like_before() {
+        let lines: Vec<String> = (0..30).map(|i| format!("ann: m{i}")).collect();
+        let mut h = GroupHistory::restore(vec![("g".into(), lines)]);
+        assert_eq!(h.lines("g").len(), HISTORY_PER_GROUP);
+        assert!(
+            h.frame("g", "q")
+                .starts_with("[Recent group messages]\nann: m10\n")
+        );
+        assert!(h.lines("g").is_empty());
     }
 }

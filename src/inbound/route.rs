@@ -153,7 +153,11 @@ async fn admit(core: &Arc<Core>, key: &str, mut inbound: Inbound) -> Option<Inbo
                 && !slash_command
                 && let Ok(mut history) = core.history.lock()
             {
-                inbound.text = history.frame(key, &inbound.text);
+                let framed = history.frame(key, &inbound.text);
+                if framed != inbound.text {
+                    forget_history(core, key);
+                }
+                inbound.text = framed;
             }
             Some(inbound)
         }
@@ -165,7 +169,14 @@ async fn admit(core: &Arc<Core>, key: &str, mut inbound: Inbound) -> Option<Inbo
                 } else {
                     &sender.name
                 };
-                history.remember(key, name, &inbound.text);
+                if let Some(forgotten) = history.remember(key, name, &inbound.text) {
+                    forget_history(core, &forgotten);
+                }
+                // Written through, so a restart keeps the context (the channel's cursor
+                // moves past this message once it returns).
+                if let Err(e) = core.store.save_group_history(key, &history.lines(key)) {
+                    tracing::warn!(error = %e, session = %key, "cannot save group history");
+                }
             }
             None
         }
@@ -265,6 +276,13 @@ async fn may_run_admin_command(
             .await
             .unwrap_or(false),
         None => false,
+    }
+}
+
+/// Drops the saved group history of `key` (it was framed into a turn, or made room).
+fn forget_history(core: &Core, key: &str) {
+    if let Err(e) = core.store.clear_group_history(key) {
+        tracing::warn!(error = %e, session = %key, "cannot clear group history");
     }
 }
 

@@ -25,6 +25,7 @@ mod dedupe;
 mod delivery;
 mod entry;
 mod flusher;
+mod group_history;
 mod jsonl;
 mod outbox;
 mod pairing;
@@ -132,6 +133,7 @@ struct Inner {
     cursors: sled::Tree,
     targets: sled::Tree,
     subagents: sled::Tree,
+    group_history: sled::Tree,
 }
 
 impl std::fmt::Debug for Store {
@@ -192,6 +194,7 @@ impl Store {
             cursors: tree("cursors")?,
             targets: tree("targets")?,
             subagents: tree("subagents")?,
+            group_history: tree("group_history")?,
             flusher: flusher::Flusher::start(db.clone())?,
             db,
         };

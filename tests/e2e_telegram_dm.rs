@@ -190,3 +190,35 @@ async fn the_command_list_is_registered_with_set_my_commands_at_start() {
     );
     assert_eq!(s.setup.fake.request_count(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn block_streaming_sends_finished_blocks_as_messages_and_never_edits() {
+    let s = TgSetup::new("allow_from = [\"42\"]\nstreaming = \"block\"").await;
+    let mut gw = s.gateway();
+    let (chat, ann) = dm(42, "Ann");
+    // 400 deltas of `tick N ` 10 ms apart: about 3,500 chars over 4 s.
+    s.tg.user_sends(chat, ann, "slow 10 400");
+    gw.wait(&s, "the last tick", |s| {
+        s.texts(42).last().is_some_and(|t| t.contains("tick 400"))
+    })
+    .await;
+    gw.stop().await;
+
+    let texts = s.texts(42);
+    assert!(texts.len() >= 3, "{texts:#?}");
+    assert_eq!(
+        s.tg.call_count("editMessageText"),
+        0,
+        "blocks are never edited"
+    );
+    // Every block but the last is 800-1200 chars; together they are the answer, in order.
+    for block in &texts[..texts.len() - 1] {
+        let n = block.chars().count();
+        assert!((800..=1200).contains(&n), "a block of {n} chars: {block:?}");
+    }
+    let joined: Vec<&str> = texts.iter().flat_map(|t| t.split_whitespace()).collect();
+    let expected: Vec<String> = (1..=400)
+        .flat_map(|i| ["tick".to_owned(), i.to_string()])
+        .collect();
+    assert_eq!(joined, expected);
+}

@@ -47,7 +47,8 @@ pub fn platform_channels(
             api_url: telegram.api_url.clone(),
             account: telegram.account.clone(),
             poll_timeout_s: u32::try_from(telegram.poll_timeout_s).unwrap_or(25),
-            stream_previews: telegram.streaming == chela::config::Streaming::Partial,
+            stream_previews: telegram.streaming != chela::config::Streaming::Off,
+            block_streaming: telegram.streaming == chela::config::Streaming::Block,
             webhook: match webhook(telegram) {
                 Ok(hook) => hook,
                 Err(e) => {
@@ -72,7 +73,8 @@ pub fn platform_channels(
                 api_url: discord.api_url.clone(),
                 gateway_url: discord.gateway_url.clone(),
                 account: discord.account.clone(),
-                stream_previews: discord.streaming == chela::config::Streaming::Partial,
+                stream_previews: discord.streaming != chela::config::Streaming::Off,
+                block_streaming: discord.streaming == chela::config::Streaming::Block,
                 guilds: discord.guilds.clone(),
                 channels: discord.channels.clone(),
                 admin_roles: discord.admin_roles.clone(),

@@ -42,13 +42,15 @@ pub enum Streaming {
     /// One message edited as the text grows.
     #[default]
     Partial,
+    /// Finished blocks (800 to 1200 chars) sent as separate messages, never edited.
+    Block,
 }
 
 named_enum!(DmPolicy, "dm policy", [
     Pairing => "pairing", Allowlist => "allowlist", Open => "open", Disabled => "disabled",
 ]);
 named_enum!(GroupPolicy, "group policy", [Allowlist => "allowlist", Open => "open"]);
-named_enum!(Streaming, "streaming", [Off => "off", Partial => "partial"]);
+named_enum!(Streaming, "streaming", [Off => "off", Partial => "partial", Block => "block"]);
 
 /// `[channels]`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -54,6 +54,59 @@ pub fn split_all(text: &str, max_chars: usize, max_lines: Option<usize>) -> Vec<
     parts
 }
 
+/// The byte offsets of one kind of break (paragraph, line, sentence, space) in a window.
+type BreakFinder = fn(&str) -> Vec<usize>;
+
+/// Block streaming (SPEC 5): the next finished block of `text` of at least `min_chars` and at
+/// most `max_chars` (and `max_lines`), cut at a paragraph, then a newline, then a sentence end,
+/// then whitespace, and never inside a code fence; `None` while no block is finished yet.
+/// Only when a fence runs past `max_chars` is it cut, closed and reopened (as [`split_head`]).
+pub fn block_head(
+    text: &str,
+    min_chars: usize,
+    max_chars: usize,
+    max_lines: Option<usize>,
+) -> Option<Split> {
+    let min_byte = text.char_indices().nth(min_chars).map(|(i, _)| i)?;
+    let limit = limit_byte(text, max_chars, max_lines).unwrap_or(text.len());
+    if limit <= min_byte {
+        // Lines fill up before the minimum: the platform's own cut decides.
+        return split_head(text, max_chars, max_lines);
+    }
+    let window = &text[..limit];
+    let kinds: [BreakFinder; 4] = [
+        |w| w.match_indices("\n\n").map(|(i, _)| i + 1).collect(),
+        |w| w.match_indices('\n').map(|(i, _)| i).collect(),
+        |w| {
+            w.match_indices(['.', '!', '?'])
+                .filter(|(i, _)| w[i + 1..].starts_with([' ', '\n']))
+                .map(|(i, _)| i + 1)
+                .collect()
+        },
+        |w| w.match_indices(' ').map(|(i, _)| i).collect(),
+    ];
+    for breaks in kinds {
+        let cut = breaks(window)
+            .into_iter()
+            .rev()
+            .find(|&i| i >= min_byte && open_fence(&text[..i]).is_none());
+        if let Some(cut) = cut {
+            let head = text[..cut].trim_end_matches(' ');
+            let skipped = text[cut..].len() - text[cut..].trim_start_matches([' ', '\n']).len();
+            return Some(Split {
+                head: head.to_string(),
+                rest_at: cut + skipped,
+                reopen: None,
+            });
+        }
+    }
+    if limit < text.len() {
+        // Nothing to cut at outside a fence and the block is full: cut as a final would.
+        return split_head(text, max_chars, max_lines);
+    }
+    None
+}
+
 /// Byte index where `text` stops fitting, or `None` if it fits whole. Four chars are kept
 /// in reserve so that a fence cut open can be closed within the limit.
 fn limit_byte(text: &str, max_chars: usize, max_lines: Option<usize>) -> Option<usize> {
@@ -145,6 +198,52 @@ mod tests {
         let parts = split_all(&text, 2000, Some(17));
         assert!(parts.iter().all(|p| p.lines().count() <= 17));
         assert_eq!(parts.iter().map(|p| p.lines().count()).sum::<usize>(), 30);
+    }
+
+    #[test]
+    fn blocks_wait_for_the_minimum_then_cut_at_the_best_break() {
+        let short = "word ".repeat(100);
+        assert_eq!(block_head(&short, 800, 1200, None), None);
+        // Paragraphs at 600 and 1000 chars: the one past the minimum wins.
+        let text = format!(
+            "{}\n\n{}\n\n{}",
+            "a".repeat(599),
+            "b. ".repeat(133),
+            "c".repeat(400)
+        );
+        let split = block_head(&text, 800, 1200, None).unwrap();
+        assert_eq!(
+            split.head,
+            format!("{}\n\n{}\n", "a".repeat(599), "b. ".repeat(133))
+        );
+        assert!(text[split.rest_at..].starts_with('c'));
+        // No paragraph or newline past the minimum: a sentence end.
+        let text = format!("{}. {}", "x".repeat(900), "y".repeat(400));
+        let split = block_head(&text, 800, 1200, None).unwrap();
+        assert_eq!(split.head, format!("{}.", "x".repeat(900)));
+    }
+
+    #[test]
+    fn blocks_do_not_cut_inside_a_fence_unless_forced() {
+        let code: String = (0..20).map(|i| format!("let x{i} = {i};\n")).collect();
+        // The fence closes after the minimum: the block ends after the fence.
+        let text = format!(
+            "{}\n```rust\n{code}```\nafter {}",
+            "p".repeat(600),
+            "z ".repeat(200)
+        );
+        let split = block_head(&text, 800, 1200, None).unwrap();
+        assert!(split.head.ends_with("```"), "{:?}", split.head);
+        assert_eq!(split.reopen, None);
+        // A fence longer than the block: cut, closed and reopened.
+        let long: String = (0..200).map(|i| format!("let y{i} = {i};\n")).collect();
+        let text = format!("```rust\n{long}```\n");
+        let split = block_head(&text, 800, 1200, None).unwrap();
+        assert!(split.head.ends_with("\n```"));
+        assert_eq!(split.reopen.as_deref(), Some("```rust"));
+        // A fence still open and short of the maximum: wait for it to close.
+        let open = format!("{}\n```\n{}", "q".repeat(700), "w\n".repeat(200));
+        assert_eq!(block_head(&open, 800, 1200, None), None);
     }
 
     proptest! {

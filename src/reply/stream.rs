@@ -1,5 +1,6 @@
 //! A reply being streamed into a chat: one message sent and then edited as the text grows,
-//! parts frozen as the text outgrows the platform limit, the final given priority.
+//! parts frozen as the text outgrows the platform limit, the final given priority. With block
+//! streaming, finished blocks go out as separate messages instead and nothing is edited.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,12 +8,16 @@ use std::time::Duration;
 use chela_channel::{Channel, ChannelError, Conversation, Limits, SentMessage};
 use tokio::time::Instant;
 
-use super::split::split_head;
+use super::split::{Split, block_head, split_head};
 
 /// Attempts at delivering the final text before giving up.
 const FINAL_ATTEMPTS: u32 = 6;
 /// Longest pause between two parts of one reply.
 const MAX_PART_GAP: Duration = Duration::from_secs(3);
+/// Block streaming: a block is at least this many chars ...
+const BLOCK_MIN_CHARS: usize = 800;
+/// ... and at most this many (or the platform's limit, if lower).
+const BLOCK_MAX_CHARS: usize = 1200;
 /// The answer that means "send nothing" (SPEC 5).
 pub const NO_REPLY: &str = "NO_REPLY";
 
@@ -32,6 +37,8 @@ pub struct ReplyStream {
     break_pending: bool,
     /// The message the first part quotes.
     quote: Option<String>,
+    /// Block streaming: finished blocks are sent as messages of their own, never edited.
+    blocks: bool,
     /// Platform calls made (sends, edits, deletes), for benchmarks and tests.
     pub calls: u32,
 }
@@ -49,6 +56,7 @@ impl ReplyStream {
             limits.edit_interval_ms = limits.group_edit_interval_ms;
         }
         let next_edit = Instant::now() + Duration::from_millis(limits.edit_interval_ms);
+        let blocks = channel.block_streaming();
         ReplyStream {
             channel,
             to,
@@ -61,6 +69,7 @@ impl ReplyStream {
             next_edit,
             break_pending: false,
             quote,
+            blocks,
             calls: 0,
         }
     }
@@ -86,14 +95,21 @@ impl ReplyStream {
 
     /// When the next preview edit may go out, if one is due.
     pub fn preview_due(&self) -> Option<Instant> {
+        if self.blocks {
+            return self.next_block().map(|_| self.next_edit);
+        }
         let pending = self.carry.clone() + &self.text[self.frozen..];
         (pending != self.shown && !holds_back(&self.text)).then_some(self.next_edit)
     }
 
-    /// Shows the text so far (paced; a rate limit only delays the next preview).
+    /// Shows the text so far (paced; a rate limit only delays the next preview). With block
+    /// streaming: sends the next finished block, if there is one.
     pub async fn preview(&mut self) {
         if Instant::now() < self.next_edit || holds_back(&self.text) {
             return;
+        }
+        if self.blocks {
+            return self.send_block().await;
         }
         if let Err(ChannelError::RateLimited { retry_after_ms }) = self.show_all(false).await {
             self.next_edit = Instant::now() + Duration::from_millis(retry_after_ms);
@@ -146,6 +162,41 @@ impl ReplyStream {
         Ok(())
     }
 
+    /// The next finished block of the text not sent yet, if there is one.
+    fn next_block(&self) -> Option<Split> {
+        let pending = self.carry.clone() + &self.text[self.frozen..];
+        let max = BLOCK_MAX_CHARS.min(self.limits.max_chars);
+        block_head(&pending, BLOCK_MIN_CHARS, max, self.limits.max_lines)
+    }
+
+    /// Sends the next finished block as a message of its own (one per pacing interval).
+    async fn send_block(&mut self) {
+        let Some(split) = self.next_block() else {
+            return;
+        };
+        let pause = match self.show(&split.head, false).await {
+            Ok(()) => {
+                self.freeze(split);
+                self.limits.edit_interval_ms
+            }
+            Err(ChannelError::RateLimited { retry_after_ms }) => retry_after_ms,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot send a block; trying again");
+                self.limits.edit_interval_ms
+            }
+        };
+        self.next_edit = Instant::now() + Duration::from_millis(pause);
+    }
+
+    /// Marks `split`'s head as shown for good: what follows starts a new message.
+    fn freeze(&mut self, split: Split) {
+        let consumed = split.rest_at.saturating_sub(self.carry.len());
+        self.frozen += consumed;
+        self.carry = split.reopen.map(|f| f + "\n").unwrap_or_default();
+        self.current = None;
+        self.shown.clear();
+    }
+
     /// Brings the chat up to date with `text`, freezing full parts.
     async fn show_all(&mut self, is_final: bool) -> Result<(), ChannelError> {
         let mut parts = 0;
@@ -156,11 +207,7 @@ impl ReplyStream {
                     self.pace(parts).await;
                     parts += 1;
                     self.show(&split.head, is_final).await?;
-                    let consumed = split.rest_at.saturating_sub(self.carry.len());
-                    self.frozen += consumed;
-                    self.carry = split.reopen.map(|f| f + "\n").unwrap_or_default();
-                    self.current = None;
-                    self.shown.clear();
+                    self.freeze(split);
                 }
                 None => {
                     if pending != self.shown && !pending.trim().is_empty() {

@@ -218,6 +218,11 @@ pub trait Channel: Send + Sync {
         let _ = (to, message);
         Box::pin(async { Err(ChannelError::Unsupported("delete")) })
     }
+    /// Whether replies stream as finished blocks (separate messages, never edited) instead
+    /// of one preview edited as the text grows.
+    fn block_streaming(&self) -> bool {
+        false
+    }
     /// Whether `conversation` is a thread of its own (a place `open_thread` would not create a
     /// new one under). A Telegram forum's General topic has a thread id but is not one.
     fn is_thread(&self, conversation: &Conversation) -> bool {

@@ -67,6 +67,8 @@ pub struct DiscordSettings {
     pub account: String,
     /// Edit a preview as the reply grows (false: one message at the end).
     pub stream_previews: bool,
+    /// Send finished blocks as separate messages instead of editing a preview.
+    pub block_streaming: bool,
     /// Guilds whose messages are taken (empty: all).
     pub guilds: Vec<u64>,
     /// Channels whose messages are taken (empty: all).
@@ -188,6 +190,10 @@ fn build_http(settings: &DiscordSettings) -> Http {
 impl Channel for DiscordChannel {
     fn name(&self) -> &str {
         "discord"
+    }
+
+    fn block_streaming(&self) -> bool {
+        self.settings.block_streaming
     }
 
     fn limits(&self) -> Limits {

@@ -47,6 +47,8 @@ pub struct TelegramSettings {
     pub poll_timeout_s: u32,
     /// Edit a preview as the reply grows (false: one message at the end).
     pub stream_previews: bool,
+    /// Send finished blocks as separate messages instead of editing a preview.
+    pub block_streaming: bool,
     /// Receive updates by webhook instead of long polling.
     pub webhook: Option<webhook::WebhookSettings>,
 }
@@ -122,6 +124,10 @@ impl TelegramChannel {
 impl Channel for TelegramChannel {
     fn name(&self) -> &str {
         "telegram"
+    }
+
+    fn block_streaming(&self) -> bool {
+        self.settings.block_streaming
     }
 
     fn limits(&self) -> Limits {

@@ -172,6 +172,36 @@ async fn an_unknown_dm_gets_a_pairing_code_and_is_answered_once_approved() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pairing_is_approved_while_the_gateway_runs() {
+    let s = TgSetup::new("").await;
+    let mut gw = s.gateway();
+    let (chat, zed) = dm(78, "Zed");
+    s.tg.user_sends(chat.clone(), zed.clone(), "hi there");
+    gw.wait(&s, "the pairing prompt", |s| !s.texts(78).is_empty())
+        .await;
+    let prompt = s.texts(78).concat();
+    let code: String = prompt
+        .split("chela pairing approve telegram ")
+        .nth(1)
+        .map(|rest| rest.chars().take(8).collect())
+        .unwrap_or_else(|| panic!("no approve command in {prompt:?}"));
+    // The gateway holds the store: the CLI goes through its RPC.
+    let (ok, list) = s.cli(&["pairing", "list"]).await;
+    assert!(ok && list.contains(&code), "{list}");
+    let (ok, out) = s.cli(&["pairing", "reject", "telegram", "ZZZZZZZZ"]).await;
+    assert!(!ok, "an unknown code is refused: {out}");
+    let (ok, approved) = s.cli(&["pairing", "approve", "telegram", &code]).await;
+    assert!(ok && approved.contains("approved Zed (78)"), "{approved}");
+    s.tg.user_sends(chat, zed, "hello again");
+    gw.wait(&s, "the answer", |s| {
+        s.texts(78).iter().any(|t| t == "ok: hello again")
+    })
+    .await;
+    gw.stop().await;
+    assert_eq!(s.asked(), vec!["hello again".to_string()]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_command_list_is_registered_with_set_my_commands_at_start() {
     let s = TgSetup::new("allow_from = [\"42\"]").await;
     let mut gw = s.gateway();

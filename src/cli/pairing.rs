@@ -4,8 +4,9 @@ use std::process::ExitCode;
 
 use chela::agent::message::now_ms;
 use chela::config::LoadedConfig;
-use chela::store::Store;
+use chela::store::{PairingRequest, Store, StoreError};
 use clap::Subcommand;
+use serde_json::{Value, json};
 
 /// Pairing actions.
 #[derive(Subcommand)]
@@ -28,69 +29,18 @@ pub enum PairingCommand {
     },
 }
 
-/// Runs a pairing action against the store (the gateway must not be running).
+/// Runs a pairing action: on the store when no gateway runs, else through the gateway's RPC.
 pub async fn run(loaded: LoadedConfig, command: PairingCommand) -> ExitCode {
-    let store = match Store::open(&loaded.config.store.path) {
-        Ok(store) => store,
+    let result = match Store::open(&loaded.config.store.path) {
+        Ok(store) => direct(&store, &command).await.map_err(|e| e.to_string()),
+        Err(StoreError::Locked { .. }) => through_rpc(&loaded, &command).await,
         Err(e) => {
             eprintln!("chela: {e}");
             return ExitCode::from(2);
         }
     };
-    let now = now_ms();
-    let result = match command {
-        PairingCommand::List => store.pairing_requests(now).map(|requests| {
-            if requests.is_empty() {
-                println!("no pending pairing requests");
-            }
-            for r in requests {
-                let minutes = now.saturating_sub(r.created_ms) / 60_000;
-                println!(
-                    "{}\t{}\t{} ({})\t{} min ago",
-                    r.channel, r.code, r.sender_name, r.sender_id, minutes
-                );
-            }
-            true
-        }),
-        PairingCommand::Approve { channel, code } => store
-            .approve_pairing(&channel, &code, now)
-            .await
-            .map(|approved| match approved {
-                Some((r, owner)) => {
-                    println!(
-                        "approved {} ({}) on {channel}{}",
-                        r.sender_name,
-                        r.sender_id,
-                        if owner {
-                            "; they are now the owner"
-                        } else {
-                            ""
-                        }
-                    );
-                    true
-                }
-                None => {
-                    eprintln!(
-                        "chela: no pending code {code} on {channel} (expired or already used?)"
-                    );
-                    false
-                }
-            }),
-        PairingCommand::Reject { channel, code } => store
-            .reject_pairing(&channel, &code, now)
-            .await
-            .map(|rejected| match rejected {
-                Some(r) => {
-                    println!("rejected {} ({}) on {channel}", r.sender_name, r.sender_id);
-                    true
-                }
-                None => {
-                    eprintln!("chela: no pending code {code} on {channel}");
-                    false
-                }
-            }),
-    };
-    match result {
+    let done = result.map(|outcome| outcome.print(&command));
+    match done {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {
@@ -98,4 +48,110 @@ pub async fn run(loaded: LoadedConfig, command: PairingCommand) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// What a pairing action found, from the store or the RPC.
+enum Outcome {
+    /// The pending requests.
+    Listed(Vec<PairingRequest>),
+    /// The approved request (and whether its sender became the owner), if the code was pending.
+    Approved(Option<(PairingRequest, bool)>),
+    /// The rejected request, if the code was pending.
+    Rejected(Option<PairingRequest>),
+}
+
+impl Outcome {
+    /// Prints the outcome; false when the code was not pending.
+    fn print(self, command: &PairingCommand) -> bool {
+        let (channel, code) = match command {
+            PairingCommand::Approve { channel, code }
+            | PairingCommand::Reject { channel, code } => (channel.as_str(), code.as_str()),
+            PairingCommand::List => ("", ""),
+        };
+        match self {
+            Outcome::Listed(requests) => {
+                if requests.is_empty() {
+                    println!("no pending pairing requests");
+                }
+                let now = now_ms();
+                for r in requests {
+                    let minutes = now.saturating_sub(r.created_ms) / 60_000;
+                    println!(
+                        "{}\t{}\t{} ({})\t{} min ago",
+                        r.channel, r.code, r.sender_name, r.sender_id, minutes
+                    );
+                }
+                true
+            }
+            Outcome::Approved(Some((r, owner))) => {
+                let owner = if owner {
+                    "; they are now the owner"
+                } else {
+                    ""
+                };
+                println!(
+                    "approved {} ({}) on {channel}{owner}",
+                    r.sender_name, r.sender_id
+                );
+                true
+            }
+            Outcome::Approved(None) => {
+                eprintln!("chela: no pending code {code} on {channel} (expired or already used?)");
+                false
+            }
+            Outcome::Rejected(Some(r)) => {
+                println!("rejected {} ({}) on {channel}", r.sender_name, r.sender_id);
+                true
+            }
+            Outcome::Rejected(None) => {
+                eprintln!("chela: no pending code {code} on {channel}");
+                false
+            }
+        }
+    }
+}
+
+async fn direct(store: &Store, command: &PairingCommand) -> Result<Outcome, StoreError> {
+    let now = now_ms();
+    Ok(match command {
+        PairingCommand::List => Outcome::Listed(store.pairing_requests(now)?),
+        PairingCommand::Approve { channel, code } => {
+            Outcome::Approved(store.approve_pairing(channel, code, now).await?)
+        }
+        PairingCommand::Reject { channel, code } => {
+            Outcome::Rejected(store.reject_pairing(channel, code, now).await?)
+        }
+    })
+}
+
+async fn through_rpc(loaded: &LoadedConfig, command: &PairingCommand) -> Result<Outcome, String> {
+    let mut client = super::rpc::connect(loaded)
+        .await
+        .map_err(|e| e.to_string())?;
+    let (method, params) = match command {
+        PairingCommand::List => ("pairing.list", json!({})),
+        PairingCommand::Approve { channel, code } => {
+            ("pairing.approve", json!({"channel": channel, "code": code}))
+        }
+        PairingCommand::Reject { channel, code } => {
+            ("pairing.reject", json!({"channel": channel, "code": code}))
+        }
+    };
+    let value = client
+        .call(method, params)
+        .await
+        .map_err(|e| e.to_string())?;
+    let field = |name: &str| value.get(name).cloned().unwrap_or(Value::Null);
+    let decoded = match command {
+        PairingCommand::List => serde_json::from_value(field("requests")).map(Outcome::Listed),
+        PairingCommand::Approve { .. } => {
+            let owner = field("owner").as_bool().unwrap_or(false);
+            serde_json::from_value::<Option<PairingRequest>>(field("request"))
+                .map(|r| Outcome::Approved(r.map(|r| (r, owner))))
+        }
+        PairingCommand::Reject { .. } => {
+            serde_json::from_value(field("request")).map(Outcome::Rejected)
+        }
+    };
+    decoded.map_err(|e| format!("unexpected answer from the gateway: {e}"))
 }

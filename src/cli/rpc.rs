@@ -1,5 +1,5 @@
 //! Reaching a running gateway over its RPC, for the commands that would otherwise open the
-//! store it holds (`chela agent`, `chela status`, `chela sessions list`).
+//! store it holds (`chela agent`, `chela status`, `chela sessions list`, `chela pairing`).
 
 use std::process::ExitCode;
 

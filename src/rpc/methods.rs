@@ -1,5 +1,5 @@
-//! The methods: `agent`, `agent.wait`, `abort`, `sessions.list`, `status`
-//! (`events.subscribe` belongs to the connection: see the server).
+//! The methods: `agent`, `agent.wait`, `abort`, `sessions.list`, `status`, and the pairing
+//! ones of `super::pairing` (`events.subscribe` belongs to the connection: see the server).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,9 +54,10 @@ struct AbortParams {
     session: Option<String>,
 }
 
+/// The params of a method that takes none.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct NoParams {}
+pub(super) struct NoParams {}
 
 impl Methods {
     /// Runs method `method` with `params`.
@@ -83,12 +84,15 @@ impl Methods {
                     .map_err(|e| Fault::internal(e.to_string()))?;
                 serde_json::to_value(report).map_err(|e| Fault::internal(e.to_string()))
             }
-            other => Err(Fault::new(
-                protocol::METHOD_NOT_FOUND,
-                format!(
-                    "unknown method {other:?}; expected agent, agent.wait, abort, sessions.list, status or events.subscribe"
-                ),
-            )),
+            other => match super::pairing::call(&self.core, other, params).await {
+                Some(result) => result,
+                None => Err(Fault::new(
+                    protocol::METHOD_NOT_FOUND,
+                    format!(
+                        "unknown method {other:?}; expected agent, agent.wait, abort, sessions.list, status, pairing.list, pairing.approve, pairing.reject or events.subscribe"
+                    ),
+                )),
+            },
         }
     }
 

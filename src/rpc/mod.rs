@@ -14,6 +14,7 @@ pub mod channel;
 pub mod client;
 pub mod discovery;
 pub mod methods;
+mod pairing;
 pub mod protocol;
 pub mod runs;
 pub mod server;

@@ -1,0 +1,53 @@
+//! `pairing.list`, `pairing.approve`, `pairing.reject`: the owner's side of DM pairing while
+//! the gateway holds the store (`chela pairing` uses them then).
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::protocol::{self, Fault};
+use crate::agent::message::now_ms;
+use crate::gateway::Core;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CodeParams {
+    channel: String,
+    code: String,
+}
+
+/// Runs pairing method `method`; `None` when it is not one.
+pub(super) async fn call(
+    core: &Core,
+    method: &str,
+    params: &Value,
+) -> Option<Result<Value, Fault>> {
+    let store = &core.store;
+    let internal = |e: crate::store::StoreError| Fault::internal(e.to_string());
+    let result = match method {
+        "pairing.list" => protocol::params::<super::methods::NoParams>(params).and_then(|_| {
+            let requests = store.pairing_requests(now_ms()).map_err(internal)?;
+            Ok(json!({ "requests": requests }))
+        }),
+        "pairing.approve" => match protocol::params::<CodeParams>(params) {
+            Ok(p) => store
+                .approve_pairing(&p.channel, &p.code, now_ms())
+                .await
+                .map_err(internal)
+                .map(|approved| match approved {
+                    Some((request, owner)) => json!({ "request": request, "owner": owner }),
+                    None => json!({ "request": null, "owner": false }),
+                }),
+            Err(e) => Err(e),
+        },
+        "pairing.reject" => match protocol::params::<CodeParams>(params) {
+            Ok(p) => store
+                .reject_pairing(&p.channel, &p.code, now_ms())
+                .await
+                .map_err(internal)
+                .map(|request| json!({ "request": request })),
+            Err(e) => Err(e),
+        },
+        _ => return None,
+    };
+    Some(result)
+}

@@ -239,7 +239,28 @@ async fn chela_agent_and_status_go_through_the_rpc_while_the_gateway_runs() {
     let listed = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{listed}");
     assert!(listed.contains(KEY), "{listed}");
+    let out = setup.run(&["sessions", "show", KEY]).await;
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{shown}");
+    assert!(shown.contains("ok: again"), "{shown}");
+    let live = setup.run(&["sessions", "export", KEY]).await;
+    assert!(live.status.success());
+    let out = setup.run(&["doctor"]).await;
+    let doctor = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        doctor.contains("ok   store:") && doctor.contains("in use by the running gateway"),
+        "{doctor}"
+    );
+    let out = setup.run(&["sessions", "import", "agent:main:main"]).await;
+    assert!(!out.status.success(), "import needs the gateway stopped");
     stop(chat).await;
+    // The export through the RPC is the export the store gives directly.
+    let direct = setup.run(&["sessions", "export", KEY]).await;
+    assert!(direct.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&live.stdout),
+        String::from_utf8_lossy(&direct.stdout)
+    );
     // The discovery file goes with the gateway; the direct path works again.
     assert!(!setup.path("data.rpc").exists());
     let out = setup.run(&["status"]).await;

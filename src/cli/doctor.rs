@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use chela::config::{LoadedConfig, ProviderKind};
-use chela::store::Store;
+use chela::store::{Store, StoreError};
 
 /// Runs every check; exits 1 when one fails.
 pub async fn doctor(loaded: LoadedConfig) -> ExitCode {
@@ -32,6 +32,32 @@ pub async fn doctor(loaded: LoadedConfig) -> ExitCode {
                 store.list_sessions().map(|s| s.len()).unwrap_or(0)
             ),
         ),
+        Err(StoreError::Locked { .. }) => {
+            // A running gateway holds it: the store is fine if that gateway answers.
+            let reached = async {
+                let mut client = super::rpc::connect(&loaded).await?;
+                client.call("status", serde_json::json!({})).await
+            }
+            .await;
+            match reached {
+                Ok(_) => report(
+                    true,
+                    "store",
+                    format!(
+                        "{} (in use by the running gateway, which answers)",
+                        path.display()
+                    ),
+                ),
+                Err(e) => report(
+                    false,
+                    "store",
+                    format!(
+                        "{} is in use by another chela process that does not answer: {e}",
+                        path.display()
+                    ),
+                ),
+            }
+        }
         Err(e) => report(
             false,
             "store",

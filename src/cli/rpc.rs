@@ -1,5 +1,5 @@
 //! Reaching a running gateway over its RPC, for the commands that would otherwise open the
-//! store it holds (`chela agent`, `chela status`, `chela sessions list`, `chela pairing`).
+//! store it holds (`chela agent`, `status`, `sessions list|show|export`, `pairing`, `doctor`).
 
 use std::process::ExitCode;
 

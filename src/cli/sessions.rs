@@ -36,13 +36,16 @@ pub enum SessionsCommand {
     },
 }
 
-/// Runs a sessions command against the store. While a gateway holds the store, `list`
-/// asks it over the RPC; the others need the gateway stopped.
+/// Runs a sessions command against the store. While a gateway holds the store, `list`,
+/// `show` and `export` ask it over the RPC; `import` needs the gateway stopped.
 pub async fn run(loaded: LoadedConfig, command: SessionsCommand) -> ExitCode {
     let store = match Store::open(&loaded.config.store.path) {
         Ok(store) => store,
         Err(StoreError::Locked { .. }) if matches!(command, SessionsCommand::List) => {
             return list_through_rpc(&loaded).await;
+        }
+        Err(StoreError::Locked { .. }) if !matches!(command, SessionsCommand::Import { .. }) => {
+            return transcript_through_rpc(&loaded, command).await;
         }
         Err(e) => {
             eprintln!("chela: {e}");
@@ -107,6 +110,44 @@ fn print_list(sessions: &[SessionMeta]) {
             std::time::UNIX_EPOCH + std::time::Duration::from_millis(s.updated_ms),
         );
         println!("{}\t{} entries\tupdated {}", s.key, s.entries, updated);
+    }
+}
+
+/// `sessions show` or `sessions export` from the running gateway.
+async fn transcript_through_rpc(loaded: &LoadedConfig, command: SessionsCommand) -> ExitCode {
+    let (method, field, key, out) = match command {
+        SessionsCommand::Show { key } => ("sessions.show", "text", key, None),
+        SessionsCommand::Export { key, out } => ("sessions.export", "jsonl", key, out),
+        SessionsCommand::List | SessionsCommand::Import { .. } => return ExitCode::from(2),
+    };
+    let result = async {
+        let mut client = super::rpc::connect(loaded).await?;
+        let value = client
+            .call(method, serde_json::json!({ "key": key }))
+            .await?;
+        client.close().await;
+        value[field]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| chela::rpc::client::ClientError::Protocol(format!("no {field}")))
+    }
+    .await;
+    let text = match result {
+        Ok(text) => text,
+        Err(e) => return super::rpc::report(&e),
+    };
+    match out {
+        Some(path) => match std::fs::write(&path, text) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("chela: cannot write {}: {e}", path.display());
+                ExitCode::from(2)
+            }
+        },
+        None => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
     }
 }
 

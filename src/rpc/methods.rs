@@ -1,5 +1,6 @@
-//! The methods: `agent`, `agent.wait`, `abort`, `sessions.list`, `status`, and the pairing
-//! ones of `super::pairing` (`events.subscribe` belongs to the connection: see the server).
+//! The methods: `agent`, `agent.wait`, `abort`, `sessions.list`, `status`, and those of
+//! `super::pairing` and `super::transcripts` (`events.subscribe` belongs to the connection:
+//! see the server).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -84,12 +85,15 @@ impl Methods {
                     .map_err(|e| Fault::internal(e.to_string()))?;
                 serde_json::to_value(report).map_err(|e| Fault::internal(e.to_string()))
             }
-            other => match super::pairing::call(&self.core, other, params).await {
+            other => match super::pairing::call(&self.core, other, params)
+                .await
+                .or_else(|| super::transcripts::call(&self.core, other, params))
+            {
                 Some(result) => result,
                 None => Err(Fault::new(
                     protocol::METHOD_NOT_FOUND,
                     format!(
-                        "unknown method {other:?}; expected agent, agent.wait, abort, sessions.list, status, pairing.list, pairing.approve, pairing.reject or events.subscribe"
+                        "unknown method {other:?}; expected agent, agent.wait, abort, sessions.list, status, sessions.show, sessions.export, pairing.list, pairing.approve, pairing.reject or events.subscribe"
                     ),
                 )),
             },

@@ -18,6 +18,7 @@ mod pairing;
 pub mod protocol;
 pub mod runs;
 pub mod server;
+mod transcripts;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -156,40 +156,46 @@ async fn forum_topics_are_separate_sessions_and_replies_stay_in_their_topic() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn group_stop_needs_an_owner() {
-    let s =
-        TgSetup::new("group_policy = \"open\"\n[commands]\nowner_allow_from = [\"telegram:7\"]")
-            .await;
+/// Ann starts a slow run in the group; Bob (a plain member, no owner) sends /stop, which is
+/// ignored, then `stopper` sends /stop, which stops it. Checks exactly one stop happened (had
+/// Bob's counted, the second would find nothing to stop) and returns Ann's message id.
+async fn only_the_stop_of(s: &TgSetup, stopper: UserSpec) -> i64 {
     let mut gw = s.gateway();
-    let asked = format!("{} slow 300 40", at_bot());
-    let id = s.tg.user_sends(team(), ann(), &asked);
+    let id =
+        s.tg.user_sends(team(), ann(), &format!("{} slow 300 40", at_bot()));
     // The first preview (about 3 s in: the group edit pace) shows the run has text.
-    gw.wait(&s, "the first preview", |s| {
+    gw.wait(s, "the first preview", |s| {
         s.texts(GROUP).iter().any(|t| t.starts_with("tick 1 "))
     })
     .await;
     s.tg.user_sends(team(), bob(), "/stop");
     s.wait_consumed(&mut gw).await;
-    s.tg.user_sends(team(), ann(), "/stop");
-    gw.wait(&s, "Stopped.", |s| {
+    s.tg.user_sends(team(), stopper, "/stop");
+    gw.wait(s, "Stopped.", |s| {
         s.texts(GROUP).iter().any(|t| t.starts_with("Stopped"))
     })
     .await;
-    gw.wait(&s, "the cut answer", |s| {
+    gw.wait(s, "the cut answer", |s| {
         s.texts(GROUP).iter().any(|t| t.ends_with("[stopped]"))
     })
     .await;
     gw.stop().await;
-
     let texts = s.texts(GROUP);
-    // Bob's /stop was ignored: had it stopped the run, Ann's would find nothing to stop.
     assert_eq!(
         texts.iter().filter(|t| t.starts_with("Stopped")).count(),
         1,
         "{texts:#?}"
     );
     assert!(!texts.iter().any(|t| t.contains("Nothing")), "{texts:#?}");
+    id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_stop_needs_an_owner() {
+    let s =
+        TgSetup::new("group_policy = \"open\"\n[commands]\nowner_allow_from = [\"telegram:7\"]")
+            .await;
+    let id = only_the_stop_of(&s, ann()).await;
     let cut = s
         .sent(GROUP)
         .into_iter()
@@ -207,33 +213,9 @@ async fn a_group_admin_may_stop_a_run_and_a_plain_member_may_not() {
     s.tg.add_chat(team());
     let carl = UserSpec::new(9, "Carl");
     s.tg.set_admin(GROUP, &carl);
-    let mut gw = s.gateway();
-    s.tg.user_sends(team(), ann(), &format!("{} slow 300 40", at_bot()));
-    gw.wait(&s, "the first preview", |s| {
-        s.texts(GROUP).iter().any(|t| t.starts_with("tick 1 "))
-    })
-    .await;
-    // Bob is a plain member (getChatMember says so): his /stop is ignored.
-    s.tg.user_sends(team(), bob(), "/stop");
-    s.wait_consumed(&mut gw).await;
-    s.tg.user_sends(team(), carl, "/stop");
-    gw.wait(&s, "Stopped.", |s| {
-        s.texts(GROUP).iter().any(|t| t.starts_with("Stopped"))
-    })
-    .await;
-    gw.stop().await;
-    let texts = s.texts(GROUP);
-    assert_eq!(
-        texts.iter().filter(|t| t.starts_with("Stopped")).count(),
-        1,
-        "{texts:#?}"
-    );
-    assert!(!texts.iter().any(|t| t.contains("Nothing")), "{texts:#?}");
-    assert_eq!(
-        s.tg.call_count("getChatMember"),
-        2,
-        "one check per non-owner /stop"
-    );
+    only_the_stop_of(&s, carl).await;
+    // Neither is an owner: each /stop asked Telegram whether its sender is an admin.
+    assert_eq!(s.tg.call_count("getChatMember"), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -20,22 +20,18 @@ fn child_key(text: &str) -> String {
         .collect()
 }
 
-/// The user texts of a transcript, in order.
-fn user_texts(entries: &[serde_json::Value]) -> Vec<String> {
+/// The texts of a transcript's messages with `role` (`user`, `toolResult`), in order.
+fn texts_of(entries: &[serde_json::Value], role: &str) -> Vec<String> {
     messages(entries)
         .into_iter()
-        .filter(|m| m["role"] == "user")
+        .filter(|m| m["role"] == role)
         .map(text_of)
         .collect()
 }
 
-/// The toolResult texts of a transcript, in order.
-fn tool_results(entries: &[serde_json::Value]) -> Vec<String> {
-    messages(entries)
-        .into_iter()
-        .filter(|m| m["role"] == "toolResult")
-        .map(text_of)
-        .collect()
+/// The user texts of a transcript, in order.
+fn user_texts(entries: &[serde_json::Value]) -> Vec<String> {
+    texts_of(entries, "user")
 }
 
 /// Waits until the fake model was asked with `text` as the last user text.
@@ -83,7 +79,7 @@ async fn a_subagent_result_comes_back_as_a_system_message_and_nesting_is_refused
     // The child's transcript is its own: its task, the refused spawn, its answer.
     let child_entries = s.export(&child).await;
     assert_eq!(user_texts(&child_entries), [nested]);
-    let refused = tool_results(&child_entries);
+    let refused = texts_of(&child_entries, "toolResult");
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert!(
         refused[0].contains("not allowed in this conversation (tool policy)"),
@@ -99,7 +95,7 @@ async fn a_subagent_result_comes_back_as_a_system_message_and_nesting_is_refused
     )));
     assert!(!users.iter().any(|u| u == nested), "{users:?}");
     // sessions_list shows the child with its parent.
-    let results = tool_results(&parent);
+    let results = texts_of(&parent, "toolResult");
     let list = results.last().unwrap();
     assert!(
         list.contains(&format!("{child} — "))

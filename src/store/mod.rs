@@ -168,6 +168,23 @@ impl Store {
         Store::from_db(db)
     }
 
+    /// Reopens a store this process has just dropped (for tests). sled's background writer
+    /// threads may still hold the folder's lock for a moment after the drop, so a `Locked`
+    /// answer is retried for up to ten seconds.
+    #[cfg(test)]
+    pub(crate) async fn reopen(path: &Path) -> Result<Store, StoreError> {
+        let mut tries = 0;
+        loop {
+            match Store::open(path) {
+                Err(StoreError::Locked { .. }) if tries < 1000 => {
+                    tries += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// Opens a store that lives in a temporary folder and is deleted on drop (for tests).
     pub fn temporary() -> Result<Store, StoreError> {
         let db = sled::Config::new()

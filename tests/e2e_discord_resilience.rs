@@ -113,13 +113,16 @@ async fn a_reply_refused_with_429s_is_still_delivered_once() {
     const CHAN: u64 = 2_000_020;
     let s = DcSetup::open().await;
     let mut gw = s.gateway().await;
-    s.dc.inject_429(3, 0.5);
+    // Longer than the 1 s chela once waited for any 429: the wait must come from Discord's
+    // `retry_after`.
+    s.dc.inject_429(3, 1.4);
     s.mention(text_channel(CHAN), ann(), "hello through limits");
     gw.wait(&s, "the answer", |s| !s.texts(CHAN).is_empty())
         .await;
     gw.stop().await;
 
     assert_eq!(s.dc.rate_limited_count(), 3);
+    assert_eq!(s.dc.early_retry_count(), 0, "retry_after not honoured");
     let sent = s.dc.sent(CHAN);
     assert_eq!(sent.len(), 1, "{sent:#?}");
     assert_eq!(sent[0].content.trim_end(), "ok: hello through limits");
@@ -148,8 +151,7 @@ async fn a_reply_first_refused_with_a_429_still_quotes_the_mention() {
 
 /// A reply of about 17 parts under Discord's 5-per-5-s limit (enforced by the fake; with a
 /// non-default `api_url` serenity's ratelimiter is off and chela paces itself): every part must
-/// arrive. `ReplyStream::finish` allows 6 rate-limited attempts for the whole final, sends the
-/// parts back to back, and waits a fixed 1 s per 429, so the tail is left in the outbox.
+/// arrive, and no part may be tried again before the 429's `retry_after` has passed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_reply_under_discords_rate_limit_is_delivered_whole() {
     const CHAN: u64 = 2_000_030;
@@ -175,6 +177,7 @@ async fn a_long_reply_under_discords_rate_limit_is_delivered_whole() {
     let squash = |t: &str| t.split_whitespace().collect::<String>();
     let joined: String = s.texts(CHAN).iter().map(|t| squash(t)).collect();
     assert_eq!(joined, squash(&answer), "no text lost or repeated");
+    assert_eq!(s.dc.early_retry_count(), 0, "retry_after not honoured");
     s.assert_settled().await;
 }
 

@@ -34,6 +34,8 @@ pub struct ReplyStream {
     current: Option<SentMessage>,
     shown: String,
     next_edit: Instant,
+    /// Set when the platform answered 429: nothing goes out before this instant.
+    limited_until: Option<Instant>,
     break_pending: bool,
     /// The message the first part quotes.
     quote: Option<String>,
@@ -67,6 +69,7 @@ impl ReplyStream {
             current: None,
             shown: String::new(),
             next_edit,
+            limited_until: None,
             break_pending: false,
             quote,
             blocks,
@@ -113,6 +116,7 @@ impl ReplyStream {
         }
         if let Err(ChannelError::RateLimited { retry_after_ms }) = self.show_all(false).await {
             self.next_edit = Instant::now() + Duration::from_millis(retry_after_ms);
+            self.limited_until = Some(self.next_edit);
             return;
         }
         self.next_edit = Instant::now() + Duration::from_millis(self.limits.edit_interval_ms);
@@ -137,6 +141,10 @@ impl ReplyStream {
             self.text.clear();
         }
         self.text = final_text.to_string();
+        // A preview was refused with 429: the final waits as long as the platform asked.
+        if let Some(until) = self.limited_until.take() {
+            tokio::time::sleep_until(until).await;
+        }
         // Attempts count only failures that made no progress: a long final of many parts
         // under a rate limit keeps going as long as parts get through.
         let mut attempt = 0;
@@ -179,7 +187,11 @@ impl ReplyStream {
                 self.freeze(split);
                 self.limits.edit_interval_ms
             }
-            Err(ChannelError::RateLimited { retry_after_ms }) => retry_after_ms,
+            Err(ChannelError::RateLimited { retry_after_ms }) => {
+                let until = Instant::now() + Duration::from_millis(retry_after_ms);
+                self.limited_until = Some(until);
+                retry_after_ms
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "cannot send a block; trying again");
                 self.limits.edit_interval_ms
@@ -262,3 +274,7 @@ fn holds_back(text: &str) -> bool {
     let t = text.trim();
     !t.is_empty() && NO_REPLY.len() >= t.len() && NO_REPLY[..t.len()].eq_ignore_ascii_case(t)
 }
+
+#[cfg(test)]
+#[path = "stream_tests.rs"]
+mod tests;

@@ -4,9 +4,10 @@ use chela_channel::ChannelError;
 use serenity::Error;
 use serenity::http::HttpError;
 
-/// Maps a Discord REST failure to the channel error the reply path understands. With the
-/// ratelimiter off (pointed at a fake) a 429 reaches us as an error: wait a second, since the
-/// body's `retry_after` is not kept by serenity.
+/// Maps a serenity REST failure to the channel error the reply path understands. With the
+/// ratelimiter off (pointed at a fake) a 429 reaches us as an error without the body's
+/// `retry_after` (serenity drops it): wait a second. Message sends and edits, the calls that
+/// meet rate limits, go through `message_rest`, which keeps the real wait.
 pub fn channel_error(error: Error) -> ChannelError {
     match error {
         Error::Http(HttpError::UnsuccessfulRequest(response)) => {

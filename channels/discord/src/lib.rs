@@ -9,14 +9,17 @@
 //! - `pending`: interaction tokens awaiting their private answer.
 //! - `state`: the bot id, where channels sit (thread parents, guilds), allowlists.
 //! - `errors`: REST errors -> channel errors.
+//! - `message_rest`: message create and edit, with a 429's `retry_after` kept.
 //!
 //! Pointed at a non-default `api_url` (a fake), serenity's ratelimiter is off and chela paces
-//! itself; every send carries a nonce with `enforce_nonce`, so a retried send cannot duplicate.
+//! itself (messages go through `message_rest`, which hands Discord's `retry_after` to the reply
+//! path, in production too); every send carries a nonce with `enforce_nonce`, so a retried send cannot duplicate.
 
 mod command_intake;
 mod errors;
 mod handler;
 pub mod interaction;
+mod message_rest;
 pub mod normalize;
 mod pending;
 mod slash;
@@ -40,6 +43,7 @@ use tokio_util::sync::CancellationToken;
 
 use command_intake::CommandIntake;
 use errors::channel_error;
+use message_rest::MessageRest;
 use normalize::Place;
 use pending::Pending;
 use slash::Registrar;
@@ -80,6 +84,8 @@ pub struct DiscordSettings {
 /// The Discord channel.
 pub struct DiscordChannel {
     http: Arc<Http>,
+    /// Message create and edit (serenity builds the bodies).
+    rest: MessageRest,
     settings: DiscordSettings,
     state: Arc<State>,
     /// Interactions awaiting their private answer.
@@ -90,7 +96,15 @@ pub struct DiscordChannel {
 impl DiscordChannel {
     /// Builds the channel (no network yet).
     pub fn new(settings: DiscordSettings) -> Arc<Self> {
-        let http = Arc::new(build_http(&settings));
+        let client = reqwest::Client::builder()
+            .build()
+            .unwrap_or_else(|_| reqwest::Client::new());
+        let http = Arc::new(build_http(&settings, client.clone()));
+        let api_url = match settings.api_url.trim() {
+            "" => DEFAULT_API_URL,
+            url => url,
+        };
+        let rest = MessageRest::new(client, api_url, &settings.token);
         let state = Arc::new(State::new(
             settings.account.clone(),
             settings.guilds.clone(),
@@ -101,6 +115,7 @@ impl DiscordChannel {
             registrar: Arc::new(Registrar::new(http.clone())),
             pending: Arc::new(Pending::default()),
             http,
+            rest,
             settings,
             state,
         })
@@ -157,14 +172,13 @@ impl DiscordChannel {
                 builder = builder
                     .reference_message(MessageReference::from((channel, MessageId::new(id))));
             }
-            match channel.send_message(&self.http, builder).await {
-                Ok(message) => {
+            match self.rest.create(channel.get(), &builder).await {
+                Ok(id) => {
                     return Ok(SentMessage {
-                        message_id: message.id.get().to_string(),
+                        message_id: id.to_string(),
                     });
                 }
-                Err(e) => {
-                    let error = channel_error(e);
+                Err(error) => {
                     attempt += 1;
                     if !matches!(error, ChannelError::Transport(_)) || attempt >= SEND_ATTEMPTS {
                         return Err(error);
@@ -176,8 +190,8 @@ impl DiscordChannel {
     }
 }
 
-fn build_http(settings: &DiscordSettings) -> Http {
-    let builder = HttpBuilder::new(&settings.token);
+fn build_http(settings: &DiscordSettings, client: reqwest::Client) -> Http {
+    let builder = HttpBuilder::new(&settings.token).client(client);
     let url = settings.api_url.trim_end_matches('/');
     if url.is_empty() || url == DEFAULT_API_URL {
         builder.build()
@@ -234,7 +248,8 @@ impl Channel for DiscordChannel {
                 commands,
                 registrar: self.registrar.clone(),
             };
-            let mut client = ClientBuilder::new_with_http(build_http(&self.settings), intents)
+            let http = build_http(&self.settings, self.rest.client());
+            let mut client = ClientBuilder::new_with_http(http, intents)
                 .event_handler(handler)
                 .await
                 .map_err(channel_error)?;
@@ -276,15 +291,10 @@ impl Channel for DiscordChannel {
         text: &'a str,
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
         Box::pin(async move {
-            target(to)?
-                .edit_message(
-                    &self.http,
-                    message_id(message)?,
-                    EditMessage::new().content(text),
-                )
+            let body = EditMessage::new().content(text);
+            self.rest
+                .edit(target(to)?.get(), message_id(message)?.get(), &body)
                 .await
-                .map(|_| ())
-                .map_err(channel_error)
         })
     }
 

@@ -192,6 +192,12 @@ impl FakeDiscord {
         self.shared.lock().limiter.refused
     }
 
+    /// How many sends/edits came into a channel before the `retry_after` of its last 429 had
+    /// passed (a bot that does not honour Discord's wait).
+    pub fn early_retry_count(&self) -> usize {
+        self.shared.lock().limiter.early
+    }
+
     /// Waits until `predicate` holds for the fake, re-checking on every change (call,
     /// message, gateway event), at most `timeout`. Returns whether it holds.
     pub async fn wait_for<F>(&self, mut predicate: F, timeout: Duration) -> bool

@@ -19,6 +19,10 @@ pub(crate) struct Limiter {
     per_channel: HashMap<u64, VecDeque<Instant>>,
     /// How many 429s were answered.
     pub(crate) refused: usize,
+    /// Per channel: until when the last 429 asked the bot to wait.
+    blocked_until: HashMap<u64, Instant>,
+    /// Sends/edits that came before the `retry_after` of an earlier 429 had passed.
+    pub(crate) early: usize,
 }
 
 impl Default for Limiter {
@@ -30,6 +34,8 @@ impl Default for Limiter {
             injected: None,
             per_channel: HashMap::new(),
             refused: 0,
+            blocked_until: HashMap::new(),
+            early: 0,
         }
     }
 }
@@ -43,9 +49,21 @@ impl Limiter {
     /// Admits one send/edit in `channel` at `now`, or answers the `retry_after` seconds of a
     /// 429. Admitted calls are remembered; refused ones are not.
     pub(crate) fn admit(&mut self, channel: u64, now: Instant) -> Result<(), f64> {
+        if self.blocked_until.get(&channel).is_some_and(|&t| now < t) {
+            self.early += 1;
+        }
+        let refused = self.decide(channel, now);
+        if let Err(retry_after) = refused {
+            self.refused += 1;
+            let until = now + Duration::from_secs_f64(retry_after);
+            self.blocked_until.insert(channel, until);
+        }
+        refused
+    }
+
+    fn decide(&mut self, channel: u64, now: Instant) -> Result<(), f64> {
         if let Some((count, retry_after)) = self.injected {
             self.injected = (count > 1).then_some((count - 1, retry_after));
-            self.refused += 1;
             return Err(retry_after);
         }
         if !self.enforce {
@@ -64,7 +82,6 @@ impl Limiter {
         }
         let free_at = window.front().map_or(now, |&t| t + self.per);
         let wait = free_at.saturating_duration_since(now).as_secs_f64();
-        self.refused += 1;
         // Discord gives milliseconds; never 0, which would invite a busy retry.
         Err(((wait * 1000.0).ceil() / 1000.0).max(0.001))
     }
@@ -106,5 +123,18 @@ mod tests {
         assert_eq!(limiter.admit(2, now), Err(1.5));
         assert_eq!(limiter.admit(1, now), Ok(()));
         assert_eq!(limiter.refused, 2);
+    }
+
+    #[test]
+    fn calls_inside_a_429s_wait_are_counted_as_early() {
+        let mut limiter = Limiter::default();
+        limiter.inject(1, 2.0);
+        let now = Instant::now();
+        assert_eq!(limiter.admit(1, now), Err(2.0));
+        assert!(limiter.admit(2, now).is_ok(), "other channels are free");
+        assert!(limiter.admit(1, now + Duration::from_millis(1_999)).is_ok());
+        assert_eq!(limiter.early, 1);
+        assert!(limiter.admit(1, now + Duration::from_secs(2)).is_ok());
+        assert_eq!(limiter.early, 1);
     }
 }

@@ -20,6 +20,11 @@ async fn a_run_cut_by_kill_9_is_answered_once_after_restart() {
     s.tg.user_sends(chat, ann, "slow 200 20");
     gw.wait(&s, "the first preview", |s| !s.texts(42).is_empty())
         .await;
+    // Once the preview was edited, its message is surely journaled (the reply notes a new
+    // message before it goes on).
+    let first = s.texts(42);
+    gw.wait(&s, "an edit of the preview", |s| s.texts(42) != first)
+        .await;
     gw.kill().await;
     let stale = s.texts(42);
     assert_eq!(stale.len(), 1, "{stale:#?}");
@@ -33,14 +38,14 @@ async fn a_run_cut_by_kill_9_is_answered_once_after_restart() {
     .await;
     gw.stop().await;
 
-    // The killed process's partial preview stays (nobody can edit it any more); the restarted
-    // run sends the complete answer as a new message. Nothing else, and the answer once.
+    // The killed process's partial preview was taken back (deleted) at the restart, and the
+    // rerun sent the complete answer as a new message: one message in the chat, the answer once.
     let texts = s.texts(42);
-    assert_eq!(texts.iter().filter(|t| t.trim_end() == want).count(), 1);
-    assert!(texts.len() <= 2, "{texts:#?}");
-    for t in texts.iter().filter(|t| t.trim_end() != want) {
-        assert!(full.starts_with(t.trim_end()), "stale partial {t:?}");
-    }
+    assert_eq!(texts.len(), 1, "{texts:#?}");
+    assert_eq!(texts[0].trim_end(), want);
+    let deleted: Vec<_> = s.tg.sent(42).into_iter().filter(|m| m.deleted).collect();
+    assert_eq!(deleted.len(), 1, "{deleted:#?}");
+    assert!(full.starts_with(deleted[0].text.trim_end()), "{deleted:#?}");
     assert_eq!(count(&texts.concat(), "tick 20"), 1, "{texts:#?}");
     // The update was run twice at most: once cut by the kill, once to the end.
     let asked = s.asked();

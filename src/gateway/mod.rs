@@ -7,6 +7,7 @@ pub mod approvals;
 pub mod ask;
 pub mod commands;
 mod recover;
+mod reply_journal;
 pub mod runner;
 pub mod sessions_api;
 pub mod spawner;

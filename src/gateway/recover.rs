@@ -1,11 +1,14 @@
 //! Start-up recovery: undelivered finals are retried (or dead-lettered past their TTL), and
 //! pending turns of the previous process are handed to their lanes again.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::Core;
+use super::runner::seq_of_run_id;
+use super::{Core, reply_journal};
 use crate::agent::message::now_ms;
 use crate::inbound::route::queued_turn;
+use crate::store::ReplyJournal;
 
 /// How long an undelivered final stays worth delivering (SPEC 6).
 const OUTBOX_TTL_MS: u64 = 10 * 60 * 1000;
@@ -41,17 +44,36 @@ pub async fn housekeeping(core: std::sync::Weak<Core>) {
 
 /// Recovers what the previous process left.
 pub async fn recover(core: &Arc<Core>) {
+    let mut journals: HashMap<String, ReplyJournal> = match core.store.all_journals() {
+        Ok(all) => all.into_iter().collect(),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot read the reply journal");
+            HashMap::new()
+        }
+    };
     match core.store.undelivered() {
         Ok(entries) => {
             for entry in entries {
+                let journal = entry
+                    .run_id
+                    .as_ref()
+                    .and_then(|run| journals.remove_entry(run));
                 if now_ms().saturating_sub(entry.created_ms) > OUTBOX_TTL_MS {
                     tracing::warn!(id = entry.id, "undelivered reply too old; dead-lettered");
                     let _ = core.store.dead_letter(entry.id);
+                    if let Some((run, _)) = journal {
+                        reply_journal::forget(core, &run);
+                    }
                     continue;
                 }
                 let Some(channel) = core.channel(&entry.conversation.channel) else {
                     continue;
                 };
+                // Parts of this final (or its previews) may be in the chat already: take them
+                // back, then send the whole final once.
+                if let Some((run, journal)) = &journal {
+                    reply_journal::take_back(core, run, journal).await;
+                }
                 let mut reply = crate::reply::ReplyStream::new(channel, entry.conversation.clone());
                 match reply.finish(&entry.text).await {
                     Ok(()) => {
@@ -63,22 +85,34 @@ pub async fn recover(core: &Arc<Core>) {
         }
         Err(e) => tracing::error!(error = %e, "cannot read the outbox"),
     }
-    match core.store.all_pending() {
-        Ok(pending) => {
-            if !pending.is_empty() {
-                tracing::info!(turns = pending.len(), "resuming pending turns");
-            }
-            for (seq, turn) in pending {
-                if let Err(e) = core
-                    .lanes
-                    .submit(&turn.session_key, queued_turn(seq, &turn))
-                    .await
-                {
-                    tracing::error!(error = %e, "cannot resume a pending turn");
-                }
-            }
+    let pending = match core.store.all_pending() {
+        Ok(pending) => pending,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot read the pending queue");
+            Vec::new()
         }
-        Err(e) => tracing::error!(error = %e, "cannot read the pending queue"),
+    };
+    let still_pending: HashSet<u64> = pending.iter().map(|(seq, _)| *seq).collect();
+    for (run, journal) in journals {
+        // A turn that will run again: its cut-short reply goes. Any other run's reply was
+        // delivered (only the journal's removal was lost) and stays.
+        if seq_of_run_id(&run).is_some_and(|seq| still_pending.contains(&seq)) {
+            reply_journal::take_back(core, &run, &journal).await;
+        } else {
+            reply_journal::forget(core, &run);
+        }
+    }
+    if !pending.is_empty() {
+        tracing::info!(turns = pending.len(), "resuming pending turns");
+    }
+    for (seq, turn) in pending {
+        if let Err(e) = core
+            .lanes
+            .submit(&turn.session_key, queued_turn(seq, &turn))
+            .await
+        {
+            tracing::error!(error = %e, "cannot resume a pending turn");
+        }
     }
 }
 
@@ -105,3 +139,7 @@ pub async fn acp_housekeeping(core: std::sync::Weak<Core>) {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "recover_tests.rs"]
+mod tests;

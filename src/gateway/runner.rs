@@ -7,6 +7,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::reply_journal::{RunJournal, forget};
 use super::{Core, RunRecord};
 use crate::agent::provider::BoxFuture;
 use crate::agent::run::{RunOutcome, RunRequest, RunStatus, Steer};
@@ -113,11 +114,15 @@ async fn run_turn(
         tracing::warn!(error = %e, "cannot remember the session's conversation");
     }
     let channel = core.channel(&turn.target.channel);
+    // A durable turn journals what its reply sends, so a restart can take it back.
+    let journal = (!turn.seqs.is_empty())
+        .then(|| RunJournal::shared(core.store.clone(), run_id.clone(), turn.target.clone()));
     let reply = channel.clone().map(|channel| {
         tokio::spawn(stream_events(
             channel,
             turn.target.clone(),
             turn.quote.clone(),
+            journal,
             events_rx,
         ))
     });
@@ -140,7 +145,7 @@ async fn run_turn(
     let mut seqs = turn.seqs.clone();
     seqs.extend(&outcome.steered_seqs);
     let record = RunRecord {
-        run_id,
+        run_id: run_id.clone(),
         seqs: seqs.clone(),
         session_key: key.clone(),
         status: outcome.status.clone(),
@@ -159,6 +164,7 @@ async fn run_turn(
             reply.abort();
         }
         super::subagent::finish(core, &key, link, &turn, &outcome).await;
+        forget(core, &run_id);
         let _ = core.runs.send(record);
         return outcome;
     }
@@ -173,6 +179,7 @@ async fn run_turn(
                 "the session has no chat to reply to; its reply stays in its transcript"
             );
             let _ = core.store.clear_pending(&seqs).await;
+            forget(core, &run_id);
             let _ = core.runs.send(record);
             return outcome;
         }
@@ -187,7 +194,7 @@ async fn run_turn(
     let text = without_sent(&final_text(stream.text(), &ending), &core.take_sent(&key));
     match core
         .store
-        .settle_turn(&key, &turn.target, &text, &seqs)
+        .settle_turn(&run_id, &key, &turn.target, &text, &seqs)
         .await
     {
         Ok(outbox_id) => match stream.finish(&text).await {
@@ -197,6 +204,7 @@ async fn run_turn(
                 if let Err(e) = marked.and(core.store.flush().await) {
                     tracing::error!(error = %e, "cannot mark a reply delivered");
                 }
+                forget(core, &run_id);
             }
             Err(e) => {
                 tracing::warn!(error = %e, "final reply not delivered; it stays in the outbox")

@@ -138,7 +138,7 @@ async fn once(
             let (tx, rx) = mpsc::channel(EVENT_BUFFER);
             (
                 Some(tx),
-                Some(tokio::spawn(stream_events(channel, to, None, rx))),
+                Some(tokio::spawn(stream_events(channel, to, None, None, rx))),
             )
         }
         None => (None, None),

@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::agent::events::{Lifecycle, RunEvent, ToolEvent};
-pub use stream::ReplyStream;
+pub use stream::{ReplyStream, SentJournal};
 
 /// How often the typing indicator is refreshed (Telegram's expires after about 5 s).
 const TYPING_EVERY: Duration = Duration::from_secs(6);
@@ -31,14 +31,15 @@ pub enum Ending {
 }
 
 /// Consumes a run's events into a preview stream until the run ends. The caller then
-/// records the final and calls [`ReplyStream::finish`].
+/// records the final and calls [`ReplyStream::finish`]. `journal` is told of each new message.
 pub async fn stream_events(
     channel: Arc<dyn Channel>,
     to: Conversation,
     quote: Option<String>,
+    journal: Option<Arc<dyn SentJournal>>,
     mut events: mpsc::Receiver<RunEvent>,
 ) -> (ReplyStream, Ending) {
-    let mut reply = ReplyStream::quoting(channel.clone(), to.clone(), quote);
+    let mut reply = ReplyStream::quoting(channel.clone(), to.clone(), quote).journaled(journal);
     let _ = channel.typing(&to).await;
     let mut next_typing = Instant::now() + TYPING_EVERY;
     let ending = loop {

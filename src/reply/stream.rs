@@ -21,6 +21,13 @@ const BLOCK_MAX_CHARS: usize = 1200;
 /// The answer that means "send nothing" (SPEC 5).
 pub const NO_REPLY: &str = "NO_REPLY";
 
+/// Told of every new chat message a reply sends (not of edits), before the reply goes on, so
+/// that a restart can take back the messages of a reply cut short.
+pub trait SentJournal: Send + Sync {
+    /// Message `message` was sent into the reply's conversation.
+    fn sent<'a>(&'a self, message: &'a SentMessage) -> chela_channel::BoxFuture<'a, ()>;
+}
+
 /// The live state of one streamed reply.
 pub struct ReplyStream {
     channel: Arc<dyn Channel>,
@@ -41,6 +48,8 @@ pub struct ReplyStream {
     quote: Option<String>,
     /// Block streaming: finished blocks are sent as messages of their own, never edited.
     blocks: bool,
+    /// Told of each new message.
+    journal: Option<Arc<dyn SentJournal>>,
     /// Platform calls made (sends, edits, deletes), for benchmarks and tests.
     pub calls: u32,
 }
@@ -73,8 +82,15 @@ impl ReplyStream {
             break_pending: false,
             quote,
             blocks,
+            journal: None,
             calls: 0,
         }
+    }
+
+    /// Tells `journal` of every new message this reply sends.
+    pub fn journaled(mut self, journal: Option<Arc<dyn SentJournal>>) -> Self {
+        self.journal = journal;
+        self
     }
 
     /// The full text so far.
@@ -251,6 +267,7 @@ impl ReplyStream {
                     .send_reply(&self.to, text, self.quote.as_deref())
                     .await?;
                 self.quote = None;
+                self.journal_sent(&sent).await;
                 self.current = Some(sent);
             }
             Some(message) => match self.channel.edit(&self.to, message, text).await {
@@ -259,6 +276,7 @@ impl ReplyStream {
                     tracing::warn!(error = %e, "final edit failed; sending the final as a new message");
                     self.calls += 1;
                     let sent = self.channel.send(&self.to, text).await?;
+                    self.journal_sent(&sent).await;
                     self.current = Some(sent);
                 }
                 Err(e) => return Err(e),
@@ -266,6 +284,12 @@ impl ReplyStream {
         }
         self.shown = text.to_string();
         Ok(())
+    }
+
+    async fn journal_sent(&self, sent: &SentMessage) {
+        if let Some(journal) = &self.journal {
+            journal.sent(sent).await;
+        }
     }
 }
 

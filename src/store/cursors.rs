@@ -40,7 +40,7 @@ mod tests {
             store.set_cursor("telegram:default", -7).await.unwrap();
             store.set_cursor("telegram:other", i64::MAX).await.unwrap();
         }
-        let store = Store::reopen(dir.path()).await.unwrap();
+        let store = Store::open(dir.path()).unwrap();
         assert_eq!(store.get_cursor("telegram:default").unwrap(), Some(-7));
         assert_eq!(store.get_cursor("telegram:other").unwrap(), Some(i64::MAX));
     }

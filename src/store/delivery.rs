@@ -39,10 +39,11 @@ impl Store {
         Ok(Some(seq))
     }
 
-    /// Records the final reply of a turn in the outbox and removes the turn's pending
+    /// Records the final reply of run `run_id` in the outbox and removes the turn's pending
     /// entries, atomically and durably; returns the outbox id.
     pub async fn settle_turn(
         &self,
+        run_id: &str,
         session_key: &str,
         conversation: &Conversation,
         text: &str,
@@ -58,6 +59,7 @@ impl Store {
             // Nothing to send (NO_REPLY, a silent stop) counts as delivered.
             delivered: text.trim().is_empty(),
             attempts: 0,
+            run_id: Some(run_id.to_owned()),
         };
         let bytes = encode(&entry)?;
         (&self.inner.outbox, &self.inner.pending)
@@ -167,7 +169,7 @@ mod tests {
             .unwrap();
         let conv = turn("1").inbound.conversation;
         let id = store
-            .settle_turn("agent:main:main", &conv, "answer", &[seq])
+            .settle_turn("run-1", "agent:main:main", &conv, "answer", &[seq])
             .await
             .unwrap();
         assert!(store.all_pending().unwrap().is_empty());

@@ -14,6 +14,7 @@
 //! - bindings: conversations bound to coding-agent (ACP) sessions.
 //! - targets: where each session last replied (for the `message` tool).
 //! - subagents: sub-agent sessions and their parents (`sessions_spawn` with `runtime: "subagent"`).
+//! - reply_journal: the chat messages each unfinished reply has sent, taken back after a crash.
 //!
 //! Writes that must be durable before the caller goes on (`enqueue`, `record_final`,
 //! `set_cursor`) are async and flush with sled's `flush_async`; everything else is a short
@@ -30,6 +31,7 @@ mod jsonl;
 mod outbox;
 mod pairing;
 mod pending;
+mod reply_journal;
 mod sessions;
 mod show;
 mod subagents;
@@ -48,6 +50,7 @@ pub use entry::{Entry, EntryKind, Item, SessionHeader, TRANSCRIPT_VERSION};
 pub use outbox::OutboxEntry;
 pub use pairing::{PairingOutcome, PairingRequest};
 pub use pending::PendingTurn;
+pub use reply_journal::ReplyJournal;
 pub use sessions::SessionMeta;
 pub use subagents::{SubagentLink, SubagentState};
 pub use transcript::{SUMMARY_HEADING, WindowMessage};
@@ -117,7 +120,16 @@ pub struct Store {
     inner: Arc<Inner>,
 }
 
+/// Folders this process has closed a store in. sled's writer threads may hold a folder's lock
+/// for a moment after the store is dropped, so opening such a folder again waits for the lock
+/// instead of reporting another process.
+static CLOSED_HERE: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+/// How long an open waits for a lock this process itself just released.
+const OWN_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 struct Inner {
+    /// The store's folder (`None` for a temporary store).
+    path: Option<PathBuf>,
     db: sled::Db,
     flusher: flusher::Flusher,
     sessions: sled::Tree,
@@ -134,6 +146,7 @@ struct Inner {
     targets: sled::Tree,
     subagents: sled::Tree,
     group_history: sled::Tree,
+    reply_journal: sled::Tree,
 }
 
 impl std::fmt::Debug for Store {
@@ -151,38 +164,19 @@ impl Store {
             path: path.to_path_buf(),
             reason: e.to_string(),
         })?;
-        let config = sled::Config::new()
-            .path(path)
-            .cache_capacity(CACHE_CAPACITY);
-        let db = config.open().map_err(|e| match &e {
-            sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
-                StoreError::Locked {
-                    path: path.to_path_buf(),
+        let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        let started = std::time::Instant::now();
+        let db = loop {
+            match open_db(&path) {
+                Err(StoreError::Locked { .. })
+                    if closed_here(&path) && started.elapsed() < OWN_LOCK_WAIT =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
                 }
+                other => break other?,
             }
-            _ => StoreError::Open {
-                path: path.to_path_buf(),
-                reason: e.to_string(),
-            },
-        })?;
-        Store::from_db(db)
-    }
-
-    /// Reopens a store this process has just dropped (for tests). sled's background writer
-    /// threads may still hold the folder's lock for a moment after the drop, so a `Locked`
-    /// answer is retried for up to ten seconds.
-    #[cfg(test)]
-    pub(crate) async fn reopen(path: &Path) -> Result<Store, StoreError> {
-        let mut tries = 0;
-        loop {
-            match Store::open(path) {
-                Err(StoreError::Locked { .. }) if tries < 1000 => {
-                    tries += 1;
-                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                }
-                other => return other,
-            }
-        }
+        };
+        Store::from_db(db, Some(path))
     }
 
     /// Opens a store that lives in a temporary folder and is deleted on drop (for tests).
@@ -192,10 +186,10 @@ impl Store {
             .cache_capacity(CACHE_CAPACITY)
             .open()
             .map_err(db_err)?;
-        Store::from_db(db)
+        Store::from_db(db, None)
     }
 
-    fn from_db(db: sled::Db) -> Result<Store, StoreError> {
+    fn from_db(db: sled::Db, path: Option<PathBuf>) -> Result<Store, StoreError> {
         let tree = |name: &str| db.open_tree(name).map_err(db_err);
         let inner = Inner {
             sessions: tree("sessions")?,
@@ -212,8 +206,10 @@ impl Store {
             targets: tree("targets")?,
             subagents: tree("subagents")?,
             group_history: tree("group_history")?,
+            reply_journal: tree("reply_journal")?,
             flusher: flusher::Flusher::start(db.clone())?,
             db,
+            path,
         };
         Ok(Store {
             inner: Arc::new(inner),
@@ -243,6 +239,43 @@ fn tx_err(e: sled::transaction::TransactionError<StoreError>) -> StoreError {
 /// Aborts a sled transaction with `e`.
 fn abort<T>(e: StoreError) -> sled::transaction::ConflictableTransactionResult<T, StoreError> {
     Err(sled::transaction::ConflictableTransactionError::Abort(e))
+}
+
+/// Opens the sled database in folder `path`.
+fn open_db(path: &Path) -> Result<sled::Db, StoreError> {
+    let config = sled::Config::new()
+        .path(path)
+        .cache_capacity(CACHE_CAPACITY);
+    config.open().map_err(|e| match &e {
+        sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
+            StoreError::Locked {
+                path: path.to_path_buf(),
+            }
+        }
+        _ => StoreError::Open {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        },
+    })
+}
+
+/// Whether this process has closed a store in `path`.
+fn closed_here(path: &Path) -> bool {
+    CLOSED_HERE
+        .lock()
+        .map(|closed| closed.iter().any(|p| p == path))
+        .unwrap_or(false)
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(path) = self.path.take()
+            && let Ok(mut closed) = CLOSED_HERE.lock()
+            && !closed.contains(&path)
+        {
+            closed.push(path);
+        }
+    }
 }
 
 /// Encodes a record as JSON.

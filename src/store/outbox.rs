@@ -24,6 +24,9 @@ pub struct OutboxEntry {
     pub delivered: bool,
     /// How many sends were attempted.
     pub attempts: u32,
+    /// The run that produced it, when it has a reply journal (see `reply_journal`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
 }
 
 impl Store {
@@ -44,6 +47,7 @@ impl Store {
             created_ms: now_ms,
             delivered: false,
             attempts: 0,
+            run_id: None,
         };
         self.inner
             .outbox

@@ -114,7 +114,7 @@ pub(super) mod tests {
             seqs
         };
         assert!(seqs.windows(2).all(|w| w[0] < w[1]));
-        let store = Store::reopen(dir.path()).await.unwrap();
+        let store = Store::open(dir.path()).unwrap();
         let all = store.all_pending().unwrap();
         assert_eq!(all.iter().map(|(s, _)| *s).collect::<Vec<_>>(), seqs);
         assert_eq!(all[1].1, turn("b", "2"));

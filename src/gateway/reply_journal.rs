@@ -1,0 +1,61 @@
+//! The gateway's side of the reply journal: a run's reply notes every message it sends, and
+//! start-up recovery takes back what an unfinished reply of the previous process left.
+
+use std::sync::Arc;
+
+use chela_channel::{BoxFuture, Conversation, SentMessage};
+
+use super::Core;
+use crate::reply::SentJournal;
+use crate::store::{ReplyJournal, Store};
+
+/// Journals the messages of run `run_id`'s reply into `to`.
+pub struct RunJournal {
+    store: Store,
+    run_id: String,
+    to: Conversation,
+}
+
+impl RunJournal {
+    /// A journal for run `run_id` replying into `to`.
+    pub fn shared(store: Store, run_id: String, to: Conversation) -> Arc<dyn SentJournal> {
+        Arc::new(RunJournal { store, run_id, to })
+    }
+}
+
+impl SentJournal for RunJournal {
+    fn sent<'a>(&'a self, message: &'a SentMessage) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let noted = self
+                .store
+                .journal_sent(&self.run_id, &self.to, &message.message_id)
+                .await;
+            if let Err(e) = noted {
+                tracing::warn!(error = %e, run_id = %self.run_id, "cannot journal a sent message");
+            }
+        })
+    }
+}
+
+/// Deletes the messages run `run` sent (best effort: a message the platform will not delete
+/// stays) and forgets its journal.
+pub async fn take_back(core: &Arc<Core>, run: &str, journal: &ReplyJournal) {
+    if let Some(channel) = core.channel(&journal.conversation.channel) {
+        for id in &journal.messages {
+            let message = SentMessage {
+                message_id: id.clone(),
+            };
+            if let Err(e) = channel.delete(&journal.conversation, &message).await {
+                tracing::warn!(error = %e, run_id = %run, message = %id, "cannot take back a message of an unfinished reply");
+            }
+        }
+    }
+    forget(core, run);
+}
+
+/// Forgets run `run`'s journal.
+pub fn forget(core: &Core, run: &str) {
+    if let Err(e) = core.store.forget_journal(run) {
+        tracing::warn!(error = %e, run_id = %run, "cannot forget a reply journal");
+    }
+}

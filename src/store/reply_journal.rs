@@ -1,0 +1,108 @@
+//! The reply journal (run id -> JSON [`ReplyJournal`]): every chat message a reply has sent
+//! while its run is unfinished or its final undelivered. After a crash those messages are
+//! taken back before the turn runs again or its final is resent, so a restart never leaves a
+//! reply in the chat twice. A run's record is forgotten once its final is delivered.
+
+use chela_channel::Conversation;
+use serde::{Deserialize, Serialize};
+
+use super::{Store, StoreError, db_err, decode, encode};
+
+/// The messages one reply has sent so far.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplyJournal {
+    /// Where they were sent.
+    pub conversation: Conversation,
+    /// Their platform message ids, in the order they were sent.
+    pub messages: Vec<String>,
+}
+
+impl Store {
+    /// Notes that run `run` sent message `message_id` into `to`; returns once it is on disk.
+    pub async fn journal_sent(
+        &self,
+        run: &str,
+        to: &Conversation,
+        message_id: &str,
+    ) -> Result<(), StoreError> {
+        let mut journal = self.journal(run)?.unwrap_or_else(|| ReplyJournal {
+            conversation: to.clone(),
+            messages: Vec::new(),
+        });
+        if !journal.messages.iter().any(|m| m == message_id) {
+            journal.messages.push(message_id.to_owned());
+        }
+        self.inner
+            .reply_journal
+            .insert(run, encode(&journal)?)
+            .map_err(db_err)?;
+        self.flush().await
+    }
+
+    /// What run `run` has sent, if anything is journaled.
+    pub fn journal(&self, run: &str) -> Result<Option<ReplyJournal>, StoreError> {
+        match self.inner.reply_journal.get(run).map_err(db_err)? {
+            Some(bytes) => Ok(Some(decode("reply_journal", &bytes)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Every journaled run, by run id.
+    pub fn all_journals(&self) -> Result<Vec<(String, ReplyJournal)>, StoreError> {
+        self.inner
+            .reply_journal
+            .iter()
+            .map(|item| {
+                let (key, bytes) = item.map_err(db_err)?;
+                let run = String::from_utf8_lossy(&key).into_owned();
+                Ok((run, decode("reply_journal", &bytes)?))
+            })
+            .collect()
+    }
+
+    /// Forgets run `run`'s journal (its reply is delivered, or was taken back).
+    pub fn forget_journal(&self, run: &str) -> Result<(), StoreError> {
+        self.inner.reply_journal.remove(run).map_err(db_err)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use chela_channel::ChatKind;
+
+    fn chat() -> Conversation {
+        Conversation {
+            channel: "telegram".into(),
+            account: "default".into(),
+            kind: ChatKind::Direct,
+            chat_id: "42".into(),
+            thread_id: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_runs_messages_are_kept_in_order_once_each_until_forgotten() {
+        let store = Store::temporary().unwrap();
+        assert_eq!(store.journal("run-1").unwrap(), None);
+        store.journal_sent("run-1", &chat(), "10").await.unwrap();
+        store.journal_sent("run-1", &chat(), "11").await.unwrap();
+        store.journal_sent("run-1", &chat(), "10").await.unwrap();
+        store.journal_sent("run-2", &chat(), "12").await.unwrap();
+        let journal = store.journal("run-1").unwrap().unwrap();
+        assert_eq!(journal.messages, ["10", "11"]);
+        assert_eq!(journal.conversation, chat());
+        let runs: Vec<String> = store
+            .all_journals()
+            .unwrap()
+            .into_iter()
+            .map(|(run, _)| run)
+            .collect();
+        assert_eq!(runs, ["run-1", "run-2"]);
+        store.forget_journal("run-1").unwrap();
+        assert_eq!(store.journal("run-1").unwrap(), None);
+        assert_eq!(store.all_journals().unwrap().len(), 1);
+    }
+}

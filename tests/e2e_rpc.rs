@@ -186,6 +186,88 @@ async fn run_events_reach_subscribers() {
     stop(chat).await;
 }
 
+/// The live feed: a run's lifecycle, its text deltas in order (they add up to the final text)
+/// and its tool calls, numbered without gaps, then the finished run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_events_stream_a_runs_lifecycle_deltas_and_tools() {
+    let setup = Setup::openai("steer").await;
+    let (chat, address) = gateway(&setup).await;
+    let mut rpc = client(&address).await;
+    let subscribed = rpc
+        .call("events.subscribe", json!({"session": KEY}))
+        .await
+        .unwrap();
+    assert_eq!(subscribed["session"], KEY);
+    let mut events = Vec::new();
+    let accepted = rpc
+        .call_watching("agent", json!({"message": "tool ls {}"}), &mut |e| {
+            events.push(e.clone())
+        })
+        .await
+        .unwrap();
+    let run_id = accepted["runId"].as_str().unwrap().to_owned();
+    let done = rpc
+        .call_watching("agent.wait", json!({"runId": run_id}), &mut |e| {
+            events.push(e.clone())
+        })
+        .await
+        .unwrap();
+    assert_eq!(done["status"], "ok", "{done}");
+    // The `run` event may come just after the wait's answer.
+    while !events.iter().any(|e| e["event"] == "run") {
+        rpc.call_watching("status", json!({}), &mut |e| events.push(e.clone()))
+            .await
+            .unwrap();
+    }
+    let ours: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "agent" && e["runId"] == run_id.as_str())
+        .collect();
+    let seqs: Vec<u64> = ours.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(
+        seqs,
+        (1..=ours.len() as u64).collect::<Vec<_>>(),
+        "{ours:#?}"
+    );
+    let kinds: Vec<String> = ours
+        .iter()
+        .map(|e| {
+            format!(
+                "{}:{}",
+                e["stream"].as_str().unwrap(),
+                e["phase"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds.first().map(String::as_str),
+        Some("lifecycle:start"),
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.last().map(String::as_str),
+        Some("lifecycle:end"),
+        "{kinds:?}"
+    );
+    assert!(kinds.iter().any(|k| k == "tool:start"), "{kinds:?}");
+    assert!(kinds.iter().any(|k| k == "tool:end"), "{kinds:?}");
+    assert!(ours.iter().all(|e| e["session"] == KEY));
+    let text: String = ours
+        .iter()
+        .filter(|e| e["stream"] == "assistant")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, done["text"].as_str().unwrap());
+    assert!(
+        ours.iter().filter(|e| e["stream"] == "assistant").count() > 1,
+        "the text came in pieces: {ours:#?}"
+    );
+    let run = events.iter().find(|e| e["event"] == "run").unwrap();
+    assert_eq!(run["runId"], run_id.as_str());
+    rpc.close().await;
+    stop(chat).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abort_stops_a_slow_run() {
     let setup = Setup::openai("steer").await;
@@ -225,6 +307,13 @@ async fn chela_agent_and_status_go_through_the_rpc_while_the_gateway_runs() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(stdout.trim(), "ok: hi");
+    // A reply of several deltas is printed as it streams, once.
+    let out = setup.run(&["agent", "--message", "slow 10 4"]).await;
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "tick 1 tick 2 tick 3 tick 4 \n"
+    );
     let (status, json) = setup.agent_json("again").await;
     assert!(status.success(), "{json}");
     assert_eq!(json["status"], "ok");

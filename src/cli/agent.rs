@@ -1,7 +1,9 @@
 //! `chela agent --message TEXT [--session KEY] [--json]`: one turn for scripts. Runs its own
 //! gateway on the store; when a running gateway holds the store, sends the turn through that
-//! gateway's RPC instead (`agent`, then `agent.wait`).
+//! gateway's RPC instead (`events.subscribe`, `agent`, then `agent.wait`, printing the run's
+//! text deltas as they come).
 
+use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -97,30 +99,84 @@ async fn through_rpc(
         Ok(client) => client,
         Err(e) => return super::rpc::report(&e),
     };
+    // Subscribed first, so no event of the run is missed; its text deltas are printed as they
+    // come (unless --json), like a run in this process.
+    if let Err(e) = client.call("events.subscribe", json!({})).await {
+        return super::rpc::report(&e);
+    }
     let mut params = json!({ "message": message });
     if let Some(key) = &session {
         params["session"] = Value::String(key.clone());
     }
-    let accepted = match client.call("agent", params).await {
+    let mut early = Vec::new();
+    let accepted = match client
+        .call_watching("agent", params, &mut |event| early.push(event.clone()))
+        .await
+    {
         Ok(accepted) => accepted,
         Err(e) => return super::rpc::report(&e),
     };
     let run_id = accepted["runId"].as_str().unwrap_or_default().to_owned();
+    let mut printer = DeltaPrinter::new(&run_id, !json);
+    for event in &early {
+        printer.see(event);
+    }
     // The run ends by its own timeout; wait a little longer than that.
     let timeout_ms = (loaded.config.agent.timeout_s + 60) * 1000;
     let waited = client
-        .call(
+        .call_watching(
             "agent.wait",
             json!({ "runId": run_id, "timeoutMs": timeout_ms }),
+            &mut |event| printer.see(event),
         )
         .await;
     client.close().await;
+    let streamed = printer.end();
     let mut result = match waited {
         Ok(result) => result,
         Err(e) => return super::rpc::report(&e),
     };
     result["sessionKey"] = accepted["session"].clone();
-    finish(&result, json, true)
+    finish(&result, json, !streamed)
+}
+
+/// Prints the assistant text deltas of one run as its `agent` events arrive.
+struct DeltaPrinter {
+    run_id: String,
+    enabled: bool,
+    printed: bool,
+}
+
+impl DeltaPrinter {
+    fn new(run_id: &str, enabled: bool) -> DeltaPrinter {
+        DeltaPrinter {
+            run_id: run_id.to_owned(),
+            enabled,
+            printed: false,
+        }
+    }
+
+    /// Prints `event` when it is a text delta of this run.
+    fn see(&mut self, event: &Value) {
+        let ours = event["event"] == "agent" && event["runId"] == self.run_id.as_str();
+        if !self.enabled || !ours || event["stream"] != "assistant" {
+            return;
+        }
+        if let Some(delta) = event["delta"].as_str() {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(delta.as_bytes());
+            let _ = out.flush();
+            self.printed = true;
+        }
+    }
+
+    /// Ends the streamed text with a newline; answers whether anything was printed.
+    fn end(self) -> bool {
+        if self.printed {
+            println!();
+        }
+        self.printed
+    }
 }
 
 /// Prints a run's result (`text` only when it was not streamed already) and gives the exit

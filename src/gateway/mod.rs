@@ -6,6 +6,7 @@ mod answer;
 pub mod approvals;
 pub mod ask;
 pub mod commands;
+pub mod live;
 mod recover;
 mod reply_journal;
 pub mod runner;
@@ -94,6 +95,8 @@ pub struct Core {
     pub channels: HashMap<String, Arc<dyn Channel>>,
     /// Finished runs.
     pub runs: broadcast::Sender<RunRecord>,
+    /// Every run's events as they happen (the RPC's `events.subscribe`).
+    pub live: broadcast::Sender<live::LiveEvent>,
     /// Fires when the gateway stops.
     pub shutdown: CancellationToken,
     /// Command tasks in flight (awaited at shutdown so no answer is cut off).
@@ -233,6 +236,7 @@ impl Gateway {
             config.resolved_max_concurrent_runs(),
         );
         let (runs, _) = broadcast::channel(64);
+        let (live, _) = broadcast::channel(live::LIVE_BUFFER);
         let acp = crate::acp::AcpManager::new(&config, store.clone());
         let saved_history = store.group_histories().unwrap_or_else(|e| {
             tracing::warn!(error = %e, "cannot read the saved group history");
@@ -260,6 +264,7 @@ impl Gateway {
             lanes,
             agent,
             runs,
+            live,
             shutdown,
             tasks: tokio_util::task::TaskTracker::new(),
             history: std::sync::Mutex::new(crate::inbound::admission::GroupHistory::restore(

@@ -105,7 +105,7 @@ async fn run_turn(
     let run_id = run_id_for(&turn.seqs);
     tracing::debug!(run_id = %run_id, "run starts");
     let started_ms = crate::agent::message::now_ms();
-    let (events_tx, events_rx) = mpsc::channel(EVENT_BUFFER);
+    let (reply_tx, events_rx) = mpsc::channel(EVENT_BUFFER);
     if let Ok(mut targets) = core.targets.lock() {
         targets.insert(key.clone(), turn.target.clone());
     }
@@ -126,6 +126,13 @@ async fn run_turn(
             events_rx,
         ))
     });
+    // Every event goes to the RPC's subscribers, then to the reply.
+    let events_tx = super::live::tee(
+        run_id.clone(),
+        key.clone(),
+        core.live.clone(),
+        reply.is_some().then_some(reply_tx),
+    );
     let request = RunRequest {
         session_key: key.clone(),
         text: turn.text.clone(),

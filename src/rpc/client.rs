@@ -98,6 +98,17 @@ impl RpcClient {
 
     /// Calls `method` and waits for its answer (events in between are skipped).
     pub async fn call(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {
+        self.call_watching(method, params, &mut |_| {}).await
+    }
+
+    /// Calls `method` and waits for its answer, handing every event frame that comes in the
+    /// meantime to `on_event`.
+    pub async fn call_watching(
+        &mut self,
+        method: &str,
+        params: Value,
+        on_event: &mut dyn FnMut(&Value),
+    ) -> Result<Value, ClientError> {
         let id = self.next_id;
         self.next_id += 1;
         let frame = json!({ "id": id, "method": method, "params": params }).to_string();
@@ -121,6 +132,9 @@ impl RpcClient {
             let value: Value =
                 serde_json::from_str(&text).map_err(|e| ClientError::Protocol(e.to_string()))?;
             if value.get("id") != Some(&json!(id)) {
+                if value.get("event").is_some() {
+                    on_event(&value);
+                }
                 continue;
             }
             if let Some(error) = value.get("error") {

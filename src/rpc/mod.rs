@@ -6,13 +6,15 @@
 //! - [`methods`]: `agent`, `agent.wait`, `abort`, `sessions.list`, `status`.
 //! - [`runs`]: the bounded tracker of finished runs behind `agent.wait`.
 //! - [`channel`]: the `rpc` channel replies to RPC messages go to.
-//! - [`server`]: the axum server, token check, connections, `events.subscribe`.
+//! - [`server`]: the axum server, token check, connections.
+//! - `feed`: `events.subscribe`, live run events and finished runs pushed to a connection.
 //! - [`discovery`]: `<store.path>.rpc`, where local commands find the RPC and its token.
 //! - [`client`]: the client the `chela` commands use.
 
 pub mod channel;
 pub mod client;
 pub mod discovery;
+mod feed;
 pub mod methods;
 mod pairing;
 pub mod protocol;

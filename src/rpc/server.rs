@@ -17,9 +17,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::RpcError;
 use super::discovery::{self, Discovery};
+use super::feed::{self, SubscribeParams};
 use super::methods::Methods;
 use super::protocol::{self, Fault, UNAVAILABLE};
-use super::runs::{RunTracker, run_result};
+use super::runs::RunTracker;
 use crate::gateway::Core;
 use crate::inbound::route::Router;
 
@@ -28,7 +29,7 @@ pub const MAX_IN_FLIGHT: usize = 16;
 /// Most connections at once.
 const MAX_CONNECTIONS: usize = 64;
 /// Frames queued for one connection's socket (answers wait; events past it are dropped).
-const OUTBOX: usize = 64;
+const OUTBOX: usize = 512;
 /// Largest frame a client may send.
 const MAX_FRAME: usize = 1 << 20;
 
@@ -190,7 +191,8 @@ async fn connection(mut socket: WebSocket, shared: Arc<Shared>) {
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     // Dropped with the connection: its requests and its event feed end with it.
     let mut tasks = tokio::task::JoinSet::new();
-    let mut subscribed = false;
+    // The connection's event feed; a new `events.subscribe` replaces it.
+    let mut feed: Option<tokio::task::AbortHandle> = None;
     loop {
         let frame = tokio::select! {
             _ = shared.stop.cancelled() => {
@@ -204,11 +206,19 @@ async fn connection(mut socket: WebSocket, shared: Arc<Shared>) {
                     match protocol::parse(text.as_str()) {
                         Err((id, fault)) => protocol::answer(id, Err(fault)),
                         Ok(request) if request.method == "events.subscribe" => {
-                            if !subscribed {
-                                subscribed = true;
-                                tasks.spawn(run_events(shared.clone(), out_tx.clone()));
+                            match SubscribeParams::parse(&request.params) {
+                                Ok(filter) => {
+                                    let session = filter.session.clone();
+                                    if let Some(old) = feed.take() {
+                                        old.abort();
+                                    }
+                                    let (core, stop) = (shared.methods.core.clone(), shared.stop.clone());
+                                    feed = Some(tasks.spawn(feed::feed(core, stop, filter, out_tx.clone())));
+                                    let answer = serde_json::json!({ "subscribed": true, "session": session });
+                                    protocol::answer(request.id, Ok(answer))
+                                }
+                                Err(fault) => protocol::answer(request.id, Err(fault)),
                             }
-                            protocol::answer(request.id, Ok(serde_json::json!({ "subscribed": true })))
                         }
                         Ok(request) => {
                             let Ok(permit) = in_flight.clone().try_acquire_owned() else {
@@ -242,39 +252,6 @@ async fn connection(mut socket: WebSocket, shared: Arc<Shared>) {
         };
         if socket.send(Message::Text(frame.into())).await.is_err() {
             return;
-        }
-    }
-}
-
-/// Pushes a `run` event for every finished run to one subscribed connection. A client that
-/// does not read loses events (counted in the log), never the gateway's memory.
-async fn run_events(shared: Arc<Shared>, out: mpsc::Sender<String>) {
-    let mut runs = shared.methods.core.runs.subscribe();
-    let mut dropped: u64 = 0;
-    loop {
-        let record = tokio::select! {
-            _ = shared.stop.cancelled() => return,
-            record = runs.recv() => record,
-        };
-        match record {
-            Ok(record) => {
-                let frame = protocol::event("run", run_result(&record.run_id, &record));
-                match out.try_send(frame) {
-                    Ok(()) => {}
-                    Err(mpsc::error::TrySendError::Full(_)) => {
-                        dropped += 1;
-                        tracing::warn!(
-                            dropped,
-                            "rpc: a subscriber does not read; run event dropped"
-                        );
-                    }
-                    Err(mpsc::error::TrySendError::Closed(_)) => return,
-                }
-            }
-            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                tracing::warn!(missed = n, "rpc: events lagged");
-            }
-            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
         }
     }
 }

@@ -1,0 +1,129 @@
+//! `events.subscribe`: the event feed of one connection. It pushes an `agent` event for every
+//! event of every run as it happens (lifecycle, assistant text deltas, tool calls,
+//! compactions) and a `run` event when a run finishes, optionally only for one session. A
+//! client that does not read loses events (counted in the log, visible as a gap in `seq`),
+//! never the gateway's memory.
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::Value;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::protocol::{self, Fault};
+use super::runs::run_result;
+use crate::gateway::Core;
+use crate::gateway::live::LiveEvent;
+
+/// The params of `events.subscribe`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SubscribeParams {
+    /// Only this session's runs (absent: every session).
+    #[serde(default)]
+    pub(super) session: Option<String>,
+}
+
+impl SubscribeParams {
+    /// Reads the params of `events.subscribe`.
+    pub(super) fn parse(params: &Value) -> Result<SubscribeParams, Fault> {
+        protocol::params(params)
+    }
+}
+
+/// The `agent` event payload of one live event.
+pub(super) fn agent_event(live: &LiveEvent) -> Value {
+    let mut payload = serde_json::to_value(&live.event).unwrap_or(Value::Null);
+    if let Value::Object(fields) = &mut payload {
+        fields.insert("runId".into(), Value::String(live.run_id.clone()));
+        fields.insert("session".into(), Value::String(live.session_key.clone()));
+        fields.insert("seq".into(), Value::from(live.seq));
+    }
+    payload
+}
+
+/// Feeds `out` until the gateway stops or the connection goes.
+pub(super) async fn feed(
+    core: Arc<Core>,
+    stop: CancellationToken,
+    filter: SubscribeParams,
+    out: mpsc::Sender<String>,
+) {
+    let mut runs = core.runs.subscribe();
+    let mut live = core.live.subscribe();
+    drop(core);
+    let wanted = |session: &str| filter.session.as_deref().is_none_or(|s| s == session);
+    let mut dropped: u64 = 0;
+    loop {
+        let frame = tokio::select! {
+            _ = stop.cancelled() => return,
+            event = live.recv() => match event {
+                Ok(event) if wanted(&event.session_key) => protocol::event("agent", agent_event(&event)),
+                Ok(_) => continue,
+                Err(RecvError::Lagged(n)) => {
+                    tracing::warn!(missed = n, "rpc: live events lagged");
+                    continue;
+                }
+                Err(RecvError::Closed) => return,
+            },
+            record = runs.recv() => match record {
+                Ok(record) if wanted(&record.session_key) => protocol::event("run", run_result(&record.run_id, &record)),
+                Ok(_) => continue,
+                Err(RecvError::Lagged(n)) => {
+                    tracing::warn!(missed = n, "rpc: run events lagged");
+                    continue;
+                }
+                Err(RecvError::Closed) => return,
+            },
+        };
+        match out.try_send(frame) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                dropped += 1;
+                tracing::warn!(dropped, "rpc: a subscriber does not read; event dropped");
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => return,
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::agent::events::{Lifecycle, RunEvent};
+    use serde_json::json;
+
+    #[test]
+    fn an_agent_event_carries_its_run_session_and_number() {
+        let event = LiveEvent {
+            run_id: "run-3".into(),
+            session_key: "agent:main:main".into(),
+            seq: 2,
+            event: RunEvent::Assistant { delta: "he".into() },
+        };
+        assert_eq!(
+            agent_event(&event),
+            json!({"stream": "assistant", "delta": "he", "runId": "run-3", "session": "agent:main:main", "seq": 2})
+        );
+        let end = LiveEvent {
+            event: RunEvent::Lifecycle(Lifecycle::End {
+                text: "hello".into(),
+                aborted: false,
+            }),
+            ..event
+        };
+        assert_eq!(agent_event(&end)["phase"], "end");
+        assert_eq!(agent_event(&end)["stream"], "lifecycle");
+    }
+
+    #[test]
+    fn subscribe_takes_an_optional_session_and_nothing_else() {
+        assert_eq!(SubscribeParams::parse(&Value::Null).unwrap().session, None);
+        let one = SubscribeParams::parse(&json!({"session": "k"})).unwrap();
+        assert_eq!(one.session.as_deref(), Some("k"));
+        assert!(SubscribeParams::parse(&json!({"sessionKey": "k"})).is_err());
+    }
+}

@@ -19,3 +19,6 @@ pub mod lane;
 pub mod reply;
 pub mod rpc;
 pub mod store;
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod test_channel;

@@ -24,11 +24,11 @@ impl RunJournal {
 }
 
 impl SentJournal for RunJournal {
-    fn sent<'a>(&'a self, message: &'a SentMessage) -> BoxFuture<'a, ()> {
+    fn sent<'a>(&'a self, message: &'a SentMessage, durable: bool) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             let noted = self
                 .store
-                .journal_sent(&self.run_id, &self.to, &message.message_id)
+                .journal_sent(&self.run_id, &self.to, &message.message_id, durable)
                 .await;
             if let Err(e) = noted {
                 tracing::warn!(error = %e, run_id = %self.run_id, "cannot journal a sent message");

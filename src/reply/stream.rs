@@ -24,8 +24,14 @@ pub const NO_REPLY: &str = "NO_REPLY";
 /// Told of every new chat message a reply sends (not of edits), before the reply goes on, so
 /// that a restart can take back the messages of a reply cut short.
 pub trait SentJournal: Send + Sync {
-    /// Message `message` was sent into the reply's conversation.
-    fn sent<'a>(&'a self, message: &'a SentMessage) -> chela_channel::BoxFuture<'a, ()>;
+    /// Message `message` was sent into the reply's conversation. With `durable`, the note is
+    /// on disk before this returns; without, it is written at once and made durable by the
+    /// store's next flush (a final's delivery mark, which follows right away, flushes).
+    fn sent<'a>(
+        &'a self,
+        message: &'a SentMessage,
+        durable: bool,
+    ) -> chela_channel::BoxFuture<'a, ()>;
 }
 
 /// The live state of one streamed reply.
@@ -267,7 +273,7 @@ impl ReplyStream {
                     .send_reply(&self.to, text, self.quote.as_deref())
                     .await?;
                 self.quote = None;
-                self.journal_sent(&sent).await;
+                self.journal_sent(&sent, is_final).await;
                 self.current = Some(sent);
             }
             Some(message) => match self.channel.edit(&self.to, message, text).await {
@@ -276,7 +282,7 @@ impl ReplyStream {
                     tracing::warn!(error = %e, "final edit failed; sending the final as a new message");
                     self.calls += 1;
                     let sent = self.channel.send(&self.to, text).await?;
-                    self.journal_sent(&sent).await;
+                    self.journal_sent(&sent, is_final).await;
                     self.current = Some(sent);
                 }
                 Err(e) => return Err(e),
@@ -286,9 +292,11 @@ impl ReplyStream {
         Ok(())
     }
 
-    async fn journal_sent(&self, sent: &SentMessage) {
+    /// Notes a new message; a preview's note is durable at once, a final's rides on the
+    /// delivery mark's flush (no extra disk sync on the reply path).
+    async fn journal_sent(&self, sent: &SentMessage, is_final: bool) {
         if let Some(journal) = &self.journal {
-            journal.sent(sent).await;
+            journal.sent(sent, !is_final).await;
         }
     }
 }

@@ -2,118 +2,26 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Mutex;
-
-use chela_channel::{BoxFuture, ChatKind, InboundSink};
-use tokio_util::sync::CancellationToken;
-
 use super::*;
+use crate::test_channel::{TestChannel, direct_chat};
 
-/// A channel that refuses its first `refusals` sends/edits with 429 and records when each
-/// call came.
-struct Limited {
-    retry_after_ms: u64,
-    refusals: Mutex<u32>,
-    calls: Mutex<Vec<(Instant, String)>>,
-    start: Instant,
-}
-
-impl Limited {
-    fn new(refusals: u32, retry_after_ms: u64) -> Arc<Limited> {
-        Arc::new(Limited {
-            retry_after_ms,
-            refusals: Mutex::new(refusals),
-            calls: Mutex::new(Vec::new()),
-            start: Instant::now(),
-        })
-    }
-
-    fn call(&self, what: String) -> Result<(), ChannelError> {
-        self.calls.lock().unwrap().push((Instant::now(), what));
-        let mut refusals = self.refusals.lock().unwrap();
-        if *refusals > 0 {
-            *refusals -= 1;
-            return Err(ChannelError::RateLimited {
-                retry_after_ms: self.retry_after_ms,
-            });
-        }
-        Ok(())
-    }
-
-    /// Each call's time since the start, in ms, and what it was.
-    fn log(&self) -> Vec<(u128, String)> {
-        let calls = self.calls.lock().unwrap();
-        calls
-            .iter()
-            .map(|(at, what)| ((*at - self.start).as_millis(), what.clone()))
-            .collect()
-    }
-}
-
-impl Channel for Limited {
-    fn name(&self) -> &str {
-        "limited"
-    }
-    fn limits(&self) -> Limits {
-        Limits {
-            max_chars: 100,
-            max_lines: None,
-            edit_interval_ms: 1_000,
-            group_edit_interval_ms: 1_000,
-            threads: false,
-        }
-    }
-    fn run(
-        &self,
-        _sink: Arc<dyn InboundSink>,
-        _shutdown: CancellationToken,
-    ) -> BoxFuture<'_, Result<(), ChannelError>> {
-        Box::pin(async { Ok(()) })
-    }
-    fn send<'a>(
-        &'a self,
-        _to: &'a Conversation,
-        text: &'a str,
-    ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
-        Box::pin(async move {
-            self.call(format!("send {text}"))?;
-            Ok(SentMessage {
-                message_id: "1".into(),
-            })
-        })
-    }
-    fn edit<'a>(
-        &'a self,
-        _to: &'a Conversation,
-        _message: &'a SentMessage,
-        text: &'a str,
-    ) -> BoxFuture<'a, Result<(), ChannelError>> {
-        Box::pin(async move { self.call(format!("edit {text}")) })
-    }
-}
-
-fn dm() -> Conversation {
-    Conversation {
-        channel: "limited".into(),
-        account: "default".into(),
-        kind: ChatKind::Direct,
-        chat_id: "1".into(),
-        thread_id: None,
-    }
+fn limited(ms: u64) -> ChannelError {
+    ChannelError::RateLimited { retry_after_ms: ms }
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_final_after_a_refused_preview_waits_the_retry_after() {
-    let channel = Limited::new(1, 2_500);
-    let mut reply = ReplyStream::new(channel.clone(), dm());
+    let channel = TestChannel::new(1_000);
+    channel.refuse([limited(2_500)]);
+    let mut reply = ReplyStream::new(channel.clone(), direct_chat());
     reply.push("Hello");
     tokio::time::sleep(Duration::from_millis(1_000)).await;
     reply.preview().await;
     // The run ends at once: the final must still wait out the 429.
     reply.finish("Hello there").await.unwrap();
     assert_eq!(
-        channel.log(),
-        vec![
+        channel.timed(),
+        [
             (1_000, "send Hello".to_owned()),
             (3_500, "send Hello there".to_owned())
         ]
@@ -122,23 +30,20 @@ async fn a_final_after_a_refused_preview_waits_the_retry_after() {
 
 #[tokio::test(start_paused = true)]
 async fn a_refused_final_is_retried_after_the_wait_each_time() {
-    let channel = Limited::new(2, 700);
-    let mut reply = ReplyStream::new(channel.clone(), dm());
+    let channel = TestChannel::new(1_000);
+    channel.refuse([limited(700), limited(700)]);
+    let mut reply = ReplyStream::new(channel.clone(), direct_chat());
     reply.finish("Done").await.unwrap();
-    assert_eq!(
-        channel.log(),
-        vec![
-            (0, "send Done".to_owned()),
-            (700, "send Done".to_owned()),
-            (1_400, "send Done".to_owned())
-        ]
-    );
+    let at: Vec<u128> = channel.timed().into_iter().map(|(ms, _)| ms).collect();
+    assert_eq!(at, [0, 700, 1_400]);
+    assert_eq!(channel.calls(), ["send Done"; 3]);
 }
 
 #[tokio::test(start_paused = true)]
 async fn previews_pause_for_the_retry_after_instead_of_the_edit_interval() {
-    let channel = Limited::new(1, 4_000);
-    let mut reply = ReplyStream::new(channel.clone(), dm());
+    let channel = TestChannel::new(1_000);
+    channel.refuse([limited(4_000)]);
+    let mut reply = ReplyStream::new(channel.clone(), direct_chat());
     reply.push("one");
     tokio::time::sleep(Duration::from_millis(1_000)).await;
     reply.preview().await;
@@ -148,8 +53,8 @@ async fn previews_pause_for_the_retry_after_instead_of_the_edit_interval() {
     );
     tokio::time::sleep(Duration::from_millis(1_000)).await;
     reply.preview().await;
-    assert_eq!(channel.log().len(), 1, "no preview inside the wait");
+    assert_eq!(channel.calls().len(), 1, "no preview inside the wait");
     tokio::time::sleep(Duration::from_millis(3_000)).await;
     reply.preview().await;
-    assert_eq!(channel.log()[1], (5_000, "send one".to_owned()));
+    assert_eq!(channel.timed()[1], (5_000, "send one".to_owned()));
 }

@@ -18,12 +18,14 @@ pub struct ReplyJournal {
 }
 
 impl Store {
-    /// Notes that run `run` sent message `message_id` into `to`; returns once it is on disk.
+    /// Notes that run `run` sent message `message_id` into `to`; with `durable`, returns once
+    /// it is on disk (else sled's next flush takes it there, at most half a second later).
     pub async fn journal_sent(
         &self,
         run: &str,
         to: &Conversation,
         message_id: &str,
+        durable: bool,
     ) -> Result<(), StoreError> {
         let mut journal = self.journal(run)?.unwrap_or_else(|| ReplyJournal {
             conversation: to.clone(),
@@ -36,7 +38,10 @@ impl Store {
             .reply_journal
             .insert(run, encode(&journal)?)
             .map_err(db_err)?;
-        self.flush().await
+        if durable {
+            self.flush().await?;
+        }
+        Ok(())
     }
 
     /// What run `run` has sent, if anything is journaled.
@@ -87,10 +92,22 @@ mod tests {
     async fn a_runs_messages_are_kept_in_order_once_each_until_forgotten() {
         let store = Store::temporary().unwrap();
         assert_eq!(store.journal("run-1").unwrap(), None);
-        store.journal_sent("run-1", &chat(), "10").await.unwrap();
-        store.journal_sent("run-1", &chat(), "11").await.unwrap();
-        store.journal_sent("run-1", &chat(), "10").await.unwrap();
-        store.journal_sent("run-2", &chat(), "12").await.unwrap();
+        store
+            .journal_sent("run-1", &chat(), "10", true)
+            .await
+            .unwrap();
+        store
+            .journal_sent("run-1", &chat(), "11", true)
+            .await
+            .unwrap();
+        store
+            .journal_sent("run-1", &chat(), "10", true)
+            .await
+            .unwrap();
+        store
+            .journal_sent("run-2", &chat(), "12", true)
+            .await
+            .unwrap();
         let journal = store.journal("run-1").unwrap().unwrap();
         assert_eq!(journal.messages, ["10", "11"]);
         assert_eq!(journal.conversation, chat());

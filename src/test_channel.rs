@@ -1,0 +1,129 @@
+//! A scripted channel for unit tests: records every send, edit and delete with the time it
+//! came, and refuses sends and edits with the errors it is given, in order.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use chela_channel::{
+    BoxFuture, Channel, ChannelError, ChatKind, Conversation, InboundSink, Limits, SentMessage,
+};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// A channel named `test` that records what it is asked to do.
+pub struct TestChannel {
+    limits: Limits,
+    /// Errors the next sends/edits answer, first first.
+    refusals: Mutex<VecDeque<ChannelError>>,
+    calls: Mutex<Vec<(Instant, String)>>,
+    next_id: Mutex<u64>,
+    /// When it was made; call times are measured from here.
+    pub start: Instant,
+}
+
+impl TestChannel {
+    /// A channel with `edit_interval_ms` between preview edits.
+    pub fn new(edit_interval_ms: u64) -> Arc<TestChannel> {
+        Arc::new(TestChannel {
+            limits: Limits {
+                max_chars: 4000,
+                max_lines: None,
+                edit_interval_ms,
+                group_edit_interval_ms: edit_interval_ms,
+                threads: false,
+            },
+            refusals: Mutex::new(VecDeque::new()),
+            calls: Mutex::new(Vec::new()),
+            next_id: Mutex::new(0),
+            start: Instant::now(),
+        })
+    }
+
+    /// Makes the next sends/edits fail with `errors`, in order.
+    pub fn refuse(&self, errors: impl IntoIterator<Item = ChannelError>) {
+        self.refusals.lock().unwrap().extend(errors);
+    }
+
+    /// What was asked (`send TEXT`, `edit TEXT`, `delete ID`), in order.
+    pub fn calls(&self) -> Vec<String> {
+        self.timed().into_iter().map(|(_, call)| call).collect()
+    }
+
+    /// Each call with its time since the start, in ms.
+    pub fn timed(&self) -> Vec<(u128, String)> {
+        let calls = self.calls.lock().unwrap();
+        calls
+            .iter()
+            .map(|(at, what)| ((*at - self.start).as_millis(), what.clone()))
+            .collect()
+    }
+
+    fn record(&self, what: String, refusable: bool) -> Result<(), ChannelError> {
+        self.calls.lock().unwrap().push((Instant::now(), what));
+        match refusable {
+            true => self
+                .refusals
+                .lock()
+                .unwrap()
+                .pop_front()
+                .map_or(Ok(()), Err),
+            false => Ok(()),
+        }
+    }
+}
+
+/// A direct chat on the test channel.
+pub fn direct_chat() -> Conversation {
+    Conversation {
+        channel: "test".into(),
+        account: "default".into(),
+        kind: ChatKind::Direct,
+        chat_id: "7".into(),
+        thread_id: None,
+    }
+}
+
+impl Channel for TestChannel {
+    fn name(&self) -> &str {
+        "test"
+    }
+    fn limits(&self) -> Limits {
+        self.limits.clone()
+    }
+    fn run(
+        &self,
+        _sink: Arc<dyn InboundSink>,
+        _shutdown: CancellationToken,
+    ) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn send<'a>(
+        &'a self,
+        _to: &'a Conversation,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
+        Box::pin(async move {
+            self.record(format!("send {text}"), true)?;
+            let mut id = self.next_id.lock().unwrap();
+            *id += 1;
+            Ok(SentMessage {
+                message_id: format!("s{id}"),
+            })
+        })
+    }
+    fn edit<'a>(
+        &'a self,
+        _to: &'a Conversation,
+        _message: &'a SentMessage,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move { self.record(format!("edit {text}"), true) })
+    }
+    fn delete<'a>(
+        &'a self,
+        _to: &'a Conversation,
+        message: &'a SentMessage,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move { self.record(format!("delete {}", message.message_id), false) })
+    }
+}

@@ -232,3 +232,31 @@ async fn a_burst_of_mentions_in_followup_mode_is_answered_once_each_in_order() {
         assert!(asked.ends_with(item.as_str()), "{asked:?} vs {item:?}");
     }
 }
+
+/// A bucket tighter than chela's own pacing (2 sends or edits per 3 s, where chela would go
+/// once a second): the fake reports the bucket in `x-ratelimit-*` headers as Discord does, and
+/// chela waits out each spent bucket, so every part arrives without a single 429.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spent_bucket_is_waited_out_before_discord_must_refuse() {
+    const CHAN: u64 = 2_000_031;
+    let s = DcSetup::open().await;
+    s.dc.enforce_rate_limits(true);
+    s.dc.set_rate_limit(2, std::time::Duration::from_secs(3));
+    let mut gw = s.gateway().await;
+    s.mention(text_channel(CHAN), ann(), "long 5000");
+    gw.wait(&s, "the last part", |s| {
+        let texts = s.texts(CHAN);
+        let chars: usize = texts.iter().map(|t| t.chars().count() + 2).sum();
+        chars >= 5000 && texts.last().is_some_and(|t| t.trim_end().ends_with('.'))
+    })
+    .await;
+    gw.stop().await;
+
+    assert!(s.texts(CHAN).len() >= 3, "{:#?}", s.texts(CHAN));
+    assert_eq!(
+        s.dc.rate_limited_count(),
+        0,
+        "paced by the rate-limit headers"
+    );
+    s.assert_settled().await;
+}

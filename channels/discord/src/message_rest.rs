@@ -2,7 +2,13 @@
 //! with Discord's `retry_after`. serenity builds the bodies, but a refused request comes back
 //! from serenity without its body or headers, and with its ratelimiter off (pointed at a fake)
 //! nothing else would honour the wait Discord asked for.
+//!
+//! Calls are also paced ahead of time, as serenity's ratelimiter would: when an answer says a
+//! channel's bucket is spent (`x-ratelimit-remaining: 0`), the next send or edit there waits
+//! for `x-ratelimit-reset-after`, so a busy channel meets no 429 at all.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use chela_channel::ChannelError;
@@ -10,6 +16,7 @@ use reqwest::header::{AUTHORIZATION, HeaderMap, USER_AGENT};
 use reqwest::{Client, Method, StatusCode};
 use serde::Serialize;
 use serde_json::Value;
+use tokio::time::Instant;
 
 /// The wait when a 429 names none.
 const DEFAULT_RETRY_MS: u64 = 1_000;
@@ -22,12 +29,17 @@ const AGENT: &str = concat!(
     ")"
 );
 
+/// Most channels whose spent buckets are remembered.
+const MAX_BUCKETS: usize = 4096;
+
 /// Sends and edits messages at `{api_url}/api/v10`.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct MessageRest {
     client: Client,
     base: String,
     authorization: String,
+    /// Channels whose bucket is spent, and when the next call there may go.
+    spent: Mutex<HashMap<u64, Instant>>,
 }
 
 impl MessageRest {
@@ -43,6 +55,7 @@ impl MessageRest {
             client,
             base: format!("{}/api/v10", api_url.trim_end_matches('/')),
             authorization,
+            spent: Mutex::new(HashMap::new()),
         }
     }
 
@@ -58,7 +71,7 @@ impl MessageRest {
         body: &impl Serialize,
     ) -> Result<u64, ChannelError> {
         let path = format!("/channels/{channel}/messages");
-        let message = self.call(Method::POST, &path, body).await?;
+        let message = self.call(channel, Method::POST, &path, body).await?;
         message
             .get("id")
             .and_then(Value::as_str)
@@ -74,15 +87,21 @@ impl MessageRest {
         body: &impl Serialize,
     ) -> Result<(), ChannelError> {
         let path = format!("/channels/{channel}/messages/{message}");
-        self.call(Method::PATCH, &path, body).await.map(|_| ())
+        self.call(channel, Method::PATCH, &path, body)
+            .await
+            .map(|_| ())
     }
 
     async fn call(
         &self,
+        channel: u64,
         method: Method,
         path: &str,
         body: &impl Serialize,
     ) -> Result<Value, ChannelError> {
+        if let Some(at) = self.next_allowed(channel) {
+            tokio::time::sleep_until(at).await;
+        }
         let response = self
             .client
             .request(method, format!("{}{path}", self.base))
@@ -100,11 +119,53 @@ impl MessageRest {
             .await
             .map_err(|e| ChannelError::Transport(e.to_string()))?;
         let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        if status.is_success() {
-            return Ok(body);
+        let result = if status.is_success() {
+            Ok(body)
+        } else {
+            Err(refusal(status, &headers, &body))
+        };
+        let wait = match &result {
+            Err(ChannelError::RateLimited { retry_after_ms }) => Some(*retry_after_ms),
+            _ => spent_for_ms(&headers),
+        };
+        if let Some(ms) = wait {
+            self.mark_spent(channel, Instant::now() + Duration::from_millis(ms));
         }
-        Err(refusal(status, &headers, &body))
+        result
     }
+
+    /// When the next call into `channel` may go, if its bucket is spent.
+    fn next_allowed(&self, channel: u64) -> Option<Instant> {
+        let spent = self.spent.lock().ok()?;
+        spent
+            .get(&channel)
+            .copied()
+            .filter(|at| *at > Instant::now())
+    }
+
+    fn mark_spent(&self, channel: u64, until: Instant) {
+        if let Ok(mut spent) = self.spent.lock() {
+            if spent.len() >= MAX_BUCKETS {
+                let now = Instant::now();
+                spent.retain(|_, at| *at > now);
+            }
+            spent.insert(channel, until);
+        }
+    }
+}
+
+/// How long a successful answer says the channel's bucket stays spent: its
+/// `x-ratelimit-reset-after` when `x-ratelimit-remaining` is 0.
+fn spent_for_ms(headers: &HeaderMap) -> Option<u64> {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if header("x-ratelimit-remaining")?.trim() != "0" {
+        return None;
+    }
+    let seconds = header("x-ratelimit-reset-after")?
+        .trim()
+        .parse::<f64>()
+        .ok()?;
+    (seconds.is_finite() && seconds > 0.0).then(|| (seconds.min(86_400.0) * 1000.0).ceil() as u64)
 }
 
 /// The channel error for a refused call.
@@ -222,6 +283,32 @@ mod tests {
             rejected.to_string(),
             "the platform refused: Invalid Form Body (50035, http 400)"
         );
+    }
+
+    #[test]
+    fn a_spent_bucket_is_read_from_the_headers() {
+        let spent = headers(&[
+            ("x-ratelimit-remaining", "0"),
+            ("x-ratelimit-reset-after", "2.5"),
+        ]);
+        assert_eq!(spent_for_ms(&spent), Some(2500));
+        let left = headers(&[
+            ("x-ratelimit-remaining", "3"),
+            ("x-ratelimit-reset-after", "2.5"),
+        ]);
+        assert_eq!(spent_for_ms(&left), None);
+        assert_eq!(spent_for_ms(&HeaderMap::new()), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_spent_channel_waits_and_others_do_not() {
+        let rest = MessageRest::new(Client::new(), "http://127.0.0.1:9", "abc");
+        let now = Instant::now();
+        rest.mark_spent(1, now + Duration::from_millis(800));
+        assert_eq!(rest.next_allowed(1), Some(now + Duration::from_millis(800)));
+        assert_eq!(rest.next_allowed(2), None);
+        tokio::time::advance(Duration::from_millis(800)).await;
+        assert_eq!(rest.next_allowed(1), None);
     }
 
     #[test]

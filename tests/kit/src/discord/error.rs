@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Json, Response};
 use serde_json::{Value, json};
 
 use super::json::now_ms;
+use super::limits::Quota;
 
 /// What a route answers when it succeeds.
 #[derive(Debug, Clone, PartialEq)]
@@ -17,6 +18,8 @@ pub(crate) enum Reply {
     Created(Value),
     /// 204 No Content.
     NoContent,
+    /// 200 with a JSON body and the channel's `x-ratelimit-*` headers.
+    Limited(Value, Quota),
 }
 
 impl IntoResponse for Reply {
@@ -25,6 +28,24 @@ impl IntoResponse for Reply {
             Reply::Json(value) => Json(value).into_response(),
             Reply::Created(value) => (StatusCode::CREATED, Json(value)).into_response(),
             Reply::NoContent => StatusCode::NO_CONTENT.into_response(),
+            Reply::Limited(value, quota) => {
+                let mut response = Json(value).into_response();
+                let reset = now_ms() as f64 / 1000.0 + quota.reset_after;
+                insert_headers(
+                    &mut response,
+                    [
+                        ("x-ratelimit-limit", quota.limit.to_string()),
+                        ("x-ratelimit-remaining", quota.remaining.to_string()),
+                        ("x-ratelimit-reset", format!("{reset:.3}")),
+                        (
+                            "x-ratelimit-reset-after",
+                            format!("{:.3}", quota.reset_after),
+                        ),
+                        ("x-ratelimit-bucket", "fake-channel-messages".to_owned()),
+                    ],
+                );
+                response
+            }
         }
     }
 }
@@ -150,15 +171,20 @@ impl IntoResponse for ApiError {
                     ("x-ratelimit-bucket", "fake-channel-messages".to_owned()),
                     ("x-ratelimit-scope", "user".to_owned()),
                 ];
-                for (name, value) in headers {
-                    if let Ok(value) = HeaderValue::from_str(&value) {
-                        response
-                            .headers_mut()
-                            .insert(HeaderName::from_static(name), value);
-                    }
-                }
+                insert_headers(&mut response, headers);
                 response
             }
+        }
+    }
+}
+
+/// Adds `headers` to `response`.
+fn insert_headers<const N: usize>(response: &mut Response, headers: [(&'static str, String); N]) {
+    for (name, value) in headers {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            response
+                .headers_mut()
+                .insert(HeaderName::from_static(name), value);
         }
     }
 }

@@ -6,6 +6,17 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+/// What is left of a channel's rate-limit window.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Quota {
+    /// Calls per window.
+    pub(crate) limit: u32,
+    /// Calls left in the window.
+    pub(crate) remaining: u32,
+    /// Seconds until the oldest call leaves the window.
+    pub(crate) reset_after: f64,
+}
+
 /// The limiter's state.
 #[derive(Debug)]
 pub(crate) struct Limiter {
@@ -59,6 +70,24 @@ impl Limiter {
             self.blocked_until.insert(channel, until);
         }
         refused
+    }
+
+    /// With limits enforced: what is left of `channel`'s window after the calls so far (the
+    /// `x-ratelimit-remaining` and `-reset-after` a successful call carries).
+    pub(crate) fn quota(&self, channel: u64, now: Instant) -> Option<Quota> {
+        if !self.enforce {
+            return None;
+        }
+        let window = self.per_channel.get(&channel)?;
+        let used = u32::try_from(window.len()).unwrap_or(u32::MAX);
+        let reset_after = window.front().map_or(0.0, |&t| {
+            (t + self.per).saturating_duration_since(now).as_secs_f64()
+        });
+        Some(Quota {
+            limit: self.max,
+            remaining: self.max.saturating_sub(used),
+            reset_after: (reset_after * 1000.0).ceil() / 1000.0,
+        })
     }
 
     fn decide(&mut self, channel: u64, now: Instant) -> Result<(), f64> {
@@ -136,5 +165,25 @@ mod tests {
         assert_eq!(limiter.early, 1);
         assert!(limiter.admit(1, now + Duration::from_secs(2)).is_ok());
         assert_eq!(limiter.early, 1);
+    }
+
+    #[test]
+    fn a_quota_counts_down_and_says_when_a_call_frees() {
+        let mut limiter = Limiter {
+            enforce: true,
+            ..Limiter::default()
+        };
+        let start = Instant::now();
+        assert!(limiter.admit(1, start).is_ok());
+        let quota = limiter.quota(1, start).unwrap();
+        assert_eq!((quota.limit, quota.remaining), (5, 4));
+        for _ in 0..4 {
+            assert!(limiter.admit(1, start).is_ok());
+        }
+        let quota = limiter.quota(1, start + Duration::from_secs(2)).unwrap();
+        assert_eq!(quota.remaining, 0);
+        assert!((quota.reset_after - 3.0).abs() < 0.01, "{quota:?}");
+        limiter.enforce = false;
+        assert_eq!(limiter.quota(1, start), None);
     }
 }

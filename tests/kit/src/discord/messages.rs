@@ -198,7 +198,15 @@ pub(crate) fn create(shared: &Arc<Shared>, channel: u64, body: &Body) -> ApiResu
         },
     );
     state.dispatch_message("MESSAGE_CREATE", channel, id);
-    Ok(Reply::Json(message))
+    Ok(with_quota(state, channel, message))
+}
+
+/// A send's or edit's answer, with the channel's rate-limit headers when limits are enforced.
+fn with_quota(state: &State, channel: u64, body: Value) -> Reply {
+    match state.limiter.quota(channel, Instant::now()) {
+        Some(quota) => Reply::Limited(body, quota),
+        None => Reply::Json(body),
+    }
 }
 
 /// `PATCH /channels/{id}/messages/{id}`: content, embeds, allowed_mentions.
@@ -260,7 +268,7 @@ pub(crate) fn edit(shared: &Arc<Shared>, channel: u64, message: u64, body: &Body
     stored.edits += 1;
     let updated = stored.json.clone();
     state.dispatch_message("MESSAGE_UPDATE", channel, message);
-    Ok(Reply::Json(updated))
+    Ok(with_quota(state, channel, updated))
 }
 
 /// `DELETE /channels/{id}/messages/{id}`: the bot's own anywhere, others' in guilds.

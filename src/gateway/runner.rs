@@ -151,6 +151,8 @@ async fn run_turn(
     }
     let mut seqs = turn.seqs.clone();
     seqs.extend(&outcome.steered_seqs);
+    // From here its pending entries go; until its record is out, the run is "settling".
+    let _settling = Settling::enter(core, &seqs);
     let record = RunRecord {
         run_id: run_id.clone(),
         seqs: seqs.clone(),
@@ -221,4 +223,32 @@ async fn run_turn(
     }
     let _ = core.runs.send(record);
     outcome
+}
+
+/// Marks seqs as settling for as long as it lives (see [`Core::settling`]).
+struct Settling<'a> {
+    core: &'a Core,
+    seqs: Vec<u64>,
+}
+
+impl<'a> Settling<'a> {
+    fn enter(core: &'a Core, seqs: &[u64]) -> Settling<'a> {
+        if let Ok(mut settling) = core.settling.lock() {
+            settling.extend(seqs);
+        }
+        Settling {
+            core,
+            seqs: seqs.to_vec(),
+        }
+    }
+}
+
+impl Drop for Settling<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut settling) = self.core.settling.lock() {
+            for seq in &self.seqs {
+                settling.remove(seq);
+            }
+        }
+    }
 }

@@ -164,8 +164,9 @@ impl Methods {
             .unwrap_or(DEFAULT_WAIT_MS)
             .min(MAX_WAIT_MS);
         let shutdown = self.core.shutdown.clone();
+        let answering = |seq| self.core.answering(seq);
         tokio::select! {
-            result = self.runs.wait(&params.run_id, Duration::from_millis(ms)) => result,
+            result = self.runs.wait(&params.run_id, Duration::from_millis(ms), &answering) => result,
             _ = shutdown.cancelled() => Err(Fault::new(UNAVAILABLE, "the gateway is shutting down")),
         }
     }

@@ -95,5 +95,13 @@ async fn bad_calls_get_their_codes() {
     );
     let stopped = m.call("abort", &json!({})).await.unwrap();
     assert_eq!(stopped["stoppedRun"], false);
+    // A run id no message was given: refused, not waited on for the whole timeout.
+    let unknown = m
+        .call(
+            "agent.wait",
+            &json!({"runId": "run-987654321", "timeoutMs": 600_000}),
+        )
+        .await;
+    assert_eq!(code(unknown), INVALID_PARAMS);
     gateway.shutdown().await;
 }

@@ -20,6 +20,9 @@ use crate::gateway::runner::seq_of_run_id;
 /// How many finished messages (and command answers) are remembered.
 pub const KEEP: usize = 256;
 
+/// How long a finished run's record may take to reach the tracker.
+const RECORD_GRACE: Duration = Duration::from_secs(1);
+
 /// Prefix of the ids `agent` gives to commands (answered without a run).
 const COMMAND_PREFIX: &str = "cmd-";
 
@@ -164,9 +167,19 @@ impl RunTracker {
     }
 
     /// Waits up to `timeout` for run `run_id` to finish; `{"status":"timeout"}` then (the
-    /// run goes on).
-    pub async fn wait(&self, run_id: &str, timeout: Duration) -> Result<Value, Fault> {
+    /// run goes on). `answering(seq)` tells whether a message is still being answered: a run
+    /// id whose message is neither answered (remembered here) nor being answered is unknown,
+    /// and the wait says so instead of sitting out its timeout.
+    pub async fn wait(
+        &self,
+        run_id: &str,
+        timeout: Duration,
+        answering: &(dyn Fn(u64) -> bool + Sync),
+    ) -> Result<Value, Fault> {
         let deadline = tokio::time::Instant::now() + timeout;
+        // A run's record reaches this tracker a moment after its message stops being
+        // answered: an id is called unknown only after that long.
+        let mut unknown_since: Option<tokio::time::Instant> = None;
         loop {
             let changed = self.changed.notified();
             tokio::pin!(changed);
@@ -174,7 +187,21 @@ impl RunTracker {
             if let Some(result) = self.result(run_id)? {
                 return Ok(result);
             }
-            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+            let mut until = deadline;
+            if let Some(seq) = seq_of_run_id(run_id)
+                && !answering(seq)
+            {
+                let since = *unknown_since.get_or_insert_with(tokio::time::Instant::now);
+                if since.elapsed() >= RECORD_GRACE {
+                    return Err(Fault::params(format!(
+                        "unknown runId {run_id:?}: no such message is queued or running, and no run answering it is remembered (the last {KEEP} are)"
+                    )));
+                }
+                until = until.min(since + RECORD_GRACE);
+            } else {
+                unknown_since = None;
+            }
+            if tokio::time::timeout_at(until, changed).await.is_err() && until == deadline {
                 return Ok(json!({
                     "runId": run_id,
                     "status": "timeout",
@@ -232,11 +259,48 @@ mod tests {
         }
     }
 
+    /// Every message is still being answered.
+    fn running(_seq: u64) -> bool {
+        true
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_wait_on_a_message_nobody_answers_is_refused_after_a_grace() {
+        let tracker = RunTracker::default();
+        let started = tokio::time::Instant::now();
+        let fault = tracker
+            .wait("run-77", Duration::from_secs(30), &|_| false)
+            .await
+            .unwrap_err();
+        assert_eq!(fault.code, crate::rpc::protocol::INVALID_PARAMS);
+        assert!(fault.message.contains("unknown runId"), "{fault:?}");
+        assert_eq!(started.elapsed(), RECORD_GRACE, "not the whole timeout");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_record_arriving_within_the_grace_is_still_answered() {
+        let tracker = Arc::new(RunTracker::default());
+        let waiter = {
+            let tracker = tracker.clone();
+            tokio::spawn(async move {
+                tracker
+                    .wait("run-4", Duration::from_secs(30), &|_| false)
+                    .await
+            })
+        };
+        tokio::time::sleep(RECORD_GRACE / 2).await;
+        tracker.finished(record(&[4], RunStatus::Ok));
+        assert_eq!(waiter.await.unwrap().unwrap()["status"], "ok");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_wait_after_the_end_still_answers() {
         let tracker = RunTracker::default();
         tracker.finished(record(&[5], RunStatus::Ok));
-        let result = tracker.wait("run-5", Duration::from_secs(1)).await.unwrap();
+        let result = tracker
+            .wait("run-5", Duration::from_secs(1), &running)
+            .await
+            .unwrap();
         assert_eq!(result["status"], "ok");
         assert_eq!(result["text"], "hi");
         assert_eq!(result["startedAt"], 1);
@@ -248,7 +312,11 @@ mod tests {
         let tracker = Arc::new(RunTracker::default());
         let waiter = {
             let tracker = tracker.clone();
-            tokio::spawn(async move { tracker.wait("run-8", Duration::from_secs(30)).await })
+            tokio::spawn(async move {
+                tracker
+                    .wait("run-8", Duration::from_secs(30), &running)
+                    .await
+            })
         };
         tokio::task::yield_now().await;
         tracker.finished(record(&[7, 8], RunStatus::Error("boom".into())));
@@ -262,7 +330,7 @@ mod tests {
     async fn a_wait_times_out_without_an_end() {
         let tracker = RunTracker::default();
         let result = tracker
-            .wait("run-9", Duration::from_millis(50))
+            .wait("run-9", Duration::from_millis(50), &running)
             .await
             .unwrap();
         assert_eq!(result["status"], "timeout");
@@ -281,7 +349,10 @@ mod tests {
             chat_id: "c1".into(),
             text: "later".into(),
         });
-        let result = tracker.wait(&id, Duration::from_secs(1)).await.unwrap();
+        let result = tracker
+            .wait(&id, Duration::from_secs(1), &running)
+            .await
+            .unwrap();
         assert_eq!(result["text"], "New session started.");
     }
 

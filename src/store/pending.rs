@@ -44,6 +44,14 @@ impl Store {
         Ok(old.is_some())
     }
 
+    /// Whether turn `seq` is still pending (queued, running, or to run again at the next start).
+    pub fn is_pending(&self, seq: u64) -> Result<bool, StoreError> {
+        self.inner
+            .pending
+            .contains_key(seq.to_be_bytes())
+            .map_err(db_err)
+    }
+
     /// The pending turns of session `key`, oldest first.
     pub fn pending_for(&self, key: &str) -> Result<Vec<(u64, PendingTurn)>, StoreError> {
         let mut out = self.all_pending()?;

@@ -215,14 +215,18 @@ impl Lane {
         let key = self.key.clone();
         let run_cancel = cancel.clone();
         let store = self.shared.store.clone();
+        let shutdown = self.shared.shutdown.clone();
         let handle = tokio::spawn(async move {
-            // Waiting for a slot under the global limit is a cancellation point too.
+            // Waiting for a slot under the global limit is a cancellation point too. /stop
+            // drops the turn; a shutdown keeps it pending, to run at the next start.
             let permit = tokio::select! {
                 permit = limit.acquire_owned() => permit,
                 _ = run_cancel.cancelled() => {
-                    for seq in &turn.seqs {
-                        if let Err(e) = store.remove_pending(*seq) {
-                            tracing::error!(error = %e, "cannot remove a stopped turn");
+                    if !shutdown.is_cancelled() {
+                        for seq in &turn.seqs {
+                            if let Err(e) = store.remove_pending(*seq) {
+                                tracing::error!(error = %e, "cannot remove a stopped turn");
+                            }
                         }
                     }
                     return never_ran(steer_rx);

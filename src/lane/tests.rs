@@ -592,3 +592,22 @@ async fn shutdown_cancels_active_runs_keeps_queued_turns_and_ends_lanes() {
     assert!(matches!(late, Err(LaneError::Closed)));
     h.assert_no_new_run().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_keeps_a_turn_that_waited_for_the_global_limit() {
+    let mut h = Harness::new(settings(QueueMode::Followup), 1);
+    let one = h.durable("one", &["a"]).await;
+    let two = h.durable("two", &["b"]).await;
+    let waiting = two[0].seqs[0];
+    h.submit("one", one).await;
+    let _a = h.next_run().await;
+    h.submit("two", two).await;
+    settle().await;
+    h.lanes.shutdown().await;
+    assert_eq!(h.started(), ["a"]);
+    assert_eq!(
+        h.pending_seqs("two"),
+        [waiting],
+        "a turn that never got a slot must run at the next start"
+    );
+}

@@ -4,6 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use super::reply_journal::RunJournal;
 use super::runner::seq_of_run_id;
 use super::{Core, reply_journal};
 use crate::agent::message::now_ms;
@@ -59,6 +60,7 @@ pub async fn recover(core: &Arc<Core>) {
                     .as_ref()
                     .and_then(|run| journals.remove_entry(run));
                 if now_ms().saturating_sub(entry.created_ms) > OUTBOX_TTL_MS {
+                    // What was sent of it stays: a partial answer beats none.
                     tracing::warn!(id = entry.id, "undelivered reply too old; dead-lettered");
                     let _ = core.store.dead_letter(entry.id);
                     if let Some((run, _)) = journal {
@@ -70,14 +72,26 @@ pub async fn recover(core: &Arc<Core>) {
                     continue;
                 };
                 // Parts of this final (or its previews) may be in the chat already: take them
-                // back, then send the whole final once.
+                // back, then send the whole final once, journaled again, so a crash during this
+                // resend is taken back at the next start too.
                 if let Some((run, journal)) = &journal {
                     reply_journal::take_back(core, run, journal).await;
                 }
-                let mut reply = crate::reply::ReplyStream::new(channel, entry.conversation.clone());
+                let run = entry.run_id.clone();
+                let journal = run.as_ref().map(|run| {
+                    RunJournal::shared(core.store.clone(), run.clone(), entry.conversation.clone())
+                });
+                let mut reply = crate::reply::ReplyStream::new(channel, entry.conversation.clone())
+                    .journaled(journal);
                 match reply.finish(&entry.text).await {
                     Ok(()) => {
-                        let _ = core.store.mark_delivered(entry.id);
+                        let marked = core.store.mark_delivered(entry.id);
+                        if let Err(e) = marked.and(core.store.flush().await) {
+                            tracing::error!(error = %e, "cannot mark a reply delivered");
+                        }
+                        if let Some(run) = &run {
+                            reply_journal::forget(core, run);
+                        }
                     }
                     Err(e) => tracing::warn!(error = %e, id = entry.id, "redelivery failed"),
                 }

@@ -38,16 +38,18 @@ impl SentJournal for RunJournal {
 }
 
 /// Deletes the messages run `run` sent (best effort: a message the platform will not delete
-/// stays) and forgets its journal.
+/// stays) and forgets its journal. When the channel does not run at this start, the journal
+/// is kept for a start where it does.
 pub async fn take_back(core: &Arc<Core>, run: &str, journal: &ReplyJournal) {
-    if let Some(channel) = core.channel(&journal.conversation.channel) {
-        for id in &journal.messages {
-            let message = SentMessage {
-                message_id: id.clone(),
-            };
-            if let Err(e) = channel.delete(&journal.conversation, &message).await {
-                tracing::warn!(error = %e, run_id = %run, message = %id, "cannot take back a message of an unfinished reply");
-            }
+    let Some(channel) = core.channel(&journal.conversation.channel) else {
+        return;
+    };
+    for id in &journal.messages {
+        let message = SentMessage {
+            message_id: id.clone(),
+        };
+        if let Err(e) = channel.delete(&journal.conversation, &message).await {
+            tracing::warn!(error = %e, run_id = %run, message = %id, "cannot take back a message of an unfinished reply");
         }
     }
     forget(core, run);

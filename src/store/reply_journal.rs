@@ -52,17 +52,21 @@ impl Store {
         }
     }
 
-    /// Every journaled run, by run id.
+    /// Every journaled run, by run id. A record that cannot be read is logged and skipped,
+    /// so it cannot hide the others.
     pub fn all_journals(&self) -> Result<Vec<(String, ReplyJournal)>, StoreError> {
-        self.inner
-            .reply_journal
-            .iter()
-            .map(|item| {
-                let (key, bytes) = item.map_err(db_err)?;
-                let run = String::from_utf8_lossy(&key).into_owned();
-                Ok((run, decode("reply_journal", &bytes)?))
-            })
-            .collect()
+        let mut out = Vec::new();
+        for item in self.inner.reply_journal.iter() {
+            let (key, bytes) = item.map_err(db_err)?;
+            let run = String::from_utf8_lossy(&key).into_owned();
+            match decode("reply_journal", &bytes) {
+                Ok(journal) => out.push((run, journal)),
+                Err(e) => {
+                    tracing::warn!(error = %e, run_id = %run, "skipping an unreadable reply journal")
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Forgets run `run`'s journal (its reply is delivered, or was taken back).

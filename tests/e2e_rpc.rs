@@ -214,7 +214,12 @@ async fn live_events_stream_a_runs_lifecycle_deltas_and_tools() {
         .unwrap();
     assert_eq!(done["status"], "ok", "{done}");
     // The `run` event may come just after the wait's answer.
+    let deadline = tokio::time::Instant::now() + WAIT;
     while !events.iter().any(|e| e["event"] == "run") {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no run event: {events:#?}"
+        );
         rpc.call_watching("status", json!({}), &mut |e| events.push(e.clone()))
             .await
             .unwrap();

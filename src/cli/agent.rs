@@ -121,6 +121,19 @@ async fn through_rpc(
     for event in &early {
         printer.see(event);
     }
+    // From now on only this session's events (other sessions' traffic cannot crowd them out).
+    if let Some(key) = accepted["session"].as_str() {
+        let narrowed = client
+            .call_watching(
+                "events.subscribe",
+                json!({ "session": key }),
+                &mut |event| printer.see(event),
+            )
+            .await;
+        if let Err(e) = narrowed {
+            return super::rpc::report(&e);
+        }
+    }
     // The run ends by its own timeout; wait a little longer than that.
     let timeout_ms = (loaded.config.agent.timeout_s + 60) * 1000;
     let waited = client
@@ -131,20 +144,27 @@ async fn through_rpc(
         )
         .await;
     client.close().await;
-    let streamed = printer.end();
+    let (streamed, complete) = printer.end();
     let mut result = match waited {
         Ok(result) => result,
         Err(e) => return super::rpc::report(&e),
     };
+    if streamed && !complete {
+        eprintln!("chela: some of the streamed text was missed; the whole answer follows");
+    }
     result["sessionKey"] = accepted["session"].clone();
-    finish(&result, json, !streamed)
+    finish(&result, json, !streamed || !complete)
 }
 
-/// Prints the assistant text deltas of one run as its `agent` events arrive.
+/// Prints the assistant text deltas of one run as its `agent` events arrive, and notices a
+/// gap in their numbering (a feed that dropped events).
 struct DeltaPrinter {
     run_id: String,
     enabled: bool,
     printed: bool,
+    /// The last event number seen of this run.
+    last_seq: u64,
+    gap: bool,
 }
 
 impl DeltaPrinter {
@@ -153,13 +173,23 @@ impl DeltaPrinter {
             run_id: run_id.to_owned(),
             enabled,
             printed: false,
+            last_seq: 0,
+            gap: false,
         }
     }
 
-    /// Prints `event` when it is a text delta of this run.
+    /// Prints `event` when it is a text delta of this run (once, even if it comes twice).
     fn see(&mut self, event: &Value) {
         let ours = event["event"] == "agent" && event["runId"] == self.run_id.as_str();
-        if !self.enabled || !ours || event["stream"] != "assistant" {
+        let Some(seq) = event["seq"].as_u64().filter(|_| ours) else {
+            return;
+        };
+        if seq <= self.last_seq {
+            return;
+        }
+        self.gap |= seq != self.last_seq + 1;
+        self.last_seq = seq;
+        if !self.enabled || event["stream"] != "assistant" {
             return;
         }
         if let Some(delta) = event["delta"].as_str() {
@@ -170,12 +200,13 @@ impl DeltaPrinter {
         }
     }
 
-    /// Ends the streamed text with a newline; answers whether anything was printed.
-    fn end(self) -> bool {
+    /// Ends the streamed text with a newline; answers whether anything was printed and
+    /// whether every event of the run was seen.
+    fn end(self) -> (bool, bool) {
         if self.printed {
             println!();
         }
-        self.printed
+        (self.printed, !self.gap)
     }
 }
 
@@ -202,5 +233,27 @@ fn finish(result: &Value, json: bool, print_text: bool) -> ExitCode {
     match status {
         "ok" | "aborted" => ExitCode::SUCCESS,
         _ => ExitCode::FAILURE,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delta(seq: u64, text: &str) -> Value {
+        json!({"event": "agent", "runId": "run-1", "seq": seq, "stream": "assistant", "delta": text})
+    }
+
+    #[test]
+    fn repeated_events_are_skipped_and_a_gap_is_noticed() {
+        let mut printer = DeltaPrinter::new("run-1", false);
+        printer.see(&delta(1, "a"));
+        printer.see(&delta(1, "a"));
+        printer.see(&delta(2, "b"));
+        printer.see(&json!({"event": "agent", "runId": "run-2", "seq": 9}));
+        assert!(!printer.gap);
+        printer.see(&delta(4, "d"));
+        assert!(printer.gap);
+        assert_eq!(printer.end(), (false, false));
     }
 }

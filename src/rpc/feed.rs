@@ -4,18 +4,16 @@
 //! client that does not read loses events (counted in the log, visible as a gap in `seq`),
 //! never the gateway's memory.
 
-use std::sync::Arc;
-
 use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::protocol::{self, Fault};
 use super::runs::run_result;
-use crate::gateway::Core;
 use crate::gateway::live::LiveEvent;
+use crate::gateway::{Core, RunRecord};
 
 /// The params of `events.subscribe`.
 #[derive(Debug, Default, Deserialize)]
@@ -44,16 +42,31 @@ pub(super) fn agent_event(live: &LiveEvent) -> Value {
     payload
 }
 
+/// The receivers of a feed, taken before `events.subscribe` is answered, so no event after
+/// the answer can be missed.
+pub(super) struct Sources {
+    runs: broadcast::Receiver<RunRecord>,
+    live: broadcast::Receiver<LiveEvent>,
+}
+
+impl Sources {
+    /// Subscribes to `core`'s finished runs and live events now.
+    pub(super) fn of(core: &Core) -> Sources {
+        Sources {
+            runs: core.runs.subscribe(),
+            live: core.live.subscribe(),
+        }
+    }
+}
+
 /// Feeds `out` until the gateway stops or the connection goes.
 pub(super) async fn feed(
-    core: Arc<Core>,
+    sources: Sources,
     stop: CancellationToken,
     filter: SubscribeParams,
     out: mpsc::Sender<String>,
 ) {
-    let mut runs = core.runs.subscribe();
-    let mut live = core.live.subscribe();
-    drop(core);
+    let Sources { mut runs, mut live } = sources;
     let wanted = |session: &str| filter.session.as_deref().is_none_or(|s| s == session);
     let mut dropped: u64 = 0;
     loop {

@@ -194,7 +194,7 @@ impl RunTracker {
                 let since = *unknown_since.get_or_insert_with(tokio::time::Instant::now);
                 if since.elapsed() >= RECORD_GRACE {
                     return Err(Fault::params(format!(
-                        "unknown runId {run_id:?}: no such message is queued or running, and no run answering it is remembered (the last {KEEP} are)"
+                        "unknown runId {run_id:?}: its message is not queued or running and no run that answered it is remembered (it was never accepted, was dropped by /stop or abort, or was answered more than {KEEP} runs ago)"
                     )));
                 }
                 until = until.min(since + RECORD_GRACE);

@@ -209,11 +209,14 @@ async fn connection(mut socket: WebSocket, shared: Arc<Shared>) {
                             match SubscribeParams::parse(&request.params) {
                                 Ok(filter) => {
                                     let session = filter.session.clone();
+                                    // Subscribed before the answer goes out: nothing after it
+                                    // is missed.
+                                    let sources = feed::Sources::of(&shared.methods.core);
                                     if let Some(old) = feed.take() {
                                         old.abort();
                                     }
-                                    let (core, stop) = (shared.methods.core.clone(), shared.stop.clone());
-                                    feed = Some(tasks.spawn(feed::feed(core, stop, filter, out_tx.clone())));
+                                    let stop = shared.stop.clone();
+                                    feed = Some(tasks.spawn(feed::feed(sources, stop, filter, out_tx.clone())));
                                     let answer = serde_json::json!({ "subscribed": true, "session": session });
                                     protocol::answer(request.id, Ok(answer))
                                 }

@@ -129,8 +129,10 @@ async fn a_kill_9_during_the_child_run_still_delivers_the_follow_up_once() {
     let mut chat = s.chat();
     chat.send(r#"tool sessions_spawn {"task": "slow 150 20", "label": "slowpoke"}"#)
         .await;
-    // The parent answers at once: its child is still working (and is cut below).
-    chat.wait_for("done: Started subagent slowpoke").await;
+    // The parent answers at once: its child is still working (and is cut below). The line
+    // ends when the reply is done, so the parent's turn is settled before the kill.
+    chat.wait_for("Its result will arrive as a system message.\n")
+        .await;
     wait_asked(&s, "slow 150 20").await;
     let cut = chat.kill().await;
     assert!(!cut.contains("[System message]"), "{cut}");

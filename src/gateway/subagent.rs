@@ -169,31 +169,36 @@ pub async fn wait_settled(core: &Arc<Core>, key: &str) {
     let mut handoff_checks = 0;
     loop {
         let busy = busy_children(core, key);
-        if busy.is_empty() {
-            if core.lanes.wait_idle(key).await.is_err() {
-                return;
+        if !busy.is_empty() {
+            for child in busy {
+                // Once a child's lane is idle its result is already in the parent's lane.
+                if core.lanes.wait_idle(&child).await.is_err() {
+                    return;
+                }
             }
-            let pending = core
-                .store
-                .pending_for(key)
-                .is_ok_and(|pending| !pending.is_empty());
-            if pending && handoff_checks < HANDOFF_CHECKS {
-                handoff_checks += 1;
-                tokio::time::sleep(HANDOFF_POLL).await;
-                continue;
-            }
-            // The turns just waited for may have spawned sub-agents of their own.
-            if busy_children(core, key).is_empty() {
-                return;
-            }
+            // A child whose turn is not in its lane yet is idle at once: let it get there.
+            tokio::task::yield_now().await;
             continue;
         }
-        for child in busy {
-            // Once a child's lane is idle its result is already in the parent's lane.
-            if core.lanes.wait_idle(&child).await.is_err() {
-                return;
-            }
+        if core.lanes.wait_idle(key).await.is_err() {
+            return;
         }
+        // The turns just waited for may have spawned sub-agents of their own. Children are
+        // looked at before the session's pending turns: a child's hand-over marks it done
+        // and queues the follow-up in one transaction, so a child seen done here already
+        // has its follow-up pending.
+        if !busy_children(core, key).is_empty() {
+            continue;
+        }
+        let pending = core
+            .store
+            .pending_for(key)
+            .is_ok_and(|pending| !pending.is_empty());
+        if !pending || handoff_checks >= HANDOFF_CHECKS {
+            return;
+        }
+        handoff_checks += 1;
+        tokio::time::sleep(HANDOFF_POLL).await;
     }
 }
 

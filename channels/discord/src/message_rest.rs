@@ -31,6 +31,8 @@ const AGENT: &str = concat!(
 
 /// Most channels whose spent buckets are remembered.
 const MAX_BUCKETS: usize = 4096;
+/// The bucket key of Discord's global limit (no channel has id 0).
+const GLOBAL: u64 = 0;
 
 /// Sends and edits messages at `{api_url}/api/v10`.
 #[derive(Debug)]
@@ -119,6 +121,7 @@ impl MessageRest {
             .await
             .map_err(|e| ChannelError::Transport(e.to_string()))?;
         let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        let global = body.get("global").and_then(Value::as_bool) == Some(true);
         let result = if status.is_success() {
             Ok(body)
         } else {
@@ -129,18 +132,19 @@ impl MessageRest {
             _ => spent_for_ms(&headers),
         };
         if let Some(ms) = wait {
-            self.mark_spent(channel, Instant::now() + Duration::from_millis(ms));
+            // A global limit holds every channel.
+            let bucket = if global { GLOBAL } else { channel };
+            self.mark_spent(bucket, Instant::now() + Duration::from_millis(ms));
         }
         result
     }
 
-    /// When the next call into `channel` may go, if its bucket is spent.
+    /// When the next call into `channel` may go, if its bucket or the global one is spent.
     fn next_allowed(&self, channel: u64) -> Option<Instant> {
         let spent = self.spent.lock().ok()?;
-        spent
-            .get(&channel)
-            .copied()
-            .filter(|at| *at > Instant::now())
+        let own = spent.get(&channel).copied();
+        let global = spent.get(&GLOBAL).copied();
+        own.max(global).filter(|at| *at > Instant::now())
     }
 
     fn mark_spent(&self, channel: u64, until: Instant) {
@@ -309,6 +313,13 @@ mod tests {
         assert_eq!(rest.next_allowed(2), None);
         tokio::time::advance(Duration::from_millis(800)).await;
         assert_eq!(rest.next_allowed(1), None);
+        let later = Instant::now() + Duration::from_millis(300);
+        rest.mark_spent(GLOBAL, later);
+        assert_eq!(
+            rest.next_allowed(2),
+            Some(later),
+            "the global limit holds everyone"
+        );
     }
 
     #[test]

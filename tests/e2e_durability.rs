@@ -184,3 +184,29 @@ async fn a_turn_resumed_after_sigterm_ends_its_model_call_with_the_user_message(
     // A trailing assistant message is a prefill: the model would continue "tick 1 ...".
     assert_eq!(rerun.last().unwrap()["role"], "user", "{rerun:#?}");
 }
+
+/// With a shutdown grace, SIGTERM lets the running turn finish and deliver its reply before
+/// the gateway exits: nothing is left to run again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_a_running_turn_finish_within_the_grace() {
+    let setup = Setup::openai("steer").await;
+    let config = std::fs::read_to_string(setup.config()).unwrap();
+    std::fs::write(
+        setup.config(),
+        config.replace("shutdown_grace_s = 0", "shutdown_grace_s = 60"),
+    )
+    .unwrap();
+    let mut gateway = common::Chat::spawn(setup.chela(&["gateway"]));
+    gateway.send("slow 100 10").await;
+    gateway.wait_for("tick 1 ").await;
+    gateway.signal("TERM");
+    let done = gateway.finish().await;
+    assert!(done.status.success(), "{}", done.stderr);
+    let whole: String = (1..=10).map(|i| format!("tick {i} ")).collect();
+    assert!(done.stdout.contains(whole.trim_end()), "{:?}", done.stdout);
+    assert_eq!(setup.fake.request_count(), 1, "the turn ran once");
+    let status = setup.run(&["status"]).await;
+    let report = String::from_utf8_lossy(&status.stdout);
+    assert!(report.contains("pending turns: 0"), "{report}");
+    assert!(report.contains("undelivered replies: 0"), "{report}");
+}

@@ -92,10 +92,14 @@ pub async fn gateway(loaded: LoadedConfig) -> ExitCode {
             _ = &mut run, if !channels_done => channels_done = true,
         }
     }
-    tracing::info!("shutting down");
+    let grace = std::time::Duration::from_secs(loaded.config.agent.shutdown_grace_s);
+    tracing::info!(
+        grace_s = grace.as_secs(),
+        "shutting down; runs going on may finish"
+    );
     stop.cancel();
     tokio::select! {
-        _ = gateway.shutdown() => {}
+        _ = gateway.shutdown_after(grace) => {}
         _ = signals.next() => eprintln!("chela: second signal, exiting now"),
     }
     ExitCode::SUCCESS

@@ -135,6 +135,9 @@ pub struct AgentConfig {
     /// Skills installed for every workspace; searched after `<workspace>/skills`, before the
     /// bundled skills.
     pub managed_skills_dir: PathBuf,
+    /// Seconds `chela gateway` lets runs going on finish after SIGTERM or Ctrl-C before it
+    /// stops them (they then run again at the next start); 0: stop them at once.
+    pub shutdown_grace_s: u64,
 }
 
 impl Default for AgentConfig {
@@ -150,6 +153,7 @@ impl Default for AgentConfig {
             skills_dirs: Vec::new(),
             compaction_reserve_tokens: 20_000,
             managed_skills_dir: PathBuf::from("~/.chela/skills"),
+            shutdown_grace_s: 10,
         }
     }
 }

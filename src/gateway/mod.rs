@@ -369,11 +369,24 @@ impl Gateway {
     /// Stops intake, cancels live runs (their turns stay pending for the next start),
     /// flushes the store.
     pub async fn shutdown(&self) {
+        self.shutdown_after(Duration::ZERO).await;
+    }
+
+    /// As [`Gateway::shutdown`], but first lets the runs going on finish and deliver their
+    /// replies, for at most `grace`; no new run starts meanwhile (queued turns stay pending
+    /// for the next start).
+    pub async fn shutdown_after(&self, grace: Duration) {
         if let Some(server) = self.rpc.lock().await.take() {
             server.stop().await;
         }
         self.core.tasks.close();
         let _ = tokio::time::timeout(Duration::from_secs(5), self.core.tasks.wait()).await;
+        if !grace.is_zero() {
+            let left = self.core.lanes.drain(grace).await;
+            if left > 0 {
+                tracing::info!(runs = left, "grace over; stopping the runs still going");
+            }
+        }
         self.core.shutdown.cancel();
         self.core.lanes.shutdown().await;
         self.core.acp.shutdown().await;

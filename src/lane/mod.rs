@@ -11,6 +11,7 @@ mod task;
 mod tests;
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -25,6 +26,8 @@ pub use queue::QueuedTurn;
 
 /// Mailbox size of one lane: a full mailbox is back-pressure on the caller.
 const MAILBOX: usize = 64;
+/// How often [`Lanes::drain`] looks whether the runs have finished.
+const DRAIN_POLL: Duration = Duration::from_millis(20);
 /// Map size past which ended lanes are swept out before a new one is added.
 const LANE_MAP_SWEEP: usize = 256;
 
@@ -97,8 +100,12 @@ pub enum LaneError {
 pub(crate) struct Shared {
     pub(crate) runner: Arc<dyn Runner>,
     pub(crate) limit: Arc<Semaphore>,
+    /// The global run limit (all of `limit`'s permits).
+    pub(crate) max_runs: usize,
     pub(crate) store: Store,
     pub(crate) shutdown: CancellationToken,
+    /// Set when the gateway is stopping: runs going on may finish, no new one starts.
+    pub(crate) draining: std::sync::atomic::AtomicBool,
     /// Lane mailboxes by session key. Senders put messages in with `try_send` under this
     /// lock, and a lane only ends (idle) under it with an empty mailbox: no message is lost.
     pub(crate) lanes: Mutex<HashMap<String, mpsc::Sender<LaneMsg>>>,
@@ -124,8 +131,10 @@ impl Lanes {
             shared: Arc::new(Shared {
                 runner,
                 limit: Arc::new(Semaphore::new(max_runs.max(1))),
+                max_runs: max_runs.max(1),
                 store,
                 shutdown: CancellationToken::new(),
+                draining: std::sync::atomic::AtomicBool::new(false),
                 lanes: Mutex::new(HashMap::new()),
             }),
             defaults,
@@ -192,6 +201,28 @@ impl Lanes {
         let (tx, rx) = oneshot::channel();
         self.send(key, LaneMsg::WaitIdle(tx)).await?;
         rx.await.map_err(|_| LaneError::Closed)
+    }
+
+    /// Lets the runs going on finish, for at most `grace`, while no new run starts (queued
+    /// turns stay pending for the next start). Answers how many runs were still going when
+    /// the grace ran out.
+    pub async fn drain(&self, grace: Duration) -> usize {
+        self.shared.draining.store(true, Ordering::SeqCst);
+        let deadline = tokio::time::Instant::now() + grace;
+        loop {
+            let running = self.running();
+            if running == 0 || tokio::time::Instant::now() >= deadline {
+                return running;
+            }
+            tokio::time::sleep(DRAIN_POLL.min(grace)).await;
+        }
+    }
+
+    /// How many runs hold a slot under the global limit.
+    fn running(&self) -> usize {
+        self.shared
+            .max_runs
+            .saturating_sub(self.shared.limit.available_permits())
     }
 
     /// Stops every lane: active runs are cancelled, queued turns stay durable for the next

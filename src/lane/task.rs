@@ -1,6 +1,7 @@
 //! The task behind one lane: its queue, its active run and its mailbox.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -196,7 +197,8 @@ impl Lane {
     }
 
     fn start_if_ready(&mut self) -> Option<JoinHandle<RunOutcome>> {
-        if self.active.is_some() || self.shared.shutdown.is_cancelled() {
+        let draining = self.shared.draining.load(Ordering::SeqCst);
+        if self.active.is_some() || self.shared.shutdown.is_cancelled() || draining {
             return None;
         }
         let next = if self.settings.mode == QueueMode::Collect {
@@ -216,6 +218,7 @@ impl Lane {
         let run_cancel = cancel.clone();
         let store = self.shared.store.clone();
         let shutdown = self.shared.shutdown.clone();
+        let shared = self.shared.clone();
         let handle = tokio::spawn(async move {
             // Waiting for a slot under the global limit is a cancellation point too. /stop
             // drops the turn; a shutdown keeps it pending, to run at the next start.
@@ -233,6 +236,10 @@ impl Lane {
                 }
             };
             let _permit = permit;
+            if shared.draining.load(Ordering::SeqCst) {
+                // The gateway is stopping: the turn stays pending for the next start.
+                return never_ran(steer_rx);
+            }
             runner.run(key, turn, run_cancel, steer_rx).await
         });
         self.active = Some(Active {

@@ -611,3 +611,41 @@ async fn shutdown_keeps_a_turn_that_waited_for_the_global_limit() {
         "a turn that never got a slot must run at the next start"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn drain_lets_the_running_turn_finish_and_starts_nothing_new() {
+    let mut h = Harness::new(settings(QueueMode::Followup), 1);
+    let one = h.durable("one", &["a", "b"]).await;
+    let queued = one[1].seqs[0];
+    let two = h.durable("two", &["c"]).await;
+    let waiting = two[0].seqs[0];
+    h.submit("one", one).await;
+    let a = h.next_run().await;
+    h.submit("two", two).await;
+    settle().await;
+    let drain = {
+        let lanes = h.lanes.clone();
+        tokio::spawn(async move { lanes.drain(Duration::from_secs(30)).await })
+    };
+    settle().await;
+    a.finish(0);
+    assert_eq!(drain.await.unwrap(), 0, "no run left going");
+    h.assert_no_new_run().await;
+    h.lanes.shutdown().await;
+    assert_eq!(h.log(), ["start a", "end a Ok"]);
+    // (The fake runner settles nothing, so `a` is still there too.)
+    assert!(h.pending_seqs("one").contains(&queued));
+    assert_eq!(h.pending_seqs("two"), [waiting]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn drain_gives_up_after_the_grace() {
+    let mut h = Harness::new(settings(QueueMode::Followup), 8);
+    h.submit("one", [turn(1, "a")]).await;
+    let _a = h.next_run().await;
+    let started = tokio::time::Instant::now();
+    assert_eq!(h.lanes.drain(Duration::from_secs(3)).await, 1);
+    assert!(started.elapsed() >= Duration::from_secs(3));
+    h.lanes.shutdown().await;
+    assert_eq!(h.log(), ["start a", "end a Aborted"]);
+}

@@ -62,9 +62,11 @@ impl Setup {
             Provider::OpenAi => ("openai", fake.openai_base_url()),
             Provider::Anthropic => ("anthropic", fake.base_url()),
         };
+        // Tests that stop a gateway mid-run expect the run cut there (it runs again at the
+        // next start), so no shutdown grace; `e2e_durability` sets one where it tests it.
         let config = format!(
             "[model]\nprovider = \"{name}\"\nbase_url = \"{base}\"\napi_key = \"test\"\n\
-             {extra_model}\n[store]\npath = \"data\"\n[agent]\nworkspace = \"ws\"\n\
+             {extra_model}\n[store]\npath = \"data\"\n[agent]\nworkspace = \"ws\"\nshutdown_grace_s = 0\n\
              [queue]\nmode = \"{mode}\"\ndebounce_ms = {debounce_ms}\n"
         );
         std::fs::write(dir.path().join("config.toml"), config).expect("write config");

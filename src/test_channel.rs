@@ -13,6 +13,8 @@ use tokio_util::sync::CancellationToken;
 /// A channel named `test` that records what it is asked to do.
 pub struct TestChannel {
     limits: Limits,
+    /// Private command answers are not supported (like the terminal).
+    no_command_answers: bool,
     /// Errors the next sends/edits answer, first first.
     refusals: Mutex<VecDeque<ChannelError>>,
     calls: Mutex<Vec<(Instant, String)>>,
@@ -24,14 +26,29 @@ pub struct TestChannel {
 impl TestChannel {
     /// A channel with `edit_interval_ms` between preview edits.
     pub fn new(edit_interval_ms: u64) -> Arc<TestChannel> {
+        Self::built(4000, edit_interval_ms, false)
+    }
+
+    /// A channel whose messages hold at most `max_chars`; private command answers are
+    /// supported unless `no_command_answers`.
+    pub fn answering(max_chars: usize, no_command_answers: bool) -> Arc<TestChannel> {
+        Self::built(max_chars, 0, no_command_answers)
+    }
+
+    fn built(
+        max_chars: usize,
+        edit_interval_ms: u64,
+        no_command_answers: bool,
+    ) -> Arc<TestChannel> {
         Arc::new(TestChannel {
             limits: Limits {
-                max_chars: 4000,
+                max_chars,
                 max_lines: None,
                 edit_interval_ms,
                 group_edit_interval_ms: edit_interval_ms,
                 threads: false,
             },
+            no_command_answers,
             refusals: Mutex::new(VecDeque::new()),
             calls: Mutex::new(Vec::new()),
             next_id: Mutex::new(0),
@@ -39,12 +56,13 @@ impl TestChannel {
         })
     }
 
-    /// Makes the next sends/edits fail with `errors`, in order.
+    /// Makes the next sends, edits or command answers fail with `errors`, in order.
     pub fn refuse(&self, errors: impl IntoIterator<Item = ChannelError>) {
         self.refusals.lock().unwrap().extend(errors);
     }
 
-    /// What was asked (`send TEXT`, `edit TEXT`, `delete ID`), in order.
+    /// What was asked (`send TEXT`, `edit TEXT`, `delete ID`, `answer HANDLE: TEXT`), in
+    /// order; refused calls included.
     pub fn calls(&self) -> Vec<String> {
         self.timed().into_iter().map(|(_, call)| call).collect()
     }
@@ -125,5 +143,18 @@ impl Channel for TestChannel {
         message: &'a SentMessage,
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
         Box::pin(async move { self.record(format!("delete {}", message.message_id), false) })
+    }
+    fn answer_command<'a>(
+        &'a self,
+        _to: &'a Conversation,
+        interaction: &'a str,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            if self.no_command_answers {
+                return Err(ChannelError::Unsupported("command answers"));
+            }
+            self.record(format!("answer {interaction}: {text}"), true)
+        })
     }
 }

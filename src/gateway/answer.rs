@@ -91,97 +91,24 @@ async fn answer_part(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Mutex};
-
-    use chela_channel::{BoxFuture, ChatKind, InboundSink, Limits, SentMessage};
-    use tokio_util::sync::CancellationToken;
-
     use super::*;
+    use crate::test_channel::{TestChannel, direct_chat};
 
-    /// A channel that records private answers and fails them as told.
-    #[derive(Default)]
-    struct Recorder {
-        answers: Mutex<Vec<String>>,
-        /// Errors to return, in order, before answering.
-        failures: Mutex<Vec<ChannelError>>,
-        unsupported: bool,
-    }
-
-    impl Channel for Recorder {
-        fn name(&self) -> &str {
-            "fake"
-        }
-        fn limits(&self) -> Limits {
-            Limits {
-                max_chars: 100,
-                max_lines: None,
-                edit_interval_ms: 0,
-                group_edit_interval_ms: 0,
-                threads: false,
-            }
-        }
-        fn run(
-            &self,
-            _sink: Arc<dyn InboundSink>,
-            _shutdown: CancellationToken,
-        ) -> BoxFuture<'_, Result<(), ChannelError>> {
-            Box::pin(async { Ok(()) })
-        }
-        fn send<'a>(
-            &'a self,
-            _to: &'a Conversation,
-            _text: &'a str,
-        ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
-            Box::pin(async { Err(ChannelError::Unsupported("send")) })
-        }
-        fn edit<'a>(
-            &'a self,
-            _to: &'a Conversation,
-            _message: &'a SentMessage,
-            _text: &'a str,
-        ) -> BoxFuture<'a, Result<(), ChannelError>> {
-            Box::pin(async { Err(ChannelError::Unsupported("edit")) })
-        }
-        fn answer_command<'a>(
-            &'a self,
-            _to: &'a Conversation,
-            interaction: &'a str,
-            text: &'a str,
-        ) -> BoxFuture<'a, Result<(), ChannelError>> {
-            Box::pin(async move {
-                if self.unsupported {
-                    return Err(ChannelError::Unsupported("command answers"));
-                }
-                if let Some(error) = self.failures.lock().unwrap().pop() {
-                    return Err(error);
-                }
-                self.answers
-                    .lock()
-                    .unwrap()
-                    .push(format!("{interaction}: {text}"));
-                Ok(())
-            })
-        }
-    }
-
-    fn conversation() -> Conversation {
-        Conversation {
-            channel: "fake".into(),
-            account: "default".into(),
-            kind: ChatKind::Channel,
-            chat_id: "1".into(),
-            thread_id: None,
-        }
+    /// The answers that got through, as `HANDLE: TEXT`.
+    fn answered(channel: &TestChannel, refused: usize) -> Vec<String> {
+        let calls = channel.calls();
+        let answers = calls.iter().filter_map(|c| c.strip_prefix("answer "));
+        answers.skip(refused).map(str::to_owned).collect()
     }
 
     #[tokio::test]
     async fn a_long_answer_goes_in_parts_that_fit() {
-        let channel = Recorder::default();
+        let channel = TestChannel::answering(100, false);
         let text = "word ".repeat(50);
-        answer_privately(&channel, &conversation(), "i1", &text)
+        answer_privately(&*channel, &direct_chat(), "i1", &text)
             .await
             .unwrap();
-        let answers = channel.answers.lock().unwrap().clone();
+        let answers = answered(&channel, 0);
         assert_eq!(answers.len(), 3, "{answers:#?}");
         for answer in &answers {
             assert!(answer.starts_with("i1: "));
@@ -193,27 +120,22 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_rate_limited_part_is_retried() {
-        let channel = Recorder::default();
-        channel
-            .failures
-            .lock()
-            .unwrap()
-            .push(ChannelError::RateLimited {
-                retry_after_ms: 2_000,
-            });
-        answer_privately(&channel, &conversation(), "i2", "Session: x")
+        let channel = TestChannel::answering(100, false);
+        channel.refuse([ChannelError::RateLimited {
+            retry_after_ms: 2_000,
+        }]);
+        answer_privately(&*channel, &direct_chat(), "i2", "Session: x")
             .await
             .unwrap();
-        assert_eq!(*channel.answers.lock().unwrap(), vec!["i2: Session: x"]);
+        assert_eq!(answered(&channel, 1), ["i2: Session: x"]);
+        let at: Vec<u128> = channel.timed().into_iter().map(|(ms, _)| ms).collect();
+        assert_eq!(at, [0, 2_000], "retried after the wait asked");
     }
 
     #[tokio::test]
     async fn an_unsupported_channel_hands_back_the_whole_text() {
-        let channel = Recorder {
-            unsupported: true,
-            ..Recorder::default()
-        };
-        let error = answer_privately(&channel, &conversation(), "i3", "Not allowed.")
+        let channel = TestChannel::answering(100, true);
+        let error = answer_privately(&*channel, &direct_chat(), "i3", "Not allowed.")
             .await
             .unwrap_err();
         assert_eq!(error.rest, "Not allowed.");
@@ -222,16 +144,12 @@ mod tests {
 
     #[tokio::test]
     async fn a_refused_answer_is_not_retried() {
-        let channel = Recorder::default();
-        channel
-            .failures
-            .lock()
-            .unwrap()
-            .push(ChannelError::Rejected("Unknown Webhook".into()));
-        let error = answer_privately(&channel, &conversation(), "i4", "hi")
+        let channel = TestChannel::answering(100, false);
+        channel.refuse([ChannelError::Rejected("Unknown Webhook".into())]);
+        let error = answer_privately(&*channel, &direct_chat(), "i4", "hi")
             .await
             .unwrap_err();
         assert!(matches!(error.error, ChannelError::Rejected(_)));
-        assert!(channel.answers.lock().unwrap().is_empty());
+        assert_eq!(channel.calls().len(), 1, "tried once");
     }
 }

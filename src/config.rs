@@ -190,13 +190,13 @@ impl Config {
                 message,
             })
         };
-        if !crate::inbound::session_key::is_valid_agent_id(&self.agent.id) {
+        if !crate::domain::session_key::is_valid_agent_id(&self.agent.id) {
             return invalid(
                 "agent.id",
                 format!(
                     "{:?} is not a valid agent id; expected [a-z0-9][a-z0-9_-]{{0,63}}, e.g. {:?}",
                     self.agent.id,
-                    crate::inbound::session_key::normalize_agent_id(&self.agent.id)
+                    crate::domain::session_key::normalize_agent_id(&self.agent.id)
                 ),
             );
         }

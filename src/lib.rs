@@ -13,6 +13,7 @@
 pub mod acp;
 pub mod agent;
 pub mod config;
+pub mod domain;
 pub mod gateway;
 pub mod inbound;
 pub mod lane;

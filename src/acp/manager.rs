@@ -19,10 +19,10 @@ use super::client::{AcpClient, Asker, Services, TurnEnd};
 use super::coding_agent::CodingAgent;
 use super::harness;
 use super::updates::UpdateMapper;
-use crate::agent::events::{Lifecycle, RunEvent};
-use crate::agent::message::{AssistantMessage, ContentBlock, Message, Usage, now_ms};
 use crate::agent::run::{RunOutcome, RunRequest, RunStatus};
 use crate::config::{AcpConfig, Config};
+use crate::domain::events::{Lifecycle, RunEvent};
+use crate::domain::message::{AssistantMessage, ContentBlock, Message, Usage, now_ms};
 use crate::store::{Binding, Store};
 
 /// Updates buffered between an agent and the event mapper.
@@ -570,9 +570,9 @@ fn stop_note(reason: StopReason) -> Option<&'static str> {
 
 fn assistant(harness: &str, text: &str, status: &RunStatus) -> Message {
     let (stop_reason, error_message) = match status {
-        RunStatus::Ok => (crate::agent::message::StopReason::Stop, None),
-        RunStatus::Aborted => (crate::agent::message::StopReason::Aborted, None),
-        RunStatus::Error(e) => (crate::agent::message::StopReason::Error, Some(e.clone())),
+        RunStatus::Ok => (crate::domain::message::StopReason::Stop, None),
+        RunStatus::Aborted => (crate::domain::message::StopReason::Aborted, None),
+        RunStatus::Error(e) => (crate::domain::message::StopReason::Error, Some(e.clone())),
     };
     Message::Assistant(AssistantMessage {
         content: vec![ContentBlock::text(text)],

@@ -6,7 +6,7 @@ use agent_client_protocol::v1::schema::{
     ContentBlock, Plan, PlanEntryStatus, SessionUpdate, ToolCallStatus,
 };
 
-use crate::agent::events::{RunEvent, ToolEvent};
+use crate::domain::events::{RunEvent, ToolEvent};
 
 /// Most chars of one progress line.
 const PROGRESS_MAX_CHARS: usize = 160;

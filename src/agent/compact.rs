@@ -29,10 +29,10 @@ use futures_util::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::events::{Compacted, RunEvent};
-use crate::agent::message::{ContentBlock, Message, StopReason, text_of};
 use crate::agent::provider::{Provider, ProviderEvent, ProviderRequest, ToolSpec};
 use crate::agent::run::Agent;
+use crate::domain::events::{Compacted, RunEvent};
+use crate::domain::message::{ContentBlock, Message, StopReason, text_of};
 use crate::store::{EntryKind, SUMMARY_HEADING, StoreError};
 
 /// The system prompt of a summary request.

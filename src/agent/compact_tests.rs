@@ -8,10 +8,10 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::agent::message::{AssistantMessage, ToolCall, Usage, now_ms};
 use crate::agent::provider::{BoxFuture, EventStream, ProviderError};
 use crate::agent::run::{RunRequest, RunStatus};
 use crate::agent::tools::{Tool, ToolContext, ToolOutput};
+use crate::domain::message::{AssistantMessage, ToolCall, Usage, now_ms};
 use crate::store::{Entry, Store};
 
 const KEY: &str = "agent:main:compact";

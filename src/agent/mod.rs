@@ -3,9 +3,7 @@
 pub mod approval;
 pub mod compact;
 pub mod context;
-pub mod events;
 pub mod hooks;
-pub mod message;
 pub mod model_choice;
 pub mod policy;
 pub mod provider;

@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 
 use crate::config::{ExecApprovals, ToolProfile, ToolScopeConfig, ToolsConfig, expand_tool_name};
-use crate::inbound::session_key::{KeyBase, SessionKey};
+use crate::domain::session_key::{KeyBase, SessionKey};
 
 /// Where a session's conversation is, as the policy sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

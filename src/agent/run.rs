@@ -11,13 +11,13 @@ use futures_util::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::events::{Lifecycle, RunEvent, ToolEvent};
 use crate::agent::hooks::Decision;
-use crate::agent::message::{
-    AssistantMessage, ContentBlock, Message, StopReason, ToolCall, Usage, now_ms,
-};
 use crate::agent::provider::{Provider, ProviderError, ProviderEvent, ProviderRequest};
 use crate::agent::tools::{Tool, ToolContext, ToolOutput};
+use crate::domain::events::{Lifecycle, RunEvent, ToolEvent};
+use crate::domain::message::{
+    AssistantMessage, ContentBlock, Message, StopReason, ToolCall, Usage, now_ms,
+};
 use crate::store::Store;
 
 /// Result text given to tool calls skipped because a steered message arrived (SPEC 3).
@@ -52,16 +52,7 @@ pub struct RunRequest {
     pub events: mpsc::Sender<RunEvent>,
 }
 
-/// How a run ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RunStatus {
-    /// The model finished.
-    Ok,
-    /// Stopped by /stop, interrupt or shutdown.
-    Aborted,
-    /// Failed; the message is short and safe for chat.
-    Error(String),
-}
+pub use crate::domain::run::RunStatus;
 
 /// What a run hands back to its lane.
 #[derive(Debug)]
@@ -280,7 +271,7 @@ impl Turn<'_> {
             if aborted && self.agent.shutdown.is_cancelled() {
                 return Ok((last_text, true));
             }
-            last_text = crate::agent::message::text_of(&assistant.content);
+            last_text = crate::domain::message::text_of(&assistant.content);
             let calls: Vec<ToolCall> = assistant
                 .content
                 .iter()
@@ -558,7 +549,7 @@ fn resumes(messages: &[Message], text: &str) -> bool {
     let answered = messages[last_user..]
         .iter()
         .any(|m| matches!(m, Message::Assistant(a) if a.stop_reason != StopReason::ToolUse));
-    !answered && crate::agent::message::text_of(&user.content) == text
+    !answered && crate::domain::message::text_of(&user.content) == text
 }
 
 fn failed(mut message: AssistantMessage, error: &ProviderError) -> AssistantMessage {

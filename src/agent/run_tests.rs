@@ -280,7 +280,7 @@ impl Harness {
 
 fn user_text(m: &Message) -> Option<String> {
     match m {
-        Message::User(u) => Some(crate::agent::message::text_of(&u.content)),
+        Message::User(u) => Some(crate::domain::message::text_of(&u.content)),
         _ => None,
     }
 }
@@ -297,7 +297,7 @@ fn result(m: &Message) -> (String, String, bool) {
     match m {
         Message::ToolResult(r) => (
             r.tool_call_id.clone(),
-            crate::agent::message::text_of(&r.content),
+            crate::domain::message::text_of(&r.content),
             r.is_error,
         ),
         other => panic!("expected a tool result, got {other:?}"),
@@ -485,7 +485,7 @@ async fn cancel_during_the_model_stream_aborts_and_closes_emitted_calls() {
     assert_eq!(transcript.len(), 3);
     let answer = assistant(&transcript[1]);
     assert_eq!(answer.stop_reason, StopReason::Aborted);
-    assert_eq!(crate::agent::message::text_of(&answer.content), "partial");
+    assert_eq!(crate::domain::message::text_of(&answer.content), "partial");
     assert_result(&transcript[2], "c1", SKIPPED_FOR_STOP, true);
     assert_paired(&transcript);
 }
@@ -608,7 +608,7 @@ async fn history_reaches_the_next_run_until_a_reset() {
     assert_eq!(users, ["first", "second"]);
     assert_eq!(seen.len(), 3);
     assert_eq!(
-        crate::agent::message::text_of(&assistant(&seen[1]).content),
+        crate::domain::message::text_of(&assistant(&seen[1]).content),
         "one"
     );
 

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use chela::agent::run::RunStatus;
 use chela::config::LoadedConfig;
+use chela::domain::session_key::SessionKey;
 use chela::gateway::{Gateway, GatewayError};
-use chela::inbound::session_key::SessionKey;
 use chela::store::StoreError;
 use chela_terminal::TerminalChannel;
 use serde_json::{Value, json};

@@ -2,8 +2,8 @@
 
 use std::process::ExitCode;
 
-use chela::agent::message::now_ms;
 use chela::config::LoadedConfig;
+use chela::domain::message::now_ms;
 use chela::store::{PairingRequest, Store, StoreError};
 use clap::Subcommand;
 use serde_json::{Value, json};

@@ -158,20 +158,7 @@ impl Default for AgentConfig {
     }
 }
 
-/// How direct messages map to sessions (SPEC 1.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DmScope {
-    /// Every DM shares one conversation: `agent:<a>:main`.
-    Main,
-    /// One conversation per person across channels: `agent:<a>:direct:<peer>`.
-    PerPeer,
-    /// One conversation per person and channel: `agent:<a>:<channel>:direct:<peer>`.
-    #[default]
-    PerChannelPeer,
-    /// One per person, channel and account: `agent:<a>:<channel>:<account>:direct:<peer>`.
-    PerAccountChannelPeer,
-}
+pub use crate::domain::session_key::DmScope;
 
 /// `[session]`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -3,25 +3,14 @@
 
 use tokio::sync::{broadcast, mpsc};
 
-use crate::agent::events::RunEvent;
+use crate::domain::events::RunEvent;
 
 /// How many live events a slow subscriber may fall behind before it misses some.
 pub const LIVE_BUFFER: usize = 1024;
 /// Events buffered between a run and the tee.
 const TEE_BUFFER: usize = 256;
 
-/// One event of one run.
-#[derive(Debug, Clone)]
-pub struct LiveEvent {
-    /// The run (`run-<seq>`).
-    pub run_id: String,
-    /// Its session.
-    pub session_key: String,
-    /// The event's number within the run, from 1: a gap means a subscriber missed events.
-    pub seq: u64,
-    /// The event.
-    pub event: RunEvent,
-}
+pub use crate::domain::run::LiveEvent;
 
 /// Returns the sender a run writes its events to. Each event is published on `live` (when
 /// anyone listens) and then handed to `reply`, in order; the task ends with the run.
@@ -57,7 +46,7 @@ pub fn tee(
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::agent::events::Lifecycle;
+    use crate::domain::events::Lifecycle;
 
     #[tokio::test]
     async fn events_reach_subscribers_and_the_reply_in_order() {

@@ -24,30 +24,13 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::provider::ProviderError;
-use crate::agent::run::{Agent, RunStatus};
+use crate::agent::run::Agent;
 use crate::config::Config;
 use crate::inbound::route::Router;
 use crate::lane::{LaneSettings, Lanes};
 use crate::store::{Store, StoreError};
 
-/// How a finished run is announced (to `chela agent` and the RPC's `agent.wait`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunRecord {
-    /// Run id (`run-<first seq>`, see [`runner::run_id_for`]).
-    pub run_id: String,
-    /// The durable pending entries this run answered: its turn's and those steered into it.
-    pub seqs: Vec<u64>,
-    /// Session key.
-    pub session_key: String,
-    /// How it ended.
-    pub status: RunStatus,
-    /// Final text of the last model call.
-    pub text: String,
-    /// Start, ms since the epoch.
-    pub started_ms: u64,
-    /// End, ms since the epoch.
-    pub ended_ms: u64,
-}
+pub use crate::domain::run::RunRecord;
 
 /// Why the gateway could not start.
 #[derive(Debug, thiserror::Error)]
@@ -125,7 +108,7 @@ impl Core {
 
     /// The session key of an inbound message (SPEC 1.2).
     pub fn session_key(&self, inbound: &Inbound) -> String {
-        crate::inbound::session_key::build(
+        crate::domain::session_key::build(
             &self.config.agent.id,
             &inbound.conversation,
             &inbound.sender.id,
@@ -139,7 +122,7 @@ impl Core {
     /// user's direct session.
     pub fn default_session_key(&self) -> String {
         let user = self.config.terminal.resolved_user();
-        crate::inbound::session_key::build(
+        crate::domain::session_key::build(
             &self.config.agent.id,
             &Conversation {
                 channel: "terminal".into(),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::reply_journal::RunJournal;
 use super::runner::seq_of_run_id;
 use super::{Core, reply_journal};
-use crate::agent::message::now_ms;
+use crate::domain::message::now_ms;
 use crate::inbound::route::queued_turn;
 use crate::store::ReplyJournal;
 

@@ -80,20 +80,7 @@ impl Runner for AgentRunner {
     }
 }
 
-/// The id of the run answering the durable turns `seqs`: `run-<first seq>`, so the id is known
-/// as soon as the message is accepted (the RPC's `agent` answers with it); a turn without a
-/// durable entry gets a random id.
-pub fn run_id_for(seqs: &[u64]) -> String {
-    match seqs.first() {
-        Some(seq) => format!("run-{seq}"),
-        None => format!("run-{}", uuid::Uuid::new_v4().simple()),
-    }
-}
-
-/// The durable seq a run id of [`run_id_for`] names, if it names one.
-pub fn seq_of_run_id(run_id: &str) -> Option<u64> {
-    run_id.strip_prefix("run-")?.parse().ok()
-}
+pub use crate::domain::run::{run_id_for, seq_of_run_id};
 
 async fn run_turn(
     core: &Arc<Core>,
@@ -104,7 +91,7 @@ async fn run_turn(
 ) -> RunOutcome {
     let run_id = run_id_for(&turn.seqs);
     tracing::debug!(run_id = %run_id, "run starts");
-    let started_ms = crate::agent::message::now_ms();
+    let started_ms = crate::domain::message::now_ms();
     let (reply_tx, events_rx) = mpsc::channel(EVENT_BUFFER);
     if let Ok(mut targets) = core.targets.lock() {
         targets.insert(key.clone(), turn.target.clone());
@@ -160,7 +147,7 @@ async fn run_turn(
         status: outcome.status.clone(),
         text: outcome.text.clone(),
         started_ms,
-        ended_ms: crate::agent::message::now_ms(),
+        ended_ms: crate::domain::message::now_ms(),
     };
     if core.shutdown.is_cancelled() && outcome.status == RunStatus::Aborted {
         // Shutdown, not /stop: the turn stays pending and runs again at the next start.

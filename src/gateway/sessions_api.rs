@@ -6,9 +6,9 @@
 use std::sync::Weak;
 
 use super::Core;
-use crate::agent::message::{Message, text_of};
 use crate::agent::provider::BoxFuture;
 use crate::agent::tools::sessions::SessionsApi;
+use crate::domain::message::{Message, text_of};
 use crate::store::SubagentState;
 
 /// Chars of one message `sessions_history` shows.
@@ -69,7 +69,7 @@ impl SessionsApi for GatewaySessions {
         let core = self.core.upgrade().ok_or("the gateway is shutting down")?;
         let mut sessions = core.store.list_sessions().map_err(|e| e.to_string())?;
         sessions.sort_by_key(|s| std::cmp::Reverse(s.updated_ms));
-        let now = crate::agent::message::now_ms();
+        let now = crate::domain::message::now_ms();
         Ok(sessions
             .into_iter()
             .take(limit)

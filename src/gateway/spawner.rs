@@ -80,7 +80,7 @@ async fn in_thread(core: &Arc<Core>, request: &SpawnRequest, name: &str) -> Resu
         reply_to: None,
         mentioned: true,
         interaction: None,
-        timestamp_ms: crate::agent::message::now_ms(),
+        timestamp_ms: crate::domain::message::now_ms(),
     };
     let started = start_binding(
         core,

@@ -14,8 +14,8 @@ use chela_channel::{ChatKind, Conversation, Inbound, Sender};
 use super::Core;
 use crate::agent::run::{RunOutcome, RunStatus};
 use crate::agent::tools::spawn::SpawnRequest;
+use crate::domain::session_key::{KeyBase, SessionKey};
 use crate::inbound::route::{SYSTEM_SENDER, queued_turn};
-use crate::inbound::session_key::{KeyBase, SessionKey};
 use crate::lane::QueuedTurn;
 use crate::store::{PendingTurn, SubagentLink, SubagentState};
 
@@ -40,7 +40,7 @@ pub async fn spawn(core: &Arc<Core>, request: &SpawnRequest) -> Result<String, S
         agent: SessionKey::parse(parent)
             .map(|k| k.agent)
             .unwrap_or_else(|_| {
-                crate::inbound::session_key::normalize_agent_id(&core.config.agent.id)
+                crate::domain::session_key::normalize_agent_id(&core.config.agent.id)
             }),
         base: KeyBase::Subagent { id: id.clone() },
         thread: None,
@@ -50,7 +50,7 @@ pub async fn spawn(core: &Arc<Core>, request: &SpawnRequest) -> Result<String, S
         parent: parent.clone(),
         label: request.label.clone(),
         parent_target: core.target_of(parent),
-        created_ms: crate::agent::message::now_ms(),
+        created_ms: crate::domain::message::now_ms(),
         state: SubagentState::Running,
     };
     let first = PendingTurn {
@@ -100,7 +100,7 @@ pub async fn finish(
     let follow = PendingTurn {
         session_key: link.parent.clone(),
         inbound,
-        queued_ms: crate::agent::message::now_ms(),
+        queued_ms: crate::domain::message::now_ms(),
     };
     match core
         .store
@@ -265,7 +265,7 @@ fn system_inbound(conversation: Conversation, message_id: String, text: &str) ->
         reply_to: None,
         mentioned: true,
         interaction: None,
-        timestamp_ms: crate::agent::message::now_ms(),
+        timestamp_ms: crate::domain::message::now_ms(),
     }
 }
 

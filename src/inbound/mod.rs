@@ -3,4 +3,3 @@
 pub mod admission;
 pub mod commands;
 pub mod route;
-pub mod session_key;

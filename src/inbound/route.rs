@@ -40,7 +40,7 @@ impl Router {
 
     /// Like [`Router::accept_for`], saying what became of the message: a queued turn's
     /// durable seq names the run that will answer it (see
-    /// [`crate::gateway::runner::run_id_for`]).
+    /// [`crate::domain::run::run_id_for`]).
     pub async fn accept_tracked(
         &self,
         key: String,
@@ -186,7 +186,7 @@ async fn admit(core: &Arc<Core>, key: &str, mut inbound: Inbound) -> Option<Inbo
                 &conv.account,
                 &sender.id,
                 &sender.name,
-                crate::agent::message::now_ms(),
+                crate::domain::message::now_ms(),
             );
             match outcome {
                 Ok(PairingOutcome::New(code) | PairingOutcome::Existing(code)) => {
@@ -310,7 +310,7 @@ async fn enqueue(
         let pending = PendingTurn {
             session_key: key.clone(),
             inbound,
-            queued_ms: crate::agent::message::now_ms(),
+            queued_ms: crate::domain::message::now_ms(),
         };
         let Some(seq) = core
             .store

@@ -10,7 +10,7 @@ use chela_channel::{Channel, Conversation};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::agent::events::{Lifecycle, RunEvent, ToolEvent};
+use crate::domain::events::{Lifecycle, RunEvent, ToolEvent};
 pub use stream::{ReplyStream, SentJournal};
 
 /// How often the typing indicator is refreshed (Telegram's expires after about 5 s).

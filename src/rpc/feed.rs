@@ -12,8 +12,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::protocol::{self, Fault};
 use super::runs::run_result;
-use crate::gateway::live::LiveEvent;
-use crate::gateway::{Core, RunRecord};
+use crate::domain::run::LiveEvent;
+use crate::domain::run::RunRecord;
+use crate::gateway::Core;
 
 /// The params of `events.subscribe`.
 #[derive(Debug, Default, Deserialize)]
@@ -106,7 +107,7 @@ pub(super) async fn feed(
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::agent::events::{Lifecycle, RunEvent};
+    use crate::domain::events::{Lifecycle, RunEvent};
     use serde_json::json;
 
     #[test]

@@ -12,10 +12,10 @@ use serde_json::{Value, json};
 use super::channel::RpcChannel;
 use super::protocol::{self, Fault, NOT_ACCEPTED, UNAVAILABLE};
 use super::runs::RunTracker;
+use crate::domain::session_key::SessionKey;
 use crate::gateway::Core;
 use crate::gateway::status::StatusReport;
 use crate::inbound::route::{Accepted, Router};
-use crate::inbound::session_key::SessionKey;
 
 /// `agent.wait`'s default wait.
 pub const DEFAULT_WAIT_MS: u64 = 30_000;
@@ -117,7 +117,7 @@ impl Methods {
         }
         let key = self.session(params.session)?;
         let call_id = uuid::Uuid::new_v4().simple().to_string();
-        let accepted_ms = crate::agent::message::now_ms();
+        let accepted_ms = crate::domain::message::now_ms();
         let inbound = Inbound {
             conversation: RpcChannel::conversation(&call_id),
             sender: Sender {
@@ -139,7 +139,7 @@ impl Methods {
             Ok(Accepted::Command) => command_id,
             Ok(Accepted::Queued(seq)) => {
                 self.runs.forget_command(&call_id);
-                crate::gateway::runner::run_id_for(&[seq])
+                crate::domain::run::run_id_for(&[seq])
             }
             Ok(Accepted::Ignored) => {
                 self.runs.forget_command(&call_id);

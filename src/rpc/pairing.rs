@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::protocol::{self, Fault};
-use crate::agent::message::now_ms;
+use crate::domain::message::now_ms;
 use crate::gateway::Core;
 
 #[derive(Deserialize)]

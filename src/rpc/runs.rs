@@ -13,9 +13,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::channel::RpcMessage;
 use super::protocol::Fault;
-use crate::agent::run::RunStatus;
-use crate::gateway::RunRecord;
-use crate::gateway::runner::seq_of_run_id;
+use crate::domain::run::RunRecord;
+use crate::domain::run::RunStatus;
+use crate::domain::run::seq_of_run_id;
 
 /// How many finished messages (and command answers) are remembered.
 pub const KEEP: usize = 256;
@@ -131,7 +131,7 @@ impl RunTracker {
         if let Ok(mut inner) = self.inner.lock()
             && let Some((_, answer @ None)) = inner.commands.get_mut(&message.chat_id)
         {
-            *answer = Some((message.text.clone(), crate::agent::message::now_ms()));
+            *answer = Some((message.text.clone(), crate::domain::message::now_ms()));
             changed = true;
         }
         if changed {
@@ -249,7 +249,7 @@ mod tests {
 
     fn record(seqs: &[u64], status: RunStatus) -> RunRecord {
         RunRecord {
-            run_id: crate::gateway::runner::run_id_for(seqs),
+            run_id: crate::domain::run::run_id_for(seqs),
             seqs: seqs.to_vec(),
             session_key: "agent:main:main".into(),
             status,

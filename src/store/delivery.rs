@@ -8,7 +8,7 @@ use sled::Transactional;
 use sled::transaction::ConflictableTransactionError;
 
 use super::{OutboxEntry, PendingTurn, Store, StoreError, db_err, encode, now_ms, tx_err};
-use crate::agent::message::Message;
+use crate::domain::message::Message;
 use crate::store::EntryKind;
 
 impl Store {

@@ -8,7 +8,7 @@
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::agent::message::Message;
+use crate::domain::message::Message;
 
 /// The transcript schema version chela writes and accepts.
 pub const TRANSCRIPT_VERSION: u32 = 4;

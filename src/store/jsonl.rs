@@ -206,7 +206,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::agent::message::{
+    use crate::domain::message::{
         AssistantMessage, ContentBlock, Message, StopReason, ToolCall, Usage,
     };
     use crate::store::EntryKind;

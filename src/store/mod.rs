@@ -302,7 +302,7 @@ fn be_u64(tree: &'static str, bytes: &[u8]) -> Result<u64, StoreError> {
 
 /// Milliseconds since the Unix epoch.
 fn now_ms() -> u64 {
-    crate::agent::message::now_ms()
+    crate::domain::message::now_ms()
 }
 
 /// The current time as ISO 8601 UTC with milliseconds (`2025-01-02T03:04:05.678Z`).

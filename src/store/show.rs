@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use super::entry::{Entry, EntryKind};
 use super::transcript::transcript_prefix;
 use super::{Store, StoreError, db_err, decode};
-use crate::agent::message::{ContentBlock, Message, text_of};
+use crate::domain::message::{ContentBlock, Message, text_of};
 
 /// The most chars of a tool result, compaction summary or tool arguments shown.
 const SHOWN_CHARS: usize = 200;
@@ -97,7 +97,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::agent::message::{AssistantMessage, StopReason, ToolCall, Usage};
+    use crate::domain::message::{AssistantMessage, StopReason, ToolCall, Usage};
 
     #[test]
     fn render_shows_roles_tool_calls_truncated_results_and_resets() {

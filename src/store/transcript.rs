@@ -10,7 +10,7 @@ use sled::Transactional;
 use super::entry::{Entry, EntryKind, Item};
 use super::sessions::SessionMeta;
 use super::{Store, StoreError, abort, be_u64, db_err, decode, encode, now_iso, now_ms, tx_err};
-use crate::agent::message::{ContentBlock, Message, UserMessage};
+use crate::domain::message::{ContentBlock, Message, UserMessage};
 
 /// The heading of the synthetic message that stands for compacted history.
 pub const SUMMARY_HEADING: &str = "[Summary of earlier conversation]";
@@ -232,7 +232,7 @@ mod tests {
     use std::collections::HashSet;
 
     use super::*;
-    use crate::agent::message::text_of;
+    use crate::domain::message::text_of;
 
     fn texts(messages: &[Message]) -> Vec<String> {
         messages

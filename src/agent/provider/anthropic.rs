@@ -7,7 +7,7 @@ use super::anthropic_stream::AnthropicDecoder;
 use super::settings::{ProviderKind, ProviderSettings};
 use super::transport::{Endpoint, http_client, stream_call};
 use super::{BoxFuture, EventStream, Provider, ProviderError, ProviderRequest, ToolSpec};
-use crate::agent::message::{ContentBlock, Message, text_of};
+use crate::domain::message::{ContentBlock, Message, text_of};
 
 /// The API version sent in `anthropic-version`.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -195,7 +195,7 @@ fn text_blocks(content: &[ContentBlock]) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::message::{AssistantMessage, StopReason, ToolCall, Usage};
+    use crate::domain::message::{AssistantMessage, StopReason, ToolCall, Usage};
 
     fn call(id: &str, name: &str) -> ToolCall {
         ToolCall {

@@ -4,7 +4,7 @@
 //! model, and chela uses it only when `model.provider = "echo"` is set explicitly.
 
 use super::{BoxFuture, EventStream, Provider, ProviderError, ProviderEvent, ProviderRequest};
-use crate::agent::message::{Message, StopReason, Usage, text_of};
+use crate::domain::message::{Message, StopReason, Usage, text_of};
 
 /// Pieces the answer is streamed in, at most.
 const PIECES: usize = 3;

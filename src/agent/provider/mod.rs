@@ -27,7 +27,7 @@ use std::pin::Pin;
 use futures_util::Stream;
 use serde_json::Value;
 
-use crate::agent::message::{Message, StopReason, ToolCall, Usage};
+use crate::domain::message::{Message, StopReason, ToolCall, Usage};
 
 /// A boxed future, as returned by [`Provider::stream`].
 pub type BoxFuture<'a, T> = Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;

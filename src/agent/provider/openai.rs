@@ -10,7 +10,7 @@ use super::openai_stream::OpenAiDecoder;
 use super::settings::{ProviderKind, ProviderSettings};
 use super::transport::{Endpoint, http_client, stream_call};
 use super::{BoxFuture, EventStream, Provider, ProviderError, ProviderRequest, ToolSpec};
-use crate::agent::message::{ContentBlock, Message, text_of};
+use crate::domain::message::{ContentBlock, Message, text_of};
 
 /// A provider speaking the OpenAI chat-completions wire format.
 pub struct OpenAiProvider {
@@ -186,7 +186,7 @@ fn messages(system: &str, conversation: &[Message]) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::message::{AssistantMessage, StopReason, ToolCall, Usage};
+    use crate::domain::message::{AssistantMessage, StopReason, ToolCall, Usage};
 
     fn conversation() -> Vec<Message> {
         let call = ToolCall {

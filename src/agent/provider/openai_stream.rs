@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::transport::{Decoder, error_message};
 use super::{ProviderError, ProviderEvent};
-use crate::agent::message::{StopReason, ToolCall, Usage};
+use crate::domain::message::{StopReason, ToolCall, Usage};
 
 /// State of one chat-completions stream.
 #[derive(Debug, Default)]

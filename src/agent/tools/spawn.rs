@@ -133,7 +133,7 @@ impl Tool for SessionsSpawnTool {
 
 /// Whether `key` is a sub-agent session (`agent:<id>:subagent:<uuid>`).
 pub fn is_subagent_session(key: &str) -> bool {
-    use crate::inbound::session_key::{KeyBase, SessionKey};
+    use crate::domain::session_key::{KeyBase, SessionKey};
     SessionKey::parse(key).is_ok_and(|k| matches!(k.base, KeyBase::Subagent { .. }))
 }
 

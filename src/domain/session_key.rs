@@ -28,6 +28,23 @@ mod tests;
 use std::fmt;
 use std::str::FromStr;
 
+use serde::{Deserialize, Serialize};
+
+/// How direct messages map to sessions (SPEC 1.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DmScope {
+    /// Every DM shares one conversation: `agent:<a>:main`.
+    Main,
+    /// One conversation per person across channels: `agent:<a>:direct:<peer>`.
+    PerPeer,
+    /// One conversation per person and channel: `agent:<a>:<channel>:direct:<peer>`.
+    #[default]
+    PerChannelPeer,
+    /// One per person, channel and account: `agent:<a>:<channel>:<account>:direct:<peer>`.
+    PerAccountChannelPeer,
+}
+
 pub use build::{build, is_valid_agent_id, normalize_agent_id};
 pub use escape::{from_storage_name, storage_name};
 

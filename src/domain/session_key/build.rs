@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use chela_channel::{ChatKind, Conversation};
 
+use super::DmScope;
 use super::{KeyBase, SessionKey};
-use crate::config::DmScope;
 
 /// Longest agent id.
 const AGENT_ID_MAX: usize = 64;

@@ -6,7 +6,6 @@ use chela_channel::{ChatKind, Conversation};
 use proptest::prelude::*;
 
 use super::*;
-use crate::config::DmScope;
 
 fn conv(channel: &str, kind: ChatKind, chat: &str, thread: Option<&str>) -> Conversation {
     Conversation {

@@ -1,0 +1,62 @@
+//! What a run is, seen from outside it: how it ended ([`RunStatus`]), the record published
+//! when it finishes ([`RunRecord`]), its id ([`run_id_for`]) and its live events ([`LiveEvent`]).
+
+use crate::domain::events::RunEvent;
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunStatus {
+    /// The model finished.
+    Ok,
+    /// Stopped by /stop, interrupt or shutdown.
+    Aborted,
+    /// Failed; the message is short and safe for chat.
+    Error(String),
+}
+
+/// How a finished run is announced (to `chela agent` and the RPC's `agent.wait`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRecord {
+    /// Run id (`run-<first seq>`, see [`run_id_for`]).
+    pub run_id: String,
+    /// The durable pending entries this run answered: its turn's and those steered into it.
+    pub seqs: Vec<u64>,
+    /// Session key.
+    pub session_key: String,
+    /// How it ended.
+    pub status: RunStatus,
+    /// Final text of the last model call.
+    pub text: String,
+    /// Start, ms since the epoch.
+    pub started_ms: u64,
+    /// End, ms since the epoch.
+    pub ended_ms: u64,
+}
+
+/// The id of the run answering the durable turns `seqs`: `run-<first seq>`, so the id is known
+/// as soon as the message is accepted (the RPC's `agent` answers with it); a turn without a
+/// durable entry gets a random id.
+pub fn run_id_for(seqs: &[u64]) -> String {
+    match seqs.first() {
+        Some(seq) => format!("run-{seq}"),
+        None => format!("run-{}", uuid::Uuid::new_v4().simple()),
+    }
+}
+
+/// The durable seq a run id of [`run_id_for`] names, if it names one.
+pub fn seq_of_run_id(run_id: &str) -> Option<u64> {
+    run_id.strip_prefix("run-")?.parse().ok()
+}
+
+/// One event of one run.
+#[derive(Debug, Clone)]
+pub struct LiveEvent {
+    /// The run (`run-<seq>`).
+    pub run_id: String,
+    /// Its session.
+    pub session_key: String,
+    /// The event's number within the run, from 1: a gap means a subscriber missed events.
+    pub seq: u64,
+    /// The event.
+    pub event: RunEvent,
+}

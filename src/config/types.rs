@@ -214,7 +214,7 @@ named_enum!(ProviderKind, "model provider", [
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct QueueConfig {
-    /// Default queue mode (per-session `/queue` and per-channel settings override it).
+    /// Default queue mode (a session's `/queue` setting overrides it).
     pub mode: QueueMode,
     /// Quiet window of `collect` mode, in milliseconds.
     pub debounce_ms: u64,

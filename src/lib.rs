@@ -1,14 +1,20 @@
 //! chela: a chat-platform gateway for AI agents.
 //!
-//! Module map:
-//! - [`config`]: `config.toml` -> typed [`config::Config`]; `${ENV}` substitution; errors name the key.
-//! - [`gateway`]: the composition root: store, agent, lanes, router, channels, recovery, shutdown.
-//! - [`inbound`]: session keys, command parsing and routing of normalized messages.
-//! - [`lane`]: one FIFO lane per session, the global run limit, the four queue modes.
-//! - [`agent`]: the run: message model, context, provider streaming, tools, typed events.
+//! Module map, in layers: each module uses only the ones listed below it (checked by
+//! `tests/layers.rs`; `ARCHITECTURE.md` draws the picture).
+//! - [`gateway`]: the composition root: builds the store, agent, lanes and channels, carries
+//!   out the router's decisions (intake), runs turns and delivers replies, recovers, shuts down.
+//! - [`rpc`]: the gateway API over WebSocket, through the narrow port [`rpc::api::GatewayApi`].
+//! - [`inbound`]: admission, command parsing and routing as a decision ([`inbound::route::route`]).
 //! - [`reply`]: run events -> chat: preview edits, splitting, pacing, typing, finals.
-//! - [`rpc`]: the gateway API over WebSocket (agent, agent.wait, abort, sessions, status, events).
+//! - [`lane`]: one FIFO lane per session, the global run limit, the four queue modes.
+//! - [`acp`]: coding agents over ACP: the client, bindings and their processes.
+//! - [`agent`]: the run: context, provider streaming, tools, skills, hooks, compaction.
 //! - [`store`]: the sled store: typed trees, transcripts, pending queue, outbox, JSONL export/import.
+//! - [`config`]: `config.toml` -> typed [`config::Config`]; `${ENV}` substitution; errors name the key.
+//! - [`domain`]: the shared types at the bottom: session keys, messages, run events and records.
+//!
+//! The behaviour these modules implement is specified in `docs/spec.md` (cited as "SPEC n.m").
 
 pub mod acp;
 pub mod agent;

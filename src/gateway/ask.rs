@@ -80,19 +80,6 @@ impl Questions {
     }
 }
 
-/// Reads a reply to a permission question: `allow`/`yes`/`y`/`ok` or `deny`/`no`/`n`.
-pub fn parse_answer(text: &str) -> Option<Decision> {
-    let word = text
-        .trim()
-        .trim_matches(|c: char| c.is_ascii_punctuation())
-        .to_lowercase();
-    match word.as_str() {
-        "allow" | "yes" | "y" | "ok" | "approve" => Some(Decision::Allow),
-        "deny" | "no" | "n" | "reject" => Some(Decision::Deny),
-        _ => None,
-    }
-}
-
 /// Makes askers that ask in each binding's conversation.
 pub struct ChatAskers {
     /// The gateway core (weak: the core owns the ACP manager that holds this).
@@ -153,6 +140,7 @@ impl Asker for ChatAsker {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use crate::inbound::route::parse_answer;
 
     #[test]
     fn answers_are_read_loosely() {

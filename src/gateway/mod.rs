@@ -6,9 +6,11 @@ mod answer;
 pub mod approvals;
 pub mod ask;
 pub mod commands;
+pub mod intake;
 pub mod live;
 mod recover;
 mod reply_journal;
+pub mod rpc_api;
 pub mod runner;
 pub mod sessions_api;
 pub mod spawner;
@@ -26,9 +28,9 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::provider::ProviderError;
 use crate::agent::run::Agent;
 use crate::config::Config;
-use crate::inbound::route::Router;
 use crate::lane::{LaneSettings, Lanes};
 use crate::store::{Store, StoreError};
+use intake::Router;
 
 pub use crate::domain::run::RunRecord;
 
@@ -300,6 +302,11 @@ impl Gateway {
         Router::new(self.core.clone())
     }
 
+    /// The gateway as the RPC sees it.
+    pub fn api(&self) -> Arc<dyn crate::rpc::api::GatewayApi> {
+        Arc::new(rpc_api::CoreApi::new(self.core.clone()))
+    }
+
     /// Starts the RPC (`[rpc] listen`; `chela gateway` and `chela chat` do, `chela agent`
     /// does not); returns the address it listens on, `None` when it is off. Stopped by
     /// [`Gateway::shutdown`].
@@ -308,7 +315,7 @@ impl Gateway {
         if let Some(server) = slot.as_ref() {
             return Ok(Some(server.address()));
         }
-        let server = crate::rpc::RpcServer::start(self.core.clone(), self.router()).await?;
+        let server = crate::rpc::RpcServer::start(self.api()).await?;
         let address = server.as_ref().map(|s| s.address());
         *slot = server;
         Ok(address)

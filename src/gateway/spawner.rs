@@ -93,7 +93,7 @@ async fn in_thread(core: &Arc<Core>, request: &SpawnRequest, name: &str) -> Resu
     .await?;
     let mut first = from;
     first.conversation = started.binding.conversation.clone();
-    let router = crate::inbound::route::Router::new(core.clone());
+    let router = super::intake::Router::new(core.clone());
     router
         .accept_for(started.binding.session_key.clone(), first)
         .await

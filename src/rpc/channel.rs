@@ -14,7 +14,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 /// The channel name in conversations.
-pub const NAME: &str = "rpc";
+pub const NAME: &str = crate::inbound::route::RPC_CHANNEL;
 
 /// Messages buffered for the tracker (a lagging tracker drops the oldest, and logs it).
 const BUFFER: usize = 64;

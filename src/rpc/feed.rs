@@ -10,11 +10,11 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use super::api::GatewayApi;
 use super::protocol::{self, Fault};
 use super::runs::run_result;
 use crate::domain::run::LiveEvent;
 use crate::domain::run::RunRecord;
-use crate::gateway::Core;
 
 /// The params of `events.subscribe`.
 #[derive(Debug, Default, Deserialize)]
@@ -51,11 +51,11 @@ pub(super) struct Sources {
 }
 
 impl Sources {
-    /// Subscribes to `core`'s finished runs and live events now.
-    pub(super) fn of(core: &Core) -> Sources {
+    /// Subscribes to the gateway's finished runs and live events now.
+    pub(super) fn of(api: &dyn GatewayApi) -> Sources {
         Sources {
-            runs: core.runs.subscribe(),
-            live: core.live.subscribe(),
+            runs: api.finished_runs(),
+            live: api.live_events(),
         }
     }
 }

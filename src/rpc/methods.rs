@@ -9,13 +9,12 @@ use chela_channel::{Inbound, Sender};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::api::GatewayApi;
 use super::channel::RpcChannel;
 use super::protocol::{self, Fault, NOT_ACCEPTED, UNAVAILABLE};
 use super::runs::RunTracker;
 use crate::domain::session_key::SessionKey;
-use crate::gateway::Core;
-use crate::gateway::status::StatusReport;
-use crate::inbound::route::{Accepted, Router};
+use crate::inbound::route::Accepted;
 
 /// `agent.wait`'s default wait.
 pub const DEFAULT_WAIT_MS: u64 = 30_000;
@@ -24,10 +23,8 @@ const MAX_WAIT_MS: u64 = 24 * 3600 * 1000;
 
 /// What the methods work on.
 pub struct Methods {
-    /// The gateway's core.
-    pub core: Arc<Core>,
-    /// The inbound router (the path every channel's messages take).
-    pub router: Router,
+    /// The gateway, through its narrow API.
+    pub api: Arc<dyn GatewayApi>,
     /// Finished runs, for `agent.wait`.
     pub runs: Arc<RunTracker>,
 }
@@ -63,7 +60,7 @@ pub(super) struct NoParams {}
 impl Methods {
     /// Runs method `method` with `params`.
     pub async fn call(&self, method: &str, params: &Value) -> Result<Value, Fault> {
-        if self.core.shutdown.is_cancelled() {
+        if self.api.shutdown().is_cancelled() {
             return Err(Fault::new(UNAVAILABLE, "the gateway is shutting down"));
         }
         match method {
@@ -73,21 +70,19 @@ impl Methods {
             "sessions.list" => {
                 let NoParams {} = protocol::params(params)?;
                 let sessions = self
-                    .core
-                    .store
+                    .api
+                    .store()
                     .list_sessions()
                     .map_err(|e| Fault::internal(e.to_string()))?;
                 Ok(json!({ "sessions": sessions }))
             }
             "status" => {
                 let NoParams {} = protocol::params(params)?;
-                let report = StatusReport::from_core(&self.core)
-                    .map_err(|e| Fault::internal(e.to_string()))?;
-                serde_json::to_value(report).map_err(|e| Fault::internal(e.to_string()))
+                self.api.status()
             }
-            other => match super::pairing::call(&self.core, other, params)
+            other => match super::pairing::call(self.api.store(), other, params)
                 .await
-                .or_else(|| super::transcripts::call(&self.core, other, params))
+                .or_else(|| super::transcripts::call(self.api.store(), other, params))
             {
                 Some(result) => result,
                 None => Err(Fault::new(
@@ -106,7 +101,7 @@ impl Methods {
             Some(key) => SessionKey::parse(&key)
                 .map(|k| k.to_string())
                 .map_err(|e| Fault::params(format!("session {key:?}: {e}"))),
-            None => Ok(self.core.default_session_key()),
+            None => Ok(self.api.default_session_key()),
         }
     }
 
@@ -134,7 +129,7 @@ impl Methods {
         };
         // Registered first: a command may answer before `accept_tracked` returns.
         let command_id = self.runs.expect_command(&call_id, accepted_ms);
-        let accepted = self.router.accept_tracked(key.clone(), inbound).await;
+        let accepted = self.api.submit(key.clone(), inbound).await;
         let run_id = match accepted {
             Ok(Accepted::Command) => command_id,
             Ok(Accepted::Queued(seq)) => {
@@ -163,8 +158,8 @@ impl Methods {
             .timeout_ms
             .unwrap_or(DEFAULT_WAIT_MS)
             .min(MAX_WAIT_MS);
-        let shutdown = self.core.shutdown.clone();
-        let answering = |seq| self.core.answering(seq);
+        let shutdown = self.api.shutdown().clone();
+        let answering = |seq| self.api.answering(seq);
         tokio::select! {
             result = self.runs.wait(&params.run_id, Duration::from_millis(ms), &answering) => result,
             _ = shutdown.cancelled() => Err(Fault::new(UNAVAILABLE, "the gateway is shutting down")),
@@ -175,9 +170,8 @@ impl Methods {
     async fn abort(&self, params: AbortParams) -> Result<Value, Fault> {
         let key = self.session(params.session)?;
         let report = self
-            .core
-            .lanes
-            .stop(&key)
+            .api
+            .abort(&key)
             .await
             .map_err(|e| Fault::new(UNAVAILABLE, e.to_string()))?;
         Ok(json!({

@@ -1,7 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
-
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -19,17 +17,13 @@ async fn methods(dir: &std::path::Path) -> (Gateway, Methods) {
     config.agent.workspace = dir.join("ws");
     config.terminal.user = "tester".into();
     let gateway = Gateway::start(config, Vec::new()).await.unwrap();
-    let core = gateway.core().clone();
+    let api = gateway.api();
     let runs = RunTracker::spawn(
-        core.runs.subscribe(),
-        core.rpc.subscribe(),
+        api.finished_runs(),
+        api.rpc_channel().subscribe(),
         CancellationToken::new(),
     );
-    let methods = Methods {
-        router: gateway.router(),
-        core: Arc::clone(&core),
-        runs,
-    };
+    let methods = Methods { api, runs };
     (gateway, methods)
 }
 

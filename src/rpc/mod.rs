@@ -11,6 +11,7 @@
 //! - [`discovery`]: `<store.path>.rpc`, where local commands find the RPC and its token.
 //! - [`client`]: the client the `chela` commands use.
 
+pub mod api;
 pub mod channel;
 pub mod client;
 pub mod discovery;

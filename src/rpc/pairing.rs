@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::protocol::{self, Fault};
 use crate::domain::message::now_ms;
-use crate::gateway::Core;
+use crate::store::Store;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -17,11 +17,10 @@ struct CodeParams {
 
 /// Runs pairing method `method`; `None` when it is not one.
 pub(super) async fn call(
-    core: &Core,
+    store: &Store,
     method: &str,
     params: &Value,
 ) -> Option<Result<Value, Fault>> {
-    let store = &core.store;
     let internal = |e: crate::store::StoreError| Fault::internal(e.to_string());
     let result = match method {
         "pairing.list" => protocol::params::<super::methods::NoParams>(params).and_then(|_| {

@@ -16,13 +16,12 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::RpcError;
+use super::api::GatewayApi;
 use super::discovery::{self, Discovery};
 use super::feed::{self, SubscribeParams};
 use super::methods::Methods;
 use super::protocol::{self, Fault, UNAVAILABLE};
 use super::runs::RunTracker;
-use crate::gateway::Core;
-use crate::inbound::route::Router;
 
 /// Most requests one connection may have running at once.
 pub const MAX_IN_FLIGHT: usize = 16;
@@ -49,9 +48,10 @@ pub struct RpcServer {
 }
 
 impl RpcServer {
-    /// Starts the RPC of `core` when `[rpc] listen` is set; `None` when it is off.
-    pub async fn start(core: Arc<Core>, router: Router) -> Result<Option<RpcServer>, RpcError> {
-        let Some(address) = core.config.rpc.address() else {
+    /// Starts the RPC of the gateway when `[rpc] listen` is set; `None` when it is off.
+    pub async fn start(api: Arc<dyn GatewayApi>) -> Result<Option<RpcServer>, RpcError> {
+        let config = api.config();
+        let Some(address) = config.rpc.address() else {
             return Ok(None);
         };
         let listener = tokio::net::TcpListener::bind(address)
@@ -60,9 +60,9 @@ impl RpcServer {
         let address = listener
             .local_addr()
             .map_err(|source| RpcError::Bind { address, source })?;
-        let configured = core.config.rpc.configured_token().map(str::to_owned);
+        let configured = config.rpc.configured_token().map(str::to_owned);
         let token = configured.clone().unwrap_or_else(discovery::new_token);
-        let discovery_path = discovery::path_for(&core.config.store.path);
+        let discovery_path = discovery::path_for(&config.store.path);
         discovery::write(
             &discovery_path,
             &Discovery {
@@ -75,10 +75,14 @@ impl RpcServer {
             path: discovery_path.clone(),
             source,
         })?;
-        let stop = core.shutdown.child_token();
-        let runs = RunTracker::spawn(core.runs.subscribe(), core.rpc.subscribe(), stop.clone());
+        let stop = api.shutdown().child_token();
+        let runs = RunTracker::spawn(
+            api.finished_runs(),
+            api.rpc_channel().subscribe(),
+            stop.clone(),
+        );
         let shared = Arc::new(Shared {
-            methods: Methods { core, router, runs },
+            methods: Methods { api, runs },
             token,
             stop: stop.clone(),
             connections: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
@@ -211,7 +215,7 @@ async fn connection(mut socket: WebSocket, shared: Arc<Shared>) {
                                     let session = filter.session.clone();
                                     // Subscribed before the answer goes out: nothing after it
                                     // is missed.
-                                    let sources = feed::Sources::of(&shared.methods.core);
+                                    let sources = feed::Sources::of(shared.methods.api.as_ref());
                                     if let Some(old) = feed.take() {
                                         old.abort();
                                     }

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::protocol::{self, Fault};
-use crate::gateway::Core;
+use crate::store::Store;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -14,8 +14,7 @@ struct KeyParams {
 }
 
 /// Runs transcript method `method`; `None` when it is not one.
-pub(super) fn call(core: &Core, method: &str, params: &Value) -> Option<Result<Value, Fault>> {
-    let store = &core.store;
+pub(super) fn call(store: &Store, method: &str, params: &Value) -> Option<Result<Value, Fault>> {
     let failed = |e: crate::store::StoreError| Fault::new(protocol::NOT_ACCEPTED, e.to_string());
     let result = match method {
         "sessions.show" => protocol::params::<KeyParams>(params).and_then(|p| {

@@ -1,0 +1,300 @@
+//! Intake: carries out the router's decisions. Every channel's messages (and the RPC's, and
+//! `chela agent`'s) come here: admission, then [`route`] decides, then a command runs on the
+//! fast path, an answer reaches its question, or the message is queued durably for its lane.
+
+use std::sync::Arc;
+
+use chela_channel::{BoxFuture, ChatKind, Conversation, Inbound, InboundSink, SinkError};
+
+use super::Core;
+use crate::inbound::admission::{self, SenderFacts, Verdict};
+use crate::inbound::commands;
+use crate::inbound::route::{self, Accepted, Route, RouteFacts, queued_turn};
+use crate::store::PairingOutcome;
+use crate::store::PendingTurn;
+
+/// The private answer to a native command its sender may not run (it must not go unanswered).
+const NOT_ALLOWED: &str = "Not allowed.";
+
+/// The [`InboundSink`] every channel feeds.
+#[derive(Clone)]
+pub struct Router {
+    core: Arc<Core>,
+}
+
+impl Router {
+    /// A router over the gateway's core.
+    pub fn new(core: Arc<Core>) -> Self {
+        Router { core }
+    }
+
+    /// Accepts `inbound` for an explicit session key (as `chela agent --session` does).
+    /// Returns false when the message was a duplicate or an ignored command.
+    pub async fn accept_for(&self, key: String, inbound: Inbound) -> Result<bool, SinkError> {
+        let accepted = self.accept_tracked(key, inbound).await?;
+        Ok(accepted != Accepted::Ignored)
+    }
+
+    /// Like [`Router::accept_for`], saying what became of the message: a queued turn's
+    /// durable seq names the run that will answer it (see [`crate::domain::run::run_id_for`]).
+    pub async fn accept_tracked(
+        &self,
+        key: String,
+        inbound: Inbound,
+    ) -> Result<Accepted, SinkError> {
+        let core = &self.core;
+        match route::route(&key, &inbound, core.as_ref()).await {
+            Route::Answer(decision) if core.questions.answer(&key, decision) => {
+                Ok(Accepted::Command)
+            }
+            Route::Command(command) => Ok(run_command(core, key, inbound, command)?),
+            Route::Refused { native } => {
+                tracing::info!(sender = %inbound.sender.id, "command needs an owner or group admin; ignored");
+                if native {
+                    core.answer(&inbound, NOT_ALLOWED).await;
+                }
+                Ok(Accepted::Ignored)
+            }
+            Route::Unsupported(name) => {
+                core.answer(&inbound, &format!("{name} is not available yet."))
+                    .await;
+                Ok(Accepted::Ignored)
+            }
+            // The question was answered or withdrawn meanwhile: an ordinary message then.
+            Route::Answer(_) | Route::Turn => Ok(match enqueue(core, key, inbound).await? {
+                Some(seq) => Accepted::Queued(seq),
+                None => Accepted::Ignored,
+            }),
+        }
+    }
+}
+
+/// Runs `command` on the fast path (once: a command has its own dedupe mark).
+fn run_command(
+    core: &Arc<Core>,
+    key: String,
+    inbound: Inbound,
+    command: commands::Command,
+) -> Result<Accepted, SinkError> {
+    let dedupe = crate::store::dedupe_key(&inbound);
+    let fresh = core
+        .store
+        .mark_seen(&dedupe, inbound.timestamp_ms)
+        .map_err(|e| SinkError(e.to_string()))?;
+    if !fresh {
+        tracing::debug!(session = %key, "duplicate command dropped");
+        return Ok(Accepted::Ignored);
+    }
+    let core = core.clone();
+    core.tasks.clone().spawn(async move {
+        let first = super::commands::handle(&core, &key, &inbound, command).await;
+        if let Some(first) = first
+            && let Err(e) = enqueue(&core, key, first).await
+        {
+            core.say(
+                &inbound.conversation,
+                &format!("Cannot queue your message: {e}"),
+            )
+            .await;
+        }
+    });
+    Ok(Accepted::Command)
+}
+
+impl RouteFacts for Core {
+    fn question_waiting(&self, key: &str) -> bool {
+        self.questions.is_waiting(key)
+    }
+
+    fn is_owner(&self, channel: &str, sender_id: &str) -> bool {
+        Core::is_owner(self, channel, sender_id)
+    }
+
+    fn binding_owner(&self, key: &str) -> Option<String> {
+        self.acp.binding(key).map(|b| b.owner)
+    }
+
+    fn command_allow_from(&self) -> &[String] {
+        &self.config.commands.allow_from
+    }
+
+    fn is_group_admin<'a>(
+        &'a self,
+        conv: &'a Conversation,
+        sender_id: &'a str,
+    ) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            match self.channel(&conv.channel) {
+                Some(channel) => channel.is_admin(conv, sender_id).await.unwrap_or(false),
+                None => false,
+            }
+        })
+    }
+}
+
+/// Applies the channel's admission rules; returns the message to route (group context
+/// framed in), or `None` when it was answered with a pairing prompt, kept as history or
+/// dropped.
+async fn admit(core: &Arc<Core>, key: &str, mut inbound: Inbound) -> Option<Inbound> {
+    let conv = &inbound.conversation;
+    let Some(access) = core.access_for(&conv.channel) else {
+        return Some(inbound);
+    };
+    let sender = &inbound.sender;
+    let facts = SenderFacts {
+        paired: core
+            .store
+            .is_paired(&conv.channel, &conv.account, &sender.id)
+            .unwrap_or(false),
+        owner: core.is_owner(&conv.channel, &sender.id),
+    };
+    let slash_command = inbound.text.trim_start().starts_with('/')
+        && commands::parse(&inbound.text, None).is_some();
+    if slash_command {
+        // A slash command is addressed to the bot even without a mention (the adapter drops
+        // commands addressed to other bots); plain-text stop words are not.
+        inbound.mentioned = true;
+    }
+    if core.acp.binding(key).is_some() {
+        // A thread bound to a coding agent is a conversation with it: no mention needed.
+        inbound.mentioned = true;
+    }
+    match admission::decide(&access, &inbound, facts) {
+        Verdict::Admit => {
+            // Framed with group context a command would no longer parse: the context waits
+            // for the next turn.
+            if conv.kind != ChatKind::Direct
+                && !slash_command
+                && let Ok(mut history) = core.history.lock()
+            {
+                let framed = history.frame(key, &inbound.text);
+                if framed != inbound.text {
+                    forget_history(core, key);
+                }
+                inbound.text = framed;
+            }
+            Some(inbound)
+        }
+        Verdict::History => {
+            tracing::debug!(session = %key, sender = %sender.id, "unmentioned group message kept as context");
+            if let Ok(mut history) = core.history.lock() {
+                let name = if sender.name.is_empty() {
+                    &sender.id
+                } else {
+                    &sender.name
+                };
+                if let Some(forgotten) = history.remember(key, name, &inbound.text) {
+                    forget_history(core, &forgotten);
+                }
+                // Written through, so a restart keeps the context (the channel's cursor
+                // moves past this message once it returns).
+                if let Err(e) = core.store.save_group_history(key, &history.lines(key)) {
+                    tracing::warn!(error = %e, session = %key, "cannot save group history");
+                }
+            }
+            None
+        }
+        Verdict::Pair => {
+            let outcome = core.store.request_pairing(
+                &conv.channel,
+                &conv.account,
+                &sender.id,
+                &sender.name,
+                crate::domain::message::now_ms(),
+            );
+            match outcome {
+                Ok(PairingOutcome::New(code) | PairingOutcome::Existing(code)) => {
+                    tracing::info!(channel = %conv.channel, sender = %sender.id, "pairing code issued");
+                    let text = format!(
+                        "This bot is private. Ask its owner to approve you with:\n\n    chela pairing approve {} {code}\n\nThe code is valid for one hour.",
+                        conv.channel
+                    );
+                    core.answer(&inbound, &text).await;
+                }
+                Ok(PairingOutcome::TooMany) => {
+                    tracing::info!(channel = %conv.channel, sender = %sender.id, "pairing refused: too many pending codes");
+                    if inbound.interaction.is_some() {
+                        core.answer(&inbound, NOT_ALLOWED).await;
+                    }
+                }
+                Err(e) => tracing::error!(error = %e, "cannot issue a pairing code"),
+            }
+            None
+        }
+        Verdict::Drop(reason) => {
+            tracing::info!(channel = %conv.channel, chat = %conv.chat_id, sender = %sender.id, reason, "inbound dropped by admission");
+            if inbound.interaction.is_some() {
+                core.answer(&inbound, NOT_ALLOWED).await;
+            }
+            None
+        }
+    }
+}
+
+/// Drops the saved group history of `key` (it was framed into a turn, or made room).
+fn forget_history(core: &Core, key: &str) {
+    if let Err(e) = core.store.clear_group_history(key) {
+        tracing::warn!(error = %e, session = %key, "cannot clear group history");
+    }
+}
+
+/// Durably queues an ordinary message and hands it to its lane; its pending seq, or `None`
+/// for a duplicate.
+async fn enqueue(
+    core: &Arc<Core>,
+    key: String,
+    inbound: Inbound,
+) -> Result<Option<u64>, SinkError> {
+    let dedupe = crate::store::dedupe_key(&inbound);
+    {
+        let pending = PendingTurn {
+            session_key: key.clone(),
+            inbound,
+            queued_ms: crate::domain::message::now_ms(),
+        };
+        let Some(seq) = core
+            .store
+            .enqueue_unique(&dedupe, &pending)
+            .await
+            .map_err(|e| SinkError(e.to_string()))?
+        else {
+            tracing::debug!(session = %key, "duplicate inbound dropped");
+            return Ok(None);
+        };
+        core.lanes
+            .submit(&key, queued_turn(seq, &pending))
+            .await
+            .map_err(|e| SinkError(e.to_string()))?;
+        Ok(Some(seq))
+    }
+}
+
+impl InboundSink for Router {
+    fn accept(&self, inbound: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
+        Box::pin(async move {
+            let key = self.core.session_key(&inbound);
+            match admit(&self.core, &key, inbound).await {
+                Some(inbound) => self.accept_for(key, inbound).await.map(|_| ()),
+                None => Ok(()),
+            }
+        })
+    }
+
+    fn cursor<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Option<i64>> {
+        Box::pin(async move { self.core.store.get_cursor(name).ok().flatten() })
+    }
+
+    fn save_cursor<'a>(
+        &'a self,
+        name: &'a str,
+        value: i64,
+    ) -> BoxFuture<'a, Result<(), SinkError>> {
+        Box::pin(async move {
+            self.core
+                .store
+                .set_cursor(name, value)
+                .await
+                .map_err(|e| SinkError(e.to_string()))
+        })
+    }
+}

@@ -1,0 +1,82 @@
+//! The gateway's side of the RPC's port ([`GatewayApi`]): the core and its router.
+
+use std::sync::Arc;
+
+use chela_channel::{BoxFuture, Inbound, SinkError};
+use serde_json::Value;
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use super::Core;
+use super::intake::Router;
+use super::status::StatusReport;
+use crate::config::Config;
+use crate::domain::run::{LiveEvent, RunRecord};
+use crate::inbound::route::Accepted;
+use crate::lane::{LaneError, StopReport};
+use crate::rpc::RpcChannel;
+use crate::rpc::api::GatewayApi;
+use crate::rpc::protocol::Fault;
+use crate::store::Store;
+
+/// The RPC's view of a running gateway.
+pub struct CoreApi {
+    core: Arc<Core>,
+    router: Router,
+}
+
+impl CoreApi {
+    /// The API of `core`.
+    pub fn new(core: Arc<Core>) -> Self {
+        let router = Router::new(core.clone());
+        CoreApi { core, router }
+    }
+}
+
+impl GatewayApi for CoreApi {
+    fn submit(&self, key: String, inbound: Inbound) -> BoxFuture<'_, Result<Accepted, SinkError>> {
+        Box::pin(self.router.accept_tracked(key, inbound))
+    }
+
+    fn abort<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<StopReport, LaneError>> {
+        Box::pin(self.core.lanes.stop(key))
+    }
+
+    fn answering(&self, seq: u64) -> bool {
+        self.core.answering(seq)
+    }
+
+    fn default_session_key(&self) -> String {
+        self.core.default_session_key()
+    }
+
+    fn finished_runs(&self) -> broadcast::Receiver<RunRecord> {
+        self.core.runs.subscribe()
+    }
+
+    fn live_events(&self) -> broadcast::Receiver<LiveEvent> {
+        self.core.live.subscribe()
+    }
+
+    fn status(&self) -> Result<Value, Fault> {
+        let report =
+            StatusReport::from_core(&self.core).map_err(|e| Fault::internal(e.to_string()))?;
+        serde_json::to_value(report).map_err(|e| Fault::internal(e.to_string()))
+    }
+
+    fn store(&self) -> &Store {
+        &self.core.store
+    }
+
+    fn config(&self) -> &Config {
+        &self.core.config
+    }
+
+    fn shutdown(&self) -> &CancellationToken {
+        &self.core.shutdown
+    }
+
+    fn rpc_channel(&self) -> &Arc<RpcChannel> {
+        &self.core.rpc
+    }
+}

@@ -1,0 +1,44 @@
+//! The port the RPC talks through: a narrow view of the gateway that the composition root
+//! implements (the `gateway` module does, for its core). The RPC knows nothing else about the
+//! gateway, so it sits below it.
+
+use std::sync::Arc;
+
+use chela_channel::{BoxFuture, Inbound, SinkError};
+use serde_json::Value;
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use super::channel::RpcChannel;
+use super::protocol::Fault;
+use crate::config::Config;
+use crate::domain::run::{LiveEvent, RunRecord};
+use crate::inbound::route::Accepted;
+use crate::lane::{LaneError, StopReport};
+use crate::store::Store;
+
+/// What the RPC may ask of the gateway.
+pub trait GatewayApi: Send + Sync + 'static {
+    /// Accepts `inbound` for session `key` on the path every channel's messages take.
+    fn submit(&self, key: String, inbound: Inbound) -> BoxFuture<'_, Result<Accepted, SinkError>>;
+    /// `/stop` for session `key`: queued turns dropped, the run cancelled and settled.
+    fn abort<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<StopReport, LaneError>>;
+    /// Whether the message of durable seq `seq` is still being answered.
+    fn answering(&self, seq: u64) -> bool;
+    /// The session `chela agent` uses when none is named.
+    fn default_session_key(&self) -> String;
+    /// Finished runs from now on.
+    fn finished_runs(&self) -> broadcast::Receiver<RunRecord>;
+    /// Every run's events from now on.
+    fn live_events(&self) -> broadcast::Receiver<LiveEvent>;
+    /// The `status` report.
+    fn status(&self) -> Result<Value, Fault>;
+    /// The store (sessions, transcripts, pairing).
+    fn store(&self) -> &Store;
+    /// The configuration in force.
+    fn config(&self) -> &Config;
+    /// Fires when the gateway stops.
+    fn shutdown(&self) -> &CancellationToken;
+    /// Where replies to messages sent through the RPC go.
+    fn rpc_channel(&self) -> &Arc<RpcChannel>;
+}

@@ -2,6 +2,8 @@
 //! `crate::B` only when B is listed below A in `LAYERS` (tests excluded). This is the check
 //! behind the module map in `src/lib.rs` and `ARCHITECTURE.md`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::BTreeSet;
 use std::path::Path;
 

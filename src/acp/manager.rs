@@ -19,7 +19,7 @@ use super::client::{AcpClient, Asker, Services, TurnEnd};
 use super::coding_agent::CodingAgent;
 use super::harness;
 use super::updates::UpdateMapper;
-use crate::agent::run::{RunOutcome, RunRequest, RunStatus};
+use crate::agent::run::{RunError, RunOutcome, RunRequest, RunStatus};
 use crate::config::{AcpConfig, Config};
 use crate::domain::events::{Lifecycle, RunEvent};
 use crate::domain::message::{AssistantMessage, ContentBlock, Message, Usage, now_ms};
@@ -176,7 +176,11 @@ impl AcpManager {
                     message: message.clone(),
                 }))
                 .await;
-            return outcome(RunStatus::Error(message), String::new(), &mut steer);
+            return outcome(
+                RunStatus::Error(RunError::CodingAgent(message)),
+                String::new(),
+                &mut steer,
+            );
         };
         self.record(&binding, Message::user(&text));
         let mut notes = Vec::new();
@@ -189,7 +193,11 @@ impl AcpManager {
                         message: message.clone(),
                     }))
                     .await;
-                return outcome(RunStatus::Error(message), String::new(), &mut steer);
+                return outcome(
+                    RunStatus::Error(RunError::CodingAgent(message)),
+                    String::new(),
+                    &mut steer,
+                );
             }
         };
         for note in notes {
@@ -246,7 +254,7 @@ impl AcpManager {
                     e => e.to_string(),
                 };
                 (
-                    RunStatus::Error(message.clone()),
+                    RunStatus::Error(RunError::CodingAgent(message.clone())),
                     Lifecycle::Error { message },
                 )
             }
@@ -572,7 +580,10 @@ fn assistant(harness: &str, text: &str, status: &RunStatus) -> Message {
     let (stop_reason, error_message) = match status {
         RunStatus::Ok => (crate::domain::message::StopReason::Stop, None),
         RunStatus::Aborted => (crate::domain::message::StopReason::Aborted, None),
-        RunStatus::Error(e) => (crate::domain::message::StopReason::Error, Some(e.clone())),
+        RunStatus::Error(e) => (
+            crate::domain::message::StopReason::Error,
+            Some(e.to_string()),
+        ),
     };
     Message::Assistant(AssistantMessage {
         content: vec![ContentBlock::text(text)],

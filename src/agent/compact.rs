@@ -30,7 +30,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::provider::{Provider, ProviderEvent, ProviderRequest, ToolSpec};
-use crate::agent::run::Agent;
+use crate::agent::run::{Agent, RunError};
 use crate::domain::events::{Compacted, RunEvent};
 use crate::domain::message::{ContentBlock, Message, StopReason, text_of};
 use crate::store::{EntryKind, SUMMARY_HEADING, StoreError};
@@ -46,10 +46,6 @@ pub const SUMMARY_INSTRUCTION: &str = "Summarize the conversation above for the 
 who will continue it. Keep the user's goals and requests, decisions made, facts learned \
 (names, paths, numbers, commands and their results), work done and what is still open. \
 Be concise: short bullet points, in the language of the conversation.";
-
-/// The chat-safe error of a run whose prompt no longer fits and could not be compacted.
-pub const TOO_LONG: &str = "this conversation no longer fits the model's context window and \
-could not be compacted; send /new to start a fresh one";
 
 /// Characters per token of the estimate.
 const CHARS_PER_TOKEN: u64 = 4;
@@ -417,7 +413,8 @@ impl Agent {
     /// Before a model call of a run: compacts the window when its estimated prompt exceeds
     /// the threshold, replacing `messages` by the compacted window and sending a
     /// [`RunEvent::Compaction`]. When compaction fails (or finds nothing to summarize) the
-    /// run goes on if the prompt still fits the window, else fails with [`TOO_LONG`];
+    /// run goes on if the prompt still fits the window, else fails with
+    /// [`RunError::ContextTooLong`];
     /// `gave_up` then keeps later calls of the run from trying again.
     pub(crate) async fn compact_before_call(
         &self,
@@ -426,7 +423,7 @@ impl Agent {
         cancel: &CancellationToken,
         events: &mpsc::Sender<RunEvent>,
         gave_up: &mut bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), RunError> {
         let settings = self.compaction;
         if !settings.enabled() {
             return Ok(());
@@ -438,13 +435,17 @@ impl Agent {
         }
         let fits = estimate <= settings.context_window;
         if *gave_up {
-            return if fits { Ok(()) } else { Err(TOO_LONG.into()) };
+            return if fits {
+                Ok(())
+            } else {
+                Err(RunError::ContextTooLong)
+            };
         }
         match self.compact(key, settings.keep_tokens(base), cancel).await {
             Ok(Some(done)) => {
                 *messages = self.store.window(key).map_err(|e| {
                     tracing::error!(error = %e, "cannot read the compacted window");
-                    format!("storage error: {e}")
+                    RunError::Storage(e.to_string())
                 })?;
                 let _ = events.send(RunEvent::Compaction(done)).await;
                 Ok(())
@@ -459,7 +460,11 @@ impl Agent {
                     _ => tracing::warn!(session = key, estimate, "nothing to compact"),
                 }
                 *gave_up = true;
-                if fits { Ok(()) } else { Err(TOO_LONG.into()) }
+                if fits {
+                    Ok(())
+                } else {
+                    Err(RunError::ContextTooLong)
+                }
             }
         }
     }

@@ -587,7 +587,10 @@ async fn a_failed_summary_fails_the_run_when_the_prompt_does_not_fit() {
     let agent = agent(model.clone(), 1_000, 200);
     fill(&agent, 1_100);
     let (status, _) = run(&agent, "next").await;
-    assert_eq!(status, RunStatus::Error(TOO_LONG.into()));
+    assert_eq!(
+        status,
+        RunStatus::Error(crate::domain::run::RunError::ContextTooLong)
+    );
     assert!(model.chat_requests().is_empty());
     // The turn is kept in the transcript.
     assert_eq!(stored_user_texts(&agent.store).last().unwrap(), "next");

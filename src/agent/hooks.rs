@@ -133,7 +133,7 @@ impl Hooks {
         let (status, error) = match status {
             RunStatus::Ok => ("ok", None),
             RunStatus::Aborted => ("aborted", None),
-            RunStatus::Error(message) => ("error", Some(message.as_str())),
+            RunStatus::Error(error) => ("error", Some(error.to_string())),
         };
         let mut input = json!({
             "event": "after_run",

@@ -195,7 +195,9 @@ async fn after_hooks_get_the_result_and_their_output_is_ignored() {
     hooks
         .after_run("agent:main:test", &RunStatus::Ok, "bye", &cancel)
         .await;
-    let failed = RunStatus::Error("model error: 500".into());
+    let failed = RunStatus::Error(crate::domain::run::RunError::Model(
+        "model error: 500".into(),
+    ));
     hooks
         .after_run("agent:main:test", &failed, "", &cancel)
         .await;

@@ -52,7 +52,7 @@ pub struct RunRequest {
     pub events: mpsc::Sender<RunEvent>,
 }
 
-pub use crate::domain::run::RunStatus;
+pub use crate::domain::run::{RunError, RunStatus};
 
 /// What a run hands back to its lane.
 #[derive(Debug)]
@@ -164,18 +164,15 @@ impl Agent {
         let (status, text) = match result {
             Ok((text, false)) => (RunStatus::Ok, text),
             Ok((text, true)) if timed_out.is_cancelled() => (
-                RunStatus::Error(format!(
-                    "the run timed out after {} s",
-                    self.run_timeout.as_secs()
-                )),
+                RunStatus::Error(RunError::TimedOut(self.run_timeout.as_secs())),
                 text,
             ),
             Ok((text, true)) => (RunStatus::Aborted, text),
-            Err(message) => (RunStatus::Error(message), String::new()),
+            Err(error) => (RunStatus::Error(error), String::new()),
         };
         let event = match &status {
-            RunStatus::Error(message) => Lifecycle::Error {
-                message: message.clone(),
+            RunStatus::Error(error) => Lifecycle::Error {
+                message: error.to_string(),
             },
             RunStatus::Ok => Lifecycle::End {
                 text: text.clone(),
@@ -231,7 +228,7 @@ impl Turn<'_> {
         &mut self,
         text: &str,
         steer: &mut mpsc::Receiver<Steer>,
-    ) -> Result<(String, bool), String> {
+    ) -> Result<(String, bool), RunError> {
         let cwd = self.agent.tool_context.workspace.display().to_string();
         self.agent
             .store
@@ -244,7 +241,7 @@ impl Turn<'_> {
         }
         let hooks = &self.agent.hooks;
         if let Decision::Block(reason) = hooks.before_run(&self.key, text, &self.cancel).await {
-            return Err(format!("blocked by hook: {reason}"));
+            return Err(RunError::BlockedByHook(reason));
         }
         let mut last_text = String::new();
         for _ in 0..MAX_MODEL_CALLS {
@@ -285,7 +282,9 @@ impl Turn<'_> {
             self.push(Message::Assistant(assistant))?;
             if failed {
                 self.close_calls(&calls, SKIPPED_FOR_STOP)?;
-                return Err(error.unwrap_or_else(|| "the model call failed".into()));
+                return Err(RunError::Model(
+                    error.unwrap_or_else(|| "the model call failed".into()),
+                ));
             }
             if aborted {
                 self.close_calls(&calls, SKIPPED_FOR_STOP)?;
@@ -299,13 +298,11 @@ impl Turn<'_> {
                 return Ok((last_text, true));
             }
         }
-        Err(format!(
-            "the model kept calling tools ({MAX_MODEL_CALLS} rounds); stopped"
-        ))
+        Err(RunError::ToolRounds(MAX_MODEL_CALLS))
     }
 
     /// One streaming model call; returns the assistant message and whether it was cut short.
-    async fn model_call(&mut self) -> Result<(AssistantMessage, bool), String> {
+    async fn model_call(&mut self) -> Result<(AssistantMessage, bool), RunError> {
         let provider = &self.agent.provider;
         let tools: Vec<_> = self
             .agent
@@ -397,7 +394,7 @@ impl Turn<'_> {
         &mut self,
         calls: &[ToolCall],
         steer: &mut mpsc::Receiver<Steer>,
-    ) -> Result<(), String> {
+    ) -> Result<(), RunError> {
         for (i, call) in calls.iter().enumerate() {
             if self.cancel.is_cancelled() {
                 return self.close_calls(&calls[i..], SKIPPED_FOR_STOP);
@@ -479,7 +476,7 @@ impl Turn<'_> {
     }
 
     /// Gives every call in `calls` a synthetic result so the transcript stays paired.
-    fn close_calls(&mut self, calls: &[ToolCall], text: &str) -> Result<(), String> {
+    fn close_calls(&mut self, calls: &[ToolCall], text: &str) -> Result<(), RunError> {
         for call in calls {
             self.push(Message::tool_result(call, text, true))?;
             let _ = self.events.try_send(RunEvent::Tool(ToolEvent::End {
@@ -493,7 +490,7 @@ impl Turn<'_> {
 
     /// Gives tool calls left without a result (the process died mid-tool) a synthetic one,
     /// so the transcript is paired again before the model sees it.
-    fn repair_unpaired_calls(&mut self) -> Result<(), String> {
+    fn repair_unpaired_calls(&mut self) -> Result<(), RunError> {
         let answered: std::collections::HashSet<&str> = self
             .messages
             .iter()
@@ -521,11 +518,11 @@ impl Turn<'_> {
         Ok(())
     }
 
-    fn push_user(&mut self, text: &str) -> Result<(), String> {
+    fn push_user(&mut self, text: &str) -> Result<(), RunError> {
         self.push(Message::user(text))
     }
 
-    fn push(&mut self, message: Message) -> Result<(), String> {
+    fn push(&mut self, message: Message) -> Result<(), RunError> {
         self.agent
             .store
             .append_message(&self.key, &message)
@@ -567,9 +564,9 @@ fn add_usage(total: &mut Usage, add: &Usage) {
     total.total_tokens += add.total_tokens;
 }
 
-fn short(e: impl std::fmt::Display) -> String {
+fn short(e: impl std::fmt::Display) -> RunError {
     tracing::error!(error = %e, "store failure during a run");
-    format!("storage error: {e}")
+    RunError::Storage(e.to_string())
 }
 
 #[cfg(test)]

@@ -73,7 +73,7 @@ pub async fn agent(
         return ExitCode::SUCCESS;
     };
     let error = match &record.status {
-        RunStatus::Error(e) => Some(e.clone()),
+        RunStatus::Error(e) => Some(e.to_string()),
         _ => None,
     };
     let result = json!({

@@ -10,8 +10,40 @@ pub enum RunStatus {
     Ok,
     /// Stopped by /stop, interrupt or shutdown.
     Aborted,
-    /// Failed; the message is short and safe for chat.
-    Error(String),
+    /// Failed.
+    Error(RunError),
+}
+
+/// Why a run failed. Its text is short and safe to show in the chat (SPEC 8).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RunError {
+    /// The model call failed after the provider's own retries.
+    #[error("{0}")]
+    Model(String),
+    /// A `before_run` hook refused the turn.
+    #[error("blocked by hook: {0}")]
+    BlockedByHook(String),
+    /// The model went on calling tools past the limit of rounds.
+    #[error("the model kept calling tools ({0} rounds); stopped")]
+    ToolRounds(usize),
+    /// The run hit `agent.run_timeout` (seconds).
+    #[error("the run timed out after {0} s")]
+    TimedOut(u64),
+    /// The prompt no longer fits the model's window and could not be compacted.
+    #[error(
+        "this conversation no longer fits the model's context window and could not be \
+         compacted; send /new to start a fresh one"
+    )]
+    ContextTooLong,
+    /// The transcript could not be read or written.
+    #[error("storage error: {0}")]
+    Storage(String),
+    /// The coding agent failed, is gone, or the session is no longer bound to one.
+    #[error("{0}")]
+    CodingAgent(String),
+    /// The gateway is shutting down.
+    #[error("the gateway is shutting down")]
+    ShuttingDown,
 }
 
 /// How a finished run is announced (to `chela agent` and the RPC's `agent.wait`).

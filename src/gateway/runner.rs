@@ -58,7 +58,7 @@ impl Runner for AgentRunner {
         Box::pin(async move {
             let Some(core) = core else {
                 return RunOutcome {
-                    status: RunStatus::Error("the gateway is shutting down".into()),
+                    status: RunStatus::Error(crate::domain::run::RunError::ShuttingDown),
                     text: String::new(),
                     steered_seqs: Vec::new(),
                     leftover: Vec::new(),

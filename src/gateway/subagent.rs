@@ -310,7 +310,10 @@ mod tests {
         let failed = report(
             key,
             &link(None),
-            &outcome(RunStatus::Error("model down".into()), ""),
+            &outcome(
+                RunStatus::Error(crate::domain::run::RunError::Model("model down".into())),
+                "",
+            ),
             "add the numbers",
         );
         assert_eq!(

@@ -237,7 +237,7 @@ pub fn run_result(asked: &str, record: &RunRecord) -> Value {
         out["handledBy"] = Value::String(record.run_id.clone());
     }
     if let RunStatus::Error(e) = &record.status {
-        out["error"] = Value::String(e.clone());
+        out["error"] = Value::String(e.to_string());
     }
     out
 }
@@ -319,7 +319,10 @@ mod tests {
             })
         };
         tokio::task::yield_now().await;
-        tracker.finished(record(&[7, 8], RunStatus::Error("boom".into())));
+        tracker.finished(record(
+            &[7, 8],
+            RunStatus::Error(crate::domain::run::RunError::Model("boom".into())),
+        ));
         let result = waiter.await.unwrap().unwrap();
         assert_eq!(result["status"], "error");
         assert_eq!(result["error"], "boom");

@@ -557,7 +557,9 @@ async fn a_stream_breaking_after_a_call_fails_the_run_with_a_paired_transcript()
         "cut".into(),
     )]);
     let (outcome, _) = h.run("go").await;
-    assert!(matches!(&outcome.status, RunStatus::Error(m) if m.to_string().contains("model error")));
+    assert!(
+        matches!(&outcome.status, RunStatus::Error(m) if m.to_string().contains("model error"))
+    );
     assert!(h.instant.args.lock().unwrap().is_empty());
     let transcript = h.transcript();
     assert_eq!(assistant(&transcript[1]).stop_reason, StopReason::Error);

@@ -3,89 +3,33 @@
 //! with `/approve <id> allow-once|allow-always|deny`. No answer in time denies; `/stop`
 //! ends the wait.
 
-use std::collections::HashMap;
-use std::sync::{Mutex, Weak};
+use std::sync::Weak;
 use std::time::Duration;
 
-use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::Core;
+use super::questions::{NotWaiting, PendingQuestions};
 use crate::agent::approval::{Approval, Approver};
 use crate::agent::provider::BoxFuture;
 
-/// One request waiting for the owner.
-struct Waiting {
-    session_key: String,
-    command: String,
-    answer: oneshot::Sender<Approval>,
-}
+/// Exec approvals waiting for an owner's `/approve`.
+pub type Approvals = PendingQuestions<Approval>;
 
-/// Approval requests waiting for an answer, by id.
-#[derive(Default)]
-pub struct Approvals {
-    waiting: Mutex<HashMap<String, Waiting>>,
-}
-
-impl Approvals {
-    /// Opens a request and returns its id and where its answer arrives.
-    fn open(&self, session_key: &str, command: &str) -> (String, oneshot::Receiver<Approval>) {
-        let (tx, rx) = oneshot::channel();
-        let Ok(mut waiting) = self.waiting.lock() else {
-            return (String::new(), rx);
-        };
-        let id = loop {
-            let candidate = uuid::Uuid::new_v4().simple().to_string()[..6].to_owned();
-            if !waiting.contains_key(&candidate) {
-                break candidate;
-            }
-        };
-        waiting.insert(
-            id.clone(),
-            Waiting {
-                session_key: session_key.to_owned(),
-                command: command.to_owned(),
-                answer: tx,
-            },
-        );
-        (id, rx)
-    }
-
-    fn forget(&self, id: &str) {
-        if let Ok(mut waiting) = self.waiting.lock() {
-            waiting.remove(id);
+/// Answers approval `id` with `decision`; the text says what happened, for the one who
+/// answered.
+fn answer(approvals: &Approvals, id: &str, decision: Approval) -> String {
+    let what = match decision {
+        Approval::AllowAlways => "Allowed, and from now on without asking",
+        Approval::Deny => "Denied",
+        _ => "Allowed once",
+    };
+    match approvals.answer(id, decision) {
+        Ok(command) => format!("{what}: {command}"),
+        Err(NotWaiting::Unknown) => {
+            format!("No approval {id} is waiting (answered, timed out or stopped).")
         }
-    }
-
-    /// Answers request `id`; the text says what happened, for the one who answered.
-    pub fn answer(&self, id: &str, decision: Approval) -> String {
-        let Some(request) = self.waiting.lock().ok().and_then(|mut w| w.remove(id)) else {
-            return format!("No approval {id} is waiting (answered, timed out or stopped).");
-        };
-        let what = match decision {
-            Approval::AllowAlways => "Allowed, and from now on without asking",
-            Approval::Deny => "Denied",
-            _ => "Allowed once",
-        };
-        if request.answer.send(decision).is_err() {
-            return format!("Approval {id} is no longer waiting.");
-        }
-        format!("{what}: {}", request.command)
-    }
-
-    /// The waiting requests: id, session and command, oldest id first.
-    pub fn list(&self) -> Vec<(String, String, String)> {
-        let mut list: Vec<_> = self
-            .waiting
-            .lock()
-            .map(|w| {
-                w.iter()
-                    .map(|(id, r)| (id.clone(), r.session_key.clone(), r.command.clone()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        list.sort();
-        list
+        Err(NotWaiting::Gone) => format!("Approval {id} is no longer waiting."),
     }
 }
 
@@ -105,7 +49,7 @@ pub fn command(core: &Core, args: &str) -> String {
             format!("Waiting for approval:\n{}", lines.join("\n"))
         }
         (Some(id), Some(word)) => match Approval::parse(word) {
-            Some(decision) => core.approvals.answer(id, decision),
+            Some(decision) => answer(&core.approvals, id, decision),
             None => usage(),
         },
         (Some(_), None) => usage(),
@@ -188,34 +132,26 @@ mod tests {
     #[tokio::test]
     async fn answers_reach_the_waiting_request_once() {
         let approvals = Approvals::default();
-        let (id, answer) = approvals.open("k", "ls -la");
+        let (id, answered) = approvals.open("k", "ls -la");
         assert_eq!(id.len(), 6);
         assert_eq!(
             approvals.list(),
             [(id.clone(), "k".into(), "ls -la".into())]
         );
         assert_eq!(
-            approvals.answer(&id, Approval::AllowAlways),
+            answer(&approvals, &id, Approval::AllowAlways),
             "Allowed, and from now on without asking: ls -la"
         );
-        assert_eq!(answer.await.unwrap(), Approval::AllowAlways);
-        assert!(
-            approvals
-                .answer(&id, Approval::Deny)
-                .starts_with("No approval")
-        );
+        assert_eq!(answered.await.unwrap(), Approval::AllowAlways);
+        assert!(answer(&approvals, &id, Approval::Deny).starts_with("No approval"));
         assert!(approvals.list().is_empty());
     }
 
     #[tokio::test]
     async fn a_forgotten_request_cannot_be_answered() {
         let approvals = Approvals::default();
-        let (id, _answer) = approvals.open("k", "rm x");
+        let (id, _answered) = approvals.open("k", "rm x");
         approvals.forget(&id);
-        assert!(
-            approvals
-                .answer(&id, Approval::AllowOnce)
-                .starts_with("No approval")
-        );
+        assert!(answer(&approvals, &id, Approval::AllowOnce).starts_with("No approval"));
     }
 }

@@ -44,7 +44,7 @@ impl Router {
     ) -> Result<Accepted, SinkError> {
         let core = &self.core;
         match route::route(&key, &inbound, core.as_ref()).await {
-            Route::Answer(decision) if core.questions.answer(&key, decision) => {
+            Route::Answer(decision) if core.questions.answer_oldest(&key, decision) => {
                 Ok(Accepted::Command)
             }
             Route::Command(command) => Ok(run_command(core, key, inbound, command)?),

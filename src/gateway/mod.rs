@@ -8,6 +8,7 @@ pub mod ask;
 pub mod commands;
 pub mod intake;
 pub mod live;
+pub mod questions;
 mod recover;
 mod reply_journal;
 pub mod rpc_api;

@@ -57,6 +57,17 @@ pub enum GatewayError {
     },
 }
 
+/// Why a message could not be sent.
+#[derive(Debug, thiserror::Error)]
+pub enum SendError {
+    /// The channel it should go out on is not running.
+    #[error("the {0} channel is not running")]
+    NotRunning(String),
+    /// The platform refused it or could not be reached.
+    #[error(transparent)]
+    Channel(#[from] chela_channel::ChannelError),
+}
+
 /// Everything the router, commands and runner share.
 pub struct Core {
     /// Configuration in force.
@@ -175,12 +186,12 @@ impl Core {
 
     /// Sends `text` into `to` as one complete reply (split as the platform needs); errors
     /// are short and safe to show.
-    pub async fn send_text(&self, to: &Conversation, text: &str) -> Result<(), String> {
+    pub async fn send_text(&self, to: &Conversation, text: &str) -> Result<(), SendError> {
         let channel = self
             .channel(&to.channel)
-            .ok_or_else(|| format!("the {} channel is not running", to.channel))?;
+            .ok_or_else(|| SendError::NotRunning(to.channel.clone()))?;
         let mut reply = crate::reply::ReplyStream::new(channel, to.clone());
-        reply.finish(text).await.map_err(|e| e.to_string())
+        Ok(reply.finish(text).await?)
     }
 
     /// Records that the `message` tool sent `text` into session `key`'s own conversation.

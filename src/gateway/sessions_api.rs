@@ -7,6 +7,7 @@ use std::sync::Weak;
 
 use super::Core;
 use crate::agent::provider::BoxFuture;
+use crate::agent::tools::refusal::ToolRefusal;
 use crate::agent::tools::sessions::SessionsApi;
 use crate::domain::message::{Message, text_of};
 use crate::store::SubagentState;
@@ -26,10 +27,10 @@ impl SessionsApi for GatewaySessions {
         from: String,
         target: Option<String>,
         text: String,
-    ) -> BoxFuture<'static, Result<String, String>> {
+    ) -> BoxFuture<'static, Result<String, ToolRefusal>> {
         let core = self.core.clone();
         Box::pin(async move {
-            let core = core.upgrade().ok_or("the gateway is shutting down")?;
+            let core = core.upgrade().ok_or(ToolRefusal::ShuttingDown)?;
             let (key, to) = match target {
                 None => {
                     let to = core
@@ -41,7 +42,7 @@ impl SessionsApi for GatewaySessions {
                     let to = core
                         .store
                         .target(&key)
-                        .map_err(|e| e.to_string())?
+                        ?
                         .ok_or_else(|| {
                             format!("unknown session {key:?}: it has never replied in a chat (see sessions_list)")
                         })?;
@@ -49,12 +50,14 @@ impl SessionsApi for GatewaySessions {
                 }
             };
             if to.channel == super::subagent::INTERNAL_CHANNEL {
-                return Err(format!(
+                return Err(ToolRefusal::Refused(format!(
                     "session {key} has no chat to send to (a subagent's final answer goes back \
                      to its parent session by itself)"
-                ));
+                )));
             }
-            core.send_text(&to, &text).await?;
+            core.send_text(&to, &text)
+                .await
+                .map_err(|e| ToolRefusal::Failed(e.to_string()))?;
             if key == from {
                 core.note_sent(&from, &text);
             }
@@ -65,9 +68,9 @@ impl SessionsApi for GatewaySessions {
         })
     }
 
-    fn list(&self, limit: usize) -> Result<Vec<String>, String> {
-        let core = self.core.upgrade().ok_or("the gateway is shutting down")?;
-        let mut sessions = core.store.list_sessions().map_err(|e| e.to_string())?;
+    fn list(&self, limit: usize) -> Result<Vec<String>, ToolRefusal> {
+        let core = self.core.upgrade().ok_or(ToolRefusal::ShuttingDown)?;
+        let mut sessions = core.store.list_sessions()?;
         sessions.sort_by_key(|s| std::cmp::Reverse(s.updated_ms));
         let now = crate::domain::message::now_ms();
         Ok(sessions
@@ -100,9 +103,9 @@ impl SessionsApi for GatewaySessions {
             .collect())
     }
 
-    fn history(&self, key: &str, limit: usize) -> Result<Vec<String>, String> {
-        let core = self.core.upgrade().ok_or("the gateway is shutting down")?;
-        let window = core.store.window(key).map_err(|e| e.to_string())?;
+    fn history(&self, key: &str, limit: usize) -> Result<Vec<String>, ToolRefusal> {
+        let core = self.core.upgrade().ok_or(ToolRefusal::ShuttingDown)?;
+        let window = core.store.window(key)?;
         let lines: Vec<String> = window
             .iter()
             .filter_map(|message| {

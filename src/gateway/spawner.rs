@@ -17,6 +17,7 @@ use super::acp_commands::start_binding;
 use crate::acp::command::Placement;
 use crate::acp::manager::resolve_cwd;
 use crate::agent::provider::BoxFuture;
+use crate::agent::tools::refusal::ToolRefusal;
 use crate::agent::tools::spawn::{Runtime, SpawnRequest, Spawner};
 use crate::reply::{final_text, stream_events};
 
@@ -34,10 +35,10 @@ impl Spawner for GatewaySpawner {
         &self,
         request: SpawnRequest,
         cancel: CancellationToken,
-    ) -> BoxFuture<'static, Result<String, String>> {
+    ) -> BoxFuture<'static, Result<String, ToolRefusal>> {
         let core = self.core.clone();
         Box::pin(async move {
-            let core = core.upgrade().ok_or("the gateway is shutting down")?;
+            let core = core.upgrade().ok_or(ToolRefusal::ShuttingDown)?;
             if core
                 .store
                 .subagent(&request.parent_session)
@@ -45,7 +46,7 @@ impl Spawner for GatewaySpawner {
                 .flatten()
                 .is_some()
             {
-                return Err(crate::agent::tools::spawn::NESTED_REFUSAL.to_owned());
+                return Err(crate::agent::tools::spawn::NESTED_REFUSAL.into());
             }
             if request.runtime == Runtime::Subagent {
                 return super::subagent::spawn(&core, &request).await;
@@ -64,7 +65,11 @@ impl Spawner for GatewaySpawner {
 }
 
 /// Binds a new thread under the parent's conversation and sends it the task.
-async fn in_thread(core: &Arc<Core>, request: &SpawnRequest, name: &str) -> Result<String, String> {
+async fn in_thread(
+    core: &Arc<Core>,
+    request: &SpawnRequest,
+    name: &str,
+) -> Result<String, ToolRefusal> {
     let parent = core
         .target_of(&request.parent_session)
         .ok_or("the parent conversation is unknown")?;
@@ -97,7 +102,11 @@ async fn in_thread(core: &Arc<Core>, request: &SpawnRequest, name: &str) -> Resu
     router
         .accept_for(started.binding.session_key.clone(), first)
         .await
-        .map_err(|e| format!("the agent started but the task could not be queued: {e}"))?;
+        .map_err(|e| {
+            ToolRefusal::Failed(format!(
+                "the agent started but the task could not be queued: {e}"
+            ))
+        })?;
     let place = if started.in_new_thread {
         "a new thread"
     } else {
@@ -117,7 +126,7 @@ async fn once(
     request: &SpawnRequest,
     name: &str,
     cancel: &CancellationToken,
-) -> Result<String, String> {
+) -> Result<String, ToolRefusal> {
     let cwd = match &request.cwd {
         Some(cwd) => resolve_cwd(&core.config.agent.workspace, cwd)?,
         None => {
@@ -160,5 +169,5 @@ async fn once(
     }
     result
         .map(|text| format!("{name} answered:\n\n{text}"))
-        .map_err(|e| e.to_string())
+        .map_err(|e| ToolRefusal::Failed(e.to_string()))
 }

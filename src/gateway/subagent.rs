@@ -13,6 +13,7 @@ use chela_channel::{ChatKind, Conversation, Inbound, Sender};
 
 use super::Core;
 use crate::agent::run::{RunOutcome, RunStatus};
+use crate::agent::tools::refusal::ToolRefusal;
 use crate::agent::tools::spawn::SpawnRequest;
 use crate::domain::session_key::{KeyBase, SessionKey};
 use crate::inbound::route::{SYSTEM_SENDER, queued_turn};
@@ -32,7 +33,7 @@ const HANDOFF_CHECKS: u32 = 100;
 const LABEL_CHARS: usize = 40;
 
 /// Starts a sub-agent for `request`; the text is the tool result.
-pub async fn spawn(core: &Arc<Core>, request: &SpawnRequest) -> Result<String, String> {
+pub async fn spawn(core: &Arc<Core>, request: &SpawnRequest) -> Result<String, ToolRefusal> {
     let parent = &request.parent_session;
     let id = uuid::Uuid::new_v4().to_string();
     let child = SessionKey {
@@ -62,11 +63,15 @@ pub async fn spawn(core: &Arc<Core>, request: &SpawnRequest) -> Result<String, S
         .store
         .spawn_subagent(&child, &link, &first)
         .await
-        .map_err(|e| format!("cannot start the subagent: {e}"))?;
+        .map_err(|e| ToolRefusal::Failed(format!("cannot start the subagent: {e}")))?;
     core.lanes
         .submit(&child, queued_turn(seq, &first))
         .await
-        .map_err(|e| format!("the subagent was recorded but cannot start now: {e}"))?;
+        .map_err(|e| {
+            ToolRefusal::Failed(format!(
+                "the subagent was recorded but cannot start now: {e}"
+            ))
+        })?;
     tracing::info!(parent = %parent, child = %child, "subagent started");
     let name = request
         .label

@@ -19,6 +19,7 @@ pub mod ls;
 pub mod paths;
 pub mod process;
 pub mod read;
+pub mod refusal;
 pub mod sessions;
 pub mod spawn;
 pub mod truncate;

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::{Tool, ToolContext, ToolOutput, args, parse_args, truncate};
 use crate::agent::provider::{BoxFuture, ToolSpec};
+use crate::agent::tools::refusal::ToolRefusal;
 
 /// Most sessions `sessions_list` shows.
 const LIST_MAX: u64 = 100;
@@ -23,11 +24,11 @@ pub trait SessionsApi: Send + Sync {
         from: String,
         target: Option<String>,
         text: String,
-    ) -> BoxFuture<'static, Result<String, String>>;
+    ) -> BoxFuture<'static, Result<String, ToolRefusal>>;
     /// The most recently active sessions, newest first, one line each.
-    fn list(&self, limit: usize) -> Result<Vec<String>, String>;
+    fn list(&self, limit: usize) -> Result<Vec<String>, ToolRefusal>;
     /// The last `limit` messages of session `key`, oldest first, one line each.
-    fn history(&self, key: &str, limit: usize) -> Result<Vec<String>, String>;
+    fn history(&self, key: &str, limit: usize) -> Result<Vec<String>, ToolRefusal>;
 }
 
 /// Where the gateway plugs its [`SessionsApi`] in.
@@ -87,7 +88,7 @@ impl Tool for MessageTool {
             };
             match api.send(ctx.session_key.clone(), target, text).await {
                 Ok(done) => ToolOutput::ok(done),
-                Err(e) => ToolOutput::error(e),
+                Err(e) => ToolOutput::error(e.to_string()),
             }
         })
     }
@@ -128,7 +129,7 @@ impl Tool for SessionsListTool {
                 Ok(lines) => {
                     ToolOutput::ok(truncate::head_tail(&lines.join("\n"), ctx.max_output_chars))
                 }
-                Err(e) => ToolOutput::error(e),
+                Err(e) => ToolOutput::error(e.to_string()),
             }
         })
     }
@@ -177,7 +178,7 @@ impl Tool for SessionsHistoryTool {
                 Ok(lines) => {
                     ToolOutput::ok(truncate::head_tail(&lines.join("\n"), ctx.max_output_chars))
                 }
-                Err(e) => ToolOutput::error(e),
+                Err(e) => ToolOutput::error(e.to_string()),
             }
         })
     }
@@ -209,17 +210,17 @@ mod tests {
             from: String,
             target: Option<String>,
             text: String,
-        ) -> BoxFuture<'static, Result<String, String>> {
+        ) -> BoxFuture<'static, Result<String, ToolRefusal>> {
             self.sent.lock().unwrap().push((from, target, text));
             Box::pin(async { Ok("sent".to_owned()) })
         }
 
-        fn list(&self, limit: usize) -> Result<Vec<String>, String> {
+        fn list(&self, limit: usize) -> Result<Vec<String>, ToolRefusal> {
             Ok((0..limit).map(|i| format!("s{i}")).collect())
         }
 
-        fn history(&self, key: &str, _limit: usize) -> Result<Vec<String>, String> {
-            Err(format!("no session {key}"))
+        fn history(&self, key: &str, _limit: usize) -> Result<Vec<String>, ToolRefusal> {
+            Err(format!("no session {key}").into())
         }
     }
 

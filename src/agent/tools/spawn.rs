@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Tool, ToolContext, ToolOutput, args, parse_args, truncate};
 use crate::agent::provider::{BoxFuture, ToolSpec};
+use crate::agent::tools::refusal::ToolRefusal;
 
 /// Who does the spawned work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +71,7 @@ pub trait Spawner: Send + Sync {
         &self,
         request: SpawnRequest,
         cancel: CancellationToken,
-    ) -> BoxFuture<'static, Result<String, String>>;
+    ) -> BoxFuture<'static, Result<String, ToolRefusal>>;
 }
 
 /// Where the gateway plugs its [`Spawner`] in, once it exists.
@@ -125,7 +126,7 @@ impl Tool for SessionsSpawnTool {
             };
             match spawner.spawn(request, ctx.cancel.clone()).await {
                 Ok(text) => ToolOutput::ok(truncate::head_tail(&text, ctx.max_output_chars)),
-                Err(e) => ToolOutput::error(e),
+                Err(e) => ToolOutput::error(e.to_string()),
             }
         })
     }

@@ -53,7 +53,7 @@ async fn a_fault_storm_over_five_chats_delivers_every_reply_once_and_in_order() 
             s.tg.user_sends(chat, user, &format!("chat {id} message {i:02}"));
         }
     }
-    let mut gw = s.gateway();
+    let gw = s.gateway();
     let all = |s: &TgSetup| users.iter().all(|&id| s.texts(id).len() >= PER_CHAT);
     let done = s.tg.wait_for(|_| all(&s), STORM_WAIT).await;
     let faults = s.tg.fault_counts();

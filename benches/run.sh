@@ -7,6 +7,7 @@
 #   benches/run.sh startup    # only the binary start-up/memory bench
 #   benches/run.sh channels   # Telegram and Discord adapters against the fakes
 #   benches/run.sh acp        # ACP coding agents: chela's cost over the agent alone
+#   benches/run.sh storm      # reply delivery: fault-free vs fault-storm drain of 200 replies
 #
 # The benches report figures; they never assert times. Expect about 1 minute for `turns`
 # (longer when a concurrent section hangs and is retried) and about 10 s for `startup`.

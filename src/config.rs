@@ -12,6 +12,7 @@
 mod macros;
 mod acp;
 mod channels;
+mod delivery;
 mod env;
 mod error;
 mod hooks;
@@ -29,6 +30,7 @@ pub use channels::{
     AccessConfig, ChannelsConfig, CommandsConfig, DiscordConfig, DmPolicy, GroupPolicy, Streaming,
     TelegramConfig,
 };
+pub use delivery::{DEFAULT_DELIVERY_TTL, DeliveryConfig};
 pub use env::{SubstError, chela_secrets_present, is_chela_secret, substitute};
 pub use error::{ConfigError, Location, ParseEnumError};
 pub use hooks::{HookConfig, HooksConfig};
@@ -123,7 +125,7 @@ impl Config {
             // Set but empty turns the RPC off, as `listen = ""` does.
             rpc.listen = listen;
         }
-        if let Err((key, message)) = config.rpc.check() {
+        if let Err((key, message)) = config.rpc.check().and(config.delivery.check()) {
             return Err(ConfigError::Invalid {
                 location: None,
                 key,

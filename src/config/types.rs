@@ -37,6 +37,8 @@ pub struct Config {
     pub hooks: super::hooks::HooksConfig,
     /// `[rpc]`: the gateway API over WebSocket.
     pub rpc: super::rpc::RpcConfig,
+    /// `[delivery]`: how long final replies are worth delivering.
+    pub delivery: super::delivery::DeliveryConfig,
 }
 
 /// `[store]`.

@@ -8,6 +8,7 @@ pub mod ask;
 pub mod commands;
 pub mod intake;
 pub mod live;
+pub mod outbox;
 pub mod questions;
 mod recover;
 mod reply_journal;
@@ -34,6 +35,9 @@ use crate::store::{Store, StoreError};
 use intake::Router;
 
 pub use crate::domain::run::RunRecord;
+
+/// How long shutdown waits at least for recorded finals to be delivered.
+const OUTBOX_SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 
 /// Why the gateway could not start.
 #[derive(Debug, thiserror::Error)]
@@ -105,6 +109,8 @@ pub struct Core {
     pub history: std::sync::Mutex<crate::inbound::admission::GroupHistory>,
     /// Where replies to messages sent through the RPC go (also in `channels`).
     pub rpc: Arc<crate::rpc::RpcChannel>,
+    /// Delivers every final reply (see [`outbox`]).
+    pub outbox: outbox::Outbox,
 }
 
 impl Core {
@@ -258,7 +264,14 @@ impl Gateway {
             crate::rpc::channel::NAME.to_owned(),
             rpc.clone() as Arc<dyn Channel>,
         );
+        let outbox = outbox::Outbox::new(
+            store.clone(),
+            channels.clone(),
+            config.delivery.ttl(),
+            shutdown.clone(),
+        );
         let core = Arc::new(Core {
+            outbox,
             acp,
             questions: ask::Questions::default(),
             approvals: approvals::Approvals::default(),
@@ -388,6 +401,15 @@ impl Gateway {
             if left > 0 {
                 tracing::info!(runs = left, "grace over; stopping the runs still going");
             }
+        }
+        // Finals already recorded get their chance to go out; what is left stays in the
+        // outbox for the next start.
+        let outbox_wait = grace.max(OUTBOX_SHUTDOWN_WAIT);
+        if tokio::time::timeout(outbox_wait, self.core.outbox.idle())
+            .await
+            .is_err()
+        {
+            tracing::info!("replies still undelivered at shutdown; they go at the next start");
         }
         self.core.shutdown.cancel();
         self.core.lanes.shutdown().await;

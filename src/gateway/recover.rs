@@ -1,18 +1,16 @@
-//! Start-up recovery: undelivered finals are retried (or dead-lettered past their TTL), and
-//! pending turns of the previous process are handed to their lanes again.
+//! Start-up recovery: undelivered finals go to the outbox worker (which dead-letters them past
+//! their TTL), and pending turns of the previous process are handed to their lanes again.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::reply_journal::RunJournal;
+use super::outbox::Delivery;
 use super::runner::seq_of_run_id;
 use super::{Core, reply_journal};
 use crate::domain::message::now_ms;
 use crate::inbound::route::queued_turn;
 use crate::store::ReplyJournal;
 
-/// How long an undelivered final stays worth delivering (SPEC 6).
-const OUTBOX_TTL_MS: u64 = 10 * 60 * 1000;
 /// How long inbound dedupe marks are kept (SPEC 1.4: at least 24 h).
 const DEDUPE_KEEP_MS: u64 = 25 * 60 * 60 * 1000;
 /// How long delivered outbox records are kept.
@@ -55,46 +53,12 @@ pub async fn recover(core: &Arc<Core>) {
     match core.store.undelivered() {
         Ok(entries) => {
             for entry in entries {
-                let journal = entry
-                    .run_id
-                    .as_ref()
-                    .and_then(|run| journals.remove_entry(run));
-                if now_ms().saturating_sub(entry.created_ms) > OUTBOX_TTL_MS {
-                    // What was sent of it stays: a partial answer beats none.
-                    tracing::warn!(id = entry.id, "undelivered reply too old; dead-lettered");
-                    let _ = core.store.dead_letter(entry.id);
-                    if let Some((run, _)) = journal {
-                        reply_journal::forget(core, &run);
-                    }
-                    continue;
-                }
-                let Some(channel) = core.channel(&entry.conversation.channel) else {
-                    continue;
-                };
-                // Parts of this final (or its previews) may be in the chat already: take them
-                // back, then send the whole final once, journaled again, so a crash during this
-                // resend is taken back at the next start too.
-                if let Some((run, journal)) = &journal {
-                    reply_journal::take_back(core, run, journal).await;
-                }
-                let run = entry.run_id.clone();
-                let journal = run.as_ref().map(|run| {
-                    RunJournal::shared(core.store.clone(), run.clone(), entry.conversation.clone())
-                });
-                let mut reply = crate::reply::ReplyStream::new(channel, entry.conversation.clone())
-                    .journaled(journal);
-                match reply.finish(&entry.text).await {
-                    Ok(()) => {
-                        let marked = core.store.mark_delivered(entry.id);
-                        if let Err(e) = marked.and(core.store.flush().await) {
-                            tracing::error!(error = %e, "cannot mark a reply delivered");
-                        }
-                        if let Some(run) = &run {
-                            reply_journal::forget(core, run);
-                        }
-                    }
-                    Err(e) => tracing::warn!(error = %e, id = entry.id, "redelivery failed"),
-                }
+                let journal = entry.run_id.as_ref().and_then(|run| journals.remove(run));
+                // Parts of this final (or its previews) may be in the chat already: the worker
+                // takes them back, then sends the whole final once, journaled again, so a
+                // crash during this resend is taken back at the next start too. One older
+                // than the TTL is dead-lettered by the worker.
+                core.outbox.submit(Delivery::recorded(entry, journal));
             }
         }
         Err(e) => tracing::error!(error = %e, "cannot read the outbox"),

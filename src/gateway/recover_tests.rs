@@ -46,6 +46,8 @@ async fn an_undelivered_final_replaces_what_its_reply_had_sent_and_delivered_one
     let gateway = Gateway::start(config, vec![channel.clone() as Arc<dyn Channel>])
         .await
         .unwrap();
+    // The resend goes through the outbox worker.
+    gateway.core().outbox.idle().await;
 
     assert_eq!(
         channel.calls(),

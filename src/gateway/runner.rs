@@ -1,5 +1,6 @@
 //! The gateway's [`Runner`]: an agent run whose events stream into the chat, with the final
-//! reply recorded in the outbox (and the turn's pending entries cleared) before it is sent.
+//! reply recorded in the outbox (and the turn's pending entries cleared) and handed to the
+//! outbox worker, which delivers it without holding the session's lane.
 
 use std::sync::Arc;
 
@@ -7,6 +8,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::outbox::Delivery;
 use super::reply_journal::{RunJournal, forget};
 use super::{Core, RunRecord};
 use crate::agent::provider::BoxFuture;
@@ -168,48 +170,53 @@ async fn run_turn(
         Some(handle) => handle.await.ok(),
         None => None,
     };
-    let (mut stream, ending) = match streamed {
+    let (stream, ending) = match streamed {
         Some(pair) => pair,
         None if internal => {
             tracing::info!(
                 "the session has no chat to reply to; its reply stays in its transcript"
             );
-            let _ = core.store.clear_pending(&seqs).await;
+            clear_pending(core, &seqs).await;
             forget(core, &run_id);
             let _ = core.runs.send(record);
             return outcome;
         }
         None => {
             tracing::error!(channel = %turn.target.channel, "no channel to reply on; reply dropped");
-            let _ = core.store.clear_pending(&seqs).await;
+            clear_pending(core, &seqs).await;
             let _ = core.runs.send(record);
             return outcome;
         }
     };
     // What the `message` tool already sent here is not said again.
     let text = without_sent(&final_text(stream.text(), &ending), &core.take_sent(&key));
+    // Once the final is durable the lane is free: the outbox worker delivers it.
     match core
         .store
         .settle_turn(&run_id, &key, &turn.target, &text, &seqs)
         .await
     {
-        Ok(outbox_id) => match stream.finish(&text).await {
-            Ok(()) => {
-                // Durable at once: a crash right after the send must not send it again.
-                let marked = core.store.mark_delivered(outbox_id);
-                if let Err(e) = marked.and(core.store.flush().await) {
-                    tracing::error!(error = %e, "cannot mark a reply delivered");
-                }
-                forget(core, &run_id);
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "final reply not delivered; it stays in the outbox")
-            }
-        },
+        Ok(id) => core.outbox.submit(Delivery {
+            id,
+            to: turn.target.clone(),
+            text,
+            created_ms: crate::domain::message::now_ms(),
+            run_id: Some(run_id.clone()),
+            stream: Some(stream),
+            take_back: None,
+        }),
         Err(e) => tracing::error!(error = %e, "cannot record the final reply"),
     }
     let _ = core.runs.send(record);
     outcome
+}
+
+/// Removes the pending turns of a run whose reply goes nowhere; a failure is logged (the
+/// turn would run again at the next start).
+async fn clear_pending(core: &Core, seqs: &[u64]) {
+    if let Err(e) = core.store.clear_pending(seqs).await {
+        tracing::error!(error = %e, "cannot clear the pending turns of a finished run");
+    }
 }
 
 /// Marks seqs as settling for as long as it lives (see [`Core::settling`]).

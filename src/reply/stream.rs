@@ -144,13 +144,54 @@ impl ReplyStream {
         self.next_edit = Instant::now() + Duration::from_millis(self.limits.edit_interval_ms);
     }
 
-    /// Delivers `final_text` (replacing what was streamed) and ends the reply. Text already
-    /// visible is never sent again; a failed final edit is sent as a new message.
+    /// Delivers `final_text` (replacing what was streamed) and ends the reply, retrying a
+    /// few times in place (notices and answers outside the outbox). Text already visible is
+    /// never sent again; a final edit the platform refuses replaces the preview (see
+    /// [`ReplyStream::deliver_once`]).
     pub async fn finish(&mut self, final_text: &str) -> Result<(), ChannelError> {
+        // A preview was refused with 429: the final waits as long as the platform asked.
+        if let Some(until) = self.take_limit() {
+            tokio::time::sleep_until(until).await;
+        }
+        // Attempts count only failures that made no progress: a long final of many parts
+        // under a rate limit keeps going as long as parts get through.
+        let mut attempt = 0;
+        loop {
+            let before = self.progress();
+            let result = self.deliver_once(final_text).await;
+            if before != self.progress() {
+                attempt = 0;
+            }
+            match result {
+                Ok(()) => return Ok(()),
+                Err(ChannelError::RateLimited { retry_after_ms }) if attempt < FINAL_ATTEMPTS => {
+                    tokio::time::sleep(Duration::from_millis(retry_after_ms)).await;
+                }
+                Err(e) if e.is_retryable() && attempt < FINAL_ATTEMPTS => {
+                    tokio::time::sleep(Duration::from_millis(500 << attempt)).await;
+                }
+                Err(e) => return Err(e),
+            }
+            attempt += 1;
+        }
+    }
+
+    /// One attempt at bringing the chat to `final_text` (replacing what was streamed); on
+    /// success the reply is complete. Call it again after a retryable error: what got through
+    /// is kept, never sent twice. When the platform refuses the final edit of the preview,
+    /// the preview is deleted and the text sent once as a new message, so the chat never
+    /// holds the preview and a second copy.
+    pub async fn deliver_once(&mut self, final_text: &str) -> Result<(), ChannelError> {
         if final_text.trim().eq_ignore_ascii_case(NO_REPLY) {
             if let Some(message) = self.current.take() {
                 self.calls += 1;
-                let _ = self.channel.delete(&self.to, &message).await;
+                if let Err(e) = self.channel.delete(&self.to, &message).await {
+                    if e.is_retryable() {
+                        self.current = Some(message);
+                        return Err(e);
+                    }
+                    tracing::debug!(error = %e, "cannot delete the preview of a silent reply");
+                }
             }
             return Ok(());
         }
@@ -162,34 +203,21 @@ impl ReplyStream {
             self.carry.clear();
             self.text.clear();
         }
-        self.text = final_text.to_string();
-        // A preview was refused with 429: the final waits as long as the platform asked.
-        if let Some(until) = self.limited_until.take() {
-            tokio::time::sleep_until(until).await;
-        }
-        // Attempts count only failures that made no progress: a long final of many parts
-        // under a rate limit keeps going as long as parts get through.
-        let mut attempt = 0;
-        loop {
-            let before = (self.frozen, self.shown.len(), self.current.is_some());
-            let result = self.show_all(true).await;
-            if before != (self.frozen, self.shown.len(), self.current.is_some()) {
-                attempt = 0;
-            }
-            match result {
-                Ok(()) => break,
-                Err(ChannelError::RateLimited { retry_after_ms }) if attempt < FINAL_ATTEMPTS => {
-                    tokio::time::sleep(Duration::from_millis(retry_after_ms)).await;
-                }
-                Err(e) if e.is_retryable() && attempt < FINAL_ATTEMPTS => {
-                    tokio::time::sleep(Duration::from_millis(500 << attempt)).await;
-                }
-                Err(e) => return Err(e),
-            }
-            attempt += 1;
-        }
+        final_text.clone_into(&mut self.text);
+        self.show_all(true).await?;
         self.channel.reply_done(&self.to).await;
         Ok(())
+    }
+
+    /// The instant a refused preview asked the platform to be left alone until, once.
+    pub fn take_limit(&mut self) -> Option<Instant> {
+        self.limited_until.take()
+    }
+
+    /// What has been shown so far (frozen bytes, shown bytes, a message open): a change
+    /// between two attempts means the second one made progress.
+    pub fn progress(&self) -> (usize, usize, bool) {
+        (self.frozen, self.shown.len(), self.current.is_some())
     }
 
     /// The next finished block of the text not sent yet, if there is one.
@@ -279,16 +307,35 @@ impl ReplyStream {
             Some(message) => match self.channel.edit(&self.to, message, text).await {
                 Ok(()) => {}
                 Err(e) if is_final && !e.is_retryable() => {
-                    tracing::warn!(error = %e, "final edit failed; sending the final as a new message");
-                    self.calls += 1;
-                    let sent = self.channel.send(&self.to, text).await?;
-                    self.journal_sent(&sent, is_final).await;
-                    self.current = Some(sent);
+                    tracing::warn!(error = %e, "final edit refused; replacing the preview with the final");
+                    self.replace_preview(text).await?;
                 }
                 Err(e) => return Err(e),
             },
         }
         self.shown = text.to_string();
+        Ok(())
+    }
+
+    /// The final edit of the current message was refused: the message goes and `text` is
+    /// sent once as a new one (never both). A retryable failure of the delete keeps the
+    /// message for the next attempt.
+    async fn replace_preview(&mut self, text: &str) -> Result<(), ChannelError> {
+        if let Some(message) = self.current.take() {
+            self.calls += 1;
+            match self.channel.delete(&self.to, &message).await {
+                Ok(()) => {}
+                Err(e) if e.is_retryable() => {
+                    self.current = Some(message);
+                    return Err(e);
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot delete the refused preview"),
+            }
+        }
+        self.calls += 1;
+        let sent = self.channel.send(&self.to, text).await?;
+        self.journal_sent(&sent, true).await;
+        self.current = Some(sent);
         Ok(())
     }
 

@@ -58,3 +58,40 @@ async fn previews_pause_for_the_retry_after_instead_of_the_edit_interval() {
     reply.preview().await;
     assert_eq!(channel.timed()[1], (5_000, "send one".to_owned()));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_refused_final_edit_replaces_the_preview_instead_of_adding_a_copy() {
+    let channel = TestChannel::new(1_000);
+    let mut reply = ReplyStream::new(channel.clone(), direct_chat());
+    reply.push("Hello");
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    reply.preview().await;
+    channel.refuse([ChannelError::Rejected("message can't be edited".into())]);
+    reply.finish("Hello there").await.unwrap();
+    // The preview goes before the final is sent: never the preview plus a second copy.
+    assert_eq!(
+        channel.calls(),
+        [
+            "send Hello",
+            "edit Hello there",
+            "delete s1",
+            "send Hello there"
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_final_edit_failing_on_the_transport_is_edited_again() {
+    let channel = TestChannel::new(1_000);
+    let mut reply = ReplyStream::new(channel.clone(), direct_chat());
+    reply.push("Hello");
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    reply.preview().await;
+    channel.refuse([ChannelError::Transport("HTTP 500".into())]);
+    assert!(reply.deliver_once("Hello there").await.is_err());
+    reply.deliver_once("Hello there").await.unwrap();
+    assert_eq!(
+        channel.calls(),
+        ["send Hello", "edit Hello there", "edit Hello there"]
+    );
+}

@@ -11,18 +11,13 @@ pub fn channel_error(error: RequestError) -> ChannelError {
         },
         RequestError::Network(e) => ChannelError::Transport(e.to_string()),
         RequestError::Io(e) => ChannelError::Transport(e.to_string()),
+        // An unreadable answer (a proxy's HTML error page) is the transport's fault.
+        RequestError::InvalidJson { raw, .. } => ChannelError::Transport(format!(
+            "unreadable answer: {}",
+            raw.chars().take(120).collect::<String>()
+        )),
         other => ChannelError::Rejected(other.to_string()),
     }
-}
-
-/// True for "message is not modified": the edit had nothing to change, which is success.
-pub fn is_not_modified(error: &RequestError) -> bool {
-    matches!(error, RequestError::Api(ApiError::MessageNotModified))
-}
-
-/// True when Telegram could not parse the formatting (send plain text instead).
-pub fn is_bad_entities(error: &RequestError) -> bool {
-    matches!(error, RequestError::Api(ApiError::CantParseEntities(_)))
 }
 
 /// True for 409 Conflict: another process polls this token.

@@ -5,11 +5,15 @@
 //! - `poll`: long polling with a durable offset, one poller per token, 409 backoff.
 //! - [`format`]: model markdown -> Telegram HTML, with a plain-text fallback on rejection.
 //! - `errors`: Bot API errors -> channel errors.
+//! - `api`: the reply path's calls (send, edit, delete) over plain HTTP, so a 5xx, an HTML
+//!   error page or a dropped connection is a retryable error at once (teloxide sleeps 10 s
+//!   after a 5xx and reads an HTML page as a refusal).
 //! - [`webhook`]: webhook mode (updates pushed to chela's listener, secret token checked).
 //!
 //! Sends into a forum topic carry `message_thread_id`, except the General topic (1), which
 //! Telegram rejects; typing indicators carry it always.
 
+mod api;
 mod errors;
 pub mod format;
 pub mod normalize;
@@ -22,14 +26,14 @@ use std::time::Duration;
 use chela_channel::{
     BoxFuture, Channel, ChannelError, Conversation, InboundSink, Limits, SentMessage,
 };
-use teloxide::payloads::{EditMessageTextSetters, SendChatActionSetters, SendMessageSetters};
+use teloxide::payloads::SendChatActionSetters;
 use teloxide::prelude::*;
-use teloxide::types::{
-    BotCommand, ChatAction, LinkPreviewOptions, MessageId, ParseMode, ReplyParameters, ThreadId,
-};
+use teloxide::types::{BotCommand, ChatAction, MessageId, ThreadId};
 use tokio_util::sync::CancellationToken;
 
-use errors::{channel_error, is_bad_entities, is_not_modified};
+use errors::channel_error;
+use serde_json::{Value, json};
+use teloxide::ApiError;
 
 /// The longest text chela puts in one message (Telegram's limit is 4096).
 pub const MAX_CHARS: usize = 4000;
@@ -67,6 +71,7 @@ pub enum TelegramError {
 /// The Telegram channel.
 pub struct TelegramChannel {
     bot: Bot,
+    api: api::Api,
     settings: TelegramSettings,
 }
 
@@ -81,8 +86,9 @@ impl TelegramChannel {
             .timeout(Duration::from_secs(u64::from(settings.poll_timeout_s) + 15))
             .build()
             .map_err(|e| TelegramError::Client(e.to_string()))?;
+        let api = api::Api::new(client.clone(), url.as_str(), &settings.token);
         let bot = Bot::with_client(settings.token.clone(), client).set_api_url(url);
-        Ok(Arc::new(TelegramChannel { bot, settings }))
+        Ok(Arc::new(TelegramChannel { bot, api, settings }))
     }
 
     async fn send_formatted(
@@ -91,33 +97,51 @@ impl TelegramChannel {
         text: &str,
         quote: Option<&str>,
     ) -> Result<SentMessage, ChannelError> {
-        let chat = chat_id(to)?;
-        let build = |body: String, html: bool| {
-            let mut request = self
-                .bot
-                .send_message(chat, body)
-                .link_preview_options(no_previews());
-            if html {
-                request = request.parse_mode(ParseMode::Html);
+        let mut params = json!({
+            "chat_id": chat_id(to)?.0,
+            "link_preview_options": { "is_disabled": true },
+        });
+        if let Some(topic) = send_topic(to) {
+            params["message_thread_id"] = json!(topic.0.0);
+        }
+        if let Some(id) = quote.and_then(|q| q.parse::<i32>().ok()) {
+            params["reply_parameters"] =
+                json!({ "message_id": id, "allow_sending_without_reply": true });
+        }
+        let sent = self
+            .call_formatted("sendMessage", params, text)
+            .await
+            .map_err(ChannelError::from)?;
+        match sent["message_id"].as_i64() {
+            Some(id) => Ok(SentMessage {
+                message_id: id.to_string(),
+            }),
+            None => Err(ChannelError::Transport(
+                "sendMessage answered without a message_id".into(),
+            )),
+        }
+    }
+
+    /// Calls `method` with `text` as HTML, or as plain text when Telegram cannot parse the
+    /// HTML.
+    async fn call_formatted(
+        &self,
+        method: &str,
+        mut params: Value,
+        text: &str,
+    ) -> Result<Value, api::CallError> {
+        params["text"] = json!(format::to_html(text));
+        params["parse_mode"] = json!("HTML");
+        match self.api.call(method, &params).await {
+            Err(api::CallError::Api(ApiError::CantParseEntities(_))) => {
+                params["text"] = json!(text);
+                if let Some(map) = params.as_object_mut() {
+                    map.remove("parse_mode");
+                }
+                self.api.call(method, &params).await
             }
-            if let Some(topic) = send_topic(to) {
-                request = request.message_thread_id(topic);
-            }
-            if let Some(id) = quote.and_then(|q| q.parse().ok()) {
-                request = request.reply_parameters(
-                    ReplyParameters::new(MessageId(id)).allow_sending_without_reply(),
-                );
-            }
-            request
-        };
-        let sent = match build(format::to_html(text), true).await {
-            Err(e) if is_bad_entities(&e) => build(text.to_string(), false).await,
             other => other,
-        };
-        sent.map(|m| SentMessage {
-            message_id: m.id.0.to_string(),
-        })
-        .map_err(channel_error)
+        }
     }
 }
 
@@ -200,27 +224,14 @@ impl Channel for TelegramChannel {
         text: &'a str,
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
         Box::pin(async move {
-            let chat = chat_id(to)?;
-            let id = message_id(message)?;
-            let build = |body: String, html: bool| {
-                let request = self
-                    .bot
-                    .edit_message_text(chat, id, body)
-                    .link_preview_options(no_previews());
-                if html {
-                    request.parse_mode(ParseMode::Html)
-                } else {
-                    request
-                }
-            };
-            let edited = match build(format::to_html(text), true).await {
-                Err(e) if is_bad_entities(&e) => build(text.to_string(), false).await,
-                other => other,
-            };
-            match edited {
-                Ok(_) => Ok(()),
-                Err(e) if is_not_modified(&e) => Ok(()),
-                Err(e) => Err(channel_error(e)),
+            let params = json!({
+                "chat_id": chat_id(to)?.0,
+                "message_id": message_id(message)?.0,
+                "link_preview_options": { "is_disabled": true },
+            });
+            match self.call_formatted("editMessageText", params, text).await {
+                Ok(_) | Err(api::CallError::Api(ApiError::MessageNotModified)) => Ok(()),
+                Err(e) => Err(e.into()),
             }
         })
     }
@@ -242,11 +253,14 @@ impl Channel for TelegramChannel {
         message: &'a SentMessage,
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
         Box::pin(async move {
-            self.bot
-                .delete_message(chat_id(to)?, message_id(message)?)
-                .await
-                .map(|_| ())
-                .map_err(channel_error)
+            let params = json!({
+                "chat_id": chat_id(to)?.0,
+                "message_id": message_id(message)?.0,
+            });
+            match self.api.call("deleteMessage", &params).await {
+                Ok(_) => Ok(()),
+                Err(e) => Err(e.into()),
+            }
         })
     }
 
@@ -333,14 +347,4 @@ fn send_topic(to: &Conversation) -> Option<ThreadId> {
         return None;
     }
     topic.parse().ok().map(|id| ThreadId(MessageId(id)))
-}
-
-fn no_previews() -> LinkPreviewOptions {
-    LinkPreviewOptions {
-        is_disabled: true,
-        url: None,
-        prefer_small_media: false,
-        prefer_large_media: false,
-        show_above_text: false,
-    }
 }

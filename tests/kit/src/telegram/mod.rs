@@ -32,6 +32,9 @@
 //!   Telegram does.
 //! - Rate limits (off by default, see [`FakeTelegram::enforce_rate_limits`]) and injected 429s
 //!   answer 429 `Too Many Requests: retry after N` with `parameters.retry_after` N.
+//! - Fault injection (off by default, see [`FakeTelegram::inject_faults`]): sends, edits and
+//!   deletes fail at seeded random rates with 429s, JSON 500s, HTML 502s and dropped
+//!   connections, without being executed.
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -48,6 +51,7 @@
 
 mod body;
 mod entities;
+mod faults;
 mod inspect;
 mod limits;
 mod markup;
@@ -68,6 +72,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+pub use faults::{FaultCounts, Faults};
 use state::Shared;
 pub use types::{
     BotCommand, BotMessage, ChatAction, ChatKind, ChatSpec, Entity, ForumTopic, Pollers, Rate,

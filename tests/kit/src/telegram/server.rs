@@ -53,7 +53,11 @@ async fn handle(
         method: method.clone(),
         body: recorded,
     });
+    let fault = shared.lock().faults.draw(&method);
     shared.touch();
+    if let Some(fault) = fault {
+        return fault.response();
+    }
     let result = match params {
         Ok(params) => dispatch(&shared, &method, &params).await,
         Err(error) => Err(error),

@@ -202,6 +202,7 @@ pub(crate) struct State {
     pub(crate) commands: BTreeMap<String, Vec<BotCommand>>,
     pub(crate) webhook: Option<String>,
     pub(crate) limiter: Limiter,
+    pub(crate) faults: super::faults::Injector,
     /// Administrators by chat id (`getChatMember` answers `administrator` for them).
     pub(crate) admins: BTreeMap<i64, BTreeMap<i64, UserSpec>>,
 }

@@ -162,4 +162,15 @@ impl FakeTelegram {
     pub fn inject_429(&self, count: usize, retry_after_s: u64) {
         self.shared.lock().limiter.inject(count, retry_after_s);
     }
+
+    /// From now on, fails `sendMessage`, `editMessageText` and `deleteMessage` calls at the
+    /// rates of `faults` (a faulty call is not executed); see [`Faults`](super::Faults).
+    pub fn inject_faults(&self, faults: super::Faults) {
+        self.shared.lock().faults.set(faults);
+    }
+
+    /// How many faults were injected so far.
+    pub fn fault_counts(&self) -> super::FaultCounts {
+        self.shared.lock().faults.counts
+    }
 }

@@ -1,0 +1,322 @@
+//! The outbox worker: the one place final replies are delivered from. A run records its final
+//! in the store's outbox (with its pending turns cleared, one transaction) and hands it here;
+//! start-up recovery hands over what the previous process left. Each conversation gets its
+//! finals in the order they were handed over, independently of every other conversation and
+//! of the session's lane: transport errors, 429s and 5xx are retried with capped exponential
+//! backoff and jitter (a 429 waits its `retry_after`) until the reply is delivered or older
+//! than `[delivery] ttl`, when it goes to the dead letters. A reply the platform refuses for
+//! good is dead-lettered at once.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chela_channel::{Channel, ChannelError, Conversation, SentMessage};
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::reply_journal::RunJournal;
+use crate::domain::message::now_ms;
+use crate::reply::ReplyStream;
+use crate::store::{OutboxEntry, ReplyJournal, Store};
+
+/// The first retry waits about this long ...
+const MIN_BACKOFF: Duration = Duration::from_millis(500);
+/// ... doubling up to this.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// One final reply to deliver.
+pub struct Delivery {
+    /// Its outbox id.
+    pub id: u64,
+    /// Where it goes.
+    pub to: Conversation,
+    /// The final text.
+    pub text: String,
+    /// When it was recorded, ms since the epoch (the TTL counts from here).
+    pub created_ms: u64,
+    /// The run that produced it; its reply journal is forgotten once delivered.
+    pub run_id: Option<String>,
+    /// The live reply (previews already in the chat) the final completes; `None`: a new
+    /// reply, journaled under `run_id`.
+    pub stream: Option<ReplyStream>,
+    /// Messages a previous process's cut-short reply left, deleted before the final goes.
+    pub take_back: Option<ReplyJournal>,
+}
+
+impl Delivery {
+    /// A delivery of the recorded outbox entry `entry` (start-up recovery).
+    pub fn recorded(entry: OutboxEntry, take_back: Option<ReplyJournal>) -> Delivery {
+        Delivery {
+            id: entry.id,
+            to: entry.conversation,
+            text: entry.text,
+            created_ms: entry.created_ms,
+            run_id: entry.run_id,
+            stream: None,
+            take_back,
+        }
+    }
+}
+
+/// Counters of the worker since start.
+#[derive(Debug, Default)]
+pub struct OutboxCounters {
+    /// Finals delivered.
+    pub delivered: AtomicU64,
+    /// Finals moved to the dead letters (too old, or refused for good).
+    pub dead_lettered: AtomicU64,
+    /// Attempts that failed and were retried.
+    pub retries: AtomicU64,
+    /// Store reads or writes of the delivery path that failed (logged).
+    pub store_errors: AtomicU64,
+}
+
+/// Delivers finals, per conversation in order; cheap to clone.
+#[derive(Clone)]
+pub struct Outbox {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Store,
+    channels: HashMap<String, Arc<dyn Channel>>,
+    ttl: Duration,
+    shutdown: CancellationToken,
+    /// Deliveries waiting per conversation; a conversation is here while its task runs.
+    queues: Mutex<HashMap<Conversation, VecDeque<Delivery>>>,
+    /// Deliveries handed over and not finished yet.
+    in_flight: watch::Sender<usize>,
+    counters: OutboxCounters,
+}
+
+impl Outbox {
+    /// A worker delivering through `channels`; retries stop when `shutdown` fires (what is
+    /// left stays in the outbox for the next start).
+    pub fn new(
+        store: Store,
+        channels: HashMap<String, Arc<dyn Channel>>,
+        ttl: Duration,
+        shutdown: CancellationToken,
+    ) -> Outbox {
+        Outbox {
+            inner: Arc::new(Inner {
+                store,
+                channels,
+                ttl,
+                shutdown,
+                queues: Mutex::new(HashMap::new()),
+                in_flight: watch::channel(0).0,
+                counters: OutboxCounters::default(),
+            }),
+        }
+    }
+
+    /// Hands `delivery` over; it goes after every earlier one of its conversation.
+    pub fn submit(&self, delivery: Delivery) {
+        self.inner.in_flight.send_modify(|n| *n += 1);
+        let to = delivery.to.clone();
+        let Ok(mut queues) = self.inner.queues.lock() else {
+            tracing::error!(
+                id = delivery.id,
+                "outbox queues poisoned; the reply waits for the next start"
+            );
+            self.inner
+                .in_flight
+                .send_modify(|n| *n = n.saturating_sub(1));
+            return;
+        };
+        if let Some(queue) = queues.get_mut(&to) {
+            queue.push_back(delivery);
+            return;
+        }
+        queues.insert(to.clone(), VecDeque::from([delivery]));
+        drop(queues);
+        let inner = self.inner.clone();
+        tokio::spawn(async move { inner.run_conversation(to).await });
+    }
+
+    /// Waits until every delivery handed over is finished (delivered, dead-lettered, or left
+    /// for the next start).
+    pub async fn idle(&self) {
+        let mut rx = self.inner.in_flight.subscribe();
+        // Err: the sender is gone, nothing is in flight any more.
+        let _ = rx.wait_for(|n| *n == 0).await;
+    }
+
+    /// Counters since start.
+    pub fn counters(&self) -> &OutboxCounters {
+        &self.inner.counters
+    }
+}
+
+impl Inner {
+    /// Delivers `to`'s queue, oldest first, until it is empty.
+    async fn run_conversation(self: Arc<Self>, to: Conversation) {
+        loop {
+            let next = match self.queues.lock() {
+                Ok(mut queues) => {
+                    let next = queues.get_mut(&to).and_then(VecDeque::pop_front);
+                    if next.is_none() {
+                        queues.remove(&to);
+                    }
+                    next
+                }
+                Err(_) => None,
+            };
+            let Some(delivery) = next else { return };
+            self.deliver(delivery).await;
+            self.in_flight.send_modify(|n| *n = n.saturating_sub(1));
+        }
+    }
+
+    /// Delivers one final: retried until delivered, refused for good, too old, or shutdown.
+    async fn deliver(&self, mut delivery: Delivery) {
+        let Some(channel) = self.channels.get(&delivery.to.channel).cloned() else {
+            tracing::warn!(id = delivery.id, channel = %delivery.to.channel, "the channel does not run; the reply waits for a start where it does");
+            return;
+        };
+        // The TTL counts from the record; measured on the runtime's clock from here on.
+        let age = Duration::from_millis(now_ms().saturating_sub(delivery.created_ms));
+        let deadline = Instant::now() + self.ttl.saturating_sub(age);
+        if let Some(journal) = delivery.take_back.take() {
+            take_back(channel.as_ref(), &journal).await;
+            self.forget_journal(delivery.run_id.as_deref());
+        }
+        let mut stream = delivery.stream.take().unwrap_or_else(|| {
+            let journal = delivery.run_id.as_ref().map(|run| {
+                RunJournal::shared(self.store.clone(), run.clone(), delivery.to.clone())
+            });
+            ReplyStream::new(channel, delivery.to.clone()).journaled(journal)
+        });
+        let mut backoff = Backoff::new(delivery.id);
+        let mut wait_until = stream.take_limit();
+        loop {
+            if let Some(until) = wait_until.take() {
+                let until = until.min(deadline);
+                tokio::select! {
+                    _ = self.shutdown.cancelled() => return,
+                    _ = tokio::time::sleep_until(until) => {}
+                }
+            }
+            if Instant::now() >= deadline {
+                return self.dead_letter(&delivery, "older than [delivery] ttl");
+            }
+            if let Err(e) = self.store.note_attempt(delivery.id) {
+                self.store_error(&e, "cannot count a delivery attempt");
+            }
+            let before = stream.progress();
+            match stream.deliver_once(&delivery.text).await {
+                Ok(()) => return self.delivered(&delivery).await,
+                Err(e) if e.is_retryable() => {
+                    if stream.progress() != before {
+                        backoff.reset();
+                    }
+                    let wait = match e {
+                        ChannelError::RateLimited { retry_after_ms } => {
+                            Duration::from_millis(retry_after_ms)
+                        }
+                        _ => backoff.next(),
+                    };
+                    self.counters.retries.fetch_add(1, Ordering::Relaxed);
+                    tracing::debug!(error = %e, id = delivery.id, wait_ms = wait.as_millis() as u64, "reply not delivered yet; retrying");
+                    wait_until = Some(Instant::now() + wait);
+                }
+                Err(e) => {
+                    return self.dead_letter(&delivery, &format!("refused: {e}"));
+                }
+            }
+        }
+    }
+
+    /// Marks `delivery` delivered, durably at once (a crash right after the send must not
+    /// send it again), and forgets its journal.
+    async fn delivered(&self, delivery: &Delivery) {
+        self.counters.delivered.fetch_add(1, Ordering::Relaxed);
+        let marked = self.store.mark_delivered(delivery.id);
+        if let Err(e) = marked.and(self.store.flush().await) {
+            self.store_error(&e, "cannot mark a reply delivered");
+            // The journal stays, so a restart takes the sent reply back before resending.
+            return;
+        }
+        self.forget_journal(delivery.run_id.as_deref());
+    }
+
+    /// Moves `delivery` to the dead letters (what was sent of it stays: a partial answer
+    /// beats none).
+    fn dead_letter(&self, delivery: &Delivery, why: &str) {
+        self.counters.dead_lettered.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(id = delivery.id, channel = %delivery.to.channel, chat = %delivery.to.chat_id, why, "reply dead-lettered");
+        match self.store.dead_letter(delivery.id) {
+            Ok(_) => self.forget_journal(delivery.run_id.as_deref()),
+            Err(e) => self.store_error(&e, "cannot dead-letter a reply"),
+        }
+    }
+
+    fn forget_journal(&self, run: Option<&str>) {
+        if let Some(run) = run
+            && let Err(e) = self.store.forget_journal(run)
+        {
+            self.store_error(&e, "cannot forget a reply journal");
+        }
+    }
+
+    fn store_error(&self, error: &crate::store::StoreError, what: &str) {
+        self.counters.store_errors.fetch_add(1, Ordering::Relaxed);
+        tracing::error!(error = %error, "{what}");
+    }
+}
+
+/// Deletes what a cut-short reply sent (best effort: a message the platform will not delete
+/// stays).
+async fn take_back(channel: &dyn Channel, journal: &ReplyJournal) {
+    for id in &journal.messages {
+        let message = SentMessage {
+            message_id: id.clone(),
+        };
+        if let Err(e) = channel.delete(&journal.conversation, &message).await {
+            tracing::warn!(error = %e, message = %id, "cannot take back a message of an unfinished reply");
+        }
+    }
+}
+
+/// Exponential backoff from [`MIN_BACKOFF`] to [`MAX_BACKOFF`], each wait jittered into its
+/// upper half so that retries of many chats spread out.
+struct Backoff {
+    attempt: u32,
+    seed: u64,
+}
+
+impl Backoff {
+    fn new(seed: u64) -> Backoff {
+        Backoff { attempt: 0, seed }
+    }
+
+    fn reset(&mut self) {
+        self.attempt = 0;
+    }
+
+    fn next(&mut self) -> Duration {
+        let full = MIN_BACKOFF
+            .saturating_mul(1 << self.attempt.min(16))
+            .min(MAX_BACKOFF);
+        self.attempt += 1;
+        let half = full / 2;
+        let spread = u64::try_from(half.as_millis()).unwrap_or(u64::MAX).max(1);
+        half + Duration::from_millis(mix(self.seed ^ u64::from(self.attempt)) % spread)
+    }
+}
+
+/// splitmix64: a well-spread hash for jitter.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+#[cfg(test)]
+#[path = "outbox_tests.rs"]
+mod tests;

@@ -225,7 +225,9 @@ impl AcpManager {
         let result = agent.prompt(&session, &text, updates_tx, &cancel).await;
         let streamed = forward.await.unwrap_or_default();
         binding.last_active_ms = now_ms();
-        let _ = self.store.put_binding(&binding).await;
+        if let Err(e) = self.store.put_binding(&binding).await {
+            tracing::warn!(error = %e, session = %session_key, "cannot record the binding's activity");
+        }
         if let Some(live) = self.slot(&session_key).lock().await.as_mut() {
             live.last_used = Instant::now();
         }

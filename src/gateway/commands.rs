@@ -10,6 +10,9 @@ use crate::config::{DropPolicy, QueueMode};
 use crate::inbound::commands::{Command, HELP};
 use crate::lane::LaneSettings;
 
+/// How long `/stop` waits for the stopped run's final to be delivered before it answers.
+const STOP_ANSWER_WAIT: Duration = Duration::from_secs(10);
+
 /// Handles one command from `inbound` for session `key` and answers in its conversation.
 /// Returns a message to run next (the text after `/new`).
 pub async fn handle(
@@ -35,6 +38,14 @@ pub async fn handle(
                 Ok(_) => "Nothing to stop.".to_string(),
                 Err(e) => format!("Cannot stop: {e}"),
             };
+            // The stopped run's final goes out before the answer (bounded: a chat the
+            // platform keeps refusing must not hold the answer for long).
+            if tokio::time::timeout(STOP_ANSWER_WAIT, core.outbox.settled(to))
+                .await
+                .is_err()
+            {
+                tracing::info!(session = %key, "the stopped run's final is still being delivered");
+            }
             // Its sub-agents stop too, and their end is not reported back.
             match super::subagent::stop_children(core, key).await {
                 0 => answer,
@@ -56,7 +67,9 @@ pub async fn handle(
         Command::Reset { soft: true } => {
             let _ = core.lanes.stop(key).await;
             let _ = core.lanes.set_settings(key, None).await;
-            let _ = crate::agent::model_choice::choose(&core.store, key, None);
+            if let Err(e) = crate::agent::model_choice::choose(&core.store, key, None) {
+                tracing::warn!(error = %e, session = %key, "cannot reset the session's model");
+            }
             "Session state reset; the conversation is kept.".to_string()
         }
         Command::Reset { soft: false } => reset(core, key, "reset").await,

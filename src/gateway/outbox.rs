@@ -146,6 +146,17 @@ impl Outbox {
         let _ = rx.wait_for(|n| *n == 0).await;
     }
 
+    /// Waits until no final for `to` is queued or being delivered, so that an answer sent
+    /// next (`/stop`'s) comes after the finals handed over before it.
+    pub async fn settled(&self, to: &Conversation) {
+        let mut rx = self.inner.in_flight.subscribe();
+        while self.inner.busy(to) {
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
     /// Counters since start.
     pub fn counters(&self) -> &OutboxCounters {
         &self.inner.counters
@@ -155,21 +166,29 @@ impl Outbox {
 impl Inner {
     /// Delivers `to`'s queue, oldest first, until it is empty.
     async fn run_conversation(self: Arc<Self>, to: Conversation) {
-        loop {
-            let next = match self.queues.lock() {
-                Ok(mut queues) => {
-                    let next = queues.get_mut(&to).and_then(VecDeque::pop_front);
-                    if next.is_none() {
-                        queues.remove(&to);
-                    }
-                    next
-                }
-                Err(_) => None,
-            };
-            let Some(delivery) = next else { return };
+        let mut next = self.pop(&to);
+        while let Some(delivery) = next {
             self.deliver(delivery).await;
+            // Popped (and the conversation let go when empty) before the count changes, so a
+            // waiter woken by the count sees the queue as it is.
+            next = self.pop(&to);
             self.in_flight.send_modify(|n| *n = n.saturating_sub(1));
         }
+    }
+
+    /// The next delivery of `to`; when there is none, `to` is no longer busy.
+    fn pop(&self, to: &Conversation) -> Option<Delivery> {
+        let mut queues = self.queues.lock().ok()?;
+        let next = queues.get_mut(to).and_then(VecDeque::pop_front);
+        if next.is_none() {
+            queues.remove(to);
+        }
+        next
+    }
+
+    /// Whether finals for `to` are queued or being delivered.
+    fn busy(&self, to: &Conversation) -> bool {
+        self.queues.lock().is_ok_and(|q| q.contains_key(to))
     }
 
     /// Delivers one final: retried until delivered, refused for good, too old, or shutdown.

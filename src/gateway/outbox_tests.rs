@@ -290,3 +290,28 @@ async fn a_reply_refused_for_good_is_dead_lettered_at_once() {
     let texts: Vec<String> = channel.sends().into_iter().map(|(_, _, t)| t).collect();
     assert_eq!(texts, ["hello", "next"], "one try, then the next final");
 }
+
+#[tokio::test(start_paused = true)]
+async fn settled_waits_for_the_chats_queued_finals_only() {
+    let channel = Scripted::new();
+    channel.refuse(
+        "a",
+        [ChannelError::RateLimited {
+            retry_after_ms: 3_000,
+        }],
+    );
+    let (outbox, store) = outbox(&channel, Duration::from_secs(600));
+    outbox.settled(&chat("a")).await;
+    submit(&outbox, &store, "a", "first").await;
+    submit(&outbox, &store, "a", "second").await;
+    outbox.settled(&chat("b")).await;
+    assert_eq!(
+        Instant::now() - channel.start,
+        Duration::ZERO,
+        "b has nothing queued"
+    );
+    outbox.settled(&chat("a")).await;
+    let texts: Vec<String> = channel.sends().into_iter().map(|(_, _, t)| t).collect();
+    assert_eq!(texts, ["first", "first", "second"]);
+    assert!(Instant::now() - channel.start >= Duration::from_millis(3_000));
+}

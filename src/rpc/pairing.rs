@@ -23,6 +23,7 @@ pub(super) async fn call(
 ) -> Option<Result<Value, Fault>> {
     let store = &core.store;
     let internal = |e: crate::store::StoreError| Fault::internal(e.to_string());
+    let may_make_owner = core.config.commands.pairing_makes_owners();
     let result = match method {
         "pairing.list" => protocol::params::<super::methods::NoParams>(params).and_then(|_| {
             let requests = store.pairing_requests(now_ms()).map_err(internal)?;
@@ -30,7 +31,7 @@ pub(super) async fn call(
         }),
         "pairing.approve" => match protocol::params::<CodeParams>(params) {
             Ok(p) => store
-                .approve_pairing(&p.channel, &p.code, now_ms())
+                .approve_pairing(&p.channel, &p.code, now_ms(), may_make_owner)
                 .await
                 .map_err(internal)
                 .map(|approved| match approved {

@@ -32,7 +32,10 @@ pub enum PairingCommand {
 /// Runs a pairing action: on the store when no gateway runs, else through the gateway's RPC.
 pub async fn run(loaded: LoadedConfig, command: PairingCommand) -> ExitCode {
     let may_make_owner = loaded.config.commands.pairing_makes_owners();
-    let result = match Store::open(&loaded.config.store.path) {
+    let result = match Store::open_with(
+        &loaded.config.store.path,
+        loaded.config.store.accept_rollback,
+    ) {
         Ok(store) => direct(&store, &command, may_make_owner)
             .await
             .map_err(|e| e.to_string()),

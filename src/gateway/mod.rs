@@ -232,7 +232,7 @@ impl Gateway {
         config: Config,
         channels: Vec<Arc<dyn Channel>>,
     ) -> Result<Gateway, GatewayError> {
-        let store = Store::open(&config.store.path)?;
+        let store = Store::open_with(&config.store.path, config.store.accept_rollback)?;
         let shutdown = CancellationToken::new();
         let agent = crate::agent::build(&config, store.clone(), shutdown.clone())?;
         let runner = Arc::new(runner::AgentRunner::new());

@@ -12,6 +12,7 @@
 
 mod errors;
 pub mod format;
+mod narrow;
 pub mod normalize;
 mod poll;
 pub mod webhook;

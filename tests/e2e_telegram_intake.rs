@@ -42,3 +42,51 @@ async fn an_update_with_a_lone_surrogate_is_skipped_and_intake_goes_on() {
         done.stderr
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blank_messages_bad_model_names_and_long_arguments() {
+    let s = TgSetup::new("allow_from = [\"42\"]").await;
+    let (chat, ann) = dm(42, "Ann");
+    let mut gw = s.gateway();
+    // Empty after trimming, or zero-width characters only: never a turn.
+    s.tg.user_sends(chat.clone(), ann.clone(), "   \n ");
+    s.tg.user_sends(chat.clone(), ann.clone(), "\u{200B}\u{FEFF} \u{2060}");
+    s.tg.user_sends(chat.clone(), ann.clone(), "real");
+    gw.wait(&s, "the real answer", |s| {
+        s.texts(42).iter().any(|t| t == "ok: real")
+    })
+    .await;
+    // /model refuses a name with control characters.
+    s.tg.user_sends(chat.clone(), ann.clone(), "/model gpt\u{7}\u{1b}[2Jx");
+    gw.wait(&s, "the /model answer", |s| s.texts(42).len() >= 2)
+        .await;
+    // A command echoes only a short excerpt of what it was given.
+    let long = format!("bogus{}", "z".repeat(3000));
+    s.tg.user_sends(chat.clone(), ann.clone(), &format!("/queue {long}"));
+    gw.wait(&s, "the /queue answer", |s| s.texts(42).len() >= 3)
+        .await;
+    s.tg.user_sends(chat, ann, "/model");
+    gw.wait(&s, "the /model show answer", |s| s.texts(42).len() >= 4)
+        .await;
+    gw.stop().await;
+    assert_eq!(
+        s.asked(),
+        vec!["real".to_string()],
+        "blank messages reached the model"
+    );
+    let texts = s.texts(42);
+    assert!(
+        texts[1].contains("control characters") && !texts[1].contains('\u{1b}'),
+        "{texts:#?}"
+    );
+    assert!(
+        !texts[3].contains("this conversation's"),
+        "the bad name was not set: {texts:#?}"
+    );
+    assert!(texts[2].contains("bogus"), "{texts:#?}");
+    assert!(
+        texts[2].chars().count() < 200,
+        "the answer echoes at most an excerpt: {} chars",
+        texts[2].chars().count()
+    );
+}

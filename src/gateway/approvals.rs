@@ -60,7 +60,10 @@ impl Approvals {
     /// Answers request `id`; the text says what happened, for the one who answered.
     pub fn answer(&self, id: &str, decision: Approval) -> String {
         let Some(request) = self.waiting.lock().ok().and_then(|mut w| w.remove(id)) else {
-            return format!("No approval {id} is waiting (answered, timed out or stopped).");
+            return format!(
+                "No approval {} is waiting (answered, timed out or stopped).",
+                crate::inbound::commands::excerpt(id)
+            );
         };
         let what = match decision {
             Approval::AllowAlways => "Allowed, and from now on without asking",
@@ -68,7 +71,10 @@ impl Approvals {
             _ => "Allowed once",
         };
         if request.answer.send(decision).is_err() {
-            return format!("Approval {id} is no longer waiting.");
+            return format!(
+                "Approval {} is no longer waiting.",
+                crate::inbound::commands::excerpt(id)
+            );
         }
         format!("{what}: {}", request.command)
     }

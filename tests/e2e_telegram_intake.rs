@@ -41,6 +41,12 @@ async fn an_update_with_a_lone_surrogate_is_skipped_and_intake_goes_on() {
         "{}",
         done.stderr
     );
+    let (ok, status) = s.cli(&["status"]).await;
+    assert!(ok, "{status}");
+    assert!(
+        status.contains("undecodable updates skipped:\n  telegram:default: 1\n"),
+        "{status}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,7 +1,8 @@
 //! Configuration: `config.toml` -> typed [`Config`].
 //!
 //! Loading ([`Config::load`]) picks the file (`--config`, else `$CHELA_CONFIG`, else the platform
-//! config dir, else embedded defaults), expands `${VAR}` / `${VAR:-default}` from the environment,
+//! config dir, else embedded defaults), expands `${VAR}` / `${VAR:-default}` from the environment
+//! (an unset `${VAR}` without a default is an error naming it and its key),
 //! parses with every table closed to unknown keys, applies environment overrides
 //! (`CHELA_STORE_PATH`), resolves `~` and relative paths against the config file's folder and
 //! validates cross-field rules. Every error names the file, the dotted key, the line and column,
@@ -31,7 +32,9 @@ pub use channels::{
     TelegramConfig,
 };
 pub use delivery::{DEFAULT_DELIVERY_TTL, DeliveryConfig};
-pub use env::{SubstError, chela_secrets_present, is_chela_secret, substitute};
+pub use env::{
+    SubstError, chela_secrets_present, is_chela_secret, substitute, substitute_required,
+};
 pub use error::{ConfigError, Location, ParseEnumError};
 pub use hooks::{HookConfig, HooksConfig};
 pub use rpc::{DEFAULT_RPC_LISTEN, RpcConfig};
@@ -152,7 +155,7 @@ impl Config {
         file: &str,
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Config, ConfigError> {
-        let text = substitute(raw, lookup).map_err(|e| e.in_file(file))?;
+        let text = substitute_required(raw, lookup).map_err(|e| e.in_file(file))?;
         let de =
             toml::Deserializer::parse(&text).map_err(|e| error::parse_error(file, &text, e))?;
         serde_path_to_error::deserialize(de).map_err(|e| error::de_error(file, &text, e))

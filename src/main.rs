@@ -14,6 +14,10 @@ struct Args {
     /// Config file (default: $CHELA_CONFIG, else the platform config dir's chela/config.toml).
     #[arg(long, global = true)]
     config: Option<PathBuf>,
+    /// Open the store even if it lost writes it once made durable (damaged or restored
+    /// files); messages older than the last recorded write are then not answered again.
+    #[arg(long, global = true)]
+    accept_store_rollback: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -80,7 +84,10 @@ fn main() -> ExitCode {
     };
     cli::init_logging(default_log);
     let loaded = match chela::config::Config::load(args.config.as_deref()) {
-        Ok(loaded) => loaded,
+        Ok(mut loaded) => {
+            loaded.config.store.accept_rollback = args.accept_store_rollback;
+            loaded
+        }
         Err(e) => {
             eprintln!("chela: {e}");
             return ExitCode::from(2);

@@ -260,3 +260,25 @@ async fn a_spent_bucket_is_waited_out_before_discord_must_refuse() {
     );
     s.assert_settled().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_event_that_cannot_be_decoded_is_skipped_and_intake_goes_on() {
+    // Issue #11.3 for Discord: serenity itself drops a frame it cannot decode (logging
+    // "Err deserializing text") and reads the next one; nothing stalls.
+    const CHAN: u64 = 2_000_031;
+    let s = DcSetup::open().await;
+    let mut gw = s.gateway().await;
+    let options = chela_testkit::discord::MessageOptions {
+        mentions_bot: true,
+        ..Default::default()
+    };
+    s.dc.user_sends_raw(text_channel(CHAN), ann(), r"bad \ud800 text", options);
+    s.mention(text_channel(CHAN), ann(), "after the bad one");
+    gw.wait(&s, "the answer to the next message", |s| {
+        s.texts(CHAN).iter().any(|t| t == "ok: after the bad one")
+    })
+    .await;
+    let stderr = gw.stop().await;
+    assert_eq!(s.asked(), vec!["after the bad one".to_string()]);
+    assert!(stderr.contains("Err deserializing text"), "{stderr}");
+}

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::telegram::{TgSetup, dm};
+use common::telegram::{TgConfig, TgSetup, dm};
 use common::{messages, text_of};
 
 /// Ann's DM session key.
@@ -199,6 +199,51 @@ async fn pairing_is_approved_while_the_gateway_runs() {
     .await;
     gw.stop().await;
     assert_eq!(s.asked(), vec!["hello again".to_string()]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_owners_configured_an_approved_stranger_is_no_owner() {
+    // Issue #11.1: approving a stranger made them owner although owners were configured.
+    let s = TgSetup::with(TgConfig {
+        tables: "[commands]\nowner_allow_from = [\"telegram:4300\"]",
+        ..TgConfig::default()
+    })
+    .await;
+    let mut gw = s.gateway();
+    let (chat, zed) = dm(79, "Zed");
+    s.tg.user_sends(chat.clone(), zed.clone(), "hi there");
+    gw.wait(&s, "the pairing prompt", |s| !s.texts(79).is_empty())
+        .await;
+    let prompt = s.texts(79).concat();
+    let code: String = prompt
+        .split("chela pairing approve telegram ")
+        .nth(1)
+        .map(|rest| rest.chars().take(8).collect())
+        .unwrap_or_else(|| panic!("no approve command in {prompt:?}"));
+    let (ok, approved) = s.cli(&["pairing", "approve", "telegram", &code]).await;
+    assert!(ok, "{approved}");
+    assert!(
+        approved.contains("approved Zed (79)") && approved.contains("NOT an owner"),
+        "the approval says plainly that Zed is no owner: {approved}"
+    );
+    assert!(!approved.contains("now the OWNER"), "{approved}");
+    // /approve is for owners only: Zed's is ignored; his plain message is answered.
+    s.tg.user_sends(chat.clone(), zed.clone(), "/approve");
+    s.tg.user_sends(chat.clone(), zed.clone(), "hello again");
+    gw.wait(&s, "the answer", |s| {
+        s.texts(79).iter().any(|t| t == "ok: hello again")
+    })
+    .await;
+    s.tg.user_sends(chat, zed, "/status");
+    gw.wait(&s, "the /status answer", |s| s.texts(79).len() >= 3)
+        .await;
+    gw.stop().await;
+    let texts = s.texts(79);
+    assert!(
+        !texts.iter().any(|t| t.contains("waiting for approval")),
+        "a non-owner ran /approve: {texts:#?}"
+    );
+    assert_eq!(texts.len(), 3, "{texts:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -69,6 +69,12 @@ async fn webhook_updates_need_the_secret_and_are_answered() {
     assert_eq!(post(&listen, "/tg/hook", "s3cret", update).await, 200);
     // Telegram retries: the same update again is acknowledged and not answered twice.
     assert_eq!(post(&listen, "/tg/hook", "s3cret", update).await, 200);
+    // An update no decoder accepts (a lone surrogate) is acknowledged and skipped: refused,
+    // Telegram would retry it and hold the updates behind it.
+    let bad = r#"{"update_id": 8, "message": {"message_id": 4, "date": 1700000000,
+        "chat": {"id": 42, "type": "private", "first_name": "Ann"},
+        "from": {"id": 42, "is_bot": false, "first_name": "Ann"}, "text": "bad \ud800"}}"#;
+    assert_eq!(post(&listen, "/tg/hook", "s3cret", bad).await, 200);
     let answered = tg
         .wait_for(
             |t| t.sent(42).iter().any(|m| m.text == "ok: hello hook"),

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::domain::text::excerpt;
+
 /// Where `/acp spawn` binds the agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Placement {
@@ -73,7 +75,10 @@ pub fn parse_acp(args: &str) -> Result<AcpCommand, String> {
                 Ok(AcpCommand::Steer(text.to_owned()))
             }
         }
-        other => Err(format!("Unknown /acp command: {other}\n{ACP_USAGE}")),
+        other => Err(format!(
+            "Unknown /acp command: {}\n{ACP_USAGE}",
+            excerpt(other)
+        )),
     }
 }
 
@@ -94,22 +99,27 @@ fn parse_spawn<'a>(mut words: impl Iterator<Item = &'a str>) -> Result<AcpComman
         match flag {
             "--bind" => match value("--bind")?.as_str() {
                 "here" => placement = Placement::Here,
-                other => return Err(format!("--bind takes `here`, not {other:?}")),
+                other => return Err(format!("--bind takes `here`, not {:?}", excerpt(other))),
             },
             "--thread" => {
                 placement = match value("--thread")?.as_str() {
                     "auto" => Placement::ThreadAuto,
                     "here" => Placement::Here,
-                    other => return Err(format!("--thread takes auto or here, not {other:?}")),
+                    other => {
+                        return Err(format!(
+                            "--thread takes auto or here, not {:?}",
+                            excerpt(other)
+                        ));
+                    }
                 }
             }
             "--cwd" => cwd = Some(value("--cwd")?),
             "--label" => label = Some(value("--label")?),
             flag if flag.starts_with("--") => {
-                return Err(format!("Unknown option {flag}\n{ACP_USAGE}"));
+                return Err(format!("Unknown option {}\n{ACP_USAGE}", excerpt(flag)));
             }
             name if harness.is_none() => harness = Some(name.to_lowercase()),
-            extra => return Err(format!("Unexpected {extra:?}\n{ACP_USAGE}")),
+            extra => return Err(format!("Unexpected {:?}\n{ACP_USAGE}", excerpt(extra))),
         }
     }
     Ok(AcpCommand::Spawn {
@@ -127,7 +137,7 @@ pub fn parse_session(args: &str) -> Result<SessionCommand, String> {
         (Some("unbind"), None) => Ok(SessionCommand::Unbind),
         (Some("idle"), Some(duration)) => humantime::parse_duration(duration)
             .map(SessionCommand::Idle)
-            .map_err(|e| format!("Bad duration {duration:?}: {e} (try 2h or 30m)")),
+            .map_err(|_| format!("Bad duration {:?} (try 2h or 30m)", excerpt(duration))),
         _ => Err("Usage: /session unbind | /session idle DURATION (e.g. 2h)".to_owned()),
     }
 }

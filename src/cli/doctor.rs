@@ -22,7 +22,7 @@ pub async fn doctor(loaded: LoadedConfig) -> ExitCode {
         },
     );
     let path = &loaded.config.store.path;
-    match Store::open(path) {
+    match Store::open_with(path, loaded.config.store.accept_rollback) {
         Ok(store) => report(
             true,
             "store",

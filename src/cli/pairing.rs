@@ -31,8 +31,14 @@ pub enum PairingCommand {
 
 /// Runs a pairing action: on the store when no gateway runs, else through the gateway's RPC.
 pub async fn run(loaded: LoadedConfig, command: PairingCommand) -> ExitCode {
-    let result = match Store::open(&loaded.config.store.path) {
-        Ok(store) => direct(&store, &command).await.map_err(|e| e.to_string()),
+    let may_make_owner = loaded.config.commands.pairing_makes_owners();
+    let result = match Store::open_with(
+        &loaded.config.store.path,
+        loaded.config.store.accept_rollback,
+    ) {
+        Ok(store) => direct(&store, &command, may_make_owner)
+            .await
+            .map_err(|e| e.to_string()),
         Err(StoreError::Locked { .. }) => through_rpc(&loaded, &command).await,
         Err(e) => {
             eprintln!("chela: {e}");
@@ -84,13 +90,13 @@ impl Outcome {
                 true
             }
             Outcome::Approved(Some((r, owner))) => {
-                let owner = if owner {
-                    "; they are now the owner"
+                let role = if owner {
+                    "they are now the OWNER (the first approval while commands.owner_allow_from is empty): they may run /acp, /session and /approve"
                 } else {
-                    ""
+                    "they may message the bot directly; they are NOT an owner"
                 };
                 println!(
-                    "approved {} ({}) on {channel}{owner}",
+                    "approved {} ({}) on {channel}; {role}",
                     r.sender_name, r.sender_id
                 );
                 true
@@ -111,13 +117,19 @@ impl Outcome {
     }
 }
 
-async fn direct(store: &Store, command: &PairingCommand) -> Result<Outcome, StoreError> {
+async fn direct(
+    store: &Store,
+    command: &PairingCommand,
+    may_make_owner: bool,
+) -> Result<Outcome, StoreError> {
     let now = now_ms();
     Ok(match command {
         PairingCommand::List => Outcome::Listed(store.pairing_requests(now)?),
-        PairingCommand::Approve { channel, code } => {
-            Outcome::Approved(store.approve_pairing(channel, code, now).await?)
-        }
+        PairingCommand::Approve { channel, code } => Outcome::Approved(
+            store
+                .approve_pairing(channel, code, now, may_make_owner)
+                .await?,
+        ),
         PairingCommand::Reject { channel, code } => {
             Outcome::Rejected(store.reject_pairing(channel, code, now).await?)
         }

@@ -39,7 +39,10 @@ pub enum SessionsCommand {
 /// Runs a sessions command against the store. While a gateway holds the store, `list`,
 /// `show` and `export` ask it over the RPC; `import` needs the gateway stopped.
 pub async fn run(loaded: LoadedConfig, command: SessionsCommand) -> ExitCode {
-    let store = match Store::open(&loaded.config.store.path) {
+    let store = match Store::open_with(
+        &loaded.config.store.path,
+        loaded.config.store.accept_rollback,
+    ) {
         Ok(store) => store,
         Err(StoreError::Locked { .. }) if matches!(command, SessionsCommand::List) => {
             return list_through_rpc(&loaded).await;

@@ -10,7 +10,10 @@ use chela::store::{Store, StoreError};
 
 /// Prints the gateway's state.
 pub async fn status(loaded: LoadedConfig) -> ExitCode {
-    let store = match Store::open(&loaded.config.store.path) {
+    let store = match Store::open_with(
+        &loaded.config.store.path,
+        loaded.config.store.accept_rollback,
+    ) {
         Ok(store) => store,
         Err(StoreError::Locked { .. }) => return through_rpc(&loaded).await,
         Err(e) => {

@@ -237,10 +237,19 @@ impl Default for DiscordConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct CommandsConfig {
     /// Owners as `channel:sender_id` (e.g. `telegram:42`): they may /new, /reset and /stop
-    /// in groups. Empty: the first sender approved by pairing becomes the owner.
+    /// in groups. Empty: the first sender approved by pairing becomes the owner; set, it is
+    /// the only source of owners (pairing never makes one).
     pub owner_allow_from: Vec<String>,
     /// When not empty, the only senders (`channel:sender_id`, or `*`) whose commands are
     /// taken; everyone else's are ignored (inline, they stay plain text). The terminal and
     /// the RPC are not limited by it.
     pub allow_from: Vec<String>,
+}
+
+impl CommandsConfig {
+    /// Whether pairing may make owners: only while no owner is configured (any channel).
+    /// With `owner_allow_from` set, it is the only source of owners.
+    pub fn pairing_makes_owners(&self) -> bool {
+        self.owner_allow_from.is_empty()
+    }
 }

@@ -39,6 +39,24 @@ pub fn substitute(
     raw: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<String, SubstError> {
+    expand(raw, lookup, false)
+}
+
+/// Like [`substitute`], but `${VAR}` with `VAR` unset (and no `:-default`) outside a comment
+/// is an error naming the variable and the key: an unset token must not silently turn a
+/// channel off. `${VAR:-}` allows an unset variable explicitly.
+pub fn substitute_required(
+    raw: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, SubstError> {
+    expand(raw, lookup, true)
+}
+
+fn expand(
+    raw: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    required: bool,
+) -> Result<String, SubstError> {
     let mut out = String::with_capacity(raw.len());
     let mut rest = raw;
     while let Some(at) = rest.find('$') {
@@ -83,6 +101,15 @@ pub fn substitute(
             (Some(v), Some(d)) if v.is_empty() => d.to_owned(),
             (Some(v), _) => v,
             (None, Some(d)) => d.to_owned(),
+            (None, None) if required && !in_comment(raw, offset) => {
+                let key = super::error::key_at(raw, offset)
+                    .map(|k| format!("{k}: "))
+                    .unwrap_or_default();
+                return Err(fail(format!(
+                    "{key}environment variable {name} is not set; set it, or write \
+                     \"${{{name}:-}}\" to allow it unset"
+                )));
+            }
             (None, None) => String::new(),
         };
         escape_into(&mut out, &value);
@@ -90,6 +117,28 @@ pub fn substitute(
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// Whether byte `offset` of `raw` is inside a `#` comment (a `#` outside quotes earlier on
+/// its line; multi-line strings are not tracked).
+fn in_comment(raw: &str, offset: usize) -> bool {
+    let start = raw[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let mut quote = None;
+    let mut escaped = false;
+    for c in raw[start..offset].chars() {
+        match (quote, c) {
+            (Some('"'), '\\') if !escaped => {
+                escaped = true;
+                continue;
+            }
+            (Some(q), c) if c == q && !escaped => quote = None,
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '#') => return true,
+            _ => {}
+        }
+        escaped = false;
+    }
+    false
 }
 
 fn is_var_name(name: &str) -> bool {
@@ -126,4 +175,43 @@ pub fn chela_secrets_present() -> Vec<std::ffi::OsString> {
         .map(|(name, _)| name)
         .filter(|name| name.to_str().is_some_and(is_chela_secret))
         .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn none(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn an_unset_variable_is_an_error_naming_it_and_the_key() {
+        let raw = "[channels.telegram]\ntoken = \"${TG_TOKEN}\"\n";
+        let err = substitute_required(raw, &none).unwrap_err();
+        assert_eq!((err.line, err.column), (2, 10));
+        assert!(
+            err.message.starts_with("channels.telegram.token: ")
+                && err.message.contains("TG_TOKEN is not set"),
+            "{err}"
+        );
+        // Loading fails the same way (it used to give an empty token: Telegram silently off).
+        let err = crate::config::Config::from_toml_str(raw, "config.toml", &none).unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                "config.toml:2:10: channels.telegram.token: environment variable TG_TOKEN"
+            ),
+            "{err}"
+        );
+        // A default (even empty) allows it unset; comments are not checked.
+        let ok = "a = \"${X:-}\" # see ${DOC_VAR}\n# b = \"${Y}\"\nc = \"#${Z:-z}\"\n";
+        assert_eq!(
+            substitute_required(ok, &none).unwrap(),
+            "a = \"\" # see \n# b = \"\"\nc = \"#z\"\n"
+        );
+        // Not a comment: `#` inside a string.
+        let err = substitute_required("[rpc]\ntoken = \"#${T}\"\n", &none).unwrap_err();
+        assert!(err.message.starts_with("rpc.token: "), "{err}");
+    }
 }

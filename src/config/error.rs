@@ -139,13 +139,81 @@ pub struct ParseEnumError {
     pub expected: &'static [&'static str],
 }
 
-/// A TOML syntax error.
+/// A TOML syntax error; a duplicate key is named.
 pub(crate) fn parse_error(file: &str, text: &str, e: toml::de::Error) -> ConfigError {
+    let span = e.span();
+    let message = e.message().trim().replace('\n', "; ");
+    let key = span
+        .clone()
+        .filter(|_| message.starts_with("duplicate key"))
+        .and_then(|span| {
+            let name = text
+                .get(span.clone())?
+                .trim()
+                .trim_matches(['[', ']', '"', '\'']);
+            let line_start = text.get(..span.start)?.rfind('\n').map_or(0, |i| i + 1);
+            let header = text.get(line_start..)?.trim_start().starts_with('[');
+            Some(match table_at(text, span.start) {
+                Some(table) if !table.is_empty() && !header => format!("{table}.{name}"),
+                _ => name.to_owned(),
+            })
+        });
     ConfigError::Parse {
-        location: Location::at(file, text, e.span().map(|s| s.start)),
-        key: None,
-        message: e.message().trim().replace('\n', "; "),
+        location: Location::at(file, text, span.map(|s| s.start)),
+        key,
+        message,
     }
+}
+
+/// The table header (`[a.b]` / `[[a.b]]`) in force at byte `offset`; empty at top level.
+fn table_at(text: &str, offset: usize) -> Option<String> {
+    let line_start = text.get(..offset)?.rfind('\n').map_or(0, |i| i + 1);
+    let before = text.get(..line_start)?;
+    let header = before
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .map(|l| {
+            l.trim_start_matches('[')
+                .split(']')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_owned()
+        });
+    Some(header.unwrap_or_default())
+}
+
+/// The dotted key of the `key = value` line holding byte `offset` (or of the nearest such
+/// line above, for a value spread over lines), with its table; `None` when not found.
+pub(crate) fn key_at(text: &str, offset: usize) -> Option<String> {
+    let line_end = text
+        .get(offset..)?
+        .find('\n')
+        .map_or(text.len(), |i| offset + i);
+    let upto = text.get(..line_end)?;
+    let mut end = upto.len();
+    for line in upto.lines().rev() {
+        let line_start = end - line.len();
+        end = line_start.saturating_sub(1);
+        let trimmed = line.trim_start();
+        if trimmed.starts_with('[') {
+            return None;
+        }
+        let Some((key, _)) = trimmed.split_once('=') else {
+            continue;
+        };
+        let key = key.trim();
+        if key.is_empty() || key.starts_with('#') {
+            continue;
+        }
+        return Some(match table_at(text, line_start) {
+            Some(table) if !table.is_empty() => format!("{table}.{key}"),
+            _ => key.to_owned(),
+        });
+    }
+    None
 }
 
 /// A deserialization error: the key path from serde_path_to_error, the span from toml.
@@ -233,4 +301,30 @@ fn key_offset(raw: &str, dotted: &str) -> Option<usize> {
         offset += line.len();
     }
     None
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    #[test]
+    fn a_duplicate_key_is_named_with_its_line() {
+        let raw = "[model]\nmodel = \"a\"\nmax_tokens = 5\nmodel = \"b\"\n";
+        let err = crate::config::Config::from_toml_str(raw, "config.toml", &|_| None).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with("config.toml:4:1: model.model: duplicate key"),
+            "{text}"
+        );
+        let raw = "[queue]\ncap = 3\n[queue]\ncap = 4\n";
+        let err = crate::config::Config::from_toml_str(raw, "c.toml", &|_| None).unwrap_err();
+        assert!(err.to_string().contains("queue"), "{err}");
+    }
+
+    #[test]
+    fn key_at_finds_the_key_and_its_table() {
+        let raw = "top = 1\n[a.b]\nx = [\n  \"v\",\n]\n";
+        assert_eq!(super::key_at(raw, 2).as_deref(), Some("top"));
+        let at = raw.find("\"v\"").unwrap();
+        assert_eq!(super::key_at(raw, at).as_deref(), Some("a.b.x"));
+    }
 }

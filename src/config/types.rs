@@ -47,12 +47,17 @@ pub struct Config {
 pub struct StoreConfig {
     /// The sled folder; relative to the config file's folder (`~/.chela` without a file).
     pub path: PathBuf,
+    /// Open the store even when it has rolled back (`--accept-store-rollback`; never read
+    /// from the file).
+    #[serde(skip)]
+    pub accept_rollback: bool,
 }
 
 impl Default for StoreConfig {
     fn default() -> Self {
         Self {
             path: PathBuf::from("data"),
+            accept_rollback: false,
         }
     }
 }

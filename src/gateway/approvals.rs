@@ -12,6 +12,7 @@ use super::Core;
 use super::questions::{NotWaiting, PendingQuestions};
 use crate::agent::approval::{Approval, Approver};
 use crate::agent::provider::BoxFuture;
+use crate::domain::text::excerpt;
 
 /// Exec approvals waiting for an owner's `/approve`.
 pub type Approvals = PendingQuestions<Approval>;
@@ -27,9 +28,12 @@ fn answer(approvals: &Approvals, id: &str, decision: Approval) -> String {
     match approvals.answer(id, decision) {
         Ok(command) => format!("{what}: {command}"),
         Err(NotWaiting::Unknown) => {
-            format!("No approval {id} is waiting (answered, timed out or stopped).")
+            format!(
+                "No approval {} is waiting (answered, timed out or stopped).",
+                excerpt(id)
+            )
         }
-        Err(NotWaiting::Gone) => format!("Approval {id} is no longer waiting."),
+        Err(NotWaiting::Gone) => format!("Approval {} is no longer waiting.", excerpt(id)),
     }
 }
 

@@ -7,7 +7,7 @@ use chela_channel::Inbound;
 
 use super::Core;
 use crate::config::{DropPolicy, QueueMode};
-use crate::inbound::commands::{Command, HELP};
+use crate::inbound::commands::{Command, HELP, excerpt};
 use crate::lane::LaneSettings;
 
 /// How long `/stop` waits for the stopped run's final to be delivered before it answers.
@@ -202,8 +202,11 @@ fn model(core: &Core, key: &str, args: &str) -> String {
     let choice = match name {
         "" => return format!("Model: {}{}", model_line(core, key), choices()),
         "default" | "reset" => None,
+        _ if name.chars().any(char::is_control) => {
+            return "A model name cannot contain control characters.".to_owned();
+        }
         _ if !allowed.is_empty() && !allowed.iter().any(|m| m == name) => {
-            return format!("Unknown model {name}.{}", choices());
+            return format!("Unknown model {}.{}", excerpt(name), choices());
         }
         _ if name.contains(char::is_whitespace) => {
             return "Usage: /model [NAME|default]".to_owned();
@@ -263,21 +266,24 @@ pub fn parse_queue_args(mut current: LaneSettings, args: &str) -> Result<LaneSet
     for word in args.split_whitespace() {
         let word = word.to_lowercase();
         if let Some(v) = word.strip_prefix("debounce:") {
-            current.debounce =
-                parse_duration(v).ok_or_else(|| format!("Bad debounce: {v} (try 500ms or 2s)"))?;
+            current.debounce = parse_duration(v)
+                .ok_or_else(|| format!("Bad debounce: {} (try 500ms or 2s)", excerpt(v)))?;
         } else if let Some(v) = word.strip_prefix("cap:") {
             current.cap = v
                 .parse()
                 .ok()
                 .filter(|c| *c >= 1)
-                .ok_or_else(|| format!("Bad cap: {v} (a number >= 1)"))?;
+                .ok_or_else(|| format!("Bad cap: {} (a number >= 1)", excerpt(v)))?;
         } else if let Some(v) = word.strip_prefix("drop:") {
             current.drop = v
                 .parse::<DropPolicy>()
-                .map_err(|_| format!("Bad drop: {v} (summarize, old or new)"))?;
+                .map_err(|_| format!("Bad drop: {} (summarize, old or new)", excerpt(v)))?;
         } else {
             current.mode = word.parse::<QueueMode>().map_err(|_| {
-                format!("Unknown queue mode: {word} (steer, followup, collect or interrupt)")
+                format!(
+                    "Unknown queue mode: {} (steer, followup, collect or interrupt)",
+                    excerpt(&word)
+                )
             })?;
         }
     }
@@ -318,6 +324,18 @@ mod tests {
         assert_eq!(s.debounce, Duration::from_secs(2));
         assert_eq!(s.cap, 5);
         assert_eq!(s.drop, DropPolicy::Old);
+    }
+
+    #[test]
+    fn bad_queue_args_echo_only_a_short_excerpt() {
+        let long = format!("x{}", "y".repeat(5000));
+        let err = parse_queue_args(base(), &long).unwrap_err();
+        assert!(err.chars().count() < 120, "{err}");
+        assert!(err.contains("xyyy") && err.contains('…'), "{err}");
+        let err = parse_queue_args(base(), &format!("cap:{long}")).unwrap_err();
+        assert!(err.chars().count() < 120, "{err}");
+        let err = parse_queue_args(base(), "drop:a\u{1b}[31m").unwrap_err();
+        assert!(!err.contains('\u{1b}'), "{err:?}");
     }
 
     #[test]

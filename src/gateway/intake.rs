@@ -273,6 +273,10 @@ impl InboundSink for Router {
     fn accept(&self, inbound: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
         Box::pin(async move {
             let key = self.core.session_key(&inbound);
+            if crate::domain::text::is_blank(&inbound.text) {
+                tracing::debug!(session = %key, "blank message dropped");
+                return Ok(());
+            }
             match admit(&self.core, &key, inbound).await {
                 Some(inbound) => self.accept_for(key, inbound).await.map(|_| ()),
                 None => Ok(()),

@@ -172,14 +172,17 @@ impl Core {
         }
     }
 
-    /// Whether `sender_id` owns the bot on `channel` (configured, or made by pairing).
+    /// Whether `sender_id` owns the bot on `channel`: listed in `owner_allow_from`, or, only
+    /// while that list is empty, made owner by the first pairing.
     pub fn is_owner(&self, channel: &str, sender_id: &str) -> bool {
+        let commands = &self.config.commands;
         let id = format!("{channel}:{sender_id}");
-        self.config.commands.owner_allow_from.contains(&id)
-            || self
-                .store
-                .is_paired_owner(channel, sender_id)
-                .unwrap_or(false)
+        commands.owner_allow_from.contains(&id)
+            || (commands.pairing_makes_owners()
+                && self
+                    .store
+                    .is_paired_owner(channel, sender_id)
+                    .unwrap_or(false))
     }
 
     /// Sends a short message (command answers, notices) as one complete reply, waiting out
@@ -232,7 +235,7 @@ impl Gateway {
         config: Config,
         channels: Vec<Arc<dyn Channel>>,
     ) -> Result<Gateway, GatewayError> {
-        let store = Store::open(&config.store.path)?;
+        let store = Store::open_with(&config.store.path, config.store.accept_rollback)?;
         let shutdown = CancellationToken::new();
         let agent = crate::agent::build(&config, store.clone(), shutdown.clone())?;
         let runner = Arc::new(runner::AgentRunner::new());

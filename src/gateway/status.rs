@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 use super::Core;
 use crate::store::{Store, StoreError};
 
+/// The cursor-name suffix of a channel's count of undecodable updates it skipped.
+const UNDECODABLE: &str = ":undecodable";
+
 /// How many pending turns and dead letters are listed one by one.
 const LISTED: usize = 20;
 
@@ -58,6 +61,10 @@ pub struct StatusReport {
     pub dead_total: usize,
     /// The dead letters (at most 20).
     pub dead_letters: Vec<DeadLetter>,
+    /// Platform updates skipped because they could not be decoded, by channel account
+    /// (`telegram:default`).
+    #[serde(default)]
+    pub skipped_updates: BTreeMap<String, i64>,
 }
 
 impl StatusReport {
@@ -99,6 +106,11 @@ impl StatusReport {
                     session: entry.session_key.clone(),
                     preview: entry.text.chars().take(60).collect(),
                 })
+                .collect(),
+            skipped_updates: store
+                .cursors_ending(UNDECODABLE)?
+                .into_iter()
+                .map(|(name, n)| (name.trim_end_matches(UNDECODABLE).to_owned(), n))
                 .collect(),
         })
     }
@@ -147,6 +159,12 @@ impl StatusReport {
         for entry in &self.dead_letters {
             let _ = writeln!(out, "  #{} {} {:?}", entry.id, entry.session, entry.preview);
         }
+        if !self.skipped_updates.is_empty() {
+            let _ = writeln!(out, "undecodable updates skipped:");
+            for (account, n) in &self.skipped_updates {
+                let _ = writeln!(out, "  {account}: {n}");
+            }
+        }
         out
     }
 }
@@ -173,6 +191,7 @@ mod tests {
             undelivered: 0,
             dead_total: 0,
             dead_letters: Vec::new(),
+            skipped_updates: BTreeMap::new(),
         };
         let text = report.render();
         assert!(text.contains("channels: rpc, terminal\n"), "{text}");

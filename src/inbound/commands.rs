@@ -126,6 +126,8 @@ pub fn parse(text: &str, bot_username: Option<&str>) -> Option<Command> {
     }
 }
 
+pub use crate::domain::text::{ECHO_CHARS, excerpt, is_blank};
+
 /// True for the plain-text stop triggers.
 pub fn is_stop_trigger(text: &str) -> bool {
     let cleaned: String = text

@@ -80,7 +80,7 @@ impl Methods {
                 let NoParams {} = protocol::params(params)?;
                 self.api.status()
             }
-            other => match super::pairing::call(self.api.store(), other, params)
+            other => match super::pairing::call(self.api.as_ref(), other, params)
                 .await
                 .or_else(|| super::transcripts::call(self.api.store(), other, params))
             {

@@ -4,9 +4,9 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::api::GatewayApi;
 use super::protocol::{self, Fault};
 use crate::domain::message::now_ms;
-use crate::store::Store;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -17,11 +17,13 @@ struct CodeParams {
 
 /// Runs pairing method `method`; `None` when it is not one.
 pub(super) async fn call(
-    store: &Store,
+    api: &dyn GatewayApi,
     method: &str,
     params: &Value,
 ) -> Option<Result<Value, Fault>> {
+    let store = api.store();
     let internal = |e: crate::store::StoreError| Fault::internal(e.to_string());
+    let may_make_owner = api.config().commands.pairing_makes_owners();
     let result = match method {
         "pairing.list" => protocol::params::<super::methods::NoParams>(params).and_then(|_| {
             let requests = store.pairing_requests(now_ms()).map_err(internal)?;
@@ -29,7 +31,7 @@ pub(super) async fn call(
         }),
         "pairing.approve" => match protocol::params::<CodeParams>(params) {
             Ok(p) => store
-                .approve_pairing(&p.channel, &p.code, now_ms())
+                .approve_pairing(&p.channel, &p.code, now_ms(), may_make_owner)
                 .await
                 .map_err(internal)
                 .map(|approved| match approved {

@@ -15,6 +15,21 @@ impl Store {
         Ok(Some(i64::from_be_bytes(arr)))
     }
 
+    /// Every cursor whose name ends with `suffix`, by name.
+    pub fn cursors_ending(&self, suffix: &str) -> Result<Vec<(String, i64)>, StoreError> {
+        let mut out = Vec::new();
+        for kv in self.inner.cursors.iter() {
+            let (key, _) = kv.map_err(db_err)?;
+            let name = String::from_utf8_lossy(&key).into_owned();
+            if name.ends_with(suffix)
+                && let Some(value) = self.get_cursor(&name)?
+            {
+                out.push((name, value));
+            }
+        }
+        Ok(out)
+    }
+
     /// Sets the cursor called `name`; returns once it is on disk.
     pub async fn set_cursor(&self, name: &str, value: i64) -> Result<(), StoreError> {
         self.inner

@@ -21,7 +21,13 @@ pub fn dedupe_key(inbound: &Inbound) -> String {
 impl Store {
     /// Marks `dedupe_key` as seen at `now_ms`; true when it was not seen before. Atomic: of
     /// several concurrent callers with the same key exactly one gets true.
+    ///
+    /// A message dated at or before an accepted rollback's floor counts as seen (see
+    /// [`Store::open_with`]).
     pub fn mark_seen(&self, dedupe_key: &str, now_ms: u64) -> Result<bool, StoreError> {
+        if self.before_rollback(now_ms) {
+            return Ok(false);
+        }
         let swapped = self
             .inner
             .dedupe
@@ -32,6 +38,22 @@ impl Store {
             )
             .map_err(db_err)?;
         Ok(swapped.is_ok())
+    }
+
+    /// Whether a message dated `timestamp_ms` predates an accepted store rollback: it was
+    /// likely handled by the writes that were lost, so it is not answered again. Platform
+    /// dates may have whole seconds only, so the floor's own second still counts as new.
+    pub(super) fn before_rollback(&self, timestamp_ms: u64) -> bool {
+        let floor = self.inner.rollback_floor_ms / 1000 * 1000;
+        let before = floor > 0 && timestamp_ms < floor;
+        if before {
+            tracing::info!(
+                timestamp_ms,
+                floor,
+                "inbound older than the accepted store rollback; dropped"
+            );
+        }
+        before
     }
 
     /// Forgets marks first seen before `older_than_ms`; returns how many were removed.

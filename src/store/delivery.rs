@@ -19,6 +19,9 @@ impl Store {
         dedupe_key: &str,
         turn: &PendingTurn,
     ) -> Result<Option<u64>, StoreError> {
+        if self.before_rollback(turn.inbound.timestamp_ms) {
+            return Ok(None);
+        }
         let bytes = encode(turn)?;
         let seq = self.inner.db.generate_id().map_err(db_err)?;
         let mark = now_ms().to_be_bytes();

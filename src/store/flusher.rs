@@ -7,6 +7,8 @@ use std::sync::mpsc;
 
 use tokio::sync::oneshot;
 
+use super::highwater::HighWater;
+
 /// A caller waiting for its writes to be durable.
 type Waiter = oneshot::Sender<Result<(), String>>;
 
@@ -18,8 +20,14 @@ pub(super) struct Flusher {
 }
 
 impl Flusher {
-    /// Starts the flusher thread for `db`.
-    pub(super) fn start(db: sled::Db) -> std::io::Result<Flusher> {
+    /// Starts the flusher thread for `db`, whose generation is `generation`. Each flush
+    /// bumps the generation and, once sled made it durable, records it in `highwater`
+    /// (after answering the waiters, so they do not wait for that small fsync).
+    pub(super) fn start(
+        db: sled::Db,
+        mut generation: u64,
+        highwater: Option<HighWater>,
+    ) -> std::io::Result<Flusher> {
         let (queue, waiters) = mpsc::channel::<Waiter>();
         let thread = std::thread::Builder::new()
             .name("chela-store-flush".into())
@@ -27,9 +35,15 @@ impl Flusher {
                 while let Ok(first) = waiters.recv() {
                     let mut batch = vec![first];
                     batch.extend(waiters.try_iter());
-                    let result = db.flush().map(|_| ()).map_err(|e| e.to_string());
+                    let flushed = super::highwater::bump_generation(&db, generation)
+                        .map_err(|e| e.to_string())
+                        .and_then(|next| db.flush().map(|_| next).map_err(|e| e.to_string()));
                     for waiter in batch {
-                        let _ = waiter.send(result.clone());
+                        let _ = waiter.send(flushed.clone().map(|_| ()));
+                    }
+                    if let Ok(next) = flushed {
+                        generation = next;
+                        record(highwater.as_ref(), next);
                     }
                 }
             })?;
@@ -50,6 +64,16 @@ impl Flusher {
             .map_err(|_| stopped())?;
         rx.await
             .map_err(|_| "the store flusher has stopped".to_string())?
+    }
+}
+
+/// Writes `generation` to the high-water file, if there is one; a failure is logged (the
+/// mark only lags behind, which can hide a rollback but never raises a false one).
+fn record(highwater: Option<&HighWater>, generation: u64) {
+    if let Some(file) = highwater
+        && let Err(e) = file.write(generation, super::now_ms())
+    {
+        tracing::warn!(error = %e, "cannot write the store's high-water mark");
     }
 }
 

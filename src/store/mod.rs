@@ -27,6 +27,7 @@ mod delivery;
 mod entry;
 mod flusher;
 mod group_history;
+mod highwater;
 mod jsonl;
 mod outbox;
 mod pairing;
@@ -109,6 +110,28 @@ pub enum StoreError {
         /// Why it was rejected.
         reason: String,
     },
+    /// The store holds less than it once made durable: its files were damaged or replaced
+    /// by an older copy (see `highwater.rs`).
+    #[error(
+        "the store at {} has rolled back: it is at generation {found}, but generation {recorded} \
+         was made durable earlier (recorded in {}). Writes made since were lost (damaged or \
+         restored files), and chela could answer old messages again. chela refuses to start; \
+         restore the store from a backup, or run again with --accept-store-rollback to continue \
+         with what is left (messages older than the last recorded write are then not answered \
+         again)",
+        path.display(),
+        mark.display()
+    )]
+    RolledBack {
+        /// The store folder.
+        path: PathBuf,
+        /// The high-water file.
+        mark: PathBuf,
+        /// The generation found in the store.
+        found: u64,
+        /// The generation the high-water file recorded.
+        recorded: u64,
+    },
     /// Reading an import or writing an export failed.
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),
@@ -132,6 +155,9 @@ struct Inner {
     path: Option<PathBuf>,
     db: sled::Db,
     flusher: flusher::Flusher,
+    /// Inbound messages at or before this time (ms) count as seen: set when a rollback was
+    /// accepted, 0 otherwise.
+    rollback_floor_ms: u64,
     sessions: sled::Tree,
     transcript: sled::Tree,
     entry_ids: sled::Tree,
@@ -158,8 +184,16 @@ impl std::fmt::Debug for Store {
 impl Store {
     /// Opens (creating it and its parent folders if needed) the store in folder `path`.
     ///
-    /// Fails with [`StoreError::Locked`] when another process has it open.
+    /// Fails with [`StoreError::Locked`] when another process has it open, and with
+    /// [`StoreError::RolledBack`] when it lost writes it once made durable.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        Store::open_with(path, false)
+    }
+
+    /// Like [`Store::open`]; with `accept_rollback` a rolled-back store is opened anyway
+    /// (with a warning): it continues from the recorded generation, and inbound messages
+    /// older than the last recorded write are treated as already seen.
+    pub fn open_with(path: &Path, accept_rollback: bool) -> Result<Store, StoreError> {
         std::fs::create_dir_all(path).map_err(|e| StoreError::Open {
             path: path.to_path_buf(),
             reason: e.to_string(),
@@ -176,7 +210,12 @@ impl Store {
                 other => break other?,
             }
         };
-        Store::from_db(db, Some(path))
+        let (highwater, generation, accepted) = check_highwater(&db, &path, accept_rollback)?;
+        let store = Store::from_db(db, Some(path), generation, highwater)?;
+        if accepted {
+            store.settle_rollback()?;
+        }
+        Ok(store)
     }
 
     /// Opens a store that lives in a temporary folder and is deleted on drop (for tests).
@@ -186,10 +225,15 @@ impl Store {
             .cache_capacity(CACHE_CAPACITY)
             .open()
             .map_err(db_err)?;
-        Store::from_db(db, None)
+        Store::from_db(db, None, 0, None)
     }
 
-    fn from_db(db: sled::Db, path: Option<PathBuf>) -> Result<Store, StoreError> {
+    fn from_db(
+        db: sled::Db,
+        path: Option<PathBuf>,
+        generation: u64,
+        highwater: Option<highwater::HighWater>,
+    ) -> Result<Store, StoreError> {
         let tree = |name: &str| db.open_tree(name).map_err(db_err);
         let inner = Inner {
             sessions: tree("sessions")?,
@@ -207,7 +251,8 @@ impl Store {
             subagents: tree("subagents")?,
             group_history: tree("group_history")?,
             reply_journal: tree("reply_journal")?,
-            flusher: flusher::Flusher::start(db.clone())?,
+            rollback_floor_ms: highwater::stored_floor(&db)?,
+            flusher: flusher::Flusher::start(db.clone(), generation, highwater)?,
             db,
             path,
         };
@@ -257,6 +302,44 @@ fn open_db(path: &Path) -> Result<sled::Db, StoreError> {
             reason: e.to_string(),
         },
     })
+}
+
+/// Compares the store's generation with its high-water file (see `highwater.rs`); returns the
+/// open file, the generation to continue from, and whether a rollback was accepted.
+fn check_highwater(
+    db: &sled::Db,
+    path: &Path,
+    accept_rollback: bool,
+) -> Result<(Option<highwater::HighWater>, u64, bool), StoreError> {
+    let found = highwater::stored_generation(db)?;
+    let Some(mark_path) = highwater::HighWater::path_for(path) else {
+        return Ok((None, found, false));
+    };
+    let (file, mark) = highwater::HighWater::open(&mark_path).map_err(|e| StoreError::Open {
+        path: path.to_path_buf(),
+        reason: format!("cannot open {}: {e}", mark_path.display()),
+    })?;
+    match mark {
+        Some(mark) if found < mark.generation => {
+            if !accept_rollback {
+                return Err(StoreError::RolledBack {
+                    path: path.to_path_buf(),
+                    mark: mark_path,
+                    found,
+                    recorded: mark.generation,
+                });
+            }
+            tracing::warn!(
+                store = %path.display(),
+                found,
+                recorded = mark.generation,
+                "store rollback accepted (--accept-store-rollback): writes were lost; messages older than the last recorded write are not answered again"
+            );
+            highwater::accept(db, mark)?;
+            Ok((Some(file), mark.generation, true))
+        }
+        _ => Ok((Some(file), found, false)),
+    }
 }
 
 /// Whether this process has closed a store in `path`.
@@ -343,3 +426,7 @@ mod tests {
         assert!(iso_to_ms(&iso).is_some());
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod highwater_tests;

@@ -92,7 +92,8 @@ impl Store {
         Ok(out)
     }
 
-    /// Approves `code` on `channel`: the sender may DM the bot from now on. The first
+    /// Approves `code` on `channel`: the sender may DM the bot from now on. When
+    /// `may_make_owner` (no owner is configured in `commands.owner_allow_from`), the first
     /// approval on a channel with no owner makes that sender the owner. Returns the request
     /// and whether the sender became owner, or `None` for an unknown or expired code.
     pub async fn approve_pairing(
@@ -100,6 +101,7 @@ impl Store {
         channel: &str,
         code: &str,
         now_ms: u64,
+        may_make_owner: bool,
     ) -> Result<Option<(PairingRequest, bool)>, StoreError> {
         let code = code.trim().to_uppercase();
         let Some(request) = self.take_request(channel, &code, now_ms)? else {
@@ -117,7 +119,8 @@ impl Store {
             .scan_prefix(owner_prefix.as_bytes())
             .next()
             .is_some();
-        if !has_owner {
+        let becomes_owner = may_make_owner && !has_owner;
+        if becomes_owner {
             pairing
                 .insert(
                     format!("{owner_prefix}{}", request.sender_id),
@@ -126,7 +129,7 @@ impl Store {
                 .map_err(db_err)?;
         }
         self.flush().await?;
-        Ok(Some((request, !has_owner)))
+        Ok(Some((request, becomes_owner)))
     }
 
     /// Rejects `code`; returns the request it was, if any.
@@ -257,13 +260,13 @@ mod tests {
         };
         assert!(!store.is_paired("telegram", "default", "1").unwrap());
         let (req, owner) = store
-            .approve_pairing("telegram", &a.to_lowercase(), 5)
+            .approve_pairing("telegram", &a.to_lowercase(), 5, true)
             .await
             .unwrap()
             .unwrap();
         assert_eq!((req.sender_id.as_str(), owner), ("1", true));
         let (_, owner) = store
-            .approve_pairing("telegram", &b, 5)
+            .approve_pairing("telegram", &b, 5, true)
             .await
             .unwrap()
             .unwrap();
@@ -273,12 +276,31 @@ mod tests {
         assert!(!store.is_paired_owner("telegram", "2").unwrap());
         assert!(
             store
-                .approve_pairing("telegram", &a, 5)
+                .approve_pairing("telegram", &a, 5, true)
                 .await
                 .unwrap()
                 .is_none(),
             "a code works once"
         );
+    }
+
+    #[tokio::test]
+    async fn no_approval_makes_an_owner_when_owners_are_configured() {
+        let store = Store::temporary().unwrap();
+        let PairingOutcome::New(a) = store
+            .request_pairing("telegram", "default", "1", "Ann", 0)
+            .unwrap()
+        else {
+            panic!()
+        };
+        let (req, owner) = store
+            .approve_pairing("telegram", &a, 5, false)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((req.sender_id.as_str(), owner), ("1", false));
+        assert!(store.is_paired("telegram", "default", "1").unwrap());
+        assert!(!store.is_paired_owner("telegram", "1").unwrap());
     }
 
     #[tokio::test]
@@ -292,7 +314,7 @@ mod tests {
         };
         assert!(
             store
-                .approve_pairing("telegram", &a, CODE_TTL_MS + 1)
+                .approve_pairing("telegram", &a, CODE_TTL_MS + 1, true)
                 .await
                 .unwrap()
                 .is_none()
@@ -312,7 +334,7 @@ mod tests {
         );
         assert!(
             store
-                .approve_pairing("telegram", &b, 1)
+                .approve_pairing("telegram", &b, 1, true)
                 .await
                 .unwrap()
                 .is_none()

@@ -78,8 +78,15 @@ impl TgSetup {
 
     /// Starts `chela gateway`.
     pub fn gateway(&self) -> Gateway {
+        self.gateway_with(&[])
+    }
+
+    /// Starts `chela gateway <extra args>`.
+    pub fn gateway_with(&self, extra: &[&str]) -> Gateway {
+        let mut args = vec!["gateway"];
+        args.extend_from_slice(extra);
         Gateway {
-            chat: Some(Chat::spawn(self.setup.chela(&["gateway"]))),
+            chat: Some(Chat::spawn(self.setup.chela(&args))),
         }
     }
 

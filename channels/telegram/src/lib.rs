@@ -16,6 +16,7 @@
 mod api;
 mod errors;
 pub mod format;
+mod narrow;
 pub mod normalize;
 mod poll;
 pub mod webhook;

@@ -5,11 +5,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chela_channel::{ChannelError, InboundSink};
+use teloxide::RequestError;
 use teloxide::prelude::*;
 use teloxide::types::{AllowedUpdate, Me, UpdateKind};
 use tokio_util::sync::CancellationToken;
 
 use crate::errors::{channel_error, is_conflict};
+use crate::narrow::{Narrowed, count_skipped, narrow};
 use crate::normalize::normalize;
 
 /// Longest pause between two failed polls.
@@ -56,6 +58,26 @@ pub async fn poll(
         };
         let updates = match updates {
             Ok(updates) => updates,
+            Err(RequestError::InvalidJson { source, .. }) => {
+                tracing::warn!(error = %source, offset, "telegram: a getUpdates batch cannot be decoded; fetching one update at a time");
+                match narrow(bot, offset).await {
+                    Narrowed::Updates(updates) => updates,
+                    Narrowed::Skip(id, error) => {
+                        count_skipped(sink.as_ref(), account, id, &error).await;
+                        offset = id + 1;
+                        if let Err(e) = sink.save_cursor(&cursor, offset).await {
+                            tracing::error!(error = %e, "telegram: cannot save the update offset");
+                        }
+                        continue;
+                    }
+                    Narrowed::Retry => {
+                        if pause(&mut backoff, &shutdown).await {
+                            return Ok(());
+                        }
+                        continue;
+                    }
+                }
+            }
             Err(e) => {
                 if is_conflict(&e) {
                     tracing::warn!(
@@ -74,6 +96,11 @@ pub async fn poll(
         let before = offset;
         for update in updates {
             let next = i64::from(update.id.0) + 1;
+            if let UpdateKind::Error(value) = &update.kind {
+                // teloxide read its id but not its content.
+                let error = format!("unknown update shape: {}", excerpt(value));
+                count_skipped(sink.as_ref(), account, next - 1, &error).await;
+            }
             if let UpdateKind::Message(message) = &update.kind
                 && let Some(inbound) = normalize(message, me, account)
                 && let Err(e) = sink.accept(inbound).await
@@ -90,6 +117,11 @@ pub async fn poll(
             tracing::error!(error = %e, "telegram: cannot save the update offset");
         }
     }
+}
+
+/// The start of `value` as JSON, for a log line.
+fn excerpt(value: &serde_json::Value) -> String {
+    value.to_string().chars().take(120).collect()
 }
 
 /// Sleeps for the backoff (doubling it); true when shutdown fired meanwhile.

@@ -89,6 +89,13 @@ async fn receive(
     let update: Update = match serde_json::from_slice(&body) {
         Ok(update) => update,
         Err(e) => {
+            // An update whose id is readable but whose content is not is skipped: refused,
+            // Telegram would deliver it again and hold the later ones.
+            if let Some(id) = crate::narrow::update_id(&body) {
+                let error = e.to_string();
+                crate::narrow::count_skipped(hook.sink.as_ref(), &hook.account, id, &error).await;
+                return StatusCode::OK;
+            }
             tracing::warn!(error = %e, "telegram webhook: not an update");
             return StatusCode::BAD_REQUEST;
         }

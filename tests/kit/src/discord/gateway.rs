@@ -92,8 +92,16 @@ impl Connection {
         loop {
             wake.borrow_and_update();
             let (kick, outgoing, taken_over) = self.collect();
+            let raw_texts = self.shared.lock().raw_texts.clone();
             for payload in &outgoing {
-                send(socket, payload).await?;
+                let mut text = payload.to_string();
+                for (placeholder, raw) in &raw_texts {
+                    text = text.replace(placeholder.as_str(), raw);
+                }
+                socket
+                    .send(Message::Text(text.into()))
+                    .await
+                    .map_err(|_| Ended)?;
             }
             match kick {
                 Some(Kick::Drop) => return Err(Ended),

@@ -148,6 +148,9 @@ pub(crate) struct State {
     pub(crate) gateway_url: String,
     /// Role ids of guild members, by (guild, user); unknown members have none.
     pub(crate) member_roles: HashMap<(u64, u64), Vec<u64>>,
+    /// Placeholder texts and the raw JSON string content that replaces them in gateway
+    /// frames (see `FakeDiscord::user_sends_raw`).
+    pub(crate) raw_texts: Vec<(String, String)>,
 }
 
 impl State {
@@ -155,6 +158,7 @@ impl State {
         State {
             gateway_url,
             member_roles: HashMap::new(),
+            raw_texts: Vec::new(),
             calls: Vec::new(),
             guilds: BTreeMap::new(),
             channels: BTreeMap::new(),

@@ -48,6 +48,25 @@ impl FakeDiscord {
         self.user_sends_with(channel, author, content, MessageOptions::default())
     }
 
+    /// [`FakeDiscord::user_sends_with`] whose `content` is `raw` written into the gateway
+    /// frame as is, between the quotes: escapes stay as written, so `bad \ud800` gives a
+    /// `MESSAGE_CREATE` with a lone UTF-16 surrogate that strict JSON decoders reject.
+    pub fn user_sends_raw(
+        &self,
+        channel: ChannelSpec,
+        author: UserSpec,
+        raw: &str,
+        options: MessageOptions,
+    ) -> u64 {
+        let placeholder = {
+            let mut state = self.shared.lock();
+            let placeholder = format!("\u{e000}raw{}\u{e000}", state.raw_texts.len());
+            state.raw_texts.push((placeholder.clone(), raw.to_owned()));
+            placeholder
+        };
+        self.user_sends_with(channel, author, &placeholder, options)
+    }
+
     /// [`FakeDiscord::user_sends`] with mentions, a reply or attachments.
     pub fn user_sends_with(
         &self,

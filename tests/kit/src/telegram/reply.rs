@@ -85,5 +85,19 @@ pub(crate) fn ok(result: Value) -> Response {
     Json(json!({ "ok": true, "result": result })).into_response()
 }
 
+/// Like [`ok`], with each placeholder text replaced by its raw JSON string content (which
+/// may be JSON no decoder accepts, e.g. a lone surrogate `\ud800`).
+pub(crate) fn ok_raw(result: Value, raw_texts: &[(String, String)]) -> Response {
+    let mut text = json!({ "ok": true, "result": result }).to_string();
+    for (placeholder, raw) in raw_texts {
+        text = text.replace(placeholder.as_str(), raw);
+    }
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        text,
+    )
+        .into_response()
+}
+
 /// The result of a Bot API method.
 pub(crate) type ApiResult = Result<Value, ApiError>;

@@ -62,7 +62,9 @@ async fn handle(
         Ok(params) => dispatch(&shared, &method, &params).await,
         Err(error) => Err(error),
     };
+    let raw_texts = shared.lock().raw_texts.clone();
     match result {
+        Ok(value) if !raw_texts.is_empty() => reply::ok_raw(value, &raw_texts),
         Ok(value) => reply::ok(value),
         Err(error) => error.into_response(),
     }

@@ -205,6 +205,9 @@ pub(crate) struct State {
     pub(crate) faults: super::faults::Injector,
     /// Administrators by chat id (`getChatMember` answers `administrator` for them).
     pub(crate) admins: BTreeMap<i64, BTreeMap<i64, UserSpec>>,
+    /// Placeholder texts and the raw JSON string content that replaces them in response
+    /// bodies (see `FakeTelegram::user_sends_raw`).
+    pub(crate) raw_texts: Vec<(String, String)>,
 }
 
 impl State {

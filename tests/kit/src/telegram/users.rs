@@ -38,6 +38,19 @@ impl FakeTelegram {
             .insert(user.id, user.clone());
     }
 
+    /// `from` sends a message whose `text` is `raw` written into the JSON as is, between the
+    /// quotes: escapes stay as written, so `bad \ud800 text` gives an update with a lone
+    /// UTF-16 surrogate that strict JSON decoders reject. Returns the message id.
+    pub fn user_sends_raw(&self, chat: ChatSpec, from: UserSpec, raw: &str) -> i64 {
+        let placeholder = {
+            let mut state = self.shared.lock();
+            let placeholder = format!("\u{e000}raw{}\u{e000}", state.raw_texts.len());
+            state.raw_texts.push((placeholder.clone(), raw.to_owned()));
+            placeholder
+        };
+        self.user_sends(chat, from, &placeholder)
+    }
+
     /// `from` sends `text` in `chat`: queues a `message` update; returns the message id.
     pub fn user_sends(&self, chat: ChatSpec, from: UserSpec, text: &str) -> i64 {
         self.user_sends_with(chat, from, text, SendOptions::default())

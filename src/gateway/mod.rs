@@ -34,6 +34,9 @@ use crate::store::{Store, StoreError};
 /// How long shutdown waits at least for recorded finals to be delivered.
 const OUTBOX_SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 
+/// How long a notice waits at most for the finals of its conversation to go out first.
+const NOTICE_WAITS_FOR_FINALS: Duration = Duration::from_secs(10);
+
 /// How a finished run is announced (to `chela agent` and the RPC's `agent.wait`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunRecord {
@@ -199,6 +202,14 @@ impl Core {
         let channel = self
             .channel(&to.channel)
             .ok_or_else(|| format!("the {} channel is not running", to.channel))?;
+        // After the conversation's finals (a /stop answer follows the stopped reply), but
+        // not held for long by a final the platform keeps refusing.
+        if tokio::time::timeout(NOTICE_WAITS_FOR_FINALS, self.outbox.settled(to))
+            .await
+            .is_err()
+        {
+            tracing::debug!(channel = %to.channel, "a notice goes before a final still being retried");
+        }
         let mut reply = crate::reply::ReplyStream::new(channel, to.clone());
         reply.finish(text).await.map_err(|e| e.to_string())
     }

@@ -146,6 +146,18 @@ impl Outbox {
         let _ = rx.wait_for(|n| *n == 0).await;
     }
 
+    /// Waits until no final handed over for `to` is still being delivered (notices sent
+    /// into a conversation after its finals wait for them, so they keep their order).
+    pub async fn settled(&self, to: &Conversation) {
+        let mut rx = self.inner.in_flight.subscribe();
+        loop {
+            let busy = self.inner.queues.lock().is_ok_and(|q| q.contains_key(to));
+            if !busy || rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
     /// Counters since start.
     pub fn counters(&self) -> &OutboxCounters {
         &self.inner.counters
@@ -155,21 +167,25 @@ impl Outbox {
 impl Inner {
     /// Delivers `to`'s queue, oldest first, until it is empty.
     async fn run_conversation(self: Arc<Self>, to: Conversation) {
-        loop {
-            let next = match self.queues.lock() {
-                Ok(mut queues) => {
-                    let next = queues.get_mut(&to).and_then(VecDeque::pop_front);
-                    if next.is_none() {
-                        queues.remove(&to);
-                    }
-                    next
-                }
-                Err(_) => None,
-            };
-            let Some(delivery) = next else { return };
+        let mut next = self.next_of(&to);
+        while let Some(delivery) = next {
             self.deliver(delivery).await;
+            // The conversation leaves the map before the count drops, so a waiter woken by
+            // the count sees it settled.
+            next = self.next_of(&to);
             self.in_flight.send_modify(|n| *n = n.saturating_sub(1));
         }
+    }
+
+    /// The next delivery of `to`; when there is none the conversation's task ends (it is
+    /// removed from the map under the same lock that `submit` checks).
+    fn next_of(&self, to: &Conversation) -> Option<Delivery> {
+        let mut queues = self.queues.lock().ok()?;
+        let next = queues.get_mut(to).and_then(VecDeque::pop_front);
+        if next.is_none() {
+            queues.remove(to);
+        }
+        next
     }
 
     /// Delivers one final: retried until delivered, refused for good, too old, or shutdown.

@@ -290,3 +290,21 @@ async fn a_reply_refused_for_good_is_dead_lettered_at_once() {
     let texts: Vec<String> = channel.sends().into_iter().map(|(_, _, t)| t).collect();
     assert_eq!(texts, ["hello", "next"], "one try, then the next final");
 }
+
+#[tokio::test(start_paused = true)]
+async fn settled_waits_for_the_conversations_finals_only() {
+    let channel = Scripted::new();
+    channel.gate.send_replace(false);
+    let (outbox, store) = outbox(&channel, Duration::from_secs(600));
+    submit(&outbox, &store, "slow", "s1").await;
+    // Another conversation has nothing in flight.
+    outbox.settled(&chat("b")).await;
+    let waiting = outbox.clone();
+    let settled = tokio::spawn(async move { waiting.settled(&chat("slow")).await });
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(!settled.is_finished());
+    channel.gate.send_replace(true);
+    settled.await.unwrap();
+    let texts: Vec<String> = channel.sends().into_iter().map(|(_, _, t)| t).collect();
+    assert_eq!(texts, ["s1"]);
+}

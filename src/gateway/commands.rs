@@ -10,9 +10,6 @@ use crate::config::{DropPolicy, QueueMode};
 use crate::inbound::commands::{Command, HELP, excerpt};
 use crate::lane::LaneSettings;
 
-/// How long `/stop` waits for the stopped run's final to be delivered before it answers.
-const STOP_ANSWER_WAIT: Duration = Duration::from_secs(10);
-
 /// Handles one command from `inbound` for session `key` and answers in its conversation.
 /// Returns a message to run next (the text after `/new`).
 pub async fn handle(
@@ -38,14 +35,6 @@ pub async fn handle(
                 Ok(_) => "Nothing to stop.".to_string(),
                 Err(e) => format!("Cannot stop: {e}"),
             };
-            // The stopped run's final goes out before the answer (bounded: a chat the
-            // platform keeps refusing must not hold the answer for long).
-            if tokio::time::timeout(STOP_ANSWER_WAIT, core.outbox.settled(to))
-                .await
-                .is_err()
-            {
-                tracing::info!(session = %key, "the stopped run's final is still being delivered");
-            }
             // Its sub-agents stop too, and their end is not reported back.
             match super::subagent::stop_children(core, key).await {
                 0 => answer,

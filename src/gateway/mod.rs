@@ -39,6 +39,9 @@ pub use crate::domain::run::RunRecord;
 /// How long shutdown waits at least for recorded finals to be delivered.
 const OUTBOX_SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 
+/// How long a notice waits at most for the finals of its conversation to go out first.
+const NOTICE_WAITS_FOR_FINALS: Duration = Duration::from_secs(10);
+
 /// Why the gateway could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
@@ -199,6 +202,14 @@ impl Core {
         let channel = self
             .channel(&to.channel)
             .ok_or_else(|| SendError::NotRunning(to.channel.clone()))?;
+        // After the conversation's finals (a /stop answer follows the stopped reply), but
+        // not held for long by a final the platform keeps refusing.
+        if tokio::time::timeout(NOTICE_WAITS_FOR_FINALS, self.outbox.settled(to))
+            .await
+            .is_err()
+        {
+            tracing::debug!(channel = %to.channel, "a notice goes before a final still being retried");
+        }
         let mut reply = crate::reply::ReplyStream::new(channel, to.clone());
         Ok(reply.finish(text).await?)
     }

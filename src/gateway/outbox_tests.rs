@@ -292,7 +292,7 @@ async fn a_reply_refused_for_good_is_dead_lettered_at_once() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn settled_waits_for_the_chats_queued_finals_only() {
+async fn settled_waits_for_every_final_queued_before_it() {
     let channel = Scripted::new();
     channel.refuse(
         "a",
@@ -304,14 +304,26 @@ async fn settled_waits_for_the_chats_queued_finals_only() {
     outbox.settled(&chat("a")).await;
     submit(&outbox, &store, "a", "first").await;
     submit(&outbox, &store, "a", "second").await;
-    outbox.settled(&chat("b")).await;
-    assert_eq!(
-        Instant::now() - channel.start,
-        Duration::ZERO,
-        "b has nothing queued"
-    );
     outbox.settled(&chat("a")).await;
     let texts: Vec<String> = channel.sends().into_iter().map(|(_, _, t)| t).collect();
     assert_eq!(texts, ["first", "first", "second"]);
     assert!(Instant::now() - channel.start >= Duration::from_millis(3_000));
+}
+
+#[tokio::test(start_paused = true)]
+async fn settled_waits_for_the_conversations_finals_only() {
+    let channel = Scripted::new();
+    channel.gate.send_replace(false);
+    let (outbox, store) = outbox(&channel, Duration::from_secs(600));
+    submit(&outbox, &store, "slow", "s1").await;
+    // Another conversation has nothing in flight.
+    outbox.settled(&chat("b")).await;
+    let waiting = outbox.clone();
+    let settled = tokio::spawn(async move { waiting.settled(&chat("slow")).await });
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(!settled.is_finished());
+    channel.gate.send_replace(true);
+    settled.await.unwrap();
+    let texts: Vec<String> = channel.sends().into_iter().map(|(_, _, t)| t).collect();
+    assert_eq!(texts, ["s1"]);
 }

@@ -34,7 +34,7 @@ pub use error::{ConfigError, Location, ParseEnumError};
 pub use hooks::{HookConfig, HooksConfig};
 pub use rpc::{DEFAULT_RPC_LISTEN, RpcConfig};
 pub use tools::{
-    ExecApprovals, TOOL_GROUPS, TOOL_NAMES, ToolProfile, ToolScopeConfig, ToolsConfig,
+    ExecApprovals, ExecConfig, SandboxMode, TOOL_GROUPS, TOOL_NAMES, ToolProfile, ToolScopeConfig, ToolsConfig,
     expand_tool_name,
 };
 pub use types::{
@@ -166,6 +166,11 @@ impl Config {
             *dir = resolve(dir);
         }
         self.agent.managed_skills_dir = resolve(&self.agent.managed_skills_dir);
+        let exec = &mut self.tools.exec;
+        for dir in exec.allow_read.iter_mut().chain(exec.allow_write.iter_mut()) {
+            *dir = resolve(dir);
+        }
+        self.base_dir = Some(base_dir.to_path_buf());
         for harness in self.acp.agents.values_mut() {
             if let Some(cwd) = harness.cwd.as_mut() {
                 *cwd = resolve(cwd);

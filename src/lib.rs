@@ -8,6 +8,7 @@
 //! - [`agent`]: the run: message model, context, provider streaming, tools, typed events.
 //! - [`reply`]: run events -> chat: preview edits, splitting, pacing, typing, finals.
 //! - [`rpc`]: the gateway API over WebSocket (agent, agent.wait, abort, sessions, status, events).
+//! - [`sandbox`]: what the agent's processes reach: scrubbed env, process groups, Landlock.
 //! - [`store`]: the sled store: typed trees, transcripts, pending queue, outbox, JSONL export/import.
 
 pub mod acp;
@@ -18,6 +19,7 @@ pub mod inbound;
 pub mod lane;
 pub mod reply;
 pub mod rpc;
+pub mod sandbox;
 pub mod store;
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]

@@ -235,7 +235,9 @@ fn alive(pid: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_kills_a_running_tool_and_everything_it_started() {
     let setup = Setup::openai("steer").await;
-    let (sh, child) = (setup.path("sh.pid"), setup.path("child.pid"));
+    // In the workspace: the exec sandbox lets commands write nowhere else.
+    std::fs::create_dir_all(setup.path("ws")).unwrap();
+    let (sh, child) = (setup.path("ws/sh.pid"), setup.path("ws/child.pid"));
     let command = format!(
         "echo $$ > {}; sleep 300 & echo $! > {}.tmp; mv {1}.tmp {1}; wait",
         sh.display(),

@@ -37,6 +37,10 @@ pub struct Config {
     pub hooks: super::hooks::HooksConfig,
     /// `[rpc]`: the gateway API over WebSocket.
     pub rpc: super::rpc::RpcConfig,
+    /// The folder the config file is in (relative paths were resolved against it); set by
+    /// loading, never read from the file. The exec sandbox keeps it out of reach.
+    #[serde(skip)]
+    pub base_dir: Option<std::path::PathBuf>,
 }
 
 /// `[store]`.

@@ -1,7 +1,8 @@
 //! The RPC's discovery file, `<store.path>.rpc`: written by a running gateway so that the
 //! local `chela` commands, which find the store in use, know where its RPC listens (also
-//! with `listen = "...:0"`) and, when the gateway made its own token, what it is. Created
-//! readable by this user only; removed at shutdown.
+//! with `listen = "...:0"`), when the gateway made its own token, what it is, and always the
+//! operator token that methods changing who may talk to the bot need. Created readable by
+//! this user only (and out of reach of the exec sandbox); removed at shutdown.
 
 use std::path::{Path, PathBuf};
 
@@ -17,6 +18,9 @@ pub struct Discovery {
     /// The token, only when the gateway made it (no `rpc.token` configured).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
+    /// The operator token: made at each start, presented by the local `chela` commands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator_token: Option<String>,
 }
 
 /// The discovery file of the store at `store_path`.
@@ -80,6 +84,7 @@ mod tests {
             address: "127.0.0.1:4000".into(),
             pid: std::process::id(),
             token: Some(new_token()),
+            operator_token: Some(new_token()),
         };
         write(&path, &d).unwrap();
         write(&path, &d).unwrap();
@@ -102,6 +107,7 @@ mod tests {
             address: "127.0.0.1:1".into(),
             pid: std::process::id().wrapping_add(1),
             token: None,
+            operator_token: None,
         };
         write(&path, &d).unwrap();
         remove(&path);

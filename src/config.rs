@@ -34,8 +34,8 @@ pub use error::{ConfigError, Location, ParseEnumError};
 pub use hooks::{HookConfig, HooksConfig};
 pub use rpc::{DEFAULT_RPC_LISTEN, RpcConfig};
 pub use tools::{
-    ExecApprovals, ExecConfig, SandboxMode, TOOL_GROUPS, TOOL_NAMES, ToolProfile, ToolScopeConfig, ToolsConfig,
-    expand_tool_name,
+    ExecApprovals, ExecConfig, SandboxMode, TOOL_GROUPS, TOOL_NAMES, ToolProfile, ToolScopeConfig,
+    ToolsConfig, expand_tool_name,
 };
 pub use types::{
     AgentConfig, Config, DmScope, DropPolicy, ModelConfig, ProviderKind, QueueConfig, QueueMode,
@@ -167,7 +167,11 @@ impl Config {
         }
         self.agent.managed_skills_dir = resolve(&self.agent.managed_skills_dir);
         let exec = &mut self.tools.exec;
-        for dir in exec.allow_read.iter_mut().chain(exec.allow_write.iter_mut()) {
+        for dir in exec
+            .allow_read
+            .iter_mut()
+            .chain(exec.allow_write.iter_mut())
+        {
             *dir = resolve(dir);
         }
         self.base_dir = Some(base_dir.to_path_buf());

@@ -105,8 +105,5 @@ async fn a_before_tool_hook_blocks_rm_and_an_after_run_hook_sees_each_run() {
     );
     // Provider keys are not a hook's either, unless named in its pass_env.
     assert!(!env.contains("PROVIDER_SEEN"), "{env}");
-    assert!(
-        env.lines().any(|l| l.starts_with("PATH=")),
-        "{env}"
-    );
+    assert!(env.lines().any(|l| l.starts_with("PATH=")), "{env}");
 }

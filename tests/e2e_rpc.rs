@@ -396,8 +396,17 @@ async fn pairing_needs_the_operator_token_of_the_discovery_file() {
     let mut rpc = client(&address).await;
     match rpc.call("pairing.approve", params.clone()).await {
         Err(ClientError::Fault(fault)) => {
-            assert_eq!(fault.code, chela::rpc::protocol::FORBIDDEN, "{}", fault.message);
-            assert!(fault.message.contains("operator token"), "{}", fault.message);
+            assert_eq!(
+                fault.code,
+                chela::rpc::protocol::FORBIDDEN,
+                "{}",
+                fault.message
+            );
+            assert!(
+                fault.message.contains("operator token"),
+                "{}",
+                fault.message
+            );
         }
         other => panic!("the client token reached pairing.approve: {other:?}"),
     }

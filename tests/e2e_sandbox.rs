@@ -66,7 +66,11 @@ async fn landlock_keeps_exec_in_the_workspace() {
     assert!(s.path("ws/made.txt").is_file());
     assert!(!s.path("escape.txt").exists());
     // The system stays usable: programs run, /dev/null and the temp folder are writable.
-    let text = exec(&s, "ls /usr/bin >/dev/null && t=$(mktemp) && echo ok > $t && cat $t").await;
+    let text = exec(
+        &s,
+        "ls /usr/bin >/dev/null && t=$(mktemp) && echo ok > $t && cat $t",
+    )
+    .await;
     assert_eq!(text, "done: ok\n[exit code 0]");
 }
 
@@ -98,5 +102,8 @@ async fn provider_keys_reach_exec_only_when_passed() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     // Only the passed variable matched, in the background and in the foreground: one line.
-    assert!(stdout.contains(r#""text":"done: 1\n1\n[exit code 0]""#), "{stdout}");
+    assert!(
+        stdout.contains(r#""text":"done: 1\n1\n[exit code 0]""#),
+        "{stdout}"
+    );
 }

@@ -50,7 +50,9 @@ mod tests {
     use super::*;
 
     fn vars(list: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
-        list.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect()
+        list.iter()
+            .map(|(k, v)| ((*k).into(), (*v).into()))
+            .collect()
     }
 
     #[test]

@@ -107,10 +107,7 @@ impl ExecSandbox {
             ),
             Mode::Landlock { rules, .. } => (
                 true,
-                format!(
-                    "landlock: commands write only to {}",
-                    join(&rules.write)
-                ),
+                format!("landlock: commands write only to {}", join(&rules.write)),
             ),
             Mode::Unavailable(why) => (
                 false,

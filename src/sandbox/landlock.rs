@@ -15,8 +15,7 @@ const ABI_USED: ABI = ABI::V6;
 
 /// System folders a sandboxed command may read and execute from (those that exist).
 pub const SYSTEM_READ: &[&str] = &[
-    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc",
-    "/sys",
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc", "/sys",
 ];
 
 /// Device folders: read and write of existing files (`/dev/null`, terminals), no creation.

@@ -95,7 +95,10 @@ pub fn main(args: &[OsString]) -> ExitCode {
         None => return ExitCode::from(2),
     };
     let error = std::process::Command::new(name).args(rest).exec();
-    eprintln!("chela {SUBCOMMAND}: cannot run {}: {error}", name.to_string_lossy());
+    eprintln!(
+        "chela {SUBCOMMAND}: cannot run {}: {error}",
+        name.to_string_lossy()
+    );
     ExitCode::from(NOT_STARTED)
 }
 

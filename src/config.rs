@@ -37,10 +37,10 @@ pub use env::{
 };
 pub use error::{ConfigError, Location, ParseEnumError};
 pub use hooks::{HookConfig, HooksConfig};
-pub use rpc::{DEFAULT_RPC_LISTEN, RpcConfig};
+pub use rpc::{DEFAULT_RPC_LISTEN, RpcConfig, discovery_path_for};
 pub use tools::{
-    ExecApprovals, TOOL_GROUPS, TOOL_NAMES, ToolProfile, ToolScopeConfig, ToolsConfig,
-    expand_tool_name,
+    ExecApprovals, ExecConfig, SandboxMode, TOOL_GROUPS, TOOL_NAMES, ToolProfile, ToolScopeConfig,
+    ToolsConfig, expand_tool_name,
 };
 pub use types::{
     AgentConfig, Config, DmScope, DropPolicy, ModelConfig, ProviderKind, QueueConfig, QueueMode,
@@ -171,6 +171,15 @@ impl Config {
             *dir = resolve(dir);
         }
         self.agent.managed_skills_dir = resolve(&self.agent.managed_skills_dir);
+        let exec = &mut self.tools.exec;
+        for dir in exec
+            .allow_read
+            .iter_mut()
+            .chain(exec.allow_write.iter_mut())
+        {
+            *dir = resolve(dir);
+        }
+        self.base_dir = Some(base_dir.to_path_buf());
         for harness in self.acp.agents.values_mut() {
             if let Some(cwd) = harness.cwd.as_mut() {
                 *cwd = resolve(cwd);

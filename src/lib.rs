@@ -10,6 +10,7 @@
 //! - [`lane`]: one FIFO lane per session, the global run limit, the four queue modes.
 //! - [`acp`]: coding agents over ACP: the client, bindings and their processes.
 //! - [`agent`]: the run: context, provider streaming, tools, skills, hooks, compaction.
+//! - [`sandbox`]: what the agent's processes reach: scrubbed env, process groups, Landlock.
 //! - [`store`]: the sled store: typed trees, transcripts, pending queue, outbox, JSONL export/import.
 //! - [`config`]: `config.toml` -> typed [`config::Config`]; `${ENV}` substitution; errors name the key.
 //! - [`domain`]: the shared types at the bottom: session keys, messages, run events and records.
@@ -25,6 +26,7 @@ pub mod inbound;
 pub mod lane;
 pub mod reply;
 pub mod rpc;
+pub mod sandbox;
 pub mod store;
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]

@@ -67,6 +67,14 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // The exec sandbox's trampoline: nothing else may run first (one thread, no config).
+    let raw: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if raw
+        .first()
+        .is_some_and(|a| a == chela::sandbox::trampoline::SUBCOMMAND)
+    {
+        return chela::sandbox::trampoline::main(&raw[1..]);
+    }
     let args = match Args::try_parse() {
         Ok(args) => args,
         Err(e) => {

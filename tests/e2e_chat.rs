@@ -61,8 +61,10 @@ async fn a_plain_stop_message_acts_like_slash_stop() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_during_a_tool_call_is_steered_into_the_run() {
     let setup = Setup::openai("steer").await;
-    let fifo = setup.path("gate");
-    let started = setup.path("started");
+    // In the workspace: the exec sandbox lets commands write nowhere else.
+    std::fs::create_dir_all(setup.path("ws")).unwrap();
+    let fifo = setup.path("ws/gate");
+    let started = setup.path("ws/started");
     let made = std::process::Command::new("mkfifo")
         .arg(&fifo)
         .status()
@@ -235,7 +237,9 @@ fn alive(pid: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_kills_a_running_tool_and_everything_it_started() {
     let setup = Setup::openai("steer").await;
-    let (sh, child) = (setup.path("sh.pid"), setup.path("child.pid"));
+    // In the workspace: the exec sandbox lets commands write nowhere else.
+    std::fs::create_dir_all(setup.path("ws")).unwrap();
+    let (sh, child) = (setup.path("ws/sh.pid"), setup.path("ws/child.pid"));
     let command = format!(
         "echo $$ > {}; sleep 300 & echo $! > {}.tmp; mv {1}.tmp {1}; wait",
         sh.display(),

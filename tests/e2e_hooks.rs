@@ -1,6 +1,6 @@
 //! End-to-end: `[hooks]` through the binary. A `before_tool` hook blocks `exec` of commands
 //! with `rm` (the model sees why, the file stays); an `after_run` hook gets each run's JSON,
-//! without chela's secrets in its environment.
+//! without chela's secrets or provider keys in its environment (only what `pass_env` names).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -22,6 +22,7 @@ tools = ["exec"]
 [[hooks.after_run]]
 command = ["sh", "-c", "cat >> runs.jsonl; echo >> runs.jsonl; env > hook-env.txt"]
 timeout_s = 5
+pass_env = ["SOME_TOOL_VAR"]
 "#;
 
 /// `chela agent --json --message text` with secrets in its environment; the JSON line.
@@ -29,7 +30,8 @@ async fn agent(s: &Setup, text: &str) -> Value {
     let mut cmd = s.chela(&["agent", "--json", "--message", text]);
     cmd.env("TELEGRAM_BOT_TOKEN", "TOKEN_SEEN")
         .env("CHELA_RPC_TOKEN", "CHELA_SEEN")
-        .env("SOME_TOOL_VAR", "PLAIN_SEEN_ok");
+        .env("SOME_TOOL_VAR", "PLAIN_SEEN_ok")
+        .env("OPENAI_API_KEY", "PROVIDER_SEEN");
     let out = run_to_end(cmd).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -101,4 +103,7 @@ async fn a_before_tool_hook_blocks_rm_and_an_after_run_hook_sees_each_run() {
         !env.contains("TOKEN_SEEN") && !env.contains("CHELA_SEEN"),
         "{env}"
     );
+    // Provider keys are not a hook's either, unless named in its pass_env.
+    assert!(!env.contains("PROVIDER_SEEN"), "{env}");
+    assert!(env.lines().any(|l| l.starts_with("PATH=")), "{env}");
 }

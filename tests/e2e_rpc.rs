@@ -386,3 +386,43 @@ async fn a_busy_rpc_address_is_a_clear_error_and_no_rpc_is_explained() {
     assert!(stderr.contains("[rpc] listen"), "{stderr}");
     stop(chat).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pairing_needs_the_operator_token_of_the_discovery_file() {
+    let setup = Setup::openai("steer").await;
+    let (chat, address) = gateway(&setup).await;
+    let params = json!({"channel": "telegram", "code": "ABCD1234"});
+    // The configured (client) token does not change who may talk to the bot.
+    let mut rpc = client(&address).await;
+    match rpc.call("pairing.approve", params.clone()).await {
+        Err(ClientError::Fault(fault)) => {
+            assert_eq!(
+                fault.code,
+                chela::rpc::protocol::FORBIDDEN,
+                "{}",
+                fault.message
+            );
+            assert!(
+                fault.message.contains("operator token"),
+                "{}",
+                fault.message
+            );
+        }
+        other => panic!("the client token reached pairing.approve: {other:?}"),
+    }
+    assert!(rpc.call("pairing.list", json!({})).await.is_ok());
+    // The operator token, in the discovery file beside the store, does.
+    let found = chela::rpc::discovery::read(&setup.path("data.rpc")).unwrap();
+    let operator = found.operator_token.unwrap();
+    assert_ne!(operator, TOKEN);
+    let mut op = RpcClient::connect(&address, &operator).await.unwrap();
+    let approved = op.call("pairing.approve", params).await.unwrap();
+    assert_eq!(approved["request"], Value::Null);
+    // And `chela pairing`, run by the operator, reads it from there.
+    let out = setup
+        .run(&["pairing", "approve", "telegram", "ABCD1234"])
+        .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no pending code ABCD1234"), "{stderr}");
+    stop(chat).await;
+}

@@ -1,5 +1,5 @@
 //! End-to-end: commands a model runs (`exec`) do not see chela's own secrets (bot tokens,
-//! `CHELA_*` variables), while the rest of the environment passes through.
+//! `CHELA_*` variables), while variables named in `[tools.exec] pass_env` pass through.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -9,6 +9,10 @@ use common::{Setup, run_to_end};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exec_does_not_inherit_chelas_secrets() {
     let s = Setup::openai("followup").await;
+    // Beyond PATH, HOME, LANG and the like, only variables named here pass.
+    let config = std::fs::read_to_string(s.config()).unwrap();
+    let config = format!("{config}\n[tools.exec]\npass_env = [\"SOME_TOOL_VAR\"]\n");
+    std::fs::write(s.config(), config).unwrap();
     for pty in [false, true] {
         let mut cmd = s.chela(&[
             "agent",

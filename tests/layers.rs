@@ -9,7 +9,8 @@ use std::path::Path;
 
 /// Top to bottom.
 const LAYERS: &[&str] = &[
-    "gateway", "rpc", "inbound", "reply", "lane", "acp", "agent", "store", "config", "domain",
+    "gateway", "rpc", "inbound", "reply", "lane", "acp", "agent", "sandbox", "store", "config",
+    "domain",
 ];
 
 /// `text` without `#[cfg(test)]` items (brace-matched, as `layers.py` does).

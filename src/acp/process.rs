@@ -11,14 +11,14 @@ use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
 use super::AcpError;
-
-/// How long the group has to exit after SIGTERM before it gets SIGKILL.
-const TERM_GRACE: Duration = Duration::from_millis(1500);
+use crate::sandbox::{GRACE, ProcessGroup};
 
 /// A running agent process.
 #[derive(Debug)]
 pub struct AgentProcess {
     pid: u32,
+    /// Its process group, killed when the process is dropped.
+    group: ProcessGroup,
     /// `None` while running, then how it ended.
     exit: watch::Receiver<Option<Exit>>,
 }
@@ -51,8 +51,9 @@ pub struct Pipes {
 }
 
 impl AgentProcess {
-    /// Starts `argv` in `cwd` with `env` added, in a new process group. Its stderr goes to the
-    /// log, line by line, under `harness`.
+    /// Starts `argv` in `cwd` from the scrubbed environment plus `env` (the harness's
+    /// configured variables: a model key reaches it only when configured there), in a new
+    /// process group. Its stderr goes to the log, line by line, under `harness`.
     pub fn spawn(
         harness: &str,
         argv: &[String],
@@ -63,14 +64,10 @@ impl AgentProcess {
             harness: harness.to_owned(),
             reason: "its command is empty".to_owned(),
         })?;
-        let mut command = Command::new(program);
-        // chela's own secrets (bot tokens, the RPC token) are not the coding agent's business:
-        // it runs shell commands a model chose.
-        for name in crate::config::chela_secrets_present() {
-            command.env_remove(name);
-        }
-        let mut child = command
+        let mut child = Command::new(program)
             .args(args)
+            .env_clear()
+            .envs(crate::sandbox::env::scrubbed(&[]))
             .envs(env)
             .current_dir(cwd)
             .stdin(Stdio::piped())
@@ -120,7 +117,8 @@ impl AgentProcess {
             };
             let _ = tx.send(Some(exit));
         });
-        Ok((AgentProcess { pid, exit }, Pipes { stdin, stdout }))
+        let group = ProcessGroup::led_by(Some(pid));
+        Ok((AgentProcess { pid, group, exit }, Pipes { stdin, stdout }))
     }
 
     /// The process id (also its process group id).
@@ -151,31 +149,17 @@ impl AgentProcess {
         tokio::time::timeout(wait, self.exited()).await.ok()
     }
 
-    /// Ends the whole process group: SIGTERM, then SIGKILL after a grace period. Grandchildren
+    /// Ends the whole process group: SIGTERM, up to [`GRACE`] for the agent to exit, then
+    /// SIGKILL to the group (the leader may be gone while its children live on). Grandchildren
     /// that left the group are out of reach (as with any process supervisor).
     pub async fn terminate(&self) {
-        signal_group(self.pid, nix::sys::signal::Signal::SIGTERM);
-        if self.exited_within(TERM_GRACE).await.is_none() {
-            signal_group(self.pid, nix::sys::signal::Signal::SIGKILL);
-            let _ = self.exited_within(TERM_GRACE).await;
-        }
-        // The leader may be gone while children of the group live on.
-        signal_group(self.pid, nix::sys::signal::Signal::SIGKILL);
+        self.group
+            .stop(async {
+                self.exited().await;
+            })
+            .await;
+        let _ = self.exited_within(GRACE).await;
     }
-}
-
-impl Drop for AgentProcess {
-    fn drop(&mut self) {
-        signal_group(self.pid, nix::sys::signal::Signal::SIGKILL);
-    }
-}
-
-fn signal_group(pid: u32, signal: nix::sys::signal::Signal) {
-    let Ok(pid) = i32::try_from(pid) else {
-        return;
-    };
-    // ESRCH (the group is gone) is the expected case after a clean exit.
-    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), signal);
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 use tokio::sync::watch;
 
 use crate::agent::tools::paths::resolve_in_workspace;
+use crate::sandbox::ProcessGroup;
 
 /// Most terminals one connection may hold at once.
 const MAX_TERMINALS: usize = 32;
@@ -60,7 +61,8 @@ impl Buffer {
 }
 
 struct Term {
-    pid: Option<u32>,
+    /// The command's group; dropped while armed (the command still runs), it is killed.
+    group: ProcessGroup,
     output: Arc<Mutex<Buffer>>,
     exit: watch::Receiver<Option<TermExit>>,
 }
@@ -110,8 +112,10 @@ impl Terminals {
         let mut builder = CommandBuilder::new(command);
         builder.args(args);
         builder.cwd(&cwd);
-        for name in crate::config::chela_secrets_present() {
-            builder.env_remove(name);
+        // The scrubbed environment, then what the agent asked for.
+        builder.env_clear();
+        for (name, value) in crate::sandbox::env::scrubbed(&[]) {
+            builder.env(name, value);
         }
         for (name, value) in env {
             builder.env(name, value);
@@ -133,7 +137,8 @@ impl Terminals {
             ..Buffer::default()
         }));
         let (exit_tx, exit) = watch::channel(None);
-        let pid = child.process_id();
+        // The PTY child leads its own session, so its pid is its process group id.
+        let group = ProcessGroup::led_by(child.process_id());
         let sink = output.clone();
         // Blocking reads and waits: each on its own thread, as the PTY API is synchronous.
         let master = pair.master;
@@ -172,7 +177,14 @@ impl Terminals {
         });
         let id = format!("term-{}", uuid::Uuid::new_v4().simple());
         if let Ok(mut terms) = self.terms.lock() {
-            terms.insert(id.clone(), Term { pid, output, exit });
+            terms.insert(
+                id.clone(),
+                Term {
+                    group,
+                    output,
+                    exit,
+                },
+            );
         }
         Ok(id)
     }
@@ -225,42 +237,35 @@ impl Terminals {
             .lock()
             .map_err(|_| "terminal state poisoned".to_owned())?;
         let term = terms.get(id).ok_or_else(|| format!("no terminal {id}"))?;
-        kill_group(term.pid);
+        term.group.kill();
         Ok(())
     }
 
     /// Kills the command if it still runs and forgets the terminal.
     pub fn release(&self, id: &str) -> Result<(), String> {
-        let term = self
+        let mut term = self
             .terms
             .lock()
             .map_err(|_| "terminal state poisoned".to_owned())?
             .remove(id)
             .ok_or_else(|| format!("no terminal {id}"))?;
-        if term.exit.borrow().is_none() {
-            kill_group(term.pid);
+        if term.exit.borrow().is_some() {
+            term.group.disarm();
         }
+        // Dropped here: a command still running is killed with its group.
+        drop(term);
         Ok(())
     }
 }
 
 impl Drop for Terminals {
+    /// Commands still running are killed with their groups (finished ones are left alone).
     fn drop(&mut self) {
-        if let Ok(terms) = self.terms.lock() {
-            for term in terms.values().filter(|t| t.exit.borrow().is_none()) {
-                kill_group(term.pid);
+        if let Ok(mut terms) = self.terms.lock() {
+            for term in terms.values_mut().filter(|t| t.exit.borrow().is_some()) {
+                term.group.disarm();
             }
         }
-    }
-}
-
-/// The PTY child leads its own session, so its pid is its process group id.
-fn kill_group(pid: Option<u32>) {
-    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::SIGKILL,
-        );
     }
 }
 

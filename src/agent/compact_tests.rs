@@ -388,6 +388,7 @@ fn agent(model: Arc<TestModel>, context_window: u64, reserve_tokens: u64) -> Age
             exec_timeout: Duration::from_secs(30),
             max_output_chars: 10_000,
             session_key: String::new(),
+            exec: Default::default(),
         },
         run_timeout: Duration::from_secs(600),
         max_tokens: 1000,

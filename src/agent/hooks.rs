@@ -196,7 +196,16 @@ impl Hooks {
             return None;
         }
         let timeout = Duration::from_secs(hook.timeout_s);
-        match child::run(&hook.command, &self.workspace, bytes, timeout, cancel).await {
+        match child::run(
+            &hook.command,
+            &hook.pass_env,
+            &self.workspace,
+            bytes,
+            timeout,
+            cancel,
+        )
+        .await
+        {
             Ok(finished) => Some(finished),
             Err(child::HookError::Cancelled) => None,
             Err(e) => {

@@ -37,6 +37,16 @@ pub fn provider_settings(config: &Config) -> ProviderSettings {
     settings.resolve_env(|name| std::env::var(name).ok())
 }
 
+/// The exec sandbox `config` asks for, with a log line saying what it is.
+fn exec_sandbox(config: &Config) -> crate::sandbox::ExecSandbox {
+    let sandbox = crate::sandbox::ExecSandbox::from_config(config);
+    match sandbox.describe() {
+        (true, line) => tracing::info!("exec sandbox: {line}"),
+        (false, line) => tracing::warn!("exec sandbox: {line}"),
+    }
+    sandbox
+}
+
 /// Builds the agent from config: provider, tools, system prompt. `shutdown` is the gateway's.
 pub fn build(
     config: &Config,
@@ -82,6 +92,7 @@ pub fn build(
             exec_timeout: Duration::from_secs(config.tools.exec_timeout_s),
             max_output_chars: config.tools.max_output_chars,
             session_key: String::new(),
+            exec: std::sync::Arc::new(exec_sandbox(config)),
         },
         run_timeout: Duration::from_secs(config.agent.timeout_s),
         max_tokens: config.model.max_tokens,

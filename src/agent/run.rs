@@ -453,8 +453,11 @@ impl Turn<'_> {
         let Some(tool) = self.agent.tools.iter().find(|t| t.spec().name == call.name) else {
             return ToolOutput::error(format!("unknown tool: {}", call.name));
         };
+        // Without the sandbox it asked for (the kernel lacks Landlock), exec needs approval.
+        let ask = self.allowed.exec_approvals == crate::config::ExecApprovals::Ask
+            || self.agent.tool_context.exec.needs_approval();
         if call.name == "exec"
-            && self.allowed.exec_approvals == crate::config::ExecApprovals::Ask
+            && ask
             && let Err(refusal) = crate::agent::approval::approve_exec(
                 &self.agent.approver,
                 &self.agent.store,

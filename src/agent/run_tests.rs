@@ -221,6 +221,7 @@ impl Harness {
                 exec_timeout: Duration::from_secs(30),
                 max_output_chars: 10_000,
                 session_key: String::new(),
+                exec: Default::default(),
             },
             run_timeout: Duration::from_secs(600),
             max_tokens: 1000,

@@ -90,6 +90,13 @@ pub async fn doctor(loaded: LoadedConfig) -> ExitCode {
             );
         }
     }
+    let sandbox = chela::sandbox::ExecSandbox::from_config(&loaded.config);
+    match sandbox.describe() {
+        (true, detail) => report(true, "exec sandbox", detail),
+        // exec still works, each command after the owner's approval.
+        (false, detail) if sandbox.needs_approval() => println!("warn exec sandbox: {detail}"),
+        (false, detail) => report(false, "exec sandbox", detail),
+    }
     let telegram = &loaded.config.channels.telegram;
     if telegram.token.trim().is_empty() {
         report(

@@ -13,6 +13,8 @@ pub struct HookConfig {
     pub tools: Vec<String>,
     /// Seconds the hook may take; then its process group is killed and the call goes on.
     pub timeout_s: u64,
+    /// Names of chela's environment variables the hook gets (beyond PATH, HOME, LANG...).
+    pub pass_env: Vec<String>,
 }
 
 impl Default for HookConfig {
@@ -21,6 +23,7 @@ impl Default for HookConfig {
             command: Vec::new(),
             tools: Vec::new(),
             timeout_s: 10,
+            pass_env: Vec::new(),
         }
     }
 }

@@ -70,6 +70,14 @@ impl RpcConfig {
     }
 }
 
+/// The discovery file of the RPC of a gateway whose store is at `store_path`:
+/// `<store.path>.rpc` (address, pid, tokens; this user only).
+pub fn discovery_path_for(store_path: &std::path::Path) -> std::path::PathBuf {
+    let mut name = store_path.as_os_str().to_owned();
+    name.push(".rpc");
+    std::path::PathBuf::from(name)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {

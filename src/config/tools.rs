@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::path::PathBuf;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
@@ -39,6 +40,35 @@ pub enum ExecApprovals {
 }
 
 named_enum!(ExecApprovals, "exec approvals", [Off => "off", Ask => "ask"]);
+
+/// How `exec` commands are confined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxMode {
+    /// Landlock (Linux): read the system and the workspace, write the workspace and a temp
+    /// folder, nothing else. Where the kernel lacks it, each command needs approval.
+    #[default]
+    Landlock,
+    /// No confinement: commands reach everything this user can.
+    Off,
+}
+
+named_enum!(SandboxMode, "exec sandbox", [Landlock => "landlock", Off => "off"]);
+
+/// `[tools.exec]`: what commands the model runs can reach.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ExecConfig {
+    /// `landlock` | `off`.
+    pub sandbox: SandboxMode,
+    /// Names of chela's environment variables passed to commands (beyond PATH, HOME, LANG,
+    /// TERM and the like).
+    pub pass_env: Vec<String>,
+    /// More folders commands may read (and execute from) under the sandbox.
+    pub allow_read: Vec<PathBuf>,
+    /// More folders commands may write under the sandbox.
+    pub allow_write: Vec<PathBuf>,
+}
 
 /// Every tool chela's agent has, by name.
 pub const TOOL_NAMES: &[&str] = &[
@@ -146,6 +176,8 @@ pub struct ToolsConfig {
     pub channels: BTreeMap<String, ToolScopeConfig>,
     /// Overrides per group chat, keyed `"<channel>:<chat id>"`.
     pub groups: BTreeMap<String, ToolScopeConfig>,
+    /// `[tools.exec]`: the sandbox and environment of `exec`.
+    pub exec: ExecConfig,
 }
 
 impl Default for ToolsConfig {
@@ -161,6 +193,7 @@ impl Default for ToolsConfig {
             approval_timeout_s: 300,
             channels: BTreeMap::new(),
             groups: BTreeMap::new(),
+            exec: ExecConfig::default(),
         }
     }
 }

@@ -51,7 +51,8 @@ type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// Connects to the RPC of the gateway that holds the store at `store` (found through its
-/// discovery file), with `token` when configured, else the one the gateway made.
+/// discovery file) as its operator: with the operator token of the discovery file, else
+/// `token` when configured, else the client token the gateway made.
 pub async fn connect_to_store(
     store: &std::path::Path,
     token: Option<&str>,
@@ -60,7 +61,11 @@ pub async fn connect_to_store(
         store: store.to_path_buf(),
     };
     let found = super::discovery::read(&super::discovery::path_for(store)).ok_or_else(no_rpc)?;
-    let token = token.map(str::to_owned).or(found.token).unwrap_or_default();
+    let token = found
+        .operator_token
+        .or(token.map(str::to_owned))
+        .or(found.token)
+        .unwrap_or_default();
     RpcClient::connect(&found.address, &token).await
 }
 

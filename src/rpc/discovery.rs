@@ -1,7 +1,8 @@
 //! The RPC's discovery file, `<store.path>.rpc`: written by a running gateway so that the
 //! local `chela` commands, which find the store in use, know where its RPC listens (also
-//! with `listen = "...:0"`) and, when the gateway made its own token, what it is. Created
-//! readable by this user only; removed at shutdown.
+//! with `listen = "...:0"`), when the gateway made its own token, what it is, and always the
+//! operator token that methods changing who may talk to the bot need. Created readable by
+//! this user only (and out of reach of the exec sandbox); removed at shutdown.
 
 use std::path::{Path, PathBuf};
 
@@ -17,13 +18,14 @@ pub struct Discovery {
     /// The token, only when the gateway made it (no `rpc.token` configured).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
+    /// The operator token: made at each start, presented by the local `chela` commands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator_token: Option<String>,
 }
 
 /// The discovery file of the store at `store_path`.
 pub fn path_for(store_path: &Path) -> PathBuf {
-    let mut name = store_path.as_os_str().to_owned();
-    name.push(".rpc");
-    PathBuf::from(name)
+    crate::config::discovery_path_for(store_path)
 }
 
 /// Writes `discovery` to `path`, readable and writable by this user only.
@@ -80,6 +82,7 @@ mod tests {
             address: "127.0.0.1:4000".into(),
             pid: std::process::id(),
             token: Some(new_token()),
+            operator_token: Some(new_token()),
         };
         write(&path, &d).unwrap();
         write(&path, &d).unwrap();
@@ -102,6 +105,7 @@ mod tests {
             address: "127.0.0.1:1".into(),
             pid: std::process::id().wrapping_add(1),
             token: None,
+            operator_token: None,
         };
         write(&path, &d).unwrap();
         remove(&path);

@@ -11,15 +11,42 @@ use serde_json::{Value, json};
 
 use super::api::GatewayApi;
 use super::channel::RpcChannel;
-use super::protocol::{self, Fault, NOT_ACCEPTED, UNAVAILABLE};
+use super::protocol::{self, FORBIDDEN, Fault, NOT_ACCEPTED, UNAVAILABLE};
 use super::runs::RunTracker;
 use crate::domain::session_key::SessionKey;
+use crate::inbound::commands::Command;
 use crate::inbound::route::Accepted;
 
 /// `agent.wait`'s default wait.
 pub const DEFAULT_WAIT_MS: u64 = 30_000;
 /// The longest wait one `agent.wait` may ask for (a day).
 const MAX_WAIT_MS: u64 = 24 * 3600 * 1000;
+
+/// Who a connection is: its token decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The operator token (the discovery file's): every method.
+    Operator,
+    /// The client token (`rpc.token` or the made one): no method that changes who may talk to
+    /// the bot or ends a session.
+    Client,
+}
+
+/// Why `method` with `params` needs the operator, or `None` when any client may call it.
+fn operator_only(method: &str, params: &Value) -> Option<&'static str> {
+    match method {
+        "pairing.approve" | "pairing.reject" => Some("pairing decides who may talk to the bot"),
+        "agent" => {
+            let text = params.get("message").and_then(Value::as_str).unwrap_or("");
+            // (`/approve`, `/acp` and `/session` are refused to the RPC's sender anyway.)
+            match crate::inbound::commands::parse(text, None) {
+                Some(Command::New(_) | Command::Reset { .. }) => Some("it ends the session"),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
 
 /// What the methods work on.
 pub struct Methods {
@@ -58,8 +85,24 @@ struct AbortParams {
 pub(super) struct NoParams {}
 
 impl Methods {
-    /// Runs method `method` with `params`.
+    /// Runs method `method` with `params` for the operator.
     pub async fn call(&self, method: &str, params: &Value) -> Result<Value, Fault> {
+        self.call_as(Role::Operator, method, params).await
+    }
+
+    /// Runs method `method` with `params` for a connection of `role`.
+    pub async fn call_as(&self, role: Role, method: &str, params: &Value) -> Result<Value, Fault> {
+        if role == Role::Client
+            && let Some(why) = operator_only(method, params)
+        {
+            tracing::warn!(method, "rpc: refused without the operator token");
+            return Err(Fault::new(
+                FORBIDDEN,
+                format!(
+                    "{method} needs the operator token ({why}); run `chela` on the gateway's machine as its user, which reads it from the discovery file"
+                ),
+            ));
+        }
         if self.api.shutdown().is_cancelled() {
             return Err(Fault::new(UNAVAILABLE, "the gateway is shutting down"));
         }

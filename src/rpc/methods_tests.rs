@@ -3,10 +3,10 @@
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::Methods;
+use super::{Methods, Role};
 use crate::config::{Config, ProviderKind};
 use crate::gateway::Gateway;
-use crate::rpc::protocol::{INVALID_PARAMS, METHOD_NOT_FOUND, NOT_ACCEPTED};
+use crate::rpc::protocol::{FORBIDDEN, INVALID_PARAMS, METHOD_NOT_FOUND, NOT_ACCEPTED};
 use crate::rpc::runs::RunTracker;
 
 /// A gateway on the echo provider with no channels but `rpc`, and its methods.
@@ -97,5 +97,34 @@ async fn bad_calls_get_their_codes() {
         )
         .await;
     assert_eq!(code(unknown), INVALID_PARAMS);
+    gateway.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_token_may_not_pair_or_end_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let (gateway, m) = methods(dir.path()).await;
+    let code = |r: Result<Value, super::Fault>| r.unwrap_err().code;
+    let pairing = json!({"channel": "telegram", "code": "ABCD1234"});
+    for method in ["pairing.approve", "pairing.reject"] {
+        let refused = m.call_as(Role::Client, method, &pairing).await;
+        assert_eq!(code(refused), FORBIDDEN, "{method}");
+    }
+    for text in ["/reset", "/new hello"] {
+        let refused = m
+            .call_as(Role::Client, "agent", &json!({"message": text}))
+            .await;
+        assert_eq!(code(refused), FORBIDDEN, "{text}");
+    }
+    // The operator may; the rest stays open to clients.
+    let approved = m
+        .call_as(Role::Operator, "pairing.approve", &pairing)
+        .await
+        .unwrap();
+    assert_eq!(approved["request"], Value::Null);
+    m.call_as(Role::Client, "pairing.list", &json!({}))
+        .await
+        .unwrap();
+    m.call_as(Role::Client, "status", &json!({})).await.unwrap();
     gateway.shutdown().await;
 }

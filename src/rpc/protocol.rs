@@ -22,6 +22,8 @@ pub const INTERNAL_ERROR: i64 = -32603;
 pub const UNAVAILABLE: i64 = -32000;
 /// The message was not accepted (a duplicate, or a command its sender may not run).
 pub const NOT_ACCEPTED: i64 = -32001;
+/// The method needs the operator's token (see `Role`), and the connection has the client one.
+pub const FORBIDDEN: i64 = -32002;
 
 /// One request.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -1,5 +1,7 @@
 //! The WebSocket server: `GET /ws` with the token (`Authorization: Bearer TOKEN` or
-//! `?token=TOKEN`), then JSON frames (see [`super::protocol`]). Requests of one connection
+//! `?token=TOKEN`), then JSON frames (see [`super::protocol`]). The operator token (made at
+//! each start, kept in the discovery file) opens every method; the client token all but the
+//! operator's ([`Role`]). Requests of one connection
 //! run concurrently (at most [`MAX_IN_FLIGHT`]), so a long `agent.wait` does not hold up a
 //! `status`. Stopped with the gateway: intake first.
 
@@ -19,7 +21,7 @@ use super::RpcError;
 use super::api::GatewayApi;
 use super::discovery::{self, Discovery};
 use super::feed::{self, SubscribeParams};
-use super::methods::Methods;
+use super::methods::{Methods, Role};
 use super::protocol::{self, Fault, UNAVAILABLE};
 use super::runs::RunTracker;
 
@@ -35,6 +37,7 @@ const MAX_FRAME: usize = 1 << 20;
 struct Shared {
     methods: Methods,
     token: String,
+    operator_token: String,
     stop: CancellationToken,
     connections: Arc<Semaphore>,
 }
@@ -62,6 +65,7 @@ impl RpcServer {
             .map_err(|source| RpcError::Bind { address, source })?;
         let configured = config.rpc.configured_token().map(str::to_owned);
         let token = configured.clone().unwrap_or_else(discovery::new_token);
+        let operator_token = discovery::new_token();
         let discovery_path = discovery::path_for(&config.store.path);
         discovery::write(
             &discovery_path,
@@ -69,6 +73,7 @@ impl RpcServer {
                 address: address.to_string(),
                 pid: std::process::id(),
                 token: configured.is_none().then(|| token.clone()),
+                operator_token: Some(operator_token.clone()),
             },
         )
         .map_err(|source| RpcError::Discovery {
@@ -84,6 +89,7 @@ impl RpcServer {
         let shared = Arc::new(Shared {
             methods: Methods { api, runs },
             token,
+            operator_token,
             stop: stop.clone(),
             connections: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
         });
@@ -129,16 +135,20 @@ async fn upgrade(
     ws: WebSocketUpgrade,
 ) -> Response {
     let presented = bearer(&headers).or_else(|| query_token(&uri));
-    if !presented.is_some_and(|t| same_secret(&t, &shared.token)) {
-        tracing::warn!("rpc: connection refused: missing or wrong token");
-        return (StatusCode::UNAUTHORIZED, "missing or wrong token\n").into_response();
-    }
+    let role = match presented {
+        Some(t) if same_secret(&t, &shared.operator_token) => Role::Operator,
+        Some(t) if same_secret(&t, &shared.token) => Role::Client,
+        _ => {
+            tracing::warn!("rpc: connection refused: missing or wrong token");
+            return (StatusCode::UNAUTHORIZED, "missing or wrong token\n").into_response();
+        }
+    };
     let Ok(permit) = shared.connections.clone().try_acquire_owned() else {
         return (StatusCode::SERVICE_UNAVAILABLE, "too many connections\n").into_response();
     };
     ws.max_message_size(MAX_FRAME)
         .on_upgrade(move |socket| async move {
-            connection(socket, shared).await;
+            connection(socket, shared, role).await;
             drop(permit);
         })
 }
@@ -190,7 +200,7 @@ fn same_secret(a: &str, b: &str) -> bool {
 }
 
 /// Serves one connection until the client leaves or the gateway stops.
-async fn connection(mut socket: WebSocket, shared: Arc<Shared>) {
+async fn connection(mut socket: WebSocket, shared: Arc<Shared>, role: Role) {
     let (out_tx, mut out_rx) = mpsc::channel::<String>(OUTBOX);
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     // Dropped with the connection: its requests and its event feed end with it.
@@ -240,7 +250,7 @@ async fn connection(mut socket: WebSocket, shared: Arc<Shared>) {
                             };
                             let (shared, out) = (shared.clone(), out_tx.clone());
                             tasks.spawn(async move {
-                                let result = shared.methods.call(&request.method, &request.params).await;
+                                let result = shared.methods.call_as(role, &request.method, &request.params).await;
                                 let _ = out.send(protocol::answer(request.id, result)).await;
                                 drop(permit);
                             });

@@ -7,16 +7,13 @@ use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
 /// Bytes kept of a hook's stdout and of its stderr; the rest is read and dropped.
 const MAX_CAPTURE: usize = 16 * 1024;
-/// How long a killed hook gets to be reaped.
-const REAP_GRACE: Duration = Duration::from_secs(1);
+use crate::sandbox::{GRACE, ProcessGroup};
 
 /// A hook that ran to its end.
 #[derive(Debug)]
@@ -54,29 +51,13 @@ pub(crate) enum HookError {
     Cancelled,
 }
 
-/// Kills a process group with SIGKILL when dropped, unless disarmed.
-struct GroupGuard(Option<Pid>);
-
-impl GroupGuard {
-    fn disarm(&mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if let Some(pgid) = self.0.take() {
-            // ESRCH (the group is already gone) is fine.
-            let _ = killpg(pgid, Signal::SIGKILL);
-        }
-    }
-}
-
-/// Runs `command` (program and arguments) in `cwd` with `input` on stdin, without chela's
-/// secrets in its environment. It ends when the program exited and its stdout and stderr
-/// closed; after `timeout`, or when `cancel` fires, the whole process group is killed.
+/// Runs `command` (program and arguments) in `cwd` with `input` on stdin, from the scrubbed
+/// environment plus the variables named in `pass_env`. It ends when the program exited and
+/// its stdout and stderr closed; after `timeout`, or when `cancel` fires, the whole process
+/// group is stopped.
 pub(crate) async fn run(
     command: &[String],
+    pass_env: &[String],
     cwd: &Path,
     input: &[u8],
     timeout: Duration,
@@ -86,12 +67,10 @@ pub(crate) async fn run(
         return Err(HookError::NoCommand);
     };
     let mut cmd = Command::new(program);
-    // chela's own secrets (bot tokens, CHELA_*) are not for hooks, as for exec.
-    for name in crate::config::chela_secrets_present() {
-        cmd.env_remove(name);
-    }
     cmd.args(args)
         .current_dir(cwd)
+        .env_clear()
+        .envs(crate::sandbox::env::scrubbed(pass_env))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -101,12 +80,7 @@ pub(crate) async fn run(
         program: program.clone(),
         source,
     })?;
-    let mut group = GroupGuard(
-        child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .map(Pid::from_raw),
-    );
+    let mut group = ProcessGroup::led_by(child.id());
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let feed = async move {
         if let Some(mut stdin) = stdin {
@@ -139,8 +113,12 @@ pub(crate) async fn run(
             Err(HookError::Wait(e))
         }
         Err(e) => {
-            drop(group);
-            let _ = tokio::time::timeout(REAP_GRACE, child.wait()).await;
+            group
+                .stop(async {
+                    let _ = child.wait().await;
+                })
+                .await;
+            let _ = tokio::time::timeout(GRACE, child.wait()).await;
             Err(e)
         }
     }

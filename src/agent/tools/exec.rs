@@ -85,7 +85,7 @@ impl Tool for ExecTool {
                 },
             };
             match (a.background, a.pty) {
-                (true, _) => background::start(&a, &dir, &self.registry),
+                (true, _) => background::start(&a, &dir, &ctx.exec, &self.registry),
                 (false, Some(size)) => pty::run(&a, &dir, size, ctx).await,
                 (false, None) => run(&a, &dir, ctx).await,
             }
@@ -103,7 +103,7 @@ enum Ended {
 async fn run(a: &ExecArgs, dir: &std::path::Path, ctx: &ToolContext) -> ToolOutput {
     let timeout = a.timeout.unwrap_or(ctx.exec_timeout);
     let capture = Capture::for_chars(ctx.max_output_chars);
-    let mut group = match Group::spawn(&a.command, dir, &a.env, capture) {
+    let mut group = match Group::spawn(&a.command, dir, &a.env, &ctx.exec, capture) {
         Ok(group) => group,
         Err(e) => return ToolOutput::error(format!("cannot start `sh -c`: {e}")),
     };

@@ -7,47 +7,48 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe::Receiver;
 use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
 
 use super::capture::Capture;
+use crate::sandbox::{ExecSandbox, ProcessGroup};
 
 /// How long the group gets between SIGTERM and SIGKILL.
-pub(crate) const KILL_GRACE: Duration = Duration::from_secs(1);
+pub(crate) const KILL_GRACE: Duration = crate::sandbox::GRACE;
 
 /// A running `sh -c` whose stdout and stderr share one pipe (order preserved) that a task
 /// drains into a bounded [`Capture`], so a chatty process never blocks on a full pipe.
 pub(crate) struct Group {
     /// The shell; killed on drop.
     pub(crate) child: Child,
-    pgid: Option<Pid>,
+    /// Disarmed once the group was stopped or ended on its own; otherwise dropping kills it.
+    group: ProcessGroup,
     output: Arc<Mutex<Capture>>,
     reader: Option<JoinHandle<()>>,
-    /// True once the group was stopped or ended on its own; otherwise dropping kills it.
-    settled: bool,
 }
 
 impl Group {
-    /// Starts `sh -c command` in `dir` with stdin null, in a new process group.
+    /// Starts `sh -c command` in `dir` with stdin null, in a new process group, from the
+    /// scrubbed environment plus `env`, confined as `sandbox` says.
     pub(crate) fn spawn(
         command: &str,
         dir: &Path,
         env: &[(String, String)],
+        sandbox: &ExecSandbox,
         capture: Capture,
     ) -> io::Result<Group> {
+        let argv = sandbox.argv(command).map_err(io::Error::other)?;
+        let (program, args) = argv
+            .split_first()
+            .ok_or_else(|| io::Error::other("empty command"))?;
         let (read_end, write_end) = pipe()?;
-        let mut cmd = Command::new("sh");
-        // chela's own secrets (bot tokens...) are not for commands a model chose.
-        for name in crate::config::chela_secrets_present() {
-            cmd.env_remove(name);
-        }
-        cmd.arg("-c")
-            .arg(command)
+        let mut cmd = Command::new(program);
+        cmd.args(args)
             .current_dir(dir)
+            .env_clear()
+            .envs(sandbox.env())
             .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(write_end.try_clone()?)
@@ -57,19 +58,9 @@ impl Group {
         let child = cmd.spawn()?;
         // Drop our copies of the write end, or the pipe never reaches end-of-file.
         drop(cmd);
-        let pgid = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .map(Pid::from_raw);
-        let mut receiver = match Receiver::from_owned_fd(read_end.into()) {
-            Ok(receiver) => receiver,
-            Err(e) => {
-                if let Some(pgid) = pgid {
-                    let _ = killpg(pgid, Signal::SIGKILL);
-                }
-                return Err(e);
-            }
-        };
+        // From here on an early return drops the group, which kills it.
+        let group = ProcessGroup::led_by(child.id());
+        let mut receiver = Receiver::from_owned_fd(read_end.into())?;
         let output = Arc::new(Mutex::new(capture));
         let sink = Arc::clone(&output);
         let reader = tokio::spawn(async move {
@@ -82,10 +73,9 @@ impl Group {
         });
         Ok(Group {
             child,
-            pgid,
+            group,
             output,
             reader: Some(reader),
-            settled: false,
         })
     }
 
@@ -93,45 +83,31 @@ impl Group {
     /// exited). True if it did; the group is then left alone, as processes that detached from
     /// the output are not this call's to kill.
     pub(crate) async fn finished(&mut self, grace: Duration) -> bool {
-        self.settled = self.output_closed(grace).await;
-        self.settled
-    }
-
-    async fn output_closed(&mut self, grace: Duration) -> bool {
-        match self.reader.as_mut() {
-            None => true,
-            Some(reader) => {
-                let closed = tokio::time::timeout(grace, reader).await.is_ok();
-                if closed {
-                    self.reader = None;
-                }
-                closed
-            }
+        let settled = output_closed(&mut self.reader, grace).await;
+        if settled {
+            self.group.disarm();
         }
+        settled
     }
 
-    /// Stops the whole group: SIGTERM, up to [`KILL_GRACE`] for the shell to exit and the
-    /// output to close, then SIGKILL to whatever is left, and reaps the shell.
+    /// Stops the whole group (see [`ProcessGroup::stop`]): the shell's exit and the output
+    /// closing count as settled; then reaps the shell.
     pub(crate) async fn stop(&mut self) {
-        self.signal(Signal::SIGTERM);
-        let _ = tokio::time::timeout(KILL_GRACE, async {
-            let _ = self.child.wait().await;
-            self.output_closed(KILL_GRACE).await;
-        })
-        .await;
-        // Unconditional: a no-op for a group that is gone, and it also catches members that
-        // ignored SIGTERM after closing or redirecting their output.
-        self.signal(Signal::SIGKILL);
+        let Group {
+            child,
+            group,
+            reader,
+            ..
+        } = self;
+        group
+            .stop(async {
+                let _ = child.wait().await;
+                output_closed(reader, KILL_GRACE).await;
+            })
+            .await;
         let _ = tokio::time::timeout(KILL_GRACE, self.child.wait()).await;
-        self.output_closed(Duration::from_millis(200)).await;
-        self.settled = true;
-    }
-
-    fn signal(&self, signal: Signal) {
-        if let Some(pgid) = self.pgid {
-            // ESRCH (group already gone) is the expected outcome once everything exited.
-            let _ = killpg(pgid, signal);
-        }
+        output_closed(&mut self.reader, Duration::from_millis(200)).await;
+        self.group.disarm();
     }
 
     /// The output captured so far, leaving an empty capture behind.
@@ -141,12 +117,24 @@ impl Group {
     }
 }
 
-impl Drop for Group {
-    /// A call dropped mid-run (its future abandoned) still takes its whole group down.
-    fn drop(&mut self) {
-        if !self.settled {
-            self.signal(Signal::SIGKILL);
+/// Waits up to `grace` for the output reader to end (every holder closed the pipe).
+async fn output_closed(reader: &mut Option<JoinHandle<()>>, grace: Duration) -> bool {
+    match reader.as_mut() {
+        None => true,
+        Some(task) => {
+            let closed = tokio::time::timeout(grace, task).await.is_ok();
+            if closed {
+                *reader = None;
+            }
+            closed
         }
+    }
+}
+
+impl Drop for Group {
+    /// A call dropped mid-run (its future abandoned) still takes its whole group down (the
+    /// armed [`ProcessGroup`] does).
+    fn drop(&mut self) {
         if let Some(reader) = self.reader.take() {
             reader.abort();
         }

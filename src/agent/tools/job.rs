@@ -9,12 +9,12 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 use portable_pty::MasterPty;
 use tokio::sync::watch;
 
 use super::ansi::AnsiFilter;
+use crate::sandbox::{ExecSandbox, ProcessGroup};
 use start::{Started, read_output, start_pipes, start_pty};
 
 /// How long a stopped job gets between SIGTERM and SIGKILL.
@@ -63,8 +63,10 @@ pub(crate) struct JobSpec<'a> {
     pub(crate) command: &'a str,
     /// Working directory (already confined to the workspace).
     pub(crate) dir: &'a Path,
-    /// Extra environment variables.
+    /// Extra environment variables (on top of the scrubbed environment).
     pub(crate) env: &'a [(String, String)],
+    /// The environment and confinement commands start with.
+    pub(crate) sandbox: &'a ExecSandbox,
     /// Pipes or a PTY.
     pub(crate) terminal: Terminal,
     /// Keep a way to write to the command's input (else a PTY's input is never written and
@@ -106,6 +108,7 @@ struct Progress {
 /// A running (or finished) command. Dropping a job whose group may still run kills the group.
 pub(crate) struct Job {
     pid: u32,
+    group: ProcessGroup,
     pty: bool,
     exit: watch::Receiver<Option<JobExit>>,
     progress: watch::Receiver<Progress>,
@@ -137,6 +140,7 @@ impl Job {
         let filter = master.is_some().then(AnsiFilter::default);
         let job = Job {
             pid,
+            group: ProcessGroup::led_by(Some(pid)),
             pty: master.is_some(),
             exit,
             progress,
@@ -227,25 +231,23 @@ impl Job {
 
     /// Sends `signal` to the whole group unless the job is done.
     pub(crate) fn signal(&self, signal: Signal) {
-        if self.finished() {
-            return;
-        }
-        if let Ok(pid) = i32::try_from(self.pid) {
-            // ESRCH (group already gone) is the expected outcome once everything exited.
-            let _ = killpg(Pid::from_raw(pid), signal);
+        if !self.finished() {
+            self.group.signal(signal);
         }
     }
 
-    /// Stops the whole group: SIGTERM, up to [`KILL_GRACE`] for the shell to exit and the
-    /// output to close, then SIGKILL to whatever is left.
+    /// Stops the whole group (see [`ProcessGroup::stop`]): the shell's exit and the output
+    /// closing count as settled.
     pub(crate) async fn stop(&self) {
-        self.signal(Signal::SIGTERM);
-        let _ = tokio::time::timeout(KILL_GRACE, async {
-            self.wait().await;
-            self.output_closed(KILL_GRACE).await;
-        })
-        .await;
-        self.signal(Signal::SIGKILL);
+        if self.finished() {
+            return;
+        }
+        self.group
+            .stop(async {
+                self.wait().await;
+                self.output_closed(KILL_GRACE).await;
+            })
+            .await;
         let _ = tokio::time::timeout(KILL_GRACE, self.wait()).await;
         self.output_closed(Duration::from_millis(200)).await;
     }
@@ -272,7 +274,10 @@ impl Drop for Job {
     /// A job dropped while its group may still run (a call abandoned, the registry dropped at
     /// gateway shutdown) takes the whole group down.
     fn drop(&mut self) {
-        self.signal(Signal::SIGKILL);
+        // A finished group is left alone (its id may be reused); else the armed group kills.
+        if self.finished() {
+            self.group.disarm();
+        }
     }
 }
 

@@ -47,6 +47,8 @@ pub struct ToolContext {
     pub max_output_chars: usize,
     /// The session whose run calls the tool (empty outside a run).
     pub session_key: String,
+    /// How `exec` starts commands: environment and sandbox (default: unconfined).
+    pub exec: Arc<crate::sandbox::ExecSandbox>,
 }
 
 /// The result of one tool call, as the model will read it.
@@ -120,6 +122,7 @@ pub(crate) mod test_support {
             exec_timeout: Duration::from_secs(30),
             max_output_chars: 10_000,
             session_key: String::new(),
+            exec: Default::default(),
         }
     }
 }

@@ -11,13 +11,20 @@ use super::ExecArgs;
 use crate::agent::tools::ToolOutput;
 use crate::agent::tools::job::{JobSpec, Terminal};
 use crate::agent::tools::process::ProcessRegistry;
+use crate::sandbox::ExecSandbox;
 
 /// Starts `a.command` in `dir` as a background process of `registry`.
-pub(super) fn start(a: &ExecArgs, dir: &Path, registry: &ProcessRegistry) -> ToolOutput {
+pub(super) fn start(
+    a: &ExecArgs,
+    dir: &Path,
+    sandbox: &ExecSandbox,
+    registry: &ProcessRegistry,
+) -> ToolOutput {
     let spec = JobSpec {
         command: &a.command,
         dir,
         env: &a.env,
+        sandbox,
         terminal: match a.pty {
             Some((cols, rows)) => Terminal::Pty { cols, rows },
             None => Terminal::Pipes,

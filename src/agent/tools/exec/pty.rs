@@ -23,6 +23,7 @@ pub(super) async fn run(
         command: &a.command,
         dir,
         env: &a.env,
+        sandbox: &ctx.exec,
         terminal: Terminal::Pty { cols, rows },
         input: false,
     };

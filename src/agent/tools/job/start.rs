@@ -1,6 +1,7 @@
 //! Starting a job's command: on pipes in a new process group, or on a fresh PTY in a new
 //! session; and the loop that reads its output.
 
+use std::ffi::OsString;
 use std::io::{self, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::Stdio;
@@ -24,16 +25,24 @@ pub(super) struct Started {
     pub(super) waiter: Box<dyn FnOnce() -> (Option<i32>, Option<String>) + Send>,
 }
 
-pub(super) fn start_pipes(spec: &JobSpec<'_>) -> io::Result<Started> {
-    let (read_end, write_end) = io::pipe()?;
-    let mut cmd = std::process::Command::new("sh");
-    // chela's own secrets (bot tokens...) are not for commands a model chose.
-    for name in crate::config::chela_secrets_present() {
-        cmd.env_remove(name);
+/// The program and arguments of `spec`'s command (through the sandbox's trampoline).
+fn argv(spec: &JobSpec<'_>) -> io::Result<(OsString, Vec<OsString>)> {
+    let mut argv = spec.sandbox.argv(spec.command).map_err(io::Error::other)?;
+    if argv.is_empty() {
+        return Err(io::Error::other("empty command"));
     }
-    cmd.arg("-c")
-        .arg(spec.command)
+    let program = argv.remove(0);
+    Ok((program, argv))
+}
+
+pub(super) fn start_pipes(spec: &JobSpec<'_>) -> io::Result<Started> {
+    let (program, args) = argv(spec)?;
+    let (read_end, write_end) = io::pipe()?;
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args)
         .current_dir(spec.dir)
+        .env_clear()
+        .envs(spec.sandbox.env())
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .stdin(if spec.input {
             Stdio::piped()
@@ -79,11 +88,13 @@ pub(super) fn start_pty(spec: &JobSpec<'_>, cols: u16, rows: u16) -> io::Result<
             pixel_height: 0,
         })
         .map_err(|e| io::Error::other(format!("cannot open a terminal: {e}")))?;
-    let mut builder = CommandBuilder::new("sh");
-    builder.args(["-c", spec.command]);
+    let (program, args) = argv(spec)?;
+    let mut builder = CommandBuilder::new(program);
+    builder.args(args);
     builder.cwd(spec.dir);
-    for name in crate::config::chela_secrets_present() {
-        builder.env_remove(name);
+    builder.env_clear();
+    for (name, value) in spec.sandbox.env() {
+        builder.env(name, value);
     }
     for (name, value) in spec.env {
         builder.env(name, value);

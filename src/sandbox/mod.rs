@@ -1,0 +1,13 @@
+//! What the processes chela starts for the agent can reach (issue #11): every child starts
+//! from a scrubbed environment ([`env`]), lives in its own process group that is stopped as a
+//! whole ([`group`]), and `exec` runs under a Landlock ruleset ([`landlock`]) applied by the
+//! hidden `chela sandbox-exec` trampoline ([`trampoline`]) as [`exec::ExecSandbox`] decides.
+
+pub mod env;
+pub mod exec;
+pub mod group;
+pub mod landlock;
+pub mod trampoline;
+
+pub use exec::ExecSandbox;
+pub use group::{GRACE, ProcessGroup};

@@ -193,13 +193,20 @@ impl Inner {
 
     /// Delivers one final: retried until delivered, refused for good, too old, or shutdown.
     async fn deliver(&self, mut delivery: Delivery) {
+        // The TTL counts from the record; measured on the runtime's clock from here on.
+        let age = Duration::from_millis(now_ms().saturating_sub(delivery.created_ms));
+        if age >= self.ttl {
+            return self.dead_letter(&delivery, "older than [delivery] ttl");
+        }
+        let deadline = Instant::now() + self.ttl.saturating_sub(age);
+        if self.shutdown.is_cancelled() {
+            // Left for the next start, which takes back what was sent and sends it once.
+            return;
+        }
         let Some(channel) = self.channels.get(&delivery.to.channel).cloned() else {
             tracing::warn!(id = delivery.id, channel = %delivery.to.channel, "the channel does not run; the reply waits for a start where it does");
             return;
         };
-        // The TTL counts from the record; measured on the runtime's clock from here on.
-        let age = Duration::from_millis(now_ms().saturating_sub(delivery.created_ms));
-        let deadline = Instant::now() + self.ttl.saturating_sub(age);
         if let Some(journal) = delivery.take_back.take() {
             take_back(channel.as_ref(), &journal).await;
             self.forget_journal(delivery.run_id.as_deref());
@@ -222,6 +229,9 @@ impl Inner {
             }
             if Instant::now() >= deadline {
                 return self.dead_letter(&delivery, "older than [delivery] ttl");
+            }
+            if self.shutdown.is_cancelled() {
+                return;
             }
             if let Err(e) = self.store.note_attempt(delivery.id) {
                 self.store_error(&e, "cannot count a delivery attempt");

@@ -106,10 +106,11 @@ pub fn parse(text: &str) -> Result<Request, (Value, Fault)> {
 
 /// Decodes a request's params into `T` (absent params are `{}`).
 pub fn params<T: serde::de::DeserializeOwned>(params: &Value) -> Result<T, Fault> {
-    let value = if params.is_null() {
-        Value::Object(Default::default())
-    } else {
-        params.clone()
+    let value = match params {
+        Value::Null => Value::Object(Default::default()),
+        Value::Object(_) => params.clone(),
+        // By-position params would slip past checks that read fields by name.
+        _ => return Err(Fault::params("params must be an object (by name)")),
     };
     serde_json::from_value(value).map_err(|e| Fault::params(e.to_string()))
 }
@@ -138,6 +139,18 @@ pub fn event(name: &str, payload: Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn params_by_position_are_refused() {
+        #[derive(serde::Deserialize, Debug)]
+        struct P {
+            #[allow(dead_code)]
+            message: String,
+        }
+        let fault = params::<P>(&json!(["/reset"])).unwrap_err();
+        assert_eq!(fault.code, INVALID_PARAMS);
+        assert!(params::<P>(&json!({"message": "hi"})).is_ok());
+    }
 
     #[test]
     fn a_request_parses_with_or_without_params() {

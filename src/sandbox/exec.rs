@@ -68,19 +68,40 @@ impl ExecSandbox {
         matches!(self.mode, Mode::Unavailable(_))
     }
 
-    /// Program and arguments that run `sh -c command`, or why exec refuses to.
-    pub fn argv(&self, command: &str) -> Result<Vec<OsString>, String> {
+    /// Program and arguments that run `sh -c command` with the extra variables `env` (the
+    /// model's), or why exec refuses to. Under Landlock the variables are not set on the
+    /// trampoline (`LD_PRELOAD` there would run before the sandbox is applied): `env(1)` sets
+    /// them inside the sandbox; see [`ExecSandbox::process_env`].
+    pub fn argv(&self, command: &str, env: &[(String, String)]) -> Result<Vec<OsString>, String> {
+        if let Some((name, _)) = env.iter().find(|(name, _)| !is_env_name(name)) {
+            return Err(format!("bad environment variable name {name:?}"));
+        }
         let shell: Vec<OsString> = vec!["sh".into(), "-c".into(), command.into()];
         match &self.mode {
             Mode::Off | Mode::Unavailable(_) => Ok(shell),
             Mode::Landlock {
                 trampoline, rules, ..
             } => {
+                let mut inside: Vec<OsString> = Vec::new();
+                if !env.is_empty() {
+                    inside.push("env".into());
+                    inside.extend(env.iter().map(|(k, v)| OsString::from(format!("{k}={v}"))));
+                }
+                inside.extend(shell);
                 let mut argv = vec![trampoline.clone().into_os_string()];
-                argv.extend(trampoline::args_for(rules, &shell));
+                argv.extend(trampoline::args_for(rules, &inside));
                 Ok(argv)
             }
             Mode::Refused(why) => Err(format!("exec is refused: {why}")),
+        }
+    }
+
+    /// The extra variables to set on the spawned process itself: `env` when nothing is
+    /// confined, none under Landlock (they travel in [`ExecSandbox::argv`]).
+    pub fn process_env<'a>(&self, env: &'a [(String, String)]) -> &'a [(String, String)] {
+        match self.mode {
+            Mode::Landlock { .. } => &[],
+            _ => env,
         }
     }
 
@@ -190,6 +211,15 @@ fn real(path: &Path) -> PathBuf {
     }
 }
 
+/// Whether `name` is a plain environment variable name (`[A-Za-z_][A-Za-z0-9_]*`).
+fn is_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// A temp folder for commands, this user's only; `None` when it cannot be made.
 fn temp_folder() -> Option<PathBuf> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt};
@@ -200,8 +230,11 @@ fn temp_folder() -> Option<PathBuf> {
         .recursive(true)
         .mode(0o700)
         .create(&dir);
+    // Not followed: a link planted by another user must not become a writable folder.
+    let ours = std::fs::symlink_metadata(&dir)
+        .is_ok_and(|m| m.file_type().is_dir() && m.uid() == uid && m.mode() & 0o077 == 0);
     match made {
-        Ok(()) if std::fs::metadata(&dir).is_ok_and(|m| m.uid() == uid) => Some(dir),
+        Ok(()) if ours => Some(dir),
         _ => {
             tracing::warn!(path = %dir.display(), "exec sandbox: cannot make the temp folder; commands get none");
             None
@@ -234,7 +267,7 @@ mod tests {
     #[test]
     fn off_runs_sh_directly_and_scrubs_the_environment() {
         let sandbox = ExecSandbox::default();
-        assert_eq!(sandbox.argv("true").unwrap(), ["sh", "-c", "true"]);
+        assert_eq!(sandbox.argv("true", &[]).unwrap(), ["sh", "-c", "true"]);
         assert!(!sandbox.needs_approval());
         assert!(
             sandbox
@@ -242,5 +275,28 @@ mod tests {
                 .iter()
                 .all(|(name, _)| super::super::env::is_allowed(&name.to_string_lossy()))
         );
+    }
+
+    #[test]
+    fn under_landlock_the_models_variables_are_set_inside_the_sandbox_only() {
+        let sandbox = ExecSandbox {
+            pass_env: Vec::new(),
+            mode: Mode::Landlock {
+                trampoline: "/bin/chela".into(),
+                rules: Rules::default(),
+                temp: None,
+            },
+        };
+        let env = vec![("LD_PRELOAD".to_owned(), "./x.so".to_owned())];
+        // Nothing for the trampoline process itself: the loader would act on it unconfined.
+        assert!(sandbox.process_env(&env).is_empty());
+        let argv = sandbox.argv("true", &env).unwrap();
+        let after: Vec<_> = argv.iter().skip_while(|a| *a != "--").skip(1).collect();
+        assert_eq!(after, ["env", "LD_PRELOAD=./x.so", "sh", "-c", "true"]);
+        let off = ExecSandbox::default();
+        assert_eq!(off.process_env(&env), env.as_slice());
+        let bad = vec![("-u".to_owned(), "x".to_owned())];
+        assert!(sandbox.argv("true", &bad).is_err());
+        assert!(off.argv("true", &bad).is_err());
     }
 }

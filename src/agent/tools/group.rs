@@ -39,7 +39,7 @@ impl Group {
         sandbox: &ExecSandbox,
         capture: Capture,
     ) -> io::Result<Group> {
-        let argv = sandbox.argv(command).map_err(io::Error::other)?;
+        let argv = sandbox.argv(command, env).map_err(io::Error::other)?;
         let (program, args) = argv
             .split_first()
             .ok_or_else(|| io::Error::other("empty command"))?;
@@ -49,7 +49,7 @@ impl Group {
             .current_dir(dir)
             .env_clear()
             .envs(sandbox.env())
-            .envs(env.iter().map(|(k, v)| (k, v)))
+            .envs(sandbox.process_env(env).iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(write_end.try_clone()?)
             .stderr(write_end)

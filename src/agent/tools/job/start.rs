@@ -27,7 +27,10 @@ pub(super) struct Started {
 
 /// The program and arguments of `spec`'s command (through the sandbox's trampoline).
 fn argv(spec: &JobSpec<'_>) -> io::Result<(OsString, Vec<OsString>)> {
-    let mut argv = spec.sandbox.argv(spec.command).map_err(io::Error::other)?;
+    let mut argv = spec
+        .sandbox
+        .argv(spec.command, spec.env)
+        .map_err(io::Error::other)?;
     if argv.is_empty() {
         return Err(io::Error::other("empty command"));
     }
@@ -43,7 +46,12 @@ pub(super) fn start_pipes(spec: &JobSpec<'_>) -> io::Result<Started> {
         .current_dir(spec.dir)
         .env_clear()
         .envs(spec.sandbox.env())
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .envs(
+            spec.sandbox
+                .process_env(spec.env)
+                .iter()
+                .map(|(k, v)| (k, v)),
+        )
         .stdin(if spec.input {
             Stdio::piped()
         } else {
@@ -96,7 +104,7 @@ pub(super) fn start_pty(spec: &JobSpec<'_>, cols: u16, rows: u16) -> io::Result<
     for (name, value) in spec.sandbox.env() {
         builder.env(name, value);
     }
-    for (name, value) in spec.env {
+    for (name, value) in spec.sandbox.process_env(spec.env) {
         builder.env(name, value);
     }
     let mut child = pair

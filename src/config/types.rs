@@ -45,12 +45,22 @@ pub struct Config {
 pub struct StoreConfig {
     /// The sled folder; relative to the config file's folder (`~/.chela` without a file).
     pub path: PathBuf,
+    /// The most memory sled's page cache may use, in MiB (at least 1).
+    pub cache_mb: u64,
+}
+
+impl StoreConfig {
+    /// [`StoreConfig::cache_mb`] in bytes.
+    pub fn cache_bytes(&self) -> u64 {
+        self.cache_mb.max(1).saturating_mul(1024 * 1024)
+    }
 }
 
 impl Default for StoreConfig {
     fn default() -> Self {
         Self {
             path: PathBuf::from("data"),
+            cache_mb: 8,
         }
     }
 }

@@ -214,7 +214,7 @@ impl Gateway {
         config: Config,
         channels: Vec<Arc<dyn Channel>>,
     ) -> Result<Gateway, GatewayError> {
-        let store = Store::open(&config.store.path)?;
+        let store = Store::open_with_cache(&config.store.path, config.store.cache_bytes())?;
         let shutdown = CancellationToken::new();
         let agent = crate::agent::build(&config, store.clone(), shutdown.clone())?;
         let runner = Arc::new(runner::AgentRunner::new());

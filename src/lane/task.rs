@@ -16,8 +16,8 @@ use crate::config::QueueMode;
 /// Steered messages one run can hold before the rest become followups.
 const STEER_BUFFER: usize = 16;
 /// A lane with nothing to do for this long ends its task (it is restarted on the next
-/// message), so idle sessions cost no memory.
-const IDLE_EXIT: std::time::Duration = std::time::Duration::from_secs(600);
+/// message, with its settings read back from the store), so idle sessions cost no memory.
+const IDLE_EXIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 struct Active {
     cancel: CancellationToken,

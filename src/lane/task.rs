@@ -114,7 +114,7 @@ async fn wait_run(running: &mut Option<JoinHandle<RunOutcome>>) -> Option<RunOut
 impl Lane {
     fn handle(&mut self, msg: LaneMsg) {
         match msg {
-            LaneMsg::Turn(turn) => self.arrive(turn),
+            LaneMsg::Turn(turn) => self.arrive(*turn),
             LaneMsg::Stop(reply) => self.stop(reply),
             LaneMsg::Status(reply) => {
                 let _ = reply.send(LaneStatus {

@@ -571,6 +571,16 @@ async fn a_lane_that_went_idle_for_long_still_takes_turns_with_its_settings() {
     h.finish_runs("k", 1).await;
 }
 
+#[test]
+fn a_lane_message_is_small_since_every_mailbox_allocates_blocks_of_them() {
+    // A whole turn is over 200 bytes; the settings (the largest variant left) about 40.
+    assert!(
+        std::mem::size_of::<LaneMsg>() <= 64,
+        "{}",
+        std::mem::size_of::<LaneMsg>()
+    );
+}
+
 /// How long an idle lane lives (issue #11: idle lanes go after about a minute), in ms.
 const LANE_IDLE_MS: u64 = 60_000;
 

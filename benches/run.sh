@@ -8,9 +8,11 @@
 #   benches/run.sh channels   # Telegram and Discord adapters against the fakes
 #   benches/run.sh acp        # ACP coding agents: chela's cost over the agent alone
 #   benches/run.sh storm      # reply delivery: fault-free vs fault-storm drain of 200 replies
+#   benches/run.sh memory     # RSS and store size over 40,000 messages in 5,000 chats (not in the default set)
 #
 # The benches report figures; they never assert times. Expect about 1 minute for `turns`
-# (longer when a concurrent section hangs and is retried) and about 10 s for `startup`.
+# (longer when a concurrent section hangs and is retried) and about 10 s for `startup`;
+# `memory` takes several minutes (two idle periods of 70 s plus the load).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 benches=("$@")

@@ -22,7 +22,11 @@ pub async fn doctor(loaded: LoadedConfig) -> ExitCode {
         },
     );
     let path = &loaded.config.store.path;
-    match Store::open_with(path, loaded.config.store.accept_rollback) {
+    match Store::open_with(
+        path,
+        loaded.config.store.accept_rollback,
+        loaded.config.store.cache_bytes(),
+    ) {
         Ok(store) => report(
             true,
             "store",

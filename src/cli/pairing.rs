@@ -35,6 +35,7 @@ pub async fn run(loaded: LoadedConfig, command: PairingCommand) -> ExitCode {
     let result = match Store::open_with(
         &loaded.config.store.path,
         loaded.config.store.accept_rollback,
+        loaded.config.store.cache_bytes(),
     ) {
         Ok(store) => direct(&store, &command, may_make_owner)
             .await

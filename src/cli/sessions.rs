@@ -42,6 +42,7 @@ pub async fn run(loaded: LoadedConfig, command: SessionsCommand) -> ExitCode {
     let store = match Store::open_with(
         &loaded.config.store.path,
         loaded.config.store.accept_rollback,
+        loaded.config.store.cache_bytes(),
     ) {
         Ok(store) => store,
         Err(StoreError::Locked { .. }) if matches!(command, SessionsCommand::List) => {

@@ -13,6 +13,7 @@ pub async fn status(loaded: LoadedConfig) -> ExitCode {
     let store = match Store::open_with(
         &loaded.config.store.path,
         loaded.config.store.accept_rollback,
+        loaded.config.store.cache_bytes(),
     ) {
         Ok(store) => store,
         Err(StoreError::Locked { .. }) => return through_rpc(&loaded).await,

@@ -55,6 +55,15 @@ pub struct StoreConfig {
     /// from the file).
     #[serde(skip)]
     pub accept_rollback: bool,
+    /// The most memory sled's page cache may use, in MiB (at least 1).
+    pub cache_mb: u64,
+}
+
+impl StoreConfig {
+    /// [`StoreConfig::cache_mb`] in bytes.
+    pub fn cache_bytes(&self) -> u64 {
+        self.cache_mb.max(1).saturating_mul(1024 * 1024)
+    }
 }
 
 impl Default for StoreConfig {
@@ -62,6 +71,7 @@ impl Default for StoreConfig {
         Self {
             path: PathBuf::from("data"),
             accept_rollback: false,
+            cache_mb: 8,
         }
     }
 }

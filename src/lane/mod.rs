@@ -79,9 +79,10 @@ pub struct LaneStatus {
     pub running: bool,
 }
 
-/// Messages a lane task accepts.
+/// Messages a lane task accepts. Kept small (a turn is boxed): a mailbox allocates its
+/// slots in blocks, and every live lane has one.
 pub(crate) enum LaneMsg {
-    Turn(QueuedTurn),
+    Turn(Box<QueuedTurn>),
     Stop(oneshot::Sender<StopReport>),
     Status(oneshot::Sender<LaneStatus>),
     Settings(LaneSettings),
@@ -159,7 +160,7 @@ impl Lanes {
 
     /// Hands a turn to its lane (starting the lane if needed).
     pub async fn submit(&self, key: &str, turn: QueuedTurn) -> Result<(), LaneError> {
-        self.send(key, LaneMsg::Turn(turn)).await
+        self.send(key, LaneMsg::Turn(Box::new(turn))).await
     }
 
     /// `/stop`: clears queued turns, cancels the active run and waits until it settled.

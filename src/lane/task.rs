@@ -16,8 +16,8 @@ use crate::config::QueueMode;
 /// Steered messages one run can hold before the rest become followups.
 const STEER_BUFFER: usize = 16;
 /// A lane with nothing to do for this long ends its task (it is restarted on the next
-/// message), so idle sessions cost no memory.
-const IDLE_EXIT: std::time::Duration = std::time::Duration::from_secs(600);
+/// message, with its settings read back from the store), so idle sessions cost no memory.
+const IDLE_EXIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 struct Active {
     cancel: CancellationToken,
@@ -114,7 +114,7 @@ async fn wait_run(running: &mut Option<JoinHandle<RunOutcome>>) -> Option<RunOut
 impl Lane {
     fn handle(&mut self, msg: LaneMsg) {
         match msg {
-            LaneMsg::Turn(turn) => self.arrive(turn),
+            LaneMsg::Turn(turn) => self.arrive(*turn),
             LaneMsg::Stop(reply) => self.stop(reply),
             LaneMsg::Status(reply) => {
                 let _ = reply.send(LaneStatus {

@@ -571,6 +571,64 @@ async fn a_lane_that_went_idle_for_long_still_takes_turns_with_its_settings() {
     h.finish_runs("k", 1).await;
 }
 
+#[test]
+fn a_lane_message_is_small_since_every_mailbox_allocates_blocks_of_them() {
+    // A whole turn is over 200 bytes; the settings (the largest variant left) about 40.
+    assert!(
+        std::mem::size_of::<LaneMsg>() <= 64,
+        "{}",
+        std::mem::size_of::<LaneMsg>()
+    );
+}
+
+/// How long an idle lane lives (issue #11: idle lanes go after about a minute), in ms.
+const LANE_IDLE_MS: u64 = 60_000;
+
+/// How many lane tasks run, and how many mailboxes the lane map holds.
+fn lanes_alive(lanes: &Lanes) -> (usize, usize) {
+    (lanes.tasks.len(), lanes.shared.lanes.lock().unwrap().len())
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_idle_lane_ends_after_a_minute_and_the_next_turn_runs_once_in_a_new_one() {
+    let mut h = Harness::new(settings(QueueMode::Followup), 8);
+    h.submit("k", [turn(1, "a")]).await;
+    h.finish_runs("k", 1).await;
+    assert_eq!(lanes_alive(&h.lanes), (1, 1));
+    settle_ms(LANE_IDLE_MS + 1_000).await;
+    assert_eq!(
+        lanes_alive(&h.lanes),
+        (0, 0),
+        "the idle lane should have ended"
+    );
+    h.submit("k", [turn(2, "b")]).await;
+    h.next_run().await.finish(0);
+    h.lanes.wait_idle("k").await.unwrap();
+    h.assert_no_new_run().await;
+    assert_eq!(h.started(), ["a", "b"]);
+    assert_eq!(lanes_alive(&h.lanes).0, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_turn_arriving_as_the_idle_time_runs_out_runs_exactly_once() {
+    let mut h = Harness::new(settings(QueueMode::Followup), 8);
+    h.submit("k", [turn(1, "a")]).await;
+    h.finish_runs("k", 1).await;
+    // Every task waits; the clock then reaches the lane's idle deadline and the turn is
+    // submitted before the lane task has had a chance to run.
+    settle_ms(LANE_IDLE_MS - 1).await;
+    tokio::time::advance(Duration::from_millis(1)).await;
+    h.lanes.submit("k", turn(2, "b")).await.unwrap();
+    let b = h.next_run().await;
+    assert_eq!(b.text, "b");
+    b.finish(0);
+    h.lanes.wait_idle("k").await.unwrap();
+    settle_ms(LANE_IDLE_MS + 1_000).await;
+    h.assert_no_new_run().await;
+    assert_eq!(h.started(), ["a", "b"]);
+    assert_eq!(lanes_alive(&h.lanes), (0, 0));
+}
+
 #[tokio::test(start_paused = true)]
 async fn shutdown_cancels_active_runs_keeps_queued_turns_and_ends_lanes() {
     let mut h = Harness::new(settings(QueueMode::Followup), 8);

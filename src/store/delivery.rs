@@ -43,7 +43,8 @@ impl Store {
     }
 
     /// Records the final reply of run `run_id` in the outbox and removes the turn's pending
-    /// entries, atomically and durably; returns the outbox id.
+    /// entries, atomically and durably; returns the outbox id. A final with nothing to send
+    /// (NO_REPLY, a silent stop) gets an id but no record.
     pub async fn settle_turn(
         &self,
         run_id: &str,
@@ -59,15 +60,19 @@ impl Store {
             conversation: conversation.clone(),
             text: text.to_string(),
             created_ms: now_ms(),
-            // Nothing to send (NO_REPLY, a silent stop) counts as delivered.
-            delivered: text.trim().is_empty(),
+            delivered: false,
             attempts: 0,
             run_id: Some(run_id.to_owned()),
         };
-        let bytes = encode(&entry)?;
+        // Nothing to send counts as delivered: no record.
+        let bytes = (!text.trim().is_empty())
+            .then(|| encode(&entry))
+            .transpose()?;
         (&self.inner.outbox, &self.inner.pending)
             .transaction(|(outbox, pending)| {
-                outbox.insert(&id.to_be_bytes(), bytes.as_slice())?;
+                if let Some(bytes) = &bytes {
+                    outbox.insert(&id.to_be_bytes(), bytes.as_slice())?;
+                }
                 for seq in seqs {
                     pending.remove(&seq.to_be_bytes())?;
                 }
@@ -181,5 +186,22 @@ mod tests {
         assert_eq!(undelivered[0].id, id);
         store.mark_delivered(id).unwrap();
         assert!(store.undelivered().unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn settling_a_silent_final_clears_pending_and_records_nothing() {
+        let store = Store::temporary().unwrap();
+        let seq = store
+            .enqueue_unique("k1", &turn("1"))
+            .await
+            .unwrap()
+            .unwrap();
+        let conv = turn("1").inbound.conversation;
+        store
+            .settle_turn("run-1", "agent:main:main", &conv, " ", &[seq])
+            .await
+            .unwrap();
+        assert!(store.all_pending().unwrap().is_empty());
+        assert_eq!(store.outbox_len(), 0);
     }
 }

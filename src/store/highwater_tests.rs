@@ -84,7 +84,7 @@ async fn an_older_copy_of_the_store_is_refused_unless_accepted() {
     assert!(text.contains("data.highwater"), "{text}");
 
     // Accepted: it opens, continues, and old messages count as seen.
-    let store = Store::open_with(&data, true).unwrap();
+    let store = Store::open_with(&data, true, 8 << 20).unwrap();
     assert!(
         store.all_pending().unwrap().is_empty(),
         "the old turn is not run again"

@@ -56,9 +56,10 @@ pub use sessions::SessionMeta;
 pub use subagents::{SubagentLink, SubagentState};
 pub use transcript::{SUMMARY_HEADING, WindowMessage};
 
-/// The most memory sled's page cache may use, in bytes (sled's default is 1 GiB).
-/// sled's page cache: small, since per-session memory must not grow with transcripts.
-const CACHE_CAPACITY: u64 = 8 * 1024 * 1024;
+/// The most memory sled's page cache may use, in bytes (sled's default is 1 GiB), unless
+/// `[store] cache_mb` says otherwise: small, since per-session memory must not grow with
+/// transcripts.
+pub const CACHE_CAPACITY: u64 = 8 * 1024 * 1024;
 
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -187,13 +188,18 @@ impl Store {
     /// Fails with [`StoreError::Locked`] when another process has it open, and with
     /// [`StoreError::RolledBack`] when it lost writes it once made durable.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        Store::open_with(path, false)
+        Store::open_with(path, false, CACHE_CAPACITY)
     }
 
-    /// Like [`Store::open`]; with `accept_rollback` a rolled-back store is opened anyway
-    /// (with a warning): it continues from the recorded generation, and inbound messages
-    /// older than the last recorded write are treated as already seen.
-    pub fn open_with(path: &Path, accept_rollback: bool) -> Result<Store, StoreError> {
+    /// Like [`Store::open`], with sled's page cache bounded to `cache_bytes`; with
+    /// `accept_rollback` a rolled-back store is opened anyway (with a warning): it continues
+    /// from the recorded generation, and inbound messages older than the last recorded write
+    /// are treated as already seen.
+    pub fn open_with(
+        path: &Path,
+        accept_rollback: bool,
+        cache_bytes: u64,
+    ) -> Result<Store, StoreError> {
         std::fs::create_dir_all(path).map_err(|e| StoreError::Open {
             path: path.to_path_buf(),
             reason: e.to_string(),
@@ -201,7 +207,7 @@ impl Store {
         let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
         let started = std::time::Instant::now();
         let db = loop {
-            match open_db(&path) {
+            match open_db(&path, cache_bytes) {
                 Err(StoreError::Locked { .. })
                     if closed_here(&path) && started.elapsed() < OWN_LOCK_WAIT =>
                 {
@@ -287,10 +293,8 @@ fn abort<T>(e: StoreError) -> sled::transaction::ConflictableTransactionResult<T
 }
 
 /// Opens the sled database in folder `path`.
-fn open_db(path: &Path) -> Result<sled::Db, StoreError> {
-    let config = sled::Config::new()
-        .path(path)
-        .cache_capacity(CACHE_CAPACITY);
+fn open_db(path: &Path, cache_bytes: u64) -> Result<sled::Db, StoreError> {
+    let config = sled::Config::new().path(path).cache_capacity(cache_bytes);
     config.open().map_err(|e| match &e {
         sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
             StoreError::Locked {

@@ -64,10 +64,18 @@ impl Store {
             .map(|e| e.attempts))
     }
 
-    /// Marks `id` delivered; returns whether it was in the outbox. Not flushed (a lost mark
-    /// means one resend after a crash); call [`Store::flush`] to make it durable at once.
+    /// Marks `id` delivered by removing it: a delivered final is never needed again, so the
+    /// outbox only holds what is still to send. Returns whether it was in the outbox. Not
+    /// flushed (a lost removal means one resend after a crash); call [`Store::flush`] to make
+    /// it durable at once.
     pub fn mark_delivered(&self, id: u64) -> Result<bool, StoreError> {
-        Ok(self.update_outbox(id, |e| e.delivered = true)?.is_some())
+        let removed = self.inner.outbox.remove(id.to_be_bytes()).map_err(db_err)?;
+        Ok(removed.is_some())
+    }
+
+    /// How many records the outbox holds, delivered ones of older versions included.
+    pub fn outbox_len(&self) -> usize {
+        self.inner.outbox.len()
     }
 
     /// Entries not yet delivered, oldest first.
@@ -77,7 +85,8 @@ impl Store {
         Ok(out)
     }
 
-    /// Removes delivered entries created before `older_than_ms`; returns how many.
+    /// Removes delivered entries created before `older_than_ms` (records an older version
+    /// kept after delivery); returns how many.
     pub fn prune_delivered(&self, older_than_ms: u64) -> Result<usize, StoreError> {
         let mut removed = 0;
         for kv in self.inner.outbox.iter() {
@@ -185,8 +194,35 @@ mod tests {
         assert_eq!(left.len(), 1);
         assert_eq!(left[0].id, b);
         assert_eq!(store.prune_delivered(5).unwrap(), 0);
-        assert_eq!(store.prune_delivered(15).unwrap(), 1);
+        assert_eq!(store.prune_delivered(15).unwrap(), 0);
         assert_eq!(store.note_attempt(a).unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn a_delivered_final_leaves_nothing_in_the_outbox() {
+        let store = Store::temporary().unwrap();
+        let a = store.record_final("k", &to(), "one", 10).await.unwrap();
+        let b = store.record_final("k", &to(), "two", 20).await.unwrap();
+        assert!(store.mark_delivered(a).unwrap());
+        assert!(store.mark_delivered(b).unwrap());
+        assert_eq!(store.outbox_len(), 0);
+        assert!(!store.mark_delivered(a).unwrap());
+    }
+
+    #[tokio::test]
+    async fn prune_removes_delivered_records_left_by_an_older_version() {
+        let store = Store::temporary().unwrap();
+        let id = store.record_final("k", &to(), "one", 10).await.unwrap();
+        let mut old = store.undelivered().unwrap().remove(0);
+        old.delivered = true;
+        store
+            .inner
+            .outbox
+            .insert(id.to_be_bytes(), encode(&old).unwrap())
+            .unwrap();
+        assert!(store.undelivered().unwrap().is_empty());
+        assert_eq!(store.prune_delivered(u64::MAX).unwrap(), 1);
+        assert_eq!(store.outbox_len(), 0);
     }
 
     #[tokio::test]

@@ -79,6 +79,24 @@ fn remember(store: &Store, agent: &str, command: &str) {
     }
 }
 
+/// What the owner approves of an `exec` call: the command, with the variables and the folder
+/// the model asked for (they change what runs: `PATH`, `LD_PRELOAD`), so "always" covers
+/// exactly that.
+fn exec_summary(args: &Value) -> Option<String> {
+    let mut summary = args.get("command").and_then(Value::as_str)?.to_owned();
+    if let Some(env) = args.get("env").and_then(Value::as_object)
+        && !env.is_empty()
+    {
+        let mut pairs: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        pairs.sort();
+        summary.push_str(&format!("  [env {}]", pairs.join(" ")));
+    }
+    if let Some(dir) = args.get("workdir").and_then(Value::as_str) {
+        summary.push_str(&format!("  [in {dir}]"));
+    }
+    Some(summary)
+}
+
 /// Gets approval for an `exec` call's command: `Ok` when it may run, else the refusal the
 /// model reads. Commands approved "always" before pass without asking.
 pub async fn approve_exec(
@@ -89,10 +107,11 @@ pub async fn approve_exec(
     args: &Value,
     cancel: &CancellationToken,
 ) -> Result<(), ToolOutput> {
-    let Some(command) = args.get("command").and_then(Value::as_str) else {
+    let Some(command) = exec_summary(args) else {
         // exec itself refuses a call without a command; nothing would run.
         return Ok(());
     };
+    let command = command.as_str();
     if always_allowed(store, agent).iter().any(|c| c == command) {
         return Ok(());
     }
@@ -164,6 +183,25 @@ mod tests {
         assert_eq!(Approval::parse("always"), Some(Approval::AllowAlways));
         assert_eq!(Approval::parse(" deny "), Some(Approval::Deny));
         assert_eq!(Approval::parse("maybe"), None);
+    }
+
+    #[tokio::test]
+    async fn an_always_allowed_command_with_other_variables_is_asked_again() {
+        let store = Store::temporary().unwrap();
+        let (slot, scripted) = slot(vec![Approval::AllowAlways, Approval::Deny]);
+        let cancel = CancellationToken::new();
+        let ls = json!({"command": "ls"});
+        approve_exec(&slot, &store, "main", "k", &ls, &cancel)
+            .await
+            .unwrap();
+        let preloaded = json!({"command": "ls", "env": {"LD_PRELOAD": "./x.so"}});
+        assert!(
+            approve_exec(&slot, &store, "main", "k", &preloaded, &cancel)
+                .await
+                .is_err()
+        );
+        let asked = scripted.asked.lock().unwrap().clone();
+        assert_eq!(asked, ["ls", "ls  [env LD_PRELOAD=\"./x.so\"]"]);
     }
 
     #[tokio::test]

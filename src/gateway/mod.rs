@@ -39,9 +39,6 @@ pub use crate::domain::run::RunRecord;
 /// How long shutdown waits at least for recorded finals to be delivered.
 const OUTBOX_SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 
-/// How long a notice waits at most for the finals of its conversation to go out first.
-const NOTICE_WAITS_FOR_FINALS: Duration = Duration::from_secs(10);
-
 /// Why the gateway could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
@@ -204,12 +201,7 @@ impl Core {
             .ok_or_else(|| SendError::NotRunning(to.channel.clone()))?;
         // After the conversation's finals (a /stop answer follows the stopped reply), but
         // not held for long by a final the platform keeps refusing.
-        if tokio::time::timeout(NOTICE_WAITS_FOR_FINALS, self.outbox.settled(to))
-            .await
-            .is_err()
-        {
-            tracing::debug!(channel = %to.channel, "a notice goes before a final still being retried");
-        }
+        self.outbox.settled_within(to).await;
         let mut reply = crate::reply::ReplyStream::new(channel, to.clone());
         Ok(reply.finish(text).await?)
     }
@@ -431,6 +423,16 @@ impl Gateway {
         }
         self.core.shutdown.cancel();
         self.core.lanes.shutdown().await;
+        // Queued finals now stay for the next start; a send already under way finishes and
+        // is marked (or journaled) before the store's last flush.
+        if tokio::time::timeout(OUTBOX_SHUTDOWN_WAIT, self.core.outbox.idle())
+            .await
+            .is_err()
+        {
+            tracing::info!(
+                "a reply was still being sent at shutdown; it goes again at the next start"
+            );
+        }
         self.core.acp.shutdown().await;
         if let Err(e) = self.core.store.flush().await {
             tracing::error!(error = %e, "cannot flush the store");

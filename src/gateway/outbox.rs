@@ -27,6 +27,10 @@ const MIN_BACKOFF: Duration = Duration::from_millis(500);
 /// ... doubling up to this.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
+/// How long what follows a conversation's finals (a notice, the next reply's previews)
+/// waits at most for them.
+pub const SETTLE_WAIT: Duration = Duration::from_secs(10);
+
 /// One final reply to deliver.
 pub struct Delivery {
     /// Its outbox id.
@@ -154,6 +158,17 @@ impl Outbox {
             if rx.changed().await.is_err() {
                 return;
             }
+        }
+    }
+
+    /// [`Outbox::settled`], waiting at most [`SETTLE_WAIT`]: a final the platform keeps
+    /// refusing must not hold what comes after it for long.
+    pub async fn settled_within(&self, to: &Conversation) {
+        if tokio::time::timeout(SETTLE_WAIT, self.settled(to))
+            .await
+            .is_err()
+        {
+            tracing::debug!(channel = %to.channel, "going ahead of a final still being retried");
         }
     }
 

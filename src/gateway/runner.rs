@@ -107,13 +107,14 @@ async fn run_turn(
     let journal = (!turn.seqs.is_empty())
         .then(|| RunJournal::shared(core.store.clone(), run_id.clone(), turn.target.clone()));
     let reply = channel.clone().map(|channel| {
-        tokio::spawn(stream_events(
-            channel,
-            turn.target.clone(),
-            turn.quote.clone(),
-            journal,
-            events_rx,
-        ))
+        let (outbox, to) = (core.outbox.clone(), turn.target.clone());
+        let quote = turn.quote.clone();
+        tokio::spawn(async move {
+            // The conversation's earlier finals go first: this reply's previews must not
+            // show above the answer before it (bounded, like a notice's wait).
+            outbox.settled_within(&to).await;
+            stream_events(channel, to, quote, journal, events_rx).await
+        })
     });
     // Every event goes to the RPC's subscribers, then to the reply.
     let events_tx = super::live::tee(
@@ -152,7 +153,11 @@ async fn run_turn(
         ended_ms: crate::domain::message::now_ms(),
     };
     if core.shutdown.is_cancelled() && outcome.status == RunStatus::Aborted {
-        // Shutdown, not /stop: the turn stays pending and runs again at the next start.
+        // Shutdown, not /stop: the turn stays pending and runs again at the next start
+        // (its previews are taken back then); no preview goes out after this.
+        if let Some(reply) = reply {
+            reply.abort();
+        }
         let _ = core.runs.send(record);
         return outcome;
     }

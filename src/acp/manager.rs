@@ -154,6 +154,7 @@ impl AcpManager {
             cancel,
             mut steer,
             events,
+            reply_to: _,
         } = request;
         let _ = events.send(RunEvent::Lifecycle(Lifecycle::Start)).await;
         let outcome = |status: RunStatus, text: String, steer: &mut mpsc::Receiver<_>| {

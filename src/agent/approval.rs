@@ -43,10 +43,12 @@ impl Approval {
 
 /// Asks the owner to approve a command (the gateway implements it).
 pub trait Approver: Send + Sync {
-    /// Asks whether session `session_key` may run `command`; ends early on `cancel`.
+    /// Asks whether session `session_key`, whose run replies to `reply_to`, may run
+    /// `command`; ends early on `cancel`.
     fn request(
         &self,
         session_key: &str,
+        reply_to: Option<&chela_channel::Conversation>,
         command: &str,
         cancel: CancellationToken,
     ) -> BoxFuture<'static, Approval>;
@@ -104,6 +106,7 @@ pub async fn approve_exec(
     store: &Store,
     agent: &str,
     session_key: &str,
+    reply_to: Option<&chela_channel::Conversation>,
     args: &Value,
     cancel: &CancellationToken,
 ) -> Result<(), ToolOutput> {
@@ -116,7 +119,11 @@ pub async fn approve_exec(
         return Ok(());
     }
     let answer = match approver.get() {
-        Some(approver) => approver.request(session_key, command, cancel.clone()).await,
+        Some(approver) => {
+            approver
+                .request(session_key, reply_to, command, cancel.clone())
+                .await
+        }
         None => Approval::NoOneToAsk,
     };
     match answer {
@@ -157,6 +164,7 @@ mod tests {
         fn request(
             &self,
             _: &str,
+            _: Option<&chela_channel::Conversation>,
             command: &str,
             _: CancellationToken,
         ) -> BoxFuture<'static, Approval> {
@@ -191,12 +199,12 @@ mod tests {
         let (slot, scripted) = slot(vec![Approval::AllowAlways, Approval::Deny]);
         let cancel = CancellationToken::new();
         let ls = json!({"command": "ls"});
-        approve_exec(&slot, &store, "main", "k", &ls, &cancel)
+        approve_exec(&slot, &store, "main", "k", None, &ls, &cancel)
             .await
             .unwrap();
         let preloaded = json!({"command": "ls", "env": {"LD_PRELOAD": "./x.so"}});
         assert!(
-            approve_exec(&slot, &store, "main", "k", &preloaded, &cancel)
+            approve_exec(&slot, &store, "main", "k", None, &preloaded, &cancel)
                 .await
                 .is_err()
         );
@@ -210,11 +218,11 @@ mod tests {
         let (slot, scripted) = slot(vec![Approval::AllowAlways, Approval::Deny]);
         let cancel = CancellationToken::new();
         let ls = json!({"command": "ls -la"});
-        approve_exec(&slot, &store, "main", "k", &ls, &cancel)
+        approve_exec(&slot, &store, "main", "k", None, &ls, &cancel)
             .await
             .unwrap();
         // Asked once: the second time the remembered command passes.
-        approve_exec(&slot, &store, "main", "k", &ls, &cancel)
+        approve_exec(&slot, &store, "main", "k", None, &ls, &cancel)
             .await
             .unwrap();
         assert_eq!(*scripted.asked.lock().unwrap(), ["ls -la"]);
@@ -224,6 +232,7 @@ mod tests {
             &store,
             "main",
             "k",
+            None,
             &json!({"command": "ls"}),
             &cancel,
         )
@@ -245,6 +254,7 @@ mod tests {
             &store,
             "main",
             "k",
+            None,
             &json!({"command": "true"}),
             &CancellationToken::new(),
         )

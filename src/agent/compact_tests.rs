@@ -389,6 +389,8 @@ fn agent(model: Arc<TestModel>, context_window: u64, reserve_tokens: u64) -> Age
             max_output_chars: 10_000,
             session_key: String::new(),
             exec: Default::default(),
+            reply_to: None,
+            events: None,
         },
         run_timeout: Duration::from_secs(600),
         max_tokens: 1000,
@@ -411,6 +413,7 @@ async fn run(agent: &Agent, text: &str) -> (RunStatus, Vec<RunEvent>) {
             cancel: CancellationToken::new(),
             steer,
             events,
+            reply_to: None,
         })
         .await;
     let mut seen = Vec::new();

@@ -93,6 +93,8 @@ pub fn build(
             max_output_chars: config.tools.max_output_chars,
             session_key: String::new(),
             exec: std::sync::Arc::new(exec_sandbox(config)),
+            reply_to: None,
+            events: None,
         },
         run_timeout: Duration::from_secs(config.agent.timeout_s),
         max_tokens: config.model.max_tokens,

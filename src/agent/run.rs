@@ -50,6 +50,9 @@ pub struct RunRequest {
     pub steer: mpsc::Receiver<Steer>,
     /// Where the run's events go.
     pub events: mpsc::Sender<RunEvent>,
+    /// The conversation the run replies to (`None` for a run with no chat, such as one
+    /// started through the RPC without a conversation).
+    pub reply_to: Option<chela_channel::Conversation>,
 }
 
 pub use crate::domain::run::{RunError, RunStatus};
@@ -125,6 +128,8 @@ struct Turn<'a> {
     model: Option<String>,
     /// A compaction of this run failed or found nothing to do: do not try again.
     compaction_gave_up: bool,
+    /// The conversation the run replies to.
+    reply_to: Option<chela_channel::Conversation>,
 }
 
 impl Agent {
@@ -153,6 +158,7 @@ impl Agent {
             allowed: self.allowed_for(&req.session_key),
             model: crate::agent::model_choice::chosen(&self.store, &req.session_key),
             compaction_gave_up: false,
+            reply_to: req.reply_to.take(),
         };
         let result = turn.drive(&req.text, &mut req.steer).await;
         timer.abort();
@@ -463,6 +469,7 @@ impl Turn<'_> {
                 &self.agent.store,
                 &self.agent.id,
                 &self.key,
+                self.reply_to.as_ref(),
                 &call.arguments,
                 &self.cancel,
             )
@@ -473,6 +480,8 @@ impl Turn<'_> {
         let ctx = ToolContext {
             cancel: self.cancel.clone(),
             session_key: self.key.clone(),
+            reply_to: self.reply_to.clone(),
+            events: Some(self.events.clone()),
             ..self.agent.tool_context.clone()
         };
         tool.call(call.arguments.clone(), &ctx).await

@@ -222,6 +222,8 @@ impl Harness {
                 max_output_chars: 10_000,
                 session_key: String::new(),
                 exec: Default::default(),
+                reply_to: None,
+                events: None,
             },
             run_timeout: Duration::from_secs(600),
             max_tokens: 1000,
@@ -247,6 +249,7 @@ impl Harness {
             cancel: cancel.clone(),
             steer: steer_rx,
             events: events_tx,
+            reply_to: None,
         };
         let agent = self.agent.clone();
         let task = tokio::spawn(async move { agent.run(request).await });

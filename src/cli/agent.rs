@@ -9,11 +9,14 @@ use std::sync::Arc;
 
 use chela::agent::run::RunStatus;
 use chela::config::LoadedConfig;
+use chela::domain::events::RunEvent;
+use chela::domain::run::LiveEvent;
 use chela::domain::session_key::SessionKey;
 use chela::gateway::{Gateway, GatewayError};
 use chela::store::StoreError;
 use chela_terminal::TerminalChannel;
 use serde_json::{Value, json};
+use tokio::sync::broadcast::error::TryRecvError;
 
 /// Runs one turn, prints the reply (streamed, or as JSON), exits 1 when the run failed.
 pub async fn agent(
@@ -52,7 +55,7 @@ pub async fn agent(
     };
     let inbound = terminal.inbound(&message);
     let key = session.unwrap_or_else(|| gateway.core().session_key(&inbound));
-    let mut runs = gateway.subscribe_runs();
+    let mut events = gateway.subscribe_events();
     let accepted = gateway.router().accept_for(key.clone(), inbound).await;
     if let Err(e) = accepted {
         eprintln!("chela: {e}");
@@ -62,9 +65,14 @@ pub async fn agent(
     // Sub-agents it spawned report back into this session; their follow-up is the answer.
     chela::gateway::subagent::wait_settled(gateway.core(), &key).await;
     let mut last = None;
-    while let Ok(record) = runs.try_recv() {
-        if record.session_key == key {
-            last = Some(record);
+    loop {
+        match events.try_recv() {
+            Ok(LiveEvent {
+                event: RunEvent::Finished(record),
+                ..
+            }) if record.session_key == key => last = Some(record),
+            Ok(_) | Err(TryRecvError::Lagged(_)) => {}
+            Err(TryRecvError::Empty | TryRecvError::Closed) => break,
         }
     }
     gateway.shutdown().await;

@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+use crate::domain::run::RunRecord;
+
 /// One event of a run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "stream", rename_all = "lowercase")]
@@ -18,6 +20,15 @@ pub enum RunEvent {
     Tool(ToolEvent),
     /// The session's model window was compacted before the next model call.
     Compaction(Compacted),
+    /// The run's `message` tool sent `text` into the run's own conversation; the final
+    /// reply leaves it out.
+    Sent {
+        /// What was sent.
+        text: String,
+    },
+    /// The run has settled (its final recorded, its pending turns cleared): the last event
+    /// of every run on the bus.
+    Finished(Box<RunRecord>),
 }
 
 /// Run lifecycle phases.

@@ -1,10 +1,13 @@
 //! What a run is, seen from outside it: how it ended ([`RunStatus`]), the record published
 //! when it finishes ([`RunRecord`]), its id ([`run_id_for`]) and its live events ([`LiveEvent`]).
 
+use serde::{Deserialize, Serialize};
+
 use crate::domain::events::RunEvent;
 
 /// How a run ended.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", content = "error", rename_all = "lowercase")]
 pub enum RunStatus {
     /// The model finished.
     Ok,
@@ -15,7 +18,8 @@ pub enum RunStatus {
 }
 
 /// Why a run failed. Its text is short and safe to show in the chat (SPEC 8).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
 pub enum RunError {
     /// The model call failed after the provider's own retries.
     #[error("{0}")]
@@ -47,7 +51,7 @@ pub enum RunError {
 }
 
 /// How a finished run is announced (to `chela agent` and the RPC's `agent.wait`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
     /// Run id (`run-<first seq>`, see [`run_id_for`]).
     pub run_id: String,

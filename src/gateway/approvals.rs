@@ -6,6 +6,7 @@
 use std::sync::Weak;
 use std::time::Duration;
 
+use chela_channel::Conversation;
 use tokio_util::sync::CancellationToken;
 
 use super::Core;
@@ -74,16 +75,18 @@ impl Approver for ChatApprover {
     fn request(
         &self,
         session_key: &str,
+        reply_to: Option<&Conversation>,
         command: &str,
         cancel: CancellationToken,
     ) -> BoxFuture<'static, Approval> {
         let core = self.core.clone();
         let (key, command) = (session_key.to_owned(), command.to_owned());
+        let reply_to = reply_to.cloned();
         Box::pin(async move {
             let Some(core) = core.upgrade() else {
                 return Approval::NoOneToAsk;
             };
-            let Some(to) = where_to_ask(&core, &key) else {
+            let Some(to) = where_to_ask(&core, &key, reply_to) else {
                 return Approval::NoOneToAsk;
             };
             if to.channel == crate::rpc::channel::NAME {
@@ -115,16 +118,13 @@ impl Approver for ChatApprover {
     }
 }
 
-/// Where to ask for session `key`: the conversation its run replies to, or for a sub-agent
-/// (which replies nowhere) the conversation its parent last replied to.
-fn where_to_ask(core: &Core, key: &str) -> Option<chela_channel::Conversation> {
-    let own = core
-        .target_of(key)
-        .filter(|to| to.channel != super::subagent::INTERNAL_CHANNEL);
+/// Where to ask for session `key`: the conversation its run replies to (`reply_to`), or for
+/// a sub-agent (which replies nowhere) the conversation its parent last replied to.
+fn where_to_ask(core: &Core, key: &str, reply_to: Option<Conversation>) -> Option<Conversation> {
+    let own = reply_to.filter(|to| to.channel != super::subagent::INTERNAL_CHANNEL);
     own.or_else(|| {
         let parent = core.store.subagent_parent(key).ok().flatten()?;
-        core.target_of(&parent)
-            .or_else(|| core.store.target(&parent).ok().flatten())
+        core.store.target(&parent).ok().flatten()
     })
 }
 

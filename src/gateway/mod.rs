@@ -88,14 +88,8 @@ pub struct Core {
     pub questions: ask::Questions,
     /// Exec approvals waiting for `/approve`.
     pub approvals: approvals::Approvals,
-    /// Where each running session's reply goes (for `sessions_spawn`).
-    pub targets: std::sync::Mutex<HashMap<String, Conversation>>,
-    /// Texts the `message` tool sent into each running session's own conversation.
-    pub sent: std::sync::Mutex<HashMap<String, Vec<String>>>,
     /// Channels by name.
     pub channels: HashMap<String, Arc<dyn Channel>>,
-    /// Finished runs.
-    pub runs: broadcast::Sender<RunRecord>,
     /// Every run's events as they happen (the RPC's `events.subscribe`).
     pub live: broadcast::Sender<live::LiveEvent>,
     /// Seqs of runs that have ended but whose record is not published yet (their pending
@@ -158,11 +152,6 @@ impl Core {
         .to_string()
     }
 
-    /// Where the running turn of session `key` replies, if one runs.
-    pub fn target_of(&self, key: &str) -> Option<Conversation> {
-        self.targets.lock().ok()?.get(key).cloned()
-    }
-
     /// The admission rules of a platform channel; `None` for the local terminal.
     pub fn access_for(&self, channel: &str) -> Option<crate::config::AccessConfig> {
         match channel {
@@ -205,24 +194,6 @@ impl Core {
         let mut reply = crate::reply::ReplyStream::new(channel, to.clone());
         Ok(reply.finish(text).await?)
     }
-
-    /// Records that the `message` tool sent `text` into session `key`'s own conversation.
-    pub fn note_sent(&self, key: &str, text: &str) {
-        if let Ok(mut sent) = self.sent.lock() {
-            sent.entry(key.to_owned())
-                .or_default()
-                .push(text.to_owned());
-        }
-    }
-
-    /// Takes what the `message` tool sent during session `key`'s run.
-    pub fn take_sent(&self, key: &str) -> Vec<String> {
-        self.sent
-            .lock()
-            .ok()
-            .and_then(|mut sent| sent.remove(key))
-            .unwrap_or_default()
-    }
 }
 
 /// A running gateway.
@@ -258,7 +229,6 @@ impl Gateway {
             defaults,
             config.resolved_max_concurrent_runs(),
         );
-        let (runs, _) = broadcast::channel(64);
         let (live, _) = broadcast::channel(live::LIVE_BUFFER);
         let acp = crate::acp::AcpManager::new(&config, store.clone());
         let saved_history = store.group_histories().unwrap_or_else(|e| {
@@ -285,15 +255,12 @@ impl Gateway {
             acp,
             questions: ask::Questions::default(),
             approvals: approvals::Approvals::default(),
-            targets: Default::default(),
-            sent: Default::default(),
             channels,
             rpc,
             config,
             store,
             lanes,
             agent,
-            runs,
             live,
             settling: Default::default(),
             shutdown,
@@ -356,9 +323,10 @@ impl Gateway {
         Ok(address)
     }
 
-    /// Subscribes to finished runs.
-    pub fn subscribe_runs(&self) -> broadcast::Receiver<RunRecord> {
-        self.core.runs.subscribe()
+    /// Subscribes to the run bus: every run's events, each run ending with
+    /// [`RunEvent::Finished`](crate::domain::events::RunEvent::Finished).
+    pub fn subscribe_events(&self) -> broadcast::Receiver<live::LiveEvent> {
+        self.core.live.subscribe()
     }
 
     /// Registers commands and runs every channel until `stop` fires or all of them end.

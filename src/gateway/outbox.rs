@@ -183,10 +183,18 @@ impl Inner {
     async fn run_conversation(self: Arc<Self>, to: Conversation) {
         let mut next = self.pop(&to);
         while let Some(delivery) = next {
-            self.deliver(delivery).await;
+            let sent = self.deliver(delivery).await;
             // Popped (and the conversation let go when empty) before the count changes, so a
             // waiter woken by the count sees the queue as it is.
             next = self.pop(&to);
+            if let Some(sent) = sent {
+                if next.is_none() {
+                    // The chat has the final: wake `settled` waiters (the next reply's
+                    // previews) now rather than after the durable mark below.
+                    self.in_flight.send_modify(|_| {});
+                }
+                self.delivered(&sent).await;
+            }
             self.in_flight.send_modify(|n| *n = n.saturating_sub(1));
         }
     }
@@ -207,20 +215,22 @@ impl Inner {
     }
 
     /// Delivers one final: retried until delivered, refused for good, too old, or shutdown.
-    async fn deliver(&self, mut delivery: Delivery) {
+    /// Returns it when it was delivered: it still has to be marked so ([`Inner::delivered`]).
+    async fn deliver(&self, mut delivery: Delivery) -> Option<Delivery> {
         // The TTL counts from the record; measured on the runtime's clock from here on.
         let age = Duration::from_millis(now_ms().saturating_sub(delivery.created_ms));
         if age >= self.ttl {
-            return self.dead_letter(&delivery, "older than [delivery] ttl");
+            self.dead_letter(&delivery, "older than [delivery] ttl");
+            return None;
         }
         let deadline = Instant::now() + self.ttl.saturating_sub(age);
         if self.shutdown.is_cancelled() {
             // Left for the next start, which takes back what was sent and sends it once.
-            return;
+            return None;
         }
         let Some(channel) = self.channels.get(&delivery.to.channel).cloned() else {
             tracing::warn!(id = delivery.id, channel = %delivery.to.channel, "the channel does not run; the reply waits for a start where it does");
-            return;
+            return None;
         };
         if let Some(journal) = delivery.take_back.take() {
             take_back(channel.as_ref(), &journal).await;
@@ -238,22 +248,23 @@ impl Inner {
             if let Some(until) = wait_until.take() {
                 let until = until.min(deadline);
                 tokio::select! {
-                    _ = self.shutdown.cancelled() => return,
+                    _ = self.shutdown.cancelled() => return None,
                     _ = tokio::time::sleep_until(until) => {}
                 }
             }
             if Instant::now() >= deadline {
-                return self.dead_letter(&delivery, "older than [delivery] ttl");
+                self.dead_letter(&delivery, "older than [delivery] ttl");
+                return None;
             }
             if self.shutdown.is_cancelled() {
-                return;
+                return None;
             }
             if let Err(e) = self.store.note_attempt(delivery.id) {
                 self.store_error(&e, "cannot count a delivery attempt");
             }
             let before = stream.progress();
             match stream.deliver_once(&delivery.text).await {
-                Ok(()) => return self.delivered(&delivery).await,
+                Ok(()) => return Some(delivery),
                 Err(e) if e.is_retryable() => {
                     if stream.progress() != before {
                         backoff.reset();
@@ -269,7 +280,8 @@ impl Inner {
                     wait_until = Some(Instant::now() + wait);
                 }
                 Err(e) => {
-                    return self.dead_letter(&delivery, &format!("refused: {e}"));
+                    self.dead_letter(&delivery, &format!("refused: {e}"));
+                    return None;
                 }
             }
         }

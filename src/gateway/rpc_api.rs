@@ -11,7 +11,7 @@ use super::Core;
 use super::intake::Router;
 use super::status::StatusReport;
 use crate::config::Config;
-use crate::domain::run::{LiveEvent, RunRecord};
+use crate::domain::run::LiveEvent;
 use crate::inbound::route::Accepted;
 use crate::lane::{LaneError, StopReport};
 use crate::rpc::RpcChannel;
@@ -50,18 +50,17 @@ impl GatewayApi for CoreApi {
         self.core.default_session_key()
     }
 
-    fn finished_runs(&self) -> broadcast::Receiver<RunRecord> {
-        self.core.runs.subscribe()
-    }
-
     fn live_events(&self) -> broadcast::Receiver<LiveEvent> {
         self.core.live.subscribe()
     }
 
-    fn status(&self) -> Result<Value, Fault> {
-        let report =
-            StatusReport::from_core(&self.core).map_err(|e| Fault::internal(e.to_string()))?;
-        serde_json::to_value(report).map_err(|e| Fault::internal(e.to_string()))
+    fn status(&self) -> BoxFuture<'_, Result<Value, Fault>> {
+        Box::pin(async move {
+            let report = StatusReport::from_core(&self.core)
+                .await
+                .map_err(|e| Fault::internal(e.to_string()))?;
+            serde_json::to_value(report).map_err(|e| Fault::internal(e.to_string()))
+        })
     }
 
     fn store(&self) -> &Store {

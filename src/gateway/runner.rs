@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -13,8 +14,9 @@ use super::reply_journal::{RunJournal, forget};
 use super::{Core, RunRecord};
 use crate::agent::provider::BoxFuture;
 use crate::agent::run::{RunOutcome, RunRequest, RunStatus, Steer};
+use crate::domain::events::RunEvent;
 use crate::lane::{QueuedTurn, Runner};
-use crate::reply::{final_text, stream_events, without_sent};
+use crate::reply::{Streamed, stream_events};
 
 /// Events buffered between a run and its reply stream.
 const EVENT_BUFFER: usize = 256;
@@ -84,6 +86,8 @@ impl Runner for AgentRunner {
 
 pub use crate::domain::run::{run_id_for, seq_of_run_id};
 
+/// One turn: the run's events go on the bus (the reply and the RPC's subscribers), the run
+/// settles, and its record ends the bus.
 async fn run_turn(
     core: &Arc<Core>,
     key: String,
@@ -94,41 +98,16 @@ async fn run_turn(
     let run_id = run_id_for(&turn.seqs);
     tracing::debug!(run_id = %run_id, "run starts");
     let started_ms = crate::domain::message::now_ms();
-    let (reply_tx, events_rx) = mpsc::channel(EVENT_BUFFER);
-    if let Ok(mut targets) = core.targets.lock() {
-        targets.insert(key.clone(), turn.target.clone());
-    }
-    let internal = turn.target.channel == super::subagent::INTERNAL_CHANNEL;
-    if !internal && let Err(e) = core.store.set_target(&key, &turn.target) {
-        tracing::warn!(error = %e, "cannot remember the session's conversation");
-    }
-    let channel = core.channel(&turn.target.channel);
-    // A durable turn journals what its reply sends, so a restart can take it back.
-    let journal = (!turn.seqs.is_empty())
-        .then(|| RunJournal::shared(core.store.clone(), run_id.clone(), turn.target.clone()));
-    let reply = channel.clone().map(|channel| {
-        let (outbox, to) = (core.outbox.clone(), turn.target.clone());
-        let quote = turn.quote.clone();
-        tokio::spawn(async move {
-            // The conversation's earlier finals go first: this reply's previews must not
-            // show above the answer before it (bounded, like a notice's wait).
-            outbox.settled_within(&to).await;
-            stream_events(channel, to, quote, journal, events_rx).await
-        })
-    });
-    // Every event goes to the RPC's subscribers, then to the reply.
-    let events_tx = super::live::tee(
-        run_id.clone(),
-        key.clone(),
-        core.live.clone(),
-        reply.is_some().then_some(reply_tx),
-    );
+    remember_target(core, &key, &turn.target);
+    let (reply, reply_tx) = start_reply(core, &run_id, &turn);
+    let bus = super::live::tee(run_id.clone(), key.clone(), core.live.clone(), reply_tx);
     let request = RunRequest {
         session_key: key.clone(),
         text: turn.text.clone(),
         cancel,
         steer,
-        events: events_tx,
+        events: bus.events.clone(),
+        reply_to: Some(turn.target.clone()),
     };
     // A conversation bound to a coding agent talks to it; every other one to chela's agent.
     let outcome = if core.acp.binding(&key).is_some() {
@@ -136,9 +115,6 @@ async fn run_turn(
     } else {
         core.agent.run(request).await
     };
-    if let Ok(mut targets) = core.targets.lock() {
-        targets.remove(&key);
-    }
     let mut seqs = turn.seqs.clone();
     seqs.extend(&outcome.steered_seqs);
     // From here its pending entries go; until its record is out, the run is "settling".
@@ -152,53 +128,94 @@ async fn run_turn(
         started_ms,
         ended_ms: crate::domain::message::now_ms(),
     };
+    settle(core, &key, &turn, &record, &outcome, reply).await;
+    bus.finish(record).await;
+    outcome
+}
+
+/// Remembers where session `key` replies (for the `message` tool's other sessions).
+fn remember_target(core: &Core, key: &str, to: &chela_channel::Conversation) {
+    let internal = to.channel == super::subagent::INTERNAL_CHANNEL;
+    if !internal && let Err(e) = core.store.set_target(key, to) {
+        tracing::warn!(error = %e, "cannot remember the session's conversation");
+    }
+}
+
+/// Starts the reply of `turn`'s run, if its channel runs: the task streaming the run's
+/// events into the chat, and the sender feeding it.
+fn start_reply(
+    core: &Core,
+    run_id: &str,
+    turn: &QueuedTurn,
+) -> (Option<JoinHandle<Streamed>>, Option<mpsc::Sender<RunEvent>>) {
+    let Some(channel) = core.channel(&turn.target.channel) else {
+        return (None, None);
+    };
+    let (reply_tx, events_rx) = mpsc::channel(EVENT_BUFFER);
+    // A durable turn journals what its reply sends, so a restart can take it back.
+    let journal = (!turn.seqs.is_empty())
+        .then(|| RunJournal::shared(core.store.clone(), run_id.to_owned(), turn.target.clone()));
+    let (outbox, to) = (core.outbox.clone(), turn.target.clone());
+    let quote = turn.quote.clone();
+    let task = tokio::spawn(async move {
+        // The conversation's earlier finals go first: this reply's previews must not show
+        // above the answer before it (bounded, like a notice's wait).
+        outbox.settled_within(&to).await;
+        stream_events(channel, to, quote, journal, events_rx).await
+    });
+    (Some(task), Some(reply_tx))
+}
+
+/// Settles a finished run: its final is recorded in the outbox (its pending entries cleared
+/// in the same step) and handed to the outbox worker; a sub-agent's goes to its parent.
+async fn settle(
+    core: &Arc<Core>,
+    key: &str,
+    turn: &QueuedTurn,
+    record: &RunRecord,
+    outcome: &RunOutcome,
+    reply: Option<JoinHandle<Streamed>>,
+) {
+    let run_id = &record.run_id;
     if core.shutdown.is_cancelled() && outcome.status == RunStatus::Aborted {
         // Shutdown, not /stop: the turn stays pending and runs again at the next start
         // (its previews are taken back then); no preview goes out after this.
         if let Some(reply) = reply {
             reply.abort();
         }
-        let _ = core.runs.send(record);
-        return outcome;
+        return;
     }
     // A sub-agent replies to its parent session, not to a chat.
-    if let Ok(Some(link)) = core.store.subagent(&key) {
+    if let Ok(Some(link)) = core.store.subagent(key) {
         if let Some(reply) = reply {
             reply.abort();
         }
-        super::subagent::finish(core, &key, link, &turn, &outcome).await;
-        forget(core, &run_id);
-        let _ = core.runs.send(record);
-        return outcome;
+        super::subagent::finish(core, key, link, turn, outcome).await;
+        forget(core, run_id);
+        return;
     }
     let streamed = match reply {
         Some(handle) => handle.await.ok(),
         None => None,
     };
-    let (stream, ending) = match streamed {
-        Some(pair) => pair,
-        None if internal => {
+    let Some(streamed) = streamed else {
+        if turn.target.channel == super::subagent::INTERNAL_CHANNEL {
             tracing::info!(
                 "the session has no chat to reply to; its reply stays in its transcript"
             );
-            clear_pending(core, &seqs).await;
-            forget(core, &run_id);
-            let _ = core.runs.send(record);
-            return outcome;
-        }
-        None => {
+            forget(core, run_id);
+        } else {
             tracing::error!(channel = %turn.target.channel, "no channel to reply on; reply dropped");
-            clear_pending(core, &seqs).await;
-            let _ = core.runs.send(record);
-            return outcome;
         }
+        clear_pending(core, &record.seqs).await;
+        return;
     };
     // What the `message` tool already sent here is not said again.
-    let text = without_sent(&final_text(stream.text(), &ending), &core.take_sent(&key));
+    let text = streamed.final_text();
     // Once the final is durable the lane is free: the outbox worker delivers it.
     match core
         .store
-        .settle_turn(&run_id, &key, &turn.target, &text, &seqs)
+        .settle_turn(run_id, key, &turn.target, &text, &record.seqs)
         .await
     {
         Ok(id) => core.outbox.submit(Delivery {
@@ -207,13 +224,11 @@ async fn run_turn(
             text,
             created_ms: crate::domain::message::now_ms(),
             run_id: Some(run_id.clone()),
-            stream: Some(stream),
+            stream: Some(streamed.reply),
             take_back: None,
         }),
         Err(e) => tracing::error!(error = %e, "cannot record the final reply"),
     }
-    let _ = core.runs.send(record);
-    outcome
 }
 
 /// Removes the pending turns of a run whose reply goes nowhere; a failure is logged (the

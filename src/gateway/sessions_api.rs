@@ -5,6 +5,8 @@
 
 use std::sync::Weak;
 
+use chela_channel::Conversation;
+
 use super::Core;
 use crate::agent::provider::BoxFuture;
 use crate::agent::tools::refusal::ToolRefusal;
@@ -25,6 +27,7 @@ impl SessionsApi for GatewaySessions {
     fn send(
         &self,
         from: String,
+        reply_to: Option<Conversation>,
         target: Option<String>,
         text: String,
     ) -> BoxFuture<'static, Result<String, ToolRefusal>> {
@@ -33,9 +36,8 @@ impl SessionsApi for GatewaySessions {
             let core = core.upgrade().ok_or(ToolRefusal::ShuttingDown)?;
             let (key, to) = match target {
                 None => {
-                    let to = core
-                        .target_of(&from)
-                        .ok_or("there is no conversation to send to outside a chat run")?;
+                    let to =
+                        reply_to.ok_or("there is no conversation to send to outside a chat run")?;
                     (from.clone(), to)
                 }
                 Some(key) => {
@@ -58,9 +60,6 @@ impl SessionsApi for GatewaySessions {
             core.send_text(&to, &text)
                 .await
                 .map_err(|e| ToolRefusal::Failed(e.to_string()))?;
-            if key == from {
-                core.note_sent(&from, &text);
-            }
             Ok(format!(
                 "sent to {} ({} chat {})",
                 key, to.channel, to.chat_id

@@ -19,7 +19,7 @@ use crate::acp::manager::resolve_cwd;
 use crate::agent::provider::BoxFuture;
 use crate::agent::tools::refusal::ToolRefusal;
 use crate::agent::tools::spawn::{Runtime, SpawnRequest, Spawner};
-use crate::reply::{final_text, stream_events};
+use crate::reply::stream_events;
 
 /// Events buffered between a one-off agent turn and its live reply.
 const EVENT_BUFFER: usize = 256;
@@ -70,8 +70,9 @@ async fn in_thread(
     request: &SpawnRequest,
     name: &str,
 ) -> Result<String, ToolRefusal> {
-    let parent = core
-        .target_of(&request.parent_session)
+    let parent = request
+        .parent_target
+        .clone()
         .ok_or("the parent conversation is unknown")?;
     let from = Inbound {
         conversation: parent,
@@ -137,7 +138,9 @@ async fn once(
         }
     };
     let live = if request.stream_to_parent {
-        core.target_of(&request.parent_session)
+        request
+            .parent_target
+            .clone()
             .and_then(|to| core.channel(&to.channel).map(|channel| (channel, to)))
     } else {
         None
@@ -157,13 +160,13 @@ async fn once(
         .run_once(name, &cwd, &request.task, cancel, events)
         .await;
     if let Some(reply) = reply
-        && let Ok((mut stream, ending)) = reply.await
+        && let Ok(mut streamed) = reply.await
     {
         let shown = match &result {
-            Ok(_) => final_text(stream.text(), &ending),
-            Err(e) => format!("{}\n\n⚠️ {e}", stream.text()),
+            Ok(_) => streamed.final_text(),
+            Err(e) => format!("{}\n\n⚠️ {e}", streamed.reply.text()),
         };
-        if let Err(e) = stream.finish(&shown).await {
+        if let Err(e) = streamed.reply.finish(&shown).await {
             tracing::warn!(error = %e, "cannot finish the coding agent's live reply");
         }
     }

@@ -116,18 +116,12 @@ impl StatusReport {
     }
 
     /// Reads a running gateway: its channels, live runs and store.
-    pub fn from_core(core: &Core) -> Result<StatusReport, StoreError> {
+    pub async fn from_core(core: &Core) -> Result<StatusReport, StoreError> {
         let mut channels: Vec<String> = core.channels.keys().cloned().collect();
         channels.sort();
         let mut report = Self::from_store(&core.store, &core.config.store.path, channels)?;
         report.live = true;
-        let mut live: Vec<String> = core
-            .targets
-            .lock()
-            .map(|targets| targets.keys().cloned().collect())
-            .unwrap_or_default();
-        live.sort();
-        report.live_runs = live;
+        report.live_runs = core.lanes.running_sessions().await;
         Ok(report)
     }
 

@@ -50,7 +50,7 @@ pub async fn spawn(core: &Arc<Core>, request: &SpawnRequest) -> Result<String, T
     let link = SubagentLink {
         parent: parent.clone(),
         label: request.label.clone(),
-        parent_target: core.target_of(parent),
+        parent_target: request.parent_target.clone(),
         created_ms: crate::domain::message::now_ms(),
         state: SubagentState::Running,
     };

@@ -177,6 +177,28 @@ impl Lanes {
         rx.await.map_err(|_| LaneError::Closed)
     }
 
+    /// The sessions whose lane has a run going on, sorted (lanes that are not alive are not
+    /// started for the question).
+    pub async fn running_sessions(&self) -> Vec<String> {
+        let alive: Vec<(String, mpsc::Sender<LaneMsg>)> = match self.shared.lanes.lock() {
+            Ok(lanes) => lanes
+                .iter()
+                .filter(|(_, tx)| !tx.is_closed())
+                .map(|(key, tx)| (key.clone(), tx.clone()))
+                .collect(),
+            Err(_) => return Vec::new(),
+        };
+        let mut running = Vec::new();
+        for (key, lane) in alive {
+            let (tx, rx) = oneshot::channel();
+            if lane.send(LaneMsg::Status(tx)).await.is_ok() && rx.await.is_ok_and(|s| s.running) {
+                running.push(key);
+            }
+        }
+        running.sort();
+        running
+    }
+
     /// `/queue`: sets (and persists) a session's settings; `None` goes back to the defaults.
     pub async fn set_settings(
         &self,

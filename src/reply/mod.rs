@@ -30,6 +30,23 @@ pub enum Ending {
     Closed,
 }
 
+/// What a run's events left for its final reply.
+pub struct Streamed {
+    /// The reply so far: its text and the previews shown.
+    pub reply: ReplyStream,
+    /// How the run ended.
+    pub ending: Ending,
+    /// What the run's `message` tool sent into this conversation ([`RunEvent::Sent`]).
+    pub sent: Vec<String>,
+}
+
+impl Streamed {
+    /// The final text: the streamed text with its ending, minus what was sent apart.
+    pub fn final_text(&self) -> String {
+        without_sent(&final_text(self.reply.text(), &self.ending), &self.sent)
+    }
+}
+
 /// Consumes a run's events into a preview stream until the run ends. The caller then
 /// records the final and calls [`ReplyStream::finish`]. `journal` is told of each new message.
 pub async fn stream_events(
@@ -38,8 +55,9 @@ pub async fn stream_events(
     quote: Option<String>,
     journal: Option<Arc<dyn SentJournal>>,
     mut events: mpsc::Receiver<RunEvent>,
-) -> (ReplyStream, Ending) {
+) -> Streamed {
     let mut reply = ReplyStream::quoting(channel.clone(), to.clone(), quote).journaled(journal);
+    let mut sent = Vec::new();
     let _ = channel.typing(&to).await;
     let mut next_typing = Instant::now() + TYPING_EVERY;
     let ending = loop {
@@ -53,8 +71,10 @@ pub async fn stream_events(
                     }
                 }
                 Some(RunEvent::Tool(ToolEvent::Start { .. })) => reply.mark_break(),
+                Some(RunEvent::Sent { text }) => sent.push(text),
                 Some(RunEvent::Tool(_))
                 | Some(RunEvent::Compaction(_))
+                | Some(RunEvent::Finished(_))
                 | Some(RunEvent::Lifecycle(Lifecycle::Start)) => {}
                 Some(RunEvent::Lifecycle(Lifecycle::End { aborted, .. })) => break Ending::End { aborted },
                 Some(RunEvent::Lifecycle(Lifecycle::Error { message })) => break Ending::Error(message),
@@ -67,7 +87,11 @@ pub async fn stream_events(
             }
         }
     };
-    (reply, ending)
+    Streamed {
+        reply,
+        ending,
+        sent,
+    }
 }
 
 /// The text a finished reply should end with.

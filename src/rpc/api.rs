@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::channel::RpcChannel;
 use super::protocol::Fault;
 use crate::config::Config;
-use crate::domain::run::{LiveEvent, RunRecord};
+use crate::domain::run::LiveEvent;
 use crate::inbound::route::Accepted;
 use crate::lane::{LaneError, StopReport};
 use crate::store::Store;
@@ -27,12 +27,10 @@ pub trait GatewayApi: Send + Sync + 'static {
     fn answering(&self, seq: u64) -> bool;
     /// The session `chela agent` uses when none is named.
     fn default_session_key(&self) -> String;
-    /// Finished runs from now on.
-    fn finished_runs(&self) -> broadcast::Receiver<RunRecord>;
     /// Every run's events from now on.
     fn live_events(&self) -> broadcast::Receiver<LiveEvent>;
     /// The `status` report.
-    fn status(&self) -> Result<Value, Fault>;
+    fn status(&self) -> BoxFuture<'_, Result<Value, Fault>>;
     /// The store (sessions, transcripts, pairing).
     fn store(&self) -> &Store;
     /// The configuration in force.

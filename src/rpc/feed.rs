@@ -13,8 +13,8 @@ use tokio_util::sync::CancellationToken;
 use super::api::GatewayApi;
 use super::protocol::{self, Fault};
 use super::runs::run_result;
+use crate::domain::events::RunEvent;
 use crate::domain::run::LiveEvent;
-use crate::domain::run::RunRecord;
 
 /// The params of `events.subscribe`.
 #[derive(Debug, Default, Deserialize)]
@@ -46,17 +46,24 @@ pub(super) fn agent_event(live: &LiveEvent) -> Value {
 /// The receivers of a feed, taken before `events.subscribe` is answered, so no event after
 /// the answer can be missed.
 pub(super) struct Sources {
-    runs: broadcast::Receiver<RunRecord>,
     live: broadcast::Receiver<LiveEvent>,
 }
 
 impl Sources {
-    /// Subscribes to the gateway's finished runs and live events now.
+    /// Subscribes to the gateway's run bus now.
     pub(super) fn of(api: &dyn GatewayApi) -> Sources {
         Sources {
-            runs: api.finished_runs(),
             live: api.live_events(),
         }
+    }
+}
+
+/// The frame of one event of the bus: a `run` event for a run's record, an `agent` event
+/// for everything before it.
+fn frame(event: &LiveEvent) -> String {
+    match &event.event {
+        RunEvent::Finished(record) => protocol::event("run", run_result(&record.run_id, record)),
+        _ => protocol::event("agent", agent_event(event)),
     }
 }
 
@@ -67,26 +74,17 @@ pub(super) async fn feed(
     filter: SubscribeParams,
     out: mpsc::Sender<String>,
 ) {
-    let Sources { mut runs, mut live } = sources;
+    let Sources { mut live } = sources;
     let wanted = |session: &str| filter.session.as_deref().is_none_or(|s| s == session);
     let mut dropped: u64 = 0;
     loop {
         let frame = tokio::select! {
             _ = stop.cancelled() => return,
             event = live.recv() => match event {
-                Ok(event) if wanted(&event.session_key) => protocol::event("agent", agent_event(&event)),
+                Ok(event) if wanted(&event.session_key) => frame(&event),
                 Ok(_) => continue,
                 Err(RecvError::Lagged(n)) => {
                     tracing::warn!(missed = n, "rpc: live events lagged");
-                    continue;
-                }
-                Err(RecvError::Closed) => return,
-            },
-            record = runs.recv() => match record {
-                Ok(record) if wanted(&record.session_key) => protocol::event("run", run_result(&record.run_id, &record)),
-                Ok(_) => continue,
-                Err(RecvError::Lagged(n)) => {
-                    tracing::warn!(missed = n, "rpc: run events lagged");
                     continue;
                 }
                 Err(RecvError::Closed) => return,

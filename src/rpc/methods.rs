@@ -121,7 +121,7 @@ impl Methods {
             }
             "status" => {
                 let NoParams {} = protocol::params(params)?;
-                self.api.status()
+                self.api.status().await
             }
             other => match super::pairing::call(self.api.as_ref(), other, params)
                 .await

@@ -19,7 +19,7 @@ async fn methods(dir: &std::path::Path) -> (Gateway, Methods) {
     let gateway = Gateway::start(config, Vec::new()).await.unwrap();
     let api = gateway.api();
     let runs = RunTracker::spawn(
-        api.finished_runs(),
+        api.live_events(),
         api.rpc_channel().subscribe(),
         CancellationToken::new(),
     );

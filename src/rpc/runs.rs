@@ -13,9 +13,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::channel::RpcMessage;
 use super::protocol::Fault;
-use crate::domain::run::RunRecord;
+use crate::domain::events::RunEvent;
 use crate::domain::run::RunStatus;
 use crate::domain::run::seq_of_run_id;
+use crate::domain::run::{LiveEvent, RunRecord};
 
 /// How many finished messages (and command answers) are remembered.
 pub const KEEP: usize = 256;
@@ -44,9 +45,10 @@ pub struct RunTracker {
 }
 
 impl RunTracker {
-    /// A tracker fed from `runs` and `messages` until `stop` fires.
+    /// A tracker fed from the run bus `live` (each run's record) and `messages` until
+    /// `stop` fires.
     pub fn spawn(
-        mut runs: broadcast::Receiver<RunRecord>,
+        mut live: broadcast::Receiver<LiveEvent>,
         mut messages: broadcast::Receiver<RpcMessage>,
         stop: CancellationToken,
     ) -> Arc<RunTracker> {
@@ -56,11 +58,12 @@ impl RunTracker {
             loop {
                 tokio::select! {
                     _ = stop.cancelled() => return,
-                    run = runs.recv() => match run {
-                        Ok(record) => match weak.upgrade() {
-                            Some(tracker) => tracker.finished(record),
+                    event = live.recv() => match event {
+                        Ok(LiveEvent { event: RunEvent::Finished(record), .. }) => match weak.upgrade() {
+                            Some(tracker) => tracker.finished(*record),
                             None => return,
                         },
+                        Ok(_) => {}
                         Err(broadcast::error::RecvError::Lagged(n)) => {
                             tracing::warn!(missed = n, "rpc: run tracker lagged; some waits will time out");
                         }

@@ -82,7 +82,7 @@ impl RpcServer {
         })?;
         let stop = api.shutdown().child_token();
         let runs = RunTracker::spawn(
-            api.finished_runs(),
+            api.live_events(),
             api.rpc_channel().subscribe(),
             stop.clone(),
         );

@@ -2,6 +2,11 @@
 //! several tasks at once (sled#1308, unreleased fix), and a synchronous flush must not block
 //! the async runtime. So every `Store::flush` queues a waiter here; one thread runs a single
 //! `Db::flush` for all waiters queued so far and answers them together.
+//!
+//! The high-water file is written by a second thread, so its fsync never delays the next
+//! group commit: the flusher hands it each durable generation, and it writes the newest one it
+//! has (older ones it has not written yet are skipped). The file lags behind sled by at most
+//! the commits of one fsync, and never runs ahead of it.
 
 use std::sync::mpsc;
 
@@ -19,10 +24,17 @@ pub(super) struct Flusher {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+/// The thread writing durable generations to the high-water file.
+struct MarkWriter {
+    generations: mpsc::Sender<u64>,
+    thread: std::thread::JoinHandle<()>,
+}
+
 impl Flusher {
     /// Starts the flusher thread for `db`, whose generation is `generation`. Each flush
     /// bumps the generation and, once sled made it durable, records it in `highwater`
-    /// (after answering the waiters, so they do not wait for that small fsync).
+    /// (on the mark writer's thread, so neither the waiters nor the next commit wait for
+    /// that small fsync).
     pub(super) fn start(
         db: sled::Db,
         mut generation: u64,
@@ -32,6 +44,14 @@ impl Flusher {
         let thread = std::thread::Builder::new()
             .name("chela-store-flush".into())
             .spawn(move || {
+                // Started here so that it ends (and is joined) when the flusher ends.
+                let marks = match highwater.map(MarkWriter::start).transpose() {
+                    Ok(marks) => marks,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot start the high-water writer; the mark stays where it is");
+                        None
+                    }
+                };
                 while let Ok(first) = waiters.recv() {
                     let mut batch = vec![first];
                     batch.extend(waiters.try_iter());
@@ -43,8 +63,13 @@ impl Flusher {
                     }
                     if let Ok(next) = flushed {
                         generation = next;
-                        record(highwater.as_ref(), next);
+                        if let Some(marks) = &marks {
+                            marks.record(next);
+                        }
                     }
+                }
+                if let Some(marks) = marks {
+                    marks.finish();
                 }
             })?;
         Ok(Flusher {
@@ -67,12 +92,41 @@ impl Flusher {
     }
 }
 
-/// Writes `generation` to the high-water file, if there is one; a failure is logged (the
-/// mark only lags behind, which can hide a rollback but never raises a false one).
-fn record(highwater: Option<&HighWater>, generation: u64) {
-    if let Some(file) = highwater
-        && let Err(e) = file.write(generation, super::now_ms())
-    {
+impl MarkWriter {
+    /// Starts the thread writing to `file`.
+    fn start(file: HighWater) -> std::io::Result<MarkWriter> {
+        let (generations, durable) = mpsc::channel::<u64>();
+        let thread = std::thread::Builder::new()
+            .name("chela-store-mark".into())
+            .spawn(move || {
+                while let Ok(first) = durable.recv() {
+                    let newest = durable.try_iter().fold(first, u64::max);
+                    write_mark(&file, newest);
+                }
+            })?;
+        Ok(MarkWriter {
+            generations,
+            thread,
+        })
+    }
+
+    /// Hands over `generation`, now durable in sled.
+    fn record(&self, generation: u64) {
+        // Err: the thread is gone (it only ends when this sender closes).
+        let _ = self.generations.send(generation);
+    }
+
+    /// Writes what is left and ends the thread.
+    fn finish(self) {
+        drop(self.generations);
+        let _ = self.thread.join();
+    }
+}
+
+/// Writes `generation` to the high-water file; a failure is logged (the mark only lags
+/// behind, which can hide a rollback but never raises a false one).
+fn write_mark(file: &HighWater, generation: u64) {
+    if let Err(e) = file.write(generation, super::now_ms()) {
         tracing::warn!(error = %e, "cannot write the store's high-water mark");
     }
 }

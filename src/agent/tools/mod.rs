@@ -49,6 +49,11 @@ pub struct ToolContext {
     pub session_key: String,
     /// How `exec` starts commands: environment and sandbox (default: unconfined).
     pub exec: Arc<crate::sandbox::ExecSandbox>,
+    /// The conversation the calling run replies to (`None` outside a chat run).
+    pub reply_to: Option<chela_channel::Conversation>,
+    /// The calling run's event stream: a tool tells there what it did apart from its
+    /// result (the `message` tool: [`crate::domain::events::RunEvent::Sent`]).
+    pub events: Option<tokio::sync::mpsc::Sender<crate::domain::events::RunEvent>>,
 }
 
 /// The result of one tool call, as the model will read it.
@@ -123,6 +128,8 @@ pub(crate) mod test_support {
             max_output_chars: 10_000,
             session_key: String::new(),
             exec: Default::default(),
+            reply_to: None,
+            events: None,
         }
     }
 }

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::{Tool, ToolContext, ToolOutput, args, parse_args, truncate};
 use crate::agent::provider::{BoxFuture, ToolSpec};
 use crate::agent::tools::refusal::ToolRefusal;
+use crate::domain::events::RunEvent;
 
 /// Most sessions `sessions_list` shows.
 const LIST_MAX: u64 = 100;
@@ -18,10 +19,11 @@ const HISTORY_MAX: u64 = 100;
 /// What the session tools need from the gateway.
 pub trait SessionsApi: Send + Sync {
     /// Sends `text` from the run of session `from` to `target` (a session key; `None`: the
-    /// run's own conversation). Returns a short confirmation.
+    /// run's own conversation, `reply_to`). Returns a short confirmation.
     fn send(
         &self,
         from: String,
+        reply_to: Option<chela_channel::Conversation>,
         target: Option<String>,
         text: String,
     ) -> BoxFuture<'static, Result<String, ToolRefusal>>;
@@ -86,8 +88,23 @@ impl Tool for MessageTool {
                 Ok(api) => api,
                 Err(out) => return out,
             };
-            match api.send(ctx.session_key.clone(), target, text).await {
-                Ok(done) => ToolOutput::ok(done),
+            let own = target.as_ref().is_none_or(|t| *t == ctx.session_key);
+            let sent = api
+                .send(
+                    ctx.session_key.clone(),
+                    ctx.reply_to.clone(),
+                    target,
+                    text.clone(),
+                )
+                .await;
+            match sent {
+                Ok(done) => {
+                    if own && let Some(events) = &ctx.events {
+                        // The run's final reply leaves out what was said here already.
+                        let _ = events.send(RunEvent::Sent { text }).await;
+                    }
+                    ToolOutput::ok(done)
+                }
                 Err(e) => ToolOutput::error(e.to_string()),
             }
         })
@@ -208,6 +225,7 @@ mod tests {
         fn send(
             &self,
             from: String,
+            _reply_to: Option<chela_channel::Conversation>,
             target: Option<String>,
             text: String,
         ) -> BoxFuture<'static, Result<String, ToolRefusal>> {
@@ -251,5 +269,38 @@ mod tests {
         assert_eq!(out.text, "s0\ns1");
         let out = tools[2].call(json!({"key": "x"}), &ctx).await;
         assert!(out.is_error && out.text.contains("no session x"));
+    }
+
+    #[tokio::test]
+    async fn a_message_into_the_runs_own_conversation_is_told_to_the_run() {
+        let slot = SessionsSlot::default();
+        let _ = slot.set(Arc::new(Fake::default()));
+        let tools = tools(&slot);
+        let (tx, mut rx) = tokio::sync::mpsc::channel(4);
+        let mut ctx = super::super::test_support::ctx(&std::env::temp_dir());
+        ctx.session_key = "agent:main:main".into();
+        ctx.events = Some(tx);
+        tools[0].call(json!({"text": "one"}), &ctx).await;
+        tools[0]
+            .call(json!({"text": "two", "target": "agent:main:main"}), &ctx)
+            .await;
+        tools[0]
+            .call(
+                json!({"text": "elsewhere", "target": "agent:main:other"}),
+                &ctx,
+            )
+            .await;
+        drop(ctx);
+        let mut told = Vec::new();
+        while let Some(event) = rx.recv().await {
+            told.push(event);
+        }
+        assert_eq!(
+            told,
+            vec![
+                RunEvent::Sent { text: "one".into() },
+                RunEvent::Sent { text: "two".into() }
+            ]
+        );
     }
 }

@@ -46,6 +46,8 @@ pub enum SpawnMode {
 pub struct SpawnRequest {
     /// The session whose run asked.
     pub parent_session: String,
+    /// The conversation the asking run replies to (`None` outside a chat run).
+    pub parent_target: Option<chela_channel::Conversation>,
     /// Who does it.
     pub runtime: Runtime,
     /// What to do.
@@ -118,7 +120,10 @@ impl Tool for SessionsSpawnTool {
                 return ToolOutput::error(NESTED_REFUSAL);
             }
             let request = match parse_args(&args, |m| parse(m, &ctx.session_key)) {
-                Ok(request) => request,
+                Ok(request) => SpawnRequest {
+                    parent_target: ctx.reply_to.clone(),
+                    ..request
+                },
                 Err(out) => return out,
             };
             let Some(spawner) = self.spawner.get() else {
@@ -192,6 +197,7 @@ fn parse(m: &serde_json::Map<String, Value>, parent: &str) -> Result<SpawnReques
     }
     Ok(SpawnRequest {
         parent_session: parent.to_owned(),
+        parent_target: None,
         runtime,
         task,
         agent: text("agent")?,

@@ -77,7 +77,7 @@ pub async fn handle(
         Command::Session(args) => super::acp_commands::session(core, key, &args).await,
         Command::Compact => compact(core, key).await,
         Command::Approve(args) => super::approvals::command(core, &args),
-        Command::Model(args) => model(core, key, &args),
+        Command::Model(args) => model(core, key, &args).await,
         Command::Whoami => format!(
             "You are {} (id {}) on {}; session {}",
             if inbound.sender.name.is_empty() {
@@ -97,8 +97,15 @@ pub async fn handle(
 /// Stops the session and appends a `reset` entry (nothing is deleted).
 async fn reset(core: &Arc<Core>, key: &str, reason: &str) -> String {
     let _ = core.lanes.stop(key).await;
-    if let Err(e) = core.store.append_reset(key, reason) {
-        return format!("Cannot reset: {e}");
+    let (store, owned_key, owned_reason) = (core.store.clone(), key.to_owned(), reason.to_owned());
+    let written = core
+        .lanes
+        .write_transcript(key, move || store.append_reset(&owned_key, &owned_reason))
+        .await;
+    match written {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => return format!("Cannot reset: {e}"),
+        Err(e) => return format!("Cannot reset: {e}"),
     }
     // A bound conversation resets its coding agent's session in place.
     let agent = match core.acp.binding(key) {
@@ -178,7 +185,7 @@ fn model_line(core: &Core, key: &str) -> String {
 }
 
 /// `/model`, `/model NAME`, `/model default`.
-fn model(core: &Core, key: &str, args: &str) -> String {
+async fn model(core: &Core, key: &str, args: &str) -> String {
     let allowed = &core.config.model.models;
     let choices = || {
         if allowed.is_empty() {
@@ -202,20 +209,31 @@ fn model(core: &Core, key: &str, args: &str) -> String {
         }
         _ => Some(name),
     };
+    if let Err(e) = crate::agent::model_choice::choose(&core.store, key, choice) {
+        return format!("Cannot set the model: {e}");
+    }
+    // The transcript says from where on answers came from which model (SPEC 6); the entry
+    // is the lane's to write, after a run going on.
     let provider = &core.agent.provider;
-    let record = || -> Result<(), crate::store::StoreError> {
-        crate::agent::model_choice::choose(&core.store, key, choice)?;
-        // The transcript says from where on answers came from which model (SPEC 6).
-        let cwd = core.config.agent.workspace.display().to_string();
-        core.store.ensure_session(key, &cwd)?;
-        let kind = crate::store::EntryKind::ModelChange {
-            provider: provider.name().to_owned(),
-            model_id: choice.unwrap_or(provider.model()).to_owned(),
-        };
-        core.store.append(key, kind).map(|_| ())
+    let kind = crate::store::EntryKind::ModelChange {
+        provider: provider.name().to_owned(),
+        model_id: choice.unwrap_or(provider.model()).to_owned(),
     };
-    match record() {
-        Ok(()) => format!("Model: {}", model_line(core, key)),
+    let (store, owned_key) = (core.store.clone(), key.to_owned());
+    let cwd = core.config.agent.workspace.display().to_string();
+    let write = move || {
+        store.ensure_session(&owned_key, &cwd)?;
+        store.append(&owned_key, kind).map(|_| ())
+    };
+    match core.lanes.queue_transcript_write(key, write).await {
+        Ok(written) => {
+            tokio::spawn(async move {
+                if let Ok(Err(e)) = written.await {
+                    tracing::warn!(error = %e, "cannot record a model change in the transcript");
+                }
+            });
+            format!("Model: {}", model_line(core, key))
+        }
         Err(e) => format!("Cannot set the model: {e}"),
     }
 }

@@ -83,11 +83,18 @@ pub struct LaneStatus {
 /// slots in blocks, and every live lane has one.
 pub(crate) enum LaneMsg {
     Turn(Box<QueuedTurn>),
+    Write(TranscriptWrite),
     Stop(oneshot::Sender<StopReport>),
     Status(oneshot::Sender<LaneStatus>),
     Settings(LaneSettings),
     WaitIdle(oneshot::Sender<()>),
 }
+
+/// A write to a session's transcript from outside its runs (a command's entry, such as
+/// `/model`'s `model_change` or `/new`'s `reset`). The lane runs it when no run of its
+/// session is active and before the next one starts, so the lane stays the only writer of
+/// its transcript and a command's entry never lands between a run's.
+pub type TranscriptWrite = Box<dyn FnOnce() + Send>;
 
 /// Why a lane could not be reached.
 #[derive(Debug, thiserror::Error)]
@@ -175,6 +182,37 @@ impl Lanes {
         let (tx, rx) = oneshot::channel();
         self.send(key, LaneMsg::Status(tx)).await?;
         rx.await.map_err(|_| LaneError::Closed)
+    }
+
+    /// Hands `write` to `key`'s lane, which runs it when no run is active (see
+    /// [`TranscriptWrite`]); resolves with its result once it ran.
+    pub async fn write_transcript<T, F>(&self, key: &str, write: F) -> Result<T, LaneError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let written = self.queue_transcript_write(key, write).await?;
+        written.await.map_err(|_| LaneError::Closed)
+    }
+
+    /// As [`Lanes::write_transcript`], but resolves once the lane has the write (in order
+    /// with what the lane got before), without waiting for a run going on to end; the
+    /// receiver gets the result later.
+    pub async fn queue_transcript_write<T, F>(
+        &self,
+        key: &str,
+        write: F,
+    ) -> Result<oneshot::Receiver<T>, LaneError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        let job: TranscriptWrite = Box::new(move || {
+            let _ = tx.send(write());
+        });
+        self.send(key, LaneMsg::Write(job)).await?;
+        Ok(rx)
     }
 
     /// The sessions whose lane has a run going on, sorted (lanes that are not alive are not

@@ -34,6 +34,8 @@ struct Lane {
     active: Option<Active>,
     collect_at: Option<Instant>,
     idle_waiters: Vec<oneshot::Sender<()>>,
+    /// Transcript writes waiting for the active run to end.
+    writes: Vec<super::TranscriptWrite>,
     shared: Arc<Shared>,
 }
 
@@ -51,12 +53,17 @@ pub(super) async fn lane(
         active: None,
         collect_at: None,
         idle_waiters: Vec::new(),
+        writes: Vec::new(),
         shared,
     };
     let shutdown = lane.shared.shutdown.clone();
     let mut running: Option<JoinHandle<RunOutcome>> = None;
     loop {
         if running.is_none() {
+            // Between runs: the transcript is the lane's to write.
+            for write in lane.writes.drain(..) {
+                write();
+            }
             running = lane.start_if_ready();
         }
         lane.notify_idle();
@@ -71,6 +78,7 @@ pub(super) async fn lane(
                 if let Some(handle) = running.take() {
                     let _ = handle.await;
                 }
+                lane.writes.drain(..).for_each(|write| write());
                 return;
             }
             msg = rx.recv() => match msg {
@@ -79,6 +87,7 @@ pub(super) async fn lane(
                     if let Some(handle) = running.take() {
                         let _ = handle.await;
                     }
+                    lane.writes.drain(..).for_each(|write| write());
                     return;
                 }
             },
@@ -115,6 +124,7 @@ impl Lane {
     fn handle(&mut self, msg: LaneMsg) {
         match msg {
             LaneMsg::Turn(turn) => self.arrive(*turn),
+            LaneMsg::Write(write) => self.writes.push(write),
             LaneMsg::Stop(reply) => self.stop(reply),
             LaneMsg::Status(reply) => {
                 let _ = reply.send(LaneStatus {

@@ -707,3 +707,42 @@ async fn drain_gives_up_after_the_grace() {
     h.lanes.shutdown().await;
     assert_eq!(h.log(), ["start a", "end a Aborted"]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_transcript_write_waits_for_the_run_and_goes_before_the_next_turn() {
+    let mut h = Harness::new(settings(QueueMode::Followup), 8);
+    h.submit("k", [turn(0, "a")]).await;
+    let a = h.next_run().await;
+    let log = h.log.clone();
+    let written = h
+        .lanes
+        .queue_transcript_write("k", move || log.lock().unwrap().push("write".into()))
+        .await
+        .unwrap();
+    h.submit("k", [turn(1, "b")]).await;
+    settle().await;
+    assert_eq!(h.log(), ["start a"], "no write while the run is active");
+    a.finish(0);
+    written.await.unwrap();
+    h.finish_runs("k", 1).await;
+    assert_eq!(
+        h.log(),
+        ["start a", "end a Ok", "write", "start b", "end b Ok"]
+    );
+    // With no run active it runs at once, and the caller gets its result.
+    let answer = h.lanes.write_transcript("k", || 7).await.unwrap();
+    assert_eq!(answer, 7);
+}
+
+#[tokio::test(start_paused = true)]
+async fn running_sessions_lists_only_lanes_with_an_active_run() {
+    let mut h = Harness::new(settings(QueueMode::Followup), 8);
+    h.submit("busy", [turn(0, "a")]).await;
+    h.submit("idle", [turn(1, "b")]).await;
+    let first = h.next_run().await;
+    let second = h.next_run().await;
+    let idle = if first.key == "idle" { first } else { second };
+    idle.finish(0);
+    h.lanes.wait_idle("idle").await.unwrap();
+    assert_eq!(h.lanes.running_sessions().await, ["busy"]);
+}

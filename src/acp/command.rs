@@ -54,8 +54,42 @@ pub enum SessionCommand {
 pub const ACP_USAGE: &str = "Usage: /acp spawn [agent] [--thread auto|here | --bind here] [--cwd DIR] [--label NAME]\n\
 /acp status | cancel | close | steer TEXT | agents";
 
-/// Parses the arguments of `/acp`; errors are ready to show.
-pub fn parse_acp(args: &str) -> Result<AcpCommand, String> {
+/// Why the arguments of `/acp` or `/session` were refused; the text is ready to show
+/// (what the user typed appears only as a short excerpt).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArgsError {
+    /// A subcommand that does not exist.
+    #[error("Unknown /acp command: {0}\n{ACP_USAGE}")]
+    UnknownCommand(String),
+    /// An option that does not exist.
+    #[error("Unknown option {0}\n{ACP_USAGE}")]
+    UnknownOption(String),
+    /// An option given without its value.
+    #[error("{0} needs a value\n{ACP_USAGE}")]
+    MissingValue(&'static str),
+    /// An option value that is not one of the allowed ones.
+    #[error("{option} takes {allowed}, not {value:?}")]
+    BadValue {
+        /// The option.
+        option: &'static str,
+        /// What it takes.
+        allowed: &'static str,
+        /// What was given (an excerpt).
+        value: String,
+    },
+    /// A word left over after the agent's name.
+    #[error("Unexpected {0:?}\n{ACP_USAGE}")]
+    Unexpected(String),
+    /// A subcommand or duration that does not fit its usage.
+    #[error("{0}")]
+    Usage(&'static str),
+    /// `/session idle` with a duration that does not parse.
+    #[error("Bad duration {0:?} (try 2h or 30m)")]
+    Duration(String),
+}
+
+/// Parses the arguments of `/acp`.
+pub fn parse_acp(args: &str) -> Result<AcpCommand, ArgsError> {
     let mut words = args.split_whitespace();
     let Some(sub) = words.next() else {
         return Ok(AcpCommand::Help);
@@ -70,19 +104,16 @@ pub fn parse_acp(args: &str) -> Result<AcpCommand, String> {
         "steer" => {
             let text = args.trim_start()[sub.len()..].trim();
             if text.is_empty() {
-                Err("Usage: /acp steer TEXT".to_owned())
+                Err(ArgsError::Usage("Usage: /acp steer TEXT"))
             } else {
                 Ok(AcpCommand::Steer(text.to_owned()))
             }
         }
-        other => Err(format!(
-            "Unknown /acp command: {}\n{ACP_USAGE}",
-            excerpt(other)
-        )),
+        other => Err(ArgsError::UnknownCommand(excerpt(other))),
     }
 }
 
-fn parse_spawn<'a>(mut words: impl Iterator<Item = &'a str>) -> Result<AcpCommand, String> {
+fn parse_spawn<'a>(mut words: impl Iterator<Item = &'a str>) -> Result<AcpCommand, ArgsError> {
     let (mut harness, mut placement, mut cwd, mut label) =
         (None, Placement::ThreadAuto, None, None);
     while let Some(word) = words.next() {
@@ -90,36 +121,43 @@ fn parse_spawn<'a>(mut words: impl Iterator<Item = &'a str>) -> Result<AcpComman
             Some((flag, value)) if word.starts_with("--") => (flag, Some(value.to_owned())),
             _ => (word, None),
         };
-        let mut value = |name: &str| {
+        let mut value = |name: &'static str| {
             inline
                 .clone()
                 .or_else(|| words.next().map(str::to_owned))
-                .ok_or_else(|| format!("{name} needs a value\n{ACP_USAGE}"))
+                .ok_or(ArgsError::MissingValue(name))
         };
         match flag {
             "--bind" => match value("--bind")?.as_str() {
                 "here" => placement = Placement::Here,
-                other => return Err(format!("--bind takes `here`, not {:?}", excerpt(other))),
+                other => {
+                    return Err(ArgsError::BadValue {
+                        option: "--bind",
+                        allowed: "`here`",
+                        value: excerpt(other),
+                    });
+                }
             },
             "--thread" => {
                 placement = match value("--thread")?.as_str() {
                     "auto" => Placement::ThreadAuto,
                     "here" => Placement::Here,
                     other => {
-                        return Err(format!(
-                            "--thread takes auto or here, not {:?}",
-                            excerpt(other)
-                        ));
+                        return Err(ArgsError::BadValue {
+                            option: "--thread",
+                            allowed: "auto or here",
+                            value: excerpt(other),
+                        });
                     }
                 }
             }
             "--cwd" => cwd = Some(value("--cwd")?),
             "--label" => label = Some(value("--label")?),
             flag if flag.starts_with("--") => {
-                return Err(format!("Unknown option {}\n{ACP_USAGE}", excerpt(flag)));
+                return Err(ArgsError::UnknownOption(excerpt(flag)));
             }
             name if harness.is_none() => harness = Some(name.to_lowercase()),
-            extra => return Err(format!("Unexpected {:?}\n{ACP_USAGE}", excerpt(extra))),
+            extra => return Err(ArgsError::Unexpected(excerpt(extra))),
         }
     }
     Ok(AcpCommand::Spawn {
@@ -130,15 +168,17 @@ fn parse_spawn<'a>(mut words: impl Iterator<Item = &'a str>) -> Result<AcpComman
     })
 }
 
-/// Parses the arguments of `/session`; errors are ready to show.
-pub fn parse_session(args: &str) -> Result<SessionCommand, String> {
+/// Parses the arguments of `/session`.
+pub fn parse_session(args: &str) -> Result<SessionCommand, ArgsError> {
     let mut words = args.split_whitespace();
     match (words.next().map(str::to_lowercase).as_deref(), words.next()) {
         (Some("unbind"), None) => Ok(SessionCommand::Unbind),
         (Some("idle"), Some(duration)) => humantime::parse_duration(duration)
             .map(SessionCommand::Idle)
-            .map_err(|_| format!("Bad duration {:?} (try 2h or 30m)", excerpt(duration))),
-        _ => Err("Usage: /session unbind | /session idle DURATION (e.g. 2h)".to_owned()),
+            .map_err(|_| ArgsError::Duration(excerpt(duration))),
+        _ => Err(ArgsError::Usage(
+            "Usage: /session unbind | /session idle DURATION (e.g. 2h)",
+        )),
     }
 }
 
@@ -181,20 +221,33 @@ mod tests {
         assert!(
             parse_acp("spawn --cwd")
                 .unwrap_err()
+                .to_string()
                 .contains("--cwd needs a value")
         );
         assert!(
             parse_acp("spawn --thread sideways")
                 .unwrap_err()
+                .to_string()
                 .contains("auto or here")
         );
-        assert!(parse_acp("spawn a b").unwrap_err().contains("Unexpected"));
+        assert!(
+            parse_acp("spawn a b")
+                .unwrap_err()
+                .to_string()
+                .contains("Unexpected")
+        );
         assert!(
             parse_acp("spawn --force")
                 .unwrap_err()
+                .to_string()
                 .contains("Unknown option")
         );
-        assert!(parse_acp("launch").unwrap_err().contains("Usage"));
+        assert!(
+            parse_acp("launch")
+                .unwrap_err()
+                .to_string()
+                .contains("Usage")
+        );
     }
 
     #[test]
@@ -214,6 +267,7 @@ mod tests {
         assert!(
             parse_session("idle soon")
                 .unwrap_err()
+                .to_string()
                 .contains("Bad duration")
         );
         assert!(parse_session("").is_err());

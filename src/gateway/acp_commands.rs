@@ -22,7 +22,7 @@ pub async fn acp(
 ) -> (String, Option<Inbound>) {
     let command = match crate::acp::command::parse_acp(args) {
         Ok(command) => command,
-        Err(e) => return (e, None),
+        Err(e) => return (e.to_string(), None),
     };
     let answer = match command {
         AcpCommand::Help => ACP_USAGE.to_owned(),
@@ -76,7 +76,7 @@ pub async fn acp(
 /// Handles `/session ARGS` for session `key`.
 pub async fn session(core: &Arc<Core>, key: &str, args: &str) -> String {
     match crate::acp::command::parse_session(args) {
-        Err(e) => e,
+        Err(e) => e.to_string(),
         Ok(SessionCommand::Unbind) => close(core, key).await,
         Ok(SessionCommand::Idle(idle)) => match core.acp.set_idle(key, idle).await {
             Ok(_) => format!(

@@ -264,34 +264,51 @@ async fn queue(core: &Arc<Core>, key: &str, args: &str) -> String {
             Ok(s) => format!("Queue: {}", describe(&s)),
             Err(e) => format!("Cannot change the queue: {e}"),
         },
-        Err(e) => e,
+        Err(e) => e.to_string(),
     }
 }
 
-/// Applies `/queue` arguments to `current`; errors are ready to show.
-pub fn parse_queue_args(mut current: LaneSettings, args: &str) -> Result<LaneSettings, String> {
+/// Why `/queue` arguments were refused; the text is ready to show (values are excerpts).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QueueArgsError {
+    /// `debounce:` with no duration.
+    #[error("Bad debounce: {0} (try 500ms or 2s)")]
+    Debounce(String),
+    /// `cap:` with no number >= 1.
+    #[error("Bad cap: {0} (a number >= 1)")]
+    Cap(String),
+    /// `drop:` with no known policy.
+    #[error("Bad drop: {0} (summarize, old or new)")]
+    Drop(String),
+    /// A word that is no queue mode.
+    #[error("Unknown queue mode: {0} (steer, followup, collect or interrupt)")]
+    Mode(String),
+}
+
+/// Applies `/queue` arguments to `current`.
+pub fn parse_queue_args(
+    mut current: LaneSettings,
+    args: &str,
+) -> Result<LaneSettings, QueueArgsError> {
     for word in args.split_whitespace() {
         let word = word.to_lowercase();
         if let Some(v) = word.strip_prefix("debounce:") {
-            current.debounce = parse_duration(v)
-                .ok_or_else(|| format!("Bad debounce: {} (try 500ms or 2s)", excerpt(v)))?;
+            current.debounce =
+                parse_duration(v).ok_or_else(|| QueueArgsError::Debounce(excerpt(v)))?;
         } else if let Some(v) = word.strip_prefix("cap:") {
             current.cap = v
                 .parse()
                 .ok()
                 .filter(|c| *c >= 1)
-                .ok_or_else(|| format!("Bad cap: {} (a number >= 1)", excerpt(v)))?;
+                .ok_or_else(|| QueueArgsError::Cap(excerpt(v)))?;
         } else if let Some(v) = word.strip_prefix("drop:") {
             current.drop = v
                 .parse::<DropPolicy>()
-                .map_err(|_| format!("Bad drop: {} (summarize, old or new)", excerpt(v)))?;
+                .map_err(|_| QueueArgsError::Drop(excerpt(v)))?;
         } else {
-            current.mode = word.parse::<QueueMode>().map_err(|_| {
-                format!(
-                    "Unknown queue mode: {} (steer, followup, collect or interrupt)",
-                    excerpt(&word)
-                )
-            })?;
+            current.mode = word
+                .parse::<QueueMode>()
+                .map_err(|_| QueueArgsError::Mode(excerpt(&word)))?;
         }
     }
     Ok(current)
@@ -336,12 +353,16 @@ mod tests {
     #[test]
     fn bad_queue_args_echo_only_a_short_excerpt() {
         let long = format!("x{}", "y".repeat(5000));
-        let err = parse_queue_args(base(), &long).unwrap_err();
+        let err = parse_queue_args(base(), &long).unwrap_err().to_string();
         assert!(err.chars().count() < 120, "{err}");
         assert!(err.contains("xyyy") && err.contains('…'), "{err}");
-        let err = parse_queue_args(base(), &format!("cap:{long}")).unwrap_err();
+        let err = parse_queue_args(base(), &format!("cap:{long}"))
+            .unwrap_err()
+            .to_string();
         assert!(err.chars().count() < 120, "{err}");
-        let err = parse_queue_args(base(), "drop:a\u{1b}[31m").unwrap_err();
+        let err = parse_queue_args(base(), "drop:a\u{1b}[31m")
+            .unwrap_err()
+            .to_string();
         assert!(!err.contains('\u{1b}'), "{err:?}");
     }
 
@@ -350,11 +371,13 @@ mod tests {
         assert!(
             parse_queue_args(base(), "sideways")
                 .unwrap_err()
+                .to_string()
                 .contains("steer, followup")
         );
         assert!(
             parse_queue_args(base(), "cap:0")
                 .unwrap_err()
+                .to_string()
                 .contains(">= 1")
         );
     }

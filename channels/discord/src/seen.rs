@@ -77,7 +77,7 @@ impl Seen {
             }
         }
         let mut all: Vec<(u64, u64)> = last.iter().map(|(c, (id, _))| (*c, *id)).collect();
-        all.sort_by(|a, b| b.1.cmp(&a.1));
+        all.sort_by_key(|b| std::cmp::Reverse(b.1));
         all
     }
 

@@ -288,6 +288,18 @@ impl InboundSink for Router {
         Box::pin(async move { self.core.store.get_cursor(name).ok().flatten() })
     }
 
+    fn cursors<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Vec<(String, i64)>> {
+        Box::pin(async move {
+            self.core
+                .store
+                .cursors_starting(prefix)
+                .unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "cannot read cursors");
+                    Vec::new()
+                })
+        })
+    }
+
     fn save_cursor<'a>(
         &'a self,
         name: &'a str,

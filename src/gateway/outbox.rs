@@ -242,6 +242,9 @@ impl Inner {
             });
             ReplyStream::new(channel, delivery.to.clone()).journaled(journal)
         });
+        // Each part of this final is sent under a key of its own outbox record, so the same
+        // part resent after a crash is answered with the first message (Discord's nonce).
+        stream.keyed(format!("{}.{}", delivery.id, delivery.to.chat_id));
         let mut backoff = Backoff::new(delivery.id);
         let mut wait_until = stream.take_limit();
         loop {

@@ -71,14 +71,25 @@ pub async fn recover(core: &Arc<Core>) {
         }
     };
     let still_pending: HashSet<u64> = pending.iter().map(|(seq, _)| *seq).collect();
+    let mut to_take_back = Vec::new();
     for (run, journal) in journals {
         // A turn that will run again: its cut-short reply goes. Any other run's reply was
         // delivered (only the journal's removal was lost) and stays.
         if seq_of_run_id(&run).is_some_and(|seq| still_pending.contains(&seq)) {
-            reply_journal::take_back(core, &run, &journal).await;
+            to_take_back.push((run, journal));
         } else {
             reply_journal::forget(core, &run);
         }
+    }
+    // Taken back in the background: channels connect (and take new messages) meanwhile.
+    // The turn may run again before; what its new reply notes in the journal stays there.
+    if !to_take_back.is_empty() {
+        let core = core.clone();
+        tokio::spawn(async move {
+            for (run, journal) in to_take_back {
+                reply_journal::take_back(&core, &run, &journal).await;
+            }
+        });
     }
     if !pending.is_empty() {
         tracing::info!(turns = pending.len(), "resuming pending turns");

@@ -37,9 +37,10 @@ impl SentJournal for RunJournal {
     }
 }
 
-/// Deletes the messages run `run` sent (best effort: a message the platform will not delete
-/// stays) and forgets its journal. When the channel does not run at this start, the journal
-/// is kept for a start where it does.
+/// Deletes the messages of `journal`, which run `run` sent (best effort: a message the
+/// platform will not delete stays), and removes them from its journal (what the run noted
+/// since, going again, stays). When the channel does not run at this start, the journal is
+/// kept for a start where it does.
 pub async fn take_back(core: &Arc<Core>, run: &str, journal: &ReplyJournal) {
     let Some(channel) = core.channel(&journal.conversation.channel) else {
         return;
@@ -52,7 +53,9 @@ pub async fn take_back(core: &Arc<Core>, run: &str, journal: &ReplyJournal) {
             tracing::warn!(error = %e, run_id = %run, message = %id, "cannot take back a message of an unfinished reply");
         }
     }
-    forget(core, run);
+    if let Err(e) = core.store.journal_taken_back(run, &journal.messages) {
+        tracing::warn!(error = %e, run_id = %run, "cannot update a reply journal");
+    }
 }
 
 /// Forgets run `run`'s journal.

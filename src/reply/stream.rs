@@ -56,6 +56,11 @@ pub struct ReplyStream {
     blocks: bool,
     /// Told of each new message.
     journal: Option<Arc<dyn SentJournal>>,
+    /// The idempotency key of this reply's sends (a final's outbox id): part `n` goes with
+    /// `<key>.<n>`, so the same part sent again after a restart is not a second message.
+    key: Option<String>,
+    /// Parts frozen since the start (numbers the keyed sends).
+    parts: usize,
     /// Platform calls made (sends, edits, deletes), for benchmarks and tests.
     pub calls: u32,
 }
@@ -89,8 +94,16 @@ impl ReplyStream {
             quote,
             blocks,
             journal: None,
+            key: None,
+            parts: 0,
             calls: 0,
         }
+    }
+
+    /// Sends new messages from now on with idempotency keys derived from `key`
+    /// ([`chela_channel::Channel::send_keyed`]).
+    pub fn keyed(&mut self, key: String) {
+        self.key = Some(key);
     }
 
     /// Tells `journal` of every new message this reply sends.
@@ -254,6 +267,7 @@ impl ReplyStream {
     fn freeze(&mut self, split: Split) {
         let consumed = split.rest_at.saturating_sub(self.carry.len());
         self.frozen += consumed;
+        self.parts += 1;
         self.carry = split.reopen.map(|f| f + "\n").unwrap_or_default();
         self.current = None;
         self.shown.clear();
@@ -296,10 +310,19 @@ impl ReplyStream {
         match &self.current {
             None => {
                 // The quote is used up only once a send got through.
-                let sent = self
-                    .channel
-                    .send_reply(&self.to, text, self.quote.as_deref())
-                    .await?;
+                let sent = match &self.key {
+                    Some(key) => {
+                        let key = format!("{key}.{}", self.parts);
+                        self.channel
+                            .send_keyed(&self.to, text, self.quote.as_deref(), &key)
+                            .await?
+                    }
+                    None => {
+                        self.channel
+                            .send_reply(&self.to, text, self.quote.as_deref())
+                            .await?
+                    }
+                };
                 self.quote = None;
                 self.journal_sent(&sent, is_final).await;
                 self.current = Some(sent);
@@ -333,7 +356,14 @@ impl ReplyStream {
             }
         }
         self.calls += 1;
-        let sent = self.channel.send(&self.to, text).await?;
+        let sent = match &self.key {
+            // Not the part's own key: that one may answer with the message just deleted.
+            Some(key) => {
+                let key = format!("{key}.{}r", self.parts);
+                self.channel.send_keyed(&self.to, text, None, &key).await?
+            }
+            None => self.channel.send(&self.to, text).await?,
+        };
         self.journal_sent(&sent, true).await;
         self.current = Some(sent);
         Ok(())

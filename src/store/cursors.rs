@@ -30,6 +30,19 @@ impl Store {
         Ok(out)
     }
 
+    /// Every cursor whose name starts with `prefix`, by name.
+    pub fn cursors_starting(&self, prefix: &str) -> Result<Vec<(String, i64)>, StoreError> {
+        let mut out = Vec::new();
+        for kv in self.inner.cursors.scan_prefix(prefix) {
+            let (key, _) = kv.map_err(db_err)?;
+            let name = String::from_utf8_lossy(&key).into_owned();
+            if let Some(value) = self.get_cursor(&name)? {
+                out.push((name, value));
+            }
+        }
+        Ok(out)
+    }
+
     /// Sets the cursor called `name`; returns once it is on disk.
     pub async fn set_cursor(&self, name: &str, value: i64) -> Result<(), StoreError> {
         self.inner
@@ -56,6 +69,10 @@ mod tests {
             store.set_cursor("telegram:other", i64::MAX).await.unwrap();
         }
         let store = Store::open(dir.path()).unwrap();
+        assert_eq!(
+            store.cursors_starting("telegram:o").unwrap(),
+            vec![("telegram:other".to_owned(), i64::MAX)]
+        );
         assert_eq!(store.get_cursor("telegram:default").unwrap(), Some(-7));
         assert_eq!(store.get_cursor("telegram:other").unwrap(), Some(i64::MAX));
     }

@@ -69,6 +69,34 @@ impl Store {
         Ok(out)
     }
 
+    /// Removes `taken` from run `run`'s journal (they were taken back) and keeps what was
+    /// noted meanwhile (the run going again); an emptied journal goes.
+    pub fn journal_taken_back(&self, run: &str, taken: &[String]) -> Result<(), StoreError> {
+        let mut failed = None;
+        self.inner
+            .reply_journal
+            .fetch_and_update(run, |old| {
+                let bytes = old?;
+                let mut journal: ReplyJournal = match decode("reply_journal", bytes) {
+                    Ok(journal) => journal,
+                    Err(_) => return Some(bytes.to_vec()),
+                };
+                journal.messages.retain(|m| !taken.contains(m));
+                if journal.messages.is_empty() {
+                    return None;
+                }
+                match encode(&journal) {
+                    Ok(bytes) => Some(bytes),
+                    Err(e) => {
+                        failed = Some(e);
+                        Some(bytes.to_vec())
+                    }
+                }
+            })
+            .map_err(db_err)?;
+        failed.map_or(Ok(()), Err)
+    }
+
     /// Forgets run `run`'s journal (its reply is delivered, or was taken back).
     pub fn forget_journal(&self, run: &str) -> Result<(), StoreError> {
         self.inner.reply_journal.remove(run).map_err(db_err)?;

@@ -152,6 +152,12 @@ pub trait InboundSink: Send + Sync {
         let _ = name;
         Box::pin(async { None })
     }
+    /// Every cursor whose name starts with `prefix`, by name (e.g. a channel's per-chat
+    /// cursors, to know which chats to catch up after a restart).
+    fn cursors<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Vec<(String, i64)>> {
+        let _ = prefix;
+        Box::pin(async { Vec::new() })
+    }
     /// Saves a platform cursor durably; call it only after the messages below it were accepted.
     fn save_cursor<'a>(
         &'a self,
@@ -191,6 +197,20 @@ pub trait Channel: Send + Sync {
     ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
         let _ = quote;
         self.send(to, text)
+    }
+    /// [`Channel::send_reply`] with an idempotency key: the caller passes the same `key` when
+    /// it sends the same thing again (a final's part resent after a restart), and a platform
+    /// that can refuse a repeated send (Discord's `enforce_nonce`) answers with the message
+    /// the first send made instead of making a second one. Channels without that ignore `key`.
+    fn send_keyed<'a>(
+        &'a self,
+        to: &'a Conversation,
+        text: &'a str,
+        quote: Option<&'a str>,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
+        let _ = key;
+        self.send_reply(to, text, quote)
     }
     /// Replaces the text of a sent message.
     fn edit<'a>(

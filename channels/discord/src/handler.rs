@@ -7,6 +7,10 @@
 //! handler itself only covers messages the collector never saw (before it was registered
 //! after READY). Slash commands go to [`CommandIntake`]; READY also lets the slash commands
 //! be registered (it brings the application id).
+//!
+//! READY and RESUME start a catch-up on history ([`crate::catch_up`]); live messages wait
+//! (bounded) until it is done and until the bot's id is known, so none is dropped for want
+//! of READY state and a conversation's older messages are taken first.
 
 use std::sync::Arc;
 
@@ -15,7 +19,7 @@ use futures_util::StreamExt;
 use serenity::async_trait;
 use serenity::model::application::Interaction;
 use serenity::model::channel::{GuildChannel, Message};
-use serenity::model::event::Event;
+use serenity::model::event::{Event, ResumedEvent};
 use serenity::model::gateway::Ready;
 use serenity::prelude::{Context, EventHandler};
 
@@ -34,12 +38,30 @@ pub struct Handler {
     pub commands: Arc<CommandIntake>,
     /// Registers the slash commands once READY gave the application id.
     pub registrar: Arc<Registrar>,
+    /// REST, for the catch-up on history.
+    pub http: Arc<serenity::http::Http>,
+}
+
+impl Handler {
+    fn intake(&self) -> Intake {
+        Intake {
+            sink: self.sink.clone(),
+            state: self.state.clone(),
+        }
+    }
+
+    /// Begins a catch-up on history now (live messages wait for it) and runs it in a task.
+    fn catch_up(&self) {
+        self.state.begin_catch_up();
+        tokio::spawn(crate::catch_up::catch_up(self.intake(), self.http.clone()));
+    }
 }
 
 #[async_trait]
 impl EventHandler for Handler {
     async fn ready(&self, ctx: Context, ready: Ready) {
         tracing::info!(bot = %ready.user.name, guilds = ready.guilds.len(), "discord connected");
+        self.catch_up();
         self.state.set_bot(ready.user.id);
         self.state.reset_collected();
         let state = self.state.clone();
@@ -50,10 +72,7 @@ impl EventHandler for Handler {
             }
             _ => None,
         });
-        let intake = Intake {
-            sink: self.sink.clone(),
-            state: self.state.clone(),
-        };
+        let intake = self.intake();
         // A collector lives as long as its shard runner. After a new READY on the same runner
         // the old one may still deliver: every collector hands messages on in gateway order,
         // and dedupe keeps the second copy of a message out.
@@ -63,6 +82,11 @@ impl EventHandler for Handler {
             }
         });
         self.registrar.ready(ready.application.id).await;
+    }
+
+    async fn resume(&self, _ctx: Context, _event: ResumedEvent) {
+        tracing::info!("discord resumed");
+        self.catch_up();
     }
 
     async fn interaction_create(&self, _ctx: Context, interaction: Interaction) {
@@ -86,26 +110,50 @@ impl EventHandler for Handler {
         if self.state.collected(message.id.get()) {
             return;
         }
-        Intake {
-            sink: self.sink.clone(),
-            state: self.state.clone(),
-        }
-        .take(message)
-        .await;
+        self.intake().take(message).await;
     }
 }
 
 /// Hands one message on: allowlists, where it sits, normalization, the sink.
-struct Intake {
-    sink: Arc<dyn InboundSink>,
-    state: Arc<State>,
+pub(crate) struct Intake {
+    /// Where accepted messages go.
+    pub(crate) sink: Arc<dyn InboundSink>,
+    /// The bot, channels, allowlists, cursors.
+    pub(crate) state: Arc<State>,
 }
 
 impl Intake {
-    async fn take(&self, message: Message) {
-        let Some(bot) = self.state.bot() else { return };
-        if message.author.id == bot {
+    /// Takes a live message, after a catch-up under way (bounded wait).
+    pub(crate) async fn take(&self, message: Message) {
+        if !self.state.caught_up().await {
+            tracing::warn!(
+                "discord: the catch-up on history is still running; taking a live message anyway"
+            );
+        }
+        self.take_now(message).await;
+    }
+
+    /// Takes a message at once (the catch-up's own), waiting (bounded) for the bot's id; the
+    /// channel's cursor moves past it once the sink accepted it.
+    pub(crate) async fn take_now(&self, message: Message) {
+        let Some(bot) = self.state.wait_bot().await else {
+            tracing::error!(
+                message = message.id.get(),
+                channel = message.channel_id.get(),
+                "discord: no READY yet; message dropped (the catch-up after READY reads it again)"
+            );
             return;
+        };
+        let (channel, id) = (message.channel_id.get(), message.id.get());
+        if self.hand_on(message, bot).await && self.state.seen().note(channel, id) {
+            self.state.seen().save(self.sink.as_ref()).await;
+        }
+    }
+
+    /// True when the sink accepted the message.
+    async fn hand_on(&self, message: Message, bot: serenity::model::id::UserId) -> bool {
+        if message.author.id == bot {
+            return false;
         }
         let guild = message.guild_id.map(|g| g.get());
         if let Some(guild) = guild
@@ -115,14 +163,14 @@ impl Intake {
                 guild,
                 "discord message from a guild not in channels.discord.guilds; dropped"
             );
-            return;
+            return false;
         }
         let place = match guild {
             None => Place::Direct,
             Some(guild) => self.state.place(message.channel_id, guild).await,
         };
         let Some(mut inbound) = normalize(&message, bot, place, self.state.account()) else {
-            return;
+            return false;
         };
         if !inbound.mentioned
             && let Some(guild) = guild
@@ -143,10 +191,91 @@ impl Intake {
                 chat,
                 "discord message from a channel not in channels.discord.channels; dropped"
             );
-            return;
+            return false;
         }
-        if let Err(e) = self.sink.accept(inbound).await {
-            tracing::error!(error = %e, "discord: inbound not accepted");
+        match self.sink.accept(inbound).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::error!(error = %e, "discord: inbound not accepted");
+                false
+            }
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use chela_channel::{BoxFuture, Inbound, SinkError};
+    use serenity::http::Http;
+    use serenity::model::id::{ChannelId, MessageId, UserId};
+
+    use super::*;
+
+    #[derive(Default)]
+    struct Collect(Mutex<Vec<Inbound>>);
+
+    impl InboundSink for Collect {
+        fn accept(&self, inbound: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
+            self.0.lock().unwrap().push(inbound);
+            Box::pin(async { Ok(()) })
+        }
+    }
+
+    fn setup() -> (Arc<Collect>, Arc<State>, Intake) {
+        let http = Arc::new(Http::new("token"));
+        let state = Arc::new(State::new("default".into(), vec![], vec![], http));
+        let sink = Arc::new(Collect::default());
+        let intake = Intake {
+            sink: sink.clone(),
+            state: state.clone(),
+        };
+        (sink, state, intake)
+    }
+
+    fn dm(text: &str) -> Message {
+        let mut message = Message::default();
+        message.id = MessageId::new(5);
+        message.channel_id = ChannelId::new(9);
+        message.author.id = UserId::new(42);
+        message.author.name = "ann".into();
+        message.content = text.into();
+        message
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_message_before_ready_waits_for_the_bots_id_and_is_taken() {
+        let (sink, state, intake) = setup();
+        let task = tokio::spawn(async move { intake.take(dm("early")).await });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(sink.0.lock().unwrap().is_empty(), "waits for READY");
+        state.set_bot(UserId::new(1));
+        task.await.unwrap();
+        let taken = sink.0.lock().unwrap().clone();
+        assert_eq!(taken.len(), 1);
+        assert_eq!(taken[0].text, "early");
+        assert_eq!(state.seen().last(9), Some(5), "the cursor moved past it");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn live_messages_wait_for_the_catch_up_under_way() {
+        let (sink, state, intake) = setup();
+        state.set_bot(UserId::new(1));
+        state.hold_until_ready();
+        let task = tokio::spawn(async move { intake.take(dm("live")).await });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            sink.0.lock().unwrap().is_empty(),
+            "held until READY's catch-up"
+        );
+        state.begin_catch_up();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(sink.0.lock().unwrap().is_empty(), "the catch-up runs");
+        state.end_catch_up();
+        task.await.unwrap();
+        assert_eq!(sink.0.lock().unwrap().len(), 1);
     }
 }

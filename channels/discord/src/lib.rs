@@ -4,6 +4,8 @@
 //! - [`normalize`]: Discord messages -> normalized inbound records (channels, threads, DMs).
 //! - [`interaction`]: slash-command interactions -> normalized inbound records.
 //! - `handler`: the serenity event handler (normalize and hand on, nothing else).
+//! - `catch_up`: after READY and RESUME, what was posted meanwhile is read from history.
+//! - `seen`: the last message taken per channel, kept as a durable cursor.
 //! - `command_intake`: slash commands acknowledged (deferred, private) and handed on.
 //! - `slash`: which slash commands are registered, once READY gave the application id.
 //! - `pending`: interaction tokens awaiting their private answer.
@@ -14,14 +16,19 @@
 //! Pointed at a non-default `api_url` (a fake), serenity's ratelimiter is off and chela paces
 //! itself (messages go through `message_rest`, which hands Discord's `retry_after` to the reply
 //! path, in production too); every send carries a nonce with `enforce_nonce`, so a retried send cannot duplicate.
+//! A keyed send ([`Channel::send_keyed`], a final's part) derives its nonce from the key, so
+//! the same part sent again after a restart is answered with the first message.
 
+mod catch_up;
 mod command_intake;
 mod errors;
 mod handler;
 pub mod interaction;
 mod message_rest;
+mod nonce;
 pub mod normalize;
 mod pending;
+mod seen;
 mod slash;
 mod state;
 
@@ -150,19 +157,64 @@ impl DiscordChannel {
         Ok(())
     }
 
+    /// Sends `text` into `to`. Unkeyed: a fresh random nonce. Keyed: the nonce comes from
+    /// `key`, so a send repeated after a restart is answered with the first message; one that
+    /// answers with a message older than the request which is gone (taken back by recovery)
+    /// is sent again under the key's next nonce.
     async fn send_once(
         &self,
         to: &Conversation,
         text: &str,
         quote: Option<&str>,
+        key: Option<&str>,
     ) -> Result<SentMessage, ChannelError> {
         let channel = target(to)?;
+        let Some(key) = key else {
+            let nonce = uuid::Uuid::new_v4().simple().to_string()[..25].to_string();
+            return self.create(channel, text, quote, &nonce).await.map(sent);
+        };
+        for round in 0..nonce::KEYED_ROUNDS {
+            let since = nonce::snowflake_now();
+            let id = self
+                .create(channel, text, quote, &nonce::derive(key, round))
+                .await?;
+            if id >= since || self.still_there(channel, id).await {
+                return Ok(sent(id));
+            }
+            tracing::info!(
+                message = id,
+                "discord: a resent part's nonce answered with a deleted message; sending it anew"
+            );
+        }
         let nonce = uuid::Uuid::new_v4().simple().to_string()[..25].to_string();
+        self.create(channel, text, quote, &nonce).await.map(sent)
+    }
+
+    /// Whether message `id` of `channel` still exists (true when that cannot be told).
+    async fn still_there(&self, channel: ChannelId, id: u64) -> bool {
+        match self.http.get_message(channel, MessageId::new(id)).await {
+            Ok(_) => true,
+            Err(serenity::Error::Http(serenity::http::HttpError::UnsuccessfulRequest(r))) => {
+                r.status_code.as_u16() != 404
+            }
+            Err(_) => true,
+        }
+    }
+
+    /// One message create with `nonce` and `enforce_nonce`, tried again on transport errors
+    /// with the same nonce (no duplicates); the message id.
+    async fn create(
+        &self,
+        channel: ChannelId,
+        text: &str,
+        quote: Option<&str>,
+        nonce: &str,
+    ) -> Result<u64, ChannelError> {
         let mut attempt = 0;
         loop {
             let mut builder = CreateMessage::new()
                 .content(text)
-                .nonce(Nonce::String(nonce.clone()))
+                .nonce(Nonce::String(nonce.to_owned()))
                 .enforce_nonce(true)
                 .allowed_mentions(CreateAllowedMentions::new().replied_user(false));
             if let Some(id) = quote
@@ -173,11 +225,7 @@ impl DiscordChannel {
                     .reference_message(MessageReference::from((channel, MessageId::new(id))));
             }
             match self.rest.create(channel.get(), &builder).await {
-                Ok(id) => {
-                    return Ok(SentMessage {
-                        message_id: id.to_string(),
-                    });
-                }
+                Ok(id) => return Ok(id),
                 Err(error) => {
                     attempt += 1;
                     if !matches!(error, ChannelError::Transport(_)) || attempt >= SEND_ATTEMPTS {
@@ -187,6 +235,12 @@ impl DiscordChannel {
                 }
             }
         }
+    }
+}
+
+fn sent(id: u64) -> SentMessage {
+    SentMessage {
+        message_id: id.to_string(),
     }
 }
 
@@ -242,11 +296,24 @@ impl Channel for DiscordChannel {
                 pending: self.pending.clone(),
                 http: self.http.clone(),
             });
+            // Live messages wait for the first READY's catch-up; the bot's id is asked at once,
+            // so a message that reaches the handler before READY's does is not held up by it.
+            self.state.hold_until_ready();
+            match self.http.get_current_user().await {
+                Ok(me) => self.state.set_bot(me.id),
+                Err(e) => tracing::debug!(error = %e, "discord: cannot ask who the bot is yet"),
+            }
+            tokio::spawn(seen::Seen::keep_saving(
+                self.state.clone(),
+                sink.clone(),
+                shutdown.clone(),
+            ));
             let handler = handler::Handler {
                 sink,
                 state: self.state.clone(),
                 commands,
                 registrar: self.registrar.clone(),
+                http: self.http.clone(),
             };
             let http = build_http(&self.settings, self.rest.client());
             let mut client = ClientBuilder::new_with_http(http, intents)
@@ -272,7 +339,17 @@ impl Channel for DiscordChannel {
         to: &'a Conversation,
         text: &'a str,
     ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
-        Box::pin(self.send_once(to, text, None))
+        Box::pin(self.send_once(to, text, None, None))
+    }
+
+    fn send_keyed<'a>(
+        &'a self,
+        to: &'a Conversation,
+        text: &'a str,
+        quote: Option<&'a str>,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
+        Box::pin(self.send_once(to, text, quote, Some(key)))
     }
 
     fn send_reply<'a>(
@@ -281,7 +358,7 @@ impl Channel for DiscordChannel {
         text: &'a str,
         quote: Option<&'a str>,
     ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
-        Box::pin(self.send_once(to, text, quote))
+        Box::pin(self.send_once(to, text, quote, None))
     }
 
     fn edit<'a>(

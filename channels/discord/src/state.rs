@@ -2,20 +2,33 @@
 //! or thread under a parent, and its guild), and the allowlists. Bounded.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
+use std::time::Duration;
 
 use serenity::http::Http;
-use serenity::model::channel::{Channel as DiscordChannelKind, ChannelType};
+use serenity::model::channel::{Channel as DiscordChannelKind, ChannelType, GuildChannel};
 use serenity::model::id::{ChannelId, GuildId, UserId};
+use tokio::sync::watch;
 
 use crate::normalize::Place;
 
 /// Channels remembered before the map is cleared.
 const MAX_PLACES: usize = 10_000;
 
+/// How long a message waits at most for what it needs before it can be taken: the bot's id
+/// (READY, or `GET /users/@me` at start) and the end of the catch-up on history.
+pub const READY_WAIT: Duration = Duration::from_secs(30);
+
 /// Shared state of the Discord channel.
 pub struct State {
-    bot: OnceLock<UserId>,
+    bot: watch::Sender<Option<UserId>>,
+    /// True while a catch-up on channel history runs: live messages wait for it, so a
+    /// conversation's older messages are taken first.
+    catching_up: watch::Sender<usize>,
+    /// Set until the first READY took over the hold on live messages made at start.
+    initial_hold: std::sync::atomic::AtomicBool,
+    /// The last message taken per channel.
+    seen: crate::seen::Seen,
     /// Id of the first message the current collector saw: later ones are its to hand on.
     first_collected: Mutex<Option<u64>>,
     places: Mutex<HashMap<u64, (Place, Option<u64>)>>,
@@ -36,7 +49,10 @@ impl State {
         http: std::sync::Arc<Http>,
     ) -> Self {
         State {
-            bot: OnceLock::new(),
+            bot: watch::channel(None).0,
+            catching_up: watch::channel(0).0,
+            initial_hold: std::sync::atomic::AtomicBool::new(false),
+            seen: crate::seen::Seen::new(&account),
             first_collected: Mutex::new(None),
             places: Mutex::new(HashMap::new()),
             bot_roles: Mutex::new(HashMap::new()),
@@ -47,14 +63,57 @@ impl State {
         }
     }
 
-    /// The bot's user id, once READY arrived.
-    pub fn bot(&self) -> Option<UserId> {
-        self.bot.get().copied()
-    }
-
     /// Records the bot's user id.
     pub fn set_bot(&self, id: UserId) {
-        let _ = self.bot.set(id);
+        self.bot.send_replace(Some(id));
+    }
+
+    /// The bot's user id, waiting for it (at most [`READY_WAIT`]): a message can reach the
+    /// handler before READY's handler has set it.
+    pub async fn wait_bot(&self) -> Option<UserId> {
+        let mut rx = self.bot.subscribe();
+        let found = tokio::time::timeout(READY_WAIT, rx.wait_for(Option::is_some)).await;
+        found.ok().and_then(|r| r.ok().and_then(|id| *id))
+    }
+
+    /// Holds live messages until the first READY's catch-up is done (called at start, before
+    /// the gateway connects).
+    pub fn hold_until_ready(&self) {
+        use std::sync::atomic::Ordering;
+        if !self.initial_hold.swap(true, Ordering::SeqCst) {
+            self.catching_up.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// A catch-up on history begins: live messages wait until [`State::end_catch_up`]. The
+    /// first one takes over the hold made at start.
+    pub fn begin_catch_up(&self) {
+        use std::sync::atomic::Ordering;
+        if !self.initial_hold.swap(false, Ordering::SeqCst) {
+            self.catching_up.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// A catch-up on history ended.
+    pub fn end_catch_up(&self) {
+        self.catching_up.send_modify(|n| *n = n.saturating_sub(1));
+    }
+
+    /// Waits (at most [`READY_WAIT`]) until no catch-up runs; false when it timed out.
+    pub async fn caught_up(&self) -> bool {
+        let mut rx = self.catching_up.subscribe();
+        let done = tokio::time::timeout(READY_WAIT, rx.wait_for(|n| *n == 0)).await;
+        matches!(done, Ok(Ok(_)))
+    }
+
+    /// The last message taken per channel.
+    pub fn seen(&self) -> &crate::seen::Seen {
+        &self.seen
+    }
+
+    /// The configured channel allowlist (caught up after a restart).
+    pub fn configured_channels(&self) -> &[u64] {
+        &self.channels
     }
 
     /// A new collector is about to be registered: until it sees a message, the handler
@@ -153,17 +212,7 @@ impl State {
             return place;
         }
         let place = match self.http.get_channel(channel).await {
-            Ok(DiscordChannelKind::Guild(c))
-                if matches!(
-                    c.kind,
-                    ChannelType::PublicThread
-                        | ChannelType::PrivateThread
-                        | ChannelType::NewsThread
-                ) =>
-            {
-                c.parent_id
-                    .map_or(Place::Channel, |p| Place::Thread(p.get()))
-            }
+            Ok(DiscordChannelKind::Guild(c)) => place_of(&c),
             Ok(_) => Place::Channel,
             Err(e) => {
                 tracing::debug!(error = %e, "discord: cannot look up a channel; taking it as a plain channel");
@@ -172,5 +221,15 @@ impl State {
         };
         self.remember(channel.get(), place, Some(guild));
         place
+    }
+}
+
+/// Where a guild channel sits: a thread under its parent, or a plain channel.
+pub fn place_of(c: &GuildChannel) -> Place {
+    match c.kind {
+        ChannelType::PublicThread | ChannelType::PrivateThread | ChannelType::NewsThread => c
+            .parent_id
+            .map_or(Place::Channel, |p| Place::Thread(p.get())),
+        _ => Place::Channel,
     }
 }

@@ -84,4 +84,23 @@ impl FakeDiscord {
         state.limiter.max = max;
         state.limiter.per = per;
     }
+
+    /// From now until the next READY, users' messages are kept in their channels' history but
+    /// not dispatched; right after the next READY (and its GUILD_CREATEs) they are dispatched
+    /// in one burst, as messages that arrive the moment a session starts.
+    pub fn hold_messages_until_ready(&self) {
+        self.shared.lock().hold_for_ready = true;
+    }
+
+    /// While `on`, `DELETE /channels/{c}/messages/{m}` requests are recorded (see
+    /// [`FakeDiscord::calls`]) but not answered; switching it off answers them.
+    pub fn hold_deletes(&self, on: bool) {
+        self.shared.hold_deletes.send_replace(on);
+    }
+
+    /// While `on`, `POST /channels/{c}/messages` requests are carried out (the message is
+    /// made and dispatched) but their answers are held; switching it off sends them.
+    pub fn hold_creates(&self, on: bool) {
+        self.shared.hold_creates.send_replace(on);
+    }
 }

@@ -115,11 +115,24 @@ async fn handle(
     });
     shared.touch();
     let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
+    if method == Method::DELETE && matches!(segments.as_slice(), ["channels", _, "messages", _]) {
+        // Held by the test: answered once released.
+        let mut held = shared.hold_deletes.subscribe();
+        let _ = held.wait_for(|on| !on).await;
+    }
     let result = match parsed {
         Ok(body) => route(&shared, &method, &segments, uri.query(), &body),
         Err(error) => Err(error),
     };
     shared.touch();
+    if method == Method::POST
+        && matches!(segments.as_slice(), ["channels", _, "messages"])
+        && result.is_ok()
+    {
+        // Made, but the answer is held by the test (a sender that dies before it hears back).
+        let mut held = shared.hold_creates.subscribe();
+        let _ = held.wait_for(|on| !on).await;
+    }
     match result {
         Ok(reply) => reply.into_response(),
         Err(error) => error.into_response(),

@@ -151,6 +151,11 @@ pub(crate) struct State {
     /// Placeholder texts and the raw JSON string content that replaces them in gateway
     /// frames (see `FakeDiscord::user_sends_raw`).
     pub(crate) raw_texts: Vec<(String, String)>,
+    /// While set, users' messages are kept (in history) but dispatched only right after the
+    /// next READY (see `FakeDiscord::hold_messages_until_ready`).
+    pub(crate) hold_for_ready: bool,
+    /// Messages (channel, id) to dispatch right after the next READY.
+    pub(crate) after_ready: Vec<(u64, u64)>,
 }
 
 impl State {
@@ -159,6 +164,8 @@ impl State {
             gateway_url,
             member_roles: HashMap::new(),
             raw_texts: Vec::new(),
+            hold_for_ready: false,
+            after_ready: Vec::new(),
             calls: Vec::new(),
             guilds: BTreeMap::new(),
             channels: BTreeMap::new(),
@@ -256,6 +263,10 @@ impl State {
         let ids: Vec<u64> = self.guilds.keys().copied().collect();
         for guild in ids {
             self.dispatch_guild_create(guild);
+        }
+        self.hold_for_ready = false;
+        for (channel, message) in std::mem::take(&mut self.after_ready) {
+            self.dispatch_message("MESSAGE_CREATE", channel, message);
         }
     }
 
@@ -489,6 +500,12 @@ pub(crate) struct Shared {
     pub(crate) shutdown: watch::Receiver<bool>,
     /// `http://127.0.0.1:PORT`.
     pub(crate) base_url: String,
+    /// While true, message deletes are recorded but not answered (see
+    /// `FakeDiscord::hold_deletes`).
+    pub(crate) hold_deletes: watch::Sender<bool>,
+    /// While true, message creates are carried out but not answered (see
+    /// `FakeDiscord::hold_creates`).
+    pub(crate) hold_creates: watch::Sender<bool>,
 }
 
 impl Shared {
@@ -501,6 +518,8 @@ impl Shared {
             gateway: watch::Sender::new(0),
             shutdown,
             base_url,
+            hold_deletes: watch::Sender::new(false),
+            hold_creates: watch::Sender::new(false),
         }
     }
 

@@ -173,7 +173,11 @@ impl FakeDiscord {
                 reactions: Vec::new(),
             },
         );
-        state.dispatch_message("MESSAGE_CREATE", channel.id, id);
+        if state.hold_for_ready {
+            state.after_ready.push((channel.id, id));
+        } else {
+            state.dispatch_message("MESSAGE_CREATE", channel.id, id);
+        }
         drop(guard);
         self.shared.touch();
         id

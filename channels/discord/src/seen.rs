@@ -1,0 +1,179 @@
+//! The last message taken per Discord channel (guild channel, thread or DM), kept durably as
+//! the cursor `discord:<account>:last:<channel id>`, so that after a restart or a reconnect
+//! the catch-up knows which channels to read and from where.
+//!
+//! A cursor only moves past a message the sink accepted (durable, or deliberately dropped by
+//! admission). A channel's first cursor is written at once; later moves are written in the
+//! background every [`SAVE_EVERY`]: one lagging
+//! behind after a crash only makes the catch-up read a message again, and dedupe drops it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chela_channel::InboundSink;
+use tokio_util::sync::CancellationToken;
+
+/// How often moved cursors are written.
+pub const SAVE_EVERY: Duration = Duration::from_millis(500);
+/// Channels remembered at most (the one with the oldest last message goes first).
+const MAX_CHANNELS: usize = 10_000;
+
+/// Last message id per channel id, and whether it moved since the last save.
+pub struct Seen {
+    prefix: String,
+    last: Mutex<HashMap<u64, (u64, bool)>>,
+}
+
+impl Seen {
+    /// Cursors of `account`.
+    pub fn new(account: &str) -> Seen {
+        Seen {
+            prefix: format!("discord:{account}:last:"),
+            last: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Notes that message `id` of `channel` was taken; true when `channel` is new here (the
+    /// caller then saves at once, so the channel is known to the next start's catch-up).
+    pub fn note(&self, channel: u64, id: u64) -> bool {
+        let Ok(mut last) = self.last.lock() else {
+            return false;
+        };
+        if let Some(entry) = last.get_mut(&channel) {
+            if id > entry.0 {
+                *entry = (id, true);
+            }
+            return false;
+        }
+        if last.len() >= MAX_CHANNELS
+            && let Some(oldest) = last.iter().min_by_key(|(_, (id, _))| *id).map(|(c, _)| *c)
+        {
+            last.remove(&oldest);
+        }
+        last.insert(channel, (id, true));
+        true
+    }
+
+    /// The last message taken in `channel`, if known.
+    pub fn last(&self, channel: u64) -> Option<u64> {
+        self.last.lock().ok()?.get(&channel).map(|(id, _)| *id)
+    }
+
+    /// Reads the saved cursors into memory (a newer one noted meanwhile wins); every known
+    /// channel with its last message, newest first.
+    pub async fn load(&self, sink: &dyn InboundSink) -> Vec<(u64, u64)> {
+        let saved = sink.cursors(&self.prefix).await;
+        let Ok(mut last) = self.last.lock() else {
+            return Vec::new();
+        };
+        for (name, value) in saved {
+            let channel = name[self.prefix.len().min(name.len())..].parse::<u64>();
+            if let (Ok(channel), Ok(id)) = (channel, u64::try_from(value)) {
+                let entry = last.entry(channel).or_insert((id, false));
+                if id > entry.0 {
+                    *entry = (id, false);
+                }
+            }
+        }
+        let mut all: Vec<(u64, u64)> = last.iter().map(|(c, (id, _))| (*c, *id)).collect();
+        all.sort_by_key(|b| std::cmp::Reverse(b.1));
+        all
+    }
+
+    /// Writes the cursors that moved since the last save.
+    pub async fn save(&self, sink: &dyn InboundSink) {
+        let moved: Vec<(u64, u64)> = match self.last.lock() {
+            Ok(mut last) => last
+                .iter_mut()
+                .filter(|(_, (_, dirty))| *dirty)
+                .map(|(channel, entry)| {
+                    entry.1 = false;
+                    (*channel, entry.0)
+                })
+                .collect(),
+            Err(_) => return,
+        };
+        for (channel, id) in moved {
+            let Ok(value) = i64::try_from(id) else {
+                continue;
+            };
+            let name = format!("{}{channel}", self.prefix);
+            if let Err(e) = sink.save_cursor(&name, value).await {
+                tracing::warn!(error = %e, channel, "discord: cannot save a channel cursor");
+                if let Ok(mut last) = self.last.lock()
+                    && let Some(entry) = last.get_mut(&channel)
+                {
+                    entry.1 = true;
+                }
+            }
+        }
+    }
+
+    /// Saves moved cursors every [`SAVE_EVERY`] until `shutdown`, then once more.
+    pub async fn keep_saving(
+        state: Arc<crate::state::State>,
+        sink: Arc<dyn InboundSink>,
+        shutdown: CancellationToken,
+    ) {
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = tokio::time::sleep(SAVE_EVERY) => {}
+            }
+            state.seen().save(sink.as_ref()).await;
+        }
+        state.seen().save(sink.as_ref()).await;
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use chela_channel::{BoxFuture, Inbound, SinkError};
+
+    #[derive(Default)]
+    struct Cursors(Mutex<HashMap<String, i64>>);
+
+    impl InboundSink for Cursors {
+        fn accept(&self, _: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
+            Box::pin(async { Ok(()) })
+        }
+        fn cursors<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Vec<(String, i64)>> {
+            let all = self.0.lock().unwrap().clone();
+            Box::pin(async move {
+                all.into_iter()
+                    .filter(|(k, _)| k.starts_with(prefix))
+                    .collect()
+            })
+        }
+        fn save_cursor<'a>(
+            &'a self,
+            name: &'a str,
+            value: i64,
+        ) -> BoxFuture<'a, Result<(), SinkError>> {
+            self.0.lock().unwrap().insert(name.to_owned(), value);
+            Box::pin(async { Ok(()) })
+        }
+    }
+
+    #[tokio::test]
+    async fn cursors_only_move_forward_and_survive_a_new_seen() {
+        let sink = Cursors::default();
+        let seen = Seen::new("default");
+        assert!(seen.note(10, 500));
+        assert!(!seen.note(10, 400));
+        seen.note(11, 7);
+        seen.save(&sink).await;
+        assert_eq!(
+            sink.0.lock().unwrap().get("discord:default:last:10"),
+            Some(&500)
+        );
+        let again = Seen::new("default");
+        again.note(11, 9);
+        let all = again.load(&sink).await;
+        assert_eq!(all, vec![(10, 500), (11, 9)]);
+        assert_eq!(Seen::new("other").load(&sink).await, vec![]);
+    }
+}

@@ -16,7 +16,7 @@
 //!
 //! The one backend today is [`SledStore`] (`sled/`, one sled tree per record kind). No sled
 //! type leaves it: callers see the typed records and [`StoreError`]. A second backend
-//! implements the same traits, passes the contract tests (`contract_tests.rs`), and is chosen
+//! implements the same traits, passes the contract tests (`contract_tests/`), and is chosen
 //! where the store is opened ([`Store::new`]); nothing above the store changes.
 
 mod entry;

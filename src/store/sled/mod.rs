@@ -322,6 +322,40 @@ mod tests {
         );
     }
 
+    /// No code outside this folder names the sled crate, so a second backend can replace it.
+    #[test]
+    fn sled_is_named_only_inside_the_sled_backend() {
+        fn scan(dir: &Path, skip: &Path, found: &mut Vec<PathBuf>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path == skip {
+                    continue;
+                }
+                if path.is_dir() {
+                    scan(&path, skip, found);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    // Paths to this module (`self::sled::`, `store::sled::`) are fine.
+                    let text = std::fs::read_to_string(&path)
+                        .unwrap()
+                        .replace("self::sled::", "")
+                        .replace("store::sled::", "");
+                    if text.contains("sled::") || text.contains("use sled") {
+                        found.push(path);
+                    }
+                }
+            }
+        }
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut found = Vec::new();
+        for top in ["src", "tests", "benches"] {
+            scan(&root.join(top), &root.join("src/store/sled"), &mut found);
+        }
+        assert!(
+            found.is_empty(),
+            "sled named outside src/store/sled: {found:?}"
+        );
+    }
+
     #[test]
     fn iso_timestamps_have_millis_and_parse_back() {
         let iso = now_iso();

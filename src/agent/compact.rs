@@ -2,7 +2,7 @@
 //! part of its window is summarized by the model and one `compaction` entry is appended
 //! (`summary`, `firstKeptEntryId`, `tokensBefore`). History is never rewritten: every entry
 //! stays in the store and in `chela sessions export`; only the model window
-//! ([`Store::window`](crate::store::Store::window)) starts from the summary, followed by the kept entries.
+//! ([`SessionStore::window`](crate::store::SessionStore::window)) starts from the summary, followed by the kept entries.
 //!
 //! # When
 //! Before each model call of a run, the prompt is estimated; above `model.context_window -

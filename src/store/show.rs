@@ -3,30 +3,20 @@
 use std::fmt::Write as _;
 
 use super::entry::{Entry, EntryKind};
-use super::transcript::transcript_prefix;
-use super::{Store, StoreError, db_err, decode};
 use crate::domain::message::{ContentBlock, Message, text_of};
 
 /// The most chars of a tool result, compaction summary or tool arguments shown.
 const SHOWN_CHARS: usize = 200;
 
-impl Store {
-    /// Renders session `key`'s transcript as text: `role: text` lines, tool calls as
-    /// `  -> name(args)`, tool results as `  <- name: text` (at most 200 chars), resets as
-    /// `--- reset (reason) ---`, compactions and model changes as similar rules.
-    pub fn render_text(&self, key: &str) -> Result<String, StoreError> {
-        let meta = self.session_or_err(key)?;
-        let mut out = String::new();
-        for kv in self
-            .inner
-            .transcript
-            .scan_prefix(transcript_prefix(&meta.session_id))
-        {
-            let (_, v) = kv.map_err(db_err)?;
-            render_entry(&mut out, &decode("transcript", &v)?);
-        }
-        Ok(out)
+/// Renders a transcript (header first) as text: `role: text` lines, tool calls as
+/// `  -> name(args)`, tool results as `  <- name: text` (at most 200 chars), resets as
+/// `--- reset (reason) ---`, compactions and model changes as similar rules.
+pub(super) fn render(entries: &[Entry]) -> String {
+    let mut out = String::new();
+    for entry in entries {
+        render_entry(&mut out, entry);
     }
+    out
 }
 
 /// Appends the rendering of one entry to `out`.
@@ -98,6 +88,7 @@ mod tests {
 
     use super::*;
     use crate::domain::message::{AssistantMessage, StopReason, ToolCall, Usage};
+    use crate::store::Store;
 
     #[test]
     fn render_shows_roles_tool_calls_truncated_results_and_resets() {

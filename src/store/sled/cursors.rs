@@ -1,22 +1,23 @@
 //! Platform cursors (e.g. the Telegram update offset): name -> i64 big-endian.
 
-use super::{Store, StoreError, db_err};
+use super::{SledStore, StoreError, db_err};
+use crate::store::{CursorStore, StoreFuture};
 
-impl Store {
+impl CursorStore for SledStore {
     /// The cursor called `name`, if set.
-    pub fn get_cursor(&self, name: &str) -> Result<Option<i64>, StoreError> {
+    fn get_cursor(&self, name: &str) -> Result<Option<i64>, StoreError> {
         let Some(v) = self.inner.cursors.get(name).map_err(db_err)? else {
             return Ok(None);
         };
         let arr: [u8; 8] = v.as_ref().try_into().map_err(|_| StoreError::Corrupt {
-            tree: "cursors",
+            collection: "cursors",
             reason: format!("expected 8 bytes, found {}", v.len()),
         })?;
         Ok(Some(i64::from_be_bytes(arr)))
     }
 
     /// Every cursor whose name ends with `suffix`, by name.
-    pub fn cursors_ending(&self, suffix: &str) -> Result<Vec<(String, i64)>, StoreError> {
+    fn cursors_ending(&self, suffix: &str) -> Result<Vec<(String, i64)>, StoreError> {
         let mut out = Vec::new();
         for kv in self.inner.cursors.iter() {
             let (key, _) = kv.map_err(db_err)?;
@@ -44,19 +45,33 @@ impl Store {
     }
 
     /// Sets the cursor called `name`; returns once it is on disk.
-    pub async fn set_cursor(&self, name: &str, value: i64) -> Result<(), StoreError> {
-        self.inner
-            .cursors
-            .insert(name, &value.to_be_bytes()[..])
-            .map_err(db_err)?;
-        self.flush().await
+    fn set_cursor<'a>(&'a self, name: &'a str, value: i64) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            self.inner
+                .cursors
+                .insert(name, &value.to_be_bytes()[..])
+                .map_err(db_err)?;
+            self.sync().await
+        })
+    }
+
+    fn save_group_history(&self, key: &str, lines: &[String]) -> Result<(), StoreError> {
+        self.write_group_lines(key, lines)
+    }
+
+    fn clear_group_history(&self, key: &str) -> Result<(), StoreError> {
+        self.drop_group_lines(key)
+    }
+
+    fn group_histories(&self) -> Result<Vec<(String, Vec<String>)>, StoreError> {
+        self.read_group_lines()
     }
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
-    use super::*;
+    use crate::store::Store;
 
     #[tokio::test]
     async fn cursors_survive_reopen() {

@@ -3,12 +3,12 @@
 
 use chela_channel::Conversation;
 
-use super::{Store, StoreError, db_err, decode, encode};
+use super::{SledStore, StoreError, db_err, decode, encode};
 
-impl Store {
+impl SledStore {
     /// Remembers that session `key` replies into `to` (not flushed: it is a hint).
-    pub fn set_target(&self, key: &str, to: &Conversation) -> Result<(), StoreError> {
-        if self.target(key)?.as_ref() == Some(to) {
+    pub(super) fn write_target(&self, key: &str, to: &Conversation) -> Result<(), StoreError> {
+        if self.read_target(key)?.as_ref() == Some(to) {
             return Ok(());
         }
         let bytes = encode(to)?;
@@ -17,7 +17,7 @@ impl Store {
     }
 
     /// Where session `key` last replied, if it ever did.
-    pub fn target(&self, key: &str) -> Result<Option<Conversation>, StoreError> {
+    pub(super) fn read_target(&self, key: &str) -> Result<Option<Conversation>, StoreError> {
         match self.inner.targets.get(key).map_err(db_err)? {
             Some(bytes) => Ok(Some(decode("targets", &bytes)?)),
             None => Ok(None),
@@ -29,6 +29,7 @@ impl Store {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use crate::store::Store;
     use chela_channel::ChatKind;
 
     #[test]

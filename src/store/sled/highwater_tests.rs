@@ -5,7 +5,7 @@ use std::path::Path;
 
 use chela_channel::{ChatKind, Conversation, Inbound, Sender};
 
-use super::{PendingTurn, Store, StoreError};
+use crate::store::{PendingTurn, Store, StoreError};
 
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();

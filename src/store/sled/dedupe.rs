@@ -1,30 +1,12 @@
 //! Inbound dedupe marks: dedupe key -> first-seen time (ms, u64 big-endian) (SPEC 1.4).
 
-use chela_channel::Inbound;
+use super::{SledStore, StoreError, be_u64, db_err};
 
-use super::{Store, StoreError, be_u64, db_err};
-
-/// The dedupe key of an inbound message: `channel|account|chat|thread|message_id` (an empty
-/// thread when there is none).
-pub fn dedupe_key(inbound: &Inbound) -> String {
-    let c = &inbound.conversation;
-    format!(
-        "{}|{}|{}|{}|{}",
-        c.channel,
-        c.account,
-        c.chat_id,
-        c.thread_id.as_deref().unwrap_or(""),
-        inbound.message_id
-    )
-}
-
-impl Store {
-    /// Marks `dedupe_key` as seen at `now_ms`; true when it was not seen before. Atomic: of
-    /// several concurrent callers with the same key exactly one gets true.
-    ///
+impl SledStore {
+    /// [`QueueStore::mark_seen`](crate::store::QueueStore::mark_seen): a compare and swap.
     /// A message dated at or before an accepted rollback's floor counts as seen (see
-    /// [`Store::open_with`]).
-    pub fn mark_seen(&self, dedupe_key: &str, now_ms: u64) -> Result<bool, StoreError> {
+    /// [`SledStore::open_with`]).
+    pub(super) fn mark(&self, dedupe_key: &str, now_ms: u64) -> Result<bool, StoreError> {
         if self.before_rollback(now_ms) {
             return Ok(false);
         }
@@ -57,7 +39,7 @@ impl Store {
     }
 
     /// Forgets marks first seen before `older_than_ms`; returns how many were removed.
-    pub fn prune_seen(&self, older_than_ms: u64) -> Result<usize, StoreError> {
+    pub(super) fn prune_marks(&self, older_than_ms: u64) -> Result<usize, StoreError> {
         let mut removed = 0;
         for kv in self.inner.dedupe.iter() {
             let (k, v) = kv.map_err(db_err)?;
@@ -80,8 +62,8 @@ impl Store {
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use super::*;
-    use crate::store::pending::tests::inbound;
+    use crate::store::sled::pending::tests::inbound;
+    use crate::store::{Store, dedupe_key};
 
     #[test]
     fn dedupe_key_names_every_part() {

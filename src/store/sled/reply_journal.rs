@@ -4,30 +4,21 @@
 //! reply in the chat twice. A run's record is forgotten once its final is delivered.
 
 use chela_channel::Conversation;
-use serde::{Deserialize, Serialize};
 
-use super::{Store, StoreError, db_err, decode, encode};
+use super::{SledStore, StoreError, db_err, decode, encode};
+use crate::store::ReplyJournal;
 
-/// The messages one reply has sent so far.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReplyJournal {
-    /// Where they were sent.
-    pub conversation: Conversation,
-    /// Their platform message ids, in the order they were sent.
-    pub messages: Vec<String>,
-}
-
-impl Store {
+impl SledStore {
     /// Notes that run `run` sent message `message_id` into `to`; with `durable`, returns once
     /// it is on disk (else sled's next flush takes it there, at most half a second later).
-    pub async fn journal_sent(
+    pub(super) async fn note_sent(
         &self,
         run: &str,
         to: &Conversation,
         message_id: &str,
         durable: bool,
     ) -> Result<(), StoreError> {
-        let mut journal = self.journal(run)?.unwrap_or_else(|| ReplyJournal {
+        let mut journal = self.read_journal(run)?.unwrap_or_else(|| ReplyJournal {
             conversation: to.clone(),
             messages: Vec::new(),
         });
@@ -39,13 +30,13 @@ impl Store {
             .insert(run, encode(&journal)?)
             .map_err(db_err)?;
         if durable {
-            self.flush().await?;
+            self.sync().await?;
         }
         Ok(())
     }
 
     /// What run `run` has sent, if anything is journaled.
-    pub fn journal(&self, run: &str) -> Result<Option<ReplyJournal>, StoreError> {
+    pub(super) fn read_journal(&self, run: &str) -> Result<Option<ReplyJournal>, StoreError> {
         match self.inner.reply_journal.get(run).map_err(db_err)? {
             Some(bytes) => Ok(Some(decode("reply_journal", &bytes)?)),
             None => Ok(None),
@@ -54,7 +45,7 @@ impl Store {
 
     /// Every journaled run, by run id. A record that cannot be read is logged and skipped,
     /// so it cannot hide the others.
-    pub fn all_journals(&self) -> Result<Vec<(String, ReplyJournal)>, StoreError> {
+    pub(super) fn read_journals(&self) -> Result<Vec<(String, ReplyJournal)>, StoreError> {
         let mut out = Vec::new();
         for item in self.inner.reply_journal.iter() {
             let (key, bytes) = item.map_err(db_err)?;
@@ -98,7 +89,7 @@ impl Store {
     }
 
     /// Forgets run `run`'s journal (its reply is delivered, or was taken back).
-    pub fn forget_journal(&self, run: &str) -> Result<(), StoreError> {
+    pub(super) fn drop_journal(&self, run: &str) -> Result<(), StoreError> {
         self.inner.reply_journal.remove(run).map_err(db_err)?;
         Ok(())
     }
@@ -108,6 +99,7 @@ impl Store {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use crate::store::Store;
     use chela_channel::ChatKind;
 
     fn chat() -> Conversation {

@@ -2,36 +2,111 @@
 //! delivered once the platform confirms, dead-lettered when retries run out (SPEC 6).
 
 use chela_channel::Conversation;
-use serde::{Deserialize, Serialize};
 use sled::Transactional;
 
-use super::{Store, StoreError, abort, be_u64, db_err, decode, encode, tx_err};
+use super::{SledStore, StoreError, abort, be_u64, db_err, decode, encode, tx_err};
+use crate::store::{DeliveryStore, OutboxEntry, ReplyJournal, StoreFuture};
 
-/// One final reply and its delivery state.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OutboxEntry {
-    /// Outbox id (increasing).
-    pub id: u64,
-    /// The session that produced it.
-    pub session_key: String,
-    /// Where it goes.
-    pub conversation: Conversation,
-    /// The reply text.
-    pub text: String,
-    /// When it was recorded, ms since the epoch.
-    pub created_ms: u64,
-    /// True once the platform confirmed it.
-    pub delivered: bool,
-    /// How many sends were attempted.
-    pub attempts: u32,
-    /// The run that produced it, when it has a reply journal (see `reply_journal`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_id: Option<String>,
+impl DeliveryStore for SledStore {
+    fn record_final<'a>(
+        &'a self,
+        session_key: &'a str,
+        conversation: &'a Conversation,
+        text: &'a str,
+        now_ms: u64,
+    ) -> StoreFuture<'a, u64> {
+        Box::pin(self.record_final_now(session_key, conversation, text, now_ms))
+    }
+
+    /// Counts one send attempt of `id`; returns the new count (`None` if there is no such entry).
+    fn note_attempt(&self, id: u64) -> Result<Option<u32>, StoreError> {
+        Ok(self
+            .update_outbox(id, |e| e.attempts += 1)?
+            .map(|e| e.attempts))
+    }
+
+    /// Marks `id` delivered by removing it: a delivered final is never needed again, so the
+    /// outbox only holds what is still to send. Returns whether it was in the outbox. Not
+    /// flushed (a lost removal means one resend after a crash); call `flush` to make
+    /// it durable at once.
+    fn mark_delivered(&self, id: u64) -> Result<bool, StoreError> {
+        let removed = self.inner.outbox.remove(id.to_be_bytes()).map_err(db_err)?;
+        Ok(removed.is_some())
+    }
+
+    /// How many records the outbox holds, delivered ones of older versions included.
+    fn outbox_len(&self) -> usize {
+        self.inner.outbox.len()
+    }
+
+    /// Entries not yet delivered, oldest first.
+    fn undelivered(&self) -> Result<Vec<OutboxEntry>, StoreError> {
+        let mut out = read_all(&self.inner.outbox, "outbox")?;
+        out.retain(|e| !e.delivered);
+        Ok(out)
+    }
+
+    /// Removes delivered entries created before `older_than_ms` (records an older version
+    /// kept after delivery); returns how many.
+    fn prune_delivered(&self, older_than_ms: u64) -> Result<usize, StoreError> {
+        let mut removed = 0;
+        for kv in self.inner.outbox.iter() {
+            let (k, v) = kv.map_err(db_err)?;
+            let entry: OutboxEntry = decode("outbox", &v)?;
+            if entry.delivered && entry.created_ms < older_than_ms {
+                self.inner.outbox.remove(k).map_err(db_err)?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Moves `id` from the outbox to the dead letters; returns whether it was in the outbox.
+    fn dead_letter(&self, id: u64) -> Result<bool, StoreError> {
+        let key = id.to_be_bytes();
+        let inner = &self.inner;
+        (&inner.outbox, &inner.outbox_dead)
+            .transaction(|(outbox, dead)| match outbox.remove(&key)? {
+                Some(v) => {
+                    dead.insert(&key, v)?;
+                    Ok(true)
+                }
+                None => Ok(false),
+            })
+            .map_err(tx_err)
+    }
+
+    /// Every dead-lettered entry, oldest first.
+    fn dead_letters(&self) -> Result<Vec<OutboxEntry>, StoreError> {
+        read_all(&self.inner.outbox_dead, "outbox_dead")
+    }
+
+    fn journal_sent<'a>(
+        &'a self,
+        run: &'a str,
+        to: &'a Conversation,
+        message_id: &'a str,
+        durable: bool,
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(self.note_sent(run, to, message_id, durable))
+    }
+
+    fn journal(&self, run: &str) -> Result<Option<ReplyJournal>, StoreError> {
+        self.read_journal(run)
+    }
+
+    fn all_journals(&self) -> Result<Vec<(String, ReplyJournal)>, StoreError> {
+        self.read_journals()
+    }
+
+    fn forget_journal(&self, run: &str) -> Result<(), StoreError> {
+        self.drop_journal(run)
+    }
 }
 
-impl Store {
-    /// Records a final reply to send and returns its id. Returns once it is on disk.
-    pub async fn record_final(
+impl SledStore {
+    /// [`DeliveryStore::record_final`]: one insert, then a flush.
+    async fn record_final_now(
         &self,
         session_key: &str,
         conversation: &Conversation,
@@ -53,71 +128,8 @@ impl Store {
             .outbox
             .insert(id.to_be_bytes(), encode(&entry)?)
             .map_err(db_err)?;
-        self.flush().await?;
+        self.sync().await?;
         Ok(id)
-    }
-
-    /// Counts one send attempt of `id`; returns the new count (`None` if there is no such entry).
-    pub fn note_attempt(&self, id: u64) -> Result<Option<u32>, StoreError> {
-        Ok(self
-            .update_outbox(id, |e| e.attempts += 1)?
-            .map(|e| e.attempts))
-    }
-
-    /// Marks `id` delivered by removing it: a delivered final is never needed again, so the
-    /// outbox only holds what is still to send. Returns whether it was in the outbox. Not
-    /// flushed (a lost removal means one resend after a crash); call [`Store::flush`] to make
-    /// it durable at once.
-    pub fn mark_delivered(&self, id: u64) -> Result<bool, StoreError> {
-        let removed = self.inner.outbox.remove(id.to_be_bytes()).map_err(db_err)?;
-        Ok(removed.is_some())
-    }
-
-    /// How many records the outbox holds, delivered ones of older versions included.
-    pub fn outbox_len(&self) -> usize {
-        self.inner.outbox.len()
-    }
-
-    /// Entries not yet delivered, oldest first.
-    pub fn undelivered(&self) -> Result<Vec<OutboxEntry>, StoreError> {
-        let mut out = read_all(&self.inner.outbox, "outbox")?;
-        out.retain(|e| !e.delivered);
-        Ok(out)
-    }
-
-    /// Removes delivered entries created before `older_than_ms` (records an older version
-    /// kept after delivery); returns how many.
-    pub fn prune_delivered(&self, older_than_ms: u64) -> Result<usize, StoreError> {
-        let mut removed = 0;
-        for kv in self.inner.outbox.iter() {
-            let (k, v) = kv.map_err(db_err)?;
-            let entry: OutboxEntry = decode("outbox", &v)?;
-            if entry.delivered && entry.created_ms < older_than_ms {
-                self.inner.outbox.remove(k).map_err(db_err)?;
-                removed += 1;
-            }
-        }
-        Ok(removed)
-    }
-
-    /// Moves `id` from the outbox to the dead letters; returns whether it was in the outbox.
-    pub fn dead_letter(&self, id: u64) -> Result<bool, StoreError> {
-        let key = id.to_be_bytes();
-        let inner = &self.inner;
-        (&inner.outbox, &inner.outbox_dead)
-            .transaction(|(outbox, dead)| match outbox.remove(&key)? {
-                Some(v) => {
-                    dead.insert(&key, v)?;
-                    Ok(true)
-                }
-                None => Ok(false),
-            })
-            .map_err(tx_err)
-    }
-
-    /// Every dead-lettered entry, oldest first.
-    pub fn dead_letters(&self) -> Result<Vec<OutboxEntry>, StoreError> {
-        read_all(&self.inner.outbox_dead, "outbox_dead")
     }
 
     /// Applies `change` to entry `id` atomically; returns the changed entry.
@@ -165,6 +177,7 @@ mod tests {
     use chela_channel::ChatKind;
 
     use super::*;
+    use crate::store::Store;
 
     fn to() -> Conversation {
         Conversation {
@@ -211,7 +224,7 @@ mod tests {
 
     #[tokio::test]
     async fn prune_removes_delivered_records_left_by_an_older_version() {
-        let store = Store::temporary().unwrap();
+        let store = SledStore::temporary().unwrap();
         let id = store.record_final("k", &to(), "one", 10).await.unwrap();
         let mut old = store.undelivered().unwrap().remove(0);
         old.delivered = true;

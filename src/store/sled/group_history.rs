@@ -2,11 +2,11 @@
 //! restart does not lose the context of the next mentioned turn. Written through by the router;
 //! not flushed on their own (the channel cursor's flush carries them).
 
-use super::{Store, StoreError, db_err, decode, encode};
+use super::{SledStore, StoreError, db_err, decode, encode};
 
-impl Store {
+impl SledStore {
     /// Replaces the kept lines of group session `key`.
-    pub fn save_group_history(&self, key: &str, lines: &[String]) -> Result<(), StoreError> {
+    pub(super) fn write_group_lines(&self, key: &str, lines: &[String]) -> Result<(), StoreError> {
         let bytes = encode(lines)?;
         self.inner
             .group_history
@@ -16,13 +16,13 @@ impl Store {
     }
 
     /// Forgets the kept lines of group session `key`.
-    pub fn clear_group_history(&self, key: &str) -> Result<(), StoreError> {
+    pub(super) fn drop_group_lines(&self, key: &str) -> Result<(), StoreError> {
         self.inner.group_history.remove(key).map_err(db_err)?;
         Ok(())
     }
 
     /// Every group's kept lines.
-    pub fn group_histories(&self) -> Result<Vec<(String, Vec<String>)>, StoreError> {
+    pub(super) fn read_group_lines(&self) -> Result<Vec<(String, Vec<String>)>, StoreError> {
         self.inner
             .group_history
             .iter()
@@ -38,7 +38,7 @@ impl Store {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::*;
+    use crate::store::Store;
 
     #[test]
     fn lines_are_saved_replaced_and_cleared_per_group() {

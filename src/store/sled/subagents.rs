@@ -5,44 +5,16 @@
 //! queues the parent's follow-up turn, so a crash at any point hands the child's result to
 //! the parent exactly once.
 
-use chela_channel::Conversation;
-use serde::{Deserialize, Serialize};
 use sled::Transactional;
 use sled::transaction::ConflictableTransactionError;
 
-use super::{PendingTurn, Store, StoreError, abort, db_err, decode, encode, tx_err};
+use super::{SledStore, StoreError, abort, db_err, decode, encode, tx_err};
+use crate::store::{PendingTurn, SubagentLink, SubagentState};
 
-/// Where a sub-agent stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SubagentState {
-    /// Queued or running; its result has not reached the parent yet.
-    Running,
-    /// `/stop` in the parent stopped it: its end is not reported to the parent.
-    Stopped,
-    /// Ended; its result was handed to the parent (or dropped after a stop).
-    Done,
-}
-
-/// A sub-agent session and the session that spawned it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SubagentLink {
-    /// The parent's session key.
-    pub parent: String,
-    /// The label given at spawn, if any.
-    pub label: Option<String>,
-    /// Where the parent was replying when it spawned the child (its follow-up goes there).
-    pub parent_target: Option<Conversation>,
-    /// When it was spawned, ms since the epoch.
-    pub created_ms: u64,
-    /// Where it stands.
-    pub state: SubagentState,
-}
-
-impl Store {
-    /// Records `link` for `child` and durably queues the child's first turn, in one step;
-    /// returns the turn's pending seq.
-    pub async fn spawn_subagent(
+impl SledStore {
+    /// [`BindingStore::spawn_subagent`](crate::store::BindingStore::spawn_subagent): one
+    /// transaction over `subagents` and `pending`, then a flush.
+    pub(super) async fn spawn_subagent_now(
         &self,
         child: &str,
         link: &SubagentLink,
@@ -58,26 +30,23 @@ impl Store {
                 Ok::<_, ConflictableTransactionError<StoreError>>(())
             })
             .map_err(tx_err)?;
-        self.flush().await?;
+        self.sync().await?;
         Ok(seq)
     }
 
     /// The link of sub-agent session `child`, if it is one.
-    pub fn subagent(&self, child: &str) -> Result<Option<SubagentLink>, StoreError> {
+    pub(super) fn read_subagent(&self, child: &str) -> Result<Option<SubagentLink>, StoreError> {
         match self.inner.subagents.get(child).map_err(db_err)? {
             Some(bytes) => Ok(Some(decode("subagents", &bytes)?)),
             None => Ok(None),
         }
     }
 
-    /// The parent session of sub-agent session `child` (one point read); `None` when
-    /// `child` is not a sub-agent. Tool policy uses the parent's rules for a sub-agent.
-    pub fn subagent_parent(&self, child: &str) -> Result<Option<String>, StoreError> {
-        Ok(self.subagent(child)?.map(|link| link.parent))
-    }
-
     /// Every sub-agent `parent` spawned, oldest first.
-    pub fn subagents_of(&self, parent: &str) -> Result<Vec<(String, SubagentLink)>, StoreError> {
+    pub(super) fn children_of(
+        &self,
+        parent: &str,
+    ) -> Result<Vec<(String, SubagentLink)>, StoreError> {
         let mut out = Vec::new();
         for kv in self.inner.subagents.iter() {
             let (k, v) = kv.map_err(db_err)?;
@@ -91,8 +60,8 @@ impl Store {
     }
 
     /// Marks a running sub-agent as stopped by its parent; false when it was not running.
-    pub fn stop_subagent(&self, child: &str) -> Result<bool, StoreError> {
-        let Some(mut link) = self.subagent(child)? else {
+    pub(super) fn stop_child(&self, child: &str) -> Result<bool, StoreError> {
+        let Some(mut link) = self.read_subagent(child)? else {
             return Ok(false);
         };
         if link.state != SubagentState::Running {
@@ -109,11 +78,9 @@ impl Store {
         Ok(swapped.is_ok())
     }
 
-    /// Settles sub-agent `child` once: marks it done, removes its pending `seqs` and, when
-    /// given, queues the parent's follow-up turn under `dedupe_key`; all in one durable
-    /// step. Returns the follow-up's pending seq; `None` when nothing was queued (no
-    /// follow-up, or it was settled before).
-    pub async fn finish_subagent(
+    /// [`BindingStore::finish_subagent`](crate::store::BindingStore::finish_subagent): one
+    /// transaction over `subagents`, `pending` and `dedupe`, then a flush.
+    pub(super) async fn finish_subagent_now(
         &self,
         child: &str,
         seqs: &[u64],
@@ -161,7 +128,7 @@ impl Store {
                 Ok(true)
             })
             .map_err(tx_err)?;
-        self.flush().await?;
+        self.sync().await?;
         Ok(queued.then_some(seq))
     }
 }
@@ -169,8 +136,8 @@ impl Store {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
-    use super::*;
-    use crate::store::pending::tests::inbound;
+    use crate::store::sled::pending::tests::inbound;
+    use crate::store::{PendingTurn, Store, SubagentLink, SubagentState};
 
     fn link(parent: &str, created_ms: u64) -> SubagentLink {
         SubagentLink {

@@ -4,42 +4,14 @@
 //! runs its turns. It survives restarts: the ACP session id lets the next message resume the
 //! agent's session with `session/load`.
 
-use std::path::PathBuf;
-
 use chela_channel::Conversation;
-use serde::{Deserialize, Serialize};
 
-use super::{Store, StoreError, db_err, decode, encode};
+use super::{SledStore, StoreError, db_err, decode, encode};
+use crate::store::{Binding, BindingStore, PendingTurn, StoreFuture, SubagentLink};
 
-/// One conversation bound to a coding agent.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Binding {
-    /// Session key of the bound conversation.
-    pub session_key: String,
-    /// Where the conversation lives (replies go there).
-    pub conversation: Conversation,
-    /// Harness name (`codex`, `claude`, a custom entry...).
-    pub harness: String,
-    /// The agent's working folder.
-    pub cwd: PathBuf,
-    /// The agent's session id, once `session/new` answered.
-    pub acp_session_id: Option<String>,
-    /// A label for `/acp status`.
-    pub label: Option<String>,
-    /// Who spawned it (`channel:user id`).
-    pub owner: String,
-    /// Creation time, ms since the epoch.
-    pub created_ms: u64,
-    /// Last turn or command, ms since the epoch (idle bindings expire).
-    pub last_active_ms: u64,
-    /// Idle seconds before this binding expires (`/session idle`); `None`: the config's.
-    #[serde(default)]
-    pub idle_s: Option<u64>,
-}
-
-impl Store {
+impl BindingStore for SledStore {
     /// The binding of session `key`, if it is bound.
-    pub fn get_binding(&self, key: &str) -> Result<Option<Binding>, StoreError> {
+    fn get_binding(&self, key: &str) -> Result<Option<Binding>, StoreError> {
         match self.inner.bindings.get(key).map_err(db_err)? {
             Some(bytes) => Ok(Some(decode("bindings", &bytes)?)),
             None => Ok(None),
@@ -47,24 +19,28 @@ impl Store {
     }
 
     /// Saves `binding` and flushes, so it survives a crash right after.
-    pub async fn put_binding(&self, binding: &Binding) -> Result<(), StoreError> {
-        let bytes = encode(binding)?;
-        self.inner
-            .bindings
-            .insert(binding.session_key.as_str(), bytes)
-            .map_err(db_err)?;
-        self.flush().await
+    fn put_binding<'a>(&'a self, binding: &'a Binding) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let bytes = encode(binding)?;
+            self.inner
+                .bindings
+                .insert(binding.session_key.as_str(), bytes)
+                .map_err(db_err)?;
+            self.sync().await
+        })
     }
 
     /// Removes the binding of session `key`; returns it if there was one.
-    pub async fn remove_binding(&self, key: &str) -> Result<Option<Binding>, StoreError> {
-        let old = self.inner.bindings.remove(key).map_err(db_err)?;
-        self.flush().await?;
-        old.map(|bytes| decode("bindings", &bytes)).transpose()
+    fn remove_binding<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<Binding>> {
+        Box::pin(async move {
+            let old = self.inner.bindings.remove(key).map_err(db_err)?;
+            self.sync().await?;
+            old.map(|bytes| decode("bindings", &bytes)).transpose()
+        })
     }
 
     /// Every binding, in key order.
-    pub fn list_bindings(&self) -> Result<Vec<Binding>, StoreError> {
+    fn list_bindings(&self) -> Result<Vec<Binding>, StoreError> {
         self.inner
             .bindings
             .iter()
@@ -74,12 +50,53 @@ impl Store {
             })
             .collect()
     }
+
+    fn spawn_subagent<'a>(
+        &'a self,
+        child: &'a str,
+        link: &'a SubagentLink,
+        first: &'a PendingTurn,
+    ) -> StoreFuture<'a, u64> {
+        Box::pin(self.spawn_subagent_now(child, link, first))
+    }
+
+    fn subagent(&self, child: &str) -> Result<Option<SubagentLink>, StoreError> {
+        self.read_subagent(child)
+    }
+
+    fn subagents_of(&self, parent: &str) -> Result<Vec<(String, SubagentLink)>, StoreError> {
+        self.children_of(parent)
+    }
+
+    fn stop_subagent(&self, child: &str) -> Result<bool, StoreError> {
+        self.stop_child(child)
+    }
+
+    fn finish_subagent<'a>(
+        &'a self,
+        child: &'a str,
+        seqs: &'a [u64],
+        follow_up: Option<(&'a str, &'a PendingTurn)>,
+    ) -> StoreFuture<'a, Option<u64>> {
+        Box::pin(self.finish_subagent_now(child, seqs, follow_up))
+    }
+
+    fn set_target(&self, key: &str, to: &Conversation) -> Result<(), StoreError> {
+        self.write_target(key, to)
+    }
+
+    fn target(&self, key: &str) -> Result<Option<Conversation>, StoreError> {
+        self.read_target(key)
+    }
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
+    use crate::store::Store;
     use chela_channel::ChatKind;
 
     fn binding(key: &str) -> Binding {

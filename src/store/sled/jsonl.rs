@@ -5,15 +5,14 @@
 
 use std::io::{BufRead, Write};
 
-use super::entry::{Entry, TRANSCRIPT_VERSION};
-use super::sessions::SessionMeta;
 use super::transcript::{entry_id_key, transcript_key, transcript_prefix};
-use super::{Store, StoreError, db_err, encode, iso_to_ms, now_ms};
+use super::{SledStore, StoreError, db_err, encode, iso_to_ms, now_ms};
+use crate::store::entry::{Entry, TRANSCRIPT_VERSION};
+use crate::store::{SessionMeta, SessionStore};
 
-impl Store {
-    /// Writes session `key`'s transcript to `out`, header first, one line per entry, exactly as
-    /// stored. Returns the number of lines written.
-    pub fn export(&self, key: &str, out: &mut impl Write) -> Result<usize, StoreError> {
+impl SledStore {
+    /// [`SessionStore::export_jsonl`]: the stored lines as they are.
+    pub(super) fn export_lines(&self, key: &str, out: &mut dyn Write) -> Result<usize, StoreError> {
         let meta = self.session_or_err(key)?;
         let mut lines = 0;
         for kv in self
@@ -30,14 +29,14 @@ impl Store {
         Ok(lines)
     }
 
-    /// Reads a version-4 JSONL transcript into a new session `key` and returns the number of
-    /// entries after the header.
-    ///
-    /// Refuses when `key` already has entries, when the first line is not a version-4 header,
-    /// when a line is not a known entry type, repeats an id, or its `parentId` is not the
-    /// previous entry's id (`null` for the first). Blank lines are skipped; a trailing `\r` is
-    /// dropped. On refusal nothing is stored.
-    pub fn import(&self, key: &str, input: impl BufRead) -> Result<usize, StoreError> {
+    /// [`SessionStore::import_jsonl`]: the lines are written under a fresh session id, then the
+    /// session's metadata is swapped to it (compare and swap), so a refused or raced import
+    /// leaves the session as it was.
+    pub(super) fn import_lines_into(
+        &self,
+        key: &str,
+        input: &mut dyn BufRead,
+    ) -> Result<usize, StoreError> {
         let existing = self.get_session(key)?;
         if let Some(meta) = &existing
             && meta.entries > 0
@@ -94,7 +93,7 @@ impl Store {
     fn import_lines(
         &self,
         session_id: &str,
-        mut input: impl BufRead,
+        input: &mut dyn BufRead,
     ) -> Result<Imported, StoreError> {
         let mut buf = Vec::new();
         let mut line_no = 0;
@@ -209,7 +208,7 @@ mod tests {
     use crate::domain::message::{
         AssistantMessage, ContentBlock, Message, StopReason, ToolCall, Usage,
     };
-    use crate::store::EntryKind;
+    use crate::store::{EntryKind, Store};
 
     fn export_string(store: &Store, key: &str) -> String {
         let mut out = Vec::new();

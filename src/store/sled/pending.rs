@@ -3,39 +3,24 @@
 //! A turn is enqueued (and flushed) before the platform is acknowledged and removed once it has
 //! run, so a crash in between runs it after restart (SPEC 1.4, SPEC 3).
 
-use chela_channel::Inbound;
-use serde::{Deserialize, Serialize};
+use super::{SledStore, StoreError, be_u64, db_err, decode, encode};
+use crate::store::PendingTurn;
 
-use super::{Store, StoreError, be_u64, db_err, decode, encode};
-
-/// A turn waiting for its session's lane.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PendingTurn {
-    /// The session it belongs to.
-    pub session_key: String,
-    /// The message to run.
-    pub inbound: Inbound,
-    /// When it was queued, ms since the epoch.
-    pub queued_ms: u64,
-}
-
-impl Store {
-    /// Queues `turn` and returns its seq (increasing across the whole store, also across
-    /// restarts). Returns once the turn is on disk.
-    pub async fn enqueue(&self, turn: &PendingTurn) -> Result<u64, StoreError> {
+impl SledStore {
+    /// [`QueueStore::enqueue`](crate::store::QueueStore::enqueue).
+    pub(super) async fn put_pending(&self, turn: &PendingTurn) -> Result<u64, StoreError> {
         let bytes = encode(turn)?;
         let seq = self.inner.db.generate_id().map_err(db_err)?;
         self.inner
             .pending
             .insert(seq.to_be_bytes(), bytes)
             .map_err(db_err)?;
-        self.flush().await?;
+        self.sync().await?;
         Ok(seq)
     }
 
-    /// Removes turn `seq` (it has run or was dropped); returns whether it was there. Not
-    /// flushed: call [`Store::flush`] when the removal must be durable at once.
-    pub fn remove_pending(&self, seq: u64) -> Result<bool, StoreError> {
+    /// Removes turn `seq`; returns whether it was there. Not flushed.
+    pub(super) fn drop_pending(&self, seq: u64) -> Result<bool, StoreError> {
         let old = self
             .inner
             .pending
@@ -44,23 +29,16 @@ impl Store {
         Ok(old.is_some())
     }
 
-    /// Whether turn `seq` is still pending (queued, running, or to run again at the next start).
-    pub fn is_pending(&self, seq: u64) -> Result<bool, StoreError> {
+    /// Whether turn `seq` is still pending.
+    pub(super) fn has_pending(&self, seq: u64) -> Result<bool, StoreError> {
         self.inner
             .pending
             .contains_key(seq.to_be_bytes())
             .map_err(db_err)
     }
 
-    /// The pending turns of session `key`, oldest first.
-    pub fn pending_for(&self, key: &str) -> Result<Vec<(u64, PendingTurn)>, StoreError> {
-        let mut out = self.all_pending()?;
-        out.retain(|(_, turn)| turn.session_key == key);
-        Ok(out)
-    }
-
     /// Every pending turn, oldest first.
-    pub fn all_pending(&self) -> Result<Vec<(u64, PendingTurn)>, StoreError> {
+    pub(super) fn read_pending(&self) -> Result<Vec<(u64, PendingTurn)>, StoreError> {
         self.inner
             .pending
             .iter()
@@ -75,9 +53,9 @@ impl Store {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 pub(super) mod tests {
-    use chela_channel::{ChatKind, Conversation, Sender};
+    use chela_channel::{ChatKind, Conversation, Inbound, Sender};
 
-    use super::*;
+    use crate::store::{PendingTurn, Store};
 
     pub(crate) fn inbound(chat: &str, message_id: &str, text: &str) -> Inbound {
         Inbound {

@@ -7,31 +7,12 @@
 
 use sled::Transactional;
 
-use super::entry::{Entry, EntryKind, Item};
-use super::sessions::SessionMeta;
-use super::{Store, StoreError, abort, be_u64, db_err, decode, encode, now_iso, now_ms, tx_err};
+use super::{
+    SledStore, StoreError, abort, be_u64, db_err, decode, encode, now_iso, now_ms, tx_err,
+};
 use crate::domain::message::{ContentBlock, Message, UserMessage};
-
-/// The heading of the synthetic message that stands for compacted history.
-pub const SUMMARY_HEADING: &str = "[Summary of earlier conversation]";
-
-/// One message of the model window and the transcript entry it comes from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct WindowMessage {
-    /// The `message` entry's id; `None` for the synthetic summary of a compaction.
-    pub entry_id: Option<String>,
-    /// The message.
-    pub message: Message,
-}
-
-impl WindowMessage {
-    fn stored(id: String, message: Message) -> Self {
-        WindowMessage {
-            entry_id: Some(id),
-            message,
-        }
-    }
-}
+use crate::store::entry::{Entry, EntryKind, Item};
+use crate::store::{SUMMARY_HEADING, SessionMeta, SessionStore, WindowMessage};
 
 /// The key prefix of every transcript line of session `session_id`.
 pub(super) fn transcript_prefix(session_id: &str) -> Vec<u8> {
@@ -68,10 +49,9 @@ fn random_entry_id() -> String {
     id
 }
 
-impl Store {
-    /// Appends an entry of `kind` to session `key` and returns its id. Assigns the id (unique
-    /// within the session), `parentId` (the previous entry) and the timestamp.
-    pub fn append(&self, key: &str, kind: EntryKind) -> Result<String, StoreError> {
+impl SledStore {
+    /// [`SessionStore::append`]: one transaction over `sessions`, `transcript`, `entry_ids`.
+    pub(super) fn append_entry(&self, key: &str, kind: EntryKind) -> Result<String, StoreError> {
         let inner = &self.inner;
         (&inner.sessions, &inner.transcript, &inner.entry_ids)
             .transaction(|(sessions, transcript, entry_ids)| {
@@ -114,8 +94,8 @@ impl Store {
             .map_err(tx_err)
     }
 
-    /// Every line of session `key`'s transcript, header first.
-    pub fn entries(&self, key: &str) -> Result<Vec<Entry>, StoreError> {
+    /// [`SessionStore::entries`].
+    pub(super) fn all_entries(&self, key: &str) -> Result<Vec<Entry>, StoreError> {
         let meta = self.session_or_err(key)?;
         self.inner
             .transcript
@@ -127,26 +107,9 @@ impl Store {
             .collect()
     }
 
-    /// The id of the last entry of session `key` (`None` while it has only its header).
-    pub fn last_entry_id(&self, key: &str) -> Result<Option<String>, StoreError> {
-        Ok(self.session_or_err(key)?.last_entry_id)
-    }
-
-    /// The messages the model sees for session `key`: those after the last `reset`; when a
-    /// `compaction` follows that reset, a synthetic user message
-    /// `"[Summary of earlier conversation]\n<summary>"` and then the messages from its
-    /// `firstKeptEntryId` on. Reads only the entries it returns (plus the boundary).
-    pub fn window(&self, key: &str) -> Result<Vec<Message>, StoreError> {
-        Ok(self
-            .window_entries(key)?
-            .into_iter()
-            .map(|w| w.message)
-            .collect())
-    }
-
-    /// [`Store::window`] with the id of the entry each message comes from (`None` for the
-    /// synthetic summary message), so compaction can name the first entry it keeps.
-    pub fn window_entries(&self, key: &str) -> Result<Vec<WindowMessage>, StoreError> {
+    /// [`SessionStore::window_entries`]: read backwards from the end of the transcript, so
+    /// its cost follows the window.
+    pub(super) fn window_of(&self, key: &str) -> Result<Vec<WindowMessage>, StoreError> {
         let meta = self.session_or_err(key)?;
         let sid = &meta.session_id;
         let mut tail = Vec::new();
@@ -218,12 +181,6 @@ impl Store {
         window.extend(tail);
         Ok(window)
     }
-
-    /// The metadata of session `key`, or [`StoreError::UnknownSession`].
-    pub(super) fn session_or_err(&self, key: &str) -> Result<SessionMeta, StoreError> {
-        self.get_session(key)?
-            .ok_or_else(|| StoreError::UnknownSession(key.to_string()))
-    }
 }
 
 #[cfg(test)]
@@ -233,6 +190,7 @@ mod tests {
 
     use super::*;
     use crate::domain::message::text_of;
+    use crate::store::Store;
 
     fn texts(messages: &[Message]) -> Vec<String> {
         messages

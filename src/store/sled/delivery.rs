@@ -1,20 +1,74 @@
-//! The gateway's exactly-once steps, each one sled transaction across trees:
-//! accepting an inbound (dedupe mark + pending turn) and settling a turn (outbox record +
-//! removal of its pending turns). A crash before either step repeats it; after it, the
-//! restart finds the work recorded and does not do it twice.
+//! [`QueueStore`] over sled, with the gateway's exactly-once steps, each one sled
+//! transaction across trees: accepting an inbound (dedupe mark + pending turn) and settling a
+//! turn (outbox record + removal of its pending turns). A crash before either step repeats
+//! it; after it, the restart finds the work recorded and does not do it twice. The plain
+//! queue and dedupe operations are in `pending.rs` and `dedupe.rs`.
 
 use chela_channel::Conversation;
 use sled::Transactional;
 use sled::transaction::ConflictableTransactionError;
 
-use super::{OutboxEntry, PendingTurn, Store, StoreError, db_err, encode, now_ms, tx_err};
-use crate::domain::message::Message;
-use crate::store::EntryKind;
+use super::{SledStore, StoreError, db_err, encode, now_ms, tx_err};
+use crate::store::{OutboxEntry, PendingTurn, QueueStore, StoreFuture};
 
-impl Store {
-    /// Durably queues `turn` unless `dedupe_key` was seen before; returns its pending seq,
-    /// or `None` for a duplicate.
-    pub async fn enqueue_unique(
+impl QueueStore for SledStore {
+    fn enqueue<'a>(&'a self, turn: &'a PendingTurn) -> StoreFuture<'a, u64> {
+        Box::pin(self.put_pending(turn))
+    }
+
+    fn enqueue_unique<'a>(
+        &'a self,
+        dedupe_key: &'a str,
+        turn: &'a PendingTurn,
+    ) -> StoreFuture<'a, Option<u64>> {
+        Box::pin(self.enqueue_unique_now(dedupe_key, turn))
+    }
+
+    fn remove_pending(&self, seq: u64) -> Result<bool, StoreError> {
+        self.drop_pending(seq)
+    }
+
+    fn clear_pending<'a>(&'a self, seqs: &'a [u64]) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            for seq in seqs {
+                self.drop_pending(*seq)?;
+            }
+            self.sync().await
+        })
+    }
+
+    fn is_pending(&self, seq: u64) -> Result<bool, StoreError> {
+        self.has_pending(seq)
+    }
+
+    fn all_pending(&self) -> Result<Vec<(u64, PendingTurn)>, StoreError> {
+        self.read_pending()
+    }
+
+    fn settle_turn<'a>(
+        &'a self,
+        run_id: &'a str,
+        session_key: &'a str,
+        conversation: &'a Conversation,
+        text: &'a str,
+        seqs: &'a [u64],
+    ) -> StoreFuture<'a, u64> {
+        Box::pin(self.settle_turn_now(run_id, session_key, conversation, text, seqs))
+    }
+
+    fn mark_seen(&self, dedupe_key: &str, now_ms: u64) -> Result<bool, StoreError> {
+        self.mark(dedupe_key, now_ms)
+    }
+
+    fn prune_seen(&self, older_than_ms: u64) -> Result<usize, StoreError> {
+        self.prune_marks(older_than_ms)
+    }
+}
+
+impl SledStore {
+    /// [`QueueStore::enqueue_unique`]: one transaction over `dedupe` and `pending`, then a
+    /// flush.
+    async fn enqueue_unique_now(
         &self,
         dedupe_key: &str,
         turn: &PendingTurn,
@@ -38,14 +92,12 @@ impl Store {
         if !fresh {
             return Ok(None);
         }
-        self.flush().await?;
+        self.sync().await?;
         Ok(Some(seq))
     }
 
-    /// Records the final reply of run `run_id` in the outbox and removes the turn's pending
-    /// entries, atomically and durably; returns the outbox id. A final with nothing to send
-    /// (NO_REPLY, a silent stop) gets an id but no record.
-    pub async fn settle_turn(
+    /// [`QueueStore::settle_turn`]: one transaction over `outbox` and `pending`, then a flush.
+    async fn settle_turn_now(
         &self,
         run_id: &str,
         session_key: &str,
@@ -79,50 +131,16 @@ impl Store {
                 Ok::<_, ConflictableTransactionError<StoreError>>(())
             })
             .map_err(tx_err)?;
-        self.flush().await?;
+        self.sync().await?;
         Ok(id)
-    }
-
-    /// Removes pending turns that will never run, durably.
-    pub async fn clear_pending(&self, seqs: &[u64]) -> Result<(), StoreError> {
-        for seq in seqs {
-            self.remove_pending(*seq)?;
-        }
-        self.flush().await
-    }
-
-    /// Appends a message to the session's transcript (creating the session if needed).
-    pub fn append_message(&self, key: &str, message: &Message) -> Result<String, StoreError> {
-        self.append_creating(key, EntryKind::Message(message.clone()))
-    }
-
-    /// Appends a `reset` entry (`/new`, `/reset`): the model window starts after it; nothing
-    /// is deleted.
-    pub fn append_reset(&self, key: &str, reason: &str) -> Result<(), StoreError> {
-        self.append_creating(
-            key,
-            EntryKind::Reset {
-                reason: reason.to_string(),
-            },
-        )
-        .map(|_| ())
-    }
-
-    fn append_creating(&self, key: &str, kind: EntryKind) -> Result<String, StoreError> {
-        if self.get_session(key)?.is_none() {
-            let cwd = std::env::current_dir()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default();
-            self.ensure_session(key, &cwd)?;
-        }
-        self.append(key, kind)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use chela_channel::{ChatKind, Inbound, Sender};
+    use chela_channel::{ChatKind, Conversation, Inbound, Sender};
+
+    use crate::store::{PendingTurn, Store};
 
     fn turn(id: &str) -> PendingTurn {
         PendingTurn {

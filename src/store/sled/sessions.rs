@@ -1,36 +1,18 @@
-//! Session metadata (session key -> [`SessionMeta`]) and generic per-session settings.
+//! Session metadata (`sessions`: session key -> [`SessionMeta`]) and per-key settings
+//! (`settings`: key -> JSON); the rest of [`SessionStore`] is in `transcript.rs` and `jsonl.rs`.
 
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use std::io::{BufRead, Write};
+
 use sled::Transactional;
 
-use super::entry::{Entry, SessionHeader, TRANSCRIPT_VERSION};
 use super::transcript::transcript_key;
-use super::{Store, StoreError, db_err, decode, encode, now_iso, now_ms, tx_err};
+use super::{SledStore, StoreError, db_err, decode, encode, now_iso, now_ms, tx_err};
+use crate::store::entry::{Entry, EntryKind, SessionHeader, TRANSCRIPT_VERSION};
+use crate::store::{SessionMeta, SessionStore, WindowMessage};
 
-/// What the store knows about one session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionMeta {
-    /// The session key (SPEC 1.2).
-    pub key: String,
-    /// The store's id for this session (a uuid). For a session chela created it is also the id
-    /// in the transcript header; an imported transcript keeps the header it was exported with.
-    pub session_id: String,
-    /// When the session was created, ms since the epoch.
-    pub created_ms: u64,
-    /// When an entry was last appended, ms since the epoch.
-    pub updated_ms: u64,
-    /// Number of entries after the header.
-    pub entries: u64,
-    /// The id of the last entry, `None` while there is only the header.
-    #[serde(default)]
-    pub last_entry_id: Option<String>,
-}
-
-impl Store {
+impl SessionStore for SledStore {
     /// The metadata of session `key`, if it exists.
-    pub fn get_session(&self, key: &str) -> Result<Option<SessionMeta>, StoreError> {
+    fn get_session(&self, key: &str) -> Result<Option<SessionMeta>, StoreError> {
         match self.inner.sessions.get(key).map_err(db_err)? {
             Some(bytes) => Ok(Some(decode("sessions", &bytes)?)),
             None => Ok(None),
@@ -39,7 +21,7 @@ impl Store {
 
     /// The metadata of session `key`, creating the session (metadata and transcript header
     /// with working directory `cwd`) on first use.
-    pub fn ensure_session(&self, key: &str, cwd: &str) -> Result<SessionMeta, StoreError> {
+    fn ensure_session(&self, key: &str, cwd: &str) -> Result<SessionMeta, StoreError> {
         if let Some(meta) = self.get_session(key)? {
             return Ok(meta);
         }
@@ -79,7 +61,7 @@ impl Store {
     }
 
     /// Every session, ordered by key.
-    pub fn list_sessions(&self) -> Result<Vec<SessionMeta>, StoreError> {
+    fn list_sessions(&self) -> Result<Vec<SessionMeta>, StoreError> {
         self.inner
             .sessions
             .iter()
@@ -90,25 +72,40 @@ impl Store {
             .collect()
     }
 
-    /// The settings stored for session `key`, decoded as `T` (the caller owns the type).
-    pub fn get_settings<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, StoreError> {
-        match self.inner.settings.get(key).map_err(db_err)? {
-            Some(bytes) => Ok(Some(decode("settings", &bytes)?)),
-            None => Ok(None),
-        }
+    fn settings_json(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let bytes = self.inner.settings.get(key).map_err(db_err)?;
+        Ok(bytes.map(|b| b.to_vec()))
     }
 
-    /// Replaces the settings of session `key`.
-    pub fn put_settings<T: Serialize>(&self, key: &str, settings: &T) -> Result<(), StoreError> {
-        let bytes = encode(settings)?;
-        self.inner.settings.insert(key, bytes).map_err(db_err)?;
+    fn put_settings_json(&self, key: &str, json: &[u8]) -> Result<(), StoreError> {
+        self.inner.settings.insert(key, json).map_err(db_err)?;
         Ok(())
     }
 
     /// Removes the settings of session `key`.
-    pub fn clear_settings(&self, key: &str) -> Result<(), StoreError> {
+    fn clear_settings(&self, key: &str) -> Result<(), StoreError> {
         self.inner.settings.remove(key).map_err(db_err)?;
         Ok(())
+    }
+
+    fn append(&self, key: &str, kind: EntryKind) -> Result<String, StoreError> {
+        self.append_entry(key, kind)
+    }
+
+    fn entries(&self, key: &str) -> Result<Vec<Entry>, StoreError> {
+        self.all_entries(key)
+    }
+
+    fn window_entries(&self, key: &str) -> Result<Vec<WindowMessage>, StoreError> {
+        self.window_of(key)
+    }
+
+    fn export_jsonl(&self, key: &str, out: &mut dyn Write) -> Result<usize, StoreError> {
+        self.export_lines(key, out)
+    }
+
+    fn import_jsonl(&self, key: &str, input: &mut dyn BufRead) -> Result<usize, StoreError> {
+        self.import_lines_into(key, input)
     }
 }
 
@@ -116,6 +113,8 @@ impl Store {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use crate::store::Store;
+    use serde::{Deserialize, Serialize};
 
     #[test]
     fn ensure_session_creates_once_and_writes_the_header() {

@@ -1,48 +1,14 @@
 //! DM pairing (SPEC 1.3): 8-character codes for unknown senders (valid 1 hour, at most 3
 //! pending per account), approved senders, and owners. Pairing grants DM access only.
 
-use serde::{Deserialize, Serialize};
+use super::{SledStore, StoreError, db_err, decode, encode};
+use crate::store::StoreFuture;
+use crate::store::ports::new_code;
+use crate::store::{CODE_TTL_MS, MAX_PENDING, PairingOutcome, PairingRequest, PairingStore};
 
-use super::{Store, StoreError, db_err, decode, encode};
-
-/// How long a pairing code is valid.
-pub const CODE_TTL_MS: u64 = 60 * 60 * 1000;
-/// Most pending codes per channel account.
-pub const MAX_PENDING: usize = 3;
-/// Code alphabet: no 0, O, 1 or I.
-const ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
-
-/// A sender waiting for the owner's approval.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PairingRequest {
-    /// The code the sender was given.
-    pub code: String,
-    /// Channel name.
-    pub channel: String,
-    /// Channel account.
-    pub account: String,
-    /// Platform sender id.
-    pub sender_id: String,
-    /// Display name, for `chela pairing list`.
-    pub sender_name: String,
-    /// When the code was issued (ms since the epoch).
-    pub created_ms: u64,
-}
-
-/// What asking for a pairing code gave.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PairingOutcome {
-    /// A new code was issued.
-    New(String),
-    /// The sender already has a valid code.
-    Existing(String),
-    /// Too many codes are pending for this account; the sender must wait.
-    TooMany,
-}
-
-impl Store {
+impl PairingStore for SledStore {
     /// Issues (or repeats) a pairing code for an unknown sender.
-    pub fn request_pairing(
+    fn request_pairing(
         &self,
         channel: &str,
         account: &str,
@@ -78,7 +44,7 @@ impl Store {
     }
 
     /// Valid pairing requests (expired ones are removed on the way).
-    pub fn pairing_requests(&self, now_ms: u64) -> Result<Vec<PairingRequest>, StoreError> {
+    fn pairing_requests(&self, now_ms: u64) -> Result<Vec<PairingRequest>, StoreError> {
         let mut out = Vec::new();
         for kv in self.inner.pairing.scan_prefix(b"code:") {
             let (key, value) = kv.map_err(db_err)?;
@@ -96,7 +62,50 @@ impl Store {
     /// `may_make_owner` (no owner is configured in `commands.owner_allow_from`), the first
     /// approval on a channel with no owner makes that sender the owner. Returns the request
     /// and whether the sender became owner, or `None` for an unknown or expired code.
-    pub async fn approve_pairing(
+    fn approve_pairing<'a>(
+        &'a self,
+        channel: &'a str,
+        code: &'a str,
+        now_ms: u64,
+        may_make_owner: bool,
+    ) -> StoreFuture<'a, Option<(PairingRequest, bool)>> {
+        Box::pin(self.approve_now(channel, code, now_ms, may_make_owner))
+    }
+
+    /// Rejects `code`; returns the request it was, if any.
+    fn reject_pairing<'a>(
+        &'a self,
+        channel: &'a str,
+        code: &'a str,
+        now_ms: u64,
+    ) -> StoreFuture<'a, Option<PairingRequest>> {
+        Box::pin(async move {
+            let taken = self.take_request(channel, &code.trim().to_uppercase(), now_ms)?;
+            self.sync().await?;
+            Ok(taken)
+        })
+    }
+
+    /// Whether `sender_id` was approved by pairing on this channel account.
+    fn is_paired(&self, channel: &str, account: &str, sender_id: &str) -> Result<bool, StoreError> {
+        self.inner
+            .pairing
+            .contains_key(approved_key(channel, account, sender_id))
+            .map_err(db_err)
+    }
+
+    /// Whether `sender_id` became owner of `channel` through pairing.
+    fn is_paired_owner(&self, channel: &str, sender_id: &str) -> Result<bool, StoreError> {
+        self.inner
+            .pairing
+            .contains_key(format!("owner:{channel}:{sender_id}"))
+            .map_err(db_err)
+    }
+}
+
+impl SledStore {
+    /// [`PairingStore::approve_pairing`]: the approval and any owner, then a flush.
+    async fn approve_now(
         &self,
         channel: &str,
         code: &str,
@@ -128,43 +137,11 @@ impl Store {
                 )
                 .map_err(db_err)?;
         }
-        self.flush().await?;
+        self.sync().await?;
         Ok(Some((request, becomes_owner)))
     }
 
-    /// Rejects `code`; returns the request it was, if any.
-    pub async fn reject_pairing(
-        &self,
-        channel: &str,
-        code: &str,
-        now_ms: u64,
-    ) -> Result<Option<PairingRequest>, StoreError> {
-        let taken = self.take_request(channel, &code.trim().to_uppercase(), now_ms)?;
-        self.flush().await?;
-        Ok(taken)
-    }
-
-    /// Whether `sender_id` was approved by pairing on this channel account.
-    pub fn is_paired(
-        &self,
-        channel: &str,
-        account: &str,
-        sender_id: &str,
-    ) -> Result<bool, StoreError> {
-        self.inner
-            .pairing
-            .contains_key(approved_key(channel, account, sender_id))
-            .map_err(db_err)
-    }
-
-    /// Whether `sender_id` became owner of `channel` through pairing.
-    pub fn is_paired_owner(&self, channel: &str, sender_id: &str) -> Result<bool, StoreError> {
-        self.inner
-            .pairing
-            .contains_key(format!("owner:{channel}:{sender_id}"))
-            .map_err(db_err)
-    }
-
+    /// Removes and returns the request of `code`, if it is there and not expired.
     fn take_request(
         &self,
         channel: &str,
@@ -192,18 +169,11 @@ fn approved_key(channel: &str, account: &str, sender_id: &str) -> String {
     format!("approved:{channel}:{account}:{sender_id}")
 }
 
-fn new_code() -> String {
-    uuid::Uuid::new_v4()
-        .as_bytes()
-        .iter()
-        .take(8)
-        .map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char)
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
+    use crate::store::ports::ALPHABET;
 
     #[tokio::test]
     async fn a_code_is_issued_once_per_sender_and_at_most_three_per_account() {

@@ -17,10 +17,11 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::{StoreError, db_err};
+use crate::store::{DeliveryStore, QueueStore};
 
 /// The sled key (default tree) of the store's generation.
 const GENERATION_KEY: &[u8] = b"chela:generation";
-/// The sled key (default tree) of the rollback floor (see [`super::Store::open_with`]).
+/// The sled key (default tree) of the rollback floor (see [`super::SledStore::open_with`]).
 const FLOOR_KEY: &[u8] = b"chela:rollback-floor-ms";
 /// One slot: generation, time (ms), check; all big-endian u64.
 const SLOT: usize = 24;
@@ -125,7 +126,7 @@ pub(super) fn accept(db: &sled::Db, mark: Mark) -> Result<(), StoreError> {
     Ok(())
 }
 
-impl super::Store {
+impl super::SledStore {
     /// After an accepted rollback: drops the pending turns and dead-letters the undelivered
     /// replies from before the floor; the lost writes may have answered them already.
     pub(super) fn settle_rollback(&self) -> Result<(), StoreError> {

@@ -1,6 +1,6 @@
 //! Group commit on one thread. sled 0.34.7's `flush_async` deadlocks when called from
 //! several tasks at once (sled#1308, unreleased fix), and a synchronous flush must not block
-//! the async runtime. So every `Store::flush` queues a waiter here; one thread runs a single
+//! the async runtime. So every `BaseStore::flush` queues a waiter here; one thread runs a single
 //! `Db::flush` for all waiters queued so far and answers them together.
 //!
 //! The high-water file is written by a second thread, so its fsync never delays the next

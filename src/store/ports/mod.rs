@@ -1,0 +1,85 @@
+//! The store's interface: one trait per concern, and [`Backend`], all of them together.
+//!
+//! Callers hold a [`Store`](super::Store), which derefs to `dyn Backend`, so they never name
+//! the backend. Today the one backend is [`SledStore`](super::SledStore); another (a SQL
+//! database shared by several chela processes) implements the same traits and passes the same
+//! contract tests (`src/store/contract_tests/`).
+//!
+//! **Durability.** Every method states what is durable when it returns:
+//!
+//! - *durable*: the write is on disk (or committed) before the call returns; a crash right
+//!   after keeps it. These methods are async.
+//! - *buffered*: the write is visible to every later read at once, but may be lost by a crash
+//!   until the next [`BaseStore::flush`] returns (a backend may make it durable sooner).
+//!
+//! **Atomicity.** A method that changes several records (say a dedupe mark and a pending turn)
+//! changes all of them or none, also across a crash; concurrent callers see either none or all.
+//!
+//! **Blocking.** Synchronous methods are short point operations or scans of one concern; they
+//! are called from async tasks, so a backend must not block the thread for long (a backend on
+//! a network database answers them from its own cache of what this node owns, or through
+//! `tokio::task::block_in_place`).
+//!
+//! **Ids.** Pending seqs and outbox ids come from one counter per store: they increase, also
+//! across restarts, and are never reused.
+
+mod bindings;
+mod cursors;
+mod delivery;
+mod pairing;
+mod queue;
+mod sessions;
+
+use chela_channel::BoxFuture;
+
+pub use bindings::{Binding, BindingStore, SubagentLink, SubagentState};
+pub use cursors::CursorStore;
+pub use delivery::{DeliveryStore, OutboxEntry, ReplyJournal};
+pub use pairing::{CODE_TTL_MS, MAX_PENDING, PairingOutcome, PairingRequest, PairingStore};
+pub use queue::{PendingTurn, QueueStore, dedupe_key};
+pub use sessions::{SUMMARY_HEADING, SessionMeta, SessionStore, WindowMessage};
+
+#[cfg(test)]
+pub(super) use pairing::ALPHABET;
+pub(super) use pairing::new_code;
+
+use super::StoreError;
+
+/// The future of an async store method.
+pub type StoreFuture<'a, T> = BoxFuture<'a, Result<T, StoreError>>;
+
+/// What every backend has besides its concerns: making buffered writes durable.
+pub trait BaseStore {
+    /// Makes every write that returned before this call durable; returns once it is. Cheap
+    /// for concurrent callers (they may share one disk sync) and for a backend whose writes
+    /// are durable already (it may return at once).
+    fn flush(&self) -> StoreFuture<'_, ()>;
+}
+
+/// A whole store: every concern, shareable across tasks. Implemented for every type that
+/// implements all the traits; [`Store`](super::Store) holds one as `Arc<dyn Backend>`.
+pub trait Backend:
+    BaseStore
+    + SessionStore
+    + QueueStore
+    + DeliveryStore
+    + BindingStore
+    + PairingStore
+    + CursorStore
+    + Send
+    + Sync
+{
+}
+
+impl<T> Backend for T where
+    T: BaseStore
+        + SessionStore
+        + QueueStore
+        + DeliveryStore
+        + BindingStore
+        + PairingStore
+        + CursorStore
+        + Send
+        + Sync
+{
+}

@@ -1,0 +1,101 @@
+//! The durable queue of accepted turns, inbound dedupe, and the turn's two exactly-once steps.
+
+use chela_channel::{Conversation, Inbound};
+use serde::{Deserialize, Serialize};
+
+use super::StoreFuture;
+use crate::store::StoreError;
+
+/// A turn waiting for its session's lane.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingTurn {
+    /// The session it belongs to.
+    pub session_key: String,
+    /// The message to run.
+    pub inbound: Inbound,
+    /// When it was queued, ms since the epoch.
+    pub queued_ms: u64,
+}
+
+/// The dedupe key of an inbound message: `channel|account|chat|thread|message_id` (an empty
+/// thread when there is none).
+pub fn dedupe_key(inbound: &Inbound) -> String {
+    let c = &inbound.conversation;
+    format!(
+        "{}|{}|{}|{}|{}",
+        c.channel,
+        c.account,
+        c.chat_id,
+        c.thread_id.as_deref().unwrap_or(""),
+        inbound.message_id
+    )
+}
+
+/// Pending turns (seq -> [`PendingTurn`]: accepted, not yet settled), inbound dedupe marks
+/// (dedupe key -> first-seen time), and the two steps that make a turn exactly-once (SPEC
+/// 1.4, SPEC 3): accepting it ([`QueueStore::enqueue_unique`]: dedupe mark + pending turn)
+/// and settling it ([`QueueStore::settle_turn`]: outbox record + removal of its pending
+/// turns). Both steps sit here, though settling also writes the outbox, because together
+/// they are the queue's invariant: a turn is pending until its final is recorded, and never
+/// both or neither. A crash before a step repeats it; after it, the restart finds the work
+/// recorded and does not do it twice.
+///
+/// Seqs increase across the whole store, also across restarts (see the module page).
+pub trait QueueStore {
+    /// Queues `turn` and returns its seq. Durable.
+    fn enqueue<'a>(&'a self, turn: &'a PendingTurn) -> StoreFuture<'a, u64>;
+
+    /// Queues `turn` unless `dedupe_key` was marked before; returns its seq, or `None` for a
+    /// duplicate (nothing written). The mark and the turn are written atomically: of several
+    /// concurrent callers with one key exactly one gets a seq. Durable.
+    ///
+    /// A backend that accepted a rollback of lost writes may also answer `None` for a message
+    /// dated before the rollback (it was likely handled by the writes that were lost).
+    fn enqueue_unique<'a>(
+        &'a self,
+        dedupe_key: &'a str,
+        turn: &'a PendingTurn,
+    ) -> StoreFuture<'a, Option<u64>>;
+
+    /// Removes turn `seq` (it has run or was dropped); returns whether it was there. Buffered.
+    fn remove_pending(&self, seq: u64) -> Result<bool, StoreError>;
+
+    /// Removes pending turns that will never run. Durable.
+    fn clear_pending<'a>(&'a self, seqs: &'a [u64]) -> StoreFuture<'a, ()>;
+
+    /// Whether turn `seq` is still pending (queued, running, or to run again at the next start).
+    fn is_pending(&self, seq: u64) -> Result<bool, StoreError>;
+
+    /// Every pending turn, by seq (oldest first).
+    fn all_pending(&self) -> Result<Vec<(u64, PendingTurn)>, StoreError>;
+
+    /// The pending turns of session `key`, oldest first.
+    fn pending_for(&self, key: &str) -> Result<Vec<(u64, PendingTurn)>, StoreError> {
+        let mut out = self.all_pending()?;
+        out.retain(|(_, turn)| turn.session_key == key);
+        Ok(out)
+    }
+
+    /// Records the final reply `text` of run `run_id` (session `session_key`, going to
+    /// `conversation`) in the outbox and removes the turn's pending `seqs`, atomically;
+    /// returns the outbox id. A final with nothing to send (blank: NO_REPLY, a silent stop)
+    /// gets an id but no record. Durable.
+    fn settle_turn<'a>(
+        &'a self,
+        run_id: &'a str,
+        session_key: &'a str,
+        conversation: &'a Conversation,
+        text: &'a str,
+        seqs: &'a [u64],
+    ) -> StoreFuture<'a, u64>;
+
+    /// Marks `dedupe_key` as seen at `now_ms`; true when it was not seen before. Atomic: of
+    /// several concurrent callers with the same key exactly one gets true. Buffered. (Like
+    /// [`QueueStore::enqueue_unique`], may answer false for a message dated before an
+    /// accepted rollback.)
+    fn mark_seen(&self, dedupe_key: &str, now_ms: u64) -> Result<bool, StoreError>;
+
+    /// Forgets marks first seen before `older_than_ms`, but never one written after it was
+    /// read; returns how many were removed. Buffered.
+    fn prune_seen(&self, older_than_ms: u64) -> Result<usize, StoreError>;
+}

@@ -14,6 +14,9 @@ pub trait CursorStore {
     /// Every cursor whose name ends with `suffix`, by name.
     fn cursors_ending(&self, suffix: &str) -> Result<Vec<(String, i64)>, StoreError>;
 
+    /// Every cursor whose name starts with `prefix`, by name.
+    fn cursors_starting(&self, prefix: &str) -> Result<Vec<(String, i64)>, StoreError>;
+
     /// Sets the cursor called `name`. Durable, together with every write that returned before.
     fn set_cursor<'a>(&'a self, name: &'a str, value: i64) -> StoreFuture<'a, ()>;
 

@@ -100,4 +100,8 @@ pub trait DeliveryStore {
 
     /// Forgets run `run`'s journal (its reply is delivered, or was taken back). Buffered.
     fn forget_journal(&self, run: &str) -> Result<(), StoreError>;
+
+    /// Removes `taken` from run `run`'s journal (they were taken back) and keeps what was
+    /// noted meanwhile (the run going again); an emptied journal goes. Buffered.
+    fn journal_taken_back(&self, run: &str, taken: &[String]) -> Result<(), StoreError>;
 }

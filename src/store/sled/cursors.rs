@@ -32,7 +32,7 @@ impl CursorStore for SledStore {
     }
 
     /// Every cursor whose name starts with `prefix`, by name.
-    pub fn cursors_starting(&self, prefix: &str) -> Result<Vec<(String, i64)>, StoreError> {
+    fn cursors_starting(&self, prefix: &str) -> Result<Vec<(String, i64)>, StoreError> {
         let mut out = Vec::new();
         for kv in self.inner.cursors.scan_prefix(prefix) {
             let (key, _) = kv.map_err(db_err)?;

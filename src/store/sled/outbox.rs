@@ -102,6 +102,10 @@ impl DeliveryStore for SledStore {
     fn forget_journal(&self, run: &str) -> Result<(), StoreError> {
         self.drop_journal(run)
     }
+
+    fn journal_taken_back(&self, run: &str, taken: &[String]) -> Result<(), StoreError> {
+        self.take_back_journal(run, taken)
+    }
 }
 
 impl SledStore {

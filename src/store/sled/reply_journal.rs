@@ -62,7 +62,7 @@ impl SledStore {
 
     /// Removes `taken` from run `run`'s journal (they were taken back) and keeps what was
     /// noted meanwhile (the run going again); an emptied journal goes.
-    pub fn journal_taken_back(&self, run: &str, taken: &[String]) -> Result<(), StoreError> {
+    pub(super) fn take_back_journal(&self, run: &str, taken: &[String]) -> Result<(), StoreError> {
         let mut failed = None;
         self.inner
             .reply_journal

@@ -69,6 +69,23 @@ pub struct RunRecord {
     pub ended_ms: u64,
 }
 
+impl RunRecord {
+    /// A finished record of run `run_id` of session `session_key` that answered `seqs`, for
+    /// tests.
+    #[cfg(test)]
+    pub(crate) fn for_test(run_id: &str, session_key: &str, seqs: &[u64]) -> RunRecord {
+        RunRecord {
+            run_id: run_id.to_owned(),
+            seqs: seqs.to_vec(),
+            session_key: session_key.to_owned(),
+            status: RunStatus::Ok,
+            text: "the answer".to_owned(),
+            started_ms: 1,
+            ended_ms: 2,
+        }
+    }
+}
+
 /// The id of the run answering the durable turns `seqs`: `run-<first seq>`, so the id is known
 /// as soon as the message is accepted (the RPC's `agent` answers with it); a turn without a
 /// durable entry gets a random id.

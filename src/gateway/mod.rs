@@ -92,9 +92,6 @@ pub struct Core {
     pub channels: HashMap<String, Arc<dyn Channel>>,
     /// Every run's events as they happen (the RPC's `events.subscribe`).
     pub live: broadcast::Sender<live::LiveEvent>,
-    /// Seqs of runs that have ended but whose record is not published yet (their pending
-    /// entries may already be gone): a wait on them is for a known run.
-    pub settling: std::sync::Mutex<std::collections::HashSet<u64>>,
     /// Fires when the gateway stops.
     pub shutdown: CancellationToken,
     /// Command tasks in flight (awaited at shutdown so no answer is cut off).
@@ -108,13 +105,6 @@ pub struct Core {
 }
 
 impl Core {
-    /// Whether the message of durable seq `seq` is still being answered: pending, running,
-    /// or ended with its record not yet published.
-    pub fn answering(&self, seq: u64) -> bool {
-        let settling = self.settling.lock().is_ok_and(|s| s.contains(&seq));
-        settling || self.store.is_pending(seq).unwrap_or(true)
-    }
-
     /// The channel named `name`, if it runs.
     pub fn channel(&self, name: &str) -> Option<Arc<dyn Channel>> {
         self.channels.get(name).cloned()
@@ -262,7 +252,6 @@ impl Gateway {
             lanes,
             agent,
             live,
-            settling: Default::default(),
             shutdown,
             tasks: tokio_util::task::TaskTracker::new(),
             history: std::sync::Mutex::new(crate::inbound::admission::GroupHistory::restore(

@@ -32,6 +32,10 @@ pub async fn housekeeping(core: std::sync::Weak<Core>) {
         {
             tracing::warn!(error = %e, "cannot prune delivered replies");
         }
+        let keep = crate::rpc::runs::FINISHED_KEEP.as_millis() as u64;
+        if let Err(e) = core.store.prune_finished(now.saturating_sub(keep)) {
+            tracing::warn!(error = %e, "cannot prune the records of finished runs");
+        }
         let shutdown = core.shutdown.clone();
         drop(core);
         tokio::select! {

@@ -29,7 +29,11 @@ async fn an_undelivered_final_replaces_what_its_reply_had_sent_and_delivered_one
             .await
             .unwrap();
         store
-            .settle_turn("run-a", "agent:main:test:dm:7", &chat, "the final", &[])
+            .settle_turn(
+                &crate::domain::run::RunRecord::for_test("run-a", "agent:main:test:dm:7", &[]),
+                &chat,
+                "the final",
+            )
             .await
             .unwrap();
         // A reply that was delivered; only its journal's removal was lost.

@@ -42,10 +42,6 @@ impl GatewayApi for CoreApi {
         Box::pin(self.core.lanes.stop(key))
     }
 
-    fn answering(&self, seq: u64) -> bool {
-        self.core.answering(seq)
-    }
-
     fn default_session_key(&self) -> String {
         self.core.default_session_key()
     }

@@ -117,8 +117,6 @@ async fn run_turn(
     };
     let mut seqs = turn.seqs.clone();
     seqs.extend(&outcome.steered_seqs);
-    // From here its pending entries go; until its record is out, the run is "settling".
-    let _settling = Settling::enter(core, &seqs);
     let record = RunRecord {
         run_id: run_id.clone(),
         seqs: seqs.clone(),
@@ -207,17 +205,15 @@ async fn settle(
         } else {
             tracing::error!(channel = %turn.target.channel, "no channel to reply on; reply dropped");
         }
-        clear_pending(core, &record.seqs).await;
+        if let Err(e) = core.store.finish_run(record).await {
+            tracing::error!(error = %e, "cannot settle a run whose reply goes nowhere; it runs again at the next start");
+        }
         return;
     };
     // What the `message` tool already sent here is not said again.
     let text = streamed.final_text();
     // Once the final is durable the lane is free: the outbox worker delivers it.
-    match core
-        .store
-        .settle_turn(run_id, key, &turn.target, &text, &record.seqs)
-        .await
-    {
+    match core.store.settle_turn(record, &turn.target, &text).await {
         Ok(id) => core.outbox.submit(Delivery {
             id,
             to: turn.target.clone(),
@@ -228,41 +224,5 @@ async fn settle(
             take_back: None,
         }),
         Err(e) => tracing::error!(error = %e, "cannot record the final reply"),
-    }
-}
-
-/// Removes the pending turns of a run whose reply goes nowhere; a failure is logged (the
-/// turn would run again at the next start).
-async fn clear_pending(core: &Core, seqs: &[u64]) {
-    if let Err(e) = core.store.clear_pending(seqs).await {
-        tracing::error!(error = %e, "cannot clear the pending turns of a finished run");
-    }
-}
-
-/// Marks seqs as settling for as long as it lives (see [`Core::settling`]).
-struct Settling<'a> {
-    core: &'a Core,
-    seqs: Vec<u64>,
-}
-
-impl<'a> Settling<'a> {
-    fn enter(core: &'a Core, seqs: &[u64]) -> Settling<'a> {
-        if let Ok(mut settling) = core.settling.lock() {
-            settling.extend(seqs);
-        }
-        Settling {
-            core,
-            seqs: seqs.to_vec(),
-        }
-    }
-}
-
-impl Drop for Settling<'_> {
-    fn drop(&mut self) {
-        if let Ok(mut settling) = self.core.settling.lock() {
-            for seq in &self.seqs {
-                settling.remove(seq);
-            }
-        }
     }
 }

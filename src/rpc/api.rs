@@ -23,8 +23,6 @@ pub trait GatewayApi: Send + Sync + 'static {
     fn submit(&self, key: String, inbound: Inbound) -> BoxFuture<'_, Result<Accepted, SinkError>>;
     /// `/stop` for session `key`: queued turns dropped, the run cancelled and settled.
     fn abort<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<StopReport, LaneError>>;
-    /// Whether the message of durable seq `seq` is still being answered.
-    fn answering(&self, seq: u64) -> bool;
     /// The session `chela agent` uses when none is named.
     fn default_session_key(&self) -> String;
     /// Every run's events from now on.

@@ -202,9 +202,16 @@ impl Methods {
             .unwrap_or(DEFAULT_WAIT_MS)
             .min(MAX_WAIT_MS);
         let shutdown = self.api.shutdown().clone();
-        let answering = |seq| self.api.answering(seq);
+        // Subscribed before the first look at the store, so no end is missed.
+        let bus = self.api.live_events();
+        let wait = self.runs.wait(
+            &params.run_id,
+            Duration::from_millis(ms),
+            self.api.store(),
+            bus,
+        );
         tokio::select! {
-            result = self.runs.wait(&params.run_id, Duration::from_millis(ms), &answering) => result,
+            result = wait => result,
             _ = shutdown.cancelled() => Err(Fault::new(UNAVAILABLE, "the gateway is shutting down")),
         }
     }

@@ -18,11 +18,7 @@ async fn methods(dir: &std::path::Path) -> (Gateway, Methods) {
     config.terminal.user = "tester".into();
     let gateway = Gateway::start(config, Vec::new()).await.unwrap();
     let api = gateway.api();
-    let runs = RunTracker::spawn(
-        api.live_events(),
-        api.rpc_channel().subscribe(),
-        CancellationToken::new(),
-    );
+    let runs = RunTracker::spawn(api.rpc_channel().subscribe(), CancellationToken::new());
     let methods = Methods { api, runs };
     (gateway, methods)
 }

@@ -1,7 +1,9 @@
-//! The run tracker behind `agent.wait`: remembers the most recent finished runs (by the
-//! durable seq of every message each one answered) and the answers to commands sent through
-//! `agent`, so a wait that starts after the end still gets the result. Bounded: the oldest
-//! entries are forgotten first.
+//! `agent.wait`: a run's result comes from the store, which keeps the record of every settled
+//! run under each message it answered (`QueueStore::finished_run`) in the same step that
+//! removes the message from the pending queue; the run bus only wakes the waiter. So a wait
+//! sees each message as pending, answered or unknown, with no gap in between. The answers to
+//! commands sent through `agent` (answered without a run) are remembered here, in memory, the
+//! last [`KEEP`].
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -17,27 +19,26 @@ use crate::domain::events::RunEvent;
 use crate::domain::run::RunStatus;
 use crate::domain::run::seq_of_run_id;
 use crate::domain::run::{LiveEvent, RunRecord};
+use crate::store::Store;
+
+/// How long the store keeps a settled run's record for `agent.wait` (pruned by the gateway's
+/// housekeeping).
+pub const FINISHED_KEEP: Duration = Duration::from_secs(60 * 60);
 
 /// How many finished messages (and command answers) are remembered.
 pub const KEEP: usize = 256;
-
-/// How long a finished run's record may take to reach the tracker.
-const RECORD_GRACE: Duration = Duration::from_secs(1);
 
 /// Prefix of the ids `agent` gives to commands (answered without a run).
 const COMMAND_PREFIX: &str = "cmd-";
 
 #[derive(Default)]
 struct Inner {
-    /// Finished runs by each seq they answered.
-    finished: HashMap<u64, Arc<RunRecord>>,
-    finished_order: VecDeque<u64>,
     /// Commands by call id: accepted at, and the answer once one was sent.
     commands: HashMap<String, (u64, Option<(String, u64)>)>,
     command_order: VecDeque<String>,
 }
 
-/// Finished runs and command answers, for `agent.wait`.
+/// Command answers, for `agent.wait`.
 #[derive(Default)]
 pub struct RunTracker {
     inner: Mutex<Inner>,
@@ -45,10 +46,8 @@ pub struct RunTracker {
 }
 
 impl RunTracker {
-    /// A tracker fed from the run bus `live` (each run's record) and `messages` until
-    /// `stop` fires.
+    /// A tracker fed from `messages` (the RPC conversation's answers) until `stop` fires.
     pub fn spawn(
-        mut live: broadcast::Receiver<LiveEvent>,
         mut messages: broadcast::Receiver<RpcMessage>,
         stop: CancellationToken,
     ) -> Arc<RunTracker> {
@@ -56,51 +55,23 @@ impl RunTracker {
         let weak = Arc::downgrade(&tracker);
         tokio::spawn(async move {
             loop {
-                tokio::select! {
+                let message = tokio::select! {
                     _ = stop.cancelled() => return,
-                    event = live.recv() => match event {
-                        Ok(LiveEvent { event: RunEvent::Finished(record), .. }) => match weak.upgrade() {
-                            Some(tracker) => tracker.finished(*record),
-                            None => return,
-                        },
-                        Ok(_) => {}
-                        Err(broadcast::error::RecvError::Lagged(n)) => {
-                            tracing::warn!(missed = n, "rpc: run tracker lagged; some waits will time out");
-                        }
-                        Err(broadcast::error::RecvError::Closed) => return,
+                    message = messages.recv() => message,
+                };
+                match message {
+                    Ok(message) => match weak.upgrade() {
+                        Some(tracker) => tracker.answered(&message),
+                        None => return,
                     },
-                    message = messages.recv() => match message {
-                        Ok(message) => match weak.upgrade() {
-                            Some(tracker) => tracker.answered(&message),
-                            None => return,
-                        },
-                        Err(broadcast::error::RecvError::Lagged(n)) => {
-                            tracing::warn!(missed = n, "rpc: command answers lagged");
-                        }
-                        Err(broadcast::error::RecvError::Closed) => return,
-                    },
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        tracing::warn!(missed = n, "rpc: command answers lagged");
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
                 }
             }
         });
         tracker
-    }
-
-    /// Records a finished run under every seq it answered.
-    pub fn finished(&self, record: RunRecord) {
-        let record = Arc::new(record);
-        if let Ok(mut inner) = self.inner.lock() {
-            for seq in &record.seqs {
-                if inner.finished.insert(*seq, record.clone()).is_none() {
-                    inner.finished_order.push_back(*seq);
-                }
-            }
-            while inner.finished_order.len() > KEEP {
-                if let Some(old) = inner.finished_order.pop_front() {
-                    inner.finished.remove(&old);
-                }
-            }
-        }
-        self.changed.notify_waiters();
     }
 
     /// Registers a command sent through `agent` (before it is routed, so its answer cannot
@@ -142,15 +113,12 @@ impl RunTracker {
         }
     }
 
-    /// The result of run `run_id` if it has finished.
-    pub fn result(&self, run_id: &str) -> Result<Option<Value>, Fault> {
+    /// The answer of command `run_id` if it has one.
+    fn command_result(&self, run_id: &str) -> Result<Option<Value>, Fault> {
         let inner = self
             .inner
             .lock()
             .map_err(|_| Fault::internal("run tracker unavailable"))?;
-        if let Some(seq) = seq_of_run_id(run_id) {
-            return Ok(inner.finished.get(&seq).map(|r| run_result(run_id, r)));
-        }
         if let Some(call_id) = run_id.strip_prefix(COMMAND_PREFIX)
             && let Some((accepted, answer)) = inner.commands.get(call_id)
         {
@@ -170,50 +138,88 @@ impl RunTracker {
     }
 
     /// Waits up to `timeout` for run `run_id` to finish; `{"status":"timeout"}` then (the
-    /// run goes on). `answering(seq)` tells whether a message is still being answered: a run
-    /// id whose message is neither answered (remembered here) nor being answered is unknown,
-    /// and the wait says so instead of sitting out its timeout.
+    /// run goes on). A run id whose message is neither answered (its record is in `store`)
+    /// nor pending is unknown, and the wait says so at once. `bus` (subscribed before the
+    /// call) wakes the wait when a run finishes.
     pub async fn wait(
         &self,
         run_id: &str,
         timeout: Duration,
-        answering: &(dyn Fn(u64) -> bool + Sync),
+        store: &Store,
+        bus: broadcast::Receiver<LiveEvent>,
     ) -> Result<Value, Fault> {
         let deadline = tokio::time::Instant::now() + timeout;
-        // A run's record reaches this tracker a moment after its message stops being
-        // answered: an id is called unknown only after that long.
-        let mut unknown_since: Option<tokio::time::Instant> = None;
+        match seq_of_run_id(run_id) {
+            Some(seq) => wait_run(run_id, seq, deadline, store, bus).await,
+            None => self.wait_command(run_id, deadline).await,
+        }
+    }
+
+    /// Waits for the answer of command `run_id`.
+    async fn wait_command(
+        &self,
+        run_id: &str,
+        deadline: tokio::time::Instant,
+    ) -> Result<Value, Fault> {
         loop {
             let changed = self.changed.notified();
             tokio::pin!(changed);
             changed.as_mut().enable();
-            if let Some(result) = self.result(run_id)? {
+            if let Some(result) = self.command_result(run_id)? {
                 return Ok(result);
             }
-            let mut until = deadline;
-            if let Some(seq) = seq_of_run_id(run_id)
-                && !answering(seq)
-            {
-                let since = *unknown_since.get_or_insert_with(tokio::time::Instant::now);
-                if since.elapsed() >= RECORD_GRACE {
-                    return Err(Fault::params(format!(
-                        "unknown runId {run_id:?}: its message is not queued or running and no run that answered it is remembered (it was never accepted, was dropped by /stop or abort, or was answered more than {KEEP} runs ago)"
-                    )));
-                }
-                until = until.min(since + RECORD_GRACE);
-            } else {
-                unknown_since = None;
-            }
-            if tokio::time::timeout_at(until, changed).await.is_err() && until == deadline {
-                return Ok(json!({
-                    "runId": run_id,
-                    "status": "timeout",
-                    "startedAt": null,
-                    "endedAt": null,
-                }));
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return Ok(timed_out(run_id));
             }
         }
     }
+}
+
+/// Waits for the run answering durable message `seq`.
+async fn wait_run(
+    run_id: &str,
+    seq: u64,
+    deadline: tokio::time::Instant,
+    store: &Store,
+    mut bus: broadcast::Receiver<LiveEvent>,
+) -> Result<Value, Fault> {
+    let failed = |e: crate::store::StoreError| Fault::internal(e.to_string());
+    loop {
+        if let Some(record) = store.finished_run(seq).map_err(failed)? {
+            return Ok(run_result(run_id, &record));
+        }
+        if !store.is_pending(seq).map_err(failed)? {
+            return Err(Fault::params(format!(
+                "unknown runId {run_id:?}: its message is not queued or running and no run that answered it is remembered (it was never accepted, was dropped by /stop or abort, or was answered more than {} ago)",
+                humantime::format_duration(FINISHED_KEEP)
+            )));
+        }
+        // Until a run that answered `seq` finishes (or the feed lagged): then look again.
+        loop {
+            match tokio::time::timeout_at(deadline, bus.recv()).await {
+                Err(_) => return Ok(timed_out(run_id)),
+                Ok(Ok(LiveEvent {
+                    event: RunEvent::Finished(record),
+                    ..
+                })) if record.seqs.contains(&seq) => break,
+                Ok(Ok(_)) => {}
+                Ok(Err(broadcast::error::RecvError::Lagged(_))) => break,
+                Ok(Err(broadcast::error::RecvError::Closed)) => {
+                    return Err(Fault::internal("the run bus closed"));
+                }
+            }
+        }
+    }
+}
+
+/// What `agent.wait` answers when the time is up.
+fn timed_out(run_id: &str) -> Value {
+    json!({
+        "runId": run_id,
+        "status": "timeout",
+        "startedAt": null,
+        "endedAt": null,
+    })
 }
 
 /// The status name of a run (`ok`, `error`, `aborted`).
@@ -249,59 +255,85 @@ pub fn run_result(asked: &str, record: &RunRecord) -> Value {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use crate::store::PendingTurn;
 
     fn record(seqs: &[u64], status: RunStatus) -> RunRecord {
         RunRecord {
-            run_id: crate::domain::run::run_id_for(seqs),
-            seqs: seqs.to_vec(),
-            session_key: "agent:main:main".into(),
             status,
             text: "hi".into(),
-            started_ms: 1,
-            ended_ms: 2,
+            ..RunRecord::for_test(
+                &crate::domain::run::run_id_for(seqs),
+                "agent:main:main",
+                seqs,
+            )
         }
     }
 
-    /// Every message is still being answered.
-    fn running(_seq: u64) -> bool {
-        true
+    fn chat() -> chela_channel::Conversation {
+        chela_channel::Conversation {
+            channel: "rpc".into(),
+            account: "default".into(),
+            kind: chela_channel::ChatKind::Direct,
+            chat_id: "c".into(),
+            thread_id: None,
+        }
+    }
+
+    /// A store with `n` pending turns; their seqs.
+    async fn pending(store: &Store, n: usize) -> Vec<u64> {
+        let mut seqs = Vec::new();
+        for i in 0..n {
+            let turn = PendingTurn {
+                session_key: "agent:main:main".into(),
+                inbound: chela_channel::Inbound {
+                    conversation: chat(),
+                    sender: Default::default(),
+                    message_id: format!("m{i}"),
+                    text: "hello".into(),
+                    reply_to: None,
+                    mentioned: false,
+                    timestamp_ms: 0,
+                    interaction: None,
+                },
+                queued_ms: 0,
+            };
+            seqs.push(store.enqueue(&turn).await.unwrap());
+        }
+        seqs
+    }
+
+    /// Settles `record` in `store` and publishes its end on `bus`, as the runner does.
+    async fn settle(store: &Store, bus: &broadcast::Sender<LiveEvent>, record: RunRecord) {
+        store.settle_turn(&record, &chat(), "hi").await.unwrap();
+        let _ = bus.send(LiveEvent {
+            run_id: record.run_id.clone(),
+            session_key: record.session_key.clone(),
+            seq: 9,
+            event: RunEvent::Finished(Box::new(record)),
+        });
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_wait_on_a_message_nobody_answers_is_refused_after_a_grace() {
-        let tracker = RunTracker::default();
+    async fn a_wait_on_a_message_nobody_answers_is_refused_at_once() {
+        let (store, (bus, _)) = (Store::temporary().unwrap(), broadcast::channel(8));
         let started = tokio::time::Instant::now();
-        let fault = tracker
-            .wait("run-77", Duration::from_secs(30), &|_| false)
+        let fault = RunTracker::default()
+            .wait("run-77", Duration::from_secs(30), &store, bus.subscribe())
             .await
             .unwrap_err();
         assert_eq!(fault.code, crate::rpc::protocol::INVALID_PARAMS);
         assert!(fault.message.contains("unknown runId"), "{fault:?}");
-        assert_eq!(started.elapsed(), RECORD_GRACE, "not the whole timeout");
+        assert_eq!(started.elapsed(), Duration::ZERO, "no grace, no timeout");
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_record_arriving_within_the_grace_is_still_answered() {
-        let tracker = Arc::new(RunTracker::default());
-        let waiter = {
-            let tracker = tracker.clone();
-            tokio::spawn(async move {
-                tracker
-                    .wait("run-4", Duration::from_secs(30), &|_| false)
-                    .await
-            })
-        };
-        tokio::time::sleep(RECORD_GRACE / 2).await;
-        tracker.finished(record(&[4], RunStatus::Ok));
-        assert_eq!(waiter.await.unwrap().unwrap()["status"], "ok");
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_wait_after_the_end_still_answers() {
-        let tracker = RunTracker::default();
-        tracker.finished(record(&[5], RunStatus::Ok));
-        let result = tracker
-            .wait("run-5", Duration::from_secs(1), &running)
+    async fn a_wait_after_the_end_still_answers_from_the_store() {
+        let (store, (bus, _)) = (Store::temporary().unwrap(), broadcast::channel(8));
+        let seqs = pending(&store, 1).await;
+        settle(&store, &bus, record(&seqs, RunStatus::Ok)).await;
+        let run_id = format!("run-{}", seqs[0]);
+        let result = RunTracker::default()
+            .wait(&run_id, Duration::from_secs(1), &store, bus.subscribe())
             .await
             .unwrap();
         assert_eq!(result["status"], "ok");
@@ -312,31 +344,38 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_wait_is_woken_by_the_end_and_a_merged_message_names_its_run() {
-        let tracker = Arc::new(RunTracker::default());
+        let store = Store::temporary().unwrap();
+        let (bus, _) = broadcast::channel(8);
+        let seqs = pending(&store, 2).await;
         let waiter = {
-            let tracker = tracker.clone();
+            let (store, rx) = (store.clone(), bus.subscribe());
+            let run_id = format!("run-{}", seqs[1]);
             tokio::spawn(async move {
-                tracker
-                    .wait("run-8", Duration::from_secs(30), &running)
+                RunTracker::default()
+                    .wait(&run_id, Duration::from_secs(30), &store, rx)
                     .await
             })
         };
         tokio::task::yield_now().await;
-        tracker.finished(record(
-            &[7, 8],
-            RunStatus::Error(crate::domain::run::RunError::Model("boom".into())),
-        ));
+        let failed = RunStatus::Error(crate::domain::run::RunError::Model("boom".into()));
+        settle(&store, &bus, record(&seqs, failed)).await;
         let result = waiter.await.unwrap().unwrap();
         assert_eq!(result["status"], "error");
         assert_eq!(result["error"], "boom");
-        assert_eq!(result["handledBy"], "run-7");
+        assert_eq!(result["handledBy"], format!("run-{}", seqs[0]));
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_wait_times_out_without_an_end() {
-        let tracker = RunTracker::default();
-        let result = tracker
-            .wait("run-9", Duration::from_millis(50), &running)
+    async fn a_wait_times_out_while_the_message_is_pending() {
+        let (store, (bus, _)) = (Store::temporary().unwrap(), broadcast::channel(8));
+        let seqs = pending(&store, 1).await;
+        let result = RunTracker::default()
+            .wait(
+                &format!("run-{}", seqs[0]),
+                Duration::from_millis(50),
+                &store,
+                bus.subscribe(),
+            )
             .await
             .unwrap();
         assert_eq!(result["status"], "timeout");
@@ -344,9 +383,10 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_command_is_answered_by_its_first_message() {
+        let (store, (bus, _)) = (Store::temporary().unwrap(), broadcast::channel(8));
         let tracker = RunTracker::default();
         let id = tracker.expect_command("c1", 10);
-        assert_eq!(tracker.result(&id).unwrap(), None);
+        assert_eq!(tracker.command_result(&id).unwrap(), None);
         tracker.answered(&RpcMessage {
             chat_id: "c1".into(),
             text: "New session started.".into(),
@@ -356,26 +396,16 @@ mod tests {
             text: "later".into(),
         });
         let result = tracker
-            .wait(&id, Duration::from_secs(1), &running)
+            .wait(&id, Duration::from_secs(1), &store, bus.subscribe())
             .await
             .unwrap();
         assert_eq!(result["text"], "New session started.");
     }
 
     #[test]
-    fn unknown_ids_are_refused_and_old_runs_forgotten() {
+    fn unknown_command_ids_are_refused() {
         let tracker = RunTracker::default();
-        assert!(tracker.result("nope").is_err());
-        assert!(tracker.result("cmd-unknown").is_err());
-        for seq in 0..(KEEP as u64 + 10) {
-            tracker.finished(record(&[seq], RunStatus::Ok));
-        }
-        assert_eq!(tracker.result("run-0").unwrap(), None);
-        assert!(
-            tracker
-                .result(&format!("run-{}", KEEP + 9))
-                .unwrap()
-                .is_some()
-        );
+        assert!(tracker.command_result("nope").is_err());
+        assert!(tracker.command_result("cmd-unknown").is_err());
     }
 }

@@ -81,11 +81,7 @@ impl RpcServer {
             source,
         })?;
         let stop = api.shutdown().child_token();
-        let runs = RunTracker::spawn(
-            api.live_events(),
-            api.rpc_channel().subscribe(),
-            stop.clone(),
-        );
+        let runs = RunTracker::spawn(api.rpc_channel().subscribe(), stop.clone());
         let shared = Arc::new(Shared {
             methods: Methods { api, runs },
             token,

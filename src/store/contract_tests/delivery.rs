@@ -10,7 +10,11 @@ pub(crate) async fn outbox_keeps_finals_in_order_until_delivered(h: &dyn Harness
         .await
         .unwrap();
     let b = store
-        .settle_turn("run-2", "s", &chat("2"), "two", &[])
+        .settle_turn(
+            &crate::domain::run::RunRecord::for_test("run-2", "s", &[]),
+            &chat("2"),
+            "two",
+        )
         .await
         .unwrap();
     let c = store

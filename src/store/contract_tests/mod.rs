@@ -47,6 +47,7 @@ macro_rules! store_contract_tests {
             pending_turns_are_removed_and_cleared,
             settle_turn_records_the_final_and_clears_pending_together,
             settling_a_blank_final_records_nothing,
+            finish_run_keeps_the_record_until_pruned,
             dedupe_marks_are_atomic_and_prune_only_old_ones,
             outbox_keeps_finals_in_order_until_delivered,
             dead_letters_leave_the_outbox,

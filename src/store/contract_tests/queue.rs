@@ -93,7 +93,11 @@ pub(crate) async fn settle_turn_records_the_final_and_clears_pending_together(h:
     let other = store.enqueue(&turn("t", "3")).await.unwrap();
     let seqs = [own.unwrap(), steered.unwrap()];
     let id = store
-        .settle_turn("run-1", "s", &chat("42"), "the answer", &seqs)
+        .settle_turn(
+            &crate::domain::run::RunRecord::for_test("run-1", "s", &seqs),
+            &chat("42"),
+            "the answer",
+        )
         .await
         .unwrap();
 
@@ -109,6 +113,36 @@ pub(crate) async fn settle_turn_records_the_final_and_clears_pending_together(h:
     assert_eq!(entry.conversation, chat("42"));
     assert_eq!(entry.text, "the answer");
     assert_eq!((entry.attempts, entry.delivered), (0, false));
+    for seq in seqs {
+        let record = store.finished_run(seq).unwrap().expect("the run's record");
+        assert_eq!(
+            (record.run_id.as_str(), record.seqs.as_slice()),
+            ("run-1", &seqs[..])
+        );
+    }
+    assert_eq!(store.finished_run(other).unwrap(), None);
+}
+
+/// `finish_run` clears a run's pending turns and keeps its record, durably; old records are
+/// pruned by their end.
+pub(crate) async fn finish_run_keeps_the_record_until_pruned(h: &dyn Harness) {
+    let store = h.fresh();
+    let seq = store.enqueue(&turn("s", "1")).await.unwrap();
+    let record = crate::domain::run::RunRecord {
+        ended_ms: 1_000,
+        ..crate::domain::run::RunRecord::for_test("run-1", "s", &[seq])
+    };
+    store.finish_run(&record).await.unwrap();
+    let store = h.reopen(store);
+    assert!(!store.is_pending(seq).unwrap());
+    assert_eq!(store.finished_run(seq).unwrap(), Some(record));
+    assert_eq!(
+        store.prune_finished(1_000).unwrap(),
+        0,
+        "not older than the cut"
+    );
+    assert_eq!(store.prune_finished(1_001).unwrap(), 1);
+    assert_eq!(store.finished_run(seq).unwrap(), None);
 }
 
 /// A blank final (NO_REPLY, a silent stop) clears pending but leaves no outbox record.
@@ -116,11 +150,19 @@ pub(crate) async fn settling_a_blank_final_records_nothing(h: &dyn Harness) {
     let store = h.fresh();
     let seq = store.enqueue(&turn("s", "1")).await.unwrap();
     let first = store
-        .settle_turn("run-1", "s", &chat("42"), "  \n", &[seq])
+        .settle_turn(
+            &crate::domain::run::RunRecord::for_test("run-1", "s", &[seq]),
+            &chat("42"),
+            "  \n",
+        )
         .await
         .unwrap();
     let second = store
-        .settle_turn("run-2", "s", &chat("42"), "", &[])
+        .settle_turn(
+            &crate::domain::run::RunRecord::for_test("run-2", "s", &[]),
+            &chat("42"),
+            "",
+        )
         .await
         .unwrap();
     assert!(second > first, "ids are still handed out and increase");

@@ -4,6 +4,7 @@ use chela_channel::{Conversation, Inbound};
 use serde::{Deserialize, Serialize};
 
 use super::StoreFuture;
+use crate::domain::run::RunRecord;
 use crate::store::StoreError;
 
 /// A turn waiting for its session's lane.
@@ -76,18 +77,30 @@ pub trait QueueStore {
         Ok(out)
     }
 
-    /// Records the final reply `text` of run `run_id` (session `session_key`, going to
-    /// `conversation`) in the outbox and removes the turn's pending `seqs`, atomically;
-    /// returns the outbox id. A final with nothing to send (blank: NO_REPLY, a silent stop)
-    /// gets an id but no record. Durable.
+    /// Records the final reply `text` of run `run` (going to `conversation`) in the outbox,
+    /// removes the run's pending turns (`run.seqs`) and keeps `run` as the record of each of
+    /// them ([`QueueStore::finished_run`]), atomically; returns the outbox id. A final with
+    /// nothing to send (blank: NO_REPLY, a silent stop) gets an id but no outbox record.
+    /// Durable.
     fn settle_turn<'a>(
         &'a self,
-        run_id: &'a str,
-        session_key: &'a str,
+        run: &'a RunRecord,
         conversation: &'a Conversation,
         text: &'a str,
-        seqs: &'a [u64],
     ) -> StoreFuture<'a, u64>;
+
+    /// Removes the pending turns of run `run` (`run.seqs`) and keeps `run` as their record,
+    /// atomically: a run whose reply goes nowhere (no chat, no channel). Durable.
+    fn finish_run<'a>(&'a self, run: &'a RunRecord) -> StoreFuture<'a, ()>;
+
+    /// The record of the run that answered turn `seq`, if it settled and its record was not
+    /// pruned yet. With [`QueueStore::is_pending`] it tells a waiter, without a gap, whether a
+    /// turn is still being answered, was answered, or is unknown.
+    fn finished_run(&self, seq: u64) -> Result<Option<RunRecord>, StoreError>;
+
+    /// Forgets run records kept since before `older_than_ms` (by their end); returns how many
+    /// turns' records went. Buffered.
+    fn prune_finished(&self, older_than_ms: u64) -> Result<usize, StoreError>;
 
     /// Marks `dedupe_key` as seen at `now_ms`; true when it was not seen before. Atomic: of
     /// several concurrent callers with the same key exactly one gets true. Buffered. (Like

@@ -8,7 +8,8 @@ use chela_channel::Conversation;
 use sled::Transactional;
 use sled::transaction::ConflictableTransactionError;
 
-use super::{SledStore, StoreError, db_err, encode, now_ms, tx_err};
+use super::{SledStore, StoreError, db_err, decode, encode, now_ms, tx_err};
+use crate::domain::run::RunRecord;
 use crate::store::{OutboxEntry, PendingTurn, QueueStore, StoreFuture};
 
 impl QueueStore for SledStore {
@@ -47,13 +48,47 @@ impl QueueStore for SledStore {
 
     fn settle_turn<'a>(
         &'a self,
-        run_id: &'a str,
-        session_key: &'a str,
+        run: &'a RunRecord,
         conversation: &'a Conversation,
         text: &'a str,
-        seqs: &'a [u64],
     ) -> StoreFuture<'a, u64> {
-        Box::pin(self.settle_turn_now(run_id, session_key, conversation, text, seqs))
+        Box::pin(self.settle_turn_now(run, conversation, text))
+    }
+
+    fn finish_run<'a>(&'a self, run: &'a RunRecord) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let record = encode(run)?;
+            (&self.inner.pending, &self.inner.finished)
+                .transaction(|(pending, finished)| {
+                    for seq in &run.seqs {
+                        pending.remove(&seq.to_be_bytes())?;
+                        finished.insert(&seq.to_be_bytes(), record.as_slice())?;
+                    }
+                    Ok::<_, ConflictableTransactionError<StoreError>>(())
+                })
+                .map_err(tx_err)?;
+            self.sync().await
+        })
+    }
+
+    fn finished_run(&self, seq: u64) -> Result<Option<RunRecord>, StoreError> {
+        match self.inner.finished.get(seq.to_be_bytes()).map_err(db_err)? {
+            Some(bytes) => Ok(Some(decode("finished", &bytes)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn prune_finished(&self, older_than_ms: u64) -> Result<usize, StoreError> {
+        let mut pruned = 0;
+        for item in self.inner.finished.iter() {
+            let (key, bytes) = item.map_err(db_err)?;
+            let ended = decode::<RunRecord>("finished", &bytes).map_or(0, |r| r.ended_ms);
+            if ended < older_than_ms {
+                self.inner.finished.remove(key).map_err(db_err)?;
+                pruned += 1;
+            }
+        }
+        Ok(pruned)
     }
 
     fn mark_seen(&self, dedupe_key: &str, now_ms: u64) -> Result<bool, StoreError> {
@@ -99,34 +134,38 @@ impl SledStore {
     /// [`QueueStore::settle_turn`]: one transaction over `outbox` and `pending`, then a flush.
     async fn settle_turn_now(
         &self,
-        run_id: &str,
-        session_key: &str,
+        run: &RunRecord,
         conversation: &Conversation,
         text: &str,
-        seqs: &[u64],
     ) -> Result<u64, StoreError> {
         let id = self.inner.db.generate_id().map_err(db_err)?;
         let entry = OutboxEntry {
             id,
-            session_key: session_key.to_string(),
+            session_key: run.session_key.clone(),
             conversation: conversation.clone(),
             text: text.to_string(),
             created_ms: now_ms(),
             delivered: false,
             attempts: 0,
-            run_id: Some(run_id.to_owned()),
+            run_id: Some(run.run_id.clone()),
         };
         // Nothing to send counts as delivered: no record.
         let bytes = (!text.trim().is_empty())
             .then(|| encode(&entry))
             .transpose()?;
-        (&self.inner.outbox, &self.inner.pending)
-            .transaction(|(outbox, pending)| {
+        let record = encode(run)?;
+        (
+            &self.inner.outbox,
+            &self.inner.pending,
+            &self.inner.finished,
+        )
+            .transaction(|(outbox, pending, finished)| {
                 if let Some(bytes) = &bytes {
                     outbox.insert(&id.to_be_bytes(), bytes.as_slice())?;
                 }
-                for seq in seqs {
+                for seq in &run.seqs {
                     pending.remove(&seq.to_be_bytes())?;
+                    finished.insert(&seq.to_be_bytes(), record.as_slice())?;
                 }
                 Ok::<_, ConflictableTransactionError<StoreError>>(())
             })
@@ -195,7 +234,11 @@ mod tests {
             .unwrap();
         let conv = turn("1").inbound.conversation;
         let id = store
-            .settle_turn("run-1", "agent:main:main", &conv, "answer", &[seq])
+            .settle_turn(
+                &crate::domain::run::RunRecord::for_test("run-1", "agent:main:main", &[seq]),
+                &conv,
+                "answer",
+            )
             .await
             .unwrap();
         assert!(store.all_pending().unwrap().is_empty());
@@ -216,7 +259,11 @@ mod tests {
             .unwrap();
         let conv = turn("1").inbound.conversation;
         store
-            .settle_turn("run-1", "agent:main:main", &conv, " ", &[seq])
+            .settle_turn(
+                &crate::domain::run::RunRecord::for_test("run-1", "agent:main:main", &[seq]),
+                &conv,
+                " ",
+            )
             .await
             .unwrap();
         assert!(store.all_pending().unwrap().is_empty());

@@ -81,6 +81,8 @@ struct Inner {
     subagents: sled::Tree,
     group_history: sled::Tree,
     reply_journal: sled::Tree,
+    /// seq -> JSON `RunRecord` of the run that answered it (pruned after a while).
+    finished: sled::Tree,
 }
 
 impl std::fmt::Debug for SledStore {
@@ -164,6 +166,7 @@ impl SledStore {
             subagents: tree("subagents")?,
             group_history: tree("group_history")?,
             reply_journal: tree("reply_journal")?,
+            finished: tree("finished")?,
             rollback_floor_ms: highwater::stored_floor(&db)?,
             flusher: flusher::Flusher::start(db.clone(), generation, highwater)?,
             db,

@@ -61,6 +61,11 @@ pub use transcript::{SUMMARY_HEADING, WindowMessage};
 /// transcripts.
 pub const CACHE_CAPACITY: u64 = 8 * 1024 * 1024;
 
+/// The high-water file beside store folder `store` (`<store>.highwater`), if it has a name.
+pub fn highwater_path_for(store: &Path) -> Option<PathBuf> {
+    highwater::HighWater::path_for(store)
+}
+
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -12,6 +12,9 @@ use super::landlock::{self, Rules};
 use super::trampoline;
 use crate::config::{Config, SandboxMode};
 
+/// Environment variables as name and value.
+pub type Vars = Vec<(String, String)>;
+
 /// How these processes are started, decided once from the config.
 #[derive(Debug, Clone, Default)]
 pub struct ChildSandbox {
@@ -108,7 +111,7 @@ impl ChildSandbox {
         &self,
         argv: &[OsString],
         env: &[(String, String)],
-    ) -> Result<(Vec<OsString>, Vec<(String, String)>), ChildSandboxError> {
+    ) -> Result<(Vec<OsString>, Vars), ChildSandboxError> {
         if !self.confines() || env.is_empty() {
             return Ok((self.argv(argv), env.to_vec()));
         }

@@ -141,6 +141,7 @@ impl Config {
             config.store.path = std::path::absolute(&path).unwrap_or(path);
         }
         config.resolve_paths(&base_dir, home.as_deref());
+        config.config_file = source.clone();
         Ok(LoadedConfig {
             config,
             source,

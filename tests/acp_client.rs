@@ -28,6 +28,7 @@ async fn start(dir: &Path) -> AcpClient {
         asker: None,
         terminal_output_limit: 4096,
         non_interactive: NonInteractive::Deny,
+        sandbox: Default::default(),
     };
     AcpClient::start("fake", &harness, dir, services)
         .await

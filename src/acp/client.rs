@@ -61,6 +61,8 @@ pub struct Services {
     pub terminal_output_limit: usize,
     /// What `ask` does when there is no asker: deny, or fail (cancel) the turn.
     pub non_interactive: NonInteractive,
+    /// How the agent process and its terminal commands are confined.
+    pub sandbox: Arc<crate::sandbox::ChildSandbox>,
 }
 
 /// State the connection's handlers share.
@@ -113,11 +115,13 @@ impl AcpClient {
         cwd: &Path,
         services: Services,
     ) -> Result<AcpClient, AcpError> {
-        let (process, pipes) = AgentProcess::spawn(name, &harness.command, &harness.env, cwd)?;
+        let (process, pipes) =
+            AgentProcess::spawn(name, &harness.command, &harness.env, cwd, &services.sandbox)?;
         let shared = Arc::new(Shared {
             routes: Mutex::new(HashMap::new()),
             roots: Mutex::new(HashMap::new()),
-            terminals: Terminals::new(services.terminal_output_limit),
+            terminals: Terminals::new(services.terminal_output_limit)
+                .confined_by(services.sandbox.clone()),
             services,
             unasked: std::sync::atomic::AtomicUsize::new(0),
         });

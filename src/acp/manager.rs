@@ -58,6 +58,7 @@ pub struct SpawnSpec {
 pub struct AcpManager {
     config: AcpConfig,
     workspace: PathBuf,
+    sandbox: Arc<crate::sandbox::ChildSandbox>,
     store: Store,
     slots: Mutex<HashMap<String, Slot>>,
     asker: std::sync::OnceLock<Arc<dyn AskerFor>>,
@@ -75,6 +76,11 @@ impl AcpManager {
         AcpManager {
             config: config.acp.clone(),
             workspace: config.agent.workspace.clone(),
+            sandbox: Arc::new(crate::sandbox::ChildSandbox::announced(
+                config.acp.sandbox,
+                config,
+                "[acp] sandbox",
+            )),
             store,
             slots: Mutex::new(HashMap::new()),
             asker: std::sync::OnceLock::new(),
@@ -458,6 +464,7 @@ impl AcpManager {
             asker,
             terminal_output_limit: self.config.terminal_output_limit,
             non_interactive: self.config.non_interactive,
+            sandbox: self.sandbox.clone(),
         }
     }
 

@@ -11,7 +11,7 @@ use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
 use super::AcpError;
-use crate::sandbox::{GRACE, ProcessGroup};
+use crate::sandbox::{ChildSandbox, GRACE, ProcessGroup};
 
 /// A running agent process.
 #[derive(Debug)]
@@ -53,18 +53,28 @@ pub struct Pipes {
 impl AgentProcess {
     /// Starts `argv` in `cwd` from the scrubbed environment plus `env` (the harness's
     /// configured variables: a model key reaches it only when configured there), in a new
-    /// process group. Its stderr goes to the log, line by line, under `harness`.
+    /// process group, confined as `sandbox` says. Its stderr goes to the log, line by line,
+    /// under `harness`.
     pub fn spawn(
         harness: &str,
         argv: &[String],
         env: &BTreeMap<String, String>,
         cwd: &Path,
+        sandbox: &ChildSandbox,
     ) -> Result<(AgentProcess, Pipes), AcpError> {
-        let (program, args) = argv.split_first().ok_or_else(|| AcpError::Spawn {
+        let program = argv.first().ok_or_else(|| AcpError::Spawn {
             harness: harness.to_owned(),
             reason: "its command is empty".to_owned(),
         })?;
-        let mut child = Command::new(program)
+        let wrapped: Vec<std::ffi::OsString> = argv.iter().map(Into::into).collect();
+        let wrapped = sandbox.argv(&wrapped);
+        let Some((start, args)) = wrapped.split_first() else {
+            return Err(AcpError::Spawn {
+                harness: harness.to_owned(),
+                reason: "its command is empty".to_owned(),
+            });
+        };
+        let mut child = Command::new(start)
             .args(args)
             .env_clear()
             .envs(crate::sandbox::env::scrubbed(&[]))
@@ -173,8 +183,14 @@ mod tests {
         let pidfile = dir.path().join("grandchild");
         let script = format!("sleep 300 & echo $! > {}; wait", pidfile.display());
         let argv = vec!["sh".to_owned(), "-c".to_owned(), script];
-        let (process, _pipes) =
-            AgentProcess::spawn("test", &argv, &BTreeMap::new(), dir.path()).unwrap();
+        let (process, _pipes) = AgentProcess::spawn(
+            "test",
+            &argv,
+            &BTreeMap::new(),
+            dir.path(),
+            &Default::default(),
+        )
+        .unwrap();
         let grandchild = loop {
             if let Ok(text) = std::fs::read_to_string(&pidfile)
                 && let Ok(pid) = text.trim().parse::<i32>()
@@ -224,8 +240,14 @@ mod tests {
             .unwrap();
         rt.block_on(async {
             let argv = vec!["/nonexistent/agent".to_owned()];
-            let err =
-                AgentProcess::spawn("x", &argv, &BTreeMap::new(), Path::new("/")).unwrap_err();
+            let err = AgentProcess::spawn(
+                "x",
+                &argv,
+                &BTreeMap::new(),
+                Path::new("/"),
+                &Default::default(),
+            )
+            .unwrap_err();
             assert!(
                 err.to_string().contains("cannot start /nonexistent/agent"),
                 "{err}"

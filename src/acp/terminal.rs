@@ -10,7 +10,7 @@ use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 use tokio::sync::watch;
 
 use crate::agent::tools::paths::resolve_in_workspace;
-use crate::sandbox::ProcessGroup;
+use crate::sandbox::{ChildSandbox, ProcessGroup};
 
 /// Most terminals one connection may hold at once.
 const MAX_TERMINALS: usize = 32;
@@ -71,6 +71,7 @@ struct Term {
 pub struct Terminals {
     terms: Mutex<HashMap<String, Term>>,
     default_limit: usize,
+    sandbox: Arc<ChildSandbox>,
 }
 
 impl Terminals {
@@ -79,7 +80,14 @@ impl Terminals {
         Terminals {
             terms: Mutex::new(HashMap::new()),
             default_limit,
+            sandbox: Default::default(),
         }
+    }
+
+    /// These terminals, starting their commands as `sandbox` says (unconfined by default).
+    pub fn confined_by(mut self, sandbox: Arc<ChildSandbox>) -> Self {
+        self.sandbox = sandbox;
+        self
     }
 
     /// Starts `command args` in `cwd` (confined to `root`) on a new PTY; returns its id.
@@ -109,15 +117,23 @@ impl Terminals {
                 pixel_height: 0,
             })
             .map_err(|e| format!("cannot open a terminal: {e}"))?;
-        let mut builder = CommandBuilder::new(command);
-        builder.args(args);
+        let mut argv: Vec<std::ffi::OsString> = vec![command.into()];
+        argv.extend(args.iter().map(Into::into));
+        // Confined, what the agent asked for is set inside the sandbox (in the argv).
+        let (argv, env) = self
+            .sandbox
+            .argv_with_env(&argv, env)
+            .map_err(|e| e.to_string())?;
+        let (program, rest) = argv.split_first().ok_or("no command")?;
+        let mut builder = CommandBuilder::new(program);
+        builder.args(rest);
         builder.cwd(&cwd);
         // The scrubbed environment, then what the agent asked for.
         builder.env_clear();
         for (name, value) in crate::sandbox::env::scrubbed(&[]) {
             builder.env(name, value);
         }
-        for (name, value) in env {
+        for (name, value) in &env {
             builder.env(name, value);
         }
         let mut child = pair

@@ -50,12 +50,24 @@ pub enum Decision {
 pub struct Hooks {
     config: HooksConfig,
     workspace: PathBuf,
+    sandbox: std::sync::Arc<crate::sandbox::ChildSandbox>,
 }
 
 impl Hooks {
-    /// Hooks from `[hooks]`, run with `workspace` as their working folder.
+    /// Hooks from `[hooks]`, run with `workspace` as their working folder, unconfined (see
+    /// [`Hooks::confined_by`]).
     pub fn new(config: HooksConfig, workspace: PathBuf) -> Self {
-        Hooks { config, workspace }
+        Hooks {
+            config,
+            workspace,
+            sandbox: Default::default(),
+        }
+    }
+
+    /// These hooks, started as `sandbox` says.
+    pub fn confined_by(mut self, sandbox: crate::sandbox::ChildSandbox) -> Self {
+        self.sandbox = std::sync::Arc::new(sandbox);
+        self
     }
 
     /// True when no hook is configured.
@@ -197,6 +209,7 @@ impl Hooks {
         }
         let timeout = Duration::from_secs(hook.timeout_s);
         match child::run(
+            &self.sandbox,
             &hook.command,
             &hook.pass_env,
             &self.workspace,

@@ -103,6 +103,12 @@ pub fn build(
             context_window: config.model.context_window,
             reserve_tokens: config.agent.compaction_reserve_tokens,
         },
-        hooks: hooks::Hooks::new(config.hooks.clone(), config.agent.workspace.clone()),
+        hooks: hooks::Hooks::new(config.hooks.clone(), config.agent.workspace.clone()).confined_by(
+            crate::sandbox::ChildSandbox::announced(
+                config.hooks.sandbox,
+                config,
+                "[hooks] sandbox",
+            ),
+        ),
     })
 }

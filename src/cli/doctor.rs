@@ -101,6 +101,17 @@ pub async fn doctor(loaded: LoadedConfig) -> ExitCode {
         (false, detail) if sandbox.needs_approval() => println!("warn exec sandbox: {detail}"),
         (false, detail) => report(false, "exec sandbox", detail),
     }
+    let config = &loaded.config;
+    for (name, key, mode) in [
+        ("acp sandbox", "[acp] sandbox", config.acp.sandbox),
+        ("hooks sandbox", "[hooks] sandbox", config.hooks.sandbox),
+    ] {
+        match chela::sandbox::ChildSandbox::from_config(mode, config).describe(key) {
+            (true, detail) => report(true, name, detail),
+            // They still run, unconfined: a warning, not a failure.
+            (false, detail) => println!("warn {name}: {detail}"),
+        }
+    }
     let telegram = &loaded.config.channels.telegram;
     if telegram.token.trim().is_empty() {
         report(

@@ -73,6 +73,9 @@ pub struct AcpConfig {
     pub progress: bool,
     /// Most bytes of output a client terminal keeps.
     pub terminal_output_limit: usize,
+    /// How agent processes and their terminal commands are confined: `landlock` (everything
+    /// this user can reach except chela's store, RPC token file and config) | `off`.
+    pub sandbox: super::SandboxMode,
     /// Harnesses by name; they add to (or replace) the built-in ones.
     pub agents: BTreeMap<String, HarnessConfig>,
 }
@@ -88,6 +91,7 @@ impl Default for AcpConfig {
             process_idle_s: 1800,
             progress: true,
             terminal_output_limit: 1024 * 1024,
+            sandbox: super::SandboxMode::Landlock,
             agents: BTreeMap::new(),
         }
     }

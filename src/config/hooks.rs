@@ -39,6 +39,9 @@ impl HookConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HooksConfig {
+    /// How hook processes are confined: `landlock` (everything this user can reach except
+    /// chela's store, RPC token file and config) | `off`.
+    pub sandbox: super::SandboxMode,
     /// Run before a tool call; may block it (the model sees the reason).
     pub before_tool: Vec<HookConfig>,
     /// Run after a tool call that ran; output ignored.

@@ -50,6 +50,7 @@ fn example_file_equals_the_defaults() {
     let loaded = Config::load_with_env(Some(&path), &no_env).unwrap();
     let mut expected = Config::default();
     expected.resolve_paths(&loaded.base_dir, dirs::home_dir().as_deref());
+    expected.config_file = Some(path.clone());
     assert_eq!(loaded.config, expected);
     assert_eq!(loaded.source.as_deref(), Some(path.as_path()));
     assert_eq!(loaded.base_dir, Path::new(env!("CARGO_MANIFEST_DIR")));

@@ -41,19 +41,22 @@ pub enum ExecApprovals {
 
 named_enum!(ExecApprovals, "exec approvals", [Off => "off", Ask => "ask"]);
 
-/// How `exec` commands are confined.
+/// How the processes chela starts for the agent are confined (`[tools.exec]`, `[acp]`,
+/// `[hooks]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SandboxMode {
-    /// Landlock (Linux): read the system and the workspace, write the workspace and a temp
-    /// folder, nothing else. Where the kernel lacks it, each command needs approval.
+    /// Landlock (Linux). `exec`: read the system and the workspace, write the workspace and a
+    /// temp folder, nothing else; where the kernel lacks it, each command needs approval.
+    /// Hooks and coding agents: everything but chela's own files; where the kernel lacks it,
+    /// they run unconfined (with a warning).
     #[default]
     Landlock,
-    /// No confinement: commands reach everything this user can.
+    /// No confinement: the processes reach everything this user can.
     Off,
 }
 
-named_enum!(SandboxMode, "exec sandbox", [Landlock => "landlock", Off => "off"]);
+named_enum!(SandboxMode, "sandbox", [Landlock => "landlock", Off => "off"]);
 
 /// `[tools.exec]`: what commands the model runs can reach.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -43,6 +43,10 @@ pub struct Config {
     /// loading, never read from the file. The exec sandbox keeps it out of reach.
     #[serde(skip)]
     pub base_dir: Option<std::path::PathBuf>,
+    /// The config file this was loaded from (`None`: the embedded defaults); set by loading,
+    /// never read from the file. Hooks and coding agents cannot read it under their sandbox.
+    #[serde(skip)]
+    pub config_file: Option<std::path::PathBuf>,
 }
 
 /// `[store]`.

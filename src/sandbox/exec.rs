@@ -162,6 +162,7 @@ fn landlock_mode(config: &Config, trampoline: PathBuf) -> Mode {
         read,
         write,
         devices: DEVICES.iter().map(PathBuf::from).collect(),
+        hide: Vec::new(),
     };
     match exposed(&rules, &protected(config)) {
         Some(why) => Mode::Refused(why),
@@ -212,7 +213,7 @@ fn real(path: &Path) -> PathBuf {
 }
 
 /// Whether `name` is a plain environment variable name (`[A-Za-z_][A-Za-z0-9_]*`).
-fn is_env_name(name: &str) -> bool {
+pub(super) fn is_env_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars
         .next()

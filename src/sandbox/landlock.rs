@@ -1,7 +1,8 @@
-//! The Landlock ruleset of a sandboxed `exec`: read (and execute) beneath the system folders
-//! and the workspace, write beneath the workspace and a temp folder, devices, and nothing
-//! else. Landlock is allow-list based, so chela's store, config, RPC token file and the rest
-//! of the home folder are denied by not being listed.
+//! Landlock rulesets. A sandboxed `exec`: read (and execute) beneath the system folders and
+//! the workspace, write beneath the workspace and a temp folder, devices, and nothing else.
+//! Landlock is allow-list based, so chela's store, config, RPC token file and the rest of the
+//! home folder are denied by not being listed. Hooks and coding agents: everything but
+//! chela's own files ([`Rules::hide`], expanded by [`super::hide`]).
 
 use std::path::{Path, PathBuf};
 
@@ -44,6 +45,9 @@ pub struct Rules {
     pub write: Vec<PathBuf>,
     /// Read and write of existing files beneath these (device nodes).
     pub devices: Vec<PathBuf>,
+    /// Everything this user can reach except these (see [`super::hide`]): expanded into
+    /// grants when the sandbox is applied.
+    pub hide: Vec<PathBuf>,
 }
 
 impl Rules {
@@ -76,10 +80,13 @@ pub fn restrict_self(rules: &Rules) -> Result<RulesetStatus, LandlockError> {
         .handle_access(AccessFs::from_all(ABI_USED))?
         .scope(Scope::Signal)?
         .create()?;
-    let lists: [(&[PathBuf], BitFlags<AccessFs>); 3] = [
+    let hidden = super::hide::expand(&rules.hide);
+    let lists: [(&[PathBuf], BitFlags<AccessFs>); 5] = [
         (&rules.read, read),
         (&rules.write, write),
         (&rules.devices, device),
+        (&hidden.list, AccessFs::ReadDir.into()),
+        (&hidden.full, write),
     ];
     for (paths, access) in lists {
         for path in paths {

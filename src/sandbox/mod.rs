@@ -2,12 +2,17 @@
 //! from a scrubbed environment ([`env`]), lives in its own process group that is stopped as a
 //! whole ([`group`]), and `exec` runs under a Landlock ruleset ([`landlock`]) applied by the
 //! hidden `chela sandbox-exec` trampoline ([`trampoline`]) as [`exec::ExecSandbox`] decides.
+//! Hooks, coding agents and their terminal commands go through the same trampoline with
+//! chela's own files hidden ([`hide`]) as [`child::ChildSandbox`] decides.
 
+pub mod child;
 pub mod env;
 pub mod exec;
 pub mod group;
+pub mod hide;
 pub mod landlock;
 pub mod trampoline;
 
+pub use child::ChildSandbox;
 pub use exec::ExecSandbox;
 pub use group::{GRACE, ProcessGroup};

@@ -1,4 +1,5 @@
-//! `chela sandbox-exec [--ro DIR]... [--rw DIR]... [--dev DIR]... -- PROGRAM ARGS...`: a
+//! `chela sandbox-exec [--ro DIR]... [--rw DIR]... [--dev DIR]... [--hide PATH]... -- PROGRAM
+//! ARGS...`: a
 //! hidden subcommand that applies the Landlock ruleset to itself and then becomes PROGRAM
 //! (`exec`, same pid, so the caller's process group and signals still apply). It exists
 //! because `pre_exec` needs `unsafe`, which the crate forbids.
@@ -25,7 +26,7 @@ pub enum UsageError {
     #[error("{0} needs a folder")]
     MissingValue(String),
     /// Something that is no option before `--`.
-    #[error("unexpected argument {0:?}; expected --ro, --rw, --dev or --")]
+    #[error("unexpected argument {0:?}; expected --ro, --rw, --dev, --hide or --")]
     Unexpected(String),
     /// No program after `--`.
     #[error("no program after --")]
@@ -48,6 +49,7 @@ pub fn parse(args: &[OsString]) -> Result<(Rules, Vec<OsString>), UsageError> {
             Some("--ro") => &mut rules.read,
             Some("--rw") => &mut rules.write,
             Some("--dev") => &mut rules.devices,
+            Some("--hide") => &mut rules.hide,
             _ => return Err(UsageError::Unexpected(arg.to_string_lossy().into_owned())),
         };
         let value = rest
@@ -65,6 +67,7 @@ pub fn args_for(rules: &Rules, program: &[OsString]) -> Vec<OsString> {
         ("--ro", &rules.read),
         ("--rw", &rules.write),
         ("--dev", &rules.devices),
+        ("--hide", &rules.hide),
     ];
     for (flag, paths) in lists {
         for path in paths {
@@ -113,6 +116,7 @@ mod tests {
             read: vec!["/usr".into(), "/ws".into()],
             write: vec!["/ws".into()],
             devices: vec!["/dev".into()],
+            hide: vec!["/home/u/.chela/data".into()],
         };
         let program: Vec<OsString> = vec!["sh".into(), "-c".into(), "echo --ro".into()];
         let args = args_for(&rules, &program);

@@ -43,6 +43,11 @@ pub use ports::{
     SubagentLink, SubagentState, WindowMessage, dedupe_key,
 };
 
+/// The high-water file beside store folder `store` (`<store>.highwater`), if it has a name.
+pub fn highwater_path_for(store: &Path) -> Option<PathBuf> {
+    sled::highwater_path_for(store)
+}
+
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -137,6 +137,9 @@ pub fn configure_with_env(
         log: setup.path("acp.log"),
     };
     std::fs::create_dir_all(&files.state).expect("create the agent's state dir");
+    // Made here: under the default sandbox the agent cannot create files directly in the
+    // temp dir, which holds chela's store and config (it may write existing ones).
+    std::fs::write(&files.log, "").expect("create the agent's log");
     let mut text = std::fs::read_to_string(setup.config()).expect("read config");
     text.push_str(&format!(
         "\n[acp]\ndefault_agent = \"{HARNESS}\"\npermissions = \"{permissions}\"\n{extra}\n\

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 /// Bytes kept of a hook's stdout and of its stderr; the rest is read and dropped.
 const MAX_CAPTURE: usize = 16 * 1024;
-use crate::sandbox::{GRACE, ProcessGroup};
+use crate::sandbox::{ChildSandbox, GRACE, ProcessGroup};
 
 /// A hook that ran to its end.
 #[derive(Debug)]
@@ -52,10 +52,11 @@ pub(crate) enum HookError {
 }
 
 /// Runs `command` (program and arguments) in `cwd` with `input` on stdin, from the scrubbed
-/// environment plus the variables named in `pass_env`. It ends when the program exited and
-/// its stdout and stderr closed; after `timeout`, or when `cancel` fires, the whole process
-/// group is stopped.
+/// environment plus the variables named in `pass_env`, confined as `sandbox` says. It ends
+/// when the program exited and its stdout and stderr closed; after `timeout`, or when
+/// `cancel` fires, the whole process group is stopped.
 pub(crate) async fn run(
+    sandbox: &ChildSandbox,
     command: &[String],
     pass_env: &[String],
     cwd: &Path,
@@ -63,10 +64,13 @@ pub(crate) async fn run(
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> Result<Finished, HookError> {
-    let Some((program, args)) = command.split_first() else {
+    let Some(program) = command.first() else {
         return Err(HookError::NoCommand);
     };
-    let mut cmd = Command::new(program);
+    let argv: Vec<std::ffi::OsString> = command.iter().map(Into::into).collect();
+    let argv = sandbox.argv(&argv);
+    let (start, args) = argv.split_first().ok_or(HookError::NoCommand)?;
+    let mut cmd = Command::new(start);
     cmd.args(args)
         .current_dir(cwd)
         .env_clear()

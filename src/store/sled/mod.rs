@@ -85,6 +85,11 @@ struct Inner {
     finished: sled::Tree,
 }
 
+/// The high-water file beside store folder `store` (see `highwater.rs`), if it has a name.
+pub(crate) fn highwater_path_for(store: &Path) -> Option<PathBuf> {
+    highwater::HighWater::path_for(store)
+}
+
 impl std::fmt::Debug for SledStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SledStore").finish_non_exhaustive()

@@ -1,0 +1,239 @@
+//! How hooks, coding-agent processes and the commands a coding agent runs through chela's
+//! ACP terminal start. They need far more than `exec` (their own config and caches under
+//! `$HOME`, node installs, the workspace, `/tmp`), so with `sandbox = "landlock"` they reach
+//! everything this user can except chela's own files: the store folder, the RPC discovery
+//! (token) file, the store's high-water file and the config file, hidden by the
+//! `chela sandbox-exec --hide` trampoline (see [`super::hide`] for how, and its limits).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use super::landlock::{self, Rules};
+use super::trampoline;
+use crate::config::{Config, SandboxMode};
+
+/// Environment variables as name and value.
+pub type Vars = Vec<(String, String)>;
+
+/// How these processes are started, decided once from the config.
+#[derive(Debug, Clone, Default)]
+pub struct ChildSandbox {
+    mode: Mode,
+}
+
+#[derive(Debug, Clone, Default)]
+enum Mode {
+    /// Not confined: `sandbox = "off"` (or built by hand, as in unit tests).
+    #[default]
+    Off,
+    /// Started through `trampoline sandbox-exec --hide ...`.
+    Landlock {
+        trampoline: PathBuf,
+        hide: Vec<PathBuf>,
+    },
+    /// Landlock was asked for but cannot be had: the processes run unconfined.
+    Unavailable(String),
+}
+
+/// Why a confined command cannot be built.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ChildSandboxError {
+    /// An environment variable name that `env(1)` would not take as one.
+    #[error("bad environment variable name {0:?}")]
+    BadEnvName(String),
+    /// A program name with `=`, which `env(1)` would take as a variable.
+    #[error("a program name with '=' cannot run under the sandbox: {0:?}")]
+    ProgramWithEquals(String),
+}
+
+impl ChildSandbox {
+    /// The sandbox `mode` asks for, hiding `config`'s files, with this binary as trampoline.
+    pub fn from_config(mode: SandboxMode, config: &Config) -> ChildSandbox {
+        let mode = match (mode, std::env::current_exe()) {
+            (SandboxMode::Off, _) => Mode::Off,
+            (SandboxMode::Landlock, Err(e)) => {
+                Mode::Unavailable(format!("cannot find chela's own binary: {e}"))
+            }
+            (SandboxMode::Landlock, Ok(exe)) => match landlock::probe() {
+                Err(e) => Mode::Unavailable(e.to_string()),
+                Ok(()) => Mode::Landlock {
+                    trampoline: exe,
+                    hide: hidden(config),
+                },
+            },
+        };
+        ChildSandbox { mode }
+    }
+
+    /// [`ChildSandbox::from_config`] for the processes config key `key` (`[hooks] sandbox`)
+    /// is about, with a log line saying what it is (a warning when they run unconfined
+    /// although Landlock was asked for).
+    pub fn announced(mode: SandboxMode, config: &Config, key: &str) -> ChildSandbox {
+        let sandbox = ChildSandbox::from_config(mode, config);
+        match sandbox.describe(key) {
+            (true, line) => tracing::info!("{key}: {line}"),
+            (false, line) => tracing::warn!("{key}: {line}"),
+        }
+        sandbox
+    }
+
+    /// Confined through `trampoline sandbox-exec`, hiding `hide` (no kernel check).
+    pub fn landlock(trampoline: PathBuf, hide: Vec<PathBuf>) -> ChildSandbox {
+        ChildSandbox {
+            mode: Mode::Landlock { trampoline, hide },
+        }
+    }
+
+    /// Program and arguments that run `argv` (program first), through the trampoline when
+    /// confined. The process's own environment is set on the trampoline: only for variables
+    /// from the config (the owner's), never for what a process asks for; see
+    /// [`ChildSandbox::argv_with_env`].
+    pub fn argv(&self, argv: &[OsString]) -> Vec<OsString> {
+        match &self.mode {
+            Mode::Off | Mode::Unavailable(_) => argv.to_vec(),
+            Mode::Landlock { trampoline, hide } => {
+                let rules = Rules {
+                    hide: hide.clone(),
+                    ..Rules::default()
+                };
+                let mut out = vec![trampoline.clone().into_os_string()];
+                out.extend(trampoline::args_for(&rules, argv));
+                out
+            }
+        }
+    }
+
+    /// [`ChildSandbox::argv`] for a command whose extra variables `env` come from an agent:
+    /// when confined they are set inside the sandbox by `env(1)` (on the trampoline itself,
+    /// `LD_PRELOAD` would run the agent's code before the sandbox applies). Returns the argv
+    /// and the variables to set on the spawned process.
+    pub fn argv_with_env(
+        &self,
+        argv: &[OsString],
+        env: &[(String, String)],
+    ) -> Result<(Vec<OsString>, Vars), ChildSandboxError> {
+        if !self.confines() || env.is_empty() {
+            return Ok((self.argv(argv), env.to_vec()));
+        }
+        if let Some((name, _)) = env.iter().find(|(name, _)| !super::exec::is_env_name(name)) {
+            return Err(ChildSandboxError::BadEnvName(name.clone()));
+        }
+        if let Some(program) = argv.first().filter(|p| p.to_string_lossy().contains('=')) {
+            return Err(ChildSandboxError::ProgramWithEquals(
+                program.to_string_lossy().into_owned(),
+            ));
+        }
+        let mut inside: Vec<OsString> = vec!["env".into()];
+        inside.extend(env.iter().map(|(k, v)| OsString::from(format!("{k}={v}"))));
+        inside.extend(argv.iter().cloned());
+        Ok((self.argv(&inside), Vec::new()))
+    }
+
+    /// True when processes start confined.
+    pub fn confines(&self) -> bool {
+        matches!(self.mode, Mode::Landlock { .. })
+    }
+
+    /// One line for logs and `chela doctor`; `true` when confined or off on purpose.
+    pub fn describe(&self, key: &str) -> (bool, String) {
+        match &self.mode {
+            Mode::Off => (
+                true,
+                format!("off ({key} = \"off\"): they reach everything this user can"),
+            ),
+            Mode::Landlock { hide, .. } => {
+                let names: Vec<String> = hide.iter().map(|p| p.display().to_string()).collect();
+                (
+                    true,
+                    format!(
+                        "landlock: everything this user can reach except {}",
+                        names.join(", ")
+                    ),
+                )
+            }
+            Mode::Unavailable(why) => (
+                false,
+                format!(
+                    "{why}; they run unconfined and can read chela's store, RPC token file and config (set {key} = \"off\" to say so on purpose)"
+                ),
+            ),
+        }
+    }
+}
+
+/// chela's own files, which these processes must not reach: the store folder, its RPC
+/// discovery (token) file and high-water file, and the config file in use.
+pub fn hidden(config: &Config) -> Vec<PathBuf> {
+    let store = &config.store.path;
+    let mut paths = vec![store.clone(), crate::config::discovery_path_for(store)];
+    paths.extend(crate::store::highwater_path_for(store));
+    paths.extend(config.config_file.iter().cloned());
+    // Absolute here: the trampoline resolves them from the child's working folder.
+    paths
+        .into_iter()
+        .map(|p| std::path::absolute(&p).unwrap_or(p))
+        .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn os(list: &[&str]) -> Vec<OsString> {
+        list.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn hidden_names_the_store_its_side_files_and_the_config_file() {
+        let mut config = Config::default();
+        config.store.path = "/h/.chela/data".into();
+        config.config_file = Some("/h/.config/chela/config.toml".into());
+        let got: Vec<String> = hidden(&config)
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "/h/.chela/data",
+                "/h/.chela/data.rpc",
+                "/h/.chela/data.highwater",
+                "/h/.config/chela/config.toml"
+            ]
+        );
+    }
+
+    #[test]
+    fn confined_commands_go_through_the_trampoline_with_agent_variables_inside() {
+        let sandbox = ChildSandbox::landlock("/bin/chela".into(), vec!["/h/data".into()]);
+        let argv = sandbox.argv(&os(&["codex", "--acp"]));
+        assert_eq!(
+            argv,
+            os(&[
+                "/bin/chela",
+                "sandbox-exec",
+                "--hide",
+                "/h/data",
+                "--",
+                "codex",
+                "--acp"
+            ])
+        );
+        let env = vec![("LD_PRELOAD".to_owned(), "./x.so".to_owned())];
+        let (argv, outside) = sandbox.argv_with_env(&os(&["make"]), &env).unwrap();
+        assert!(outside.is_empty());
+        let after: Vec<_> = argv.iter().skip_while(|a| *a != "--").skip(1).collect();
+        assert_eq!(after, ["env", "LD_PRELOAD=./x.so", "make"]);
+        let bad = vec![("-u".to_owned(), "x".to_owned())];
+        assert!(sandbox.argv_with_env(&os(&["make"]), &bad).is_err());
+        assert!(sandbox.argv_with_env(&os(&["A=b"]), &env).is_err());
+        // Off: unchanged, the variables on the process.
+        let off = ChildSandbox::default();
+        assert_eq!(off.argv(&os(&["codex"])), os(&["codex"]));
+        assert_eq!(
+            off.argv_with_env(&os(&["make"]), &env).unwrap(),
+            (os(&["make"]), env)
+        );
+    }
+}

@@ -123,8 +123,9 @@ impl Approver for ChatApprover {
 fn where_to_ask(core: &Core, key: &str, reply_to: Option<Conversation>) -> Option<Conversation> {
     let own = reply_to.filter(|to| to.channel != super::subagent::INTERNAL_CHANNEL);
     own.or_else(|| {
-        let parent = core.store.subagent_parent(key).ok().flatten()?;
-        core.store.target(&parent).ok().flatten()
+        let link = core.store.subagent(key).ok().flatten()?;
+        link.parent_target
+            .or_else(|| core.store.target(&link.parent).ok().flatten())
     })
 }
 

@@ -234,7 +234,10 @@ async fn model(core: &Core, key: &str, args: &str) -> String {
             });
             format!("Model: {}", model_line(core, key))
         }
-        Err(e) => format!("Cannot set the model: {e}"),
+        Err(e) => format!(
+            "Model: {} (the transcript does not record the change: {e})",
+            model_line(core, key)
+        ),
     }
 }
 

@@ -183,18 +183,14 @@ impl Inner {
     async fn run_conversation(self: Arc<Self>, to: Conversation) {
         let mut next = self.pop(&to);
         while let Some(delivery) = next {
-            let sent = self.deliver(delivery).await;
+            if let Some(sent) = self.deliver(delivery).await {
+                // Durable before the conversation is let go: a crash cannot resend this final
+                // below a reply that came after it.
+                self.delivered(&sent).await;
+            }
             // Popped (and the conversation let go when empty) before the count changes, so a
             // waiter woken by the count sees the queue as it is.
             next = self.pop(&to);
-            if let Some(sent) = sent {
-                if next.is_none() {
-                    // The chat has the final: wake `settled` waiters (the next reply's
-                    // previews) now rather than after the durable mark below.
-                    self.in_flight.send_modify(|_| {});
-                }
-                self.delivered(&sent).await;
-            }
             self.in_flight.send_modify(|n| *n = n.saturating_sub(1));
         }
     }

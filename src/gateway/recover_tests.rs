@@ -31,6 +31,7 @@ async fn an_undelivered_final_replaces_what_its_reply_had_sent_and_delivered_one
         store
             .settle_turn(
                 &crate::domain::run::RunRecord::for_test("run-a", "agent:main:test:dm:7", &[]),
+                true,
                 &chat,
                 "the final",
             )

@@ -188,6 +188,10 @@ async fn settle(
         if let Some(reply) = reply {
             reply.abort();
         }
+        // Its turns leave the queue with the hand-over to the parent: the record goes first.
+        if let Err(e) = core.store.keep_run_record(record) {
+            tracing::warn!(error = %e, "cannot keep a sub-agent run's record");
+        }
         super::subagent::finish(core, key, link, turn, outcome).await;
         forget(core, run_id);
         return;
@@ -205,7 +209,7 @@ async fn settle(
         } else {
             tracing::error!(channel = %turn.target.channel, "no channel to reply on; reply dropped");
         }
-        if let Err(e) = core.store.finish_run(record).await {
+        if let Err(e) = core.store.finish_run(record, keeps_record(turn)).await {
             tracing::error!(error = %e, "cannot settle a run whose reply goes nowhere; it runs again at the next start");
         }
         return;
@@ -213,7 +217,11 @@ async fn settle(
     // What the `message` tool already sent here is not said again.
     let text = streamed.final_text();
     // Once the final is durable the lane is free: the outbox worker delivers it.
-    match core.store.settle_turn(record, &turn.target, &text).await {
+    match core
+        .store
+        .settle_turn(record, keeps_record(turn), &turn.target, &text)
+        .await
+    {
         Ok(id) => core.outbox.submit(Delivery {
             id,
             to: turn.target.clone(),
@@ -225,4 +233,11 @@ async fn settle(
         }),
         Err(e) => tracing::error!(error = %e, "cannot record the final reply"),
     }
+}
+
+/// Whether the store keeps the record of `turn`'s run: for messages sent through the RPC's
+/// `agent`, whose callers wait with `agent.wait` (also after the end, or a restart). A chat
+/// message's run is told on the bus alone, so its record costs no store space.
+fn keeps_record(turn: &QueuedTurn) -> bool {
+    turn.target.channel == crate::rpc::channel::NAME
 }

@@ -168,11 +168,19 @@ pub fn hidden(config: &Config) -> Vec<PathBuf> {
     let mut paths = vec![store.clone(), crate::config::discovery_path_for(store)];
     paths.extend(crate::store::highwater_path_for(store));
     paths.extend(config.config_file.iter().cloned());
-    // Absolute here: the trampoline resolves them from the child's working folder.
-    paths
-        .into_iter()
-        .map(|p| std::path::absolute(&p).unwrap_or(p))
-        .collect()
+    // Absolute, and also resolved through symlinks now, once: a confined process that later
+    // points a symlink on the configured path elsewhere cannot move what the next spawn
+    // hides away from chela's real files.
+    let mut out = Vec::new();
+    for path in paths {
+        let absolute = std::path::absolute(&path).unwrap_or(path);
+        let resolved = super::hide::real(&absolute);
+        if resolved != absolute {
+            out.push(resolved);
+        }
+        out.push(absolute);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -182,6 +190,20 @@ mod tests {
 
     fn os(list: &[&str]) -> Vec<OsString> {
         list.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn hidden_keeps_a_symlinked_store_at_its_target_as_resolved_at_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("disk/data")).unwrap();
+        std::os::unix::fs::symlink(root.join("disk"), root.join("chela")).unwrap();
+        let mut config = Config::default();
+        config.store.path = root.join("chela/data");
+        config.config_file = None;
+        let got = hidden(&config);
+        assert!(got.contains(&root.join("disk/data")), "{got:?}");
+        assert!(got.contains(&root.join("chela/data")), "{got:?}");
     }
 
     #[test]

@@ -24,11 +24,21 @@ pub struct Expanded {
     pub full: Vec<PathBuf>,
 }
 
-/// The grants that open everything but `hidden` (and what lies beneath each). Paths are
-/// resolved through symlinks first, as far as they exist; ancestors that cannot be listed
-/// grant nothing beneath them.
+/// The grants that open everything but `hidden` (and what lies beneath each). Each path is
+/// hidden as given and as it resolves through symlinks now (both, when they differ: the
+/// caller resolved them once before, and a link changed since must not uncover the old
+/// target); ancestors that cannot be listed grant nothing beneath them.
 pub fn expand(hidden: &[PathBuf]) -> Expanded {
-    let hidden: Vec<PathBuf> = hidden.iter().map(|p| real(p)).collect();
+    let mut all: Vec<PathBuf> = Vec::new();
+    for path in hidden {
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+        let resolved = real(&absolute);
+        if resolved != absolute {
+            all.push(resolved);
+        }
+        all.push(absolute);
+    }
+    let hidden = all;
     let is_hidden = |p: &Path| hidden.iter().any(|h| p.starts_with(h));
     let ancestors: BTreeSet<PathBuf> = hidden
         .iter()
@@ -130,6 +140,25 @@ mod tests {
         assert!(
             got.full.contains(&root.join("home/chela/data.rpc")),
             "{got:?}"
+        );
+    }
+
+    #[test]
+    fn a_link_retargeted_after_resolution_does_not_uncover_its_old_target() {
+        let (_dir, root) = tree();
+        let store = root.join("home/chela/data");
+        // Resolved once by chela (as `child::hidden` does), then the link is pointed away.
+        let hidden = [real(&root.join("link")), root.join("link")];
+        std::fs::remove_file(root.join("link")).unwrap();
+        std::os::unix::fs::symlink(root.join("ws"), root.join("link")).unwrap();
+        let got = expand(&hidden);
+        assert!(
+            got.full.iter().all(|p| !store.starts_with(p)),
+            "the store is still hidden: {got:?}"
+        );
+        assert!(
+            got.full.iter().all(|p| !root.join("ws").starts_with(p)),
+            "the new target is hidden too: {got:?}"
         );
     }
 

@@ -48,6 +48,9 @@ fn now_ms() -> u64 {
 /// caller began with [`State::begin_catch_up`].
 pub async fn catch_up(intake: Intake, http: Arc<Http>) {
     let state = intake.state.clone();
+    // Ended however this task ends (a panic or an abort too), so live messages never wait
+    // on a catch-up that is gone.
+    let _end = EndCatchUp(state.clone());
     let channels = to_read(&state, intake.sink.as_ref()).await;
     let floor = snowflake_at(now_ms().saturating_sub(WINDOW.as_millis() as u64));
     let count = channels.len();
@@ -69,7 +72,15 @@ pub async fn catch_up(intake: Intake, http: Arc<Http>) {
         messages = read_count,
         "discord caught up on history"
     );
-    state.end_catch_up();
+}
+
+/// Ends a catch-up when dropped.
+struct EndCatchUp(Arc<State>);
+
+impl Drop for EndCatchUp {
+    fn drop(&mut self) {
+        self.0.end_catch_up();
+    }
 }
 
 /// The channels to read with the last message taken in each (0: none).

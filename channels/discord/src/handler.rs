@@ -145,15 +145,20 @@ impl Intake {
             return;
         };
         let (channel, id) = (message.channel_id.get(), message.id.get());
-        if self.hand_on(message, bot).await && self.state.seen().note(channel, id) {
+        let handed = self.hand_on(message, bot).await;
+        // Past what was taken and what is never taken (the bot's own, other bots'), so a
+        // channel's catch-up is not stuck behind them; not past a refused intake, and no
+        // cursor for channels outside the allowlists.
+        let passed = matches!(handed, Handed::Accepted | Handed::Ignored);
+        if passed && self.state.seen().note(channel, id) {
             self.state.seen().save(self.sink.as_ref()).await;
         }
     }
 
-    /// True when the sink accepted the message.
-    async fn hand_on(&self, message: Message, bot: serenity::model::id::UserId) -> bool {
+    /// Hands the message to the sink, unless chela does not take it.
+    async fn hand_on(&self, message: Message, bot: serenity::model::id::UserId) -> Handed {
         if message.author.id == bot {
-            return false;
+            return Handed::Ignored;
         }
         let guild = message.guild_id.map(|g| g.get());
         if let Some(guild) = guild
@@ -163,14 +168,14 @@ impl Intake {
                 guild,
                 "discord message from a guild not in channels.discord.guilds; dropped"
             );
-            return false;
+            return Handed::OutOfScope;
         }
         let place = match guild {
             None => Place::Direct,
             Some(guild) => self.state.place(message.channel_id, guild).await,
         };
         let Some(mut inbound) = normalize(&message, bot, place, self.state.account()) else {
-            return false;
+            return Handed::Ignored;
         };
         if !inbound.mentioned
             && let Some(guild) = guild
@@ -191,16 +196,29 @@ impl Intake {
                 chat,
                 "discord message from a channel not in channels.discord.channels; dropped"
             );
-            return false;
+            return Handed::OutOfScope;
         }
         match self.sink.accept(inbound).await {
-            Ok(()) => true,
+            Ok(()) => Handed::Accepted,
             Err(e) => {
                 tracing::error!(error = %e, "discord: inbound not accepted");
-                false
+                Handed::Failed
             }
         }
     }
+}
+
+/// What became of a message handed on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Handed {
+    /// The sink has it (durable).
+    Accepted,
+    /// Never taken: the bot's own, another bot's, nothing to answer.
+    Ignored,
+    /// From a guild or channel outside the allowlists.
+    OutOfScope,
+    /// The sink refused it (the store failed).
+    Failed,
 }
 
 #[cfg(test)]
@@ -277,5 +295,24 @@ mod tests {
         state.end_catch_up();
         task.await.unwrap();
         assert_eq!(sink.0.lock().unwrap().len(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_cursor_moves_past_messages_chela_never_takes() {
+        let (sink, state, intake) = setup();
+        state.set_bot(UserId::new(1));
+        let mut own = dm("my own answer");
+        own.author.id = UserId::new(1);
+        intake.take_now(own).await;
+        assert_eq!(state.seen().last(9), Some(5), "past the bot's own message");
+        let mut other_bot = dm("beep");
+        other_bot.id = MessageId::new(6);
+        other_bot.author.bot = true;
+        intake.take_now(other_bot).await;
+        assert_eq!(state.seen().last(9), Some(6), "past another bot's message");
+        assert!(
+            sink.0.lock().unwrap().is_empty(),
+            "neither reached the sink"
+        );
     }
 }

@@ -12,6 +12,7 @@ pub(crate) async fn outbox_keeps_finals_in_order_until_delivered(h: &dyn Harness
     let b = store
         .settle_turn(
             &crate::domain::run::RunRecord::for_test("run-2", "s", &[]),
+            true,
             &chat("2"),
             "two",
         )

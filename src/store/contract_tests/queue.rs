@@ -95,6 +95,7 @@ pub(crate) async fn settle_turn_records_the_final_and_clears_pending_together(h:
     let id = store
         .settle_turn(
             &crate::domain::run::RunRecord::for_test("run-1", "s", &seqs),
+            true,
             &chat("42"),
             "the answer",
         )
@@ -132,10 +133,19 @@ pub(crate) async fn finish_run_keeps_the_record_until_pruned(h: &dyn Harness) {
         ended_ms: 1_000,
         ..crate::domain::run::RunRecord::for_test("run-1", "s", &[seq])
     };
-    store.finish_run(&record).await.unwrap();
+    store.finish_run(&record, true).await.unwrap();
     let store = h.reopen(store);
     assert!(!store.is_pending(seq).unwrap());
     assert_eq!(store.finished_run(seq).unwrap(), Some(record));
+    // A record kept ahead of its turns' own removal leaves the queue alone.
+    let other = store.enqueue(&turn("s", "2")).await.unwrap();
+    let kept = crate::domain::run::RunRecord {
+        ended_ms: 5_000,
+        ..crate::domain::run::RunRecord::for_test("run-2", "s", &[other])
+    };
+    store.keep_run_record(&kept).unwrap();
+    assert!(store.is_pending(other).unwrap());
+    assert_eq!(store.finished_run(other).unwrap(), Some(kept));
     assert_eq!(
         store.prune_finished(1_000).unwrap(),
         0,
@@ -152,6 +162,7 @@ pub(crate) async fn settling_a_blank_final_records_nothing(h: &dyn Harness) {
     let first = store
         .settle_turn(
             &crate::domain::run::RunRecord::for_test("run-1", "s", &[seq]),
+            true,
             &chat("42"),
             "  \n",
         )
@@ -160,6 +171,7 @@ pub(crate) async fn settling_a_blank_final_records_nothing(h: &dyn Harness) {
     let second = store
         .settle_turn(
             &crate::domain::run::RunRecord::for_test("run-2", "s", &[]),
+            true,
             &chat("42"),
             "",
         )

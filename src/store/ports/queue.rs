@@ -77,21 +77,28 @@ pub trait QueueStore {
         Ok(out)
     }
 
-    /// Records the final reply `text` of run `run` (going to `conversation`) in the outbox,
-    /// removes the run's pending turns (`run.seqs`) and keeps `run` as the record of each of
-    /// them ([`QueueStore::finished_run`]), atomically; returns the outbox id. A final with
-    /// nothing to send (blank: NO_REPLY, a silent stop) gets an id but no outbox record.
-    /// Durable.
+    /// Records the final reply `text` of run `run` (going to `conversation`) in the outbox and
+    /// removes the run's pending turns (`run.seqs`), and with `keep_record` keeps `run` as the
+    /// record of each of them ([`QueueStore::finished_run`]), atomically; returns the outbox
+    /// id. A final with nothing to send (blank: NO_REPLY, a silent stop) gets an id but no
+    /// outbox record. Durable.
     fn settle_turn<'a>(
         &'a self,
         run: &'a RunRecord,
+        keep_record: bool,
         conversation: &'a Conversation,
         text: &'a str,
     ) -> StoreFuture<'a, u64>;
 
-    /// Removes the pending turns of run `run` (`run.seqs`) and keeps `run` as their record,
-    /// atomically: a run whose reply goes nowhere (no chat, no channel). Durable.
-    fn finish_run<'a>(&'a self, run: &'a RunRecord) -> StoreFuture<'a, ()>;
+    /// Removes the pending turns of run `run` (`run.seqs`) and with `keep_record` keeps `run`
+    /// as their record, atomically: a run whose reply goes nowhere (no chat, no channel).
+    /// Durable.
+    fn finish_run<'a>(&'a self, run: &'a RunRecord, keep_record: bool) -> StoreFuture<'a, ()>;
+
+    /// Keeps `run` as the record of its turns (`run.seqs`) without touching the queue: for a
+    /// run whose turns leave the queue in a step of their own (a sub-agent's hand-over), made
+    /// before that step so a waiter never finds a turn neither pending nor answered. Buffered.
+    fn keep_run_record(&self, run: &RunRecord) -> Result<(), StoreError>;
 
     /// The record of the run that answered turn `seq`, if it settled and its record was not
     /// pruned yet. With [`QueueStore::is_pending`] it tells a waiter, without a gap, whether a

@@ -49,26 +49,40 @@ impl QueueStore for SledStore {
     fn settle_turn<'a>(
         &'a self,
         run: &'a RunRecord,
+        keep_record: bool,
         conversation: &'a Conversation,
         text: &'a str,
     ) -> StoreFuture<'a, u64> {
-        Box::pin(self.settle_turn_now(run, conversation, text))
+        Box::pin(self.settle_turn_now(run, keep_record, conversation, text))
     }
 
-    fn finish_run<'a>(&'a self, run: &'a RunRecord) -> StoreFuture<'a, ()> {
+    fn finish_run<'a>(&'a self, run: &'a RunRecord, keep_record: bool) -> StoreFuture<'a, ()> {
         Box::pin(async move {
-            let record = encode(run)?;
+            let record = keep_record.then(|| encode(run)).transpose()?;
             (&self.inner.pending, &self.inner.finished)
                 .transaction(|(pending, finished)| {
                     for seq in &run.seqs {
                         pending.remove(&seq.to_be_bytes())?;
-                        finished.insert(&seq.to_be_bytes(), record.as_slice())?;
+                        if let Some(record) = &record {
+                            finished.insert(&seq.to_be_bytes(), record.as_slice())?;
+                        }
                     }
                     Ok::<_, ConflictableTransactionError<StoreError>>(())
                 })
                 .map_err(tx_err)?;
             self.sync().await
         })
+    }
+
+    fn keep_run_record(&self, run: &RunRecord) -> Result<(), StoreError> {
+        let record = encode(run)?;
+        for seq in &run.seqs {
+            self.inner
+                .finished
+                .insert(seq.to_be_bytes(), record.as_slice())
+                .map_err(db_err)?;
+        }
+        Ok(())
     }
 
     fn finished_run(&self, seq: u64) -> Result<Option<RunRecord>, StoreError> {
@@ -135,6 +149,7 @@ impl SledStore {
     async fn settle_turn_now(
         &self,
         run: &RunRecord,
+        keep_record: bool,
         conversation: &Conversation,
         text: &str,
     ) -> Result<u64, StoreError> {
@@ -153,7 +168,7 @@ impl SledStore {
         let bytes = (!text.trim().is_empty())
             .then(|| encode(&entry))
             .transpose()?;
-        let record = encode(run)?;
+        let record = keep_record.then(|| encode(run)).transpose()?;
         (
             &self.inner.outbox,
             &self.inner.pending,
@@ -165,7 +180,9 @@ impl SledStore {
                 }
                 for seq in &run.seqs {
                     pending.remove(&seq.to_be_bytes())?;
-                    finished.insert(&seq.to_be_bytes(), record.as_slice())?;
+                    if let Some(record) = &record {
+                        finished.insert(&seq.to_be_bytes(), record.as_slice())?;
+                    }
                 }
                 Ok::<_, ConflictableTransactionError<StoreError>>(())
             })
@@ -236,6 +253,7 @@ mod tests {
         let id = store
             .settle_turn(
                 &crate::domain::run::RunRecord::for_test("run-1", "agent:main:main", &[seq]),
+                true,
                 &conv,
                 "answer",
             )
@@ -261,6 +279,7 @@ mod tests {
         store
             .settle_turn(
                 &crate::domain::run::RunRecord::for_test("run-1", "agent:main:main", &[seq]),
+                true,
                 &conv,
                 " ",
             )

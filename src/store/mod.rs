@@ -45,7 +45,7 @@ pub use ports::{
 
 /// The high-water file beside store folder `store` (`<store>.highwater`), if it has a name.
 pub fn highwater_path_for(store: &Path) -> Option<PathBuf> {
-    sled::highwater_path_for(store)
+    self::sled::highwater_path_for(store)
 }
 
 /// Why a store operation failed.

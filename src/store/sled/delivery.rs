@@ -6,7 +6,7 @@
 
 use chela_channel::Conversation;
 use sled::Transactional;
-use sled::transaction::ConflictableTransactionError;
+use sled::transaction::{ConflictableTransactionError, TransactionalTree};
 
 use super::{SledStore, StoreError, db_err, decode, encode, now_ms, tx_err};
 use crate::domain::run::RunRecord;
@@ -61,13 +61,7 @@ impl QueueStore for SledStore {
             let record = keep_record.then(|| encode(run)).transpose()?;
             (&self.inner.pending, &self.inner.finished)
                 .transaction(|(pending, finished)| {
-                    for seq in &run.seqs {
-                        pending.remove(&seq.to_be_bytes())?;
-                        if let Some(record) = &record {
-                            finished.insert(&seq.to_be_bytes(), record.as_slice())?;
-                        }
-                    }
-                    Ok::<_, ConflictableTransactionError<StoreError>>(())
+                    settle_seqs(pending, finished, &run.seqs, record.as_deref())
                 })
                 .map_err(tx_err)?;
             self.sync().await
@@ -178,18 +172,29 @@ impl SledStore {
                 if let Some(bytes) = &bytes {
                     outbox.insert(&id.to_be_bytes(), bytes.as_slice())?;
                 }
-                for seq in &run.seqs {
-                    pending.remove(&seq.to_be_bytes())?;
-                    if let Some(record) = &record {
-                        finished.insert(&seq.to_be_bytes(), record.as_slice())?;
-                    }
-                }
-                Ok::<_, ConflictableTransactionError<StoreError>>(())
+                settle_seqs(pending, finished, &run.seqs, record.as_deref())
             })
             .map_err(tx_err)?;
         self.sync().await?;
         Ok(id)
     }
+}
+
+/// Inside a transaction: removes the pending turns `seqs` and, given one, keeps `record` (an
+/// encoded `RunRecord`) as the record of each.
+fn settle_seqs(
+    pending: &TransactionalTree,
+    finished: &TransactionalTree,
+    seqs: &[u64],
+    record: Option<&[u8]>,
+) -> Result<(), ConflictableTransactionError<StoreError>> {
+    for seq in seqs {
+        pending.remove(&seq.to_be_bytes())?;
+        if let Some(record) = record {
+            finished.insert(&seq.to_be_bytes(), record)?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

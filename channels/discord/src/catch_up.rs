@@ -19,7 +19,7 @@ use serenity::http::Http;
 use serenity::model::channel::{Channel as DiscordChannelKind, Message};
 use serenity::model::id::{ChannelId, GuildId, MessageId};
 
-use crate::handler::Intake;
+use crate::intake::Intake;
 use crate::state::{State, place_of};
 
 /// How far back the catch-up reads.

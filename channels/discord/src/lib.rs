@@ -23,6 +23,7 @@ mod catch_up;
 mod command_intake;
 mod errors;
 mod handler;
+mod intake;
 pub mod interaction;
 mod message_rest;
 mod nonce;
@@ -303,7 +304,7 @@ impl Channel for DiscordChannel {
                 Ok(me) => self.state.set_bot(me.id),
                 Err(e) => tracing::debug!(error = %e, "discord: cannot ask who the bot is yet"),
             }
-            tokio::spawn(seen::Seen::keep_saving(
+            tokio::spawn(state::State::keep_saving_cursors(
                 self.state.clone(),
                 sink.clone(),
                 shutdown.clone(),

@@ -8,11 +8,10 @@
 //! behind after a crash only makes the catch-up read a message again, and dedupe drops it.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use chela_channel::InboundSink;
-use tokio_util::sync::CancellationToken;
 
 /// How often moved cursors are written.
 pub const SAVE_EVERY: Duration = Duration::from_millis(500);
@@ -108,22 +107,6 @@ impl Seen {
                 }
             }
         }
-    }
-
-    /// Saves moved cursors every [`SAVE_EVERY`] until `shutdown`, then once more.
-    pub async fn keep_saving(
-        state: Arc<crate::state::State>,
-        sink: Arc<dyn InboundSink>,
-        shutdown: CancellationToken,
-    ) {
-        loop {
-            tokio::select! {
-                _ = shutdown.cancelled() => break,
-                _ = tokio::time::sleep(SAVE_EVERY) => {}
-            }
-            state.seen().save(sink.as_ref()).await;
-        }
-        state.seen().save(sink.as_ref()).await;
     }
 }
 

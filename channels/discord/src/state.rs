@@ -233,3 +233,22 @@ pub fn place_of(c: &GuildChannel) -> Place {
         _ => Place::Channel,
     }
 }
+
+impl State {
+    /// Saves moved channel cursors every [`SAVE_EVERY`](crate::seen::SAVE_EVERY) until
+    /// `shutdown`, then once more.
+    pub async fn keep_saving_cursors(
+        state: std::sync::Arc<State>,
+        sink: std::sync::Arc<dyn chela_channel::InboundSink>,
+        shutdown: tokio_util::sync::CancellationToken,
+    ) {
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = tokio::time::sleep(crate::seen::SAVE_EVERY) => {}
+            }
+            state.seen().save(sink.as_ref()).await;
+        }
+        state.seen().save(sink.as_ref()).await;
+    }
+}

@@ -125,6 +125,7 @@ fn where_to_ask(core: &Core, key: &str, reply_to: Option<Conversation>) -> Optio
     own.or_else(|| {
         let link = core.store.subagent(key).ok().flatten()?;
         link.parent_target
+            .filter(|to| to.channel != super::subagent::INTERNAL_CHANNEL)
             .or_else(|| core.store.target(&link.parent).ok().flatten())
     })
 }

@@ -209,7 +209,11 @@ async fn settle(
         } else {
             tracing::error!(channel = %turn.target.channel, "no channel to reply on; reply dropped");
         }
-        if let Err(e) = core.store.finish_run(record, keeps_record(turn)).await {
+        if let Err(e) = core
+            .store
+            .finish_run(record, keeps_record(turn, record))
+            .await
+        {
             tracing::error!(error = %e, "cannot settle a run whose reply goes nowhere; it runs again at the next start");
         }
         return;
@@ -219,7 +223,7 @@ async fn settle(
     // Once the final is durable the lane is free: the outbox worker delivers it.
     match core
         .store
-        .settle_turn(record, keeps_record(turn), &turn.target, &text)
+        .settle_turn(record, keeps_record(turn, record), &turn.target, &text)
         .await
     {
         Ok(id) => core.outbox.submit(Delivery {
@@ -236,8 +240,9 @@ async fn settle(
 }
 
 /// Whether the store keeps the record of `turn`'s run: for messages sent through the RPC's
-/// `agent`, whose callers wait with `agent.wait` (also after the end, or a restart). A chat
-/// message's run is told on the bus alone, so its record costs no store space.
-fn keeps_record(turn: &QueuedTurn) -> bool {
-    turn.target.channel == crate::rpc::channel::NAME
+/// `agent`, whose callers wait with `agent.wait` (also after the end, or a restart), and for
+/// any run that answered several messages (steered or merged ones may have come through the
+/// RPC). A single chat message's run is told on the bus alone: no store space.
+fn keeps_record(turn: &QueuedTurn, record: &RunRecord) -> bool {
+    turn.target.channel == crate::rpc::channel::NAME || record.seqs.len() > 1
 }

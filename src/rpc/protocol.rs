@@ -24,6 +24,9 @@ pub const UNAVAILABLE: i64 = -32000;
 pub const NOT_ACCEPTED: i64 = -32001;
 /// The method needs the operator's token (see `Role`), and the connection has the client one.
 pub const FORBIDDEN: i64 = -32002;
+/// `agent.wait` saw the message pending, then missed how its run ended (the wait's event feed
+/// lagged, or the message was dropped).
+pub const LOST_TRACK: i64 = -32003;
 
 /// One request.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

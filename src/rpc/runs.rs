@@ -186,6 +186,9 @@ async fn wait_run(
     mut bus: broadcast::Receiver<LiveEvent>,
 ) -> Result<Value, Fault> {
     let failed = |e: crate::store::StoreError| Fault::internal(e.to_string());
+    // Whether this wait saw the message pending: if it then goes without a kept record, its
+    // run ended while the wait's feed lagged (or it was dropped), which is not "unknown".
+    let mut was_pending = false;
     loop {
         // Pending first: settling moves a seq from pending to its record in one step, so a
         // seq found not pending has its record by the time it is looked for (the other order
@@ -194,6 +197,15 @@ async fn wait_run(
         if let Some(record) = store.finished_run(seq).map_err(failed)? {
             return Ok(run_result(run_id, &record));
         }
+        if !pending && was_pending {
+            return Err(Fault::new(
+                super::protocol::LOST_TRACK,
+                format!(
+                    "runId {run_id:?} is no longer queued or running, but this wait missed how it ended (its event feed lagged, or the message was dropped by /stop or abort); events.subscribe shows every run's end"
+                ),
+            ));
+        }
+        was_pending = true;
         if !pending {
             return Err(Fault::params(format!(
                 "unknown runId {run_id:?}: its message is not queued or running and no run that answered it is remembered (it was never accepted, was dropped by /stop or abort, or was answered more than {} ago)",

@@ -24,21 +24,18 @@ pub struct Expanded {
     pub full: Vec<PathBuf>,
 }
 
-/// The grants that open everything but `hidden` (and what lies beneath each). Each path is
-/// hidden as given and as it resolves through symlinks now (both, when they differ: the
-/// caller resolved them once before, and a link changed since must not uncover the old
-/// target); ancestors that cannot be listed grant nothing beneath them.
+/// The grants that open everything but `hidden` (and what lies beneath each). Every path is
+/// compared as it resolves through symlinks now, as Landlock applies a rule to the real folder
+/// it opens (a name spelled through a linked parent would not match its real entry); the
+/// caller passes what it resolved once at start as well, so a link changed since cannot
+/// uncover the old target. Ancestors that cannot be listed grant nothing beneath them.
 pub fn expand(hidden: &[PathBuf]) -> Expanded {
-    let mut all: Vec<PathBuf> = Vec::new();
-    for path in hidden {
-        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.clone());
-        let resolved = real(&absolute);
-        if resolved != absolute {
-            all.push(resolved);
-        }
-        all.push(absolute);
-    }
-    let hidden = all;
+    let hidden: Vec<PathBuf> = hidden
+        .iter()
+        .map(|p| real(p))
+        .collect::<BTreeSet<PathBuf>>()
+        .into_iter()
+        .collect();
     let is_hidden = |p: &Path| hidden.iter().any(|h| p.starts_with(h));
     let ancestors: BTreeSet<PathBuf> = hidden
         .iter()
@@ -160,6 +157,19 @@ mod tests {
             got.full.iter().all(|p| !root.join("ws").starts_with(p)),
             "the new target is hidden too: {got:?}"
         );
+    }
+
+    #[test]
+    fn a_hidden_path_spelled_through_a_linked_parent_stays_hidden() {
+        let (_dir, root) = tree();
+        std::os::unix::fs::symlink(root.join("home/chela"), root.join("alias")).unwrap();
+        let store = root.join("home/chela/data");
+        let got = expand(&[root.join("alias/data"), real(&root.join("alias/data"))]);
+        assert!(
+            got.full.iter().all(|p| !store.starts_with(p)),
+            "the store is hidden: {got:?}"
+        );
+        assert!(got.full.contains(&root.join("home/chela/logs")), "{got:?}");
     }
 
     #[test]

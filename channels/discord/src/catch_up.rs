@@ -46,11 +46,8 @@ fn now_ms() -> u64 {
 
 /// Reads every channel worth reading and takes what it finds; ends the catch-up that the
 /// caller began with [`State::begin_catch_up`].
-pub async fn catch_up(intake: Intake, http: Arc<Http>) {
+pub async fn catch_up(intake: Intake, http: Arc<Http>, _end: EndCatchUp) {
     let state = intake.state.clone();
-    // Ended however this task ends (a panic or an abort too), so live messages never wait
-    // on a catch-up that is gone.
-    let _end = EndCatchUp(state.clone());
     let channels = to_read(&state, intake.sink.as_ref()).await;
     let floor = snowflake_at(now_ms().saturating_sub(WINDOW.as_millis() as u64));
     let count = channels.len();
@@ -74,8 +71,10 @@ pub async fn catch_up(intake: Intake, http: Arc<Http>) {
     );
 }
 
-/// Ends a catch-up when dropped.
-struct EndCatchUp(Arc<State>);
+/// Ends a catch-up when dropped: made right after [`State::begin_catch_up`] and moved into
+/// the task, so the catch-up ends however the task does (a panic, an abort, or a drop before
+/// it ever ran) and live messages never wait on one that is gone.
+pub struct EndCatchUp(pub Arc<State>);
 
 impl Drop for EndCatchUp {
     fn drop(&mut self) {

@@ -54,7 +54,12 @@ impl Handler {
     /// Begins a catch-up on history now (live messages wait for it) and runs it in a task.
     fn catch_up(&self) {
         self.state.begin_catch_up();
-        tokio::spawn(crate::catch_up::catch_up(self.intake(), self.http.clone()));
+        let end = crate::catch_up::EndCatchUp(self.state.clone());
+        tokio::spawn(crate::catch_up::catch_up(
+            self.intake(),
+            self.http.clone(),
+            end,
+        ));
     }
 }
 

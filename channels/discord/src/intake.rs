@@ -43,9 +43,15 @@ impl Intake {
         let (channel, id) = (message.channel_id.get(), message.id.get());
         let handed = self.hand_on(message, bot).await;
         // Past what was taken and what is never taken (the bot's own, other bots'), so a
-        // channel's catch-up is not stuck behind them; not past a refused intake, and no
-        // cursor for channels outside the allowlists.
-        let passed = matches!(handed, Handed::Accepted | Handed::Ignored);
+        // channel's catch-up is not stuck behind them; not past a refused intake. Only a
+        // taken message gives a channel its first cursor (so none for channels outside the
+        // allowlists, whose messages are ignored before they are looked at).
+        let known = self.state.seen().last(channel).is_some();
+        let passed = match handed {
+            Handed::Accepted => true,
+            Handed::Ignored => known,
+            Handed::OutOfScope | Handed::Failed => false,
+        };
         if passed && self.state.seen().note(channel, id) {
             self.state.seen().save(self.sink.as_ref()).await;
         }
@@ -199,8 +205,19 @@ mod tests {
         state.set_bot(UserId::new(1));
         let mut own = dm("my own answer");
         own.author.id = UserId::new(1);
+        intake.take_now(own.clone()).await;
+        assert_eq!(
+            state.seen().last(9),
+            None,
+            "no first cursor from an ignored message"
+        );
+        let mut first = dm("hello");
+        first.id = MessageId::new(4);
+        intake.take_now(first).await;
+        assert_eq!(state.seen().last(9), Some(4));
         intake.take_now(own).await;
         assert_eq!(state.seen().last(9), Some(5), "past the bot's own message");
+        sink.0.lock().unwrap().clear();
         let mut other_bot = dm("beep");
         other_bot.id = MessageId::new(6);
         other_bot.author.bot = true;

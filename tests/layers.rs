@@ -131,3 +131,101 @@ fn the_check_sees_an_upward_edge() {
     let names = named_modules(&strip_tests(text));
     assert_eq!(names, BTreeSet::from(["gateway".to_string()]));
 }
+
+/// The top-level modules of the crate whose sources are in `src` (files and folders, `lib.rs`
+/// and `main.rs` left out) with the modules each one names through `crate::` (tests excluded).
+fn module_graph(src: &Path) -> std::collections::BTreeMap<String, BTreeSet<String>> {
+    let mut modules: std::collections::BTreeMap<String, Vec<std::path::PathBuf>> =
+        Default::default();
+    for entry in std::fs::read_dir(src).unwrap() {
+        let path = entry.unwrap().path();
+        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+        if stem == "lib" || stem == "main" || stem == "bin" {
+            continue;
+        }
+        let files = modules.entry(stem).or_default();
+        if path.is_dir() {
+            rust_files(&path, files);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    let names: BTreeSet<String> = modules.keys().cloned().collect();
+    modules
+        .into_iter()
+        .map(|(module, files)| {
+            let mut uses = BTreeSet::new();
+            for file in files {
+                let name = file.file_name().unwrap().to_string_lossy();
+                if name == "tests.rs" || name.ends_with("_tests.rs") {
+                    continue;
+                }
+                let text = strip_tests(&std::fs::read_to_string(&file).unwrap());
+                uses.extend(
+                    named_modules(&text)
+                        .into_iter()
+                        .filter(|u| *u != module && names.contains(u)),
+                );
+            }
+            (module, uses)
+        })
+        .collect()
+}
+
+/// A cycle in `graph`, if there is one, as the modules on it.
+fn find_cycle(graph: &std::collections::BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &std::collections::BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|n| n == node) {
+            return Some(path[at..].to_vec());
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_owned());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(cycle) = visit(next, graph, path, done) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        done.insert(node.to_owned());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|node| visit(node, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn no_crate_of_the_workspace_has_a_cycle_between_its_top_level_modules() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut crates = vec![root.join("src"), root.join("tests/kit/src")];
+    for entry in std::fs::read_dir(root.join("channels")).unwrap() {
+        crates.push(entry.unwrap().path().join("src"));
+    }
+    for src in crates.iter().filter(|s| s.is_dir()) {
+        let cycle = find_cycle(&module_graph(src));
+        assert!(cycle.is_none(), "{}: cycle {cycle:?}", src.display());
+    }
+}
+
+#[test]
+fn the_cycle_check_sees_a_cycle() {
+    let graph = std::collections::BTreeMap::from([
+        ("a".to_string(), BTreeSet::from(["b".to_string()])),
+        ("b".to_string(), BTreeSet::from(["a".to_string()])),
+        ("c".to_string(), BTreeSet::new()),
+    ]);
+    assert_eq!(find_cycle(&graph), Some(vec!["a".into(), "b".into()]));
+    let acyclic = std::collections::BTreeMap::from([
+        ("a".to_string(), BTreeSet::from(["b".to_string()])),
+        ("b".to_string(), BTreeSet::new()),
+    ]);
+    assert_eq!(find_cycle(&acyclic), None);
+}

@@ -81,7 +81,10 @@ async fn messages_dispatched_right_after_ready_are_all_answered() {
         if i % 2 == 0 {
             s.mention(text_channel(*chan), ann(), &format!("early {i}"));
         } else {
-            s.dc.user_sends(ChannelSpec::dm(*chan), ann(), &format!("early {i}"));
+            // One user per DM: DMs of one user share a session, where a message arriving
+            // during the first one's run is steered into it and answered there.
+            let user = UserSpec::new(7200 + i as u64, &format!("dm{i}"));
+            s.dc.user_sends(ChannelSpec::dm(*chan), user, &format!("early {i}"));
         }
     }
     let mut gw = s.gateway().await;

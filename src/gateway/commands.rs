@@ -121,28 +121,26 @@ async fn reset(core: &Arc<Core>, key: &str, reason: &str) -> String {
     }
 }
 
-/// `/compact`: summarizes all but the newest turn of an idle session (SPEC 2, 7).
+/// `/compact`: summarizes all but the newest turn (SPEC 2, 7). The summary is a job of the
+/// session's lane: it waits for a run going on, holds the lane while the model summarizes (so
+/// a `/new` or a turn after it comes after it), and `/stop` cancels it.
 async fn compact(core: &Arc<Core>, key: &str) -> String {
     if core.acp.binding(key).is_some() {
         return "This conversation talks to a coding agent; /compact applies to chela's own agent."
             .to_string();
     }
-    // A reply just shown may still be settling; a longer run is left alone.
-    let idle = tokio::time::timeout(Duration::from_secs(3), core.lanes.wait_idle(key)).await;
-    if !matches!(idle, Ok(Ok(()))) {
-        return "A run is active; send /compact when it has finished.".to_string();
-    }
-    match core
-        .agent
-        .compact(key, 0, &core.shutdown.child_token())
-        .await
-    {
-        Ok(Some(done)) => format!(
+    let (job_core, owned_key) = (core.clone(), key.to_owned());
+    let job = move |cancel: tokio_util::sync::CancellationToken| -> crate::agent::provider::BoxFuture<'static, _> {
+        Box::pin(async move { job_core.agent.compact(&owned_key, 0, &cancel).await })
+    };
+    match core.lanes.run_job(key, job).await {
+        Ok(Ok(Some(done))) => format!(
             "Compacted: {} earlier messages summarized (about {} -> {} tokens).",
             done.summarized, done.tokens_before, done.tokens_after
         ),
-        Ok(None) => "Nothing to compact yet.".to_string(),
-        Err(e) => format!("Cannot compact: {e}"),
+        Ok(Ok(None)) => "Nothing to compact yet.".to_string(),
+        Ok(Err(e)) => format!("Cannot compact: {e}"),
+        Err(e) => format!("Not compacted: {e}"),
     }
 }
 

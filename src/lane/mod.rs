@@ -84,6 +84,7 @@ pub struct LaneStatus {
 pub(crate) enum LaneMsg {
     Turn(Box<QueuedTurn>),
     Write(TranscriptWrite),
+    Job(LaneJob),
     Stop(oneshot::Sender<StopReport>),
     Status(oneshot::Sender<LaneStatus>),
     Settings(LaneSettings),
@@ -96,12 +97,21 @@ pub(crate) enum LaneMsg {
 /// its transcript and a command's entry never lands between a run's.
 pub type TranscriptWrite = Box<dyn FnOnce() + Send>;
 
+/// Work that holds a session's lane the way a run does (`/compact`'s summary): it starts
+/// when no run is active, before the next queued turn, under the global run limit, and
+/// `/stop` cancels it through the token it gets. While it works, the lane is the only
+/// writer of its transcript as during a run.
+pub type LaneJob = Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, ()> + Send>;
+
 /// Why a lane could not be reached.
 #[derive(Debug, thiserror::Error)]
 pub enum LaneError {
     /// The gateway is shutting down.
     #[error("the gateway is shutting down")]
     Closed,
+    /// `/stop` (or a shutdown) dropped the work before it ran to its end.
+    #[error("stopped before it finished")]
+    Stopped,
 }
 
 /// Shared by every lane.
@@ -213,6 +223,24 @@ impl Lanes {
         });
         self.send(key, LaneMsg::Write(job)).await?;
         Ok(rx)
+    }
+
+    /// Hands `job` to `key`'s lane (see [`LaneJob`]) and resolves with its result once it
+    /// ran; [`LaneError::Stopped`] when `/stop` or a shutdown dropped it first.
+    pub async fn run_job<T, F>(&self, key: &str, job: F) -> Result<T, LaneError>
+    where
+        T: Send + 'static,
+        F: FnOnce(CancellationToken) -> BoxFuture<'static, T> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        let job: LaneJob = Box::new(move |cancel| {
+            let work = job(cancel);
+            Box::pin(async move {
+                let _ = tx.send(work.await);
+            })
+        });
+        self.send(key, LaneMsg::Job(job)).await?;
+        rx.await.map_err(|_| LaneError::Stopped)
     }
 
     /// The sessions whose lane has a run going on, sorted (lanes that are not alive are not

@@ -1,5 +1,6 @@
 //! The task behind one lane: its queue, its active run and its mailbox.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -9,7 +10,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::queue::{PushOutcome, QueuedTurn, TurnQueue};
-use super::{LaneMsg, LaneSettings, LaneStatus, Shared, StopReport};
+use super::{LaneJob, LaneMsg, LaneSettings, LaneStatus, Shared, StopReport};
 use crate::agent::run::{RunOutcome, Steer};
 use crate::config::QueueMode;
 
@@ -36,6 +37,8 @@ struct Lane {
     idle_waiters: Vec<oneshot::Sender<()>>,
     /// Transcript writes waiting for the active run to end.
     writes: Vec<super::TranscriptWrite>,
+    /// Jobs waiting for the active run to end; they go before queued turns.
+    jobs: VecDeque<LaneJob>,
     shared: Arc<Shared>,
 }
 
@@ -54,6 +57,7 @@ pub(super) async fn lane(
         collect_at: None,
         idle_waiters: Vec::new(),
         writes: Vec::new(),
+        jobs: VecDeque::new(),
         shared,
     };
     let shutdown = lane.shared.shutdown.clone();
@@ -68,7 +72,10 @@ pub(super) async fn lane(
         }
         lane.notify_idle();
         let deadline = lane.collect_at.filter(|_| running.is_none());
-        let idle = running.is_none() && lane.queue.is_empty() && lane.idle_waiters.is_empty();
+        let idle = running.is_none()
+            && lane.queue.is_empty()
+            && lane.jobs.is_empty()
+            && lane.idle_waiters.is_empty();
         tokio::select! {
             biased;
             _ = shutdown.cancelled() => {
@@ -125,6 +132,7 @@ impl Lane {
         match msg {
             LaneMsg::Turn(turn) => self.arrive(*turn),
             LaneMsg::Write(write) => self.writes.push(write),
+            LaneMsg::Job(job) => self.jobs.push_back(job),
             LaneMsg::Stop(reply) => self.stop(reply),
             LaneMsg::Status(reply) => {
                 let _ = reply.send(LaneStatus {
@@ -188,6 +196,8 @@ impl Lane {
     }
 
     fn stop(&mut self, reply: oneshot::Sender<StopReport>) {
+        // Jobs not started yet are dropped: their callers learn it was stopped.
+        self.jobs.clear();
         let seqs = self.queue.clear();
         let cleared = seqs.len();
         self.forget(&seqs);
@@ -210,6 +220,9 @@ impl Lane {
         let draining = self.shared.draining.load(Ordering::SeqCst);
         if self.active.is_some() || self.shared.shutdown.is_cancelled() || draining {
             return None;
+        }
+        if let Some(job) = self.jobs.pop_front() {
+            return Some(self.start_job(job));
         }
         let next = if self.settings.mode == QueueMode::Collect {
             if self.collect_at.is_some_and(|at| at > Instant::now()) {
@@ -259,6 +272,32 @@ impl Lane {
             stop_waiters: Vec::new(),
         });
         Some(handle)
+    }
+
+    /// Starts `job` in the run's place: it waits for a slot under the global limit, and
+    /// `/stop` cancels it. Steers cannot reach it (its steer mailbox is closed), so turns
+    /// arriving meanwhile queue.
+    fn start_job(&mut self, job: LaneJob) -> JoinHandle<RunOutcome> {
+        let cancel = self.shared.shutdown.child_token();
+        let (steer_tx, _) = mpsc::channel(1);
+        let limit = self.shared.limit.clone();
+        let job_cancel = cancel.clone();
+        let handle = tokio::spawn(async move {
+            let permit = tokio::select! {
+                permit = limit.acquire_owned() => permit,
+                _ = job_cancel.cancelled() => return nothing_ran(),
+            };
+            let _permit = permit;
+            job(job_cancel).await;
+            nothing_ran()
+        });
+        self.active = Some(Active {
+            cancel,
+            steer: steer_tx,
+            steered: Vec::new(),
+            stop_waiters: Vec::new(),
+        });
+        handle
     }
 
     fn finished(&mut self, outcome: Option<RunOutcome>) {
@@ -325,15 +364,20 @@ impl Lane {
 /// The outcome of a run stopped before it got a slot: every steer it held is left over.
 fn never_ran(mut steer: mpsc::Receiver<Steer>) -> RunOutcome {
     steer.close();
-    let mut leftover = Vec::new();
+    let mut outcome = nothing_ran();
     while let Ok(s) = steer.try_recv() {
-        leftover.push(s);
+        outcome.leftover.push(s);
     }
+    outcome
+}
+
+/// The outcome of lane work that was no run (a job, or a run that never started).
+fn nothing_ran() -> RunOutcome {
     RunOutcome {
         status: crate::agent::run::RunStatus::Aborted,
         text: String::new(),
         steered_seqs: Vec::new(),
-        leftover,
+        leftover: Vec::new(),
         usage: Default::default(),
     }
 }

@@ -746,3 +746,89 @@ async fn running_sessions_lists_only_lanes_with_an_active_run() {
     h.lanes.wait_idle("idle").await.unwrap();
     assert_eq!(h.lanes.running_sessions().await, ["busy"]);
 }
+
+/// A job for `key` that logs its start, then waits for `release` or its token.
+fn logged_job(
+    log: &Log,
+    name: &'static str,
+    release: oneshot::Receiver<()>,
+) -> impl FnOnce(CancellationToken) -> BoxFuture<'static, &'static str> + Send + 'static {
+    let log = log.clone();
+    move |cancel| {
+        Box::pin(async move {
+            log.lock().unwrap().push(format!("job {name}"));
+            tokio::select! {
+                _ = release => {
+                    log.lock().unwrap().push(format!("job {name} done"));
+                    "done"
+                }
+                _ = cancel.cancelled() => "cancelled",
+            }
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_job_waits_for_the_run_holds_the_lane_and_goes_before_the_next_turn() {
+    let mut h = Harness::new(settings(QueueMode::Steer), 8);
+    h.submit("k", [turn(0, "a")]).await;
+    let a = h.next_run().await;
+    let (release, held) = oneshot::channel();
+    let lanes = h.lanes.clone();
+    let job = logged_job(&h.log, "compact", held);
+    let result = tokio::spawn(async move { lanes.run_job("k", job).await });
+    settle().await;
+    a.finish(0);
+    settle().await;
+    // A message arriving while the job works is queued (no steer reaches a job), and a
+    // transcript write waits for the job's end.
+    h.submit("k", [turn(1, "b")]).await;
+    let log = h.log.clone();
+    let written = h
+        .lanes
+        .queue_transcript_write("k", move || log.lock().unwrap().push("write".into()))
+        .await
+        .unwrap();
+    h.assert_no_new_run().await;
+    release.send(()).unwrap();
+    assert_eq!(result.await.unwrap().unwrap(), "done");
+    written.await.unwrap();
+    h.finish_runs("k", 1).await;
+    assert_eq!(
+        h.log(),
+        [
+            "start a",
+            "end a Ok",
+            "job compact",
+            "job compact done",
+            "write",
+            "start b",
+            "end b Ok"
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn stop_cancels_a_running_job_and_drops_one_not_started() {
+    let mut h = Harness::new(settings(QueueMode::Followup), 8);
+    h.submit("k", [turn(0, "a")]).await;
+    let a = h.next_run().await;
+    let (_keep_first, first_held) = oneshot::channel();
+    let lanes = h.lanes.clone();
+    let first = logged_job(&h.log, "first", first_held);
+    let first = tokio::spawn(async move { lanes.run_job("k", first).await });
+    settle().await;
+    a.finish(0);
+    settle().await;
+    let (_keep_second, second_held) = oneshot::channel();
+    let lanes = h.lanes.clone();
+    let second = logged_job(&h.log, "second", second_held);
+    let second = tokio::spawn(async move { lanes.run_job("k", second).await });
+    settle().await;
+    let report = h.lanes.stop("k").await.unwrap();
+    assert!(report.stopped_run, "the running job counts as stopped");
+    assert_eq!(first.await.unwrap().unwrap(), "cancelled");
+    assert!(matches!(second.await.unwrap(), Err(LaneError::Stopped)));
+    h.lanes.wait_idle("k").await.unwrap();
+    assert_eq!(h.log(), ["start a", "end a Ok", "job first"]);
+}

@@ -297,3 +297,33 @@ async fn block_streaming_sends_finished_blocks_as_messages_and_never_edits() {
         .collect();
     assert_eq!(joined, expected);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_command_is_answered_with_the_closest_one_and_never_reaches_the_model() {
+    let s = TgSetup::new("allow_from = [\"42\"]").await;
+    // A loaded skill's name is no unknown command: `/weather` goes to the model.
+    let skill = s.setup.path(".chela/skills/weather");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: weather\ndescription: Tells the weather.\n---\n# weather\n",
+    )
+    .unwrap();
+    let mut gw = s.gateway();
+    let (chat, ann) = dm(42, "Ann");
+    s.tg.user_sends(chat.clone(), ann.clone(), "/stpo");
+    gw.wait(&s, "the unknown-command answer", |s| {
+        s.texts(42).iter().any(|t| t.contains("Unknown command"))
+    })
+    .await;
+    s.tg.user_sends(chat, ann, "/weather in Paris");
+    gw.wait(&s, "the skill's answer", |s| s.texts(42).len() >= 2)
+        .await;
+    gw.stop().await;
+    let texts = s.texts(42);
+    assert_eq!(
+        texts[0], "Unknown command /stpo. Did you mean /stop? (/help lists them)",
+        "{texts:#?}"
+    );
+    assert_eq!(s.asked(), vec!["/weather in Paris".to_string()]);
+}

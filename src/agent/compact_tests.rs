@@ -378,6 +378,7 @@ fn agent(model: Arc<TestModel>, context_window: u64, reserve_tokens: u64) -> Age
         spawner: Default::default(),
         sessions: Default::default(),
         system_prompt: "you are a test".into(),
+        skill_names: Vec::new(),
         policy: Default::default(),
         approver: Default::default(),
         id: "main".into(),

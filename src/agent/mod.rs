@@ -76,7 +76,9 @@ pub fn build(
         },
         model: &format!("{}/{}", provider.name(), provider.model()),
     });
+    let skill_names = skills.iter().map(|s| s.name.clone()).collect();
     Ok(Agent {
+        skill_names,
         provider,
         tools,
         spawner,

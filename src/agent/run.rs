@@ -111,6 +111,9 @@ pub struct Agent {
     pub compaction: crate::agent::compact::CompactionSettings,
     /// Commands run before and after each tool call and around each run.
     pub hooks: crate::agent::hooks::Hooks,
+    /// Names of the loaded skills (`/NAME` of one is a message for the model, not an
+    /// unknown command).
+    pub skill_names: Vec<String>,
 }
 
 struct Turn<'a> {

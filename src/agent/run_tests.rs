@@ -209,6 +209,7 @@ impl Harness {
             provider: provider.clone(),
             tools: vec![instant.clone(), gate.clone()],
             system_prompt: "you are a test".into(),
+            skill_names: Vec::new(),
             policy: Default::default(),
             approver: Default::default(),
             id: "main".into(),

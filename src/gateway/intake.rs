@@ -55,6 +55,13 @@ impl Router {
                 }
                 Ok(Accepted::Ignored)
             }
+            Route::Unknown(name) => {
+                if first_time(core, &inbound)? {
+                    core.answer(&inbound, &commands::unknown_answer(&name))
+                        .await;
+                }
+                Ok(Accepted::Command)
+            }
             Route::Unsupported(name) => {
                 core.answer(&inbound, &format!("{name} is not available yet."))
                     .await;
@@ -76,12 +83,7 @@ fn run_command(
     inbound: Inbound,
     command: commands::Command,
 ) -> Result<Accepted, SinkError> {
-    let dedupe = crate::store::dedupe_key(&inbound);
-    let fresh = core
-        .store
-        .mark_seen(&dedupe, inbound.timestamp_ms)
-        .map_err(|e| SinkError(e.to_string()))?;
-    if !fresh {
+    if !first_time(core, &inbound)? {
         tracing::debug!(session = %key, "duplicate command dropped");
         return Ok(Accepted::Ignored);
     }
@@ -101,6 +103,14 @@ fn run_command(
     Ok(Accepted::Command)
 }
 
+/// Marks `inbound` seen; false when it was seen before (a command is answered once).
+fn first_time(core: &Core, inbound: &Inbound) -> Result<bool, SinkError> {
+    let dedupe = crate::store::dedupe_key(inbound);
+    core.store
+        .mark_seen(&dedupe, inbound.timestamp_ms)
+        .map_err(|e| SinkError(e.to_string()))
+}
+
 impl RouteFacts for Core {
     fn question_waiting(&self, key: &str) -> bool {
         self.questions.is_waiting(key)
@@ -112,6 +122,11 @@ impl RouteFacts for Core {
 
     fn binding_owner(&self, key: &str) -> Option<String> {
         self.acp.binding(key).map(|b| b.owner)
+    }
+
+    fn is_skill(&self, name: &str) -> bool {
+        let skills = &self.agent.skill_names;
+        skills.iter().any(|skill| skill.eq_ignore_ascii_case(name))
     }
 
     fn command_allow_from(&self) -> &[String] {

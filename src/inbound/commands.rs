@@ -126,6 +126,46 @@ pub fn parse(text: &str, bot_username: Option<&str>) -> Option<Command> {
     }
 }
 
+/// The longest command name (Telegram's limit for bot commands).
+const MAX_NAME: usize = 32;
+
+/// The name of a slash command chela does not know: `/name` or `/name@bot` where `name` is a
+/// command word (ASCII letters, digits, `_` and `-` as in skill names, at most 32).
+/// A path such as `/usr/bin/ls` or a lone `/` is no command. `None` for known commands and
+/// for ordinary messages.
+pub fn unknown_name(text: &str) -> Option<String> {
+    let body = text.trim().strip_prefix('/')?;
+    let head = body.split(char::is_whitespace).next().unwrap_or_default();
+    let name = head.split_once('@').map_or(head, |(name, _)| name);
+    let word = !name.is_empty()
+        && name.len() <= MAX_NAME
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    (word && parse(text, None).is_none()).then(|| name.to_lowercase())
+}
+
+/// The known command closest to `name` (a typo at most two edits away), for "did you mean".
+pub fn closest(name: &str) -> Option<&'static str> {
+    let known = HELP.iter().map(|(command, _)| *command);
+    known
+        .map(|command| (strsim::damerau_levenshtein(name, command), command))
+        .filter(|(distance, command)| *distance <= 2 && *distance < command.len())
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, command)| command)
+}
+
+/// The answer to an unknown command `/name`.
+pub fn unknown_answer(name: &str) -> String {
+    let name = excerpt(name);
+    match closest(&name) {
+        Some(known) => {
+            format!("Unknown command /{name}. Did you mean /{known}? (/help lists them)")
+        }
+        None => format!("Unknown command /{name}. /help lists the commands."),
+    }
+}
+
 pub use crate::domain::text::{ECHO_CHARS, excerpt, is_blank};
 
 /// True for the plain-text stop triggers.
@@ -183,5 +223,37 @@ mod tests {
         for text in ["stop it", "don't stop", "stopped"] {
             assert_eq!(parse(text, None), None, "{text}");
         }
+    }
+
+    #[test]
+    fn unknown_commands_are_told_apart_from_paths_and_known_ones() {
+        assert_eq!(unknown_name("/bogus"), Some("bogus".into()));
+        assert_eq!(unknown_name("/Stpo now"), Some("stpo".into()));
+        assert_eq!(
+            unknown_name("/weather@chela_bot Paris"),
+            Some("weather".into())
+        );
+        for text in [
+            "/stop",
+            "/help",
+            "/new hi",
+            "/usr/bin/ls is broken",
+            "/",
+            "/ hi",
+            "hi /x",
+        ] {
+            assert_eq!(unknown_name(text), None, "{text}");
+        }
+        assert_eq!(unknown_name(&format!("/{}", "a".repeat(33))), None);
+    }
+
+    #[test]
+    fn a_typo_gets_the_closest_command_and_a_stranger_none() {
+        assert_eq!(closest("stpo"), Some("stop"));
+        assert_eq!(closest("stauts"), Some("status"));
+        assert_eq!(closest("modle"), Some("model"));
+        assert_eq!(closest("weather"), None);
+        assert!(unknown_answer("stpo").contains("Did you mean /stop?"));
+        assert!(unknown_answer("weather").contains("/help lists"));
     }
 }

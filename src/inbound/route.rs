@@ -28,6 +28,8 @@ pub trait RouteFacts: Sync {
     fn binding_owner(&self, key: &str) -> Option<String>;
     /// `commands.allow_from`: when not empty, the only senders whose commands count.
     fn command_allow_from(&self) -> &[String];
+    /// Whether a loaded skill is called `name` (`/NAME` then goes to the model).
+    fn is_skill(&self, name: &str) -> bool;
     /// Whether `sender_id` administers the group `conv` (asked of the platform).
     fn is_group_admin<'a>(
         &'a self,
@@ -51,6 +53,9 @@ pub enum Route {
     },
     /// A native command the core does not handle: never a turn for the model.
     Unsupported(String),
+    /// A typed `/name` that is no command and no skill: answered, never a turn, so that a
+    /// typo of `/stop` cannot steer a run.
+    Unknown(String),
     /// An ordinary message: a turn for the session's lane.
     Turn,
 }
@@ -75,7 +80,10 @@ pub async fn route(key: &str, inbound: &Inbound, facts: &dyn RouteFacts) -> Rout
         let name = inbound.text.split_whitespace().next().unwrap_or("/");
         return Route::Unsupported(name.to_owned());
     }
-    Route::Turn
+    match commands::unknown_name(&inbound.text) {
+        Some(name) if !facts.is_skill(&name) => Route::Unknown(name),
+        _ => Route::Turn,
+    }
 }
 
 /// Reads a reply to a permission question: `allow`/`yes`/`y`/`ok` or `deny`/`no`/`n`.

@@ -227,7 +227,8 @@ async fn with_owners_configured_an_approved_stranger_is_no_owner() {
         "the approval says plainly that Zed is no owner: {approved}"
     );
     assert!(!approved.contains("now the OWNER"), "{approved}");
-    // /approve is for owners only: Zed's is ignored; his plain message is answered.
+    // /approve is for owners only: Zed's is refused with the reason (#12.6: in a DM a refusal
+    // says why); his plain message is answered.
     s.tg.user_sends(chat.clone(), zed.clone(), "/approve");
     s.tg.user_sends(chat.clone(), zed.clone(), "hello again");
     gw.wait(&s, "the answer", |s| {
@@ -235,15 +236,21 @@ async fn with_owners_configured_an_approved_stranger_is_no_owner() {
     })
     .await;
     s.tg.user_sends(chat, zed, "/status");
-    gw.wait(&s, "the /status answer", |s| s.texts(79).len() >= 3)
-        .await;
+    gw.wait(&s, "the /status answer", |s| {
+        s.texts(79).iter().any(|t| t.starts_with("Session: "))
+    })
+    .await;
     gw.stop().await;
     let texts = s.texts(79);
     assert!(
         !texts.iter().any(|t| t.contains("waiting for approval")),
         "a non-owner ran /approve: {texts:#?}"
     );
-    assert_eq!(texts.len(), 3, "{texts:#?}");
+    assert!(
+        texts.contains(&"/approve is for the bot's owners. The operator can make telegram:79 one in [commands] owner_allow_from.".to_string()),
+        "{texts:#?}"
+    );
+    assert_eq!(texts.len(), 4, "{texts:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -48,10 +48,18 @@ impl Router {
                 Ok(Accepted::Command)
             }
             Route::Command(command) => Ok(run_command(core, key, inbound, command)?),
-            Route::Refused { native } => {
-                tracing::info!(sender = %inbound.sender.id, "command needs an owner or group admin; ignored");
+            Route::Refused { native, why } => {
+                tracing::info!(sender = %inbound.sender.id, ?why, "command refused");
                 if native {
                     core.answer(&inbound, NOT_ALLOWED).await;
+                } else if inbound.conversation.kind == ChatKind::Direct
+                    && first_time(core, &inbound)?
+                {
+                    // In a direct chat the sender is told why; a group stays quiet.
+                    let command = inbound.text.split_whitespace().next().unwrap_or("/");
+                    let who = format!("{}:{}", inbound.conversation.channel, inbound.sender.id);
+                    core.answer(&inbound, &why.explain(&commands::excerpt(command), &who))
+                        .await;
                 }
                 Ok(Accepted::Ignored)
             }

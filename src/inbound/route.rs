@@ -38,6 +38,35 @@ pub trait RouteFacts: Sync {
     ) -> BoxFuture<'a, bool>;
 }
 
+/// Why a sender may not run a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// `commands.allow_from` is set and does not list the sender.
+    NotInAllowFrom,
+    /// The command is for owners only.
+    OwnerOnly,
+    /// In a group, the command is for owners and the group's admins.
+    AdminOnly,
+}
+
+impl Refusal {
+    /// What to tell the sender (`who` is `channel:sender_id`): why, and which setting
+    /// changes it.
+    pub fn explain(self, command: &str, who: &str) -> String {
+        match self {
+            Refusal::NotInAllowFrom => format!(
+                "Commands from {who} are not taken here: the operator's [commands] allow_from does not list you."
+            ),
+            Refusal::OwnerOnly => format!(
+                "{command} is for the bot's owners. The operator can make {who} one in [commands] owner_allow_from."
+            ),
+            Refusal::AdminOnly => {
+                format!("{command} in a group needs an owner or an admin of this group.")
+            }
+        }
+    }
+}
+
 /// What a message is.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Route {
@@ -46,10 +75,13 @@ pub enum Route {
     /// A command its sender may run: answered on the fast path, never by the model.
     Command(Command),
     /// A command its sender may not run. A native one (`native`) must be refused privately,
-    /// or the platform shows it as unanswered; a typed one is ignored.
+    /// or the platform shows it as unanswered; a typed one is told why in a direct chat and
+    /// ignored in a group.
     Refused {
         /// The command came as a platform interaction.
         native: bool,
+        /// Why.
+        why: Refusal,
     },
     /// A native command the core does not handle: never a turn for the model.
     Unsupported(String),
@@ -65,16 +97,16 @@ pub async fn route(key: &str, inbound: &Inbound, facts: &dyn RouteFacts) -> Rout
     if let Some(decision) = question_answer(key, inbound, facts) {
         return Route::Answer(decision);
     }
-    match commands::parse(&inbound.text, None) {
-        Some(command) if may_run_command(inbound, &command, facts).await => {
-            return Route::Command(command);
+    if let Some(command) = commands::parse(&inbound.text, None) {
+        match refusal(inbound, &command, facts).await {
+            None => return Route::Command(command),
+            Some(why) if inbound.text.trim_start().starts_with('/') => {
+                let native = inbound.interaction.is_some();
+                return Route::Refused { native, why };
+            }
+            // A plain stop word its sender may not use is an ordinary message.
+            Some(_) => {}
         }
-        Some(_) if inbound.text.trim_start().starts_with('/') => {
-            return Route::Refused {
-                native: inbound.interaction.is_some(),
-            };
-        }
-        _ => {}
     }
     if inbound.interaction.is_some() {
         let name = inbound.text.split_whitespace().next().unwrap_or("/");
@@ -114,13 +146,13 @@ fn question_answer(key: &str, inbound: &Inbound, facts: &dyn RouteFacts) -> Opti
     allowed.then_some(decision)
 }
 
-/// Whether `command` may run for this sender: `commands.allow_from` first, then the owner and
-/// group-admin rules of the commands that need them.
-async fn may_run_command(inbound: &Inbound, command: &Command, facts: &dyn RouteFacts) -> bool {
+/// Why `command` may not run for this sender, or `None` when it may: `commands.allow_from`
+/// first, then the owner and group-admin rules of the commands that need them.
+async fn refusal(inbound: &Inbound, command: &Command, facts: &dyn RouteFacts) -> Option<Refusal> {
     let conv = &inbound.conversation;
     let sender = &inbound.sender.id;
     if !commands_allowed(facts.command_allow_from(), conv, sender) {
-        return false;
+        return Some(Refusal::NotInAllowFrom);
     }
     if matches!(
         command,
@@ -128,7 +160,8 @@ async fn may_run_command(inbound: &Inbound, command: &Command, facts: &dyn Route
     ) {
         // Coding agents and approved commands run code: owners only (the local terminal
         // user is one).
-        return conv.channel == "terminal" || facts.is_owner(&conv.channel, sender);
+        let owner = conv.channel == "terminal" || facts.is_owner(&conv.channel, sender);
+        return (!owner).then_some(Refusal::OwnerOnly);
     }
     let admin_only = match command {
         Command::New(_) | Command::Reset { .. } | Command::Stop => true,
@@ -137,9 +170,10 @@ async fn may_run_command(inbound: &Inbound, command: &Command, facts: &dyn Route
         _ => false,
     };
     if !admin_only || conv.kind == ChatKind::Direct || facts.is_owner(&conv.channel, sender) {
-        return true;
+        return None;
     }
-    facts.is_group_admin(conv, sender).await
+    let admin = facts.is_group_admin(conv, sender).await;
+    (!admin).then_some(Refusal::AdminOnly)
 }
 
 /// `commands.allow_from`, when set, is the only source of commands (SPEC 2); the local

@@ -280,17 +280,19 @@ impl Config {
     }
 
     /// The global limit on concurrent runs: `agent.max_concurrent_runs`, or when 0,
-    /// max(8, 4 x available cores).
+    /// [`DEFAULT_MAX_CONCURRENT_RUNS`].
     pub fn resolved_max_concurrent_runs(&self) -> usize {
         match self.agent.max_concurrent_runs {
-            0 => {
-                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-                (4 * cores).max(8)
-            }
+            0 => DEFAULT_MAX_CONCURRENT_RUNS,
             n => n,
         }
     }
 }
+
+/// Runs at once by default. A run mostly waits on the model over the network, so the limit
+/// is not the core count: 64 runs cost a few MiB, and a ninth user does not wait for
+/// someone else's reply as with the old max(8, 4 x cores).
+pub const DEFAULT_MAX_CONCURRENT_RUNS: usize = 64;
 
 /// Checks that an explicitly named config file exists.
 fn existing(path: &Path) -> Result<PathBuf, ConfigError> {

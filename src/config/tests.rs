@@ -41,7 +41,7 @@ fn defaults_match_the_spec() {
     assert_eq!(c.queue.drop, DropPolicy::Summarize);
     assert_eq!(parse("").unwrap(), c);
     c.validate().unwrap();
-    assert!(c.resolved_max_concurrent_runs() >= 8);
+    assert_eq!(c.resolved_max_concurrent_runs(), 64);
 }
 
 #[test]

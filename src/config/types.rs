@@ -146,7 +146,7 @@ pub struct AgentConfig {
     pub timeout_s: u64,
     /// The first line of the system prompt.
     pub identity: String,
-    /// Global limit on concurrent runs; 0: max(8, 4 x cores).
+    /// Global limit on concurrent runs; 0: 64.
     pub max_concurrent_runs: usize,
     /// Chars kept of each workspace bootstrap file (AGENTS.md, SOUL.md, ...).
     pub bootstrap_max_chars: usize,

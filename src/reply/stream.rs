@@ -16,6 +16,9 @@ const FINAL_ATTEMPTS: u32 = 6;
 const MAX_PART_GAP: Duration = Duration::from_secs(3);
 /// Block streaming: a block is at least this many chars ...
 const BLOCK_MIN_CHARS: usize = 800;
+/// The first preview goes out as soon as the text has this many chars, without waiting for
+/// the edit interval, so a slow model shows text early; later edits are paced.
+const FIRST_PREVIEW_CHARS: usize = 30;
 /// ... and at most this many (or the platform's limit, if lower).
 const BLOCK_MAX_CHARS: usize = 1200;
 /// The answer that means "send nothing" (SPEC 5).
@@ -137,13 +140,33 @@ impl ReplyStream {
             return self.next_block().map(|_| self.next_edit);
         }
         let pending = self.carry.clone() + &self.text[self.frozen..];
-        (pending != self.shown && !holds_back(&self.text)).then_some(self.next_edit)
+        (pending != self.shown && !holds_back(&self.text)).then_some(self.earliest_preview())
+    }
+
+    /// When the next preview may go: at the edit pace, or at once for a first preview with
+    /// enough text (after a rate limit, never before the platform allows).
+    fn earliest_preview(&self) -> Instant {
+        let first = self.current.is_none()
+            && self.frozen == 0
+            && self.limited_until.is_none()
+            && self.limits.previews()
+            && self.text.chars().nth(FIRST_PREVIEW_CHARS - 1).is_some();
+        if first {
+            self.next_edit.min(Instant::now())
+        } else {
+            self.next_edit
+        }
     }
 
     /// Shows the text so far (paced; a rate limit only delays the next preview). With block
     /// streaming: sends the next finished block, if there is one.
     pub async fn preview(&mut self) {
-        if Instant::now() < self.next_edit || holds_back(&self.text) {
+        let due = if self.blocks {
+            self.next_edit
+        } else {
+            self.earliest_preview()
+        };
+        if Instant::now() < due || holds_back(&self.text) {
             return;
         }
         if self.blocks {

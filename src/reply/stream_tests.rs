@@ -95,3 +95,31 @@ async fn a_final_edit_failing_on_the_transport_is_edited_again() {
         ["send Hello", "edit Hello there", "edit Hello there"]
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_first_preview_goes_once_a_few_words_exist_and_later_edits_are_paced() {
+    let channel = TestChannel::new(1_000);
+    let mut reply = ReplyStream::new(channel.clone(), direct_chat());
+    reply.push("Short");
+    assert_eq!(
+        reply.preview_due(),
+        Some(channel.start + Duration::from_millis(1_000)),
+        "too little text: the preview waits for the pace"
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    reply.push(" start of an answer that goes on");
+    assert_eq!(reply.preview_due(), Some(tokio::time::Instant::now()));
+    reply.preview().await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    reply.push(" and on");
+    reply.preview().await;
+    assert_eq!(
+        reply.preview_due(),
+        Some(channel.start + Duration::from_millis(1_200)),
+        "the next edit keeps the pace"
+    );
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    reply.preview().await;
+    let at: Vec<u128> = channel.timed().into_iter().map(|(ms, _)| ms).collect();
+    assert_eq!(at, [200, 1_200]);
+}

@@ -85,6 +85,9 @@ pub struct Inbound {
     pub interaction: Option<String>,
 }
 
+/// The edit interval of a channel whose previews are off: no preview is due before the final.
+pub const PREVIEWS_OFF_MS: u64 = 86_400_000;
+
 /// What a channel can do and how fast.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
@@ -98,6 +101,13 @@ pub struct Limits {
     pub group_edit_interval_ms: u64,
     /// Whether `open_thread` can create threads or topics.
     pub threads: bool,
+}
+
+impl Limits {
+    /// Whether the channel shows previews at all (see [`PREVIEWS_OFF_MS`]).
+    pub fn previews(&self) -> bool {
+        self.edit_interval_ms < PREVIEWS_OFF_MS
+    }
 }
 
 /// A message the channel sent, so it can be edited later.

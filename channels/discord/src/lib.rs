@@ -270,7 +270,7 @@ impl Channel for DiscordChannel {
         let interval = if self.settings.stream_previews {
             1_000
         } else {
-            86_400_000
+            chela_channel::PREVIEWS_OFF_MS
         };
         Limits {
             max_chars: MAX_CHARS,

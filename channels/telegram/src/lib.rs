@@ -160,7 +160,10 @@ impl Channel for TelegramChannel {
         let (dm, group) = if self.settings.stream_previews {
             (1_000, 3_000)
         } else {
-            (86_400_000, 86_400_000)
+            (
+                chela_channel::PREVIEWS_OFF_MS,
+                chela_channel::PREVIEWS_OFF_MS,
+            )
         };
         Limits {
             max_chars: MAX_CHARS,

@@ -9,6 +9,7 @@
 #   benches/run.sh acp        # ACP coding agents: chela's cost over the agent alone
 #   benches/run.sh storm      # reply delivery: fault-free vs fault-storm drain of 200 replies
 #   benches/run.sh memory     # RSS and store size over 40,000 messages in 5,000 chats (not in the default set)
+#   benches/run.sh waiting    # 20 users x 5 messages with a ~1 s model: first text and whole answer
 #
 # The benches report figures; they never assert times. Expect about 1 minute for `turns`
 # (longer when a concurrent section hangs and is retried) and about 10 s for `startup`;

@@ -9,6 +9,7 @@ use chela::agent::run::RunStatus;
 use chela::config::LoadedConfig;
 use chela::domain::events::{RunEvent, ToolEvent};
 use chela::domain::run::LiveEvent;
+use chela_terminal::editor::{self, Typed};
 use chela_terminal::{Input, TerminalChannel};
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
@@ -45,12 +46,23 @@ impl ChatOptions {
 /// (after the last reply) exits. Lines piped in are handled in input order, and the exit
 /// status is 1 when a turn failed.
 pub async fn chat(loaded: LoadedConfig, options: ChatOptions) -> ExitCode {
-    let terminal = TerminalChannel::new(super::terminal_user(&loaded));
+    let user = super::terminal_user(&loaded);
     let interactive = std::io::stdin().is_terminal();
-    let input = if interactive {
-        Input::Stdin
+    let (terminal, mut typed) = if interactive {
+        terminal_with_editor(&loaded, user)
     } else {
-        Input::StdinInOrder
+        (TerminalChannel::new(user), None)
+    };
+    // Lines from the editor go through here, so Ctrl-C and Ctrl-D at the prompt reach the loop.
+    let mut lines = None;
+    let input = match (&typed, interactive) {
+        (Some(_), _) => {
+            let (tx, rx) = tokio::sync::mpsc::channel(16);
+            lines = Some(tx);
+            Input::Lines(rx)
+        }
+        (None, true) => Input::Stdin,
+        (None, false) => Input::StdinInOrder,
     };
     terminal.set_input(input, options.preface());
     let gateway = match super::start(&loaded, vec![terminal.clone()]).await {
@@ -61,6 +73,9 @@ pub async fn chat(loaded: LoadedConfig, options: ChatOptions) -> ExitCode {
         return code;
     }
     let key = gateway.core().session_key(&terminal.inbound(""));
+    if interactive {
+        let _ = terminal.note(&banner(&gateway, &key, &options)).await;
+    }
     let mut runs = Runs {
         key: key.clone(),
         events: gateway.subscribe_events(),
@@ -71,26 +86,31 @@ pub async fn chat(loaded: LoadedConfig, options: ChatOptions) -> ExitCode {
         failed: 0,
         open: true,
     };
-    let lanes = gateway.core().lanes.clone();
+    let mut ctrl_c = CtrlC {
+        lanes: gateway.core().lanes.clone(),
+        key: key.clone(),
+        last: None,
+    };
     let stop = CancellationToken::new();
     let channels = gateway.run_channels(stop.clone());
     tokio::pin!(channels);
-    let mut last_ctrl_c: Option<tokio::time::Instant> = None;
     let mut input_done = false;
     loop {
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => {
-                let now = tokio::time::Instant::now();
-                let running = lanes.status(&key).await.map(|s| s.running || s.queued > 0).unwrap_or(false);
-                if !running || last_ctrl_c.is_some_and(|t| now - t < DOUBLE_CTRL_C) {
-                    break;
+            _ = tokio::signal::ctrl_c() => if ctrl_c.exits().await { break },
+            line = next_typed(&mut typed) => match line {
+                Typed::Line(line) => {
+                    if let Some(tx) = &lines {
+                        let _ = tx.send(line).await;
+                    }
                 }
-                last_ctrl_c = Some(now);
-                eprintln!("\n[stopping; Ctrl-C again to exit]");
-                let lanes = lanes.clone();
-                let key = key.clone();
-                tokio::spawn(async move { let _ = lanes.stop(&key).await; });
-            }
+                Typed::Interrupt => if ctrl_c.exits().await { break },
+                // Ctrl-D: the input ends once the lines before it are in.
+                Typed::End => {
+                    typed = None;
+                    lines = None;
+                }
+            },
             event = runs.events.recv(), if runs.open => runs.see(event).await,
             // Ctrl-D: answer what was typed, then exit.
             _ = &mut channels, if !input_done => input_done = true,
@@ -110,6 +130,81 @@ pub async fn chat(loaded: LoadedConfig, options: ChatOptions) -> ExitCode {
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
+}
+
+/// The terminal channel printing above a line editor's prompt, and what is typed; a plain
+/// terminal (and no editor) when the editor cannot start.
+fn terminal_with_editor(
+    loaded: &LoadedConfig,
+    user: String,
+) -> (
+    Arc<TerminalChannel>,
+    Option<tokio::sync::mpsc::Receiver<Typed>>,
+) {
+    match editor::start("> ".to_owned(), history_file(loaded)) {
+        Ok((typed, out)) => (TerminalChannel::with_output(user, out, false), Some(typed)),
+        Err(e) => {
+            eprintln!("chela: {e}; reading plain lines");
+            (TerminalChannel::new(user), None)
+        }
+    }
+}
+
+/// The next thing typed at the editor (never, without one).
+async fn next_typed(typed: &mut Option<tokio::sync::mpsc::Receiver<Typed>>) -> Typed {
+    match typed {
+        Some(rx) => rx.recv().await.unwrap_or(Typed::End),
+        None => std::future::pending().await,
+    }
+}
+
+/// The chat's history of typed lines: `<store.path>.history`, beside the store.
+pub fn history_file(loaded: &LoadedConfig) -> std::path::PathBuf {
+    let mut name = loaded.config.store.path.clone().into_os_string();
+    name.push(".history");
+    name.into()
+}
+
+/// The line shown when an interactive chat starts: model, session, how to leave.
+fn banner(gateway: &chela::gateway::Gateway, key: &str, options: &ChatOptions) -> String {
+    let provider = &gateway.core().agent.provider;
+    let chosen = chela::agent::model_choice::chosen(&gateway.core().store, key);
+    let model = options.model.clone().or(chosen);
+    format!(
+        "chela chat · {}/{} · session {key} · Ctrl-C stops a reply, Ctrl-D leaves · a line ending in \\ goes on",
+        provider.name(),
+        model.as_deref().unwrap_or(provider.model())
+    )
+}
+
+/// Ctrl-C: stops the current run; when idle, or a second time soon after, exits.
+struct CtrlC {
+    lanes: chela::lane::Lanes,
+    key: String,
+    last: Option<tokio::time::Instant>,
+}
+
+impl CtrlC {
+    /// Handles one Ctrl-C; true when the chat should exit.
+    async fn exits(&mut self) -> bool {
+        let now = tokio::time::Instant::now();
+        let running = self
+            .lanes
+            .status(&self.key)
+            .await
+            .map(|s| s.running || s.queued > 0)
+            .unwrap_or(false);
+        if !running || self.last.is_some_and(|t| now - t < DOUBLE_CTRL_C) {
+            return true;
+        }
+        self.last = Some(now);
+        eprintln!("\n[stopping; Ctrl-C again to exit]");
+        let (lanes, key) = (self.lanes.clone(), self.key.clone());
+        tokio::spawn(async move {
+            let _ = lanes.stop(&key).await;
+        });
+        false
+    }
 }
 
 /// The chat's view of the run bus: failed turns, and tool progress lines.

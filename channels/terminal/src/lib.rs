@@ -2,6 +2,8 @@
 //! local user; replies stream to stdout as they are generated (an edit prints only the new
 //! text), and a finished reply ends its line.
 
+pub mod editor;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -18,6 +18,13 @@ struct Args {
     /// files); messages older than the last recorded write are then not answered again.
     #[arg(long, global = true)]
     accept_store_rollback: bool,
+    /// More log output: -v info, -vv debug, -vvv trace (`chat` then logs to stderr, not to
+    /// its log file).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Less log output: -q errors only, -qq none.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "verbose")]
+    quiet: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -26,8 +33,8 @@ struct Args {
 enum Command {
     /// Run the gateway with every configured channel (the terminal when no platform is set).
     Gateway,
-    /// Chat with the agent in this terminal.
-    Chat,
+    /// Chat with the agent in this terminal (logs go to <store.path>.log unless -v).
+    Chat(cli::chat::ChatOptions),
     /// Run one turn and print the reply (for scripts).
     Agent {
         /// The message to send.
@@ -86,11 +93,6 @@ fn main() -> ExitCode {
             };
         }
     };
-    let default_log = match args.command {
-        Command::Gateway => "info",
-        _ => "warn",
-    };
-    cli::init_logging(default_log);
     let loaded = match chela::config::Config::load(args.config.as_deref()) {
         Ok(mut loaded) => {
             loaded.config.store.accept_rollback = args.accept_store_rollback;
@@ -101,6 +103,17 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let default_log = match args.command {
+        Command::Gateway => "info",
+        _ => "warn",
+    };
+    let verbosity = i8::try_from(i16::from(args.verbose) - i16::from(args.quiet)).unwrap_or(0);
+    // Log lines would tear the chat apart: they go to a file unless asked for with -v.
+    let log_file = match args.command {
+        Command::Chat(_) if args.verbose == 0 => Some(cli::log_file(&loaded)),
+        _ => None,
+    };
+    cli::init_logging(default_log, verbosity, log_file.as_deref());
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -114,7 +127,7 @@ fn main() -> ExitCode {
     let code = runtime.block_on(async move {
         match args.command {
             Command::Gateway => cli::chat::gateway(loaded).await,
-            Command::Chat => cli::chat::chat(loaded).await,
+            Command::Chat(options) => cli::chat::chat(loaded, options).await,
             Command::Agent {
                 message,
                 session,

@@ -93,7 +93,8 @@ pub async fn agent(
         "endedAt": record.ended_ms,
         "error": error,
     });
-    finish(&result, json, false)
+    // The terminal channel has shown the run's error as its reply already.
+    finish(&result, json, Shown::Reply)
 }
 
 /// The turn through the running gateway's RPC.
@@ -161,7 +162,23 @@ async fn through_rpc(
         eprintln!("chela: some of the streamed text was missed; the whole answer follows");
     }
     result["sessionKey"] = accepted["session"].clone();
-    finish(&result, json, !streamed || !complete)
+    let shown = if !streamed || !complete {
+        Shown::Nothing
+    } else {
+        Shown::Text
+    };
+    finish(&result, json, shown)
+}
+
+/// What of a run's result the terminal has shown already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shown {
+    /// Nothing: print the text and say the error.
+    Nothing,
+    /// The streamed text: say the error.
+    Text,
+    /// The reply, an error's notice included: nothing more to say.
+    Reply,
 }
 
 /// Prints the assistant text deltas of one run as its `agent` events arrive, and notices a
@@ -218,19 +235,20 @@ impl DeltaPrinter {
     }
 }
 
-/// Prints a run's result (`text` only when it was not streamed already) and gives the exit
-/// code: 1 unless it ended `ok` or `aborted`.
-fn finish(result: &Value, json: bool, print_text: bool) -> ExitCode {
+/// Prints a run's result (what the terminal has not `shown`) and gives the exit code: 1
+/// unless it ended `ok` or `aborted`.
+fn finish(result: &Value, json: bool, shown: Shown) -> ExitCode {
     let status = result["status"].as_str().unwrap_or("error");
     if json {
         println!("{result}");
     } else {
         let text = result["text"].as_str().unwrap_or_default();
-        if print_text && !text.is_empty() {
+        if shown == Shown::Nothing && !text.is_empty() {
             println!("{text}");
         }
         match status {
             "ok" | "aborted" => {}
+            _ if shown == Shown::Reply => {}
             "timeout" => eprintln!("chela: the run did not end in time; it goes on in the gateway"),
             _ => eprintln!(
                 "chela: {}",

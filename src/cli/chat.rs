@@ -1,20 +1,70 @@
 //! `chela chat` and `chela gateway`: the terminal channel on a live gateway.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use chela::agent::run::RunStatus;
 use chela::config::LoadedConfig;
-use chela_terminal::TerminalChannel;
+use chela::domain::events::{RunEvent, ToolEvent};
+use chela::domain::run::LiveEvent;
+use chela_terminal::editor::{self, Typed};
+use chela_terminal::{Input, TerminalChannel};
+use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
 /// A second Ctrl-C within this window exits even while a run is stopping.
 const DOUBLE_CTRL_C: Duration = Duration::from_secs(2);
 
+/// The options of `chela chat`.
+#[derive(Debug, Default, clap::Args)]
+pub struct ChatOptions {
+    /// Start a new conversation window first (as `/new`).
+    #[arg(long)]
+    pub new: bool,
+    /// Use this model in the conversation (as `/model NAME`).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+}
+
+impl ChatOptions {
+    /// The commands the options stand for, handed on before the first typed line.
+    fn preface(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if self.new {
+            lines.push("/new".to_owned());
+        }
+        if let Some(model) = &self.model {
+            lines.push(format!("/model {model}"));
+        }
+        lines
+    }
+}
+
 /// `chela chat`: Ctrl-C stops the current run; Ctrl-C when idle, a second Ctrl-C, or Ctrl-D
-/// (after the last reply) exits.
-pub async fn chat(loaded: LoadedConfig) -> ExitCode {
-    let terminal = TerminalChannel::new(super::terminal_user(&loaded));
+/// (after the last reply) exits. Lines piped in are handled in input order, and the exit
+/// status is 1 when a turn failed.
+pub async fn chat(loaded: LoadedConfig, options: ChatOptions) -> ExitCode {
+    let user = super::terminal_user(&loaded);
+    let interactive = std::io::stdin().is_terminal();
+    let (terminal, mut typed) = if interactive {
+        terminal_with_editor(&loaded, user)
+    } else {
+        (TerminalChannel::new(user), None)
+    };
+    // Lines from the editor go through here, so Ctrl-C and Ctrl-D at the prompt reach the loop.
+    let mut lines = None;
+    let input = match (&typed, interactive) {
+        (Some(_), _) => {
+            let (tx, rx) = tokio::sync::mpsc::channel(16);
+            lines = Some(tx);
+            Input::Lines(rx)
+        }
+        (None, true) => Input::Stdin,
+        (None, false) => Input::StdinInOrder,
+    };
+    terminal.set_input(input, options.preface());
     let gateway = match super::start(&loaded, vec![terminal.clone()]).await {
         Ok(g) => g,
         Err(code) => return code,
@@ -23,26 +73,45 @@ pub async fn chat(loaded: LoadedConfig) -> ExitCode {
         return code;
     }
     let key = gateway.core().session_key(&terminal.inbound(""));
-    let lanes = gateway.core().lanes.clone();
+    if interactive {
+        let _ = terminal.note(&banner(&gateway, &key, &options)).await;
+    }
+    let mut runs = Runs {
+        key: key.clone(),
+        events: gateway.subscribe_events(),
+        terminal: terminal.clone(),
+        progress: interactive
+            && std::io::stdout().is_terminal()
+            && loaded.config.terminal.tool_progress,
+        failed: 0,
+        open: true,
+    };
+    let mut ctrl_c = CtrlC {
+        lanes: gateway.core().lanes.clone(),
+        key: key.clone(),
+        last: None,
+    };
     let stop = CancellationToken::new();
     let channels = gateway.run_channels(stop.clone());
     tokio::pin!(channels);
-    let mut last_ctrl_c: Option<tokio::time::Instant> = None;
     let mut input_done = false;
     loop {
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => {
-                let now = tokio::time::Instant::now();
-                let running = lanes.status(&key).await.map(|s| s.running || s.queued > 0).unwrap_or(false);
-                if !running || last_ctrl_c.is_some_and(|t| now - t < DOUBLE_CTRL_C) {
-                    break;
+            _ = tokio::signal::ctrl_c() => if ctrl_c.exits().await { break },
+            line = next_typed(&mut typed) => match line {
+                Typed::Line(line) => {
+                    if let Some(tx) = &lines {
+                        let _ = tx.send(line).await;
+                    }
                 }
-                last_ctrl_c = Some(now);
-                eprintln!("\n[stopping; Ctrl-C again to exit]");
-                let lanes = lanes.clone();
-                let key = key.clone();
-                tokio::spawn(async move { let _ = lanes.stop(&key).await; });
-            }
+                Typed::Interrupt => if ctrl_c.exits().await { break },
+                // Ctrl-D: the input ends once the lines before it are in.
+                Typed::End => {
+                    typed = None;
+                    lines = None;
+                }
+            },
+            event = runs.events.recv(), if runs.open => runs.see(event).await,
             // Ctrl-D: answer what was typed, then exit.
             _ = &mut channels, if !input_done => input_done = true,
             // ... and what its sub-agents report back.
@@ -51,7 +120,158 @@ pub async fn chat(loaded: LoadedConfig) -> ExitCode {
     }
     stop.cancel();
     gateway.shutdown().await;
+    runs.drain().await;
+    if !interactive && runs.failed > 0 {
+        eprintln!(
+            "chela: {} turn(s) failed (the log: {})",
+            runs.failed,
+            super::log_file(&loaded).display()
+        );
+        return ExitCode::FAILURE;
+    }
     ExitCode::SUCCESS
+}
+
+/// The terminal channel printing above a line editor's prompt, and what is typed; a plain
+/// terminal (and no editor) when the editor cannot start.
+fn terminal_with_editor(
+    loaded: &LoadedConfig,
+    user: String,
+) -> (
+    Arc<TerminalChannel>,
+    Option<tokio::sync::mpsc::Receiver<Typed>>,
+) {
+    match editor::start("> ".to_owned(), history_file(loaded)) {
+        Ok((typed, out)) => (TerminalChannel::with_output(user, out, false), Some(typed)),
+        Err(e) => {
+            eprintln!("chela: {e}; reading plain lines");
+            (TerminalChannel::new(user), None)
+        }
+    }
+}
+
+/// The next thing typed at the editor (never, without one).
+async fn next_typed(typed: &mut Option<tokio::sync::mpsc::Receiver<Typed>>) -> Typed {
+    match typed {
+        Some(rx) => rx.recv().await.unwrap_or(Typed::End),
+        None => std::future::pending().await,
+    }
+}
+
+/// The chat's history of typed lines: `<store.path>.history`, beside the store.
+pub fn history_file(loaded: &LoadedConfig) -> std::path::PathBuf {
+    let mut name = loaded.config.store.path.clone().into_os_string();
+    name.push(".history");
+    name.into()
+}
+
+/// The line shown when an interactive chat starts: model, session, how to leave.
+fn banner(gateway: &chela::gateway::Gateway, key: &str, options: &ChatOptions) -> String {
+    let provider = &gateway.core().agent.provider;
+    let chosen = chela::agent::model_choice::chosen(&gateway.core().store, key);
+    let model = options.model.clone().or(chosen);
+    format!(
+        "chela chat · {}/{} · session {key} · Ctrl-C stops a reply, Ctrl-D leaves · a line ending in \\ goes on",
+        provider.name(),
+        model.as_deref().unwrap_or(provider.model())
+    )
+}
+
+/// Ctrl-C: stops the current run; when idle, or a second time soon after, exits.
+struct CtrlC {
+    lanes: chela::lane::Lanes,
+    key: String,
+    last: Option<tokio::time::Instant>,
+}
+
+impl CtrlC {
+    /// Handles one Ctrl-C; true when the chat should exit.
+    async fn exits(&mut self) -> bool {
+        let now = tokio::time::Instant::now();
+        let running = self
+            .lanes
+            .status(&self.key)
+            .await
+            .map(|s| s.running || s.queued > 0)
+            .unwrap_or(false);
+        if !running || self.last.is_some_and(|t| now - t < DOUBLE_CTRL_C) {
+            return true;
+        }
+        self.last = Some(now);
+        eprintln!("\n[stopping; Ctrl-C again to exit]");
+        let (lanes, key) = (self.lanes.clone(), self.key.clone());
+        tokio::spawn(async move {
+            let _ = lanes.stop(&key).await;
+        });
+        false
+    }
+}
+
+/// The chat's view of the run bus: failed turns, and tool progress lines.
+struct Runs {
+    key: String,
+    events: tokio::sync::broadcast::Receiver<LiveEvent>,
+    terminal: Arc<TerminalChannel>,
+    /// Show a line per tool call of chela's agent.
+    progress: bool,
+    /// Runs of the chat's session that ended in an error.
+    failed: usize,
+    /// False once the bus has closed.
+    open: bool,
+}
+
+impl Runs {
+    async fn see(&mut self, event: Result<LiveEvent, RecvError>) {
+        let event = match event {
+            Ok(event) if event.session_key == self.key => event.event,
+            Ok(_) => return,
+            Err(RecvError::Lagged(n)) => {
+                tracing::warn!(missed = n, "the chat missed run events");
+                return;
+            }
+            Err(RecvError::Closed) => {
+                self.open = false;
+                return;
+            }
+        };
+        match event {
+            RunEvent::Finished(record) if matches!(record.status, RunStatus::Error(_)) => {
+                self.failed += 1;
+            }
+            RunEvent::Tool(tool) if self.progress => {
+                if let Some(line) = progress_line(&tool) {
+                    let _ = self.terminal.note(&line).await;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Takes in what the bus still holds.
+    async fn drain(&mut self) {
+        while self.open {
+            match self.events.try_recv() {
+                Ok(event) => self.see(Ok(event)).await,
+                Err(tokio::sync::broadcast::error::TryRecvError::Lagged(n)) => {
+                    self.see(Err(RecvError::Lagged(n))).await;
+                }
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+/// The progress line of a tool event: its start, and a failed end.
+fn progress_line(event: &ToolEvent) -> Option<String> {
+    match event {
+        ToolEvent::Start { name, .. } => Some(format!("🔧 {name}")),
+        ToolEvent::End {
+            name,
+            is_error: true,
+            ..
+        } => Some(format!("⚠️ {name} failed")),
+        ToolEvent::End { .. } => None,
+    }
 }
 
 /// `chela gateway`: runs every configured channel until Ctrl-C or SIGTERM; a second signal
@@ -149,5 +369,36 @@ impl Signals {
         {
             let _ = tokio::signal::ctrl_c().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_become_commands_before_the_first_line() {
+        let options = ChatOptions {
+            new: true,
+            model: Some("small".into()),
+        };
+        assert_eq!(options.preface(), ["/new", "/model small"]);
+        assert!(ChatOptions::default().preface().is_empty());
+    }
+
+    #[test]
+    fn a_tool_shows_its_start_and_a_failure() {
+        let start = ToolEvent::Start {
+            id: "1".into(),
+            name: "exec".into(),
+        };
+        assert_eq!(progress_line(&start).as_deref(), Some("🔧 exec"));
+        let end = |is_error| ToolEvent::End {
+            id: "1".into(),
+            name: "exec".into(),
+            is_error,
+        };
+        assert_eq!(progress_line(&end(false)), None);
+        assert_eq!(progress_line(&end(true)).as_deref(), Some("⚠️ exec failed"));
     }
 }

@@ -15,19 +15,69 @@ use std::process::ExitCode;
 use chela::config::LoadedConfig;
 use chela::gateway::{Gateway, GatewayError};
 
-/// Logs to stderr, filtered by `RUST_LOG` (default `default_level`).
-pub fn init_logging(default_level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        // The ACP crate logs every refused agent request (a path escape...) as a warning;
-        // chela reports those itself.
-        tracing_subscriber::EnvFilter::new(format!("{default_level},agent_client_protocol=error"))
-    });
-    let _ = tracing_subscriber::fmt()
+/// The log levels `-v` and `-q` step through.
+const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+
+/// The level `default_level` moved by `verbosity` steps (`-v` up, `-q` down).
+pub fn log_level(default_level: &str, verbosity: i8) -> &'static str {
+    let at = LEVELS.iter().position(|l| *l == default_level).unwrap_or(2) as i64;
+    let moved = (at + i64::from(verbosity)).clamp(0, LEVELS.len() as i64 - 1);
+    LEVELS[moved as usize]
+}
+
+/// The log file of `chela chat`: `<store.path>.log`, beside the store.
+pub fn log_file(loaded: &LoadedConfig) -> std::path::PathBuf {
+    let mut name = loaded.config.store.path.clone().into_os_string();
+    name.push(".log");
+    name.into()
+}
+
+/// Starts logging: at `default_level` moved by `verbosity` when that is not 0, else as
+/// `RUST_LOG` says, else at `default_level`; to stderr, or appended to `file` (mode 0600;
+/// stderr when it cannot be opened).
+pub fn init_logging(default_level: &str, verbosity: i8, file: Option<&std::path::Path>) {
+    let level = log_level(default_level, verbosity);
+    // The ACP crate logs every refused agent request (a path escape...) as a warning;
+    // chela reports those itself.
+    let fallback =
+        || tracing_subscriber::EnvFilter::new(format!("{level},agent_client_protocol=error"));
+    let filter = if verbosity == 0 {
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| fallback())
+    } else {
+        fallback()
+    };
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(false)
-        .try_init();
+        .with_target(false);
+    let opened = file.map(|path| (path, open_log(path)));
+    let _ = match opened {
+        Some((_, Ok(log))) => builder
+            .with_writer(std::sync::Mutex::new(log))
+            .with_ansi(false)
+            .try_init(),
+        other => {
+            if let Some((path, Err(e))) = other {
+                eprintln!("chela: cannot open the log file {}: {e}", path.display());
+            }
+            builder
+                .with_writer(std::io::stderr)
+                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+                .try_init()
+        }
+    };
+}
+
+/// Opens `path` for appending, made with mode 0600.
+fn open_log(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    // Before the first start, the folder the store goes in may not exist yet.
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    options.open(path)
 }
 
 /// The terminal user's name: `terminal.user`, else `$USER`, else `local`.

@@ -261,11 +261,22 @@ impl Default for QueueConfig {
 }
 
 /// `[terminal]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TerminalConfig {
     /// The sender id of terminal messages; empty: `$USER`, else `local`.
     pub user: String,
+    /// `chela chat` on a terminal shows a line per tool call of chela's agent.
+    pub tool_progress: bool,
+}
+
+impl Default for TerminalConfig {
+    fn default() -> Self {
+        TerminalConfig {
+            user: String::new(),
+            tool_progress: true,
+        }
+    }
 }
 
 impl TerminalConfig {

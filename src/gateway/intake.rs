@@ -42,12 +42,23 @@ impl Router {
         key: String,
         inbound: Inbound,
     ) -> Result<Accepted, SinkError> {
+        self.route_and_take(key, inbound, Order::Free).await
+    }
+
+    /// Routes `inbound` and carries the route out; with [`Order::Input`] a command is
+    /// answered before this returns.
+    async fn route_and_take(
+        &self,
+        key: String,
+        inbound: Inbound,
+        order: Order,
+    ) -> Result<Accepted, SinkError> {
         let core = &self.core;
         match route::route(&key, &inbound, core.as_ref()).await {
             Route::Answer(decision) if core.questions.answer_oldest(&key, decision) => {
                 Ok(Accepted::Command)
             }
-            Route::Command(command) => Ok(run_command(core, key, inbound, command)?),
+            Route::Command(command) => Ok(run_command(core, key, inbound, command, order).await?),
             Route::Refused { native, why } => {
                 tracing::info!(sender = %inbound.sender.id, ?why, "command refused");
                 if native {
@@ -84,19 +95,46 @@ impl Router {
     }
 }
 
-/// Runs `command` on the fast path (once: a command has its own dedupe mark).
-fn run_command(
+/// How a message's handling is ordered with the ones after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Order {
+    /// A chat: a command runs at once, beside the session's queue (it may overtake turns).
+    Free,
+    /// A sequential input (a piped script): a command is answered before the next line is
+    /// read, and one that changes what later turns do waits for the earlier turns first.
+    Input,
+}
+
+/// Whether `command` changes what the session's turns do (its model, queue, window), so
+/// that from a sequential input it must apply only after the turns before it have run.
+fn acts_on_later_turns(command: &commands::Command) -> bool {
+    use commands::Command as C;
+    matches!(
+        command,
+        C::Model(_) | C::Queue(_) | C::New(_) | C::Reset { .. } | C::Compact
+    )
+}
+
+/// Runs `command` on the fast path (once: a command has its own dedupe mark); with
+/// [`Order::Input`], waits until it has answered.
+async fn run_command(
     core: &Arc<Core>,
     key: String,
     inbound: Inbound,
     command: commands::Command,
+    order: Order,
 ) -> Result<Accepted, SinkError> {
     if !first_time(core, &inbound)? {
         tracing::debug!(session = %key, "duplicate command dropped");
         return Ok(Accepted::Ignored);
     }
     let core = core.clone();
-    core.tasks.clone().spawn(async move {
+    let in_order = order == Order::Input;
+    let task = core.tasks.clone().spawn(async move {
+        if in_order && acts_on_later_turns(&command) {
+            // The lines before it are in the lane: let them run first.
+            let _ = core.lanes.wait_idle(&key).await;
+        }
         let first = super::commands::handle(&core, &key, &inbound, command).await;
         if let Some(first) = first
             && let Err(e) = enqueue(&core, key, first).await
@@ -108,6 +146,9 @@ fn run_command(
             .await;
         }
     });
+    if in_order {
+        let _ = task.await;
+    }
     Ok(Accepted::Command)
 }
 
@@ -292,19 +333,28 @@ async fn enqueue(
     }
 }
 
+impl Router {
+    /// Admits and routes one channel message.
+    async fn take(&self, inbound: Inbound, order: Order) -> Result<(), SinkError> {
+        let key = self.core.session_key(&inbound);
+        if crate::domain::text::is_blank(&inbound.text) {
+            tracing::debug!(session = %key, "blank message dropped");
+            return Ok(());
+        }
+        match admit(&self.core, &key, inbound).await {
+            Some(inbound) => self.route_and_take(key, inbound, order).await.map(|_| ()),
+            None => Ok(()),
+        }
+    }
+}
+
 impl InboundSink for Router {
     fn accept(&self, inbound: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
-        Box::pin(async move {
-            let key = self.core.session_key(&inbound);
-            if crate::domain::text::is_blank(&inbound.text) {
-                tracing::debug!(session = %key, "blank message dropped");
-                return Ok(());
-            }
-            match admit(&self.core, &key, inbound).await {
-                Some(inbound) => self.accept_for(key, inbound).await.map(|_| ()),
-                None => Ok(()),
-            }
-        })
+        Box::pin(self.take(inbound, Order::Free))
+    }
+
+    fn accept_in_order(&self, inbound: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
+        Box::pin(self.take(inbound, Order::Input))
     }
 
     fn cursor<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Option<i64>> {

@@ -157,6 +157,14 @@ pub struct SinkError(pub String);
 pub trait InboundSink: Send + Sync {
     /// Accepts one normalized message.
     fn accept(&self, inbound: Inbound) -> BoxFuture<'_, Result<(), SinkError>>;
+    /// Accepts one message of a sequential input (a script piped into the terminal) and
+    /// returns only once it is handled far enough that the next message of the same
+    /// conversation cannot overtake it: a command has answered, a message is in its
+    /// session's queue. Input lines are then handled in input order. By default the same
+    /// as [`InboundSink::accept`].
+    fn accept_in_order(&self, inbound: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
+        self.accept(inbound)
+    }
     /// A durable platform cursor (e.g. the Telegram update offset) saved under `name`.
     fn cursor<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Option<i64>> {
         let _ = name;

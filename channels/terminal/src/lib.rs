@@ -2,6 +2,8 @@
 //! local user; replies stream to stdout as they are generated (an edit prints only the new
 //! text), and a finished reply ends its line.
 
+pub mod editor;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -24,12 +26,27 @@ struct Screen {
     open_line: bool,
 }
 
+/// Where the terminal's lines come from, and how they are handed on.
+pub enum Input {
+    /// Lines read from stdin, each handed on as soon as it is read: a message typed during a
+    /// run steers it or waits in the queue, a command overtakes them (a chat by hand).
+    Stdin,
+    /// Lines read from stdin and handled in input order: a command answers before the next
+    /// line is read ([`InboundSink::accept_in_order`]; a script piped in).
+    StdinInOrder,
+    /// Lines handed in by the caller (a line editor on a TTY), each as soon as it comes.
+    Lines(tokio::sync::mpsc::Receiver<String>),
+}
+
 /// The terminal channel.
 pub struct TerminalChannel {
     user: String,
     out: Mutex<(Box<dyn AsyncWrite + Send + Unpin>, Screen)>,
     next_id: AtomicU64,
     quiet: bool,
+    input: std::sync::Mutex<Option<Input>>,
+    /// Lines handed on in order before the input (`chat --new`, `--model`).
+    preface: std::sync::Mutex<Vec<String>>,
 }
 
 impl TerminalChannel {
@@ -54,7 +71,47 @@ impl TerminalChannel {
             out: Mutex::new((out, Screen::default())),
             next_id: AtomicU64::new(1),
             quiet,
+            input: std::sync::Mutex::new(Some(Input::Stdin)),
+            preface: std::sync::Mutex::new(Vec::new()),
         })
+    }
+
+    /// Sets where [`Channel::run`] reads its lines (default [`Input::Stdin`]); `preface`
+    /// lines are handed on first, in order, each once the one before has been handled.
+    pub fn set_input(&self, input: Input, preface: Vec<String>) {
+        if let Ok(mut slot) = self.input.lock() {
+            *slot = Some(input);
+        }
+        if let Ok(mut slot) = self.preface.lock() {
+            *slot = preface;
+        }
+    }
+
+    /// Prints `line` on a line of its own between the reply's text (a tool's progress).
+    pub async fn note(&self, line: &str) -> Result<(), ChannelError> {
+        self.write(|screen| {
+            let lead = if screen.open_line { "\n" } else { "" };
+            // The reply goes on below the note, on a new line.
+            screen.open_line = false;
+            screen.current = None;
+            format!("{lead}{line}\n")
+        })
+        .await
+    }
+
+    /// Hands one line on; a refused line is said on the screen.
+    async fn hand_on(&self, sink: &dyn InboundSink, line: &str, in_order: bool) {
+        let inbound = self.inbound(line.trim_end());
+        let accepted = if in_order {
+            sink.accept_in_order(inbound).await
+        } else {
+            sink.accept(inbound).await
+        };
+        if let Err(e) = accepted {
+            let _ = self
+                .write(|_| format!("[chela] message not accepted: {e}\n"))
+                .await;
+        }
     }
 
     /// The conversation of the local user.
@@ -125,23 +182,43 @@ impl Channel for TerminalChannel {
         shutdown: CancellationToken,
     ) -> BoxFuture<'_, Result<(), ChannelError>> {
         Box::pin(async move {
-            let mut lines = BufReader::new(tokio::io::stdin()).lines();
-            loop {
-                let line = tokio::select! {
-                    _ = shutdown.cancelled() => return Ok(()),
-                    line = lines.next_line() => line,
-                };
-                match line {
-                    Ok(Some(line)) if line.trim().is_empty() => continue,
-                    Ok(Some(line)) => {
-                        if let Err(e) = sink.accept(self.inbound(line.trim_end())).await {
-                            let _ = self
-                                .write(|_| format!("[chela] message not accepted: {e}\n"))
-                                .await;
+            let input = self.input.lock().ok().and_then(|mut slot| slot.take());
+            let preface = self
+                .preface
+                .lock()
+                .map(|mut p| std::mem::take(&mut *p))
+                .unwrap_or_default();
+            for line in preface {
+                self.hand_on(sink.as_ref(), &line, true).await;
+            }
+            match input {
+                None => Ok(()),
+                Some(Input::Lines(mut rx)) => loop {
+                    let line = tokio::select! {
+                        _ = shutdown.cancelled() => return Ok(()),
+                        line = rx.recv() => line,
+                    };
+                    match line {
+                        Some(line) if line.trim().is_empty() => continue,
+                        Some(line) => self.hand_on(sink.as_ref(), &line, false).await,
+                        None => return Ok(()),
+                    }
+                },
+                Some(stdin) => {
+                    let in_order = matches!(stdin, Input::StdinInOrder);
+                    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+                    loop {
+                        let line = tokio::select! {
+                            _ = shutdown.cancelled() => return Ok(()),
+                            line = lines.next_line() => line,
+                        };
+                        match line {
+                            Ok(Some(line)) if line.trim().is_empty() => continue,
+                            Ok(Some(line)) => self.hand_on(sink.as_ref(), &line, in_order).await,
+                            Ok(None) => return Ok(()),
+                            Err(e) => return Err(ChannelError::Transport(e.to_string())),
                         }
                     }
-                    Ok(None) => return Ok(()),
-                    Err(e) => return Err(ChannelError::Transport(e.to_string())),
                 }
             }
         })

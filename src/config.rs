@@ -19,6 +19,7 @@ mod env;
 mod error;
 mod hooks;
 mod overrides;
+mod redact;
 mod rpc;
 mod tools;
 mod types;
@@ -41,6 +42,7 @@ pub use env::{
 pub use error::{ConfigError, Location, ParseEnumError};
 pub use hooks::{HookConfig, HooksConfig};
 pub use overrides::ENV_OVERRIDES;
+pub use redact::REDACTED;
 pub use rpc::{DEFAULT_RPC_LISTEN, RpcConfig, discovery_path_for};
 pub use tools::{
     ExecApprovals, ExecConfig, SandboxMode, TOOL_GROUPS, TOOL_NAMES, ToolProfile, ToolScopeConfig,
@@ -77,9 +79,7 @@ impl Config {
             Some(path) => Some(existing(path)?),
             None => match lookup("CHELA_CONFIG").filter(|v| !v.is_empty()) {
                 Some(path) => Some(existing(Path::new(&path))?),
-                None => dirs::config_dir()
-                    .map(|dir| dir.join("chela").join("config.toml"))
-                    .filter(|path| path.is_file()),
+                None => default_config_path().filter(|path| path.is_file()),
             },
         };
         let home = dirs::home_dir();
@@ -271,6 +271,12 @@ impl Config {
             n => n,
         }
     }
+}
+
+/// The config file read when none is named: the platform config folder's
+/// `chela/config.toml` (`~/.config/chela/config.toml` on Linux); `None` without a home.
+pub fn default_config_path() -> Option<PathBuf> {
+    dirs::config_dir().map(|dir| dir.join("chela").join("config.toml"))
 }
 
 /// Checks that an explicitly named config file exists.

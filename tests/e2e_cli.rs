@@ -47,8 +47,14 @@ async fn adding_a_config_file_keeps_the_store_and_chela_model_picks_the_model() 
     let out = chela(home.path(), &["sessions", "list"], &env).await;
     let listed = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(listed.contains(KEY), "the earlier session is still listed: {listed}");
-    assert!(!config.with_file_name("data").exists(), "no store beside the file");
+    assert!(
+        listed.contains(KEY),
+        "the earlier session is still listed: {listed}"
+    );
+    assert!(
+        !config.with_file_name("data").exists(),
+        "no store beside the file"
+    );
     // The file's model is used, and CHELA_MODEL overrides it.
     let out = chela(home.path(), &["agent", "--message", "second"], &env).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -76,7 +82,10 @@ async fn a_url_without_its_scheme_is_refused_at_load_naming_the_variable_or_key(
         "{stderr}"
     );
     assert!(stderr.contains("\"http://localhost:11434/v1\""), "{stderr}");
-    assert!(!home.path().join(".chela/data").exists(), "stopped before the store");
+    assert!(
+        !home.path().join(".chela/data").exists(),
+        "stopped before the store"
+    );
     let config = home.path().join("c.toml");
     std::fs::write(&config, "[model]\nbase_url = \"localhost:11434/v1\"\n").unwrap();
     let config = config.to_str().unwrap();
@@ -112,7 +121,12 @@ async fn completions_are_printed_for_each_shell_even_with_a_broken_config() {
         ("zsh", "#compdef chela"),
         ("fish", "complete -c chela"),
     ] {
-        let out = chela(home.path(), &["--config", config, "completions", shell], &[]).await;
+        let out = chela(
+            home.path(),
+            &["--config", config, "completions", shell],
+            &[],
+        )
+        .await;
         let script = text(&out.stdout);
         assert!(out.status.success(), "{shell}: {}", text(&out.stderr));
         assert!(script.contains(marker), "{shell}: {script}");
@@ -203,9 +217,15 @@ async fn pairing_refuses_an_unknown_channel() {
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{stderr}");
         assert!(stderr.contains("invalid value 'telgram'"), "{stderr}");
-        assert!(stderr.contains("possible values: telegram, discord"), "{stderr}");
+        assert!(
+            stderr.contains("possible values: telegram, discord"),
+            "{stderr}"
+        );
     }
-    assert!(!home.path().join(".chela/data").exists(), "refused before the store");
+    assert!(
+        !home.path().join(".chela/data").exists(),
+        "refused before the store"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -221,8 +241,18 @@ async fn sessions_import_checks_the_key_and_stores_its_canonical_form() {
     let out = chela(home.path(), &args, &env).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     let file = file.to_str().unwrap();
-    for bad in ["tester", "agent:main", "agent:Bad Id:main", "agent:main:x:y:z:w:v"] {
-        let out = chela(home.path(), &["sessions", "import", bad, "--in", file], &env).await;
+    for bad in [
+        "tester",
+        "agent:main",
+        "agent:Bad Id:main",
+        "agent:main:x:y:z:w:v",
+    ] {
+        let out = chela(
+            home.path(),
+            &["sessions", "import", bad, "--in", file],
+            &env,
+        )
+        .await;
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{bad}: {stderr}");
         assert!(
@@ -230,12 +260,21 @@ async fn sessions_import_checks_the_key_and_stores_its_canonical_form() {
             "{stderr}"
         );
     }
-    let args = ["sessions", "import", "agent:main:Terminal:direct:Bob", "--in", file];
+    let args = [
+        "sessions",
+        "import",
+        "agent:main:Terminal:direct:Bob",
+        "--in",
+        file,
+    ];
     let out = chela(home.path(), &args, &env).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     let out = chela(home.path(), &["sessions", "list"], &env).await;
     let listed = text(&out.stdout);
-    assert!(listed.contains("agent:main:terminal:direct:bob\t"), "{listed}");
+    assert!(
+        listed.contains("agent:main:terminal:direct:bob\t"),
+        "{listed}"
+    );
     assert!(!listed.contains("Bob"), "{listed}");
 }
 

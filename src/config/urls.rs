@@ -44,7 +44,11 @@ impl Config {
             ("channels.telegram.api_url", telegram.api_url.as_str(), HTTP),
             ("channels.telegram.webhook_url", &telegram.webhook_url, HTTP),
             ("channels.discord.api_url", &discord.api_url, HTTP),
-            ("channels.discord.gateway_url", &discord.gateway_url, WEBSOCKET),
+            (
+                "channels.discord.gateway_url",
+                &discord.gateway_url,
+                WEBSOCKET,
+            ),
         ]
         .into_iter()
         .filter(|(_, value, _)| !value.trim().is_empty())
@@ -77,7 +81,10 @@ mod tests {
              scheme, e.g. \"http://localhost:11434/v1\""
         );
         let err = check("127.0.0.1:11434", HTTP).unwrap_err();
-        assert!(err.starts_with("\"127.0.0.1:11434\" is not a URL ("), "{err}");
+        assert!(
+            err.starts_with("\"127.0.0.1:11434\" is not a URL ("),
+            "{err}"
+        );
         assert!(err.ends_with("e.g. \"http://127.0.0.1:11434\""), "{err}");
         let err = check("https://gateway.discord.gg", WEBSOCKET).unwrap_err();
         assert!(err.ends_with("must start with wss:// or ws://"), "{err}");

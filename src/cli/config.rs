@@ -50,7 +50,8 @@ pub fn show(loaded: &LoadedConfig) -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    print!("{out}");
+    // `chela config show | head` closes the pipe early: not an error worth a panic.
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
     ExitCode::SUCCESS
 }
 

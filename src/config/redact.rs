@@ -36,12 +36,12 @@ mod tests {
     #[test]
     fn secrets_are_hidden_and_the_rest_kept() {
         let text = "[model]\napi_key = \"sk-123\"\nmodel = \"llama3.2\"\n\
-                    [channels.telegram]\ntoken = \"1:tg\"\nwebhook_secret = \"hook\"\n\
+                    [channels.telegram]\ntoken = \"1:tg\"\nwebhook_secret = \"whsec-9\"\n\
                     [channels.discord]\ntoken = \"dc\"\n[rpc]\ntoken = \"rpc\"\n\
                     [acp.agents.x]\ncommand = [\"x\"]\nenv = { API_KEY = \"k\" }\n";
         let config = Config::from_toml_str(text, "c.toml", &|_| None).unwrap();
         let shown = toml::to_string(&config.redacted()).unwrap();
-        for secret in ["sk-123", "1:tg", "hook", "\"dc\"", "\"rpc\"", "\"k\""] {
+        for secret in ["sk-123", "1:tg", "whsec-9", "\"dc\"", "\"rpc\"", "\"k\""] {
             assert!(!shown.contains(secret), "{secret} shown:\n{shown}");
         }
         assert!(shown.contains("api_key = \"<set>\""), "{shown}");

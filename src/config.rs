@@ -4,8 +4,9 @@
 //! config dir, else embedded defaults), expands `${VAR}` / `${VAR:-default}` from the environment
 //! (an unset `${VAR}` without a default is an error naming it and its key),
 //! parses with every table closed to unknown keys, applies environment overrides
-//! (`CHELA_STORE_PATH`), resolves `~` and relative paths against the config file's folder and
-//! validates cross-field rules. Every error names the file, the dotted key, the line and column,
+//! ([`ENV_OVERRIDES`]), resolves `~` and relative paths against the config file's folder and
+//! validates cross-field rules and URLs. The store defaults to `~/.chela/data` whichever file
+//! is used. Every error names the file, the dotted key, the line and column,
 //! and what was expected. `config.example.toml` at the repository root lists every key with its
 //! default; a test keeps it equal to [`Config::default`].
 
@@ -17,9 +18,12 @@ mod delivery;
 mod env;
 mod error;
 mod hooks;
+mod overrides;
+mod redact;
 mod rpc;
 mod tools;
 mod types;
+mod urls;
 
 #[cfg(test)]
 mod tests;
@@ -37,6 +41,8 @@ pub use env::{
 };
 pub use error::{ConfigError, Location, ParseEnumError};
 pub use hooks::{HookConfig, HooksConfig};
+pub use overrides::ENV_OVERRIDES;
+pub use redact::REDACTED;
 pub use rpc::{DEFAULT_RPC_LISTEN, RpcConfig, discovery_path_for};
 pub use tools::{
     ExecApprovals, ExecConfig, SandboxMode, TOOL_GROUPS, TOOL_NAMES, ToolProfile, ToolScopeConfig,
@@ -73,9 +79,7 @@ impl Config {
             Some(path) => Some(existing(path)?),
             None => match lookup("CHELA_CONFIG").filter(|v| !v.is_empty()) {
                 Some(path) => Some(existing(Path::new(&path))?),
-                None => dirs::config_dir()
-                    .map(|dir| dir.join("chela").join("config.toml"))
-                    .filter(|path| path.is_file()),
+                None => default_config_path().filter(|path| path.is_file()),
             },
         };
         let home = dirs::home_dir();
@@ -103,30 +107,9 @@ impl Config {
                 (Config::default(), home.join(".chela"))
             }
         };
-        let telegram = &mut config.channels.telegram;
-        if telegram.token.is_empty() {
-            telegram.token = lookup("TELEGRAM_BOT_TOKEN").unwrap_or_default();
-        }
-        if let Some(url) = lookup("CHELA_TELEGRAM_API_URL").filter(|v| !v.is_empty()) {
-            telegram.api_url = url;
-        }
-        let discord = &mut config.channels.discord;
-        if discord.token.is_empty() {
-            discord.token = lookup("DISCORD_BOT_TOKEN").unwrap_or_default();
-        }
-        if let Some(url) = lookup("CHELA_DISCORD_API_URL").filter(|v| !v.is_empty()) {
-            discord.api_url = url;
-        }
-        if let Some(url) = lookup("CHELA_DISCORD_GATEWAY_URL").filter(|v| !v.is_empty()) {
-            discord.gateway_url = url;
-        }
-        let rpc = &mut config.rpc;
-        if rpc.token.is_empty() {
-            rpc.token = lookup("CHELA_RPC_TOKEN").unwrap_or_default();
-        }
-        if let Some(listen) = lookup("CHELA_RPC_LISTEN") {
-            // Set but empty turns the RPC off, as `listen = ""` does.
-            rpc.listen = listen;
+        config.apply_env(lookup, home.as_deref())?;
+        if home.is_none() && config.store.path.starts_with("~") {
+            return Err(ConfigError::NoHome);
         }
         if let Err((key, message)) = config.rpc.check().and(config.delivery.check()) {
             return Err(ConfigError::Invalid {
@@ -134,11 +117,6 @@ impl Config {
                 key,
                 message,
             });
-        }
-        if let Some(store) = lookup("CHELA_STORE_PATH").filter(|v| !v.is_empty()) {
-            // Relative to the current directory, like any path given in a shell.
-            let path = expand_home(Path::new(&store), home.as_deref());
-            config.store.path = std::path::absolute(&path).unwrap_or(path);
         }
         config.resolve_paths(&base_dir, home.as_deref());
         config.config_file = source.clone();
@@ -276,6 +254,9 @@ impl Config {
         if let Err((key, message)) = self.hooks.check() {
             return invalid(&key, message);
         }
+        if let Err((key, message)) = self.check_urls() {
+            return invalid(&key, message);
+        }
         Ok(())
     }
 
@@ -294,6 +275,12 @@ impl Config {
 /// someone else's reply as with the old max(8, 4 x cores).
 pub const DEFAULT_MAX_CONCURRENT_RUNS: usize = 64;
 
+/// The config file read when none is named: the platform config folder's
+/// `chela/config.toml` (`~/.config/chela/config.toml` on Linux); `None` without a home.
+pub fn default_config_path() -> Option<PathBuf> {
+    dirs::config_dir().map(|dir| dir.join("chela").join("config.toml"))
+}
+
 /// Checks that an explicitly named config file exists.
 fn existing(path: &Path) -> Result<PathBuf, ConfigError> {
     if path.is_file() {
@@ -306,7 +293,7 @@ fn existing(path: &Path) -> Result<PathBuf, ConfigError> {
 }
 
 /// Replaces a leading `~` (alone or followed by a separator) with `home`, when known.
-fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {
+pub(crate) fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {
     match (path.strip_prefix("~"), home) {
         (Ok(rest), Some(home)) if rest.as_os_str().is_empty() => home.to_path_buf(),
         (Ok(rest), Some(home)) => home.join(rest),

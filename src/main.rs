@@ -1,11 +1,12 @@
-//! The `chela` command line: gateway, chat, agent, sessions, status, doctor.
+//! The `chela` command line: gateway, chat, agent, sessions, status, doctor, config,
+//! completions.
 
 mod cli;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// chela: a chat-platform gateway for AI agents.
 #[derive(Parser)]
@@ -71,6 +72,17 @@ enum Command {
     Status,
     /// Check config, store and model provider, and say what to fix.
     Doctor,
+    /// Show the effective configuration, or write the commented example.
+    Config {
+        #[command(subcommand)]
+        command: cli::config::ConfigCommand,
+    },
+    /// Print a shell completion script, e.g.
+    /// `chela completions bash > ~/.local/share/bash-completion/completions/chela`.
+    Completions {
+        /// bash, elvish, fish, powershell or zsh.
+        shell: clap_complete::Shell,
+    },
 }
 
 fn main() -> ExitCode {
@@ -93,6 +105,16 @@ fn main() -> ExitCode {
             };
         }
     };
+    // These work without a config (or with a broken one).
+    match &args.command {
+        Command::Completions { shell } => {
+            return cli::config::completions(*shell, Args::command());
+        }
+        Command::Config {
+            command: cli::config::ConfigCommand::Init,
+        } => return cli::config::init(args.config.as_deref()),
+        _ => {}
+    }
     let loaded = match chela::config::Config::load(args.config.as_deref()) {
         Ok(mut loaded) => {
             loaded.config.store.accept_rollback = args.accept_store_rollback;
@@ -139,6 +161,8 @@ fn main() -> ExitCode {
             Command::Acp { command } => cli::acp::run(loaded, command).await,
             Command::Status => cli::status::status(loaded).await,
             Command::Doctor => cli::doctor::doctor(loaded).await,
+            Command::Config { .. } => cli::config::show(&loaded),
+            Command::Completions { .. } => ExitCode::SUCCESS,
         }
     });
     // The terminal's stdin reader is a blocking thread that no one can interrupt: do not

@@ -1,19 +1,37 @@
-//! `chela doctor`: checks config, store and model provider, and says what to fix.
+//! `chela doctor`: checks config, store, model provider, channels and coding agents, and says
+//! what to fix.
+
+mod acp;
+mod remote;
 
 use std::process::ExitCode;
-use std::time::Duration;
 
+use chela::acp::harness::Installed;
 use chela::config::{LoadedConfig, ProviderKind};
 use chela::store::{Store, StoreError};
 
+/// The lines printed so far and whether every check passed.
+struct Report {
+    ok: bool,
+}
+
+impl Report {
+    /// Prints one check: `ok` or `FAIL`, what was checked, what was found.
+    fn line(&mut self, good: bool, what: &str, detail: String) {
+        self.ok &= good;
+        println!("{} {what}: {detail}", if good { "ok  " } else { "FAIL" });
+    }
+
+    /// Prints something worth knowing that does not fail the check.
+    fn warn(&self, what: &str, detail: String) {
+        println!("warn {what}: {detail}");
+    }
+}
+
 /// Runs every check; exits 1 when one fails.
 pub async fn doctor(loaded: LoadedConfig) -> ExitCode {
-    let mut ok = true;
-    let mut report = |good: bool, what: &str, detail: String| {
-        ok &= good;
-        println!("{} {what}: {detail}", if good { "ok  " } else { "FAIL" });
-    };
-    report(
+    let mut report = Report { ok: true };
+    report.line(
         true,
         "config",
         match &loaded.source {
@@ -21,13 +39,27 @@ pub async fn doctor(loaded: LoadedConfig) -> ExitCode {
             None => "no config file; embedded defaults (see config.example.toml)".into(),
         },
     );
+    store(&loaded, &mut report).await;
+    model(&loaded, &mut report).await;
+    sandboxes(&loaded, &mut report);
+    channels(&loaded, &mut report).await;
+    coding_agents(&loaded, &mut report).await;
+    if report.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// The store opens (or the gateway holding it answers).
+async fn store(loaded: &LoadedConfig, report: &mut Report) {
     let path = &loaded.config.store.path;
     match Store::open_with(
         path,
         loaded.config.store.accept_rollback,
         loaded.config.store.cache_bytes(),
     ) {
-        Ok(store) => report(
+        Ok(store) => report.line(
             true,
             "store",
             format!(
@@ -39,12 +71,12 @@ pub async fn doctor(loaded: LoadedConfig) -> ExitCode {
         Err(StoreError::Locked { .. }) => {
             // A running gateway holds it: the store is fine if that gateway answers.
             let reached = async {
-                let mut client = super::rpc::connect(&loaded).await?;
+                let mut client = super::rpc::connect(loaded).await?;
                 client.call("status", serde_json::json!({})).await
             }
             .await;
             match reached {
-                Ok(_) => report(
+                Ok(_) => report.line(
                     true,
                     "store",
                     format!(
@@ -52,7 +84,7 @@ pub async fn doctor(loaded: LoadedConfig) -> ExitCode {
                         path.display()
                     ),
                 ),
-                Err(e) => report(
+                Err(e) => report.line(
                     false,
                     "store",
                     format!(
@@ -62,16 +94,20 @@ pub async fn doctor(loaded: LoadedConfig) -> ExitCode {
                 ),
             }
         }
-        Err(e) => report(
+        Err(e) => report.line(
             false,
             "store",
             format!("{e}; stop the other chela process or set store.path"),
         ),
     }
+}
+
+/// The provider is configured, its server answers and serves the model.
+async fn model(loaded: &LoadedConfig, report: &mut Report) {
     let settings = chela::agent::provider_settings(&loaded.config);
     match chela::agent::provider::settings::build(&settings) {
-        Err(e) => report(false, "model", e.to_string()),
-        Ok(provider) if settings.kind == ProviderKind::Echo => report(
+        Err(e) => report.line(false, "model", e.to_string()),
+        Ok(provider) if settings.kind == ProviderKind::Echo => report.line(
             true,
             "model",
             format!(
@@ -81,9 +117,14 @@ pub async fn doctor(loaded: LoadedConfig) -> ExitCode {
         ),
         Ok(provider) => {
             let base = settings.effective_base_url();
-            let (good, detail) =
-                reachable(&settings.kind, &base, settings.effective_api_key()).await;
-            report(
+            let (good, detail) = remote::model_served(
+                settings.kind,
+                &base,
+                settings.effective_api_key(),
+                provider.model(),
+            )
+            .await;
+            report.line(
                 good,
                 "model",
                 format!(
@@ -94,12 +135,16 @@ pub async fn doctor(loaded: LoadedConfig) -> ExitCode {
             );
         }
     }
+}
+
+/// The exec, ACP and hooks sandboxes.
+fn sandboxes(loaded: &LoadedConfig, report: &mut Report) {
     let sandbox = chela::sandbox::ExecSandbox::from_config(&loaded.config);
     match sandbox.describe() {
-        (true, detail) => report(true, "exec sandbox", detail),
+        (true, detail) => report.line(true, "exec sandbox", detail),
         // exec still works, each command after the owner's approval.
-        (false, detail) if sandbox.needs_approval() => println!("warn exec sandbox: {detail}"),
-        (false, detail) => report(false, "exec sandbox", detail),
+        (false, detail) if sandbox.needs_approval() => report.warn("exec sandbox", detail),
+        (false, detail) => report.line(false, "exec sandbox", detail),
     }
     let config = &loaded.config;
     for (name, key, mode) in [
@@ -107,117 +152,70 @@ pub async fn doctor(loaded: LoadedConfig) -> ExitCode {
         ("hooks sandbox", "[hooks] sandbox", config.hooks.sandbox),
     ] {
         match chela::sandbox::ChildSandbox::from_config(mode, config).describe(key) {
-            (true, detail) => report(true, name, detail),
+            (true, detail) => report.line(true, name, detail),
             // They still run, unconfined: a warning, not a failure.
-            (false, detail) => println!("warn {name}: {detail}"),
+            (false, detail) => report.warn(name, detail),
         }
     }
+}
+
+/// Telegram and Discord: each platform whose token is set is asked who the bot is.
+async fn channels(loaded: &LoadedConfig, report: &mut Report) {
     let telegram = &loaded.config.channels.telegram;
     if telegram.token.trim().is_empty() {
-        report(
+        report.line(
             true,
             "telegram",
             "no token (set TELEGRAM_BOT_TOKEN to run the Telegram channel)".into(),
         );
     } else {
-        let (good, detail) = telegram_me(&telegram.api_url, telegram.token.trim()).await;
-        report(good, "telegram", detail);
+        let (good, detail) = remote::telegram_me(&telegram.api_url, telegram.token.trim()).await;
+        report.line(good, "telegram", detail);
     }
-    let acp = &loaded.config.acp;
-    let path = std::env::var("PATH").ok();
-    for (name, harness) in acp.harnesses() {
-        let installed = chela::acp::harness::installed(&harness, path.as_deref());
-        // A configured agent must start; a built-in one is optional.
-        let required = acp.agents.contains_key(&name);
-        report(
-            installed.is_usable() || !required,
-            &format!("acp {name}"),
-            installed.to_string(),
-        );
-    }
-    if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
-}
-
-/// Asks the Bot API who the token belongs to.
-async fn telegram_me(api_url: &str, token: &str) -> (bool, String) {
-    let client = match reqwest::Client::builder()
-        .timeout(Duration::from_secs(5))
-        .build()
-    {
-        Ok(c) => c,
-        Err(e) => return (false, e.to_string()),
-    };
-    let url = format!("{}/bot{token}/getMe", api_url.trim_end_matches('/'));
-    match client.post(&url).send().await {
-        Ok(resp) if resp.status().is_success() => {
-            let body: serde_json::Value = resp.json().await.unwrap_or_default();
-            let name = body["result"]["username"].as_str().unwrap_or("?");
-            let privacy = if body["result"]["can_read_all_group_messages"] == true {
-                "privacy mode off: sees every group message"
-            } else {
-                "privacy mode on: in groups it sees only commands, mentions and replies"
-            };
-            (true, format!("@{name} ({privacy})"))
-        }
-        Ok(resp) if resp.status().as_u16() == 401 || resp.status().as_u16() == 404 => (
-            false,
-            "the Bot API refused the token; copy it again from @BotFather".into(),
-        ),
-        Ok(resp) => (false, format!("getMe answered {}", resp.status())),
-        Err(_) => (
-            false,
-            format!("cannot reach {api_url}; check channels.telegram.api_url and the network"),
-        ),
-    }
-}
-
-/// Asks the provider's model list, which needs the key but costs no tokens.
-async fn reachable(kind: &ProviderKind, base: &str, key: Option<&str>) -> (bool, String) {
-    let client = match reqwest::Client::builder()
-        .timeout(Duration::from_secs(5))
-        .build()
-    {
-        Ok(c) => c,
-        Err(e) => return (false, e.to_string()),
-    };
-    let (url, request) = match kind {
-        ProviderKind::Anthropic => {
-            let url = format!("{}/v1/models", base.trim_end_matches("/v1"));
-            let mut req = client.get(&url).header("anthropic-version", "2023-06-01");
-            if let Some(key) = key {
-                req = req.header("x-api-key", key);
-            }
-            (url, req)
-        }
-        _ => {
-            let url = format!("{base}/models");
-            let mut req = client.get(&url);
-            if let Some(key) = key {
-                req = req.bearer_auth(key);
-            }
-            (url, req)
-        }
-    };
-    match request.send().await {
-        Ok(resp) if resp.status().is_success() => (true, "reachable".into()),
-        Ok(resp) if resp.status().as_u16() == 401 || resp.status().as_u16() == 403 => (
-            false,
-            format!(
-                "{url} refused the API key ({}); check the key",
-                resp.status()
-            ),
-        ),
-        Ok(resp) => (
+    let discord = &loaded.config.channels.discord;
+    if discord.token.trim().is_empty() {
+        report.line(
             true,
-            format!("reachable, but {url} answered {}", resp.status()),
-        ),
-        Err(e) => (
-            false,
-            format!("cannot reach {url}: {e}; is the server running? set model.base_url"),
-        ),
+            "discord",
+            "no token (set DISCORD_BOT_TOKEN to run the Discord channel)".into(),
+        );
+    } else {
+        let (good, detail) = remote::discord_me(&discord.api_url, discord.token.trim()).await;
+        report.line(good, "discord", detail);
+    }
+}
+
+/// Every coding agent: a configured one (`[acp.agents.NAME]`) must start and answer; a
+/// built-in one found on PATH is started too, its failure a warning; one run through npx is
+/// not started (that would fetch its package).
+async fn coding_agents(loaded: &LoadedConfig, report: &mut Report) {
+    let acp_config = &loaded.config.acp;
+    let path = std::env::var("PATH").ok();
+    for (name, harness) in acp_config.harnesses() {
+        let what = format!("acp {name}");
+        let required = acp_config.agents.contains_key(&name);
+        let installed = chela::acp::harness::installed(&harness, path.as_deref());
+        let start = match &installed {
+            Installed::Missing(_) => false,
+            Installed::ViaNpx(_) => required,
+            Installed::Found(_) => true,
+        };
+        if !start {
+            // Not there, or a built-in through npx: only required ones fail.
+            report.line(
+                installed.is_usable() || !required,
+                &what,
+                installed.to_string(),
+            );
+            continue;
+        }
+        match acp::starts(&harness, &loaded.config, acp::START_TIMEOUT).await {
+            (true, detail) => report.line(true, &what, detail),
+            (false, detail) if required => report.line(false, &what, detail),
+            (false, detail) => report.warn(
+                &what,
+                format!("{detail}\n       (built in, not configured: not a failure)"),
+            ),
+        }
     }
 }

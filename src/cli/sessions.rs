@@ -28,7 +28,9 @@ pub enum SessionsCommand {
     },
     /// Read a JSONL transcript into a new session.
     Import {
-        /// Session key to create.
+        /// Session key to create, e.g. agent:main:terminal:direct:alice (stored in its
+        /// canonical lowercase form).
+        #[arg(value_parser = session_key)]
         key: String,
         /// Input file (default: stdin).
         #[arg(long = "in")]
@@ -102,6 +104,12 @@ pub async fn run(loaded: LoadedConfig, command: SessionsCommand) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// A session key in its canonical form, or why it is not one (`sessions import` must not
+/// create a session no conversation maps to).
+fn session_key(text: &str) -> Result<String, chela::domain::session_key::KeyError> {
+    chela::domain::session_key::SessionKey::parse(text).map(|key| key.to_string())
 }
 
 /// Prints one line per session.

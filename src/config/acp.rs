@@ -104,7 +104,7 @@ pub const BUILTIN_HARNESSES: &[(&str, &[&str])] = &[
         "claude",
         &["npx", "-y", "@agentclientprotocol/claude-agent-acp"],
     ),
-    ("gemini", &["gemini", "--experimental-acp"]),
+    ("gemini", &["gemini", "--acp"]),
     ("opencode", &["opencode", "acp"]),
     ("pi", &["pi-acp"]),
 ];

@@ -62,9 +62,19 @@ pub enum ConfigError {
         /// The I/O error.
         source: std::io::Error,
     },
-    /// No config file and no home folder to put the defaults in.
-    #[error("no home folder found for the default data path; set CHELA_STORE_PATH or --config")]
+    /// No home folder to put the defaults in (the store's `~/.chela/data`).
+    #[error(
+        "no home folder found for the default data path; set HOME, CHELA_STORE_PATH or store.path"
+    )]
     NoHome,
+    /// An environment variable that overrides or fills a key holds a bad value.
+    #[error("environment variable {name}: {message}")]
+    Env {
+        /// The variable (`OPENAI_BASE_URL`).
+        name: String,
+        /// What is wrong and what is expected.
+        message: String,
+    },
     /// A `${...}` reference could not be expanded.
     #[error("{location}: {message}")]
     Substitution {

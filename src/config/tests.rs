@@ -30,7 +30,7 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 #[test]
 fn defaults_match_the_spec() {
     let c = Config::default();
-    assert_eq!(c.store.path, PathBuf::from("data"));
+    assert_eq!(c.store.path, PathBuf::from("~/.chela/data"));
     assert_eq!(c.model.provider, ProviderKind::OpenAi);
     assert_eq!(c.model.max_tokens, 4096);
     assert_eq!(c.agent.id, "main");
@@ -235,11 +235,108 @@ fn chela_store_path_overrides_the_file() {
 }
 
 #[test]
+fn a_config_file_does_not_move_the_default_store() {
+    // The README's Ollama file: only a model name. The store stays where it was without a file.
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "config.toml", "[model]\nmodel = \"llama3.2\"\n");
+    let with_file = Config::load_with_env(Some(&path), &no_env).unwrap();
+    let home = dirs::home_dir().unwrap();
+    assert_eq!(with_file.config.store.path, home.join(".chela/data"));
+    assert_eq!(with_file.base_dir, std::path::absolute(dir.path()).unwrap());
+    // Only an explicit relative path is relative to the file.
+    let path = write(dir.path(), "config.toml", "[store]\npath = \"data\"\n");
+    let explicit = Config::load_with_env(Some(&path), &no_env).unwrap();
+    assert_eq!(
+        explicit.config.store.path,
+        std::path::absolute(dir.path()).unwrap().join("data")
+    );
+}
+
+#[test]
+fn chela_model_overrides_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "config.toml", "[model]\nmodel = \"llama3.2\"\n");
+    let lookup = env(&[("CHELA_MODEL", "qwen3:8b")]);
+    let loaded = Config::load_with_env(Some(&path), &lookup).unwrap();
+    assert_eq!(loaded.config.model.model, "qwen3:8b");
+    let loaded = Config::load_with_env(Some(&path), &env(&[("CHELA_MODEL", "")])).unwrap();
+    assert_eq!(loaded.config.model.model, "llama3.2", "empty: not set");
+}
+
+#[test]
+fn a_url_in_the_file_without_its_scheme_names_key_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "[model]\nbase_url = \"localhost:11434/v1\"\n",
+            ":2:1: model.base_url: \"localhost:11434/v1\" must start with http:// or https://",
+        ),
+        (
+            "[channels.telegram]\napi_url = \"api.telegram.org\"\n",
+            ":2:1: channels.telegram.api_url: \"api.telegram.org\" is not a URL",
+        ),
+        (
+            "[channels.telegram]\nwebhook_url = \"ftp://example.com/hook\"\n",
+            ":2:1: channels.telegram.webhook_url: \"ftp://example.com/hook\" must start with http://",
+        ),
+        (
+            "[channels.discord]\n\napi_url = \"discord.com\"\n",
+            ":3:1: channels.discord.api_url: ",
+        ),
+        (
+            "[channels.discord]\ngateway_url = \"https://gateway.discord.gg\"\n",
+            ":2:1: channels.discord.gateway_url: \"https://gateway.discord.gg\" must start with wss:// or ws://",
+        ),
+    ];
+    for (text, expected) in cases {
+        let path = write(dir.path(), "c.toml", text);
+        let err = Config::load_with_env(Some(&path), &no_env).unwrap_err();
+        let expected = format!("{}{expected}", path.display());
+        assert!(err.to_string().starts_with(&expected), "{err}\n{expected}");
+    }
+}
+
+#[test]
+fn a_bad_url_in_the_environment_names_the_variable() {
+    let cases = [
+        ("OPENAI_BASE_URL", "localhost:11434/v1"),
+        ("CHELA_TELEGRAM_API_URL", "api.telegram.org"),
+        ("CHELA_DISCORD_API_URL", "discord.com"),
+        ("CHELA_DISCORD_GATEWAY_URL", "http://127.0.0.1:1/gateway"),
+    ];
+    for (name, value) in cases {
+        let err = Config::load_with_env(None, &env(&[(name, value)])).unwrap_err();
+        assert!(matches!(err, ConfigError::Env { .. }), "{err:?}");
+        let text = err.to_string();
+        let prefix = format!("environment variable {name}: {value:?} ");
+        assert!(text.starts_with(&prefix), "{text}");
+    }
+    // OPENAI_BASE_URL is read only when model.base_url is empty and the provider is openai;
+    // ANTHROPIC_BASE_URL only for anthropic.
+    let dir = tempfile::tempdir().unwrap();
+    let bad = env(&[
+        ("OPENAI_BASE_URL", "localhost:1"),
+        ("ANTHROPIC_BASE_URL", "localhost:2"),
+    ]);
+    let path = write(
+        dir.path(),
+        "c.toml",
+        "[model]\nbase_url = \"http://127.0.0.1:11434/v1\"\n",
+    );
+    Config::load_with_env(Some(&path), &bad).unwrap();
+    let path = write(dir.path(), "c.toml", "[model]\nprovider = \"anthropic\"\n");
+    let err = Config::load_with_env(Some(&path), &bad).unwrap_err();
+    assert!(err.to_string().contains("ANTHROPIC_BASE_URL"), "{err}");
+    let good = env(&[("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")]);
+    Config::load_with_env(None, &good).unwrap();
+}
+
+#[test]
 fn home_is_expanded() {
     let mut c = Config::default();
     c.resolve_paths(Path::new("/etc/chela"), Some(Path::new("/home/u")));
     assert_eq!(c.agent.workspace, PathBuf::from("/home/u/.chela/workspace"));
-    assert_eq!(c.store.path, PathBuf::from("/etc/chela/data"));
+    assert_eq!(c.store.path, PathBuf::from("/home/u/.chela/data"));
     let mut c = Config::default();
     c.agent.workspace = PathBuf::from("~");
     c.resolve_paths(Path::new("/etc"), Some(Path::new("/home/u")));

@@ -53,7 +53,9 @@ pub struct Config {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StoreConfig {
-    /// The sled folder; relative to the config file's folder (`~/.chela` without a file).
+    /// The sled folder, `~/.chela/data` by default wherever the config file is (adding a
+    /// config file must not move the store); a relative path set in the file is relative to
+    /// the file's folder.
     pub path: PathBuf,
     /// Open the store even when it has rolled back (`--accept-store-rollback`; never read
     /// from the file).
@@ -73,7 +75,7 @@ impl StoreConfig {
 impl Default for StoreConfig {
     fn default() -> Self {
         Self {
-            path: PathBuf::from("data"),
+            path: PathBuf::from("~/.chela/data"),
             accept_rollback: false,
             cache_mb: 8,
         }

@@ -74,7 +74,7 @@ pub const HELP: &[(&str, &str)] = &[
     ("whoami", "Show who you are to the bot"),
     (
         "acp",
-        "Coding agents: /acp spawn [agent] [--thread auto|here] [--cwd DIR] [--label X], /acp status|cancel|close|steer TEXT|agents",
+        "Coding agents: /acp spawn [agent] [--thread auto|here | --bind here] [--cwd DIR] [--label X], /acp status|cancel|close|steer TEXT|agents",
     ),
     (
         "session",

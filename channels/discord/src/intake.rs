@@ -52,6 +52,9 @@ impl Intake {
             Handed::Ignored => known,
             Handed::OutOfScope | Handed::Failed => false,
         };
+        if handed == Handed::Failed {
+            self.state.seen().hold(channel, id);
+        }
         if passed && self.state.seen().note(channel, id) {
             self.state.seen().save(self.sink.as_ref()).await;
         }
@@ -227,5 +230,47 @@ mod tests {
             sink.0.lock().unwrap().is_empty(),
             "neither reached the sink"
         );
+    }
+
+    /// Refuses the message with text `fail` once (a store error), takes everything else.
+    struct FailOnce(Mutex<Option<String>>, Collect);
+
+    impl InboundSink for FailOnce {
+        fn accept(&self, inbound: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
+            let mut fail = self.0.lock().unwrap();
+            if fail.as_deref() == Some(inbound.text.as_str()) {
+                *fail = None;
+                return Box::pin(async { Err(SinkError("store failed".into())) });
+            }
+            self.1.accept(inbound)
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_message_the_sink_failed_keeps_the_cursor_below_it_past_later_ones() {
+        let http = Arc::new(Http::new("token"));
+        let state = Arc::new(State::new("default".into(), vec![], vec![], http));
+        state.set_bot(UserId::new(1));
+        let sink = Arc::new(FailOnce(
+            Mutex::new(Some("lost".into())),
+            Collect::default(),
+        ));
+        let intake = Intake {
+            sink: sink.clone(),
+            state: state.clone(),
+        };
+        let message = |id: u64, text: &str| {
+            let mut m = dm(text);
+            m.id = MessageId::new(id);
+            m
+        };
+        intake.take_now(message(4, "first")).await;
+        intake.take_now(message(5, "lost")).await;
+        intake.take_now(message(6, "after")).await;
+        assert_eq!(state.seen().last(9), Some(4), "not past the failed message");
+        // The next catch-up reads it again; now it is taken, and the cursor moves on.
+        intake.take_now(message(5, "lost")).await;
+        intake.take_now(message(6, "after")).await;
+        assert_eq!(state.seen().last(9), Some(6));
     }
 }

@@ -22,6 +22,11 @@ const MAX_CHANNELS: usize = 10_000;
 pub struct Seen {
     prefix: String,
     last: Mutex<HashMap<u64, (u64, bool)>>,
+    /// Per channel, the oldest message the sink failed to take: the cursor stays below it
+    /// until it is taken (a later catch-up reads it again), so a store error on one message
+    /// followed by an accepted one does not skip the first. Kept in memory only: after a
+    /// restart the saved cursor is below it anyway.
+    held: Mutex<HashMap<u64, u64>>,
 }
 
 impl Seen {
@@ -30,12 +35,39 @@ impl Seen {
         Seen {
             prefix: format!("discord:{account}:last:"),
             last: Mutex::new(HashMap::new()),
+            held: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Notes that the sink failed to take message `id` of `channel`: the cursor does not
+    /// move past it until it is taken.
+    pub fn hold(&self, channel: u64, id: u64) {
+        if let Ok(mut held) = self.held.lock() {
+            let oldest = held.entry(channel).or_insert(id);
+            *oldest = (*oldest).min(id);
+        }
+    }
+
+    /// How far a take of message `id` may move `channel`'s cursor: to `id`, or to just
+    /// below a failed message (taking the failed one itself lifts the hold).
+    fn allowed(&self, channel: u64, id: u64) -> u64 {
+        let Ok(mut held) = self.held.lock() else {
+            return id;
+        };
+        match held.get(&channel).copied() {
+            Some(failed) if failed == id => {
+                held.remove(&channel);
+                id
+            }
+            Some(failed) if failed < id => failed.saturating_sub(1),
+            _ => id,
         }
     }
 
     /// Notes that message `id` of `channel` was taken; true when `channel` is new here (the
     /// caller then saves at once, so the channel is known to the next start's catch-up).
     pub fn note(&self, channel: u64, id: u64) -> bool {
+        let id = self.allowed(channel, id);
         let Ok(mut last) = self.last.lock() else {
             return false;
         };
@@ -158,5 +190,18 @@ mod tests {
         let all = again.load(&sink).await;
         assert_eq!(all, vec![(10, 500), (11, 9)]);
         assert_eq!(Seen::new("other").load(&sink).await, vec![]);
+    }
+
+    #[test]
+    fn a_failed_message_holds_the_cursor_below_it_until_it_is_taken() {
+        let seen = Seen::new("default");
+        seen.note(10, 100);
+        seen.hold(10, 105);
+        seen.note(10, 110);
+        assert_eq!(seen.last(10), Some(104), "not past the failed message");
+        seen.note(10, 105);
+        assert_eq!(seen.last(10), Some(105), "taken: the hold is lifted");
+        seen.note(10, 110);
+        assert_eq!(seen.last(10), Some(110));
     }
 }

@@ -300,6 +300,47 @@ async fn abort_stops_a_slow_run() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_on_a_queued_message_learns_at_once_that_abort_dropped_it() {
+    let setup = Setup::openai("followup").await;
+    let (chat, address) = gateway(&setup).await;
+    let mut rpc = client(&address).await;
+    let slow = rpc
+        .call("agent", json!({"message": "slow 200 100"}))
+        .await
+        .unwrap();
+    setup.wait_requests(1).await;
+    let queued = rpc
+        .call("agent", json!({"message": "after it"}))
+        .await
+        .unwrap();
+    let queued_id = queued["runId"].as_str().unwrap().to_owned();
+    assert_ne!(slow["runId"], queued["runId"]);
+    let mut waiter = client(&address).await;
+    let wait = waiter.call(
+        "agent.wait",
+        json!({"runId": queued_id, "timeoutMs": 120_000}),
+    );
+    let abort = async {
+        // Let the wait start first: wait briefly on the slow run.
+        let early = rpc
+            .call(
+                "agent.wait",
+                json!({"runId": slow["runId"], "timeoutMs": 300}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(early["status"], "timeout", "{early}");
+        let aborted = rpc.call("abort", json!({"session": KEY})).await.unwrap();
+        assert_eq!(aborted["cleared"], 1, "{aborted}");
+    };
+    // Without the drop on the bus this wait would only end at its two-minute timeout.
+    let (done, ()) = tokio::join!(tokio::time::timeout(WAIT, wait), abort);
+    let done = done.expect("the wait ended at once").unwrap();
+    assert_eq!(done["status"], "aborted", "{done}");
+    stop(chat).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chela_agent_and_status_go_through_the_rpc_while_the_gateway_runs() {
     let setup = Setup::openai("steer").await;
     let (chat, _address) = gateway(&setup).await;

@@ -82,6 +82,32 @@ impl Runner for AgentRunner {
             tokio::spawn(async move { core.say(&to, &text).await });
         }
     }
+
+    /// Ends the dropped turns on the bus as runs that were stopped before they ran, so
+    /// `agent.wait` and `events.subscribe` learn it at once.
+    fn dropped(&self, key: &str, seqs: &[u64]) {
+        let (Some(core), false) = (self.core(), seqs.is_empty()) else {
+            return;
+        };
+        let now = crate::domain::message::now_ms();
+        let record = RunRecord {
+            run_id: run_id_for(seqs),
+            seqs: seqs.to_vec(),
+            session_key: key.to_owned(),
+            status: RunStatus::Aborted,
+            text: String::new(),
+            started_ms: now,
+            ended_ms: now,
+        };
+        let event = crate::domain::run::LiveEvent {
+            run_id: record.run_id.clone(),
+            session_key: key.to_owned(),
+            seq: 1,
+            event: crate::domain::events::RunEvent::Finished(Box::new(record)),
+        };
+        // No subscriber is no error: nobody waits.
+        let _ = core.live.send(event);
+    }
 }
 
 pub use crate::domain::run::{run_id_for, seq_of_run_id};

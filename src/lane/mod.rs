@@ -57,6 +57,10 @@ pub trait Runner: Send + Sync {
     ) -> BoxFuture<'static, RunOutcome>;
     /// Tells a conversation something short (a dropped message, a queue notice) without a run.
     fn notice(&self, to: &chela_channel::Conversation, text: String);
+    /// Says that the turns of durable pending `seqs` of session `key` will never run (`/stop`
+    /// cleared them, the queue cap dropped them); their pending entries are already gone.
+    /// Whoever waits for their run learns it from this, not from a timeout.
+    fn dropped(&self, key: &str, seqs: &[u64]);
 }
 
 /// What `/stop` did.

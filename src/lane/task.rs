@@ -254,6 +254,7 @@ impl Lane {
                                 tracing::error!(error = %e, "cannot remove a stopped turn");
                             }
                         }
+                        runner.dropped(&key, &turn.seqs);
                     }
                     return never_ran(steer_rx);
                 }
@@ -351,12 +352,15 @@ impl Lane {
         }
     }
 
-    /// Removes durable pending entries of turns that will never run.
+    /// Removes durable pending entries of turns that will never run, and says so.
     fn forget(&self, seqs: &[u64]) {
         for seq in seqs {
             if let Err(e) = self.shared.store.remove_pending(*seq) {
                 tracing::error!(error = %e, seq, "cannot remove a pending turn");
             }
+        }
+        if !seqs.is_empty() {
+            self.shared.runner.dropped(&self.key, seqs);
         }
     }
 }

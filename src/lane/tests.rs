@@ -44,6 +44,8 @@ impl RunHandle {
 struct FakeRunner {
     log: Log,
     started: mpsc::UnboundedSender<RunHandle>,
+    /// Seqs the lane said were dropped.
+    dropped: Arc<Mutex<Vec<u64>>>,
 }
 
 impl Runner for FakeRunner {
@@ -100,6 +102,10 @@ impl Runner for FakeRunner {
     fn notice(&self, to: &chela_channel::Conversation, text: String) {
         assert_eq!(to.chat_id, "me");
         self.log.lock().unwrap().push(format!("notice {text}"));
+    }
+
+    fn dropped(&self, _key: &str, seqs: &[u64]) {
+        self.dropped.lock().unwrap().extend_from_slice(seqs);
     }
 }
 
@@ -161,6 +167,7 @@ struct Harness {
     store: Store,
     log: Log,
     runs: mpsc::UnboundedReceiver<RunHandle>,
+    dropped: Arc<Mutex<Vec<u64>>>,
 }
 
 impl Harness {
@@ -171,9 +178,11 @@ impl Harness {
     fn over(store: Store, defaults: LaneSettings, max_runs: usize) -> Self {
         let log = Arc::new(Mutex::new(Vec::new()));
         let (started, runs) = mpsc::unbounded_channel();
+        let dropped = Arc::new(Mutex::new(Vec::new()));
         let runner = Arc::new(FakeRunner {
             log: log.clone(),
             started,
+            dropped: dropped.clone(),
         });
         let lanes = Lanes::new(runner, store.clone(), defaults, max_runs);
         Harness {
@@ -181,6 +190,7 @@ impl Harness {
             store,
             log,
             runs,
+            dropped,
         }
     }
 
@@ -831,4 +841,29 @@ async fn stop_cancels_a_running_job_and_drops_one_not_started() {
     assert!(matches!(second.await.unwrap(), Err(LaneError::Stopped)));
     h.lanes.wait_idle("k").await.unwrap();
     assert_eq!(h.log(), ["start a", "end a Ok", "job first"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn turns_dropped_by_stop_or_the_cap_are_reported_to_the_runner() {
+    let mut h = Harness::new(capped(DropPolicy::New), 8);
+    let turns = h.durable("k", &["a", "b", "c", "d"]).await;
+    let seqs: Vec<u64> = turns.iter().flat_map(|t| t.seqs.clone()).collect();
+    h.submit("k", turns).await;
+    let a = h.next_run().await;
+    settle().await;
+    assert_eq!(*h.dropped.lock().unwrap(), [seqs[3]], "the cap rejected d");
+    let stopping = h.lanes.clone();
+    let stop = tokio::spawn(async move { stopping.stop("k").await });
+    settle().await;
+    drop(a);
+    stop.await.unwrap().unwrap();
+    let mut dropped = h.dropped.lock().unwrap().clone();
+    dropped.sort_unstable();
+    assert_eq!(
+        dropped,
+        [seqs[1], seqs[2], seqs[3]],
+        "/stop cleared b and c"
+    );
+    // Only a's is left: settling a run's own turn is the (fake) runner's job.
+    assert_eq!(h.pending_seqs("k"), [seqs[0]]);
 }

@@ -1,11 +1,9 @@
 //! `/acp ...` and `/session ...` (SPEC 4): spawning, inspecting and ending coding-agent
 //! bindings from the chat.
 
-use std::sync::Arc;
-
 use chela_channel::{ChatKind, Inbound};
 
-use super::Core;
+use super::command_context::CommandContext;
 use crate::acp::SpawnSpec;
 use crate::acp::command::{ACP_USAGE, AcpCommand, Placement, SessionCommand};
 use crate::acp::harness;
@@ -15,7 +13,7 @@ use crate::store::Binding;
 /// Handles `/acp ARGS` from `inbound` (session `key`). Returns the answer, and a message to
 /// run next (`/acp steer`).
 pub async fn acp(
-    core: &Arc<Core>,
+    ctx: &dyn CommandContext,
     key: &str,
     inbound: &Inbound,
     args: &str,
@@ -26,34 +24,34 @@ pub async fn acp(
     };
     let answer = match command {
         AcpCommand::Help => ACP_USAGE.to_owned(),
-        AcpCommand::Agents => agents(core),
-        AcpCommand::Status => match core.acp.status(key).await {
+        AcpCommand::Agents => agents(ctx),
+        AcpCommand::Status => match ctx.acp().status(key).await {
             Some(status) => status,
             None => "This conversation is not bound to a coding agent. /acp spawn starts one."
                 .to_owned(),
         },
         AcpCommand::Cancel => {
-            if core.acp.binding(key).is_none() {
+            if ctx.acp().binding(key).is_none() {
                 return (
                     "This conversation is not bound to a coding agent.".to_owned(),
                     None,
                 );
             }
-            match core.lanes.stop(key).await {
+            match ctx.lanes().stop(key).await {
                 Ok(report) if report.stopped_run => "Cancelled.".to_owned(),
                 Ok(_) => "Nothing to cancel.".to_owned(),
                 Err(e) => format!("Cannot cancel: {e}"),
             }
         }
-        AcpCommand::Close => close(core, key).await,
+        AcpCommand::Close => close(ctx, key).await,
         AcpCommand::Steer(text) => {
-            if core.acp.binding(key).is_none() {
+            if ctx.acp().binding(key).is_none() {
                 return (
                     "This conversation is not bound to a coding agent.".to_owned(),
                     None,
                 );
             }
-            let _ = core.lanes.stop(key).await;
+            let _ = ctx.lanes().stop(key).await;
             let mut next = inbound.clone();
             next.text = text;
             next.message_id = format!("{}#steer", inbound.message_id);
@@ -68,17 +66,17 @@ pub async fn acp(
             placement,
             cwd,
             label,
-        } => spawn(core, inbound, harness, placement, cwd, label).await,
+        } => spawn(ctx, inbound, harness, placement, cwd, label).await,
     };
     (answer, None)
 }
 
 /// Handles `/session ARGS` for session `key`.
-pub async fn session(core: &Arc<Core>, key: &str, args: &str) -> String {
+pub async fn session(ctx: &dyn CommandContext, key: &str, args: &str) -> String {
     match crate::acp::command::parse_session(args) {
         Err(e) => e.to_string(),
-        Ok(SessionCommand::Unbind) => close(core, key).await,
-        Ok(SessionCommand::Idle(idle)) => match core.acp.set_idle(key, idle).await {
+        Ok(SessionCommand::Unbind) => close(ctx, key).await,
+        Ok(SessionCommand::Idle(idle)) => match ctx.acp().set_idle(key, idle).await {
             Ok(_) => format!(
                 "This binding now expires after {} without messages.",
                 humantime::format_duration(idle)
@@ -88,9 +86,9 @@ pub async fn session(core: &Arc<Core>, key: &str, args: &str) -> String {
     }
 }
 
-async fn close(core: &Arc<Core>, key: &str) -> String {
-    let _ = core.lanes.stop(key).await;
-    match core.acp.close(key).await {
+async fn close(ctx: &dyn CommandContext, key: &str) -> String {
+    let _ = ctx.lanes().stop(key).await;
+    match ctx.acp().close(key).await {
         Ok(Some(binding)) => format!(
             "Closed {}; this conversation talks to chela again.",
             binding.harness
@@ -100,10 +98,10 @@ async fn close(core: &Arc<Core>, key: &str) -> String {
     }
 }
 
-fn agents(core: &Arc<Core>) -> String {
+fn agents(ctx: &dyn CommandContext) -> String {
     let path = std::env::var("PATH").ok();
-    let default = &core.acp.config().default_agent;
-    core.acp
+    let default = &ctx.acp().config().default_agent;
+    ctx.acp()
         .config()
         .harnesses()
         .iter()
@@ -116,15 +114,15 @@ fn agents(core: &Arc<Core>) -> String {
 }
 
 async fn spawn(
-    core: &Arc<Core>,
+    ctx: &dyn CommandContext,
     inbound: &Inbound,
     harness_name: Option<String>,
     placement: Placement,
     cwd: Option<String>,
     label: Option<String>,
 ) -> String {
-    let name = harness_name.unwrap_or_else(|| core.acp.config().default_agent.clone());
-    match start_binding(core, inbound, &name, placement, cwd, label).await {
+    let name = harness_name.unwrap_or_else(|| ctx.acp().config().default_agent.clone());
+    match start_binding(ctx, inbound, &name, placement, cwd, label).await {
         Ok(started) if started.in_new_thread => format!(
             "Started {name} ({}) in a new thread, folder {}.",
             started.agent,
@@ -135,8 +133,54 @@ async fn spawn(
             started.agent,
             started.binding.cwd.display()
         ),
-        Err(e) => e,
+        Err(e) => e.to_string(),
     }
+}
+
+/// Why a binding could not be made; the text is ready to show in the chat.
+#[derive(Debug, thiserror::Error)]
+pub enum BindError {
+    /// No such harness is configured or built in.
+    #[error(transparent)]
+    Harness(crate::acp::AcpError),
+    /// The harness's command is not usable here.
+    #[error("{name} is {installed}. Install it or set [acp.agents.{name}] command.")]
+    NotInstalled {
+        /// The harness.
+        name: String,
+        /// What was found (`not installed`, ...).
+        installed: String,
+    },
+    /// `--cwd` names no usable folder.
+    #[error("Bad cwd: {0}")]
+    BadCwd(String),
+    /// The default folder could not be created.
+    #[error("Cannot create {}: {source}", path.display())]
+    CreateCwd {
+        /// The folder.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The platform would not open a thread.
+    #[error("Cannot open a thread here ({reason}); try /acp spawn {name} --bind here.")]
+    Thread {
+        /// The harness.
+        name: String,
+        /// The platform's refusal.
+        reason: chela_channel::ChannelError,
+    },
+    /// The conversation is bound already.
+    #[error("This conversation is already bound to {0}; /acp close first.")]
+    AlreadyBound(String),
+    /// The agent did not start.
+    #[error("Cannot start {name}: {reason}")]
+    Start {
+        /// The harness.
+        name: String,
+        /// Why.
+        reason: crate::acp::AcpError,
+    },
 }
 
 /// A binding just made.
@@ -150,36 +194,39 @@ pub struct Started {
 }
 
 /// Binds harness `name` for the conversation of `from` (or a new thread under it), starting
-/// the agent and its session. Errors are ready to show.
+/// the agent and its session.
 pub async fn start_binding(
-    core: &Arc<Core>,
+    ctx: &dyn CommandContext,
     from: &Inbound,
     name: &str,
     placement: Placement,
     cwd: Option<String>,
     label: Option<String>,
-) -> Result<Started, String> {
-    let config = core.acp.config();
-    let harness = harness::resolve(config, name).map_err(|e| e.to_string())?;
+) -> Result<Started, BindError> {
+    let config = ctx.acp().config();
+    let harness = harness::resolve(config, name).map_err(BindError::Harness)?;
     let path = std::env::var("PATH").ok();
     let installed = harness::installed(&harness, path.as_deref());
     if !installed.is_usable() {
-        return Err(format!(
-            "{name} is {installed}. Install it or set [acp.agents.{name}] command."
-        ));
+        return Err(BindError::NotInstalled {
+            name: name.to_owned(),
+            installed: installed.to_string(),
+        });
     }
     let cwd = match cwd {
-        Some(requested) => resolve_cwd(&core.config.agent.workspace, &requested)
-            .map_err(|e| format!("Bad cwd: {e}"))?,
+        Some(requested) => resolve_cwd(ctx.workspace(), &requested)
+            .map_err(|e| BindError::BadCwd(e.to_string()))?,
         None => {
-            let cwd = core.acp.default_cwd(name);
-            std::fs::create_dir_all(&cwd)
-                .map_err(|e| format!("Cannot create {}: {e}", cwd.display()))?;
-            cwd
+            let path = ctx.acp().default_cwd(name);
+            std::fs::create_dir_all(&path).map_err(|source| BindError::CreateCwd {
+                path: path.clone(),
+                source,
+            })?;
+            path
         }
     };
     let here = &from.conversation;
-    let channel = core.channel(&here.channel);
+    let channel = ctx.channel(&here.channel);
     let make_thread = placement == Placement::ThreadAuto
         && here.kind != ChatKind::Direct
         && channel
@@ -188,23 +235,24 @@ pub async fn start_binding(
     let target = match (make_thread, channel.as_ref()) {
         (true, Some(channel)) => {
             let title = label.clone().unwrap_or_else(|| format!("{name} session"));
-            channel.open_thread(here, &title).await.map_err(|e| {
-                format!("Cannot open a thread here ({e}); try /acp spawn {name} --bind here.")
-            })?
+            channel
+                .open_thread(here, &title)
+                .await
+                .map_err(|reason| BindError::Thread {
+                    name: name.to_owned(),
+                    reason,
+                })?
         }
         _ => here.clone(),
     };
     let mut target_inbound = from.clone();
     target_inbound.conversation = target.clone();
-    let key = core.session_key(&target_inbound);
-    if let Some(existing) = core.acp.binding(&key) {
-        return Err(format!(
-            "This conversation is already bound to {}; /acp close first.",
-            existing.harness
-        ));
+    let key = ctx.session_key(&target_inbound);
+    if let Some(existing) = ctx.acp().binding(&key) {
+        return Err(BindError::AlreadyBound(existing.harness));
     }
     if make_thread {
-        core.say(&target, &format!("Starting {name} in {}…", cwd.display()))
+        ctx.say(&target, &format!("Starting {name} in {}…", cwd.display()))
             .await;
     }
     let spec = SpawnSpec {
@@ -215,13 +263,16 @@ pub async fn start_binding(
         label,
         owner: format!("{}:{}", here.channel, from.sender.id),
     };
-    let (binding, agent) = core
-        .acp
+    let (binding, agent) = ctx
+        .acp()
         .spawn(spec)
         .await
-        .map_err(|e| format!("Cannot start {name}: {e}"))?;
+        .map_err(|reason| BindError::Start {
+            name: name.to_owned(),
+            reason,
+        })?;
     if make_thread {
-        core.say(
+        ctx.say(
             &target,
             &format!(
                 "🤖 {agent} is bound to this thread. Plain messages go to it; /acp close ends it."

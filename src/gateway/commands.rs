@@ -1,11 +1,10 @@
 //! The command fast path (SPEC 2): answered before the queue, even while a run is active.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use chela_channel::Inbound;
 
-use super::Core;
+use super::command_context::CommandContext;
 use crate::config::{DropPolicy, QueueMode};
 use crate::inbound::commands::{Command, HELP, excerpt};
 use crate::lane::LaneSettings;
@@ -13,7 +12,7 @@ use crate::lane::LaneSettings;
 /// Handles one command from `inbound` for session `key` and answers in its conversation.
 /// Returns a message to run next (the text after `/new`).
 pub async fn handle(
-    core: &Arc<Core>,
+    ctx: &dyn CommandContext,
     key: &str,
     inbound: &Inbound,
     command: Command,
@@ -21,7 +20,7 @@ pub async fn handle(
     let to = &inbound.conversation;
     let answer = match command {
         Command::Stop => {
-            let answer = match core.lanes.stop(key).await {
+            let answer = match ctx.lanes().stop(key).await {
                 Ok(report) if report.stopped_run => match report.cleared {
                     0 => "Stopped.".to_string(),
                     n => format!("Stopped. Dropped {n} queued message(s)."),
@@ -36,15 +35,15 @@ pub async fn handle(
                 Err(e) => format!("Cannot stop: {e}"),
             };
             // Its sub-agents stop too, and their end is not reported back.
-            match super::subagent::stop_children(core, key).await {
+            match ctx.stop_children(key).await {
                 0 => answer,
                 n if answer == "Nothing to stop." => format!("Stopped {n} subagent(s)."),
                 n => format!("{answer} Stopped {n} subagent(s)."),
             }
         }
         Command::New(first) => {
-            let answer = reset(core, key, "new").await;
-            core.answer(inbound, &answer).await;
+            let answer = reset(ctx, key, "new").await;
+            ctx.answer(inbound, &answer).await;
             return first.map(|text| {
                 let mut first_turn = inbound.clone();
                 first_turn.text = text;
@@ -54,30 +53,30 @@ pub async fn handle(
             });
         }
         Command::Reset { soft: true } => {
-            let _ = core.lanes.stop(key).await;
-            let _ = core.lanes.set_settings(key, None).await;
-            if let Err(e) = crate::agent::model_choice::choose(&core.store, key, None) {
+            let _ = ctx.lanes().stop(key).await;
+            let _ = ctx.lanes().set_settings(key, None).await;
+            if let Err(e) = crate::agent::model_choice::choose(ctx.store(), key, None) {
                 tracing::warn!(error = %e, session = %key, "cannot reset the session's model");
             }
             "Session state reset; the conversation is kept.".to_string()
         }
-        Command::Reset { soft: false } => reset(core, key, "reset").await,
-        Command::Status => status(core, key).await,
-        Command::Queue(args) => queue(core, key, &args).await,
+        Command::Reset { soft: false } => reset(ctx, key, "reset").await,
+        Command::Status => status(ctx, key).await,
+        Command::Queue(args) => queue(ctx, key, &args).await,
         Command::Help => HELP
             .iter()
             .map(|(name, text)| format!("/{name} — {text}"))
             .collect::<Vec<_>>()
             .join("\n"),
         Command::Acp(args) => {
-            let (answer, next) = super::acp_commands::acp(core, key, inbound, &args).await;
-            core.answer(inbound, &answer).await;
+            let (answer, next) = super::acp_commands::acp(ctx, key, inbound, &args).await;
+            ctx.answer(inbound, &answer).await;
             return next;
         }
-        Command::Session(args) => super::acp_commands::session(core, key, &args).await,
-        Command::Compact => compact(core, key).await,
-        Command::Approve(args) => super::approvals::command(core, &args),
-        Command::Model(args) => model(core, key, &args).await,
+        Command::Session(args) => super::acp_commands::session(ctx, key, &args).await,
+        Command::Compact => compact(ctx, key).await,
+        Command::Approve(args) => ctx.approve(&args),
+        Command::Model(args) => model(ctx, key, &args).await,
         Command::Whoami => format!(
             "You are {} (id {}) on {}; session {}",
             if inbound.sender.name.is_empty() {
@@ -90,16 +89,16 @@ pub async fn handle(
             key
         ),
     };
-    core.answer(inbound, &answer).await;
+    ctx.answer(inbound, &answer).await;
     None
 }
 
 /// Stops the session and appends a `reset` entry (nothing is deleted).
-async fn reset(core: &Arc<Core>, key: &str, reason: &str) -> String {
-    let _ = core.lanes.stop(key).await;
-    let (store, owned_key, owned_reason) = (core.store.clone(), key.to_owned(), reason.to_owned());
-    let written = core
-        .lanes
+async fn reset(ctx: &dyn CommandContext, key: &str, reason: &str) -> String {
+    let _ = ctx.lanes().stop(key).await;
+    let (store, owned_key, owned_reason) = (ctx.store().clone(), key.to_owned(), reason.to_owned());
+    let written = ctx
+        .lanes()
         .write_transcript(key, move || store.append_reset(&owned_key, &owned_reason))
         .await;
     match written {
@@ -108,9 +107,9 @@ async fn reset(core: &Arc<Core>, key: &str, reason: &str) -> String {
         Err(e) => return format!("Cannot reset: {e}"),
     }
     // A bound conversation resets its coding agent's session in place.
-    let agent = match core.acp.binding(key) {
+    let agent = match ctx.acp().binding(key) {
         None => String::new(),
-        Some(binding) => match core.acp.reset(key).await {
+        Some(binding) => match ctx.acp().reset(key).await {
             Ok(_) => format!(" ({} starts a fresh session)", binding.harness),
             Err(e) => format!(" ({} could not reset: {e})", binding.harness),
         },
@@ -124,16 +123,16 @@ async fn reset(core: &Arc<Core>, key: &str, reason: &str) -> String {
 /// `/compact`: summarizes all but the newest turn (SPEC 2, 7). The summary is a job of the
 /// session's lane: it waits for a run going on, holds the lane while the model summarizes (so
 /// a `/new` or a turn after it comes after it), and `/stop` cancels it.
-async fn compact(core: &Arc<Core>, key: &str) -> String {
-    if core.acp.binding(key).is_some() {
+async fn compact(ctx: &dyn CommandContext, key: &str) -> String {
+    if ctx.acp().binding(key).is_some() {
         return "This conversation talks to a coding agent; /compact applies to chela's own agent."
             .to_string();
     }
-    let (job_core, owned_key) = (core.clone(), key.to_owned());
-    let job = move |cancel: tokio_util::sync::CancellationToken| -> crate::agent::provider::BoxFuture<'static, _> {
-        Box::pin(async move { job_core.agent.compact(&owned_key, 0, &cancel).await })
-    };
-    match core.lanes.run_job(key, job).await {
+    match ctx
+        .lanes()
+        .run_job(key, ctx.compactor(key.to_owned()))
+        .await
+    {
         Ok(Ok(Some(done))) => format!(
             "Compacted: {} earlier messages summarized (about {} -> {} tokens).",
             done.summarized, done.tokens_before, done.tokens_after
@@ -144,12 +143,12 @@ async fn compact(core: &Arc<Core>, key: &str) -> String {
     }
 }
 
-async fn status(core: &Arc<Core>, key: &str) -> String {
+async fn status(ctx: &dyn CommandContext, key: &str) -> String {
     let mut lines = vec![
         format!("Session: {key}"),
-        format!("Model: {}", model_line(core, key)),
+        format!("Model: {}", model_line(ctx, key)),
     ];
-    match core.lanes.status(key).await {
+    match ctx.lanes().status(key).await {
         Ok(lane) => {
             lines.push(format!("Queue: {}", describe(&lane.settings)));
             lines.push(format!(
@@ -160,19 +159,19 @@ async fn status(core: &Arc<Core>, key: &str) -> String {
         }
         Err(e) => lines.push(format!("Run: unknown ({e})")),
     }
-    if let Ok(Some(meta)) = core.store.get_session(key) {
+    if let Ok(Some(meta)) = ctx.store().get_session(key) {
         lines.push(format!("Transcript: {} entries", meta.entries));
     }
-    if let Some(binding) = core.acp.status(key).await {
+    if let Some(binding) = ctx.acp().status(key).await {
         lines.push(binding);
     }
     lines.join("\n")
 }
 
 /// `provider/model` of session `key`, saying whether it is the session's own choice.
-fn model_line(core: &Core, key: &str) -> String {
-    let provider = &core.agent.provider;
-    match crate::agent::model_choice::chosen(&core.store, key) {
+fn model_line(ctx: &dyn CommandContext, key: &str) -> String {
+    let provider = ctx.provider();
+    match crate::agent::model_choice::chosen(ctx.store(), key) {
         Some(model) => format!(
             "{}/{model} (this conversation's; default {})",
             provider.name(),
@@ -183,8 +182,8 @@ fn model_line(core: &Core, key: &str) -> String {
 }
 
 /// `/model`, `/model NAME`, `/model default`.
-async fn model(core: &Core, key: &str, args: &str) -> String {
-    let allowed = &core.config.model.models;
+async fn model(ctx: &dyn CommandContext, key: &str, args: &str) -> String {
+    let allowed = ctx.allowed_models();
     let choices = || {
         if allowed.is_empty() {
             String::new()
@@ -194,7 +193,7 @@ async fn model(core: &Core, key: &str, args: &str) -> String {
     };
     let name = args.trim();
     let choice = match name {
-        "" => return format!("Model: {}{}", model_line(core, key), choices()),
+        "" => return format!("Model: {}{}", model_line(ctx, key), choices()),
         "default" | "reset" => None,
         _ if name.chars().any(char::is_control) => {
             return "A model name cannot contain control characters.".to_owned();
@@ -207,34 +206,34 @@ async fn model(core: &Core, key: &str, args: &str) -> String {
         }
         _ => Some(name),
     };
-    if let Err(e) = crate::agent::model_choice::choose(&core.store, key, choice) {
+    if let Err(e) = crate::agent::model_choice::choose(ctx.store(), key, choice) {
         return format!("Cannot set the model: {e}");
     }
     // The transcript says from where on answers came from which model (SPEC 6); the entry
     // is the lane's to write, after a run going on.
-    let provider = &core.agent.provider;
+    let provider = ctx.provider();
     let kind = crate::store::EntryKind::ModelChange {
         provider: provider.name().to_owned(),
         model_id: choice.unwrap_or(provider.model()).to_owned(),
     };
-    let (store, owned_key) = (core.store.clone(), key.to_owned());
-    let cwd = core.config.agent.workspace.display().to_string();
+    let (store, owned_key) = (ctx.store().clone(), key.to_owned());
+    let cwd = ctx.workspace().display().to_string();
     let write = move || {
         store.ensure_session(&owned_key, &cwd)?;
         store.append(&owned_key, kind).map(|_| ())
     };
-    match core.lanes.queue_transcript_write(key, write).await {
+    match ctx.lanes().queue_transcript_write(key, write).await {
         Ok(written) => {
             tokio::spawn(async move {
                 if let Ok(Err(e)) = written.await {
                     tracing::warn!(error = %e, "cannot record a model change in the transcript");
                 }
             });
-            format!("Model: {}", model_line(core, key))
+            format!("Model: {}", model_line(ctx, key))
         }
         Err(e) => format!(
             "Model: {} (the transcript does not record the change: {e})",
-            model_line(core, key)
+            model_line(ctx, key)
         ),
     }
 }
@@ -250,18 +249,18 @@ fn describe(s: &LaneSettings) -> String {
 }
 
 /// `/queue`, `/queue reset`, `/queue <mode> [debounce:500ms] [cap:N] [drop:P]`.
-async fn queue(core: &Arc<Core>, key: &str, args: &str) -> String {
+async fn queue(ctx: &dyn CommandContext, key: &str, args: &str) -> String {
     if args.is_empty() {
-        return format!("Queue: {}", describe(&core.lanes.settings_for(key)));
+        return format!("Queue: {}", describe(&ctx.lanes().settings_for(key)));
     }
     if args.eq_ignore_ascii_case("reset") {
-        return match core.lanes.set_settings(key, None).await {
+        return match ctx.lanes().set_settings(key, None).await {
             Ok(s) => format!("Queue reset to {}", describe(&s)),
             Err(e) => format!("Cannot change the queue: {e}"),
         };
     }
-    match parse_queue_args(core.lanes.settings_for(key), args) {
-        Ok(settings) => match core.lanes.set_settings(key, Some(settings)).await {
+    match parse_queue_args(ctx.lanes().settings_for(key), args) {
+        Ok(settings) => match ctx.lanes().set_settings(key, Some(settings)).await {
             Ok(s) => format!("Queue: {}", describe(&s)),
             Err(e) => format!("Cannot change the queue: {e}"),
         },

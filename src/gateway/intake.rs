@@ -135,7 +135,8 @@ async fn run_command(
             // The lines before it are in the lane: let them run first.
             let _ = core.lanes.wait_idle(&key).await;
         }
-        let first = super::commands::handle(&core, &key, &inbound, command).await;
+        let commands = super::command_context::CoreCommands(core.clone());
+        let first = super::commands::handle(&commands, &key, &inbound, command).await;
         if let Some(first) = first
             && let Err(e) = enqueue(&core, key, first).await
         {

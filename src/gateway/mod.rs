@@ -5,6 +5,7 @@ pub mod acp_commands;
 mod answer;
 pub mod approvals;
 pub mod ask;
+pub mod command_context;
 pub mod commands;
 pub mod intake;
 pub mod live;

@@ -89,14 +89,15 @@ async fn in_thread(
         timestamp_ms: crate::domain::message::now_ms(),
     };
     let started = start_binding(
-        core,
+        &super::command_context::CoreCommands(core.clone()),
         &from,
         name,
         Placement::ThreadAuto,
         request.cwd.clone(),
         request.label.clone(),
     )
-    .await?;
+    .await
+    .map_err(refusal)?;
     let mut first = from;
     first.conversation = started.binding.conversation.clone();
     let router = super::intake::Router::new(core.clone());
@@ -173,4 +174,18 @@ async fn once(
     result
         .map(|text| format!("{name} answered:\n\n{text}"))
         .map_err(|e| ToolRefusal::Failed(e.to_string()))
+}
+
+/// What the model hears when a binding could not be made: a request it can fix is refused,
+/// a failure of the platform or the agent is reported as one.
+fn refusal(e: super::acp_commands::BindError) -> ToolRefusal {
+    use super::acp_commands::BindError as B;
+    match e {
+        B::Harness(_) | B::NotInstalled { .. } | B::BadCwd(_) | B::AlreadyBound(_) => {
+            ToolRefusal::Refused(e.to_string())
+        }
+        B::CreateCwd { .. } | B::Thread { .. } | B::Start { .. } => {
+            ToolRefusal::Failed(e.to_string())
+        }
+    }
 }

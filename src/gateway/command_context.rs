@@ -1,0 +1,113 @@
+//! What a chat command may use of the gateway: [`CommandContext`], the commands' port. The
+//! commands (`commands.rs`, `acp_commands.rs`) get this instead of [`Core`], so everything a
+//! command can reach is listed here, and [`CoreCommands`] is the one place that maps it onto
+//! the core.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use chela_channel::{BoxFuture, Channel, Conversation, Inbound};
+use tokio_util::sync::CancellationToken;
+
+use super::Core;
+use crate::acp::AcpManager;
+use crate::agent::compact::CompactError;
+use crate::agent::provider::Provider;
+use crate::domain::events::Compacted;
+use crate::lane::Lanes;
+use crate::store::Store;
+
+/// The gateway as commands see it.
+pub trait CommandContext: Send + Sync {
+    /// The session lanes: stop, queue settings, transcript writes and jobs.
+    fn lanes(&self) -> &Lanes;
+    /// The store (transcripts, model choices).
+    fn store(&self) -> &Store;
+    /// Coding-agent bindings and their processes.
+    fn acp(&self) -> &AcpManager;
+    /// The configured model provider.
+    fn provider(&self) -> &Arc<dyn Provider>;
+    /// `[model] models`: the names `/model` may choose (empty: any).
+    fn allowed_models(&self) -> &[String];
+    /// The agent's workspace.
+    fn workspace(&self) -> &Path;
+    /// The session key of `inbound` (for a conversation a command opens).
+    fn session_key(&self, inbound: &Inbound) -> String;
+    /// The channel named `name`, if it runs (to open a thread).
+    fn channel(&self, name: &str) -> Option<Arc<dyn Channel>>;
+    /// Answers `inbound` (privately for a native command).
+    fn answer<'a>(&'a self, inbound: &'a Inbound, text: &'a str) -> BoxFuture<'a, ()>;
+    /// Says `text` in `to` outside any run.
+    fn say<'a>(&'a self, to: &'a Conversation, text: &'a str) -> BoxFuture<'a, ()>;
+    /// Stops the running sub-agents of session `parent`; how many.
+    fn stop_children<'a>(&'a self, parent: &'a str) -> BoxFuture<'a, usize>;
+    /// `/approve ARGS`: answers an exec approval or lists the waiting ones.
+    fn approve(&self, args: &str) -> String;
+    /// The work of `/compact` for session `key`: summarizes all but the newest turn until
+    /// the token fires (the caller runs it as a lane job).
+    fn compactor(&self, key: String) -> Compactor;
+}
+
+/// `/compact`'s work, to be run once with the token that cancels it.
+pub type Compactor = Box<
+    dyn FnOnce(CancellationToken) -> BoxFuture<'static, Result<Option<Compacted>, CompactError>>
+        + Send,
+>;
+
+/// [`CommandContext`] over the gateway's core.
+pub struct CoreCommands(pub Arc<Core>);
+
+impl CommandContext for CoreCommands {
+    fn lanes(&self) -> &Lanes {
+        &self.0.lanes
+    }
+
+    fn store(&self) -> &Store {
+        &self.0.store
+    }
+
+    fn acp(&self) -> &AcpManager {
+        &self.0.acp
+    }
+
+    fn provider(&self) -> &Arc<dyn Provider> {
+        &self.0.agent.provider
+    }
+
+    fn allowed_models(&self) -> &[String] {
+        &self.0.config.model.models
+    }
+
+    fn workspace(&self) -> &Path {
+        &self.0.config.agent.workspace
+    }
+
+    fn session_key(&self, inbound: &Inbound) -> String {
+        self.0.session_key(inbound)
+    }
+
+    fn channel(&self, name: &str) -> Option<Arc<dyn Channel>> {
+        self.0.channel(name)
+    }
+
+    fn answer<'a>(&'a self, inbound: &'a Inbound, text: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(self.0.answer(inbound, text))
+    }
+
+    fn say<'a>(&'a self, to: &'a Conversation, text: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(self.0.say(to, text))
+    }
+
+    fn stop_children<'a>(&'a self, parent: &'a str) -> BoxFuture<'a, usize> {
+        Box::pin(super::subagent::stop_children(&self.0, parent))
+    }
+
+    fn approve(&self, args: &str) -> String {
+        super::approvals::command(&self.0, args)
+    }
+
+    fn compactor(&self, key: String) -> Compactor {
+        let core = self.0.clone();
+        Box::new(move |cancel| Box::pin(async move { core.agent.compact(&key, 0, &cancel).await }))
+    }
+}

@@ -83,6 +83,19 @@ impl Runner for AgentRunner {
         }
     }
 
+    fn waiting(&self, turn: &QueuedTurn) -> BoxFuture<'static, std::convert::Infallible> {
+        let channel = self
+            .core()
+            .and_then(|core| core.channel(&turn.target.channel));
+        let to = turn.target.clone();
+        Box::pin(async move {
+            match channel {
+                Some(channel) => crate::reply::keep_typing(channel, to).await,
+                None => std::future::pending().await,
+            }
+        })
+    }
+
     /// Ends the dropped turns on the bus as runs that were stopped before they ran, so
     /// `agent.wait` and `events.subscribe` learn it at once.
     fn dropped(&self, key: &str, seqs: &[u64]) {

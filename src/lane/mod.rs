@@ -61,6 +61,9 @@ pub trait Runner: Send + Sync {
     /// cleared them, the queue cap dropped them); their pending entries are already gone.
     /// Whoever waits for their run learns it from this, not from a timeout.
     fn dropped(&self, key: &str, seqs: &[u64]);
+    /// What to show while `turn` waits for a slot under the global run limit (the typing
+    /// indicator); it never ends by itself and is dropped when the run starts or is stopped.
+    fn waiting(&self, turn: &QueuedTurn) -> BoxFuture<'static, std::convert::Infallible>;
 }
 
 /// What `/stop` did.

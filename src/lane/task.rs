@@ -245,19 +245,25 @@ impl Lane {
         let handle = tokio::spawn(async move {
             // Waiting for a slot under the global limit is a cancellation point too. /stop
             // drops the turn; a shutdown keeps it pending, to run at the next start.
-            let permit = tokio::select! {
-                permit = limit.acquire_owned() => permit,
-                _ = run_cancel.cancelled() => {
-                    if !shutdown.is_cancelled() {
-                        for seq in &turn.seqs {
-                            if let Err(e) = store.remove_pending(*seq) {
-                                tracing::error!(error = %e, "cannot remove a stopped turn");
-                            }
+            let permit = match limit.clone().try_acquire_owned() {
+                Ok(permit) => Some(Ok(permit)),
+                // Whoever waits for a slot sees the typing indicator meanwhile.
+                Err(_) => tokio::select! {
+                    permit = limit.acquire_owned() => Some(permit),
+                    never = runner.waiting(&turn) => match never {},
+                    () = run_cancel.cancelled() => None,
+                },
+            };
+            let Some(permit) = permit else {
+                if !shutdown.is_cancelled() {
+                    for seq in &turn.seqs {
+                        if let Err(e) = store.remove_pending(*seq) {
+                            tracing::error!(error = %e, "cannot remove a stopped turn");
                         }
-                        runner.dropped(&key, &turn.seqs);
                     }
-                    return never_ran(steer_rx);
+                    runner.dropped(&key, &turn.seqs);
                 }
+                return never_ran(steer_rx);
             };
             let _permit = permit;
             if shared.draining.load(Ordering::SeqCst) {

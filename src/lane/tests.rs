@@ -46,6 +46,8 @@ struct FakeRunner {
     started: mpsc::UnboundedSender<RunHandle>,
     /// Seqs the lane said were dropped.
     dropped: Arc<Mutex<Vec<u64>>>,
+    /// Texts of turns that had to wait for a slot.
+    waiting: Arc<Mutex<Vec<String>>>,
 }
 
 impl Runner for FakeRunner {
@@ -106,6 +108,11 @@ impl Runner for FakeRunner {
 
     fn dropped(&self, _key: &str, seqs: &[u64]) {
         self.dropped.lock().unwrap().extend_from_slice(seqs);
+    }
+
+    fn waiting(&self, turn: &QueuedTurn) -> BoxFuture<'static, std::convert::Infallible> {
+        self.waiting.lock().unwrap().push(turn.text.clone());
+        Box::pin(std::future::pending())
     }
 }
 
@@ -168,6 +175,7 @@ struct Harness {
     log: Log,
     runs: mpsc::UnboundedReceiver<RunHandle>,
     dropped: Arc<Mutex<Vec<u64>>>,
+    waiting: Arc<Mutex<Vec<String>>>,
 }
 
 impl Harness {
@@ -179,10 +187,12 @@ impl Harness {
         let log = Arc::new(Mutex::new(Vec::new()));
         let (started, runs) = mpsc::unbounded_channel();
         let dropped = Arc::new(Mutex::new(Vec::new()));
+        let waiting = Arc::new(Mutex::new(Vec::new()));
         let runner = Arc::new(FakeRunner {
             log: log.clone(),
             started,
             dropped: dropped.clone(),
+            waiting: waiting.clone(),
         });
         let lanes = Lanes::new(runner, store.clone(), defaults, max_runs);
         Harness {
@@ -191,6 +201,7 @@ impl Harness {
             log,
             runs,
             dropped,
+            waiting,
         }
     }
 
@@ -514,10 +525,12 @@ async fn the_global_limit_holds_a_second_session_until_the_first_run_ends() {
     assert_eq!(a.key, "one");
     h.submit("two", [turn(2, "b")]).await;
     h.assert_no_new_run().await;
+    assert_eq!(*h.waiting.lock().unwrap(), ["b"], "b is shown as waiting");
     a.finish(0);
     let b = h.next_run().await;
     assert_eq!(b.key, "two");
     assert_eq!(h.log()[1..], ["end a Ok", "start b"]);
+    assert_eq!(*h.waiting.lock().unwrap(), ["b"], "a got its slot at once");
 }
 
 #[tokio::test(start_paused = true)]

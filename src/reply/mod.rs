@@ -16,6 +16,17 @@ pub use stream::{ReplyStream, SentJournal};
 /// How often the typing indicator is refreshed (Telegram's expires after about 5 s).
 const TYPING_EVERY: Duration = Duration::from_secs(6);
 
+/// Shows the typing indicator in `to` until dropped (someone waits for a run to start).
+pub async fn keep_typing(
+    channel: std::sync::Arc<dyn chela_channel::Channel>,
+    to: chela_channel::Conversation,
+) -> std::convert::Infallible {
+    loop {
+        let _ = channel.typing(&to).await;
+        tokio::time::sleep(TYPING_EVERY).await;
+    }
+}
+
 /// How a run's events ended, as seen by the reply path.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Ending {

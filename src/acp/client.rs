@@ -28,9 +28,10 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 use tokio_util::sync::CancellationToken;
 
 use super::AcpError;
+use super::fs::FsError;
 use super::permission::{self, Decision};
 use super::process::{AgentProcess, Exit};
-use super::terminal::{TermExit, Terminals};
+use super::terminal::{TermError, TermExit, Terminals};
 use crate::config::{HarnessConfig, NonInteractive, PermissionMode};
 
 /// How long `initialize`, `session/new` and `session/load` may take (agents start slowly:
@@ -426,10 +427,12 @@ fn connection(
                             super::fs::read_text(&root, &request.path, request.line, request.limit)
                                 .await
                         }
-                        None => Err("unknown session".to_owned()),
+                        None => Err(FsError::UnknownSession),
                     };
                     let _ = responder.respond_with_result(
-                        result.map(ReadTextFileResponse::new).map_err(refusal),
+                        result
+                            .map(ReadTextFileResponse::new)
+                            .map_err(|e| refusal(e.code(), e)),
                     );
                 });
                 Ok(())
@@ -444,12 +447,12 @@ fn connection(
                         Some(root) => {
                             super::fs::write_text(&root, &request.path, &request.content).await
                         }
-                        None => Err("unknown session".to_owned()),
+                        None => Err(FsError::UnknownSession),
                     };
                     let _ = responder.respond_with_result(
                         result
                             .map(|()| WriteTextFileResponse::new())
-                            .map_err(refusal),
+                            .map_err(|e| refusal(e.code(), e)),
                     );
                 });
                 Ok(())
@@ -476,10 +479,12 @@ fn connection(
                                 request.output_byte_limit,
                             )
                         }
-                        None => Err("unknown session".to_owned()),
+                        None => Err(TermError::UnknownSession),
                     };
                     responder.respond_with_result(
-                        result.map(CreateTerminalResponse::new).map_err(refusal),
+                        result
+                            .map(CreateTerminalResponse::new)
+                            .map_err(term_refusal),
                     )
                 }
             },
@@ -493,7 +498,7 @@ fn connection(
                         TerminalOutputResponse::new(out.output, out.truncated)
                             .exit_status(out.exit.map(exit_status))
                     });
-                    responder.respond_with_result(result.map_err(refusal))
+                    responder.respond_with_result(result.map_err(term_refusal))
                 }
             },
             agent_client_protocol::on_receive_request!(),
@@ -509,7 +514,7 @@ fn connection(
                             .wait_for_exit(&request.terminal_id.0)
                             .await
                             .map(|exit| WaitForTerminalExitResponse::new(exit_status(exit)));
-                        let _ = responder.respond_with_result(result.map_err(refusal));
+                        let _ = responder.respond_with_result(result.map_err(term_refusal));
                     });
                     Ok(())
                 }
@@ -524,7 +529,7 @@ fn connection(
                     responder.respond_with_result(
                         result
                             .map(|()| KillTerminalResponse::new())
-                            .map_err(refusal),
+                            .map_err(term_refusal),
                     )
                 }
             },
@@ -538,7 +543,7 @@ fn connection(
                     responder.respond_with_result(
                         result
                             .map(|()| ReleaseTerminalResponse::new())
-                            .map_err(refusal),
+                            .map_err(term_refusal),
                     )
                 }
             },
@@ -553,8 +558,16 @@ fn exit_status(exit: TermExit) -> TerminalExitStatus {
 }
 
 /// A refused client request, with the reason the agent (and its model) sees.
-fn refusal(reason: String) -> agent_client_protocol::Error {
-    agent_client_protocol::Error::new(agent_client_protocol::ErrorCode::INVALID_PARAMS, reason)
+fn refusal(
+    code: agent_client_protocol::ErrorCode,
+    reason: impl std::fmt::Display,
+) -> agent_client_protocol::Error {
+    agent_client_protocol::Error::new(code, reason.to_string())
+}
+
+/// A refused or failed terminal request.
+fn term_refusal(e: TermError) -> agent_client_protocol::Error {
+    refusal(e.code(), e)
 }
 
 /// Decides a permission request: by mode, or by asking a person in `ask` mode. `None`: nobody

@@ -1,12 +1,88 @@
 //! The client's file service: `fs/read_text_file` and `fs/write_text_file`, confined to the
 //! session's folder (`..`, absolute paths elsewhere and symlink escapes refused).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use crate::agent::tools::paths::resolve_in_workspace;
+use agent_client_protocol::ErrorCode;
+
+use crate::agent::tools::paths::{PathError, resolve_in_workspace};
 
 /// Most bytes one read returns (an agent asking for more gets an error, not a huge reply).
 const MAX_READ_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Why a file request was refused or failed; the text is what the agent reads.
+#[derive(Debug, thiserror::Error)]
+pub enum FsError {
+    /// The request names no session chela knows.
+    #[error("unknown session")]
+    UnknownSession,
+    /// The path is refused (outside the session's folder, empty, a symlink escape…).
+    #[error(transparent)]
+    Path(#[from] PathError),
+    /// The file does not exist.
+    #[error("cannot read {}: {source}", path.display())]
+    NotFound {
+        /// The path as asked for.
+        path: PathBuf,
+        /// The error reading it.
+        source: std::io::Error,
+    },
+    /// The file exists but cannot be read (permissions, not text, a folder…).
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The path as asked for.
+        path: PathBuf,
+        /// The error reading it.
+        source: std::io::Error,
+    },
+    /// The file is larger than one read returns.
+    #[error("{} is {size} bytes; the most one read returns is {max}", path.display())]
+    TooLarge {
+        /// The path as asked for.
+        path: PathBuf,
+        /// Its size in bytes.
+        size: u64,
+        /// The most one read returns.
+        max: u64,
+    },
+    /// A parent folder of the file cannot be created.
+    #[error("cannot create {}: {source}", dir.display())]
+    CreateDir {
+        /// The folder.
+        dir: PathBuf,
+        /// The error creating it.
+        source: std::io::Error,
+    },
+    /// The file cannot be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The path as asked for.
+        path: PathBuf,
+        /// The error writing it.
+        source: std::io::Error,
+    },
+}
+
+impl FsError {
+    /// The ACP error code answered: a missing file or session is "resource not found"
+    /// (`-32002`), everything else "invalid params" (`-32602`).
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            FsError::UnknownSession | FsError::NotFound { .. } => ErrorCode::RESOURCE_NOT_FOUND,
+            _ => ErrorCode::INVALID_PARAMS,
+        }
+    }
+
+    /// `NotFound` for a missing file, `Read` otherwise.
+    fn read(path: &Path, source: std::io::Error) -> Self {
+        let path = path.to_path_buf();
+        if source.kind() == std::io::ErrorKind::NotFound {
+            FsError::NotFound { path, source }
+        } else {
+            FsError::Read { path, source }
+        }
+    }
+}
 
 /// Reads `path` (inside `root`), optionally from 1-based `line` for `limit` lines.
 pub async fn read_text(
@@ -14,35 +90,42 @@ pub async fn read_text(
     path: &Path,
     line: Option<u32>,
     limit: Option<u32>,
-) -> Result<String, String> {
+) -> Result<String, FsError> {
     let resolved = resolve_in_workspace(root, &path.to_string_lossy())?;
     let size = tokio::fs::metadata(&resolved)
         .await
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+        .map_err(|e| FsError::read(path, e))?
         .len();
     if size > MAX_READ_BYTES {
-        return Err(format!(
-            "{} is {size} bytes; the most one read returns is {MAX_READ_BYTES}",
-            path.display()
-        ));
+        return Err(FsError::TooLarge {
+            path: path.to_path_buf(),
+            size,
+            max: MAX_READ_BYTES,
+        });
     }
     let text = tokio::fs::read_to_string(&resolved)
         .await
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        .map_err(|e| FsError::read(path, e))?;
     Ok(slice_lines(&text, line, limit))
 }
 
 /// Writes `content` to `path` (inside `root`), creating parent folders.
-pub async fn write_text(root: &Path, path: &Path, content: &str) -> Result<(), String> {
+pub async fn write_text(root: &Path, path: &Path, content: &str) -> Result<(), FsError> {
     let resolved = resolve_in_workspace(root, &path.to_string_lossy())?;
     if let Some(parent) = resolved.parent() {
         tokio::fs::create_dir_all(parent)
             .await
-            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            .map_err(|source| FsError::CreateDir {
+                dir: parent.to_path_buf(),
+                source,
+            })?;
     }
     tokio::fs::write(&resolved, content)
         .await
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+        .map_err(|source| FsError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
 }
 
 /// Lines `line..line+limit` (1-based) of `text`, keeping line endings.
@@ -90,20 +173,50 @@ mod tests {
         for bad in ["../secret", "sub/../../secret"] {
             let err = read_text(&root, Path::new(bad), None, None)
                 .await
-                .unwrap_err();
+                .unwrap_err()
+                .to_string();
             assert!(err.contains("refused"), "{bad}: {err}");
             assert!(write_text(&root, Path::new(bad), "x").await.is_err());
         }
         let err = read_text(&root, &dir.path().join("secret"), None, None)
             .await
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("refused"), "{err}");
         std::os::unix::fs::symlink(dir.path(), root.join("link")).unwrap();
         let err = read_text(&root, Path::new("link/secret"), None, None)
             .await
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("refused"), "{err}");
         assert!(write_text(&root, Path::new("link/new"), "x").await.is_err());
         assert!(!dir.path().join("new").exists());
+    }
+
+    #[tokio::test]
+    async fn a_missing_file_is_resource_not_found_and_a_refusal_invalid_params() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = read_text(dir.path(), Path::new("nope.txt"), None, None)
+            .await
+            .unwrap_err();
+        assert!(matches!(missing, FsError::NotFound { .. }), "{missing:?}");
+        assert_eq!(missing.code(), ErrorCode::RESOURCE_NOT_FOUND);
+        assert!(
+            missing.to_string().starts_with("cannot read nope.txt: "),
+            "{missing}"
+        );
+        let refused = read_text(dir.path(), Path::new("../x"), None, None)
+            .await
+            .unwrap_err();
+        assert!(matches!(
+            refused,
+            FsError::Path(PathError::OutsideWorkspace { .. })
+        ));
+        assert_eq!(refused.code(), ErrorCode::INVALID_PARAMS);
+        std::fs::create_dir(dir.path().join("folder")).unwrap();
+        let folder = read_text(dir.path(), Path::new("folder"), None, None)
+            .await
+            .unwrap_err();
+        assert_eq!(folder.code(), ErrorCode::INVALID_PARAMS, "{folder:?}");
     }
 }

@@ -606,9 +606,28 @@ fn assistant(harness: &str, text: &str, status: &RunStatus) -> Message {
     })
 }
 
+/// Why a `--cwd` argument is refused; the text is what the user or the model reads.
+#[derive(Debug, thiserror::Error)]
+pub enum CwdError {
+    /// The path exists but is not a folder.
+    #[error("{} is not a folder", path.display())]
+    NotAFolder {
+        /// The resolved path.
+        path: PathBuf,
+    },
+    /// The path cannot be resolved (it does not exist, or is not reachable).
+    #[error("{}: {source}", path.display())]
+    Unresolvable {
+        /// The path as joined to the base.
+        path: PathBuf,
+        /// Why it cannot be resolved.
+        source: std::io::Error,
+    },
+}
+
 /// Checks a `--cwd` argument: `~` and relative paths resolve against `base`; it must be an
 /// existing folder.
-pub fn resolve_cwd(base: &Path, requested: &str) -> Result<PathBuf, String> {
+pub fn resolve_cwd(base: &Path, requested: &str) -> Result<PathBuf, CwdError> {
     let expanded = match requested.strip_prefix("~/") {
         Some(rest) => dirs::home_dir().map_or_else(|| PathBuf::from(requested), |h| h.join(rest)),
         None if requested == "~" => dirs::home_dir().unwrap_or_else(|| PathBuf::from("~")),
@@ -617,8 +636,8 @@ pub fn resolve_cwd(base: &Path, requested: &str) -> Result<PathBuf, String> {
     let path = base.join(expanded);
     match std::fs::canonicalize(&path) {
         Ok(path) if path.is_dir() => Ok(path),
-        Ok(path) => Err(format!("{} is not a folder", path.display())),
-        Err(e) => Err(format!("{}: {e}", path.display())),
+        Ok(path) => Err(CwdError::NotAFolder { path }),
+        Err(source) => Err(CwdError::Unresolvable { path, source }),
     }
 }
 
@@ -708,11 +727,14 @@ mod tests {
         std::fs::write(dir.path().join("file"), "").unwrap();
         let app = resolve_cwd(dir.path(), "app").unwrap();
         assert_eq!(app, std::fs::canonicalize(dir.path().join("app")).unwrap());
+        let file = resolve_cwd(dir.path(), "file").unwrap_err();
+        assert!(matches!(file, CwdError::NotAFolder { .. }), "{file:?}");
+        assert!(file.to_string().contains("not a folder"));
+        let missing = resolve_cwd(dir.path(), "missing").unwrap_err();
         assert!(
-            resolve_cwd(dir.path(), "file")
-                .unwrap_err()
-                .contains("not a folder")
+            matches!(&missing, CwdError::Unresolvable { source, .. }
+                if source.kind() == std::io::ErrorKind::NotFound),
+            "{missing:?}"
         );
-        assert!(resolve_cwd(dir.path(), "missing").is_err());
     }
 }

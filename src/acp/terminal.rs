@@ -6,16 +6,94 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use agent_client_protocol::ErrorCode;
 use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 use tokio::sync::watch;
 
-use crate::agent::tools::paths::resolve_in_workspace;
+use crate::agent::tools::paths::{PathError, resolve_in_workspace};
+use crate::sandbox::child::ChildSandboxError;
 use crate::sandbox::{ChildSandbox, ProcessGroup};
 
 /// Most terminals one connection may hold at once.
 const MAX_TERMINALS: usize = 32;
 /// How long an exit waits for the terminal's last output to be read.
 const DRAIN_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Why a terminal request was refused or failed; the text is what the agent reads.
+#[derive(Debug, thiserror::Error)]
+pub enum TermError {
+    /// The request names no session chela knows.
+    #[error("unknown session")]
+    UnknownSession,
+    /// No terminal has this id (never created, or released).
+    #[error("no terminal {id}")]
+    NotFound {
+        /// The id asked for.
+        id: String,
+    },
+    /// The working folder is refused (outside the session's folder…).
+    #[error(transparent)]
+    Cwd(#[from] PathError),
+    /// The connection already holds the most terminals it may.
+    #[error("too many terminals (at most {max}); release some")]
+    TooMany {
+        /// The most terminals one connection may hold.
+        max: usize,
+    },
+    /// The command or its environment cannot be run in the sandbox.
+    #[error(transparent)]
+    Sandbox(#[from] ChildSandboxError),
+    /// The command is empty.
+    #[error("no command")]
+    NoCommand,
+    /// No PTY could be opened.
+    #[error("cannot open a terminal: {0}")]
+    Open(String),
+    /// The command could not be started.
+    #[error("cannot start {command}: {reason}")]
+    Start {
+        /// The command asked for.
+        command: String,
+        /// Why it could not start.
+        reason: String,
+    },
+    /// The terminal's output cannot be read.
+    #[error("cannot read the terminal: {0}")]
+    Output(String),
+    /// The terminal's exit watcher ended without reporting an exit.
+    #[error("terminal {id} went away")]
+    Gone {
+        /// The terminal's id.
+        id: String,
+    },
+    /// A thread panicked while holding the terminals' state.
+    #[error("terminal state poisoned")]
+    Poisoned,
+}
+
+impl TermError {
+    /// The ACP error code answered: an unknown session or terminal is "resource not found"
+    /// (`-32002`), a failure on chela's side "internal error" (`-32603`), the rest "invalid
+    /// params" (`-32602`).
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            TermError::UnknownSession | TermError::NotFound { .. } => ErrorCode::RESOURCE_NOT_FOUND,
+            TermError::Open(_)
+            | TermError::Output(_)
+            | TermError::Gone { .. }
+            | TermError::Poisoned => ErrorCode::INTERNAL_ERROR,
+            TermError::Cwd(_)
+            | TermError::TooMany { .. }
+            | TermError::Sandbox(_)
+            | TermError::NoCommand
+            | TermError::Start { .. } => ErrorCode::INVALID_PARAMS,
+        }
+    }
+
+    fn not_found(id: &str) -> Self {
+        TermError::NotFound { id: id.to_owned() }
+    }
+}
 
 /// How a terminal's command ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,15 +177,13 @@ impl Terminals {
         env: &[(String, String)],
         cwd: Option<&Path>,
         output_limit: Option<u64>,
-    ) -> Result<String, String> {
+    ) -> Result<String, TermError> {
         let cwd: PathBuf = match cwd {
             Some(dir) => resolve_in_workspace(root, &dir.to_string_lossy())?,
             None => root.to_path_buf(),
         };
         if self.terms.lock().map_or(0, |t| t.len()) >= MAX_TERMINALS {
-            return Err(format!(
-                "too many terminals (at most {MAX_TERMINALS}); release some"
-            ));
+            return Err(TermError::TooMany { max: MAX_TERMINALS });
         }
         let pair = native_pty_system()
             .openpty(PtySize {
@@ -116,15 +192,12 @@ impl Terminals {
                 pixel_width: 0,
                 pixel_height: 0,
             })
-            .map_err(|e| format!("cannot open a terminal: {e}"))?;
+            .map_err(|e| TermError::Open(e.to_string()))?;
         let mut argv: Vec<std::ffi::OsString> = vec![command.into()];
         argv.extend(args.iter().map(Into::into));
         // Confined, what the agent asked for is set inside the sandbox (in the argv).
-        let (argv, env) = self
-            .sandbox
-            .argv_with_env(&argv, env)
-            .map_err(|e| e.to_string())?;
-        let (program, rest) = argv.split_first().ok_or("no command")?;
+        let (argv, env) = self.sandbox.argv_with_env(&argv, env)?;
+        let (program, rest) = argv.split_first().ok_or(TermError::NoCommand)?;
         let mut builder = CommandBuilder::new(program);
         builder.args(rest);
         builder.cwd(&cwd);
@@ -139,12 +212,15 @@ impl Terminals {
         let mut child = pair
             .slave
             .spawn_command(builder)
-            .map_err(|e| format!("cannot start {command}: {e}"))?;
+            .map_err(|e| TermError::Start {
+                command: command.to_owned(),
+                reason: e.to_string(),
+            })?;
         drop(pair.slave);
         let mut reader = pair
             .master
             .try_clone_reader()
-            .map_err(|e| format!("cannot read the terminal: {e}"))?;
+            .map_err(|e| TermError::Output(e.to_string()))?;
         let limit = output_limit
             .and_then(|l| usize::try_from(l).ok())
             .map_or(self.default_limit, |l| l.min(self.default_limit));
@@ -206,16 +282,10 @@ impl Terminals {
     }
 
     /// The output so far.
-    pub fn output(&self, id: &str) -> Result<TermOutput, String> {
-        let terms = self
-            .terms
-            .lock()
-            .map_err(|_| "terminal state poisoned".to_owned())?;
-        let term = terms.get(id).ok_or_else(|| format!("no terminal {id}"))?;
-        let buffer = term
-            .output
-            .lock()
-            .map_err(|_| "terminal state poisoned".to_owned())?;
+    pub fn output(&self, id: &str) -> Result<TermOutput, TermError> {
+        let terms = self.terms.lock().map_err(|_| TermError::Poisoned)?;
+        let term = terms.get(id).ok_or_else(|| TermError::not_found(id))?;
+        let buffer = term.output.lock().map_err(|_| TermError::Poisoned)?;
         Ok(TermOutput {
             output: String::from_utf8_lossy(&buffer.bytes).into_owned(),
             truncated: buffer.truncated,
@@ -224,15 +294,12 @@ impl Terminals {
     }
 
     /// Waits until the command has ended.
-    pub async fn wait_for_exit(&self, id: &str) -> Result<TermExit, String> {
+    pub async fn wait_for_exit(&self, id: &str) -> Result<TermExit, TermError> {
         let mut exit = {
-            let terms = self
-                .terms
-                .lock()
-                .map_err(|_| "terminal state poisoned".to_owned())?;
+            let terms = self.terms.lock().map_err(|_| TermError::Poisoned)?;
             terms
                 .get(id)
-                .ok_or_else(|| format!("no terminal {id}"))?
+                .ok_or_else(|| TermError::not_found(id))?
                 .exit
                 .clone()
         };
@@ -241,30 +308,27 @@ impl Terminals {
                 return Ok(done);
             }
             if exit.changed().await.is_err() {
-                return Err(format!("terminal {id} went away"));
+                return Err(TermError::Gone { id: id.to_owned() });
             }
         }
     }
 
     /// Kills the command's whole process group (the terminal stays readable).
-    pub fn kill(&self, id: &str) -> Result<(), String> {
-        let terms = self
-            .terms
-            .lock()
-            .map_err(|_| "terminal state poisoned".to_owned())?;
-        let term = terms.get(id).ok_or_else(|| format!("no terminal {id}"))?;
+    pub fn kill(&self, id: &str) -> Result<(), TermError> {
+        let terms = self.terms.lock().map_err(|_| TermError::Poisoned)?;
+        let term = terms.get(id).ok_or_else(|| TermError::not_found(id))?;
         term.group.kill();
         Ok(())
     }
 
     /// Kills the command if it still runs and forgets the terminal.
-    pub fn release(&self, id: &str) -> Result<(), String> {
+    pub fn release(&self, id: &str) -> Result<(), TermError> {
         let mut term = self
             .terms
             .lock()
-            .map_err(|_| "terminal state poisoned".to_owned())?
+            .map_err(|_| TermError::Poisoned)?
             .remove(id)
-            .ok_or_else(|| format!("no terminal {id}"))?;
+            .ok_or_else(|| TermError::not_found(id))?;
         if term.exit.borrow().is_some() {
             term.group.disarm();
         }
@@ -325,7 +389,10 @@ mod tests {
         assert!(out.output.contains("on-a-tty"), "{out:?}");
         assert_eq!(out.exit, Some(exit));
         terms.release(&id).unwrap();
-        assert!(terms.output(&id).is_err());
+        let gone = terms.output(&id).unwrap_err();
+        assert!(matches!(&gone, TermError::NotFound { id: gone_id } if *gone_id == id));
+        assert_eq!(gone.code(), ErrorCode::RESOURCE_NOT_FOUND);
+        assert_eq!(gone.to_string(), format!("no terminal {id}"));
     }
 
     #[tokio::test]
@@ -342,6 +409,8 @@ mod tests {
         let err = terms
             .create(dir.path(), "true", &[], &[], Some(Path::new("/")), None)
             .unwrap_err();
-        assert!(err.contains("refused"), "{err}");
+        assert!(matches!(err, TermError::Cwd(_)), "{err:?}");
+        assert_eq!(err.code(), ErrorCode::INVALID_PARAMS);
+        assert!(err.to_string().contains("refused"), "{err}");
     }
 }

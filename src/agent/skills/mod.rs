@@ -76,9 +76,10 @@ pub struct Found {
 pub fn discover(roots: &Roots, probe: &Probe<'_>) -> Vec<Found> {
     let mut found: Vec<Found> = Vec::new();
     for candidate in sources::candidates(roots) {
-        let parsed = candidate
-            .text
-            .and_then(|text| parse::parse(&text).map_err(|e| e.to_string()));
+        let parsed = match candidate.text {
+            Ok(text) => parse::parse(&text).map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
         let entry = match parsed {
             Err(error) => Found {
                 name: candidate.folder,

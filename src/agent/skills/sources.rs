@@ -79,6 +79,25 @@ impl Roots {
     }
 }
 
+/// A SKILL.md that could not be read; the text is what `/skills` shows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot read: {reason}")]
+pub struct ReadError {
+    /// The kind of I/O error (not found, permission denied…).
+    pub kind: std::io::ErrorKind,
+    /// The error's text.
+    pub reason: String,
+}
+
+impl From<std::io::Error> for ReadError {
+    fn from(e: std::io::Error) -> Self {
+        ReadError {
+            kind: e.kind(),
+            reason: e.to_string(),
+        }
+    }
+}
+
 /// A SKILL.md found in a source, not yet parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Candidate {
@@ -89,7 +108,7 @@ pub struct Candidate {
     /// The name of the folder holding it.
     pub folder: String,
     /// Its text, or why it could not be read.
-    pub text: Result<String, String>,
+    pub text: Result<String, ReadError>,
 }
 
 /// Skills shipped inside the binary (`skills/` in the repository): folder and SKILL.md text.
@@ -145,7 +164,7 @@ pub fn scan(dir: &Path, source: Source) -> Vec<Candidate> {
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default(),
-                text: std::fs::read_to_string(&path).map_err(|e| format!("cannot read: {e}")),
+                text: std::fs::read_to_string(&path).map_err(ReadError::from),
             }
         })
         .collect()

@@ -56,7 +56,7 @@ impl Tool for EditTool {
             }
             match resolve_in_workspace(&ctx.workspace, &a.path) {
                 Ok(path) => edit(&path, &a).await,
-                Err(msg) => ToolOutput::error(msg),
+                Err(e) => ToolOutput::error(e.to_string()),
             }
         })
     }

@@ -81,7 +81,7 @@ impl Tool for ExecTool {
                 Some(w) => match resolve_in_workspace(&ctx.workspace, w) {
                     Ok(dir) if dir.is_dir() => dir,
                     Ok(_) => return ToolOutput::error(format!("workdir {w} is not a directory")),
-                    Err(msg) => return ToolOutput::error(msg),
+                    Err(e) => return ToolOutput::error(e.to_string()),
                 },
             };
             match (a.background, a.pty) {

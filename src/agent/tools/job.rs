@@ -105,6 +105,17 @@ struct Progress {
     closed: bool,
 }
 
+/// Why writing to a job's input failed; the text is what the model reads after the job id.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum InputError {
+    /// The input was closed (C-d on pipes, or the command closed it).
+    #[error("its input is closed")]
+    Closed,
+    /// The write itself failed (the command exited, a broken pipe…).
+    #[error("cannot write to its input: {0}")]
+    Write(#[source] io::Error),
+}
+
 /// A running (or finished) command. Dropping a job whose group may still run kills the group.
 pub(crate) struct Job {
     pid: u32,
@@ -253,15 +264,15 @@ impl Job {
     }
 
     /// Writes `data` to the command's input (blocking; call off the async threads).
-    pub(crate) fn write_input(&self, data: &[u8]) -> Result<(), String> {
+    pub(crate) fn write_input(&self, data: &[u8]) -> Result<(), InputError> {
         let mut input = self.input.lock().unwrap_or_else(|e| e.into_inner());
         let Some(writer) = input.as_mut() else {
-            return Err("its input is closed".to_string());
+            return Err(InputError::Closed);
         };
         writer
             .write_all(data)
             .and_then(|()| writer.flush())
-            .map_err(|e| format!("cannot write to its input: {e}"))
+            .map_err(InputError::Write)
     }
 
     /// Closes a piped input so the command reads end-of-file.

@@ -41,7 +41,7 @@ impl Tool for LsTool {
             };
             match resolve_in_workspace(&ctx.workspace, &requested) {
                 Ok(path) => list(&path, &requested).await,
-                Err(msg) => ToolOutput::error(msg),
+                Err(e) => ToolOutput::error(e.to_string()),
             }
         })
     }

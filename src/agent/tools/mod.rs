@@ -108,11 +108,11 @@ pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
 /// Parses a call's arguments object with `parse`; argument errors become refusals.
 fn parse_args<T>(
     args: &Value,
-    parse: impl FnOnce(&serde_json::Map<String, Value>) -> Result<T, String>,
+    parse: impl FnOnce(&serde_json::Map<String, Value>) -> Result<T, args::ArgError>,
 ) -> Result<T, ToolOutput> {
     args::object(args)
         .and_then(|map| parse(&map))
-        .map_err(ToolOutput::error)
+        .map_err(|e| ToolOutput::error(e.to_string()))
 }
 
 #[cfg(test)]

@@ -2,6 +2,55 @@
 
 use std::path::{Component, Path, PathBuf};
 
+/// Why a path was refused; the text is what a model or an ACP agent reads.
+#[derive(Debug, thiserror::Error)]
+pub enum PathError {
+    /// The requested path is empty.
+    #[error("refused: the path is empty")]
+    Empty,
+    /// The requested path contains a NUL byte.
+    #[error("refused: the path contains a NUL byte")]
+    Nul,
+    /// The workspace itself cannot be resolved (missing or unreadable).
+    #[error("the workspace {} is not usable: {source}", workspace.display())]
+    Workspace {
+        /// The configured workspace.
+        workspace: PathBuf,
+        /// Why it could not be resolved.
+        source: std::io::Error,
+    },
+    /// The path (after `..` is applied) is outside the workspace.
+    #[error("refused: {requested} is outside the workspace ({}); use a path inside it", root.display())]
+    OutsideWorkspace {
+        /// The path as asked for.
+        requested: String,
+        /// The canonical workspace.
+        root: PathBuf,
+    },
+    /// An existing part of the path cannot be resolved (e.g. a dangling symlink).
+    #[error(
+        "refused: {requested} goes through {} which cannot be resolved ({source}); \
+         it may be a dangling symlink",
+        existing.display()
+    )]
+    Unresolvable {
+        /// The path as asked for.
+        requested: String,
+        /// Its longest existing part.
+        existing: PathBuf,
+        /// Why it could not be resolved.
+        source: std::io::Error,
+    },
+    /// A symlink on the path leads outside the workspace.
+    #[error("refused: {requested} leads outside the workspace through a symlink (to {})", target.display())]
+    SymlinkEscape {
+        /// The path as asked for.
+        requested: String,
+        /// Where it leads.
+        target: PathBuf,
+    },
+}
+
 /// Resolves `requested` to a path inside `workspace`, or says why it is refused.
 ///
 /// Relative paths resolve against the workspace; absolute paths must point into it. `..` is
@@ -10,15 +59,17 @@ use std::path::{Component, Path, PathBuf};
 /// refused), which must stay under the canonical workspace; components that do not exist yet
 /// (a file about to be written) are appended to it. The returned path has no symlinks in its
 /// existing part, so using it acts on what was checked.
-pub fn resolve_in_workspace(workspace: &Path, requested: &str) -> Result<PathBuf, String> {
+pub fn resolve_in_workspace(workspace: &Path, requested: &str) -> Result<PathBuf, PathError> {
     if requested.is_empty() {
-        return Err("refused: the path is empty".to_string());
+        return Err(PathError::Empty);
     }
     if requested.contains('\0') {
-        return Err("refused: the path contains a NUL byte".to_string());
+        return Err(PathError::Nul);
     }
-    let root = std::fs::canonicalize(workspace)
-        .map_err(|e| format!("the workspace {} is not usable: {e}", workspace.display()))?;
+    let root = std::fs::canonicalize(workspace).map_err(|source| PathError::Workspace {
+        workspace: workspace.to_path_buf(),
+        source,
+    })?;
     let req = Path::new(requested);
     let joined = if req.is_absolute() {
         let norm = normalize(req);
@@ -32,21 +83,19 @@ pub fn resolve_in_workspace(workspace: &Path, requested: &str) -> Result<PathBuf
         normalize(&root.join(req))
     };
     if !joined.starts_with(&root) {
-        return Err(format!(
-            "refused: {requested} is outside the workspace ({}); use a path inside it",
-            root.display()
-        ));
+        return Err(PathError::OutsideWorkspace {
+            requested: requested.to_owned(),
+            root,
+        });
     }
     let existing = joined
         .ancestors()
         .find(|a| std::fs::symlink_metadata(a).is_ok())
         .unwrap_or(&root);
-    let canonical = std::fs::canonicalize(existing).map_err(|e| {
-        format!(
-            "refused: {requested} goes through {} which cannot be resolved ({e}); \
-             it may be a dangling symlink",
-            existing.display()
-        )
+    let canonical = std::fs::canonicalize(existing).map_err(|source| PathError::Unresolvable {
+        requested: requested.to_owned(),
+        existing: existing.to_path_buf(),
+        source,
     })?;
     let rest = joined.strip_prefix(existing).unwrap_or(Path::new(""));
     let resolved = if rest.as_os_str().is_empty() {
@@ -55,10 +104,10 @@ pub fn resolve_in_workspace(workspace: &Path, requested: &str) -> Result<PathBuf
         canonical.join(rest)
     };
     if !resolved.starts_with(&root) {
-        return Err(format!(
-            "refused: {requested} leads outside the workspace through a symlink (to {})",
-            resolved.display()
-        ));
+        return Err(PathError::SymlinkEscape {
+            requested: requested.to_owned(),
+            target: resolved,
+        });
     }
     Ok(resolved)
 }
@@ -116,9 +165,13 @@ mod tests {
     #[test]
     fn dotdot_leaving_the_workspace_is_refused() {
         let (ws, _outside) = setup();
-        let err = resolve_in_workspace(ws.path(), "../etc/passwd").unwrap_err();
+        let err = resolve_in_workspace(ws.path(), "../etc/passwd")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("outside the workspace"), "{err}");
-        let err = resolve_in_workspace(ws.path(), "sub/../../x").unwrap_err();
+        let err = resolve_in_workspace(ws.path(), "sub/../../x")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("outside the workspace"), "{err}");
     }
 
@@ -126,7 +179,9 @@ mod tests {
     fn absolute_paths_outside_are_refused() {
         let (ws, outside) = setup();
         let secret = outside.path().join("secret");
-        let err = resolve_in_workspace(ws.path(), secret.to_str().unwrap()).unwrap_err();
+        let err = resolve_in_workspace(ws.path(), secret.to_str().unwrap())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("outside the workspace"), "{err}");
         assert!(resolve_in_workspace(ws.path(), "/etc/passwd").is_err());
     }
@@ -142,10 +197,14 @@ mod tests {
         )
         .unwrap();
         for path in ["out/secret", "out/new-file", "leak", "out"] {
-            let err = resolve_in_workspace(ws.path(), path).unwrap_err();
+            let err = resolve_in_workspace(ws.path(), path)
+                .unwrap_err()
+                .to_string();
             assert!(err.contains("through a symlink"), "{path}: {err}");
         }
-        let err = resolve_in_workspace(ws.path(), "dangling").unwrap_err();
+        let err = resolve_in_workspace(ws.path(), "dangling")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("dangling"), "{err}");
     }
 
@@ -158,5 +217,26 @@ mod tests {
             resolve_in_workspace(ws.path(), "alias/a.txt").unwrap(),
             root.join("sub/a.txt")
         );
+    }
+
+    #[test]
+    fn refusals_name_their_cause() {
+        let (ws, _outside) = setup();
+        assert!(matches!(
+            resolve_in_workspace(ws.path(), ""),
+            Err(PathError::Empty)
+        ));
+        assert!(matches!(
+            resolve_in_workspace(ws.path(), "a\0b"),
+            Err(PathError::Nul)
+        ));
+        assert!(matches!(
+            resolve_in_workspace(ws.path(), "../x"),
+            Err(PathError::OutsideWorkspace { requested, .. }) if requested == "../x"
+        ));
+        assert!(matches!(
+            resolve_in_workspace(&ws.path().join("missing"), "x"),
+            Err(PathError::Workspace { .. })
+        ));
     }
 }

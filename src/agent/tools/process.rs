@@ -14,6 +14,7 @@ use serde_json::{Map, Value, json};
 pub(crate) use registry::Proc;
 pub use registry::{Limits, ProcessRegistry};
 
+use super::args::ArgError;
 use super::truncate::{head_tail, take_head};
 use super::{Tool, ToolContext, ToolOutput, args, parse_args};
 use crate::agent::provider::{BoxFuture, ToolSpec};
@@ -110,7 +111,7 @@ impl Tool for ProcessTool {
     }
 }
 
-fn parse(m: &Map<String, Value>) -> Result<(Action, Option<String>), String> {
+fn parse(m: &Map<String, Value>) -> Result<(Action, Option<String>), ArgError> {
     let id = args::optional_str(m, "id")?.map(|s| s.trim().to_string());
     let action = match args::required_str(m, "action")? {
         "list" => Action::List,
@@ -119,19 +120,23 @@ fn parse(m: &Map<String, Value>) -> Result<(Action, Option<String>), String> {
                 None => None,
                 Some(s) if (0.0..=MAX_POLL_WAIT_S).contains(&s) => Some(Duration::from_secs_f64(s)),
                 Some(s) => {
-                    return Err(format!(
+                    return Err(ArgError::invalid(format!(
                         "argument `timeout` must be 0 to {MAX_POLL_WAIT_S} seconds, got {s}"
-                    ));
+                    )));
                 }
             },
         },
         "log" => Action::Log {
             offset: match args::optional_u64(m, "offset")? {
-                Some(0) => return Err("argument `offset` is 1-based: use 1 or more".to_string()),
+                Some(0) => {
+                    return Err(ArgError::invalid(
+                        "argument `offset` is 1-based: use 1 or more",
+                    ));
+                }
                 o => o.map(|o| usize::try_from(o).unwrap_or(usize::MAX)),
             },
             limit: match args::optional_u64(m, "limit")? {
-                Some(0) => return Err("argument `limit` must be at least 1".to_string()),
+                Some(0) => return Err(ArgError::invalid("argument `limit` must be at least 1")),
                 l => l.map_or(DEFAULT_LOG_LINES, |l| {
                     usize::try_from(l).unwrap_or(usize::MAX)
                 }),
@@ -147,15 +152,21 @@ fn parse(m: &Map<String, Value>) -> Result<(Action, Option<String>), String> {
                     .iter()
                     .map(|v| v.as_str().map(str::to_string))
                     .collect::<Option<_>>()
-                    .ok_or("argument `keys` must be a list of strings")?,
-                _ => return Err("argument `keys` must be a list of strings".to_string()),
+                    .ok_or(ArgError::invalid(
+                        "argument `keys` must be a list of strings",
+                    ))?,
+                _ => {
+                    return Err(ArgError::invalid(
+                        "argument `keys` must be a list of strings",
+                    ));
+                }
             },
         },
         "kill" => Action::Kill,
         other => {
-            return Err(format!(
+            return Err(ArgError::invalid(format!(
                 "unknown action {other:?}; use list, poll, log, write, send-keys or kill"
-            ));
+            )));
         }
     };
     Ok((action, id))
@@ -261,7 +272,7 @@ impl ProcessTool {
     async fn send_keys(&self, proc: &Arc<Proc>, keys: &[String]) -> ToolOutput {
         let actions = match keys::translate(keys, proc.job.is_pty()) {
             Ok(actions) => actions,
-            Err(msg) => return ToolOutput::error(msg),
+            Err(e) => return ToolOutput::error(e.to_string()),
         };
         for action in actions {
             match action {

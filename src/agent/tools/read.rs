@@ -46,7 +46,9 @@ impl Tool for ReadTool {
             let parsed = parse_args(&args, |m| {
                 let limit = args::optional_u64(m, "limit")?;
                 if limit == Some(0) {
-                    return Err("argument `limit` must be at least 1".to_string());
+                    return Err(super::args::ArgError::invalid(
+                        "argument `limit` must be at least 1",
+                    ));
                 }
                 Ok(ReadArgs {
                     path: args::required_str(m, "path")?.to_string(),
@@ -60,7 +62,7 @@ impl Tool for ReadTool {
             };
             match resolve_in_workspace(&ctx.workspace, &a.path) {
                 Ok(path) => read_lines(&path, &a, ctx.max_output_chars).await,
-                Err(msg) => ToolOutput::error(msg),
+                Err(e) => ToolOutput::error(e.to_string()),
             }
         })
     }

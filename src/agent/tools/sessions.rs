@@ -6,6 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::{Value, json};
 
+use super::args::ArgError;
 use super::{Tool, ToolContext, ToolOutput, args, parse_args, truncate};
 use crate::agent::provider::{BoxFuture, ToolSpec};
 use crate::agent::tools::refusal::ToolRefusal;
@@ -72,7 +73,7 @@ impl Tool for MessageTool {
             let parsed = parse_args(&args, |m| {
                 let text = args::required_str(m, "text")?.to_owned();
                 if text.trim().is_empty() {
-                    return Err("argument `text` must not be empty".to_owned());
+                    return Err(ArgError::invalid("argument `text` must not be empty"));
                 }
                 let target = args::optional_str(m, "target")?
                     .map(str::trim)

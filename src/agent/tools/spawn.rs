@@ -14,6 +14,7 @@ use std::sync::{Arc, OnceLock};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::args::ArgError;
 use super::{Tool, ToolContext, ToolOutput, args, parse_args, truncate};
 use crate::agent::provider::{BoxFuture, ToolSpec};
 use crate::agent::tools::refusal::ToolRefusal;
@@ -143,50 +144,50 @@ pub fn is_subagent_session(key: &str) -> bool {
     SessionKey::parse(key).is_ok_and(|k| matches!(k.base, KeyBase::Subagent { .. }))
 }
 
-fn parse(m: &serde_json::Map<String, Value>, parent: &str) -> Result<SpawnRequest, String> {
+fn parse(m: &serde_json::Map<String, Value>, parent: &str) -> Result<SpawnRequest, ArgError> {
     let runtime = match args::optional_str(m, "runtime")? {
         Some("subagent") => Runtime::Subagent,
         Some("acp") => Runtime::Acp,
         None if m.get("agent").is_some_and(|a| !a.is_null()) => Runtime::Acp,
         None => Runtime::Subagent,
         Some(other) => {
-            return Err(format!(
+            return Err(ArgError::invalid(format!(
                 "runtime {other:?} is not available; use \"subagent\" (chela's own agent) or \
                  \"acp\" (an external coding agent)"
-            ));
+            )));
         }
     };
     let task = args::required_str(m, "task")?.trim().to_owned();
     if task.is_empty() {
-        return Err("argument `task` must not be empty".to_owned());
+        return Err(ArgError::invalid("argument `task` must not be empty"));
     }
     let thread = match m.get("thread") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
-        Some(_) => return Err("argument `thread` must be true or false".to_owned()),
+        Some(_) => return Err(ArgError::invalid("argument `thread` must be true or false")),
     };
     let mode = match args::optional_str(m, "mode")? {
         None | Some("run") => SpawnMode::Run,
         Some("session") => SpawnMode::Session,
         Some(other) => {
-            return Err(format!(
+            return Err(ArgError::invalid(format!(
                 "argument `mode` must be run or session, not {other:?}"
-            ));
+            )));
         }
     };
     if mode == SpawnMode::Session && !thread {
-        return Err("mode \"session\" needs thread: true".to_owned());
+        return Err(ArgError::invalid("mode \"session\" needs thread: true"));
     }
     let stream_to_parent = match args::optional_str(m, "stream_to")? {
         None => false,
         Some("parent") => true,
         Some(other) => {
-            return Err(format!(
+            return Err(ArgError::invalid(format!(
                 "argument `stream_to` must be \"parent\", not {other:?}"
-            ));
+            )));
         }
     };
-    let text = |key: &str| -> Result<Option<String>, String> {
+    let text = |key: &str| -> Result<Option<String>, ArgError> {
         Ok(args::optional_str(m, key)?
             .map(str::trim)
             .filter(|s| !s.is_empty())
@@ -215,29 +216,26 @@ fn subagent_only(
     thread: bool,
     mode: SpawnMode,
     stream_to_parent: bool,
-) -> Result<(), String> {
+) -> Result<(), ArgError> {
     let given = |key: &str| m.get(key).is_some_and(|v| !v.is_null());
     if given("cwd") {
-        return Err(
+        return Err(ArgError::invalid(
             "`cwd` does not apply to runtime \"subagent\": a subagent works in chela's \
                     own workspace. Leave `cwd` out, or use runtime \"acp\" for a coding agent \
-                    in another folder."
-                .to_owned(),
-        );
+                    in another folder.",
+        ));
     }
     if given("agent") {
-        return Err(
+        return Err(ArgError::invalid(
             "`agent` names a coding agent: use runtime \"acp\" with it, or leave it \
-                    out for a subagent."
-                .to_owned(),
-        );
+                    out for a subagent.",
+        ));
     }
     if thread || mode == SpawnMode::Session || stream_to_parent {
-        return Err(
+        return Err(ArgError::invalid(
             "`thread`, `mode: \"session\"` and `stream_to` apply to runtime \"acp\" \
-                    only: a subagent runs once and its result comes back as a system message."
-                .to_owned(),
-        );
+                    only: a subagent runs once and its result comes back as a system message.",
+        ));
     }
     Ok(())
 }
@@ -248,7 +246,7 @@ mod tests {
     use super::*;
 
     fn parsed(v: Value) -> Result<SpawnRequest, String> {
-        parse(v.as_object().unwrap(), "agent:main:main")
+        parse(v.as_object().unwrap(), "agent:main:main").map_err(|e| e.to_string())
     }
 
     #[test]

@@ -43,7 +43,7 @@ impl Tool for WriteTool {
             };
             match resolve_in_workspace(&ctx.workspace, &requested) {
                 Ok(path) => write(&path, &requested, content.as_bytes()).await,
-                Err(msg) => ToolOutput::error(msg),
+                Err(e) => ToolOutput::error(e.to_string()),
             }
         })
     }

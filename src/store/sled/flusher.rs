@@ -14,8 +14,19 @@ use tokio::sync::oneshot;
 
 use super::highwater::HighWater;
 
+/// Why a flush did not make the writes durable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum FlushError {
+    /// The flusher thread has ended (the store is closing, or the thread died).
+    #[error("the store flusher has stopped")]
+    Stopped,
+    /// sled failed to bump the generation or to flush; the text is its error.
+    #[error("{0}")]
+    Failed(String),
+}
+
 /// A caller waiting for its writes to be durable.
-type Waiter = oneshot::Sender<Result<(), String>>;
+type Waiter = oneshot::Sender<Result<(), FlushError>>;
 
 /// The handle of the flusher thread. Dropping it ends the thread and waits for it, so the
 /// store's files are released as soon as the store is dropped.
@@ -56,8 +67,12 @@ impl Flusher {
                     let mut batch = vec![first];
                     batch.extend(waiters.try_iter());
                     let flushed = super::highwater::bump_generation(&db, generation)
-                        .map_err(|e| e.to_string())
-                        .and_then(|next| db.flush().map(|_| next).map_err(|e| e.to_string()));
+                        .map_err(|e| FlushError::Failed(e.to_string()))
+                        .and_then(|next| {
+                            db.flush()
+                                .map(|_| next)
+                                .map_err(|e| FlushError::Failed(e.to_string()))
+                        });
                     for waiter in batch {
                         let _ = waiter.send(flushed.clone().map(|_| ()));
                     }
@@ -79,16 +94,14 @@ impl Flusher {
     }
 
     /// Waits until everything written before the call is on disk.
-    pub(super) async fn flush(&self) -> Result<(), String> {
+    pub(super) async fn flush(&self) -> Result<(), FlushError> {
         let (tx, rx) = oneshot::channel();
-        let stopped = || "the store flusher has stopped".to_string();
         self.queue
             .as_ref()
-            .ok_or_else(stopped)?
+            .ok_or(FlushError::Stopped)?
             .send(tx)
-            .map_err(|_| stopped())?;
-        rx.await
-            .map_err(|_| "the store flusher has stopped".to_string())?
+            .map_err(|_| FlushError::Stopped)?;
+        rx.await.map_err(|_| FlushError::Stopped)?
     }
 }
 

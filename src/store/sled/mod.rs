@@ -184,7 +184,11 @@ impl SledStore {
     /// share one flush (group commit). The trait's [`BaseStore::flush`] boxes this; the
     /// backend's own methods await it directly.
     async fn sync(&self) -> Result<(), StoreError> {
-        self.inner.flusher.flush().await.map_err(StoreError::Db)
+        self.inner
+            .flusher
+            .flush()
+            .await
+            .map_err(|e| StoreError::Db(e.to_string()))
     }
 }
 

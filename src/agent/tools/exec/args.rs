@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::agent::tools::args;
+use crate::agent::tools::args::{self, ArgError};
 
 /// Longest timeout a call may ask for (one day).
 const MAX_TIMEOUT_S: f64 = 86_400.0;
@@ -32,7 +32,7 @@ pub(crate) struct ExecArgs {
 }
 
 /// Checks the arguments object; messages name the argument at fault.
-pub(crate) fn parse(m: &Map<String, Value>) -> Result<ExecArgs, String> {
+pub(crate) fn parse(m: &Map<String, Value>) -> Result<ExecArgs, ArgError> {
     let env = match m.get("env") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Object(vars)) => vars
@@ -41,10 +41,16 @@ pub(crate) fn parse(m: &Map<String, Value>) -> Result<ExecArgs, String> {
                 Value::String(s) => Ok((k.clone(), s.clone())),
                 Value::Number(n) => Ok((k.clone(), n.to_string())),
                 Value::Bool(b) => Ok((k.clone(), b.to_string())),
-                _ => Err(format!("env value of `{k}` must be a string")),
+                _ => Err(ArgError::invalid(format!(
+                    "env value of `{k}` must be a string"
+                ))),
             })
             .collect::<Result<_, _>>()?,
-        Some(_) => return Err("argument `env` must be an object of strings".to_string()),
+        Some(_) => {
+            return Err(ArgError::invalid(
+                "argument `env` must be an object of strings",
+            ));
+        }
     };
     // `timeout_s` is the older name of `timeout`.
     let key = if m.contains_key("timeout") {
@@ -56,9 +62,9 @@ pub(crate) fn parse(m: &Map<String, Value>) -> Result<ExecArgs, String> {
         None => None,
         Some(s) if s > 0.0 && s <= MAX_TIMEOUT_S => Some(Duration::from_secs_f64(s)),
         Some(s) => {
-            return Err(format!(
+            return Err(ArgError::invalid(format!(
                 "argument `{key}` must be above 0 and at most {MAX_TIMEOUT_S} seconds, got {s}"
-            ));
+            )));
         }
     };
     let pty = match args::optional_bool(m, "pty")? {
@@ -78,11 +84,13 @@ pub(crate) fn parse(m: &Map<String, Value>) -> Result<ExecArgs, String> {
     })
 }
 
-fn side(m: &Map<String, Value>, key: &str, default: u16) -> Result<u16, String> {
+fn side(m: &Map<String, Value>, key: &str, default: u16) -> Result<u16, ArgError> {
     match args::optional_u64(m, key)? {
         None => Ok(default),
         Some(n @ 1..=MAX_SIDE) => Ok(u16::try_from(n).unwrap_or(default)),
-        Some(n) => Err(format!("argument `{key}` must be 1 to {MAX_SIDE}, got {n}")),
+        Some(n) => Err(ArgError::invalid(format!(
+            "argument `{key}` must be 1 to {MAX_SIDE}, got {n}"
+        ))),
     }
 }
 
@@ -94,7 +102,7 @@ mod tests {
     use super::*;
 
     fn parsed(v: Value) -> Result<ExecArgs, String> {
-        parse(v.as_object().unwrap())
+        parse(v.as_object().unwrap()).map_err(|e| e.to_string())
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! `send-keys`: named keys and literal text turned into what to send a process.
 
+use crate::agent::tools::args::ArgError;
+
 /// One step of a `send-keys` call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum KeyAction {
@@ -17,9 +19,11 @@ pub(crate) const KEY_NAMES: &str =
 
 /// Translates `keys` for a process on a PTY (`pty`) or on pipes. A name from [`KEY_NAMES`]
 /// (case-insensitive; `Ctrl-c` and `^C` also work) is that key; anything else is typed as is.
-pub(crate) fn translate(keys: &[String], pty: bool) -> Result<Vec<KeyAction>, String> {
+pub(crate) fn translate(keys: &[String], pty: bool) -> Result<Vec<KeyAction>, ArgError> {
     if keys.is_empty() {
-        return Err("argument `keys` must list at least one key or text".to_string());
+        return Err(ArgError::invalid(
+            "argument `keys` must list at least one key or text",
+        ));
     }
     let mut actions: Vec<KeyAction> = Vec::new();
     for key in keys {
@@ -74,14 +78,14 @@ fn named(key: &str) -> Option<Key> {
     Some(Key::Bytes(bytes))
 }
 
-fn ctrl(letter: u8, pty: bool) -> Result<KeyAction, String> {
+fn ctrl(letter: u8, pty: bool) -> Result<KeyAction, ArgError> {
     Ok(match (letter, pty) {
         (b'c', false) => KeyAction::Interrupt,
         (b'd', false) => KeyAction::CloseInput,
         (b'z', false) => {
-            return Err(
-                "C-z (suspend) works only on a PTY; start the command with pty: true".to_string(),
-            );
+            return Err(ArgError::invalid(
+                "C-z (suspend) works only on a PTY; start the command with pty: true",
+            ));
         }
         _ => KeyAction::Bytes(vec![letter - b'a' + 1]),
     })
@@ -127,7 +131,7 @@ mod tests {
                 KeyAction::CloseInput
             ]
         );
-        let err = translate(&keys(&["C-z"]), false).unwrap_err();
+        let err = translate(&keys(&["C-z"]), false).unwrap_err().to_string();
         assert!(err.contains("pty: true"), "{err}");
     }
 

@@ -153,7 +153,7 @@ pub enum BindError {
     },
     /// `--cwd` names no usable folder.
     #[error("Bad cwd: {0}")]
-    BadCwd(String),
+    BadCwd(crate::acp::manager::CwdError),
     /// The default folder could not be created.
     #[error("Cannot create {}: {source}", path.display())]
     CreateCwd {
@@ -214,8 +214,7 @@ pub async fn start_binding(
         });
     }
     let cwd = match cwd {
-        Some(requested) => resolve_cwd(ctx.workspace(), &requested)
-            .map_err(|e| BindError::BadCwd(e.to_string()))?,
+        Some(requested) => resolve_cwd(ctx.workspace(), &requested).map_err(BindError::BadCwd)?,
         None => {
             let path = ctx.acp().default_cwd(name);
             std::fs::create_dir_all(&path).map_err(|source| BindError::CreateCwd {

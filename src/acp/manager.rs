@@ -625,6 +625,12 @@ pub enum CwdError {
     },
 }
 
+impl From<CwdError> for crate::agent::tools::refusal::ToolRefusal {
+    fn from(e: CwdError) -> Self {
+        crate::agent::tools::refusal::ToolRefusal::Refused(e.to_string())
+    }
+}
+
 /// Checks a `--cwd` argument: `~` and relative paths resolve against `base`; it must be an
 /// existing folder.
 pub fn resolve_cwd(base: &Path, requested: &str) -> Result<PathBuf, CwdError> {

@@ -28,12 +28,6 @@ impl From<String> for ToolRefusal {
     }
 }
 
-impl From<crate::acp::manager::CwdError> for ToolRefusal {
-    fn from(e: crate::acp::manager::CwdError) -> Self {
-        ToolRefusal::Refused(e.to_string())
-    }
-}
-
 impl From<crate::store::StoreError> for ToolRefusal {
     fn from(e: crate::store::StoreError) -> Self {
         ToolRefusal::Failed(e.to_string())

@@ -11,15 +11,15 @@
 //! 502s, 2% dropped connections on sends, edits and deletes). Also reported: the storm's
 //! fault counts, and replies missing or duplicated at the end.
 
-use std::process::Stdio;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use chela_testkit::telegram::{ChatSpec, Faults, UserSpec};
 use chela_testkit::{FakeModel, FakeTelegram};
-use tokio::process::{Child, Command};
 
-/// The error type of every bench function (benches may not `unwrap`).
-type BenchResult<T = ()> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+mod common;
+
+use common::{BenchResult, tg_gateway};
 
 /// Chats (DMs) of the drain.
 const CHATS: i64 = 5;
@@ -50,42 +50,13 @@ struct Drain {
     faults: String,
 }
 
-/// `chela --config <dir>/config.toml gateway` with a clean environment.
-fn spawn(dir: &std::path::Path) -> BenchResult<Child> {
-    Ok(Command::new(env!("CARGO_BIN_EXE_chela"))
-        .env_clear()
-        .env("HOME", dir)
-        .env("USER", "bench")
-        .env("CHELA_RPC_LISTEN", "")
-        .env("RUST_LOG", "error")
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .current_dir(dir)
-        .arg("--config")
-        .arg(dir.join("config.toml"))
-        .arg("gateway")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()?)
-}
-
 /// One drain of [`CHATS`] x [`PER_CHAT`] messages, with `faults` injected if given.
 async fn drain(faults: Option<Faults>) -> BenchResult<Drain> {
     let model = FakeModel::start().await?;
     let tg = FakeTelegram::start().await?;
     let dir = tempfile::tempdir()?;
-    let config = format!(
-        "[model]\nprovider = \"openai\"\nbase_url = \"{}\"\napi_key = \"x\"\n\
-         [store]\npath = \"data\"\n[agent]\nworkspace = \"ws\"\n\
-         [queue]\nmode = \"followup\"\ncap = 100\n\
-         [channels.telegram]\ntoken = \"{}\"\napi_url = \"{}\"\ndm_policy = \"open\"\n\
-         poll_timeout_s = 1\n",
-        model.openai_base_url(),
-        tg.token(),
-        tg.api_url()
-    );
-    std::fs::write(dir.path().join("config.toml"), config)?;
+    let queue = "[queue]\nmode = \"followup\"\ncap = 100\n";
+    tg_gateway::write_config(dir.path(), &model, &tg, queue)?;
     if let Some(faults) = faults {
         tg.inject_faults(faults);
     }
@@ -96,16 +67,8 @@ async fn drain(faults: Option<Faults>) -> BenchResult<Drain> {
             tg.user_sends(chat, user, &format!("c{id} m{k:02}"));
         }
     }
-    let mut child = spawn(dir.path())?;
-    let polling = tg
-        .wait_for(
-            |t| t.calls().iter().any(|c| c.method == "getupdates"),
-            Duration::from_secs(30),
-        )
-        .await;
-    if !polling {
-        return Err("the gateway never polled".into());
-    }
+    let mut child = tg_gateway::spawn(Path::new(env!("CARGO_BIN_EXE_chela")), dir.path())?;
+    tg_gateway::wait_polling(&tg).await?;
     let t0 = Instant::now();
     let total = ids.len() * PER_CHAT;
     let count = || -> usize {

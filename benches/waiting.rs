@@ -9,14 +9,13 @@
 
 mod common;
 
-use std::process::Stdio;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chela_testkit::telegram::{ChatSpec, UserSpec};
 use chela_testkit::{FakeModel, FakeTelegram};
-use common::{BenchResult, Summary, ms, row, table};
-use tokio::process::Command;
+use common::{BenchResult, Summary, ms, row, table, tg_gateway};
 
 /// Users, each in their own DM.
 const USERS: i64 = 20;
@@ -86,43 +85,11 @@ fn main() -> BenchResult {
         let max_runs = std::env::var("CHELA_BENCH_MAX_RUNS")
             .map(|n| format!("max_concurrent_runs = {n}\n"))
             .unwrap_or_default();
-        let config = format!(
-            "[model]\nprovider = \"openai\"\nbase_url = \"{}\"\napi_key = \"x\"\n\
-             [store]\npath = \"data\"\n[agent]\nworkspace = \"ws\"\n{max_runs}\
-             [channels.telegram]\ntoken = \"{}\"\napi_url = \"{}\"\ndm_policy = \"open\"\n\
-             poll_timeout_s = 1\n",
-            model.openai_base_url(),
-            tg.token(),
-            tg.api_url()
-        );
-        std::fs::write(dir.path().join("config.toml"), config)?;
+        tg_gateway::write_config(dir.path(), &model, &tg, &max_runs)?;
         let bin = std::env::var("CHELA_BENCH_BIN")
             .unwrap_or_else(|_| env!("CARGO_BIN_EXE_chela").to_owned());
-        let mut child = Command::new(&bin)
-            .env_clear()
-            .env("HOME", dir.path())
-            .env("USER", "bench")
-            .env("CHELA_RPC_LISTEN", "")
-            .env("RUST_LOG", "error")
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .current_dir(dir.path())
-            .arg("--config")
-            .arg(dir.path().join("config.toml"))
-            .arg("gateway")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()?;
-        let polling = tg
-            .wait_for(
-                |t| t.calls().iter().any(|c| c.method == "getupdates"),
-                Duration::from_secs(30),
-            )
-            .await;
-        if !polling {
-            return Err("the gateway never polled".into());
-        }
+        let mut child = tg_gateway::spawn(Path::new(&bin), dir.path())?;
+        tg_gateway::wait_polling(&tg).await?;
         let users: Vec<_> = (1..=USERS)
             .map(|id| tokio::spawn(converse(tg.clone(), 500 + id)))
             .collect();

@@ -6,6 +6,7 @@
 
 pub mod capture;
 pub mod model;
+pub mod tg_gateway;
 
 use std::time::Duration;
 

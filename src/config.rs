@@ -62,6 +62,8 @@ pub struct LoadedConfig {
     pub source: Option<PathBuf>,
     /// The folder relative paths were resolved against: the file's folder, else `~/.chela`.
     pub base_dir: PathBuf,
+    /// Something the operator should hear at start (the store kept at its old place).
+    pub notice: Option<String>,
 }
 
 impl Config {
@@ -118,12 +120,18 @@ impl Config {
                 message,
             });
         }
+        let default_store = config.store.path == StoreConfig::default().path;
         config.resolve_paths(&base_dir, home.as_deref());
+        let notice = match &source {
+            Some(_) if default_store => keep_old_store(&mut config, &base_dir),
+            _ => None,
+        };
         config.config_file = source.clone();
         Ok(LoadedConfig {
             config,
             source,
             base_dir,
+            notice,
         })
     }
 
@@ -279,6 +287,24 @@ pub const DEFAULT_MAX_CONCURRENT_RUNS: usize = 64;
 /// `chela/config.toml` (`~/.config/chela/config.toml` on Linux); `None` without a home.
 pub fn default_config_path() -> Option<PathBuf> {
     dirs::config_dir().map(|dir| dir.join("chela").join("config.toml"))
+}
+
+/// Before the store defaulted to `~/.chela/data` it was `data` beside the config file. When
+/// `store.path` is not set, that old store exists and the new place holds none, the old one
+/// is used, so an upgrade does not start on an empty store; returns what to tell the operator.
+fn keep_old_store(config: &mut Config, base_dir: &Path) -> Option<String> {
+    let old = base_dir.join("data");
+    let sled_store = |dir: &Path| dir.join("conf").is_file() || dir.join("db").is_file();
+    if old == config.store.path || !sled_store(&old) || config.store.path.exists() {
+        return None;
+    }
+    let notice = format!(
+        "using the store at {} (the default before it moved to {}); set store.path to keep it there, or move it",
+        old.display(),
+        config.store.path.display()
+    );
+    config.store.path = old;
+    Some(notice)
 }
 
 /// Checks that an explicitly named config file exists.

@@ -136,6 +136,9 @@ fn main() -> ExitCode {
         _ => None,
     };
     cli::init_logging(default_log, verbosity, log_file.as_deref());
+    if let Some(notice) = &loaded.notice {
+        eprintln!("chela: {notice}");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -607,3 +607,27 @@ async fn a_dm_is_bound_in_place_and_close_hands_it_back_to_chela() {
         "{texts:#?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_slash_word_in_a_bound_topic_goes_to_the_agent() {
+    let (s, _files) = setup("approve-reads", "").await;
+    let mut gw = s.gateway();
+    let topic = bind_topic(&s, &mut gw).await;
+    // The agent's own command: chela does not know it, the agent may.
+    say_and_expect(
+        &s,
+        &mut gw,
+        topic,
+        "/review the diff",
+        "echo: /review the diff",
+    )
+    .await;
+    gw.stop().await;
+    assert!(
+        !texts_in(&s, Some(topic))
+            .iter()
+            .any(|t| t.contains("Unknown command")),
+        "{:#?}",
+        texts_in(&s, Some(topic))
+    );
+}

@@ -253,6 +253,30 @@ fn a_config_file_does_not_move_the_default_store() {
 }
 
 #[test]
+fn an_old_store_beside_the_config_file_is_kept_when_the_new_place_has_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("config-folder");
+    let old = base.join("data");
+    std::fs::create_dir_all(&old).unwrap();
+    std::fs::write(old.join("conf"), "segment_size: 524288").unwrap();
+    let mut config = Config::default();
+    config.store.path = dir.path().join("home/.chela/data");
+    let notice = super::keep_old_store(&mut config, &base).expect("told");
+    assert_eq!(config.store.path, old);
+    assert!(notice.contains("set store.path"), "{notice}");
+    // Once the new place holds a store, it wins.
+    let mut config = Config::default();
+    config.store.path = dir.path().join("home/.chela/data");
+    std::fs::create_dir_all(&config.store.path).unwrap();
+    assert!(super::keep_old_store(&mut config, &base).is_none());
+    assert_eq!(config.store.path, dir.path().join("home/.chela/data"));
+    // No old store: nothing to keep.
+    let mut config = Config::default();
+    config.store.path = dir.path().join("elsewhere");
+    assert!(super::keep_old_store(&mut config, &dir.path().join("empty")).is_none());
+}
+
+#[test]
 fn chela_model_overrides_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = write(dir.path(), "config.toml", "[model]\nmodel = \"llama3.2\"\n");

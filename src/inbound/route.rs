@@ -112,8 +112,11 @@ pub async fn route(key: &str, inbound: &Inbound, facts: &dyn RouteFacts) -> Rout
         let name = inbound.text.split_whitespace().next().unwrap_or("/");
         return Route::Unsupported(name.to_owned());
     }
+    // In a conversation bound to a coding agent, `/name` may be the agent's own command.
     match commands::unknown_name(&inbound.text) {
-        Some(name) if !facts.is_skill(&name) => Route::Unknown(name),
+        Some(name) if !facts.is_skill(&name) && facts.binding_owner(key).is_none() => {
+            Route::Unknown(name)
+        }
         _ => Route::Turn,
     }
 }

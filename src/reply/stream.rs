@@ -66,6 +66,8 @@ pub struct ReplyStream {
     parts: usize,
     /// Platform calls made (sends, edits, deletes), for benchmarks and tests.
     pub calls: u32,
+    /// Whether a preview was tried (the early first preview is tried once).
+    first_tried: bool,
 }
 
 impl ReplyStream {
@@ -100,6 +102,7 @@ impl ReplyStream {
             key: None,
             parts: 0,
             calls: 0,
+            first_tried: false,
         }
     }
 
@@ -147,6 +150,7 @@ impl ReplyStream {
     /// enough text (after a rate limit, never before the platform allows).
     fn earliest_preview(&self) -> Instant {
         let first = self.current.is_none()
+            && !self.first_tried
             && self.frozen == 0
             && self.limited_until.is_none()
             && self.limits.previews()
@@ -169,6 +173,8 @@ impl ReplyStream {
         if Instant::now() < due || holds_back(&self.text) {
             return;
         }
+        // Only the first attempt skips the pace: a refused first send waits like an edit.
+        self.first_tried = true;
         if self.blocks {
             return self.send_block().await;
         }

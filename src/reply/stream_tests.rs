@@ -123,3 +123,20 @@ async fn the_first_preview_goes_once_a_few_words_exist_and_later_edits_are_paced
     let at: Vec<u128> = channel.timed().into_iter().map(|(ms, _)| ms).collect();
     assert_eq!(at, [200, 1_200]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_refused_first_preview_waits_for_the_pace_before_it_is_tried_again() {
+    let channel = TestChannel::new(1_000);
+    channel.refuse([ChannelError::Rejected("bot was blocked by the user".into())]);
+    let mut reply = ReplyStream::new(channel.clone(), direct_chat());
+    reply.push("A first sentence that is long enough.");
+    reply.preview().await;
+    assert_eq!(channel.calls().len(), 1);
+    assert_eq!(
+        reply.preview_due(),
+        Some(tokio::time::Instant::now() + Duration::from_millis(1_000)),
+        "no second try at once"
+    );
+    reply.preview().await;
+    assert_eq!(channel.calls().len(), 1, "not tried again inside the pace");
+}

@@ -65,11 +65,15 @@ pub enum FsError {
 
 impl FsError {
     /// The ACP error code answered: a missing file or session is "resource not found"
-    /// (`-32002`), everything else "invalid params" (`-32602`).
+    /// (`-32002`), a read or write the system refused is an "internal error" (`-32603`), a
+    /// path outside the session's folder or a file too large "invalid params" (`-32602`).
     pub fn code(&self) -> ErrorCode {
         match self {
             FsError::UnknownSession | FsError::NotFound { .. } => ErrorCode::RESOURCE_NOT_FOUND,
-            _ => ErrorCode::INVALID_PARAMS,
+            FsError::Read { .. } | FsError::CreateDir { .. } | FsError::Write { .. } => {
+                ErrorCode::INTERNAL_ERROR
+            }
+            FsError::Path(_) | FsError::TooLarge { .. } => ErrorCode::INVALID_PARAMS,
         }
     }
 

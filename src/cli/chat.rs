@@ -84,6 +84,7 @@ pub async fn chat(loaded: LoadedConfig, options: ChatOptions) -> ExitCode {
             && std::io::stdout().is_terminal()
             && loaded.config.terminal.tool_progress,
         failed: 0,
+        missed: false,
         open: true,
     };
     let mut ctrl_c = CtrlC {
@@ -125,6 +126,13 @@ pub async fn chat(loaded: LoadedConfig, options: ChatOptions) -> ExitCode {
         eprintln!(
             "chela: {} turn(s) failed (the log: {})",
             runs.failed,
+            super::log_file(&loaded).display()
+        );
+        return ExitCode::FAILURE;
+    }
+    if !interactive && runs.missed {
+        eprintln!(
+            "chela: the chat fell behind the run events and cannot tell whether every turn succeeded (the log: {})",
             super::log_file(&loaded).display()
         );
         return ExitCode::FAILURE;
@@ -216,6 +224,8 @@ struct Runs {
     progress: bool,
     /// Runs of the chat's session that ended in an error.
     failed: usize,
+    /// Whether run events were missed (the bus lagged), so a failure may have gone unseen.
+    missed: bool,
     /// False once the bus has closed.
     open: bool,
 }
@@ -227,6 +237,8 @@ impl Runs {
             Ok(_) => return,
             Err(RecvError::Lagged(n)) => {
                 tracing::warn!(missed = n, "the chat missed run events");
+                // A missed end may have been a failure: a pipe must not report success then.
+                self.missed = true;
                 return;
             }
             Err(RecvError::Closed) => {

@@ -78,7 +78,11 @@ fn open_log(path: &std::path::Path) -> std::io::Result<std::fs::File> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)?;
     }
-    options.open(path)
+    let file = options.open(path)?;
+    // A file made earlier with looser rights is made private too.
+    #[cfg(unix)]
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+    Ok(file)
 }
 
 /// The terminal user's name: `terminal.user`, else `$USER`, else `local`.

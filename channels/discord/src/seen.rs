@@ -11,10 +11,15 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use chela_channel::InboundSink;
 
 /// How often moved cursors are written.
 pub const SAVE_EVERY: Duration = Duration::from_millis(500);
+/// How long a failed message holds its channel's cursor: the catch-up's reach (its window,
+/// `catch_up::WINDOW`, which uses this module).
+pub const HOLD_MAX: Duration = Duration::from_secs(15 * 60);
 /// Channels remembered at most (the one with the oldest last message goes first).
 const MAX_CHANNELS: usize = 10_000;
 
@@ -25,8 +30,10 @@ pub struct Seen {
     /// Per channel, the oldest message the sink failed to take: the cursor stays below it
     /// until it is taken (a later catch-up reads it again), so a store error on one message
     /// followed by an accepted one does not skip the first. Kept in memory only: after a
-    /// restart the saved cursor is below it anyway.
-    held: Mutex<HashMap<u64, u64>>,
+    /// restart the saved cursor is below it anyway. A hold ends after [`HOLD_MAX`] (the
+    /// catch-up reads no further back), so a message that never comes again cannot pin the
+    /// cursor.
+    held: Mutex<HashMap<u64, (u64, Instant)>>,
 }
 
 impl Seen {
@@ -43,8 +50,10 @@ impl Seen {
     /// move past it until it is taken.
     pub fn hold(&self, channel: u64, id: u64) {
         if let Ok(mut held) = self.held.lock() {
-            let oldest = held.entry(channel).or_insert(id);
-            *oldest = (*oldest).min(id);
+            let oldest = held.entry(channel).or_insert((id, Instant::now()));
+            if id < oldest.0 {
+                oldest.0 = id;
+            }
         }
     }
 
@@ -55,11 +64,11 @@ impl Seen {
             return id;
         };
         match held.get(&channel).copied() {
-            Some(failed) if failed == id => {
+            Some((failed, since)) if failed == id || since.elapsed() > HOLD_MAX => {
                 held.remove(&channel);
                 id
             }
-            Some(failed) if failed < id => failed.saturating_sub(1),
+            Some((failed, _)) if failed < id => failed.saturating_sub(1),
             _ => id,
         }
     }
@@ -190,6 +199,18 @@ mod tests {
         let all = again.load(&sink).await;
         assert_eq!(all, vec![(10, 500), (11, 9)]);
         assert_eq!(Seen::new("other").load(&sink).await, vec![]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_hold_ends_when_the_catch_up_could_no_longer_read_the_message() {
+        let seen = Seen::new("default");
+        seen.note(10, 100);
+        seen.hold(10, 105);
+        seen.note(10, 110);
+        assert_eq!(seen.last(10), Some(104));
+        tokio::time::advance(HOLD_MAX + Duration::from_secs(1)).await;
+        seen.note(10, 120);
+        assert_eq!(seen.last(10), Some(120), "the hold expired");
     }
 
     #[test]

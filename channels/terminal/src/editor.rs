@@ -108,7 +108,16 @@ fn private_file(path: &std::path::Path) {
     options.create(true).append(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let _ = options.open(path);
+    if let Err(e) = options.open(path) {
+        tracing::warn!(error = %e, path = %path.display(), "cannot open the chat history");
+    }
+    // A history made earlier with looser rights is made private too (it holds what was typed).
+    #[cfg(unix)]
+    if let Err(e) =
+        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+    {
+        tracing::warn!(error = %e, path = %path.display(), "cannot make the chat history private");
+    }
 }
 
 /// The editor thread: reads until Ctrl-D or until no one listens.

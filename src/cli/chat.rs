@@ -48,6 +48,8 @@ impl ChatOptions {
 pub async fn chat(loaded: LoadedConfig, options: ChatOptions) -> ExitCode {
     let user = super::terminal_user(&loaded);
     let interactive = std::io::stdin().is_terminal();
+    // Put back at exit: the chat may end (Ctrl-C) while the editor is reading in raw mode.
+    let _modes = interactive.then(TerminalModes::save);
     let (terminal, mut typed) = if interactive {
         terminal_with_editor(&loaded, user)
     } else {
@@ -212,6 +214,32 @@ impl CtrlC {
             let _ = lanes.stop(&key).await;
         });
         false
+    }
+}
+
+/// The terminal's settings at the start of the chat, put back when it ends.
+struct TerminalModes(Option<nix::sys::termios::Termios>);
+
+impl TerminalModes {
+    fn save() -> Self {
+        TerminalModes(nix::sys::termios::tcgetattr(std::io::stdin()).ok())
+    }
+}
+
+impl Drop for TerminalModes {
+    fn drop(&mut self) {
+        if let Some(modes) = &self.0 {
+            let now = nix::sys::termios::SetArg::TCSANOW;
+            if let Err(e) = nix::sys::termios::tcsetattr(std::io::stdin(), now, modes) {
+                tracing::warn!(error = %e, "cannot restore the terminal's settings");
+            }
+            // The editor turns bracketed paste on for each read: off again.
+            use std::io::Write;
+            let mut out = std::io::stdout();
+            if let Err(e) = out.write_all(b"\x1b[?2004l").and_then(|()| out.flush()) {
+                tracing::debug!(error = %e, "cannot end bracketed paste");
+            }
+        }
     }
 }
 

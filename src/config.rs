@@ -19,7 +19,7 @@ mod env;
 mod error;
 mod hooks;
 mod overrides;
-mod redact;
+pub mod redact;
 mod rpc;
 mod tools;
 mod types;

@@ -67,7 +67,7 @@ fn model_line(config: &chela::config::Config) -> String {
         kind => format!(
             "model: {kind} {} at {} (API key {key})",
             settings.effective_model(),
-            settings.effective_base_url()
+            chela::config::redact::redact_url(&settings.effective_base_url(), false)
         ),
     }
 }

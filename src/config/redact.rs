@@ -24,7 +24,41 @@ impl Config {
         for harness in copy.acp.agents.values_mut() {
             harness.env.values_mut().for_each(hide);
         }
+        copy.model.base_url = redact_url(&copy.model.base_url, false);
+        copy.channels.telegram.api_url = redact_url(&copy.channels.telegram.api_url, false);
+        copy.channels.telegram.webhook_url = redact_url(&copy.channels.telegram.webhook_url, true);
+        copy.channels.discord.api_url = redact_url(&copy.channels.discord.api_url, false);
+        copy.channels.discord.gateway_url = redact_url(&copy.channels.discord.gateway_url, false);
         copy
+    }
+}
+
+/// `raw` fit to print: a user and password become `***@`, a query `?***`, and with
+/// `hide_path` (a webhook, whose path is often its secret) the path `/***`. Text that is no
+/// URL is shown as it is (config loading refuses it anyway).
+pub fn redact_url(raw: &str, hide_path: bool) -> String {
+    let Ok(mut url) = url::Url::parse(raw) else {
+        return raw.to_owned();
+    };
+    let mut changed = false;
+    if !url.username().is_empty() || url.password().is_some() {
+        url.set_username("***").ok();
+        url.set_password(None).ok();
+        changed = true;
+    }
+    if url.query().is_some() {
+        url.set_query(Some("***"));
+        changed = true;
+    }
+    if hide_path && url.path() != "/" {
+        url.set_path("/***");
+        changed = true;
+    }
+    // Unchanged text stays exactly as written (parsing would add a trailing `/`).
+    if changed {
+        url.to_string()
+    } else {
+        raw.to_owned()
     }
 }
 
@@ -47,6 +81,19 @@ mod tests {
         assert!(shown.contains("api_key = \"<set>\""), "{shown}");
         assert!(shown.contains("model = \"llama3.2\""), "{shown}");
         assert!(shown.contains("API_KEY = \"<set>\""), "{shown}");
+        // Secrets inside URLs too.
+        assert_eq!(
+            redact_url("https://me:pw@example.com/v1?key=abc", false),
+            "https://***@example.com/v1?***"
+        );
+        assert_eq!(
+            redact_url("https://bot.example.com/tg/s3cret", true),
+            "https://bot.example.com/***"
+        );
+        assert_eq!(
+            redact_url("http://localhost:11434/v1", false),
+            "http://localhost:11434/v1"
+        );
         // Unset secrets stay empty; the printed text parses back.
         let shown = toml::to_string(&Config::default().redacted()).unwrap();
         assert!(shown.contains("api_key = \"\""), "{shown}");

@@ -65,11 +65,21 @@ pub enum FsError {
 
 impl FsError {
     /// The ACP error code answered: a missing file or session is "resource not found"
-    /// (`-32002`), a read or write the system refused is an "internal error" (`-32603`), a
-    /// path outside the session's folder or a file too large "invalid params" (`-32602`).
+    /// (`-32002`); a path outside the session's folder, a folder or non-text read as a file,
+    /// or a file too large "invalid params" (`-32602`); any other read or write the system
+    /// refused an "internal error" (`-32603`).
     pub fn code(&self) -> ErrorCode {
+        use std::io::ErrorKind as K;
         match self {
             FsError::UnknownSession | FsError::NotFound { .. } => ErrorCode::RESOURCE_NOT_FOUND,
+            FsError::Read { source, .. }
+                if matches!(
+                    source.kind(),
+                    K::IsADirectory | K::InvalidInput | K::InvalidData
+                ) =>
+            {
+                ErrorCode::INVALID_PARAMS
+            }
             FsError::Read { .. } | FsError::CreateDir { .. } | FsError::Write { .. } => {
                 ErrorCode::INTERNAL_ERROR
             }

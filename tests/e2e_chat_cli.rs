@@ -146,3 +146,37 @@ async fn chat_new_and_model_start_a_fresh_window_on_that_model() {
     let texts: Vec<String> = messages(&entries).into_iter().map(text_of).collect();
     assert_eq!(texts, ["first", "ok: first", "second", "ok: second"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_session_talks_in_the_named_session_and_refuses_a_bad_key() {
+    let setup = Setup::openai("steer").await;
+    let other = "agent:main:telegram:direct:42";
+    let mut chat = Chat::spawn(setup.chela(&["chat", "--session", other]));
+    chat.send("hello there\n/status").await;
+    let done = chat.finish().await;
+    assert!(done.status.success(), "{}", done.stderr);
+    assert!(done.stdout.contains("ok: hello there"), "{}", done.stdout);
+    assert!(
+        done.stdout.contains(&format!("Session: {other}")),
+        "{}",
+        done.stdout
+    );
+    let texts: Vec<String> = messages(&setup.export(other).await)
+        .into_iter()
+        .map(text_of)
+        .collect();
+    assert_eq!(texts, ["hello there", "ok: hello there"]);
+    let listed = setup.chela(&["sessions", "list"]).output().await.unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.contains(other), "{listed}");
+    assert!(
+        !listed.contains(KEY),
+        "the terminal's own session is untouched: {listed}"
+    );
+
+    let mut bad = Chat::spawn(setup.chela(&["chat", "--session", "not a key"]));
+    bad.send("hi").await;
+    let done = bad.finish().await;
+    assert_eq!(done.status.code(), Some(2), "{}", done.stderr);
+    assert!(done.stderr.contains("--session"), "{}", done.stderr);
+}

@@ -9,6 +9,7 @@ use chela::agent::run::RunStatus;
 use chela::config::LoadedConfig;
 use chela::domain::events::{RunEvent, ToolEvent};
 use chela::domain::run::LiveEvent;
+use chela::domain::session_key::SessionKey;
 use chela_terminal::editor::{self, Typed};
 use chela_terminal::{Input, TerminalChannel};
 use tokio::sync::broadcast::error::RecvError;
@@ -26,6 +27,9 @@ pub struct ChatOptions {
     /// Use this model in the conversation (as `/model NAME`).
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
+    /// Talk in session KEY (e.g. one `chela sessions list` shows) instead of the terminal's own.
+    #[arg(long, value_name = "KEY")]
+    pub session: Option<String>,
 }
 
 impl ChatOptions {
@@ -46,6 +50,14 @@ impl ChatOptions {
 /// (after the last reply) exits. Lines piped in are handled in input order, and the exit
 /// status is 1 when a turn failed.
 pub async fn chat(loaded: LoadedConfig, options: ChatOptions) -> ExitCode {
+    let session = match options.session.as_deref().map(SessionKey::parse) {
+        None => None,
+        Some(Ok(key)) => Some(key.to_string()),
+        Some(Err(e)) => {
+            eprintln!("chela: --session: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let user = super::terminal_user(&loaded);
     let interactive = std::io::stdin().is_terminal();
     // Put back at exit: the chat may end (Ctrl-C) while the editor is reading in raw mode.
@@ -74,7 +86,10 @@ pub async fn chat(loaded: LoadedConfig, options: ChatOptions) -> ExitCode {
     if let Err(code) = super::serve_rpc(&gateway).await {
         return code;
     }
-    let key = gateway.core().session_key(&terminal.inbound(""));
+    let key = match &session {
+        Some(key) => key.clone(),
+        None => gateway.core().session_key(&terminal.inbound("")),
+    };
     if interactive {
         let _ = terminal.note(&banner(&gateway, &key, &options)).await;
     }
@@ -95,7 +110,11 @@ pub async fn chat(loaded: LoadedConfig, options: ChatOptions) -> ExitCode {
         last: None,
     };
     let stop = CancellationToken::new();
-    let channels = gateway.run_channels(stop.clone());
+    let router = match session {
+        Some(key) => chela::gateway::intake::Router::for_session(gateway.core().clone(), key),
+        None => gateway.router(),
+    };
+    let channels = gateway.run_channels_through(router, stop.clone());
     tokio::pin!(channels);
     let mut input_done = false;
     loop {
@@ -421,6 +440,7 @@ mod tests {
         let options = ChatOptions {
             new: true,
             model: Some("small".into()),
+            session: None,
         };
         assert_eq!(options.preface(), ["/new", "/model small"]);
         assert!(ChatOptions::default().preface().is_empty());

@@ -20,12 +20,25 @@ const NOT_ALLOWED: &str = "Not allowed.";
 #[derive(Clone)]
 pub struct Router {
     core: Arc<Core>,
+    /// The session every message goes to (`chela chat --session`), instead of its own.
+    session: Option<String>,
 }
 
 impl Router {
     /// A router over the gateway's core.
     pub fn new(core: Arc<Core>) -> Self {
-        Router { core }
+        Router {
+            core,
+            session: None,
+        }
+    }
+
+    /// A router that puts every message in session `key` (`chela chat --session KEY`).
+    pub fn for_session(core: Arc<Core>, key: String) -> Self {
+        Router {
+            core,
+            session: Some(key),
+        }
     }
 
     /// Accepts `inbound` for an explicit session key (as `chela agent --session` does).
@@ -337,7 +350,10 @@ async fn enqueue(
 impl Router {
     /// Admits and routes one channel message.
     async fn take(&self, inbound: Inbound, order: Order) -> Result<(), SinkError> {
-        let key = self.core.session_key(&inbound);
+        let key = match &self.session {
+            Some(key) => key.clone(),
+            None => self.core.session_key(&inbound),
+        };
         if crate::domain::text::is_blank(&inbound.text) {
             tracing::debug!(session = %key, "blank message dropped");
             return Ok(());

@@ -321,7 +321,16 @@ impl Gateway {
 
     /// Registers commands and runs every channel until `stop` fires or all of them end.
     pub async fn run_channels(&self, stop: CancellationToken) -> Result<(), GatewayError> {
-        let sink: Arc<dyn chela_channel::InboundSink> = Arc::new(self.router());
+        self.run_channels_through(self.router(), stop).await
+    }
+
+    /// As [`Gateway::run_channels`], with every message taken by `router`.
+    pub async fn run_channels_through(
+        &self,
+        router: Router,
+        stop: CancellationToken,
+    ) -> Result<(), GatewayError> {
+        let sink: Arc<dyn chela_channel::InboundSink> = Arc::new(router);
         let names: Vec<(&str, &str)> = crate::inbound::commands::HELP.to_vec();
         let mut tasks = tokio::task::JoinSet::new();
         for channel in self.core.channels.values() {

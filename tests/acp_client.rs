@@ -15,6 +15,10 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 async fn start(dir: &Path) -> AcpClient {
+    start_with(dir, PermissionMode::ApproveAll).await
+}
+
+async fn start_with(dir: &Path, permissions: PermissionMode) -> AcpClient {
     let harness = HarnessConfig {
         command: vec![common::acp::fake_agent().to_str().unwrap().to_owned()],
         env: BTreeMap::from([(
@@ -24,7 +28,7 @@ async fn start(dir: &Path) -> AcpClient {
         cwd: None,
     };
     let services = Services {
-        permissions: PermissionMode::ApproveAll,
+        permissions,
         asker: None,
         terminal_output_limit: 4096,
         non_interactive: NonInteractive::Deny,
@@ -113,4 +117,21 @@ async fn a_crash_is_an_error_naming_the_exit() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("exit code 3"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_refused_by_approve_reads_says_why_and_which_setting_allows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = start_with(dir.path(), PermissionMode::ApproveReads).await;
+    let id = client.new_session(dir.path()).await.unwrap();
+    let (end, text) = turn(&client, &id, "perm Run rm -rf build").await;
+    assert!(matches!(end, TurnEnd::Stopped(_)), "{end:?}");
+    assert!(text.contains("permission: reject_once"), "{text}");
+    assert!(
+        text.contains("🚫 Run rm -rf build refused: [acp] permissions = \"approve-reads\""),
+        "{text}"
+    );
+    assert!(text.contains("\"approve-all\""), "{text}");
+    assert!(!text.contains("failed"), "the refusal is shown once: {text}");
+    client.shutdown().await;
 }

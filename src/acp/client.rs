@@ -570,6 +570,17 @@ fn term_refusal(e: TermError) -> agent_client_protocol::Error {
     refusal(e.code(), e)
 }
 
+/// Tells the reader of the request's turn that chela's policy refused the tool call, and why
+/// (SPEC 4: a refusal says which setting changes it).
+async fn tell_refused(shared: &Shared, request: &RequestPermissionRequest, reason: String) {
+    if let Some(route) = shared.route(&request.session_id.0) {
+        let note = permission::refusal_note(&request.tool_call, reason);
+        if route.send(SessionUpdate::ToolCallUpdate(note)).await.is_err() {
+            tracing::debug!("the turn ended before a refusal could be shown");
+        }
+    }
+}
+
 /// Decides a permission request: by mode, or by asking a person in `ask` mode. `None`: nobody
 /// could be asked and `non_interactive = "fail"`, so the turn must end.
 async fn answer_permission(
@@ -580,6 +591,11 @@ async fn answer_permission(
     let options = request.options.clone();
     let kind = request.tool_call.fields.kind;
     let decision = match permission::decide(services.permissions, kind) {
+        Some(Decision::Deny) => {
+            let reason = permission::refusal_reason(services.permissions, false);
+            tell_refused(shared, &request, reason).await;
+            Decision::Deny
+        }
         Some(decision) => decision,
         None => match &services.asker {
             Some(asker) => asker.ask(request).await.unwrap_or(Decision::Deny),
@@ -588,7 +604,11 @@ async fn answer_permission(
                     .unasked
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 match services.non_interactive {
-                    NonInteractive::Deny => Decision::Deny,
+                    NonInteractive::Deny => {
+                        let reason = permission::refusal_reason(services.permissions, true);
+                        tell_refused(shared, &request, reason).await;
+                        Decision::Deny
+                    }
                     NonInteractive::Fail => return None,
                 }
             }

@@ -6,7 +6,13 @@ use agent_client_protocol::v1::schema::{
     ToolKind,
 };
 
+use agent_client_protocol::v1::schema::{Meta, ToolCallUpdate, ToolCallUpdateFields};
+
 use crate::config::PermissionMode;
+
+/// The `_meta` key of the tool-call update by which chela marks a call its policy refused;
+/// its value is the reason shown to the user ([`refusal_note`]).
+pub const REFUSED_META_KEY: &str = "chela/refused";
 
 /// What to answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,6 +21,33 @@ pub enum Decision {
     Allow,
     /// Refuse it (once).
     Deny,
+}
+
+/// Why chela's policy refused a tool call, and which setting lets it run. `asked_nobody`:
+/// mode `ask` found nobody to ask (a run without a bound conversation).
+pub fn refusal_reason(mode: PermissionMode, asked_nobody: bool) -> String {
+    match mode {
+        _ if asked_nobody => "nobody could be asked here ([acp] permissions = \"ask\"); \
+             bind the agent to a chat, or set \"approve-all\""
+            .to_owned(),
+        PermissionMode::ApproveReads => "[acp] permissions = \"approve-reads\" allows only \
+             reads; set \"ask\" or \"approve-all\" to let it run"
+            .to_owned(),
+        PermissionMode::DenyAll => "[acp] permissions = \"deny-all\"".to_owned(),
+        PermissionMode::ApproveAll | PermissionMode::Ask => "refused".to_owned(),
+    }
+}
+
+/// The update that tells the turn's reader tool call `call_id` was refused because `reason`.
+/// It carries the call's id (so the agent's own "failed" for it can be left out) and the
+/// reason under [`REFUSED_META_KEY`].
+pub fn refusal_note(call: &ToolCallUpdate, reason: String) -> ToolCallUpdate {
+    let mut meta = Meta::new();
+    meta.insert(REFUSED_META_KEY.to_owned(), reason.into());
+    let fields = ToolCallUpdateFields::new().title(call.fields.title.clone());
+    let mut note = ToolCallUpdate::new(call.tool_call_id.clone(), fields);
+    note.meta = Some(meta);
+    note
 }
 
 /// The decision `mode` makes by itself for a tool of `kind`; `None` means a person must be
@@ -134,5 +167,14 @@ mod tests {
             outcome(&only_always, Decision::Deny),
             RequestPermissionOutcome::Cancelled
         );
+    }
+
+    #[test]
+    fn refusals_name_the_setting_that_changes_them() {
+        let reads = refusal_reason(PermissionMode::ApproveReads, false);
+        assert!(reads.contains("approve-reads") && reads.contains("approve-all"), "{reads}");
+        assert!(refusal_reason(PermissionMode::DenyAll, false).contains("deny-all"));
+        let nobody = refusal_reason(PermissionMode::Ask, true);
+        assert!(nobody.contains("nobody could be asked"), "{nobody}");
     }
 }

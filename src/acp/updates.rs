@@ -6,6 +6,7 @@ use agent_client_protocol::v1::schema::{
     ContentBlock, Plan, PlanEntryStatus, SessionUpdate, ToolCallStatus,
 };
 
+use super::permission::REFUSED_META_KEY;
 use crate::domain::events::{RunEvent, ToolEvent};
 
 /// Most chars of one progress line.
@@ -19,6 +20,8 @@ pub struct UpdateMapper {
     after_progress: bool,
     /// Assistant text of the turn so far.
     text: String,
+    /// Tool calls chela's policy refused: their refusal is shown, their "failed" is not.
+    refused: std::collections::HashSet<String>,
 }
 
 impl UpdateMapper {
@@ -62,9 +65,15 @@ impl UpdateMapper {
             SessionUpdate::ToolCallUpdate(update) => {
                 let id = update.tool_call_id.0.to_string();
                 let name = update.fields.title.clone().unwrap_or_default();
+                let what = if name.is_empty() { id.clone() } else { name };
+                let refusal = update.meta.as_ref().and_then(|m| m.get(REFUSED_META_KEY));
+                if let Some(reason) = refusal.and_then(|r| r.as_str()) {
+                    self.refused.insert(id);
+                    // Shown even without progress lines: it says why the work did not happen.
+                    return self.line(&format!("🚫 {what} refused: {reason}"));
+                }
                 match update.fields.status {
-                    Some(ToolCallStatus::Failed) => {
-                        let what = if name.is_empty() { id } else { name };
+                    Some(ToolCallStatus::Failed) if !self.refused.contains(&id) => {
                         self.progress_line(&format!("⚠️ {what} failed"))
                     }
                     _ => Vec::new(),
@@ -79,6 +88,11 @@ impl UpdateMapper {
         if !self.progress {
             return Vec::new();
         }
+        self.line(line)
+    }
+
+    /// `line` on a line of its own within the assistant text.
+    fn line(&mut self, line: &str) -> Vec<RunEvent> {
         let line: String = line.chars().take(PROGRESS_MAX_CHARS).collect();
         let mut delta = String::new();
         if !self.text.is_empty() && !self.text.ends_with('\n') {
@@ -197,6 +211,28 @@ mod tests {
             serde_json::json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "hi"}}),
         ] {
             assert!(m.map(&update(json)).is_empty());
+        }
+    }
+
+    #[test]
+    fn a_policy_refusal_is_shown_with_its_reason_instead_of_failed() {
+        let call = serde_json::from_value(serde_json::json!({
+            "toolCallId": "t1", "title": "Edit main.rs", "kind": "edit"
+        }))
+        .unwrap();
+        let reason = "[acp] permissions = \"approve-reads\" allows only reads".to_owned();
+        let note = crate::acp::permission::refusal_note(&call, reason);
+        let failed = update(serde_json::json!({
+            "sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "failed"
+        }));
+        for progress in [true, false] {
+            let mut m = UpdateMapper::new(progress);
+            let mut all = m.map(&SessionUpdate::ToolCallUpdate(note.clone()));
+            all.extend(m.map(&failed));
+            assert_eq!(
+                text(&all),
+                "🚫 Edit main.rs refused: [acp] permissions = \"approve-reads\" allows only reads\n"
+            );
         }
     }
 }

@@ -94,6 +94,7 @@ fn main() -> ExitCode {
     {
         return chela::sandbox::trampoline::main(&raw[1..]);
     }
+    chela::sandbox::signals::let_children_take_interrupts();
     let args = match Args::try_parse() {
         Ok(args) => args,
         Err(e) => {

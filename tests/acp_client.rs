@@ -132,6 +132,9 @@ async fn a_tool_refused_by_approve_reads_says_why_and_which_setting_allows_it() 
         "{text}"
     );
     assert!(text.contains("\"approve-all\""), "{text}");
-    assert!(!text.contains("failed"), "the refusal is shown once: {text}");
+    assert!(
+        !text.contains("failed"),
+        "the refusal is shown once: {text}"
+    );
     client.shutdown().await;
 }

@@ -575,7 +575,11 @@ fn term_refusal(e: TermError) -> agent_client_protocol::Error {
 async fn tell_refused(shared: &Shared, request: &RequestPermissionRequest, reason: String) {
     if let Some(route) = shared.route(&request.session_id.0) {
         let note = permission::refusal_note(&request.tool_call, reason);
-        if route.send(SessionUpdate::ToolCallUpdate(note)).await.is_err() {
+        if route
+            .send(SessionUpdate::ToolCallUpdate(note))
+            .await
+            .is_err()
+        {
             tracing::debug!("the turn ended before a refusal could be shown");
         }
     }

@@ -172,7 +172,10 @@ mod tests {
     #[test]
     fn refusals_name_the_setting_that_changes_them() {
         let reads = refusal_reason(PermissionMode::ApproveReads, false);
-        assert!(reads.contains("approve-reads") && reads.contains("approve-all"), "{reads}");
+        assert!(
+            reads.contains("approve-reads") && reads.contains("approve-all"),
+            "{reads}"
+        );
         assert!(refusal_reason(PermissionMode::DenyAll, false).contains("deny-all"));
         let nobody = refusal_reason(PermissionMode::Ask, true);
         assert!(nobody.contains("nobody could be asked"), "{nobody}");

@@ -3,7 +3,8 @@
 //! whole ([`group`]), and `exec` runs under a Landlock ruleset ([`landlock`]) applied by the
 //! hidden `chela sandbox-exec` trampoline ([`trampoline`]) as [`exec::ExecSandbox`] decides.
 //! Hooks, coding agents and their terminal commands go through the same trampoline with
-//! chela's own files hidden ([`hide`]) as [`child::ChildSandbox`] decides.
+//! chela's own files hidden ([`hide`]) as [`child::ChildSandbox`] decides. Interrupts that chela was started with ignored reach
+//! them at their default ([`signals`]).
 
 pub mod child;
 pub mod env;
@@ -11,6 +12,7 @@ pub mod exec;
 pub mod group;
 pub mod hide;
 pub mod landlock;
+pub mod signals;
 pub mod trampoline;
 
 pub use child::ChildSandbox;

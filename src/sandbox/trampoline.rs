@@ -97,6 +97,7 @@ pub fn main(args: &[OsString]) -> ExitCode {
         Some(split) => split,
         None => return ExitCode::from(2),
     };
+    super::signals::let_children_take_interrupts();
     let error = std::process::Command::new(name).args(rest).exec();
     eprintln!(
         "chela {SUBCOMMAND}: cannot run {}: {error}",

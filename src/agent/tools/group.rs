@@ -44,6 +44,7 @@ impl Group {
             .split_first()
             .ok_or_else(|| io::Error::other("empty command"))?;
         let (read_end, write_end) = pipe()?;
+        crate::sandbox::signals::let_children_take_interrupts();
         let mut cmd = Command::new(program);
         cmd.args(args)
             .current_dir(dir)

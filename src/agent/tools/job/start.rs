@@ -35,6 +35,7 @@ fn argv(spec: &JobSpec<'_>) -> io::Result<(OsString, Vec<OsString>)> {
         return Err(io::Error::other("empty command"));
     }
     let program = argv.remove(0);
+    crate::sandbox::signals::let_children_take_interrupts();
     Ok((program, argv))
 }
 

@@ -61,7 +61,8 @@ pub struct AcpManager {
     sandbox: Arc<crate::sandbox::ChildSandbox>,
     store: Store,
     slots: Mutex<HashMap<String, Slot>>,
-    asker: std::sync::OnceLock<Arc<dyn AskerFor>>,
+    /// Who answers permission questions in `ask` mode (`None`: nobody can be asked).
+    asker: Option<Arc<dyn AskerFor>>,
 }
 
 /// Makes an [`Asker`] for one binding (mode `ask`): the gateway asks in its conversation.
@@ -71,8 +72,8 @@ pub trait AskerFor: Send + Sync {
 }
 
 impl AcpManager {
-    /// A manager with nothing live yet.
-    pub fn new(config: &Config, store: Store) -> AcpManager {
+    /// A manager with nothing live yet; `asker` answers permission questions in `ask` mode.
+    pub fn new(config: &Config, store: Store, asker: Option<Arc<dyn AskerFor>>) -> AcpManager {
         AcpManager {
             config: config.acp.clone(),
             workspace: config.agent.workspace.clone(),
@@ -83,13 +84,8 @@ impl AcpManager {
             )),
             store,
             slots: Mutex::new(HashMap::new()),
-            asker: std::sync::OnceLock::new(),
+            asker,
         }
-    }
-
-    /// Sets who answers permission questions in `ask` mode (once, at start).
-    pub fn set_asker(&self, asker: Arc<dyn AskerFor>) {
-        let _ = self.asker.set(asker);
     }
 
     /// The `[acp]` config.
@@ -483,7 +479,7 @@ impl AcpManager {
 
     async fn start(&self, binding: &Binding) -> Result<Arc<dyn CodingAgent>, AcpError> {
         let harness = harness::resolve(&self.config, &binding.harness)?;
-        let asker = self.asker.get().map(|a| a.asker_for(binding));
+        let asker = self.asker.as_ref().map(|a| a.asker_for(binding));
         let services = self.services(asker);
         let client = AcpClient::start(&binding.harness, &harness, &binding.cwd, services).await?;
         Ok(Arc::new(client))
@@ -677,7 +673,7 @@ mod tests {
     #[tokio::test]
     async fn idle_bindings_expire_by_their_own_or_the_configured_time() {
         let store = Store::temporary().unwrap();
-        let manager = AcpManager::new(&Config::default(), store.clone());
+        let manager = AcpManager::new(&Config::default(), store.clone(), None);
         let now = now_ms();
         let day = 24 * 3600 * 1000;
         store
@@ -712,7 +708,7 @@ mod tests {
     #[tokio::test]
     async fn set_idle_needs_a_binding_and_resets_the_clock() {
         let store = Store::temporary().unwrap();
-        let manager = AcpManager::new(&Config::default(), store.clone());
+        let manager = AcpManager::new(&Config::default(), store.clone(), None);
         assert!(matches!(
             manager.set_idle("k", Duration::from_secs(60)).await,
             Err(AcpError::NotBound(_))

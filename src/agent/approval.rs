@@ -3,7 +3,7 @@
 //! approved "always" are remembered in the store (exact command text, per agent). The asking
 //! itself is the gateway's, behind [`Approver`], so the agent stays platform-blind.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -54,8 +54,9 @@ pub trait Approver: Send + Sync {
     ) -> BoxFuture<'static, Approval>;
 }
 
-/// Where the gateway plugs its [`Approver`] in, once it exists.
-pub type ApproverSlot = Arc<OnceLock<Arc<dyn Approver>>>;
+/// The gateway's [`Approver`], given when the agent is built; `None` outside a gateway
+/// (nobody can be asked).
+pub type ApproverPort = Option<Arc<dyn Approver>>;
 
 /// The settings-tree record holding the commands approved "always" for agent `agent`.
 fn allowlist_key(agent: &str) -> String {
@@ -102,7 +103,7 @@ fn exec_summary(args: &Value) -> Option<String> {
 /// Gets approval for an `exec` call's command: `Ok` when it may run, else the refusal the
 /// model reads. Commands approved "always" before pass without asking.
 pub async fn approve_exec(
-    approver: &ApproverSlot,
+    approver: &ApproverPort,
     store: &Store,
     agent: &str,
     session_key: &str,
@@ -118,7 +119,7 @@ pub async fn approve_exec(
     if always_allowed(store, agent).iter().any(|c| c == command) {
         return Ok(());
     }
-    let answer = match approver.get() {
+    let answer = match approver.as_ref() {
         Some(approver) => {
             approver
                 .request(session_key, reply_to, command, cancel.clone())
@@ -174,15 +175,13 @@ mod tests {
         }
     }
 
-    fn slot(answers: Vec<Approval>) -> (ApproverSlot, Arc<Scripted>) {
+    fn slot(answers: Vec<Approval>) -> (ApproverPort, Arc<Scripted>) {
         let scripted = Arc::new(Scripted {
             answers: Mutex::new(answers),
             asked: Mutex::new(Vec::new()),
         });
-        let slot = ApproverSlot::default();
         let dyn_approver: Arc<dyn Approver> = scripted.clone();
-        assert!(slot.set(dyn_approver).is_ok());
-        (slot, scripted)
+        (Some(dyn_approver), scripted)
     }
 
     #[test]
@@ -250,7 +249,7 @@ mod tests {
     async fn no_approver_refuses() {
         let store = Store::temporary().unwrap();
         let refusal = approve_exec(
-            &ApproverSlot::default(),
+            &None,
             &store,
             "main",
             "k",

@@ -375,8 +375,6 @@ fn agent(model: Arc<TestModel>, context_window: u64, reserve_tokens: u64) -> Age
     Agent {
         provider: model,
         tools: vec![Arc::new(Instant)],
-        spawner: Default::default(),
-        sessions: Default::default(),
         system_prompt: "you are a test".into(),
         skill_names: Vec::new(),
         policy: Default::default(),

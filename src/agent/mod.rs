@@ -47,24 +47,42 @@ fn exec_sandbox(config: &Config) -> crate::sandbox::ExecSandbox {
     sandbox
 }
 
-/// Builds the agent from config: provider, tools, system prompt. `shutdown` is the gateway's.
+/// What the gateway lends the agent's tools: sub-agent spawning, messages and the session
+/// tools, and exec approvals asked in the chat. Each is `None` outside a gateway (the tool then
+/// refuses, or nobody can be asked).
+#[derive(Default)]
+pub struct AgentPorts {
+    /// `sessions_spawn`'s work.
+    pub spawner: tools::spawn::SpawnerPort,
+    /// `message`, `sessions_list` and `sessions_history`.
+    pub sessions: tools::sessions::SessionsPort,
+    /// Exec approvals.
+    pub approver: approval::ApproverPort,
+}
+
+/// The model backend `config` names (fails on a provider it cannot set up).
+pub fn provider(config: &Config) -> Result<std::sync::Arc<dyn provider::Provider>, ProviderError> {
+    provider::settings::build(&provider_settings(config))
+}
+
+/// Builds the agent from config: provider, tools, system prompt, and the gateway's `ports`.
+/// `shutdown` is the gateway's.
 pub fn build(
     config: &Config,
     store: Store,
     shutdown: tokio_util::sync::CancellationToken,
-) -> Result<Agent, ProviderError> {
-    let provider = provider::settings::build(&provider_settings(config))?;
+    provider: std::sync::Arc<dyn provider::Provider>,
+    ports: AgentPorts,
+) -> Agent {
     let workspace = config.agent.workspace.clone();
     if let Err(e) = std::fs::create_dir_all(&workspace) {
         tracing::warn!(error = %e, path = %workspace.display(), "cannot create the workspace");
     }
-    let spawner = tools::spawn::SpawnerSlot::default();
     let mut tools = tools::builtin_tools();
     tools.push(std::sync::Arc::new(tools::spawn::SessionsSpawnTool {
-        spawner: spawner.clone(),
+        spawner: ports.spawner,
     }));
-    let sessions = tools::sessions::SessionsSlot::default();
-    tools.extend(tools::sessions::tools(&sessions));
+    tools.extend(tools::sessions::tools(&ports.sessions));
     let skills = skills::load(config);
     let system_prompt = context::system_prompt(&context::PromptParts {
         identity: &config.agent.identity,
@@ -77,15 +95,13 @@ pub fn build(
         model: &format!("{}/{}", provider.name(), provider.model()),
     });
     let skill_names = skills.iter().map(|s| s.name.clone()).collect();
-    Ok(Agent {
+    Agent {
         skill_names,
         provider,
         tools,
-        spawner,
-        sessions,
         system_prompt,
         policy: policy::ToolPolicy::new(&config.tools),
-        approver: approval::ApproverSlot::default(),
+        approver: ports.approver,
         id: config.agent.id.clone(),
         store,
         tool_context: ToolContext {
@@ -112,5 +128,5 @@ pub fn build(
                 "[hooks] sandbox",
             ),
         ),
-    })
+    }
 }

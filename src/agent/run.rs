@@ -83,17 +83,13 @@ pub struct Agent {
     pub provider: Arc<dyn Provider>,
     /// Tools offered to the model.
     pub tools: Vec<Arc<dyn Tool>>,
-    /// Where the gateway plugs in `sessions_spawn`'s work.
-    pub spawner: crate::agent::tools::spawn::SpawnerSlot,
-    /// Where the gateway plugs in `message` and the session tools.
-    pub sessions: crate::agent::tools::sessions::SessionsSlot,
     /// System prompt without the tool list (built once from identity, skills, bootstrap
     /// files and runtime facts); each call appends the tools its run may use.
     pub system_prompt: String,
     /// Which tools a session's runs may use.
     pub policy: crate::agent::policy::ToolPolicy,
-    /// Where the gateway plugs in exec approvals asked in the chat.
-    pub approver: crate::agent::approval::ApproverSlot,
+    /// Who answers exec approvals asked in the chat (the gateway's; `None` outside one).
+    pub approver: crate::agent::approval::ApproverPort,
     /// The agent id (`[agent] id`).
     pub id: String,
     /// The store holding transcripts.

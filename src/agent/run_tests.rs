@@ -214,8 +214,6 @@ impl Harness {
             approver: Default::default(),
             id: "main".into(),
             store: Store::temporary().unwrap(),
-            spawner: Default::default(),
-            sessions: Default::default(),
             tool_context: ToolContext {
                 workspace: std::env::temp_dir(),
                 cancel: CancellationToken::new(),

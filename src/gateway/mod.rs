@@ -193,6 +193,22 @@ pub struct Gateway {
     rpc: tokio::sync::Mutex<Option<crate::rpc::RpcServer>>,
 }
 
+/// The session lanes of the core being built (`weak`), with `config`'s queue defaults.
+fn lanes_for(config: &Config, store: &Store, weak: &std::sync::Weak<Core>) -> Lanes {
+    let defaults = LaneSettings {
+        mode: config.queue.mode,
+        debounce: Duration::from_millis(config.queue.debounce_ms),
+        cap: config.queue.cap,
+        drop: config.queue.drop,
+    };
+    Lanes::new(
+        Arc::new(runner::AgentRunner::new(weak.clone())),
+        store.clone(),
+        defaults,
+        config.resolved_max_concurrent_runs(),
+    )
+}
+
 impl Gateway {
     /// Builds the gateway over `channels` and recovers the previous process's pending turns
     /// and undelivered replies. Channels are not started yet: see [`Gateway::run_channels`].
@@ -206,22 +222,7 @@ impl Gateway {
             config.store.cache_bytes(),
         )?;
         let shutdown = CancellationToken::new();
-        let agent = crate::agent::build(&config, store.clone(), shutdown.clone())?;
-        let runner = Arc::new(runner::AgentRunner::new());
-        let defaults = LaneSettings {
-            mode: config.queue.mode,
-            debounce: Duration::from_millis(config.queue.debounce_ms),
-            cap: config.queue.cap,
-            drop: config.queue.drop,
-        };
-        let lanes = Lanes::new(
-            runner.clone(),
-            store.clone(),
-            defaults,
-            config.resolved_max_concurrent_runs(),
-        );
-        let (live, _) = broadcast::channel(live::LIVE_BUFFER);
-        let acp = crate::acp::AcpManager::new(&config, store.clone());
+        let provider = crate::agent::provider(&config)?;
         let saved_history = store.group_histories().unwrap_or_else(|e| {
             tracing::warn!(error = %e, "cannot read the saved group history");
             Vec::new()
@@ -241,40 +242,40 @@ impl Gateway {
             config.delivery.ttl(),
             shutdown.clone(),
         );
-        let core = Arc::new(Core {
-            outbox,
-            acp,
-            questions: ask::Questions::default(),
-            approvals: approvals::Approvals::default(),
-            channels,
-            rpc,
-            config,
-            store,
-            lanes,
-            agent,
-            live,
-            shutdown,
-            tasks: tokio_util::task::TaskTracker::new(),
-            history: std::sync::Mutex::new(crate::inbound::admission::GroupHistory::restore(
-                saved_history,
-            )),
+        // The core owns the lanes, the agent and the ACP manager, whose gateway-side ports
+        // (runner, spawner, sessions, approvals, permission askers) point back at it: they
+        // get a weak handle while it is built, so nothing is filled in afterwards.
+        let core = Arc::new_cyclic(|weak: &std::sync::Weak<Core>| {
+            let ports = crate::agent::AgentPorts {
+                spawner: Some(Arc::new(spawner::GatewaySpawner { core: weak.clone() })),
+                sessions: Some(Arc::new(sessions_api::GatewaySessions {
+                    core: weak.clone(),
+                })),
+                approver: Some(Arc::new(approvals::ChatApprover { core: weak.clone() })),
+            };
+            let agent =
+                crate::agent::build(&config, store.clone(), shutdown.clone(), provider, ports);
+            let asker: Arc<dyn crate::acp::manager::AskerFor> =
+                Arc::new(ask::ChatAskers { core: weak.clone() });
+            Core {
+                outbox,
+                acp: crate::acp::AcpManager::new(&config, store.clone(), Some(asker)),
+                questions: ask::Questions::default(),
+                approvals: approvals::Approvals::default(),
+                channels,
+                rpc,
+                lanes: lanes_for(&config, &store, weak),
+                store,
+                agent,
+                live: broadcast::channel(live::LIVE_BUFFER).0,
+                shutdown,
+                tasks: tokio_util::task::TaskTracker::new(),
+                history: std::sync::Mutex::new(crate::inbound::admission::GroupHistory::restore(
+                    saved_history,
+                )),
+                config,
+            }
         });
-        runner.attach(&core);
-        let _ = core.agent.spawner.set(Arc::new(spawner::GatewaySpawner {
-            core: Arc::downgrade(&core),
-        }));
-        let _ = core
-            .agent
-            .sessions
-            .set(Arc::new(sessions_api::GatewaySessions {
-                core: Arc::downgrade(&core),
-            }));
-        let _ = core.agent.approver.set(Arc::new(approvals::ChatApprover {
-            core: Arc::downgrade(&core),
-        }));
-        core.acp.set_asker(Arc::new(ask::ChatAskers {
-            core: Arc::downgrade(&core),
-        }));
         recover::recover(&core).await;
         tokio::spawn(recover::housekeeping(Arc::downgrade(&core)));
         tokio::spawn(recover::acp_housekeeping(Arc::downgrade(&core)));

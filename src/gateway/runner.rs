@@ -23,30 +23,18 @@ const EVENT_BUFFER: usize = 256;
 
 /// Runs turns through the agent and delivers their replies.
 pub struct AgentRunner {
-    core: std::sync::OnceLock<std::sync::Weak<Core>>,
+    /// The core the runner belongs to (weak: the core owns the lanes that own the runner).
+    core: std::sync::Weak<Core>,
 }
 
 impl AgentRunner {
-    /// A runner not yet attached to a core.
-    pub fn new() -> Self {
-        AgentRunner {
-            core: std::sync::OnceLock::new(),
-        }
-    }
-
-    /// Attaches the core (once, right after it is built).
-    pub fn attach(&self, core: &Arc<Core>) {
-        let _ = self.core.set(Arc::downgrade(core));
+    /// A runner for the core being built (`Arc::new_cyclic`).
+    pub fn new(core: std::sync::Weak<Core>) -> Self {
+        AgentRunner { core }
     }
 
     fn core(&self) -> Option<Arc<Core>> {
-        self.core.get().and_then(|w| w.upgrade())
-    }
-}
-
-impl Default for AgentRunner {
-    fn default() -> Self {
-        Self::new()
+        self.core.upgrade()
     }
 }
 

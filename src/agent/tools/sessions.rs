@@ -2,7 +2,7 @@
 //! conversation or another session's), `sessions_list`, `sessions_history`. The gateway does
 //! the work behind [`SessionsApi`], so the agent stays platform-blind.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
@@ -34,18 +34,19 @@ pub trait SessionsApi: Send + Sync {
     fn history(&self, key: &str, limit: usize) -> Result<Vec<String>, ToolRefusal>;
 }
 
-/// Where the gateway plugs its [`SessionsApi`] in.
-pub type SessionsSlot = Arc<OnceLock<Arc<dyn SessionsApi>>>;
+/// The gateway's [`SessionsApi`], given when the agent is built; `None` outside a gateway
+/// (the tools then refuse).
+pub type SessionsPort = Option<Arc<dyn SessionsApi>>;
 
-fn api(slot: &SessionsSlot) -> Result<&Arc<dyn SessionsApi>, ToolOutput> {
-    slot.get()
+fn api(port: &SessionsPort) -> Result<&Arc<dyn SessionsApi>, ToolOutput> {
+    port.as_ref()
         .ok_or_else(|| ToolOutput::error("this tool works only inside the gateway"))
 }
 
 /// `message`: `{text, target?}`.
 pub struct MessageTool {
     /// The gateway's API.
-    pub api: SessionsSlot,
+    pub api: SessionsPort,
 }
 
 impl Tool for MessageTool {
@@ -115,7 +116,7 @@ impl Tool for MessageTool {
 /// `sessions_list`: `{limit?}`.
 pub struct SessionsListTool {
     /// The gateway's API.
-    pub api: SessionsSlot,
+    pub api: SessionsPort,
 }
 
 impl Tool for SessionsListTool {
@@ -156,7 +157,7 @@ impl Tool for SessionsListTool {
 /// `sessions_history`: `{key, limit?}`.
 pub struct SessionsHistoryTool {
     /// The gateway's API.
-    pub api: SessionsSlot,
+    pub api: SessionsPort,
 }
 
 impl Tool for SessionsHistoryTool {
@@ -202,8 +203,8 @@ impl Tool for SessionsHistoryTool {
     }
 }
 
-/// The three tools over one slot.
-pub fn tools(api: &SessionsSlot) -> Vec<Arc<dyn Tool>> {
+/// The three tools over one port.
+pub fn tools(api: &SessionsPort) -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(MessageTool { api: api.clone() }),
         Arc::new(SessionsListTool { api: api.clone() }),
@@ -246,13 +247,12 @@ mod tests {
     #[tokio::test]
     async fn tools_check_arguments_and_call_the_gateway() {
         let fake = Arc::new(Fake::default());
-        let slot = SessionsSlot::default();
-        let tools = tools(&slot);
         let mut ctx = super::super::test_support::ctx(&std::env::temp_dir());
         ctx.session_key = "agent:main:main".into();
-        let out = tools[0].call(json!({"text": "hi"}), &ctx).await;
+        let out = tools(&None)[0].call(json!({"text": "hi"}), &ctx).await;
         assert!(out.is_error && out.text.contains("only inside the gateway"));
-        let _ = slot.set(fake.clone());
+        let port: SessionsPort = Some(fake.clone());
+        let tools = tools(&port);
         assert!(tools[0].call(json!({"text": " "}), &ctx).await.is_error);
         let out = tools[0]
             .call(json!({"text": "hi", "target": "agent:main:other"}), &ctx)
@@ -274,9 +274,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_message_into_the_runs_own_conversation_is_told_to_the_run() {
-        let slot = SessionsSlot::default();
-        let _ = slot.set(Arc::new(Fake::default()));
-        let tools = tools(&slot);
+        let port: SessionsPort = Some(Arc::new(Fake::default()));
+        let tools = tools(&port);
         let (tx, mut rx) = tokio::sync::mpsc::channel(4);
         let mut ctx = super::super::test_support::ctx(&std::env::temp_dir());
         ctx.session_key = "agent:main:main".into();

@@ -9,7 +9,7 @@
 //! Without `runtime`, `agent` (a coding-agent name) means `acp`, else `subagent`. The work
 //! itself is the gateway's, behind [`Spawner`], so the agent stays platform-blind.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -77,13 +77,13 @@ pub trait Spawner: Send + Sync {
     ) -> BoxFuture<'static, Result<String, ToolRefusal>>;
 }
 
-/// Where the gateway plugs its [`Spawner`] in, once it exists.
-pub type SpawnerSlot = Arc<OnceLock<Arc<dyn Spawner>>>;
+/// The gateway's [`Spawner`], given when the agent is built; `None` outside a gateway.
+pub type SpawnerPort = Option<Arc<dyn Spawner>>;
 
 /// The `sessions_spawn` tool.
 pub struct SessionsSpawnTool {
     /// The spawner; empty outside a gateway (the tool then refuses).
-    pub spawner: SpawnerSlot,
+    pub spawner: SpawnerPort,
 }
 
 impl Tool for SessionsSpawnTool {
@@ -127,7 +127,7 @@ impl Tool for SessionsSpawnTool {
                 },
                 Err(out) => return out,
             };
-            let Some(spawner) = self.spawner.get() else {
+            let Some(spawner) = self.spawner.as_ref() else {
                 return ToolOutput::error("sessions_spawn works only inside the gateway");
             };
             match spawner.spawn(request, ctx.cancel.clone()).await {
@@ -304,9 +304,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_subagent_session_may_not_spawn() {
-        let tool = SessionsSpawnTool {
-            spawner: Arc::default(),
-        };
+        let tool = SessionsSpawnTool { spawner: None };
         let mut ctx = super::super::test_support::ctx(&std::env::temp_dir());
         ctx.session_key = "agent:main:subagent:0f3a".into();
         let out = tool.call(json!({"task": "x"}), &ctx).await;
@@ -321,9 +319,7 @@ mod tests {
 
     #[tokio::test]
     async fn without_a_gateway_the_tool_refuses() {
-        let tool = SessionsSpawnTool {
-            spawner: Arc::default(),
-        };
+        let tool = SessionsSpawnTool { spawner: None };
         let ctx = super::super::test_support::ctx(&std::env::temp_dir());
         let out = tool
             .call(json!({"task": "x", "runtime": "acp"}), &ctx)

@@ -178,7 +178,12 @@ fn disk_usage(dir: &Path) -> BenchResult<(u64, u64)> {
 
 /// RSS now and the peak so far, e.g. `52.1 MiB (peak 60.3 MiB)`.
 fn rss(m: Memory) -> String {
-    format!("{} (peak {})", mib(m.rss_kib), mib(m.hwm_kib))
+    format!(
+        "{} (peak {}, anon {})",
+        mib(m.rss_kib),
+        mib(m.hwm_kib),
+        mib(m.anon_kib)
+    )
 }
 
 /// A store size and its share per message.

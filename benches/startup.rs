@@ -212,6 +212,10 @@ async fn bench() -> BenchResult {
         .iter()
         .filter_map(|r| r.idle.map(|m| m.hwm_kib))
         .collect();
+    let mut idle_anon: Vec<u64> = runs
+        .iter()
+        .filter_map(|r| r.idle.map(|m| m.anon_kib))
+        .collect();
     let mut turn_rss: Vec<u64> = runs
         .iter()
         .filter_map(|r| r.after_turn.map(|m| m.rss_kib))
@@ -245,6 +249,10 @@ async fn bench() -> BenchResult {
     rows.push(row(
         format!("idle {IDLE:?}: VmRSS (median of {RSS_RUNS})"),
         fmt_mib(median_u64(&mut idle_rss)),
+    ));
+    rows.push(row(
+        format!("idle {IDLE:?}: RssAnon, heap and stacks (median of {RSS_RUNS})"),
+        fmt_mib(median_u64(&mut idle_anon)),
     ));
     rows.push(row(
         format!("idle {IDLE:?}: VmHWM (median of {RSS_RUNS})"),

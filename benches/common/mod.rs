@@ -76,9 +76,12 @@ pub struct Memory {
     pub rss_kib: u64,
     /// Peak resident set size ("high water mark").
     pub hwm_kib: u64,
+    /// The anonymous part of the resident set (heap, stacks): what is left once the pages of
+    /// the binary and the libraries (file-backed, shared, reclaimable) are taken out.
+    pub anon_kib: u64,
 }
 
-/// Reads VmRSS and VmHWM of `pid` (`"self"` for this process).
+/// Reads VmRSS, VmHWM and RssAnon of `pid` (`"self"` for this process).
 pub fn memory_of(pid: &str) -> BenchResult<Memory> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     let field = |name: &str| -> Option<u64> {
@@ -91,6 +94,7 @@ pub fn memory_of(pid: &str) -> BenchResult<Memory> {
     Ok(Memory {
         rss_kib: field("VmRSS:").ok_or("no VmRSS in /proc status")?,
         hwm_kib: field("VmHWM:").ok_or("no VmHWM in /proc status")?,
+        anon_kib: field("RssAnon:").ok_or("no RssAnon in /proc status")?,
     })
 }
 

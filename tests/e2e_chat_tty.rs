@@ -16,23 +16,24 @@ use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 /// How long one expected output may take.
 const WAIT: Duration = Duration::from_secs(30);
 
-/// What the terminal showed so far.
+/// What the terminal showed so far, as bytes (a read may end inside a character).
 #[derive(Clone, Default)]
-struct Screen(Arc<Mutex<String>>);
+struct Screen(Arc<Mutex<Vec<u8>>>);
 
 impl Screen {
+    /// The output so far as text.
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+
     /// Waits until the output holds `needle` `times` times; fails the test after [`WAIT`].
     fn wait_for(&self, needle: &str, times: usize) {
         let start = Instant::now();
-        loop {
-            let seen = self.0.lock().unwrap().matches(needle).count();
-            if seen >= times {
-                return;
-            }
+        while self.text().matches(needle).count() < times {
             assert!(
                 start.elapsed() < WAIT,
                 "{needle:?} not shown {times} time(s); the terminal showed: {:?}",
-                self.0.lock().unwrap()
+                self.text()
             );
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -88,8 +89,7 @@ async fn a_terminal_chat_edits_lines_recalls_history_and_pastes_whole() {
             if n == 0 {
                 break;
             }
-            let text = String::from_utf8_lossy(&buf[..n]).into_owned();
-            shown.0.lock().unwrap().push_str(&text);
+            shown.0.lock().unwrap().extend_from_slice(&buf[..n]);
         }
     });
     let mut keys = pty.master.take_writer().unwrap();
@@ -112,15 +112,18 @@ async fn a_terminal_chat_edits_lines_recalls_history_and_pastes_whole() {
     press("\x1b[200~first line\nsecond line\x1b[201~\r");
     screen.wait_for("ok: first line", 1);
     press("\x04");
-    let status = tokio::task::spawn_blocking(move || child.wait())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(
-        status.success(),
-        "{status:?}: {:?}",
-        screen.0.lock().unwrap()
-    );
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > WAIT {
+            child.kill().unwrap();
+            panic!("Ctrl-D did not end the chat: {:?}", screen.text());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(status.success(), "{status:?}: {:?}", screen.text());
 
     assert_eq!(
         user_texts(&setup),

@@ -394,7 +394,8 @@ fn connection(
                 // Awaiting the turn's bounded buffer is back-pressure, not a deadlock: the
                 // consumer never waits on this connection.
                 if let Some(route) = on_update.route(&notification.session_id.0) {
-                    let _ = route.send(notification.update).await;
+                    let update = permission::without_refusal_marks(notification.update);
+                    let _ = route.send(update).await;
                 }
                 Ok(())
             },

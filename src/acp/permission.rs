@@ -6,7 +6,9 @@ use agent_client_protocol::v1::schema::{
     ToolKind,
 };
 
-use agent_client_protocol::v1::schema::{Meta, ToolCallUpdate, ToolCallUpdateFields};
+use agent_client_protocol::v1::schema::{
+    Meta, SessionUpdate, ToolCallUpdate, ToolCallUpdateFields,
+};
 
 use crate::config::PermissionMode;
 
@@ -28,14 +30,30 @@ pub enum Decision {
 pub fn refusal_reason(mode: PermissionMode, asked_nobody: bool) -> String {
     match mode {
         _ if asked_nobody => "nobody could be asked here ([acp] permissions = \"ask\"); \
-             bind the agent to a chat, or set \"approve-all\""
+             set \"approve-all\" (or \"approve-reads\" for reads) to let it run"
             .to_owned(),
         PermissionMode::ApproveReads => "[acp] permissions = \"approve-reads\" allows only \
              reads; set \"ask\" or \"approve-all\" to let it run"
             .to_owned(),
-        PermissionMode::DenyAll => "[acp] permissions = \"deny-all\"".to_owned(),
+        PermissionMode::DenyAll => "[acp] permissions = \"deny-all\"; set \"approve-reads\", \
+             \"ask\" or \"approve-all\" to let tools run"
+            .to_owned(),
         PermissionMode::ApproveAll | PermissionMode::Ask => "refused".to_owned(),
     }
+}
+
+/// `update` without chela's refusal mark: only chela may say that its policy refused a call
+/// (an agent could otherwise show a forged refusal urging a looser setting).
+pub fn without_refusal_marks(mut update: SessionUpdate) -> SessionUpdate {
+    let meta = match &mut update {
+        SessionUpdate::ToolCallUpdate(call) => call.meta.as_mut(),
+        SessionUpdate::ToolCall(call) => call.meta.as_mut(),
+        _ => None,
+    };
+    if let Some(meta) = meta {
+        meta.remove(REFUSED_META_KEY);
+    }
+    update
 }
 
 /// The update that tells the turn's reader tool call `call_id` was refused because `reason`.

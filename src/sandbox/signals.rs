@@ -5,7 +5,9 @@
 //! ran would ignore the `C-c` the process tool sends, and a shell may not even trap it. A
 //! signal with a handler, by contrast, is reset to its default by `exec`. So when either
 //! signal is ignored here, [`let_children_take_interrupts`] installs a handler that does
-//! nothing: chela still ignores the signal, its children start with the default.
+//! nothing: that handler by itself leaves chela ignoring the signal (though `chela gateway`
+//! and `chat` have their own SIGINT handler and stop on it), and its children start with the
+//! default.
 //! (`sigaction` itself is `unsafe`, which the crate forbids; signal-hook's flag handler is a
 //! safe way to install one, and `/proc/self/status` a safe way to read what is ignored.)
 
@@ -20,7 +22,10 @@ const INTERRUPTS: [i32; 2] = [signal_hook::consts::SIGINT, signal_hook::consts::
 pub fn let_children_take_interrupts() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        let ignored = ignored_signals().unwrap_or(0);
+        let Some(ignored) = ignored_signals() else {
+            tracing::debug!("cannot read /proc/self/status; ignored signals stay ignored");
+            return;
+        };
         for signal in INTERRUPTS {
             if ignored & (1 << (signal - 1)) == 0 {
                 continue;

@@ -89,6 +89,8 @@ pub fn main(args: &[OsString]) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Before the ruleset: it reads /proc/self/status.
+    super::signals::let_children_take_interrupts();
     if let Err(e) = landlock::restrict_self(&rules) {
         eprintln!("chela {SUBCOMMAND}: {e}; the command was not run");
         return ExitCode::from(SANDBOX_FAILED);
@@ -97,7 +99,6 @@ pub fn main(args: &[OsString]) -> ExitCode {
         Some(split) => split,
         None => return ExitCode::from(2),
     };
-    super::signals::let_children_take_interrupts();
     let error = std::process::Command::new(name).args(rest).exec();
     eprintln!(
         "chela {SUBCOMMAND}: cannot run {}: {error}",

@@ -102,7 +102,7 @@ impl UpdateMapper {
         if !self.after_progress && !self.text.is_empty() {
             delta.push('\n');
         }
-        delta.push_str(&line);
+        delta.push_str(line);
         delta.push('\n');
         self.after_progress = true;
         self.text.push_str(&delta);

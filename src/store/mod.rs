@@ -21,6 +21,7 @@
 
 mod entry;
 mod ports;
+mod postgres;
 mod show;
 mod sled;
 
@@ -34,6 +35,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+pub use self::postgres::{PgStore, SCHEMA_VERSION};
 pub use self::sled::{CACHE_CAPACITY, SledStore};
 pub use entry::{Entry, EntryKind, Item, SessionHeader, TRANSCRIPT_VERSION};
 pub use ports::{
@@ -123,6 +125,27 @@ pub enum StoreError {
     /// Reading an import or writing an export failed.
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),
+    /// The PostgreSQL store could not be reached or refused the login, or its URL is wrong.
+    #[error("cannot open the PostgreSQL store at {url} (set by {setting}): {reason}")]
+    Connect {
+        /// Where the URL came from: `store.url` or `CHELA_STORE_URL`.
+        setting: String,
+        /// The URL, its user, password and query hidden.
+        url: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The database's schema was written by a newer chela.
+    #[error(
+        "the PostgreSQL store has schema version {found}, newer than this chela's {supported}: \
+         a newer chela migrated it; run that version (or newer) instead"
+    )]
+    SchemaTooNew {
+        /// The version found in the database.
+        found: i32,
+        /// The newest version this binary knows.
+        supported: i32,
+    },
 }
 
 /// A handle on the store: the backend behind `Arc<dyn Backend>`, whose trait methods it
@@ -169,6 +192,17 @@ impl Store {
         SledStore::open_with(path, accept_rollback, cache_bytes).map(Store::new)
     }
 
+    /// Opens the store `config` selects: PostgreSQL when `config.url` is set (see
+    /// [`PgStore::open`]), else the sled store in `config.path` ([`Store::open_with`]). The
+    /// gateway and every CLI command open it through here.
+    pub fn open_config(config: &crate::config::StoreConfig) -> Result<Store, StoreError> {
+        let url = config.url.trim();
+        if url.is_empty() {
+            return Store::open_with(&config.path, config.accept_rollback, config.cache_bytes());
+        }
+        PgStore::open(url, config.url_setting()).map(Store::new)
+    }
+
     /// A sled store in a temporary folder, deleted on drop (for tests).
     pub fn temporary() -> Result<Store, StoreError> {
         SledStore::temporary().map(Store::new)
@@ -196,6 +230,18 @@ impl Store {
     pub fn import(&self, key: &str, mut input: impl BufRead) -> Result<usize, StoreError> {
         self.backend.import_jsonl(key, &mut input)
     }
+}
+
+/// The current time as ISO 8601 UTC with milliseconds (`2025-01-02T03:04:05.678Z`).
+pub(crate) fn now_iso() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}
+
+/// Parses an ISO 8601 timestamp to milliseconds since the epoch.
+pub(crate) fn iso_to_ms(iso: &str) -> Option<u64> {
+    let t = humantime::parse_rfc3339_weak(iso).ok()?;
+    let d = t.duration_since(std::time::UNIX_EPOCH).ok()?;
+    Some(d.as_millis() as u64)
 }
 
 /// Encodes a record as JSON.

@@ -33,7 +33,7 @@ pub fn show(loaded: &LoadedConfig) -> ExitCode {
     let lines = [
         format!("config file: {file}"),
         format!("relative paths from: {}", loaded.base_dir.display()),
-        format!("store: {}", config.store.path.display()),
+        format!("store: {}", config.store.describe()),
         format!(
             "RPC discovery file: {}",
             chela::config::discovery_path_for(&config.store.path).display()

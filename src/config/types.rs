@@ -82,6 +82,16 @@ impl StoreConfig {
         }
     }
 
+    /// Where the store is, fit to print: the PostgreSQL URL with its secrets hidden, or the
+    /// sled folder.
+    pub fn describe(&self) -> String {
+        if self.is_postgres() {
+            super::redact::redact_url(self.url.trim(), false)
+        } else {
+            self.path.display().to_string()
+        }
+    }
+
     /// Whether the store is PostgreSQL (a URL is set) rather than sled.
     pub fn is_postgres(&self) -> bool {
         !self.url.trim().is_empty()

@@ -200,11 +200,7 @@ impl Gateway {
         config: Config,
         channels: Vec<Arc<dyn Channel>>,
     ) -> Result<Gateway, GatewayError> {
-        let store = Store::open_with(
-            &config.store.path,
-            config.store.accept_rollback,
-            config.store.cache_bytes(),
-        )?;
+        let store = Store::open_config(&config.store)?;
         let shutdown = CancellationToken::new();
         let agent = crate::agent::build(&config, store.clone(), shutdown.clone())?;
         let runner = Arc::new(runner::AgentRunner::new());

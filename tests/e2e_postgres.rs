@@ -78,6 +78,32 @@ async fn on_postgres_every_message_is_answered_once_across_a_kill_9() {
     assert!(text.contains("pending turns: 0"), "{text}");
     assert!(text.contains("undelivered replies: 0"), "{text}");
     assert!(!text.contains(&password_of(&url)), "{text}");
+    // And it was PostgreSQL that held them: a session per chat, nothing pending.
+    let schema = url.rsplit("%3D").next().unwrap().to_owned();
+    let (client, connection) = tokio_postgres::connect(&test_url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let count = |table: &str| format!("SELECT count(*) FROM {schema}.{table}");
+    let sessions: i64 = client
+        .query_one(&count("sessions"), &[])
+        .await
+        .unwrap()
+        .get(0);
+    let pending: i64 = client
+        .query_one(&count("pending"), &[])
+        .await
+        .unwrap()
+        .get(0);
+    let seen: i64 = client
+        .query_one(&count("dedupe"), &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        (sessions, pending, seen),
+        (CHATS.count() as i64, 0, 2 * CHATS.count() as i64)
+    );
 }
 
 /// The password inside `url`.

@@ -217,7 +217,7 @@ impl DeliveryStore for PgStore {
                 .await
                 .map_err(pg_err)?;
                 let mut journal = journal_of(c, &run, true).await?.unwrap_or(fresh);
-                if !journal.messages.iter().any(|m| *m == message) {
+                if !journal.messages.contains(&message) {
                     journal.messages.push(message);
                 }
                 put_journal(c, &run, Some(&journal)).await

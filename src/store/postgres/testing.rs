@@ -140,3 +140,115 @@ mod tests {
         assert_eq!(store.last_entry_id("k").unwrap(), Some(id));
     }
 }
+
+/// A TCP proxy in front of the test cluster that can cut every connection and refuse new
+/// ones until resumed: a database that goes away and comes back.
+mod outage {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use tokio::net::{TcpListener, TcpStream};
+    use tokio::task::JoinHandle;
+
+    use super::*;
+    use crate::store::SessionStore;
+
+    struct Proxy {
+        port: u16,
+        open: Arc<AtomicBool>,
+        refused: Arc<AtomicUsize>,
+        links: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    }
+
+    impl Proxy {
+        async fn start(upstream: String) -> Proxy {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let proxy = Proxy {
+                port: listener.local_addr().unwrap().port(),
+                open: Arc::new(AtomicBool::new(true)),
+                refused: Arc::new(AtomicUsize::new(0)),
+                links: Arc::new(Mutex::new(Vec::new())),
+            };
+            let (open, refused, links) = (
+                proxy.open.clone(),
+                proxy.refused.clone(),
+                proxy.links.clone(),
+            );
+            tokio::spawn(async move {
+                while let Ok((mut client, _)) = listener.accept().await {
+                    if !open.load(Ordering::SeqCst) {
+                        refused.fetch_add(1, Ordering::SeqCst);
+                        continue;
+                    }
+                    let upstream = upstream.clone();
+                    links.lock().unwrap().push(tokio::spawn(async move {
+                        let mut server = TcpStream::connect(upstream).await.unwrap();
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }));
+                }
+            });
+            proxy
+        }
+
+        /// Closes every connection; new ones are refused until [`Proxy::resume`].
+        fn cut(&self) {
+            self.open.store(false, Ordering::SeqCst);
+            for link in self.links.lock().unwrap().drain(..) {
+                link.abort();
+            }
+        }
+
+        fn resume(&self) {
+            self.open.store(true, Ordering::SeqCst);
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lost_connection_pauses_store_calls_until_the_database_is_back() {
+        let direct = url::Url::parse(&fresh_schema()).unwrap();
+        let upstream = format!(
+            "{}:{}",
+            direct.host_str().unwrap(),
+            direct.port().unwrap_or(5432)
+        );
+        let proxy = Proxy::start(upstream).await;
+        let mut through = direct.clone();
+        through.set_port(Some(proxy.port)).unwrap();
+        let store = Arc::new(crate::store::PgStore::open(through.as_str(), "store.url").unwrap());
+        store.ensure_session("k", "/").unwrap();
+
+        proxy.cut();
+        // A caller keeps asking until it gets an answer (the call running when the
+        // connection went may fail; the next ones wait for the reconnection).
+        let asker = store.clone();
+        let answered = tokio::task::spawn_blocking(move || {
+            // Bounded, so a store that never recovers fails the test instead of hanging it.
+            let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while std::time::Instant::now() < give_up {
+                if let Ok(meta) = asker.get_session("k") {
+                    return meta;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            None
+        });
+        // The store is reconnecting (and refused): the caller is paused, not answered.
+        let reconnecting = || proxy.refused.load(Ordering::SeqCst) >= 2;
+        for _ in 0..600 {
+            if reconnecting() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        assert!(reconnecting(), "the store never tried to reconnect");
+        assert!(
+            !answered.is_finished(),
+            "answered while the database was away"
+        );
+
+        proxy.resume();
+        let meta = answered.await.unwrap();
+        assert_eq!(meta.map(|m| m.key), Some("k".to_owned()));
+        assert!(store.get_session("k").unwrap().is_some());
+    }
+}

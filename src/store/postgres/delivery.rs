@@ -2,14 +2,16 @@
 //! attempt count as columns), `dead_letters`, and `reply_journal` (run id -> journal).
 
 use chela_channel::Conversation;
-use tokio_postgres::{Client, Row};
+use tokio_postgres::Row;
+
+use super::conn::Conn;
 
 use super::{PgStore, big, pg_err, transaction, unbig};
 use crate::store::{DeliveryStore, OutboxEntry, ReplyJournal, StoreError, StoreFuture};
 use crate::store::{decode, encode};
 
 /// Records `entry` in the outbox (its id set).
-pub(super) async fn insert_outbox(c: &Client, entry: &OutboxEntry) -> Result<(), StoreError> {
+pub(super) async fn insert_outbox(c: &Conn, entry: &OutboxEntry) -> Result<(), StoreError> {
     let bytes = encode(entry)?;
     c.execute(
         "INSERT INTO outbox (id, created_ms, delivered, attempts, entry) VALUES ($1, $2, $3, $4, $5)",
@@ -36,7 +38,7 @@ fn entry_of(collection: &'static str, row: &Row) -> Result<OutboxEntry, StoreErr
 }
 
 /// The journal of run `run`, if any.
-async fn journal_of(c: &Client, run: &str, lock: bool) -> Result<Option<ReplyJournal>, StoreError> {
+async fn journal_of(c: &Conn, run: &str, lock: bool) -> Result<Option<ReplyJournal>, StoreError> {
     let sql = if lock {
         "SELECT journal FROM reply_journal WHERE run_id = $1 FOR UPDATE"
     } else {
@@ -49,7 +51,7 @@ async fn journal_of(c: &Client, run: &str, lock: bool) -> Result<Option<ReplyJou
 
 /// Replaces (or with `None` removes) the journal of run `run`.
 async fn put_journal(
-    c: &Client,
+    c: &Conn,
     run: &str,
     journal: Option<&ReplyJournal>,
 ) -> Result<(), StoreError> {
@@ -203,7 +205,7 @@ impl DeliveryStore for PgStore {
     ) -> StoreFuture<'a, ()> {
         let (run, to, message) = (run.to_owned(), to.clone(), message_id.to_owned());
         Box::pin(self.call(move |c| async move {
-            transaction(&c, async |c: &Client| {
+            transaction(&c, async |c: &Conn| {
                 // The first noter creates the row; later ones (any node) wait on its lock.
                 let fresh = ReplyJournal {
                     conversation: to,
@@ -259,7 +261,7 @@ impl DeliveryStore for PgStore {
     fn journal_taken_back(&self, run: &str, taken: &[String]) -> Result<(), StoreError> {
         let (run, taken) = (run.to_owned(), taken.to_vec());
         self.blocking(move |c| async move {
-            transaction(&c, async |c: &Client| {
+            transaction(&c, async |c: &Conn| {
                 let Some(mut journal) = journal_of(c, &run, true).await? else {
                     return Ok(());
                 };

@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::io::{BufRead, Write};
 
-use tokio_postgres::Client;
+use super::conn::Conn;
 
 use super::{PgStore, big, pg_err, transaction};
 use crate::store::entry::{Entry, TRANSCRIPT_VERSION};
@@ -134,9 +134,9 @@ fn parse(input: &mut dyn BufRead) -> Result<Parsed, StoreError> {
 
 /// Stores a validated import as session `key` (replacing a session with only its header),
 /// in one transaction; refuses a session that has entries by now.
-async fn store_import(c: &Client, key: &str, parsed: Parsed) -> Result<usize, StoreError> {
+async fn store_import(c: &Conn, key: &str, parsed: Parsed) -> Result<usize, StoreError> {
     let entries = parsed.lines.len() - 1;
-    transaction(c, async |c: &Client| {
+    transaction(c, async |c: &Conn| {
         let old = c
             .query_opt(
                 "SELECT session_id, entries FROM sessions WHERE key = $1 FOR UPDATE",
@@ -169,12 +169,13 @@ async fn store_import(c: &Client, key: &str, parsed: Parsed) -> Result<usize, St
         .map_err(pg_err)?;
         let now = crate::domain::message::now_ms();
         let created = big(parsed.created_ms.unwrap_or(now));
-        c.execute(
+        // Only over a session with no entries: one created meanwhile elsewhere is kept.
+        let stored = c.execute(
             "INSERT INTO sessions (key, session_id, created_ms, updated_ms, entries, last_entry_id) \
              VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (key) DO UPDATE SET \
              session_id = EXCLUDED.session_id, created_ms = EXCLUDED.created_ms, \
              updated_ms = EXCLUDED.updated_ms, entries = EXCLUDED.entries, \
-             last_entry_id = EXCLUDED.last_entry_id",
+             last_entry_id = EXCLUDED.last_entry_id WHERE sessions.entries = 0",
             &[
                 &key,
                 &sid,
@@ -186,6 +187,12 @@ async fn store_import(c: &Client, key: &str, parsed: Parsed) -> Result<usize, St
         )
         .await
         .map_err(pg_err)?;
+        if stored == 0 {
+            return Err(StoreError::SessionExists {
+                key: key.to_owned(),
+                entries: super::sessions::session_of(c, key).await?.map_or(0, |m| m.entries),
+            });
+        }
         Ok(entries)
     })
     .await

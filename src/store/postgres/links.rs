@@ -3,7 +3,9 @@
 //! write `pending` (and `dedupe`) in the same transaction as the link.
 
 use chela_channel::Conversation;
-use tokio_postgres::{Client, Row};
+use tokio_postgres::Row;
+
+use super::conn::Conn;
 
 use super::queue::{enqueue_marked, enqueue_plain};
 use super::{PgStore, big, bigs, pg_err, transaction};
@@ -102,7 +104,7 @@ impl BindingStore for PgStore {
             let (created, state) = (big(link.created_ms), state_name(link.state));
             let key = first.session_key.clone();
             self.call(move |c| async move {
-                transaction(&c, async |c: &Client| {
+                transaction(&c, async |c: &Conn| {
                     c.execute(
                         "INSERT INTO subagents (child, parent, created_ms, state, link) \
                          VALUES ($1, $2, $3, $4, $5) ON CONFLICT (child) DO UPDATE SET \
@@ -178,7 +180,7 @@ impl BindingStore for PgStore {
             };
             let (child, seqs) = (child.to_owned(), bigs(seqs));
             self.call(move |c| async move {
-                transaction(&c, async |c: &Client| {
+                transaction(&c, async |c: &Conn| {
                     finish_in(c, &child, &seqs, follow_up).await
                 })
                 .await
@@ -221,7 +223,7 @@ impl BindingStore for PgStore {
 /// Inside a transaction: [`BindingStore::finish_subagent`]. An unknown child fails, which
 /// rolls everything back; a child settled before only loses its pending turns.
 async fn finish_in(
-    c: &Client,
+    c: &Conn,
     child: &str,
     seqs: &[i64],
     follow_up: Option<(String, String, Vec<u8>)>,

@@ -7,14 +7,18 @@
 //! `pairing.rs` ([`PairingStore`], [`CursorStore`]); `schema.rs` applies the migrations.
 //!
 //! **Threading.** The store owns one OS thread with its own current-thread tokio runtime and
-//! the connection (tokio-postgres). Every store method sends a job to it over a channel: an
-//! async method awaits a oneshot reply, a sync method blocks on a std channel. This is why:
-//! the traits' sync methods are called from async tasks on any runtime, also a
-//! current-thread one (tests), where `block_in_place` panics and blocking on a future of
-//! the caller's own runtime would deadlock; the worker's runtime is never the caller's, so
-//! blocking on it is safe, and the sync methods are short point queries. Jobs run one after
-//! the other on one connection, so a multi-statement transaction (`BEGIN` .. `COMMIT`) is
-//! never interleaved with another job's statements and no lock is held across an await.
+//! a small pool of [`CONNECTIONS`] connections (tokio-postgres), each served by a lane (a
+//! local task). Every store method sends a job over a channel; the next free lane runs it on
+//! its connection: an async method awaits a oneshot reply, a sync method blocks on a std
+//! channel. This is why: the traits' sync methods are called from async tasks on any
+//! runtime, also a current-thread one (tests), where `block_in_place` panics and blocking on
+//! a future of the caller's own runtime would deadlock; the worker's runtime is never the
+//! caller's, so blocking on it is safe, and the sync methods are short point queries. A lane
+//! runs one job at a time, so a multi-statement transaction (`BEGIN` .. `COMMIT`) owns its
+//! connection, and no lock is held across an await; jobs of different callers run
+//! concurrently on different connections, kept apart by PostgreSQL (unique keys with
+//! `ON CONFLICT`, row locks, advisory locks), as jobs of different processes will be.
+//! Statements are prepared once per connection (`conn.rs`).
 //!
 //! **Durability.** Every write commits before its method returns (PostgreSQL's default
 //! `synchronous_commit`), so "buffered" writes are durable too and [`BaseStore::flush`]
@@ -32,6 +36,7 @@
 //! [`PairingStore`]: super::PairingStore
 //! [`CursorStore`]: super::CursorStore
 
+mod conn;
 mod delivery;
 mod jsonl;
 mod links;
@@ -43,13 +48,16 @@ mod sessions;
 #[cfg(test)]
 pub(crate) mod testing;
 
+use std::cell::Cell;
 use std::future::Future;
 use std::rc::Rc;
 use std::time::Duration;
 
 use futures_util::future::LocalBoxFuture;
 use tokio::sync::mpsc;
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::NoTls;
+
+use conn::Conn;
 
 use super::{BaseStore, StoreError, StoreFuture};
 
@@ -58,11 +66,13 @@ pub use schema::SCHEMA_VERSION;
 /// How long connecting may take before the open fails (unless the URL sets
 /// `connect_timeout`).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many connections the store keeps, each running one job at a time.
+pub const CONNECTIONS: usize = 4;
 /// How long the worker waits between reconnection attempts.
 const RECONNECT_EVERY: Duration = Duration::from_secs(1);
 
 /// One unit of work for the worker thread: it gets the connection and runs to completion.
-type Job = Box<dyn FnOnce(Rc<Client>) -> LocalBoxFuture<'static, ()> + Send>;
+type Job = Box<dyn FnOnce(Rc<Conn>) -> LocalBoxFuture<'static, ()> + Send>;
 
 /// The PostgreSQL store. Callers hold it through [`Store`](super::Store).
 pub struct PgStore {
@@ -113,7 +123,7 @@ impl PgStore {
     /// Sends `f` to the worker; `reply` gets its result.
     fn submit<T, F, Fut>(&self, f: F, reply: impl FnOnce(Result<T, StoreError>) + Send + 'static)
     where
-        F: FnOnce(Rc<Client>) -> Fut + Send + 'static,
+        F: FnOnce(Rc<Conn>) -> Fut + Send + 'static,
         Fut: Future<Output = Result<T, StoreError>> + 'static,
         T: 'static,
     {
@@ -125,7 +135,7 @@ impl PgStore {
     /// Runs `f` on the worker and blocks this thread until it is done (sync methods).
     fn blocking<T, F, Fut>(&self, f: F) -> Result<T, StoreError>
     where
-        F: FnOnce(Rc<Client>) -> Fut + Send + 'static,
+        F: FnOnce(Rc<Conn>) -> Fut + Send + 'static,
         Fut: Future<Output = Result<T, StoreError>> + 'static,
         T: Send + 'static,
     {
@@ -139,7 +149,7 @@ impl PgStore {
     /// Runs `f` on the worker and awaits its result (async methods).
     async fn call<T, F, Fut>(&self, f: F) -> Result<T, StoreError>
     where
-        F: FnOnce(Rc<Client>) -> Fut + Send + 'static,
+        F: FnOnce(Rc<Conn>) -> Fut + Send + 'static,
         Fut: Future<Output = Result<T, StoreError>> + 'static,
         T: Send + 'static,
     {
@@ -183,49 +193,75 @@ fn worker(
             return;
         }
     };
-    runtime.block_on(async move {
-        let client = match connect(&config).await {
-            Ok(client) => client,
-            Err(e) => {
-                let _ = ready.send(Err(Opening::Connect(e)));
-                return;
+    let local = tokio::task::LocalSet::new();
+    runtime.block_on(local.run_until(async move {
+        let mut conns = Vec::with_capacity(CONNECTIONS);
+        for _ in 0..CONNECTIONS {
+            match connect(&config).await {
+                Ok(conn) => conns.push(Rc::new(conn)),
+                Err(e) => {
+                    let _ = ready.send(Err(Opening::Connect(e)));
+                    return;
+                }
             }
-        };
-        if let Err(e) = schema::migrate(&client).await {
+        }
+        if let Some(first) = conns.first()
+            && let Err(e) = schema::migrate(first).await
+        {
             let _ = ready.send(Err(Opening::Store(e)));
             return;
         }
         if ready.send(Ok(())).is_err() {
             return;
         }
-        serve(&config, jobs, Rc::new(client)).await;
-    });
+        let jobs = Rc::new(tokio::sync::Mutex::new(jobs));
+        let lost = Rc::new(Cell::new(false));
+        let lanes: Vec<_> = conns
+            .into_iter()
+            .map(|conn| {
+                let lane = serve(config.clone(), jobs.clone(), conn, lost.clone());
+                tokio::task::spawn_local(lane)
+            })
+            .collect();
+        for lane in lanes {
+            let _ = lane.await;
+        }
+    }));
 }
 
-/// Runs jobs in order; reconnects first when the connection was lost.
+/// One lane: runs jobs, one at a time, on its connection until the store is dropped;
+/// reconnects first when the connection was lost.
 async fn serve(
-    config: &tokio_postgres::Config,
-    mut jobs: mpsc::UnboundedReceiver<Job>,
-    mut client: Rc<Client>,
+    config: tokio_postgres::Config,
+    jobs: Rc<tokio::sync::Mutex<mpsc::UnboundedReceiver<Job>>>,
+    mut conn: Rc<Conn>,
+    lost: Rc<Cell<bool>>,
 ) {
-    while let Some(job) = jobs.recv().await {
-        if client.is_closed() {
-            client = Rc::new(reconnect(config).await);
+    loop {
+        let job = jobs.lock().await.recv().await;
+        let Some(job) = job else { return };
+        if conn.is_closed() {
+            conn = Rc::new(reconnect(&config, &lost).await);
         }
-        job(client.clone()).await;
+        job(conn.clone()).await;
     }
 }
 
 /// Connects again, once a second until it works, logging the loss and the return.
-async fn reconnect(config: &tokio_postgres::Config) -> Client {
-    tracing::error!(
-        "store: the connection to PostgreSQL was lost; store operations (intake, delivery) wait until it returns"
-    );
+/// `lost` is shared by the lanes, so the loss and the return are logged once.
+async fn reconnect(config: &tokio_postgres::Config, lost: &Cell<bool>) -> Conn {
+    if !lost.replace(true) {
+        tracing::error!(
+            "store: the connection to PostgreSQL was lost; store operations (intake, delivery) wait until it returns"
+        );
+    }
     loop {
         match connect(config).await {
-            Ok(client) => {
-                tracing::info!("store: reconnected to PostgreSQL; resuming");
-                return client;
+            Ok(conn) => {
+                if lost.replace(false) {
+                    tracing::info!("store: reconnected to PostgreSQL; resuming");
+                }
+                return conn;
             }
             Err(e) => {
                 tracing::debug!(error = %e, "store: PostgreSQL still unreachable");
@@ -236,14 +272,14 @@ async fn reconnect(config: &tokio_postgres::Config) -> Client {
 }
 
 /// Connects and spawns the connection's task on the worker's runtime.
-async fn connect(config: &tokio_postgres::Config) -> Result<Client, String> {
+async fn connect(config: &tokio_postgres::Config) -> Result<Conn, String> {
     let (client, connection) = config.connect(NoTls).await.map_err(|e| error_text(&e))?;
     tokio::spawn(async move {
         if let Err(e) = connection.await {
             tracing::warn!(error = %error_text(&e), "store: PostgreSQL connection ended");
         }
     });
-    Ok(client)
+    Ok(Conn::new(client))
 }
 
 /// The error of a job whose worker stopped.
@@ -275,8 +311,8 @@ fn pg_err(e: tokio_postgres::Error) -> StoreError {
 /// when it returns `Err`. Jobs run one at a time, so nothing else uses the connection
 /// meanwhile.
 async fn transaction<T>(
-    client: &Client,
-    body: impl AsyncFnOnce(&Client) -> Result<T, StoreError>,
+    client: &Conn,
+    body: impl AsyncFnOnce(&Conn) -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
     client.batch_execute("BEGIN").await.map_err(pg_err)?;
     match body(client).await {

@@ -3,7 +3,7 @@
 //! making an owner take an advisory lock (per channel account, per channel), so several
 //! processes keep the limits: at most [`MAX_PENDING`] codes, one owner made by pairing.
 
-use tokio_postgres::Client;
+use super::conn::Conn;
 
 use super::{PgStore, big, pg_err, transaction};
 use crate::store::ports::new_code;
@@ -11,7 +11,7 @@ use crate::store::{CODE_TTL_MS, CursorStore, MAX_PENDING, PairingOutcome, Pairin
 use crate::store::{PairingStore, StoreError, StoreFuture, decode, encode};
 
 /// Takes the transaction's advisory lock named `name`.
-async fn lock(c: &Client, name: &str) -> Result<(), StoreError> {
+async fn lock(c: &Conn, name: &str) -> Result<(), StoreError> {
     c.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&name])
         .await
         .map_err(pg_err)?;
@@ -19,7 +19,7 @@ async fn lock(c: &Client, name: &str) -> Result<(), StoreError> {
 }
 
 /// Removes expired codes; returns the valid requests, by channel and code.
-async fn valid_requests(c: &Client, now_ms: u64) -> Result<Vec<PairingRequest>, StoreError> {
+async fn valid_requests(c: &Conn, now_ms: u64) -> Result<Vec<PairingRequest>, StoreError> {
     let oldest = big(now_ms.saturating_sub(CODE_TTL_MS));
     c.execute(
         "DELETE FROM pairing_codes WHERE created_ms < $1",
@@ -41,7 +41,7 @@ async fn valid_requests(c: &Client, now_ms: u64) -> Result<Vec<PairingRequest>, 
 
 /// Removes and returns the request of `code` on `channel`, if there and not expired.
 async fn take_request(
-    c: &Client,
+    c: &Conn,
     channel: &str,
     code: &str,
     now_ms: u64,
@@ -76,7 +76,7 @@ impl PairingStore for PgStore {
             created_ms: now_ms,
         };
         self.blocking(move |c| async move {
-            transaction(&c, async |c: &Client| {
+            transaction(&c, async |c: &Conn| {
                 lock(c, &format!("pairing:{}:{}", request.channel, request.account)).await?;
                 let pending: Vec<PairingRequest> = valid_requests(c, now_ms)
                     .await?
@@ -125,7 +125,7 @@ impl PairingStore for PgStore {
     ) -> StoreFuture<'a, Option<(PairingRequest, bool)>> {
         let (channel, code) = (channel.to_owned(), code.trim().to_uppercase());
         Box::pin(self.call(move |c| async move {
-            transaction(&c, async |c: &Client| {
+            transaction(&c, async |c: &Conn| {
                 let Some(request) = take_request(c, &channel, &code, now_ms).await? else {
                     return Ok(None);
                 };

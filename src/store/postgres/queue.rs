@@ -3,8 +3,8 @@
 //! the pending insert), so of concurrent callers, here or on another node, exactly one wins;
 //! settling a turn is one transaction over `outbox`, `pending` and `finished`.
 
+use super::conn::Conn;
 use chela_channel::Conversation;
-use tokio_postgres::Client;
 
 use super::{PgStore, big, bigs, pg_err, transaction, unbig};
 use crate::domain::run::RunRecord;
@@ -14,7 +14,7 @@ use crate::store::{decode, encode};
 /// Queues an encoded turn of `session_key` under `dedupe_key` unless that key was seen;
 /// returns its seq. One statement: atomic.
 pub(super) async fn enqueue_marked(
-    c: &Client,
+    c: &Conn,
     dedupe_key: &str,
     session_key: &str,
     turn: &[u8],
@@ -35,7 +35,7 @@ pub(super) async fn enqueue_marked(
 
 /// Queues an encoded turn of `session_key`; returns its seq.
 pub(super) async fn enqueue_plain(
-    c: &Client,
+    c: &Conn,
     session_key: &str,
     turn: &[u8],
 ) -> Result<u64, StoreError> {
@@ -52,7 +52,7 @@ pub(super) async fn enqueue_plain(
 
 /// Removes the pending turns `seqs` and, given one, keeps `record` for each.
 async fn settle_seqs(
-    c: &Client,
+    c: &Conn,
     seqs: &[i64],
     record: Option<(i64, &[u8])>,
 ) -> Result<(), StoreError> {
@@ -173,7 +173,7 @@ impl QueueStore for PgStore {
             let record = keep_record.then(|| encode(run)).transpose()?;
             let (seqs, ended) = (bigs(&run.seqs), big(run.ended_ms));
             self.call(move |c| async move {
-                transaction(&c, async |c: &Client| {
+                transaction(&c, async |c: &Conn| {
                     let row = c
                         .query_one("SELECT nextval('chela_ids')", &[])
                         .await
@@ -198,7 +198,7 @@ impl QueueStore for PgStore {
             let record = keep_record.then(|| encode(run)).transpose()?;
             let (seqs, ended) = (bigs(&run.seqs), big(run.ended_ms));
             self.call(move |c| async move {
-                transaction(&c, async |c: &Client| {
+                transaction(&c, async |c: &Conn| {
                     settle_seqs(c, &seqs, record.as_deref().map(|r| (ended, r))).await
                 })
                 .await

@@ -2,7 +2,7 @@
 //! the version recorded in `chela_schema`. A database whose version is newer than this
 //! binary's is refused.
 
-use tokio_postgres::Client;
+use super::conn::Conn;
 
 use super::{pg_err, transaction};
 use crate::store::StoreError;
@@ -17,8 +17,8 @@ pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
 const MIGRATION_LOCK: i64 = 0x6368_656c_615f_7367;
 
 /// Brings the database to [`SCHEMA_VERSION`]; refuses a newer one.
-pub(super) async fn migrate(client: &Client) -> Result<(), StoreError> {
-    transaction(client, async |c: &Client| {
+pub(super) async fn migrate(client: &Conn) -> Result<(), StoreError> {
+    transaction(client, async |c: &Conn| {
         c.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
             .await
             .map_err(pg_err)?;

@@ -4,7 +4,9 @@
 
 use std::io::{BufRead, Write};
 
-use tokio_postgres::{Client, Row};
+use tokio_postgres::Row;
+
+use super::conn::Conn;
 
 use super::{PgStore, big, pg_err, transaction, unbig};
 use crate::domain::message::{ContentBlock, Message, UserMessage};
@@ -32,7 +34,7 @@ pub(super) fn meta_of(row: &Row) -> SessionMeta {
 }
 
 /// The metadata of session `key`, if any.
-pub(super) async fn session_of(c: &Client, key: &str) -> Result<Option<SessionMeta>, StoreError> {
+pub(super) async fn session_of(c: &Conn, key: &str) -> Result<Option<SessionMeta>, StoreError> {
     let sql = format!("SELECT {META_COLUMNS} FROM sessions WHERE key = $1");
     let row = c.query_opt(&sql, &[&key]).await.map_err(pg_err)?;
     Ok(row.as_ref().map(meta_of))
@@ -139,7 +141,7 @@ impl SessionStore for PgStore {
 
 /// [`SessionStore::ensure_session`]: the metadata and the header in one transaction; a
 /// concurrent creator (this or another process) wins and its session is returned.
-async fn ensure(c: &Client, key: &str, cwd: &str) -> Result<SessionMeta, StoreError> {
+async fn ensure(c: &Conn, key: &str, cwd: &str) -> Result<SessionMeta, StoreError> {
     if let Some(meta) = session_of(c, key).await? {
         return Ok(meta);
     }
@@ -151,7 +153,7 @@ async fn ensure(c: &Client, key: &str, cwd: &str) -> Result<SessionMeta, StoreEr
         cwd: cwd.to_string(),
     }))?;
     let now = big(crate::domain::message::now_ms());
-    let created = transaction(c, async |c: &Client| {
+    let created = transaction(c, async |c: &Conn| {
         let inserted = c
             .execute(
                 "INSERT INTO sessions (key, session_id, created_ms, updated_ms, entries) \
@@ -181,8 +183,8 @@ async fn ensure(c: &Client, key: &str, cwd: &str) -> Result<SessionMeta, StoreEr
 
 /// [`SessionStore::append`]: one transaction, the session row locked so appends of several
 /// callers chain one after the other.
-async fn append(c: &Client, key: &str, kind: EntryKind) -> Result<String, StoreError> {
-    transaction(c, async |c: &Client| {
+async fn append(c: &Conn, key: &str, kind: EntryKind) -> Result<String, StoreError> {
+    transaction(c, async |c: &Conn| {
         let sql = format!("SELECT {META_COLUMNS} FROM sessions WHERE key = $1 FOR UPDATE");
         let row = c.query_opt(&sql, &[&key]).await.map_err(pg_err)?;
         let meta = row
@@ -227,7 +229,7 @@ async fn append(c: &Client, key: &str, kind: EntryKind) -> Result<String, StoreE
 
 /// [`SessionStore::window_entries`]: read backwards from the end in batches until the last
 /// reset or compaction, so its cost follows the window, not the transcript.
-async fn window(c: &Client, key: &str) -> Result<Vec<WindowMessage>, StoreError> {
+async fn window(c: &Conn, key: &str) -> Result<Vec<WindowMessage>, StoreError> {
     let meta = session_of(c, key)
         .await?
         .ok_or_else(|| StoreError::UnknownSession(key.to_owned()))?;

@@ -20,7 +20,11 @@ const CHATS: std::ops::RangeInclusive<i64> = 101..=110;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_postgres_every_message_is_answered_once_across_a_kill_9() {
     let url = fresh_store_url().await;
-    let env = [("CHELA_STORE_URL", url.as_str())];
+    // `store.path` (where the RPC discovery file goes) is in a folder nothing created yet.
+    let env = [
+        ("CHELA_STORE_URL", url.as_str()),
+        ("CHELA_STORE_PATH", "not/yet/there/data"),
+    ];
     let s = TgSetup::with(TgConfig {
         mode: "followup",
         telegram: "dm_policy = \"open\"",
@@ -148,6 +152,13 @@ async fn a_wrong_password_exits_2_naming_the_setting() {
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{shown}");
     assert!(shown.contains("url = \"postgres://***@"), "{shown}");
+    assert!(!shown.contains("wrong-password-123"), "{shown}");
+    // Also when the URL comes from the environment (listed among the overrides).
+    let mut cmd = s.setup.chela(&["config", "show"]);
+    cmd.env("CHELA_STORE_URL", &wrong);
+    let out = common::run_to_end(cmd).await;
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("store.url from CHELA_STORE_URL"), "{shown}");
     assert!(!shown.contains("wrong-password-123"), "{shown}");
 }
 

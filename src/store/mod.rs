@@ -200,6 +200,11 @@ impl Store {
         if url.is_empty() {
             return Store::open_with(&config.path, config.accept_rollback, config.cache_bytes());
         }
+        // The local files beside `store.path` (RPC discovery, logs) need its folder, which
+        // no sled store creates here.
+        if let Some(parent) = config.path.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
         PgStore::open(url, config.url_setting()).map(Store::new)
     }
 

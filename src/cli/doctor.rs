@@ -90,6 +90,7 @@ async fn store(loaded: &LoadedConfig, report: &mut Report) {
                 ),
             }
         }
+        Err(e) if loaded.config.store.is_postgres() => report.line(false, "store", e.to_string()),
         Err(e) => report.line(
             false,
             "store",

@@ -14,10 +14,12 @@
 //! - [`CursorStore`]: platform cursors and kept group context.
 //! - [`BaseStore`]: `flush`, making buffered writes durable.
 //!
-//! The one backend today is [`SledStore`] (`sled/`, one sled tree per record kind). No sled
-//! type leaves it: callers see the typed records and [`StoreError`]. A second backend
-//! implements the same traits, passes the contract tests (`contract_tests/`), and is chosen
-//! where the store is opened ([`Store::new`]); nothing above the store changes.
+//! Two backends implement the traits and pass the contract tests (`contract_tests/`):
+//! [`SledStore`] (`sled/`, one sled tree per record kind, the embedded default) and
+//! [`PgStore`] (`postgres/`, one PostgreSQL table per record kind, chosen by `[store] url`).
+//! No backend type leaves them: callers see the typed records and [`StoreError`].
+//! [`Store::open_config`] chooses the backend where the store is opened; nothing above the
+//! store changes.
 
 mod entry;
 mod ports;

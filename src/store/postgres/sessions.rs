@@ -191,31 +191,29 @@ async fn append(c: &Conn, key: &str, kind: EntryKind) -> Result<String, StoreErr
             .as_ref()
             .map(meta_of)
             .ok_or_else(|| StoreError::UnknownSession(key.to_owned()))?;
-        let mut id = random_entry_id();
-        while c
-            .query_opt(
-                "SELECT 1 FROM transcript WHERE session_id = $1 AND entry_id = $2",
-                &[&meta.session_id, &id],
-            )
-            .await
-            .map_err(pg_err)?
-            .is_some()
-        {
-            id = random_entry_id();
-        }
         let seq = big(meta.entries + 1);
-        let line = encode(&Entry::Item(Item {
-            id: id.clone(),
-            parent_id: meta.last_entry_id.clone(),
-            timestamp: crate::store::now_iso(),
-            kind,
-        }))?;
-        c.execute(
-            "INSERT INTO transcript (session_id, seq, entry_id, line) VALUES ($1, $2, $3, $4)",
-            &[&meta.session_id, &seq, &id, &line],
-        )
-        .await
-        .map_err(pg_err)?;
+        // The session row's lock keeps `seq` free; an id already used in the session (the
+        // unique index) is drawn again.
+        let id = loop {
+            let id = random_entry_id();
+            let line = encode(&Entry::Item(Item {
+                id: id.clone(),
+                parent_id: meta.last_entry_id.clone(),
+                timestamp: crate::store::now_iso(),
+                kind: kind.clone(),
+            }))?;
+            let inserted = c
+                .execute(
+                    "INSERT INTO transcript (session_id, seq, entry_id, line) VALUES ($1, $2, $3, $4) \
+                     ON CONFLICT (session_id, entry_id) WHERE entry_id IS NOT NULL DO NOTHING",
+                    &[&meta.session_id, &seq, &id, &line],
+                )
+                .await
+                .map_err(pg_err)?;
+            if inserted == 1 {
+                break id;
+            }
+        };
         c.execute(
             "UPDATE sessions SET entries = $2, updated_ms = $3, last_entry_id = $4 WHERE key = $1",
             &[&key, &seq, &big(crate::domain::message::now_ms()), &id],

@@ -1,7 +1,8 @@
 //! Turn throughput and latency of an in-process gateway against the fake model.
 //!
 //! Run with `cargo bench --bench turns` (release profile), or `benches/run.sh` for every bench.
-//! Reports figures only; nothing here asserts a time.
+//! Reports figures only; nothing here asserts a time. With `CHELA_STORE_URL` set, the store is
+//! that PostgreSQL (a fresh schema per section) instead of sled.
 //!
 //! Sections (each run against the testkit FakeModel, then again against a raw-socket model
 //! with `TCP_NODELAY`, see `common::model`, to separate the gateway from the transport):
@@ -55,6 +56,23 @@ const CONCURRENT_ATTEMPTS: usize = 3;
 /// Channel name the capture channel registers under.
 const CHANNEL: &str = "capture";
 
+/// With `CHELA_STORE_URL` set, the store is PostgreSQL: a fresh schema of that database per
+/// rig (so sections do not see each other's data); else sled (empty).
+async fn postgres_url() -> BenchResult<String> {
+    let url = std::env::var("CHELA_STORE_URL").unwrap_or_default();
+    if url.is_empty() {
+        return Ok(url);
+    }
+    let schema = format!("bench{}", uuid::Uuid::new_v4().simple());
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await?;
+    tokio::spawn(connection);
+    client
+        .batch_execute(&format!("CREATE SCHEMA {schema}"))
+        .await?;
+    let sep = if url.contains('?') { '&' } else { '?' };
+    Ok(format!("{url}{sep}options=-csearch_path%3D{schema}"))
+}
+
 /// A gateway over a capture channel, with the temporary folders it lives in.
 struct Rig {
     gateway: Gateway,
@@ -73,6 +91,7 @@ impl Rig {
         config.model.base_url = base_url.to_string();
         config.model.api_key = "x".into();
         config.store.path = store.path().join("data");
+        config.store.url = postgres_url().await?;
         config.agent.workspace = workspace.path().to_path_buf();
         let capture = Arc::new(CaptureChannel::new(CHANNEL));
         let gateway = Gateway::start(config, vec![capture.clone() as Arc<dyn Channel>]).await?;

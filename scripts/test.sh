@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's one test command: installs the npm packages the conformance tests need
-# (when missing or stale), then runs every Rust test. Extra arguments go to `cargo test`.
+# (when missing or stale), starts a throwaway PostgreSQL, then runs every Rust test. Extra
+# arguments go to `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,4 +24,5 @@ for conformance in tests/conformance/telegram tests/conformance/discord tests/co
     fi
 done
 
-cargo test --workspace --locked "$@"
+# The PostgreSQL store tests run against a private throwaway cluster (scripts/with-pg.sh).
+scripts/with-pg.sh cargo test --workspace --locked "$@"

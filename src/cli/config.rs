@@ -33,7 +33,7 @@ pub fn show(loaded: &LoadedConfig) -> ExitCode {
     let lines = [
         format!("config file: {file}"),
         format!("relative paths from: {}", loaded.base_dir.display()),
-        format!("store: {}", config.store.path.display()),
+        format!("store: {}", config.store.describe()),
         format!(
             "RPC discovery file: {}",
             chela::config::discovery_path_for(&config.store.path).display()
@@ -78,6 +78,11 @@ fn env_lines() -> Vec<String> {
     let set = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
     for (name, key) in ENV_OVERRIDES {
         if let Some(value) = set(name) {
+            // A database URL may carry a password.
+            let value = match *key {
+                "store.url" => chela::config::redact::redact_url(&value, false),
+                _ => value,
+            };
             lines.push(format!("{key} from {name} = {value:?}"));
         }
     }

@@ -54,17 +54,13 @@ pub async fn doctor(loaded: LoadedConfig) -> ExitCode {
 /// The store opens (or the gateway holding it answers).
 async fn store(loaded: &LoadedConfig, report: &mut Report) {
     let path = &loaded.config.store.path;
-    match Store::open_with(
-        path,
-        loaded.config.store.accept_rollback,
-        loaded.config.store.cache_bytes(),
-    ) {
+    match Store::open_config(&loaded.config.store) {
         Ok(store) => report.line(
             true,
             "store",
             format!(
                 "{} ({} sessions)",
-                path.display(),
+                loaded.config.store.describe(),
                 store.list_sessions().map(|s| s.len()).unwrap_or(0)
             ),
         ),
@@ -94,6 +90,7 @@ async fn store(loaded: &LoadedConfig, report: &mut Report) {
                 ),
             }
         }
+        Err(e) if loaded.config.store.is_postgres() => report.line(false, "store", e.to_string()),
         Err(e) => report.line(
             false,
             "store",

@@ -10,11 +10,7 @@ use chela::store::{Store, StoreError};
 
 /// Prints the gateway's state.
 pub async fn status(loaded: LoadedConfig) -> ExitCode {
-    let store = match Store::open_with(
-        &loaded.config.store.path,
-        loaded.config.store.accept_rollback,
-        loaded.config.store.cache_bytes(),
-    ) {
+    let store = match Store::open_config(&loaded.config.store) {
         Ok(store) => store,
         Err(StoreError::Locked { .. }) => return through_rpc(&loaded).await,
         Err(e) => {
@@ -22,7 +18,7 @@ pub async fn status(loaded: LoadedConfig) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match StatusReport::from_store(&store, &loaded.config.store.path, configured(&loaded)) {
+    match StatusReport::from_store(&store, &loaded.config.store.describe(), configured(&loaded)) {
         Ok(report) => {
             print!("{}", report.render());
             ExitCode::SUCCESS

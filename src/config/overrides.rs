@@ -9,6 +9,7 @@ use super::{Config, ConfigError, ProviderKind};
 /// The variables that override a key of the file when set and not empty, with the key.
 pub const ENV_OVERRIDES: &[(&str, &str)] = &[
     ("CHELA_STORE_PATH", "store.path"),
+    ("CHELA_STORE_URL", "store.url"),
     ("CHELA_MODEL", "model.model"),
     ("CHELA_TELEGRAM_API_URL", "channels.telegram.api_url"),
     ("CHELA_DISCORD_API_URL", "channels.discord.api_url"),
@@ -70,6 +71,10 @@ impl Config {
         if let Some(listen) = lookup("CHELA_RPC_LISTEN") {
             // Set but empty turns the RPC off, as `listen = ""` does.
             rpc.listen = listen;
+        }
+        if let Some(url) = set("CHELA_STORE_URL") {
+            self.store.url = url;
+            self.store.url_from_env = true;
         }
         if let Some(store) = set("CHELA_STORE_PATH") {
             // Relative to the current directory, like any path given in a shell.

@@ -29,6 +29,7 @@ impl Config {
         copy.channels.telegram.webhook_url = redact_url(&copy.channels.telegram.webhook_url, true);
         copy.channels.discord.api_url = redact_url(&copy.channels.discord.api_url, false);
         copy.channels.discord.gateway_url = redact_url(&copy.channels.discord.gateway_url, false);
+        copy.store.url = redact_url(&copy.store.url, false);
         copy
     }
 }

@@ -63,9 +63,40 @@ pub struct StoreConfig {
     pub accept_rollback: bool,
     /// The most memory sled's page cache may use, in MiB (at least 1).
     pub cache_mb: u64,
+    /// A PostgreSQL URL (`postgres://user:password@host:port/db`): when set, the store lives
+    /// there instead of the sled folder. Env `CHELA_STORE_URL` overrides it.
+    pub url: String,
+    /// Whether [`StoreConfig::url`] came from `CHELA_STORE_URL` (never read from the file).
+    #[serde(skip)]
+    pub url_from_env: bool,
 }
 
 impl StoreConfig {
+    /// Where [`StoreConfig::url`] was set, for error messages: `CHELA_STORE_URL` or
+    /// `store.url`.
+    pub fn url_setting(&self) -> &'static str {
+        if self.url_from_env {
+            "CHELA_STORE_URL"
+        } else {
+            "store.url"
+        }
+    }
+
+    /// Where the store is, fit to print: the PostgreSQL URL with its secrets hidden, or the
+    /// sled folder.
+    pub fn describe(&self) -> String {
+        if self.is_postgres() {
+            super::redact::redact_url(self.url.trim(), false)
+        } else {
+            self.path.display().to_string()
+        }
+    }
+
+    /// Whether the store is PostgreSQL (a URL is set) rather than sled.
+    pub fn is_postgres(&self) -> bool {
+        !self.url.trim().is_empty()
+    }
+
     /// [`StoreConfig::cache_mb`] in bytes.
     pub fn cache_bytes(&self) -> u64 {
         self.cache_mb.max(1).saturating_mul(1024 * 1024)
@@ -78,6 +109,8 @@ impl Default for StoreConfig {
             path: PathBuf::from("~/.chela/data"),
             accept_rollback: false,
             cache_mb: 8,
+            url: String::new(),
+            url_from_env: false,
         }
     }
 }

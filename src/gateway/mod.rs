@@ -216,11 +216,7 @@ impl Gateway {
         config: Config,
         channels: Vec<Arc<dyn Channel>>,
     ) -> Result<Gateway, GatewayError> {
-        let store = Store::open_with(
-            &config.store.path,
-            config.store.accept_rollback,
-            config.store.cache_bytes(),
-        )?;
+        let store = Store::open_config(&config.store)?;
         let shutdown = CancellationToken::new();
         let provider = crate::agent::provider(&config)?;
         let saved_history = store.group_histories().unwrap_or_else(|e| {

@@ -71,7 +71,7 @@ impl StatusReport {
     /// Reads the store; `channels` are the names to show.
     pub fn from_store(
         store: &Store,
-        store_path: &std::path::Path,
+        store_at: &str,
         channels: Vec<String>,
     ) -> Result<StatusReport, StoreError> {
         let pending = store.all_pending()?;
@@ -81,7 +81,7 @@ impl StatusReport {
         }
         let dead = store.dead_letters()?;
         Ok(StatusReport {
-            store: store_path.display().to_string(),
+            store: store_at.to_owned(),
             channels,
             live: false,
             sessions: store.list_sessions()?.len(),
@@ -119,7 +119,7 @@ impl StatusReport {
     pub async fn from_core(core: &Core) -> Result<StatusReport, StoreError> {
         let mut channels: Vec<String> = core.channels.keys().cloned().collect();
         channels.sort();
-        let mut report = Self::from_store(&core.store, &core.config.store.path, channels)?;
+        let mut report = Self::from_store(&core.store, &core.config.store.describe(), channels)?;
         report.live = true;
         report.live_runs = core.lanes.running_sessions().await;
         Ok(report)

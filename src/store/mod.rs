@@ -14,13 +14,16 @@
 //! - [`CursorStore`]: platform cursors and kept group context.
 //! - [`BaseStore`]: `flush`, making buffered writes durable.
 //!
-//! The one backend today is [`SledStore`] (`sled/`, one sled tree per record kind). No sled
-//! type leaves it: callers see the typed records and [`StoreError`]. A second backend
-//! implements the same traits, passes the contract tests (`contract_tests/`), and is chosen
-//! where the store is opened ([`Store::new`]); nothing above the store changes.
+//! Two backends implement the traits and pass the contract tests (`contract_tests/`):
+//! [`SledStore`] (`sled/`, one sled tree per record kind, the embedded default) and
+//! [`PgStore`] (`postgres/`, one PostgreSQL table per record kind, chosen by `[store] url`).
+//! No backend type leaves them: callers see the typed records and [`StoreError`].
+//! [`Store::open_config`] chooses the backend where the store is opened; nothing above the
+//! store changes.
 
 mod entry;
 mod ports;
+mod postgres;
 mod show;
 mod sled;
 
@@ -34,6 +37,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+pub use self::postgres::{PgStore, SCHEMA_VERSION};
 pub use self::sled::{CACHE_CAPACITY, SledStore};
 pub use entry::{Entry, EntryKind, Item, SessionHeader, TRANSCRIPT_VERSION};
 pub use ports::{
@@ -123,6 +127,27 @@ pub enum StoreError {
     /// Reading an import or writing an export failed.
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),
+    /// The PostgreSQL store could not be reached or refused the login, or its URL is wrong.
+    #[error("cannot open the PostgreSQL store at {url} (set by {setting}): {reason}")]
+    Connect {
+        /// Where the URL came from: `store.url` or `CHELA_STORE_URL`.
+        setting: String,
+        /// The URL, its user, password and query hidden.
+        url: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The database's schema was written by a newer chela.
+    #[error(
+        "the PostgreSQL store has schema version {found}, newer than this chela's {supported}: \
+         a newer chela migrated it; run that version (or newer) instead"
+    )]
+    SchemaTooNew {
+        /// The version found in the database.
+        found: i32,
+        /// The newest version this binary knows.
+        supported: i32,
+    },
 }
 
 /// A handle on the store: the backend behind `Arc<dyn Backend>`, whose trait methods it
@@ -169,6 +194,22 @@ impl Store {
         SledStore::open_with(path, accept_rollback, cache_bytes).map(Store::new)
     }
 
+    /// Opens the store `config` selects: PostgreSQL when `config.url` is set (see
+    /// [`PgStore::open`]), else the sled store in `config.path` ([`Store::open_with`]). The
+    /// gateway and every CLI command open it through here.
+    pub fn open_config(config: &crate::config::StoreConfig) -> Result<Store, StoreError> {
+        let url = config.url.trim();
+        if url.is_empty() {
+            return Store::open_with(&config.path, config.accept_rollback, config.cache_bytes());
+        }
+        // The local files beside `store.path` (RPC discovery, logs) need its folder, which
+        // no sled store creates here.
+        if let Some(parent) = config.path.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        PgStore::open(url, config.url_setting()).map(Store::new)
+    }
+
     /// A sled store in a temporary folder, deleted on drop (for tests).
     pub fn temporary() -> Result<Store, StoreError> {
         SledStore::temporary().map(Store::new)
@@ -196,6 +237,18 @@ impl Store {
     pub fn import(&self, key: &str, mut input: impl BufRead) -> Result<usize, StoreError> {
         self.backend.import_jsonl(key, &mut input)
     }
+}
+
+/// The current time as ISO 8601 UTC with milliseconds (`2025-01-02T03:04:05.678Z`).
+pub(crate) fn now_iso() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}
+
+/// Parses an ISO 8601 timestamp to milliseconds since the epoch.
+pub(crate) fn iso_to_ms(iso: &str) -> Option<u64> {
+    let t = humantime::parse_rfc3339_weak(iso).ok()?;
+    let d = t.duration_since(std::time::UNIX_EPOCH).ok()?;
+    Some(d.as_millis() as u64)
 }
 
 /// Encodes a record as JSON.

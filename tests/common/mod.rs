@@ -6,6 +6,7 @@
 
 pub mod acp;
 pub mod discord;
+pub mod pg;
 pub mod telegram;
 
 use std::path::{Path, PathBuf};

@@ -90,6 +90,15 @@ impl TgSetup {
         }
     }
 
+    /// Starts `chela gateway` with extra environment variables (e.g. `CHELA_STORE_URL`).
+    pub fn gateway_env(&self, env: &[(&str, &str)]) -> Gateway {
+        let mut cmd = self.setup.chela(&["gateway"]);
+        cmd.envs(env.iter().copied());
+        Gateway {
+            chat: Some(Chat::spawn(cmd)),
+        }
+    }
+
     /// The bot's messages in `chat` (deleted ones left out).
     pub fn sent(&self, chat: i64) -> Vec<BotMessage> {
         self.tg

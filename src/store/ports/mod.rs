@@ -1,9 +1,8 @@
 //! The store's interface: one trait per concern, and [`Backend`], all of them together.
 //!
 //! Callers hold a [`Store`](super::Store), which derefs to `dyn Backend`, so they never name
-//! the backend. Today the one backend is [`SledStore`](super::SledStore); another (a SQL
-//! database shared by several chela processes) implements the same traits and passes the same
-//! contract tests (`src/store/contract_tests/`).
+//! the backend: [`SledStore`](super::SledStore) (embedded) or [`PgStore`](super::PgStore)
+//! (PostgreSQL); both pass the same contract tests (`src/store/contract_tests/`).
 //!
 //! **Durability.** Every method states what is durable when it returns:
 //!

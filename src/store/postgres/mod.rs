@@ -1,0 +1,343 @@
+//! The PostgreSQL backend: [`PgStore`] implements the store traits (`../ports/`) over one
+//! PostgreSQL database, one table per record kind (`migrations/0001_init.sql`), so several
+//! chela processes can later share it.
+//!
+//! Files follow the concerns: `sessions.rs` and `jsonl.rs` ([`SessionStore`]), `queue.rs`
+//! ([`QueueStore`]), `delivery.rs` ([`DeliveryStore`]), `links.rs` ([`BindingStore`]),
+//! `pairing.rs` ([`PairingStore`], [`CursorStore`]); `schema.rs` applies the migrations.
+//!
+//! **Threading.** The store owns one OS thread with its own current-thread tokio runtime and
+//! a small pool of [`CONNECTIONS`] connections (tokio-postgres), each served by a lane (a
+//! local task). Every store method sends a job over a channel; the next free lane runs it on
+//! its connection: an async method awaits a oneshot reply, a sync method blocks on a std
+//! channel. This is why: the traits' sync methods are called from async tasks on any
+//! runtime, also a current-thread one (tests), where `block_in_place` panics and blocking on
+//! a future of the caller's own runtime would deadlock; the worker's runtime is never the
+//! caller's, so blocking on it is safe, and the sync methods are short point queries. A lane
+//! runs one job at a time, so a multi-statement transaction (`BEGIN` .. `COMMIT`) owns its
+//! connection, and no lock is held across an await; jobs of different callers run
+//! concurrently on different connections, kept apart by PostgreSQL (unique keys with
+//! `ON CONFLICT`, row locks, advisory locks), as jobs of different processes will be.
+//! Statements are prepared once per connection (`conn.rs`).
+//!
+//! **Durability.** Every write commits before its method returns (PostgreSQL's default
+//! `synchronous_commit`), so "buffered" writes are durable too and [`BaseStore::flush`]
+//! returns at once.
+//!
+//! **Faults.** When the connection is lost, the job that was running fails (its caller sees
+//! the error and does not acknowledge what it could not store) and the next jobs wait while
+//! the worker reconnects, once a second, logging the loss once and the return: intake and
+//! delivery pause and resume. No TLS: the connection is plain TCP or a Unix socket.
+//!
+//! [`SessionStore`]: super::SessionStore
+//! [`QueueStore`]: super::QueueStore
+//! [`DeliveryStore`]: super::DeliveryStore
+//! [`BindingStore`]: super::BindingStore
+//! [`PairingStore`]: super::PairingStore
+//! [`CursorStore`]: super::CursorStore
+
+mod conn;
+mod delivery;
+mod jsonl;
+mod links;
+mod pairing;
+mod queue;
+mod schema;
+mod sessions;
+
+#[cfg(test)]
+pub(crate) mod testing;
+
+use std::cell::Cell;
+use std::future::Future;
+use std::rc::Rc;
+use std::time::Duration;
+
+use futures_util::future::LocalBoxFuture;
+use tokio::sync::mpsc;
+use tokio_postgres::NoTls;
+
+use conn::Conn;
+
+use super::{BaseStore, StoreError, StoreFuture};
+
+pub use schema::SCHEMA_VERSION;
+
+/// How long connecting may take before the open fails (unless the URL sets
+/// `connect_timeout`).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many connections the store keeps, each running one job at a time.
+pub const CONNECTIONS: usize = 4;
+/// How long the worker waits between reconnection attempts.
+const RECONNECT_EVERY: Duration = Duration::from_secs(1);
+
+/// One unit of work for the worker thread: it gets the connection and runs to completion.
+type Job = Box<dyn FnOnce(Rc<Conn>) -> LocalBoxFuture<'static, ()> + Send>;
+
+/// The PostgreSQL store. Callers hold it through [`Store`](super::Store).
+pub struct PgStore {
+    jobs: mpsc::UnboundedSender<Job>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore").finish_non_exhaustive()
+    }
+}
+
+impl PgStore {
+    /// Connects to the database at `url` (a `postgres://` URL or key=value string) and
+    /// applies the embedded migrations. `setting` names where the URL came from
+    /// (`store.url`, `CHELA_STORE_URL`) for the error of a bad URL or a refused login.
+    /// Fails with [`StoreError::SchemaTooNew`] when the database was migrated by a newer
+    /// chela.
+    pub fn open(url: &str, setting: &str) -> Result<PgStore, StoreError> {
+        let connect_err = |reason: String| StoreError::Connect {
+            setting: setting.to_owned(),
+            url: crate::config::redact::redact_url(url, false),
+            reason,
+        };
+        let mut config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e: tokio_postgres::Error| connect_err(error_text(&e)))?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("chela");
+        }
+        let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
+        let (jobs, jobs_rx) = mpsc::unbounded_channel();
+        std::thread::Builder::new()
+            .name("chela-postgres".into())
+            .spawn(move || worker(config, jobs_rx, ready_tx))
+            .map_err(|e| connect_err(format!("cannot start the store thread: {e}")))?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(PgStore { jobs }),
+            Ok(Err(Opening::Connect(reason))) => Err(connect_err(reason)),
+            Ok(Err(Opening::Store(e))) => Err(e),
+            Err(_) => Err(connect_err("the store thread stopped".into())),
+        }
+    }
+
+    /// Sends `f` to the worker; `reply` gets its result.
+    fn submit<T, F, Fut>(&self, f: F, reply: impl FnOnce(Result<T, StoreError>) + Send + 'static)
+    where
+        F: FnOnce(Rc<Conn>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, StoreError>> + 'static,
+        T: 'static,
+    {
+        let job: Job = Box::new(move |client| Box::pin(async move { reply(f(client).await) }));
+        // A stopped worker drops the job and its reply: the caller sees `gone`.
+        let _ = self.jobs.send(job);
+    }
+
+    /// Runs `f` on the worker and blocks this thread until it is done (sync methods).
+    fn blocking<T, F, Fut>(&self, f: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(Rc<Conn>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, StoreError>> + 'static,
+        T: Send + 'static,
+    {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.submit(f, move |r| {
+            let _ = tx.send(r);
+        });
+        rx.recv().map_err(|_| gone())?
+    }
+
+    /// Runs `f` on the worker and awaits its result (async methods).
+    async fn call<T, F, Fut>(&self, f: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(Rc<Conn>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, StoreError>> + 'static,
+        T: Send + 'static,
+    {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.submit(f, move |r| {
+            let _ = tx.send(r);
+        });
+        rx.await.map_err(|_| gone())?
+    }
+}
+
+impl BaseStore for PgStore {
+    /// Every write committed before it returned: nothing to do.
+    fn flush(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// Why the worker could not start.
+enum Opening {
+    /// Connecting or logging in failed.
+    Connect(String),
+    /// The database refused the migrations (or is newer).
+    Store(StoreError),
+}
+
+/// The worker thread: connects, migrates, reports through `ready`, then runs jobs until the
+/// store is dropped.
+fn worker(
+    config: tokio_postgres::Config,
+    jobs: mpsc::UnboundedReceiver<Job>,
+    ready: std::sync::mpsc::SyncSender<Result<(), Opening>>,
+) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = ready.send(Err(Opening::Connect(format!("no runtime: {e}"))));
+            return;
+        }
+    };
+    let local = tokio::task::LocalSet::new();
+    runtime.block_on(local.run_until(async move {
+        let mut conns = Vec::with_capacity(CONNECTIONS);
+        for _ in 0..CONNECTIONS {
+            match connect(&config).await {
+                Ok(conn) => conns.push(Rc::new(conn)),
+                Err(e) => {
+                    let _ = ready.send(Err(Opening::Connect(e)));
+                    return;
+                }
+            }
+        }
+        if let Some(first) = conns.first()
+            && let Err(e) = schema::migrate(first).await
+        {
+            let _ = ready.send(Err(Opening::Store(e)));
+            return;
+        }
+        if ready.send(Ok(())).is_err() {
+            return;
+        }
+        let jobs = Rc::new(tokio::sync::Mutex::new(jobs));
+        let lost = Rc::new(Cell::new(false));
+        let lanes: Vec<_> = conns
+            .into_iter()
+            .map(|conn| {
+                let lane = serve(config.clone(), jobs.clone(), conn, lost.clone());
+                tokio::task::spawn_local(lane)
+            })
+            .collect();
+        for lane in lanes {
+            let _ = lane.await;
+        }
+    }));
+}
+
+/// One lane: runs jobs, one at a time, on its connection until the store is dropped;
+/// reconnects first when the connection was lost.
+async fn serve(
+    config: tokio_postgres::Config,
+    jobs: Rc<tokio::sync::Mutex<mpsc::UnboundedReceiver<Job>>>,
+    mut conn: Rc<Conn>,
+    lost: Rc<Cell<bool>>,
+) {
+    loop {
+        let job = jobs.lock().await.recv().await;
+        let Some(job) = job else { return };
+        if conn.is_closed() {
+            conn = Rc::new(reconnect(&config, &lost).await);
+        }
+        job(conn.clone()).await;
+    }
+}
+
+/// Connects again, once a second until it works, logging the loss and the return.
+/// `lost` is shared by the lanes, so the loss and the return are logged once.
+async fn reconnect(config: &tokio_postgres::Config, lost: &Cell<bool>) -> Conn {
+    if !lost.replace(true) {
+        tracing::error!(
+            "store: the connection to PostgreSQL was lost; store operations (intake, delivery) wait until it returns"
+        );
+    }
+    loop {
+        match connect(config).await {
+            Ok(conn) => {
+                if lost.replace(false) {
+                    tracing::info!("store: reconnected to PostgreSQL; resuming");
+                }
+                return conn;
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "store: PostgreSQL still unreachable");
+                tokio::time::sleep(RECONNECT_EVERY).await;
+            }
+        }
+    }
+}
+
+/// Connects and spawns the connection's task on the worker's runtime.
+async fn connect(config: &tokio_postgres::Config) -> Result<Conn, String> {
+    let (client, connection) = config.connect(NoTls).await.map_err(|e| error_text(&e))?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::warn!(error = %error_text(&e), "store: PostgreSQL connection ended");
+        }
+    });
+    Ok(Conn::new(client))
+}
+
+/// The error of a job whose worker stopped.
+fn gone() -> StoreError {
+    StoreError::Db("the PostgreSQL store thread stopped".into())
+}
+
+/// A tokio-postgres error with its causes (its own text alone is often just "db error").
+fn error_text(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return format!("{}: {}", db.severity(), db.message());
+    }
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Maps a tokio-postgres error to a [`StoreError`].
+fn pg_err(e: tokio_postgres::Error) -> StoreError {
+    StoreError::Db(error_text(&e))
+}
+
+/// Runs `body` inside a transaction on `client`: committed when it returns `Ok`, rolled back
+/// when it returns `Err`. Jobs run one at a time, so nothing else uses the connection
+/// meanwhile.
+async fn transaction<T>(
+    client: &Conn,
+    body: impl AsyncFnOnce(&Conn) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    client.batch_execute("BEGIN").await.map_err(pg_err)?;
+    match body(client).await {
+        Ok(value) => {
+            client.batch_execute("COMMIT").await.map_err(pg_err)?;
+            Ok(value)
+        }
+        Err(e) => {
+            let _ = client.batch_execute("ROLLBACK").await;
+            Err(e)
+        }
+    }
+}
+
+/// A u64 (time, seq) as PostgreSQL's bigint.
+fn big(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// A bigint read back as u64 (negative values, which chela never writes, become 0).
+fn unbig(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+/// Many u64 as a bigint array.
+fn bigs(values: &[u64]) -> Vec<i64> {
+    values.iter().map(|v| big(*v)).collect()
+}

@@ -1,0 +1,254 @@
+//! Test support: a PostgreSQL for tests, from `CHELA_TEST_PG_URL` (set by `scripts/test.sh`,
+//! which starts a private throwaway cluster), and the contract suite run against it, each
+//! check in a schema of its own so the checks run in parallel.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::store::Store;
+use crate::store::contract_tests::{Harness, store_contract_tests};
+
+/// The variable naming the test cluster.
+pub(crate) const TEST_URL_VAR: &str = "CHELA_TEST_PG_URL";
+
+/// The test cluster's URL; panics, naming the script, when it is not set (never skips).
+pub(crate) fn test_url() -> String {
+    match std::env::var(TEST_URL_VAR) {
+        Ok(url) if !url.trim().is_empty() => url,
+        _ => panic!(
+            "{TEST_URL_VAR} is not set: the PostgreSQL store tests need a PostgreSQL. Run them \
+             with scripts/test.sh, which starts a private throwaway cluster and sets it (or set \
+             {TEST_URL_VAR}=postgres://user:password@127.0.0.1:PORT/postgres yourself)"
+        ),
+    }
+}
+
+/// `url` with its connections' `search_path` set to `schema`.
+pub(crate) fn url_with_schema(url: &str, schema: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}options=-csearch_path%3D{schema}")
+}
+
+/// Runs `sql` on the test cluster (its own short connection).
+pub(crate) fn admin(sql: &str) {
+    let url = test_url();
+    let sql = sql.to_owned();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(conn);
+            client.batch_execute(&sql).await.unwrap();
+        });
+    })
+    .join()
+    .unwrap();
+}
+
+/// A fresh, empty schema on the test cluster; returns its store URL.
+pub(crate) fn fresh_schema() -> String {
+    let schema = format!("t{}", uuid::Uuid::new_v4().simple());
+    admin(&format!("CREATE SCHEMA {schema}"));
+    url_with_schema(&test_url(), &schema)
+}
+
+/// PostgreSQL stores, each harness in a schema of its own; `reopen` drops the handle (its
+/// worker and connection go) and connects again.
+pub(crate) struct PgHarness {
+    url: String,
+}
+
+impl PgHarness {
+    pub(crate) fn new() -> PgHarness {
+        PgHarness {
+            url: fresh_schema(),
+        }
+    }
+}
+
+impl Harness for PgHarness {
+    fn fresh(&self) -> Store {
+        Store::new(crate::store::PgStore::open(&self.url, "test").unwrap())
+    }
+
+    fn reopen(&self, store: Store) -> Store {
+        drop(store);
+        self.fresh()
+    }
+}
+
+store_contract_tests!(PgHarness::new());
+
+mod tests {
+    use super::*;
+    use crate::store::{SCHEMA_VERSION, StoreError};
+
+    #[test]
+    fn a_newer_schema_is_refused_with_a_clear_error() {
+        let url = fresh_schema();
+        drop(crate::store::PgStore::open(&url, "store.url").unwrap());
+        let schema = url.rsplit("%3D").next().unwrap().to_owned();
+        admin(&format!(
+            "UPDATE {schema}.chela_schema SET version = version + 1"
+        ));
+        let err = crate::store::PgStore::open(&url, "store.url").unwrap_err();
+        assert!(
+            matches!(err, StoreError::SchemaTooNew { found, supported }
+                if found == SCHEMA_VERSION + 1 && supported == SCHEMA_VERSION),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("newer than this chela's"), "{err}");
+    }
+
+    #[test]
+    fn reopening_keeps_the_schema_and_the_data() {
+        let url = fresh_schema();
+        let store = crate::store::PgStore::open(&url, "store.url").unwrap();
+        use crate::store::SessionStore;
+        store.ensure_session("k", "/").unwrap();
+        drop(store);
+        let store = crate::store::PgStore::open(&url, "store.url").unwrap();
+        assert!(store.get_session("k").unwrap().is_some());
+    }
+
+    #[test]
+    fn a_wrong_password_names_the_setting() {
+        let mut url = url::Url::parse(&test_url()).unwrap();
+        url.set_password(Some("not-the-password")).unwrap();
+        let err = crate::store::PgStore::open(url.as_str(), "CHELA_STORE_URL").unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, StoreError::Connect { .. }), "{err:?}");
+        assert!(text.contains("CHELA_STORE_URL"), "{text}");
+        assert!(!text.contains("not-the-password"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn sync_methods_work_on_a_current_thread_runtime_between_awaits() {
+        use crate::store::{QueueStore, SessionStore};
+        let store = crate::store::PgStore::open(&fresh_schema(), "test").unwrap();
+        let turn = crate::store::contract_tests::turn("k", "m1");
+        let seq = store.enqueue(&turn).await.unwrap();
+        assert!(store.is_pending(seq).unwrap());
+        store.ensure_session("k", "/").unwrap();
+        let id = store
+            .append("k", crate::store::EntryKind::Reset { reason: "r".into() })
+            .unwrap();
+        assert_eq!(store.last_entry_id("k").unwrap(), Some(id));
+    }
+}
+
+/// A TCP proxy in front of the test cluster that can cut every connection and refuse new
+/// ones until resumed: a database that goes away and comes back.
+mod outage {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use tokio::net::{TcpListener, TcpStream};
+    use tokio::task::JoinHandle;
+
+    use super::*;
+    use crate::store::SessionStore;
+
+    struct Proxy {
+        port: u16,
+        open: Arc<AtomicBool>,
+        refused: Arc<AtomicUsize>,
+        links: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    }
+
+    impl Proxy {
+        async fn start(upstream: String) -> Proxy {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let proxy = Proxy {
+                port: listener.local_addr().unwrap().port(),
+                open: Arc::new(AtomicBool::new(true)),
+                refused: Arc::new(AtomicUsize::new(0)),
+                links: Arc::new(Mutex::new(Vec::new())),
+            };
+            let (open, refused, links) = (
+                proxy.open.clone(),
+                proxy.refused.clone(),
+                proxy.links.clone(),
+            );
+            tokio::spawn(async move {
+                while let Ok((mut client, _)) = listener.accept().await {
+                    if !open.load(Ordering::SeqCst) {
+                        refused.fetch_add(1, Ordering::SeqCst);
+                        continue;
+                    }
+                    let upstream = upstream.clone();
+                    links.lock().unwrap().push(tokio::spawn(async move {
+                        let mut server = TcpStream::connect(upstream).await.unwrap();
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }));
+                }
+            });
+            proxy
+        }
+
+        /// Closes every connection; new ones are refused until [`Proxy::resume`].
+        fn cut(&self) {
+            self.open.store(false, Ordering::SeqCst);
+            for link in self.links.lock().unwrap().drain(..) {
+                link.abort();
+            }
+        }
+
+        fn resume(&self) {
+            self.open.store(true, Ordering::SeqCst);
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lost_connection_pauses_store_calls_until_the_database_is_back() {
+        let direct = url::Url::parse(&fresh_schema()).unwrap();
+        let upstream = format!(
+            "{}:{}",
+            direct.host_str().unwrap(),
+            direct.port().unwrap_or(5432)
+        );
+        let proxy = Proxy::start(upstream).await;
+        let mut through = direct.clone();
+        through.set_port(Some(proxy.port)).unwrap();
+        let store = Arc::new(crate::store::PgStore::open(through.as_str(), "store.url").unwrap());
+        store.ensure_session("k", "/").unwrap();
+
+        proxy.cut();
+        // A caller keeps asking until it gets an answer (the call running when the
+        // connection went may fail; the next ones wait for the reconnection).
+        let asker = store.clone();
+        let answered = tokio::task::spawn_blocking(move || {
+            // Bounded, so a store that never recovers fails the test instead of hanging it.
+            let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while std::time::Instant::now() < give_up {
+                if let Ok(meta) = asker.get_session("k") {
+                    return meta;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            None
+        });
+        // The store is reconnecting (and refused): the caller is paused, not answered.
+        let reconnecting = || proxy.refused.load(Ordering::SeqCst) >= 2;
+        for _ in 0..600 {
+            if reconnecting() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        assert!(reconnecting(), "the store never tried to reconnect");
+        assert!(
+            !answered.is_finished(),
+            "answered while the database was away"
+        );
+
+        proxy.resume();
+        let meta = answered.await.unwrap();
+        assert_eq!(meta.map(|m| m.key), Some("k".to_owned()));
+        assert!(store.get_session("k").unwrap().is_some());
+    }
+}

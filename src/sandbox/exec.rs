@@ -35,6 +35,17 @@ enum Mode {
     Refused(String),
 }
 
+/// Why exec will not start a command (the text is what the model reads).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExecRefusal {
+    /// A variable name of the model's `env` is not `[A-Za-z_][A-Za-z0-9_]*`.
+    #[error("bad environment variable name {0:?}")]
+    BadEnvName(String),
+    /// The sandbox refuses every command (the reason says why).
+    #[error("exec is refused: {0}")]
+    Refused(String),
+}
+
 impl ExecSandbox {
     /// The sandbox `config` asks for, with this binary as the trampoline.
     pub fn from_config(config: &Config) -> ExecSandbox {
@@ -72,9 +83,13 @@ impl ExecSandbox {
     /// model's), or why exec refuses to. Under Landlock the variables are not set on the
     /// trampoline (`LD_PRELOAD` there would run before the sandbox is applied): `env(1)` sets
     /// them inside the sandbox; see [`ExecSandbox::process_env`].
-    pub fn argv(&self, command: &str, env: &[(String, String)]) -> Result<Vec<OsString>, String> {
+    pub fn argv(
+        &self,
+        command: &str,
+        env: &[(String, String)],
+    ) -> Result<Vec<OsString>, ExecRefusal> {
         if let Some((name, _)) = env.iter().find(|(name, _)| !is_env_name(name)) {
-            return Err(format!("bad environment variable name {name:?}"));
+            return Err(ExecRefusal::BadEnvName(name.clone()));
         }
         let shell: Vec<OsString> = vec!["sh".into(), "-c".into(), command.into()];
         match &self.mode {
@@ -92,7 +107,7 @@ impl ExecSandbox {
                 argv.extend(trampoline::args_for(rules, &inside));
                 Ok(argv)
             }
-            Mode::Refused(why) => Err(format!("exec is refused: {why}")),
+            Mode::Refused(why) => Err(ExecRefusal::Refused(why.clone())),
         }
     }
 

@@ -16,5 +16,5 @@ pub mod signals;
 pub mod trampoline;
 
 pub use child::ChildSandbox;
-pub use exec::ExecSandbox;
+pub use exec::{ExecRefusal, ExecSandbox};
 pub use group::{GRACE, ProcessGroup};

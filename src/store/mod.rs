@@ -22,6 +22,7 @@
 //! store changes.
 
 mod entry;
+mod import;
 mod ports;
 mod postgres;
 mod show;

@@ -6,8 +6,7 @@
 use std::io::{BufRead, Write};
 
 use super::transcript::{entry_id_key, transcript_key, transcript_prefix};
-use super::{SledStore, StoreError, db_err, encode, iso_to_ms, now_ms};
-use crate::store::entry::{Entry, TRANSCRIPT_VERSION};
+use super::{SledStore, StoreError, db_err, encode, now_ms};
 use crate::store::{SessionMeta, SessionStore};
 
 impl SledStore {
@@ -89,93 +88,30 @@ impl SledStore {
         }
     }
 
-    /// Validates and stores every line of `input` under `session_id`.
+    /// Validates every line of `input`, then stores them under `session_id` (nothing is
+    /// stored when a line is refused).
     fn import_lines(
         &self,
         session_id: &str,
         input: &mut dyn BufRead,
     ) -> Result<Imported, StoreError> {
-        let mut buf = Vec::new();
-        let mut line_no = 0;
-        let mut seq = 0u64;
-        let mut last: Option<String> = None;
-        let mut created_ms = None;
-        loop {
-            buf.clear();
-            if input.read_until(b'\n', &mut buf)? == 0 {
-                break;
-            }
-            line_no += 1;
-            let mut line = buf.as_slice();
-            if let Some(rest) = line.strip_suffix(b"\n") {
-                line = rest;
-            }
-            if let Some(rest) = line.strip_suffix(b"\r") {
-                line = rest;
-            }
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            let invalid = |reason: String| StoreError::InvalidImport {
-                line: line_no,
-                reason,
-            };
-            let entry: Entry = serde_json::from_slice(line).map_err(|e| invalid(e.to_string()))?;
-            match (seq, entry) {
-                (0, Entry::Session(h)) => {
-                    if h.version != TRANSCRIPT_VERSION {
-                        return Err(invalid(format!(
-                            "transcript version {} is not supported (expected {TRANSCRIPT_VERSION})",
-                            h.version
-                        )));
-                    }
-                    created_ms = iso_to_ms(&h.timestamp);
-                }
-                (0, Entry::Item(_)) => {
-                    return Err(invalid("the first line must be the session header".into()));
-                }
-                (_, Entry::Session(_)) => {
-                    return Err(invalid("a second session header".into()));
-                }
-                (_, Entry::Item(item)) => {
-                    if item.parent_id != last {
-                        return Err(invalid(format!(
-                            "parentId {:?} is not the previous entry's id {:?}",
-                            item.parent_id, last
-                        )));
-                    }
-                    let id_key = entry_id_key(session_id, &item.id);
-                    let fresh = self
-                        .inner
-                        .entry_ids
-                        .compare_and_swap(
-                            id_key,
-                            None as Option<&[u8]>,
-                            Some(&seq.to_be_bytes()[..]),
-                        )
-                        .map_err(db_err)?;
-                    if fresh.is_err() {
-                        return Err(invalid(format!("entry id {} appears twice", item.id)));
-                    }
-                    last = Some(item.id);
-                }
+        let parsed = crate::store::import::parse(input)?;
+        for (seq, (entry_id, line)) in (0u64..).zip(&parsed.lines) {
+            if let Some(id) = entry_id {
+                self.inner
+                    .entry_ids
+                    .insert(entry_id_key(session_id, id), &seq.to_be_bytes()[..])
+                    .map_err(db_err)?;
             }
             self.inner
                 .transcript
-                .insert(transcript_key(session_id, seq), line)
+                .insert(transcript_key(session_id, seq), line.as_slice())
                 .map_err(db_err)?;
-            seq += 1;
-        }
-        if seq == 0 {
-            return Err(StoreError::InvalidImport {
-                line: line_no,
-                reason: "no session header: the input is empty".into(),
-            });
         }
         Ok(Imported {
-            entries: seq - 1,
-            last_entry_id: last,
-            created_ms,
+            entries: parsed.lines.len() as u64 - 1,
+            last_entry_id: parsed.last_entry_id,
+            created_ms: parsed.created_ms,
         })
     }
 
@@ -208,6 +144,7 @@ mod tests {
     use crate::domain::message::{
         AssistantMessage, ContentBlock, Message, StopReason, ToolCall, Usage,
     };
+    use crate::store::entry::Entry;
     use crate::store::{EntryKind, Store};
 
     fn export_string(store: &Store, key: &str) -> String {

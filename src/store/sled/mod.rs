@@ -303,17 +303,7 @@ fn now_ms() -> u64 {
     crate::domain::message::now_ms()
 }
 
-/// The current time as ISO 8601 UTC with milliseconds (`2025-01-02T03:04:05.678Z`).
-fn now_iso() -> String {
-    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
-}
-
-/// Parses an ISO 8601 timestamp to milliseconds since the epoch.
-fn iso_to_ms(iso: &str) -> Option<u64> {
-    let t = humantime::parse_rfc3339_weak(iso).ok()?;
-    let d = t.duration_since(std::time::UNIX_EPOCH).ok()?;
-    Some(d.as_millis() as u64)
-}
+use crate::store::{iso_to_ms, now_iso};
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]

@@ -276,3 +276,7 @@ impl Coordinator for PgCoordinator {
         self.wake_rx.lock().ok()?.take()
     }
 }
+
+#[cfg(test)]
+#[path = "cluster_tests.rs"]
+mod tests;

@@ -115,11 +115,11 @@ impl Config {
         if home.is_none() && config.store.path.starts_with("~") {
             return Err(ConfigError::NoHome);
         }
-        let checked = config.rpc.check().and(config.delivery.check()).and(
-            config
-                .cluster
-                .check(config.store.is_postgres()),
-        );
+        let checked = config
+            .rpc
+            .check()
+            .and(config.delivery.check())
+            .and(config.cluster.check(config.store.is_postgres()));
         if let Err((key, message)) = checked {
             return Err(ConfigError::Invalid {
                 location: None,

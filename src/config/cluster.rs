@@ -47,7 +47,10 @@ impl ClusterConfig {
             ));
         }
         if self.lease_s < 3 {
-            return Err(("cluster.lease_s".to_owned(), "must be at least 3".to_owned()));
+            return Err((
+                "cluster.lease_s".to_owned(),
+                "must be at least 3".to_owned(),
+            ));
         }
         let id_ok = self.node_id.len() <= 64
             && self
@@ -57,7 +60,10 @@ impl ClusterConfig {
         if !id_ok {
             return Err((
                 "cluster.node_id".to_owned(),
-                format!("{:?}: use up to 64 letters, digits, '-', '_' or '.'", self.node_id),
+                format!(
+                    "{:?}: use up to 64 letters, digits, '-', '_' or '.'",
+                    self.node_id
+                ),
             ));
         }
         Ok(())
@@ -73,13 +79,22 @@ mod tests {
         let mut config = ClusterConfig::default();
         assert!(config.check(false).is_ok(), "off: nothing to check");
         config.enabled = true;
-        assert_eq!(config.check(false).map_err(|e| e.0), Err("cluster.enabled".into()));
+        assert_eq!(
+            config.check(false).map_err(|e| e.0),
+            Err("cluster.enabled".into())
+        );
         assert!(config.check(true).is_ok());
         config.lease_s = 1;
-        assert_eq!(config.check(true).map_err(|e| e.0), Err("cluster.lease_s".into()));
+        assert_eq!(
+            config.check(true).map_err(|e| e.0),
+            Err("cluster.lease_s".into())
+        );
         config.lease_s = 10;
         config.node_id = "a b".into();
-        assert_eq!(config.check(true).map_err(|e| e.0), Err("cluster.node_id".into()));
+        assert_eq!(
+            config.check(true).map_err(|e| e.0),
+            Err("cluster.node_id".into())
+        );
         config.node_id = "node-1.eu".into();
         assert!(config.check(true).is_ok());
     }

@@ -78,9 +78,11 @@ impl Cluster {
     /// Whether this node holds the partition of session `key` now.
     pub fn owns(&self, key: &str) -> bool {
         let partition = partition_of(key);
-        self.state
-            .lock()
-            .is_ok_and(|s| s.held.get(&partition).is_some_and(|h| h.until > Instant::now()))
+        self.state.lock().is_ok_and(|s| {
+            s.held
+                .get(&partition)
+                .is_some_and(|h| h.until > Instant::now())
+        })
     }
 
     /// The partitions this node holds, sorted.
@@ -128,7 +130,12 @@ impl Cluster {
             .collect();
         for partition in &lost {
             state.held.remove(partition);
-            tracing::warn!(partition, "cluster: lease lost (not renewed in time); its sessions stop here");
+            // Whatever ran here is fenced; taken again, its turns run again.
+            state.submitted.retain(|_, (p, _)| p != partition);
+            tracing::warn!(
+                partition,
+                "cluster: lease lost (not renewed in time); its sessions stop here"
+            );
         }
         let mut fresh = Vec::new();
         for lease in renewed {
@@ -158,7 +165,9 @@ impl Cluster {
         };
         for lease in taken {
             let generation = lease.generation;
-            state.held.insert(lease.partition, Held { generation, until });
+            state
+                .held
+                .insert(lease.partition, Held { generation, until });
         }
         taken.iter().map(|l| l.partition).collect()
     }
@@ -217,12 +226,14 @@ pub async fn run_pending(core: &Arc<Core>, cluster: &Cluster, parts: Option<&Has
     }
 }
 
-/// The node's loop until shutdown: wake-ups, and every tick the heartbeat, leases and the
-/// safety-net poll.
+/// The node's loops until shutdown: the leases (heartbeat, renewal, share) every tick in a
+/// task of their own, so a busy lane cannot delay a renewal; and here the wake-ups, and the
+/// safety-net poll every tick.
 pub async fn run(core: Weak<Core>) {
     let Some(cluster) = core.upgrade().and_then(|c| c.cluster.clone()) else {
         return;
     };
+    tokio::spawn(leases(core.clone(), cluster.clone()));
     let mut wakeups = cluster.coordinator.wakeups();
     let mut next_tick = Instant::now();
     loop {
@@ -233,21 +244,32 @@ pub async fn run(core: Weak<Core>) {
             _ = tokio::time::sleep_until(next_tick) => None,
             part = recv(&mut wakeups) => Some(part),
         };
-        match woken {
-            Some(first) => {
-                let mut parts: HashSet<u32> = first.into_iter().collect();
-                if let Some(rx) = wakeups.as_mut() {
-                    while let Ok(p) = rx.try_recv() {
-                        parts.insert(p);
-                    }
+        let parts: Option<HashSet<u32>> = woken.map(|first| {
+            let mut parts: HashSet<u32> = first.into_iter().collect();
+            if let Some(rx) = wakeups.as_mut() {
+                while let Ok(p) = rx.try_recv() {
+                    parts.insert(p);
                 }
-                run_pending(&core, &cluster, Some(&parts)).await;
             }
-            None => {
-                maintain(&core, &cluster).await;
-                run_pending(&core, &cluster, None).await;
-                next_tick = Instant::now() + cluster.tick();
-            }
+            parts
+        });
+        if parts.is_none() {
+            next_tick = Instant::now() + cluster.tick();
+        }
+        run_pending(&core, &cluster, parts.as_ref()).await;
+    }
+}
+
+/// Keeps the leases every tick until shutdown.
+async fn leases(core: Weak<Core>, cluster: Arc<Cluster>) {
+    loop {
+        let Some(strong) = core.upgrade() else { return };
+        let shutdown = strong.shutdown.clone();
+        maintain(&strong, &cluster).await;
+        drop(strong);
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(cluster.tick()) => {}
         }
     }
 }
@@ -291,20 +313,22 @@ async fn maintain(core: &Arc<Core>, cluster: &Cluster) {
             Err(e) => tracing::warn!(error = %e, "cluster: cannot take partitions"),
         }
     } else if held > share {
-        give_back_one(core, cluster).await;
+        give_back(core, cluster, held - share).await;
     }
     if !fresh.is_empty() {
         fresh.sort_unstable();
         tracing::info!(node = cluster.node(), partitions = ?fresh, alive, "cluster: partitions taken over");
         let parts: HashSet<u32> = fresh.into_iter().collect();
+        // Their pending turns go to lanes at the next poll (one loop hands turns over, so a
+        // session's turns keep their order).
         let _ = super::recover::recover_replies(core, Some(&parts));
-        run_pending(core, cluster, Some(&parts)).await;
     }
 }
 
-/// Gives back one held partition with nothing running, queued or undelivered here: it is
-/// no longer held here first (so nothing new starts), then checked, then released.
-async fn give_back_one(core: &Arc<Core>, cluster: &Cluster) {
+/// Gives back up to `excess` held partitions with nothing running, queued or undelivered
+/// here: each is no longer held here first (so nothing new starts), then checked, then
+/// released.
+async fn give_back(core: &Arc<Core>, cluster: &Cluster, mut excess: usize) {
     let undelivered: HashSet<u32> = match core.store.undelivered() {
         Ok(entries) => entries
             .iter()
@@ -340,10 +364,18 @@ async fn give_back_one(core: &Arc<Core>, cluster: &Cluster) {
             continue;
         }
         match cluster.coordinator.release(&[partition]).await {
-            Ok(()) => tracing::info!(partition, "cluster: partition given back (over this node's share)"),
-            Err(e) => tracing::warn!(error = %e, partition, "cluster: cannot give a partition back; it expires"),
+            Ok(()) => tracing::info!(
+                partition,
+                "cluster: partition given back (over this node's share)"
+            ),
+            Err(e) => {
+                tracing::warn!(error = %e, partition, "cluster: cannot give a partition back; it expires")
+            }
         }
-        return;
+        excess -= 1;
+        if excess == 0 {
+            return;
+        }
     }
 }
 
@@ -354,8 +386,13 @@ pub async fn leave(cluster: &Cluster) {
         s.held.clear();
     }
     match cluster.coordinator.leave().await {
-        Ok(()) => tracing::info!(node = cluster.node(), "cluster: left; partitions given back"),
-        Err(e) => tracing::warn!(error = %e, "cluster: cannot give the partitions back; they expire"),
+        Ok(()) => tracing::info!(
+            node = cluster.node(),
+            "cluster: left; partitions given back"
+        ),
+        Err(e) => {
+            tracing::warn!(error = %e, "cluster: cannot give the partitions back; they expire")
+        }
     }
 }
 

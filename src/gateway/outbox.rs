@@ -261,7 +261,11 @@ impl Inner {
             match self.store.note_attempt(delivery.id) {
                 Err(StoreError::NotOwner { partition, .. }) => {
                     // Another node holds the session now and delivers it from the store.
-                    tracing::info!(id = delivery.id, partition, "cluster: the session moved to another node; its reply goes from there");
+                    tracing::info!(
+                        id = delivery.id,
+                        partition,
+                        "cluster: the session moved to another node; its reply goes from there"
+                    );
                     return None;
                 }
                 Err(e) => self.store_error(&e, "cannot count a delivery attempt"),

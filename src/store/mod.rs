@@ -41,11 +41,11 @@ pub use self::postgres::{PgStore, SCHEMA_VERSION};
 pub use self::sled::{CACHE_CAPACITY, SledStore};
 pub use entry::{Entry, EntryKind, Item, SessionHeader, TRANSCRIPT_VERSION};
 pub use ports::{
-    Backend, BaseStore, Binding, BindingStore, CODE_TTL_MS, Coordinator, CursorStore, Lease,
-    NodeInfo, PARTITIONS, partition_of, DeliveryStore,
-    MAX_PENDING, OutboxEntry, PairingOutcome, PairingRequest, PairingStore, PendingTurn,
-    QueueStore, ReplyJournal, SUMMARY_HEADING, SessionMeta, SessionStore, StoreFuture,
-    SubagentLink, SubagentState, WindowMessage, dedupe_key,
+    Backend, BaseStore, Binding, BindingStore, CODE_TTL_MS, Coordinator, CursorStore,
+    DeliveryStore, Lease, MAX_PENDING, NodeInfo, OutboxEntry, PARTITIONS, PairingOutcome,
+    PairingRequest, PairingStore, PendingTurn, QueueStore, ReplyJournal, SUMMARY_HEADING,
+    SessionMeta, SessionStore, StoreFuture, SubagentLink, SubagentState, WindowMessage, dedupe_key,
+    partition_of,
 };
 
 /// The high-water file beside store folder `store` (`<store>.highwater`), if it has a name.

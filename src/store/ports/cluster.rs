@@ -80,8 +80,14 @@ mod tests {
         assert_eq!(partition_of("a"), 0xe40c_292c % PARTITIONS);
         let mut seen = std::collections::HashSet::new();
         for chat in 0..1000 {
-            seen.insert(partition_of(&format!("agent:main:telegram:default:direct:{chat}")));
+            seen.insert(partition_of(&format!(
+                "agent:main:telegram:default:direct:{chat}"
+            )));
         }
-        assert_eq!(seen.len(), PARTITIONS as usize, "every partition gets sessions");
+        assert_eq!(
+            seen.len(),
+            PARTITIONS as usize,
+            "every partition gets sessions"
+        );
     }
 }

@@ -54,17 +54,36 @@ async fn partitions_have_one_holder_and_move_once_expired() {
         taken.iter().map(|l| l.partition).collect::<Vec<_>>(),
         first.iter().map(|l| l.partition).collect::<Vec<_>>()
     );
-    assert!(taken.iter().zip(&first).all(|(t, f)| t.generation == f.generation + 1));
+    assert!(
+        taken
+            .iter()
+            .zip(&first)
+            .all(|(t, f)| t.generation == f.generation + 1)
+    );
     assert!(a.renew(10).await.unwrap().is_empty(), "a's leases are lost");
 
     // A partition given back is free at once; leaving gives back everything.
     b.release(&[3]).await.unwrap();
-    assert_eq!(a.acquire(5, 10).await.unwrap().iter().map(|l| l.partition).collect::<Vec<_>>(), vec![3]);
+    assert_eq!(
+        a.acquire(5, 10)
+            .await
+            .unwrap()
+            .iter()
+            .map(|l| l.partition)
+            .collect::<Vec<_>>(),
+        vec![3]
+    );
     b.leave().await.unwrap();
     let nodes = a.nodes().await.unwrap();
     assert_eq!(nodes.len(), 1, "{nodes:?}");
-    assert_eq!((nodes[0].id.as_str(), nodes[0].partitions.as_slice()), ("a", &[3][..]));
-    assert_eq!(a.acquire(PARTITIONS as usize, 10).await.unwrap().len(), PARTITIONS as usize - 1);
+    assert_eq!(
+        (nodes[0].id.as_str(), nodes[0].partitions.as_slice()),
+        ("a", &[3][..])
+    );
+    assert_eq!(
+        a.acquire(PARTITIONS as usize, 10).await.unwrap().len(),
+        PARTITIONS as usize - 1
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -85,22 +104,38 @@ async fn a_node_that_lost_its_lease_can_neither_settle_nor_deliver() {
     let woken = tokio::time::timeout(Duration::from_secs(10), wakeups.recv()).await;
     assert_eq!(woken.unwrap(), Some(partition_of(key)));
     let record = RunRecord::for_test(&format!("run-{seq}"), key, &[seq]);
-    let refused = b_store.settle_turn(&record, false, &chat("42"), "from b").await;
-    assert!(matches!(refused, Err(StoreError::NotOwner { .. })), "{refused:?}");
+    let refused = b_store
+        .settle_turn(&record, false, &chat("42"), "from b")
+        .await;
+    assert!(
+        matches!(refused, Err(StoreError::NotOwner { .. })),
+        "{refused:?}"
+    );
     assert!(b_store.is_pending(seq).unwrap(), "nothing was written");
 
     // a stalls past its lease; b takes the partition over. a's run ends late: fenced.
     expire(&schema, "a");
-    assert_eq!(b.acquire(PARTITIONS as usize, 10).await.unwrap().len(), PARTITIONS as usize);
-    let stale = a_store.settle_turn(&record, false, &chat("42"), "from a").await;
-    assert!(matches!(stale, Err(StoreError::NotOwner { .. })), "{stale:?}");
+    assert_eq!(
+        b.acquire(PARTITIONS as usize, 10).await.unwrap().len(),
+        PARTITIONS as usize
+    );
+    let stale = a_store
+        .settle_turn(&record, false, &chat("42"), "from a")
+        .await;
+    assert!(
+        matches!(stale, Err(StoreError::NotOwner { .. })),
+        "{stale:?}"
+    );
     let id = b_store
         .settle_turn(&record, false, &chat("42"), "from b")
         .await
         .unwrap();
     assert!(!b_store.is_pending(seq).unwrap());
     // Only the holder may attempt the delivery of the final.
-    assert!(matches!(a_store.note_attempt(id), Err(StoreError::NotOwner { .. })));
+    assert!(matches!(
+        a_store.note_attempt(id),
+        Err(StoreError::NotOwner { .. })
+    ));
     assert_eq!(b_store.note_attempt(id).unwrap(), Some(1));
     let outbox = b_store.undelivered().unwrap();
     assert_eq!(outbox.len(), 1);

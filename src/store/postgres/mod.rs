@@ -180,11 +180,12 @@ impl BaseStore for PgStore {
 /// application name unless the URL sets them.
 fn parse_config(url: &str, setting: &str) -> Result<tokio_postgres::Config, StoreError> {
     let mut config: tokio_postgres::Config =
-        url.parse().map_err(|e: tokio_postgres::Error| StoreError::Connect {
-            setting: setting.to_owned(),
-            url: crate::config::redact::redact_url(url, false),
-            reason: error_text(&e),
-        })?;
+        url.parse()
+            .map_err(|e: tokio_postgres::Error| StoreError::Connect {
+                setting: setting.to_owned(),
+                url: crate::config::redact::redact_url(url, false),
+                reason: error_text(&e),
+            })?;
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(CONNECT_TIMEOUT);
     }

@@ -14,6 +14,7 @@
 mod macros;
 mod acp;
 mod channels;
+mod cluster;
 mod delivery;
 mod env;
 mod error;
@@ -35,6 +36,7 @@ pub use channels::{
     AccessConfig, ChannelsConfig, CommandsConfig, DiscordConfig, DmPolicy, GroupPolicy, Streaming,
     TelegramConfig,
 };
+pub use cluster::ClusterConfig;
 pub use delivery::{DEFAULT_DELIVERY_TTL, DeliveryConfig};
 pub use env::{
     SubstError, chela_secrets_present, is_chela_secret, substitute, substitute_required,
@@ -113,7 +115,12 @@ impl Config {
         if home.is_none() && config.store.path.starts_with("~") {
             return Err(ConfigError::NoHome);
         }
-        if let Err((key, message)) = config.rpc.check().and(config.delivery.check()) {
+        let checked = config
+            .rpc
+            .check()
+            .and(config.delivery.check())
+            .and(config.cluster.check(config.store.is_postgres()));
+        if let Err((key, message)) = checked {
             return Err(ConfigError::Invalid {
                 location: None,
                 key,

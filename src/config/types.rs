@@ -39,6 +39,8 @@ pub struct Config {
     pub rpc: super::rpc::RpcConfig,
     /// `[delivery]`: how long final replies are worth delivering.
     pub delivery: super::delivery::DeliveryConfig,
+    /// `[cluster]`: several gateways on one PostgreSQL store.
+    pub cluster: super::cluster::ClusterConfig,
     /// The folder the config file is in (relative paths were resolved against it); set by
     /// loading, never read from the file. The exec sandbox keeps it out of reach.
     #[serde(skip)]

@@ -339,6 +339,11 @@ async fn enqueue(
             tracing::debug!(session = %key, "duplicate inbound dropped");
             return Ok(None);
         };
+        if core.cluster.is_some() {
+            // The node holding the session's partition reads it from the queue, woken by
+            // the store (see `cluster`).
+            return Ok(Some(seq));
+        }
         core.lanes
             .submit(&key, queued_turn(seq, &pending))
             .await

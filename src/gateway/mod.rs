@@ -5,6 +5,7 @@ pub mod acp_commands;
 mod answer;
 pub mod approvals;
 pub mod ask;
+pub mod cluster;
 pub mod command_context;
 pub mod commands;
 pub mod intake;
@@ -103,6 +104,9 @@ pub struct Core {
     pub rpc: Arc<crate::rpc::RpcChannel>,
     /// Delivers every final reply (see [`outbox`]).
     pub outbox: outbox::Outbox,
+    /// This node's membership when several gateways share the store (`[cluster]`); `None`:
+    /// this process runs every session.
+    pub cluster: Option<Arc<cluster::Cluster>>,
 }
 
 impl Core {
@@ -187,6 +191,39 @@ impl Core {
     }
 }
 
+/// Joins the cluster when `[cluster] enabled`: this node's id (configured or random), its
+/// coordinator, and the store fenced by its leases.
+async fn join_cluster(
+    config: &Config,
+    store: &Store,
+) -> Result<Option<Arc<cluster::Cluster>>, GatewayError> {
+    if !config.cluster.enabled {
+        return Ok(None);
+    }
+    let node = match config.cluster.node_id.trim() {
+        "" => format!("node-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]),
+        id => id.to_owned(),
+    };
+    let Some(coordinator) = Store::coordinator(&config.store, &node).await? else {
+        return Ok(None);
+    };
+    store.fence(&node);
+    let telegram = &config.channels.telegram;
+    if !telegram.token.is_empty() && telegram.webhook_url.trim().is_empty() {
+        tracing::warn!(
+            "cluster: Telegram long polling on a shared store: every node polls the same bot, \
+             and Telegram answers all but one with 409 Conflict. Messages are still run once \
+             (deduplicated, run by their session's node), but set channels.telegram.webhook_url \
+             behind a load balancer, or enable Telegram on one node only"
+        );
+    }
+    tracing::info!(node = %node, lease_s = config.cluster.lease_s, "cluster: joined");
+    Ok(Some(Arc::new(cluster::Cluster::new(
+        coordinator,
+        config.cluster.lease(),
+    ))))
+}
+
 /// A running gateway.
 pub struct Gateway {
     core: Arc<Core>,
@@ -217,6 +254,7 @@ impl Gateway {
         channels: Vec<Arc<dyn Channel>>,
     ) -> Result<Gateway, GatewayError> {
         let store = Store::open_config(&config.store)?;
+        let cluster = join_cluster(&config, &store).await?;
         let shutdown = CancellationToken::new();
         let provider = crate::agent::provider(&config)?;
         let saved_history = store.group_histories().unwrap_or_else(|e| {
@@ -255,6 +293,7 @@ impl Gateway {
                 Arc::new(ask::ChatAskers { core: weak.clone() });
             Core {
                 outbox,
+                cluster,
                 acp: crate::acp::AcpManager::new(&config, store.clone(), Some(asker)),
                 questions: ask::Questions::default(),
                 approvals: approvals::Approvals::default(),
@@ -272,7 +311,12 @@ impl Gateway {
                 config,
             }
         });
-        recover::recover(&core).await;
+        if core.cluster.is_some() {
+            // The partitions this node takes are recovered as it takes them.
+            tokio::spawn(cluster::run(Arc::downgrade(&core)));
+        } else {
+            recover::recover(&core).await;
+        }
         tokio::spawn(recover::housekeeping(Arc::downgrade(&core)));
         tokio::spawn(recover::acp_housekeeping(Arc::downgrade(&core)));
         Ok(Gateway {
@@ -398,6 +442,9 @@ impl Gateway {
             );
         }
         self.core.acp.shutdown().await;
+        if let Some(cluster) = &self.core.cluster {
+            cluster::leave(cluster).await;
+        }
         if let Err(e) = self.core.store.flush().await {
             tracing::error!(error = %e, "cannot flush the store");
         }

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::reply_journal::RunJournal;
 use crate::domain::message::now_ms;
 use crate::reply::ReplyStream;
-use crate::store::{OutboxEntry, ReplyJournal, Store};
+use crate::store::{OutboxEntry, ReplyJournal, Store, StoreError};
 
 /// The first retry waits about this long ...
 const MIN_BACKOFF: Duration = Duration::from_millis(500);
@@ -258,8 +258,18 @@ impl Inner {
             if self.shutdown.is_cancelled() {
                 return None;
             }
-            if let Err(e) = self.store.note_attempt(delivery.id) {
-                self.store_error(&e, "cannot count a delivery attempt");
+            match self.store.note_attempt(delivery.id) {
+                Err(StoreError::NotOwner { partition, .. }) => {
+                    // Another node holds the session now and delivers it from the store.
+                    tracing::info!(
+                        id = delivery.id,
+                        partition,
+                        "cluster: the session moved to another node; its reply goes from there"
+                    );
+                    return None;
+                }
+                Err(e) => self.store_error(&e, "cannot count a delivery attempt"),
+                Ok(_) => {}
             }
             let before = stream.progress();
             match stream.deliver_once(&delivery.text).await {

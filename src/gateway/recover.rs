@@ -9,7 +9,7 @@ use super::runner::seq_of_run_id;
 use super::{Core, reply_journal};
 use crate::domain::message::now_ms;
 use crate::inbound::route::queued_turn;
-use crate::store::ReplyJournal;
+use crate::store::{PendingTurn, ReplyJournal, partition_of};
 
 /// How long inbound dedupe marks are kept (SPEC 1.4: at least 24 h).
 const DEDUPE_KEEP_MS: u64 = 25 * 60 * 60 * 1000;
@@ -47,6 +47,30 @@ pub async fn housekeeping(core: std::sync::Weak<Core>) {
 
 /// Recovers what the previous process left.
 pub async fn recover(core: &Arc<Core>) {
+    let pending = recover_replies(core, None);
+    if !pending.is_empty() {
+        tracing::info!(turns = pending.len(), "resuming pending turns");
+    }
+    for (seq, turn) in pending {
+        if let Err(e) = core
+            .lanes
+            .submit(&turn.session_key, queued_turn(seq, &turn))
+            .await
+        {
+            tracing::error!(error = %e, "cannot resume a pending turn");
+        }
+    }
+}
+
+/// Hands the undelivered finals to the outbox worker and takes back the cut-short replies
+/// of the turns that will run again; returns those pending turns, oldest first. With
+/// `only`, of the sessions in those partitions alone (a cluster node taking partitions
+/// over), and journals of other runs are left alone.
+pub(super) fn recover_replies(
+    core: &Arc<Core>,
+    only: Option<&HashSet<u32>>,
+) -> Vec<(u64, PendingTurn)> {
+    let mine = |key: &str| only.is_none_or(|parts| parts.contains(&partition_of(key)));
     let mut journals: HashMap<String, ReplyJournal> = match core.store.all_journals() {
         Ok(all) => all.into_iter().collect(),
         Err(e) => {
@@ -56,7 +80,7 @@ pub async fn recover(core: &Arc<Core>) {
     };
     match core.store.undelivered() {
         Ok(entries) => {
-            for entry in entries {
+            for entry in entries.into_iter().filter(|e| mine(&e.session_key)) {
                 let journal = entry.run_id.as_ref().and_then(|run| journals.remove(run));
                 // Parts of this final (or its previews) may be in the chat already: the worker
                 // takes them back, then sends the whole final once, journaled again, so a
@@ -67,13 +91,14 @@ pub async fn recover(core: &Arc<Core>) {
         }
         Err(e) => tracing::error!(error = %e, "cannot read the outbox"),
     }
-    let pending = match core.store.all_pending() {
+    let mut pending = match core.store.all_pending() {
         Ok(pending) => pending,
         Err(e) => {
             tracing::error!(error = %e, "cannot read the pending queue");
             Vec::new()
         }
     };
+    pending.retain(|(_, turn)| mine(&turn.session_key));
     let still_pending: HashSet<u64> = pending.iter().map(|(seq, _)| *seq).collect();
     let mut to_take_back = Vec::new();
     for (run, journal) in journals {
@@ -81,7 +106,7 @@ pub async fn recover(core: &Arc<Core>) {
         // delivered (only the journal's removal was lost) and stays.
         if seq_of_run_id(&run).is_some_and(|seq| still_pending.contains(&seq)) {
             to_take_back.push((run, journal));
-        } else {
+        } else if only.is_none() {
             reply_journal::forget(core, &run);
         }
     }
@@ -95,18 +120,7 @@ pub async fn recover(core: &Arc<Core>) {
             }
         });
     }
-    if !pending.is_empty() {
-        tracing::info!(turns = pending.len(), "resuming pending turns");
-    }
-    for (seq, turn) in pending {
-        if let Err(e) = core
-            .lanes
-            .submit(&turn.session_key, queued_turn(seq, &turn))
-            .await
-        {
-            tracing::error!(error = %e, "cannot resume a pending turn");
-        }
-    }
+    pending
 }
 
 /// How often idle bindings and agent processes are checked.

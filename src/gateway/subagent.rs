@@ -64,14 +64,17 @@ pub async fn spawn(core: &Arc<Core>, request: &SpawnRequest) -> Result<String, T
         .spawn_subagent(&child, &link, &first)
         .await
         .map_err(|e| ToolRefusal::Failed(format!("cannot start the subagent: {e}")))?;
-    core.lanes
-        .submit(&child, queued_turn(seq, &first))
-        .await
-        .map_err(|e| {
-            ToolRefusal::Failed(format!(
-                "the subagent was recorded but cannot start now: {e}"
-            ))
-        })?;
+    // On a cluster the node holding the child's partition runs it (its next poll).
+    if core.cluster.is_none() {
+        core.lanes
+            .submit(&child, queued_turn(seq, &first))
+            .await
+            .map_err(|e| {
+                ToolRefusal::Failed(format!(
+                    "the subagent was recorded but cannot start now: {e}"
+                ))
+            })?;
+    }
     tracing::info!(parent = %parent, child = %child, "subagent started");
     let name = request
         .label
@@ -112,6 +115,7 @@ pub async fn finish(
         .finish_subagent(key, &seqs, Some((&dedupe, &follow)))
         .await
     {
+        Ok(Some(_)) if core.cluster.is_some() => {} // the parent's node runs it
         Ok(Some(seq)) => {
             if let Err(e) = core
                 .lanes

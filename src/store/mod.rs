@@ -42,10 +42,11 @@ pub use self::postgres::{PgStore, SCHEMA_VERSION};
 pub use self::sled::{CACHE_CAPACITY, SledStore};
 pub use entry::{Entry, EntryKind, Item, SessionHeader, TRANSCRIPT_VERSION};
 pub use ports::{
-    Backend, BaseStore, Binding, BindingStore, CODE_TTL_MS, CursorStore, DeliveryStore,
-    MAX_PENDING, OutboxEntry, PairingOutcome, PairingRequest, PairingStore, PendingTurn,
-    QueueStore, ReplyJournal, SUMMARY_HEADING, SessionMeta, SessionStore, StoreFuture,
-    SubagentLink, SubagentState, WindowMessage, dedupe_key,
+    Backend, BaseStore, Binding, BindingStore, CODE_TTL_MS, Coordinator, CursorStore,
+    DeliveryStore, Lease, MAX_PENDING, NodeInfo, OutboxEntry, PARTITIONS, PairingOutcome,
+    PairingRequest, PairingStore, PendingTurn, QueueStore, ReplyJournal, SUMMARY_HEADING,
+    SessionMeta, SessionStore, StoreFuture, SubagentLink, SubagentState, WindowMessage, dedupe_key,
+    partition_of,
 };
 
 /// The high-water file beside store folder `store` (`<store>.highwater`), if it has a name.
@@ -138,6 +139,15 @@ pub enum StoreError {
         /// What went wrong.
         reason: String,
     },
+    /// A cluster node wrote for a session whose partition it does not hold (any more): its
+    /// lease expired or went to another node (see [`BaseStore::fence`]).
+    #[error("this node does not hold the lease of partition {partition} (session {session})")]
+    NotOwner {
+        /// The session written for.
+        session: String,
+        /// Its partition.
+        partition: u32,
+    },
     /// The database's schema was written by a newer chela.
     #[error(
         "the PostgreSQL store has schema version {found}, newer than this chela's {supported}: \
@@ -209,6 +219,23 @@ impl Store {
             let _ = std::fs::create_dir_all(parent);
         }
         PgStore::open(url, config.url_setting()).map(Store::new)
+    }
+
+    /// The cluster coordinator of node `node` on the PostgreSQL store `config` names (a
+    /// connection of its own, which also listens for wake-ups); `None` for a sled store,
+    /// which one process holds alone. Must be called inside a tokio runtime, which drives
+    /// the connection.
+    pub async fn coordinator(
+        config: &crate::config::StoreConfig,
+        node: &str,
+    ) -> Result<Option<Arc<dyn Coordinator>>, StoreError> {
+        if !config.is_postgres() {
+            return Ok(None);
+        }
+        let coordinator =
+            self::postgres::PgCoordinator::connect(config.url.trim(), config.url_setting(), node)
+                .await?;
+        Ok(Some(Arc::new(coordinator)))
     }
 
     /// A sled store in a temporary folder, deleted on drop (for tests).

@@ -23,6 +23,7 @@
 //! across restarts, and are never reused.
 
 mod bindings;
+mod cluster;
 mod cursors;
 mod delivery;
 mod pairing;
@@ -32,6 +33,7 @@ mod sessions;
 use chela_channel::BoxFuture;
 
 pub use bindings::{Binding, BindingStore, SubagentLink, SubagentState};
+pub use cluster::{Coordinator, Lease, NodeInfo, PARTITIONS, partition_of};
 pub use cursors::CursorStore;
 pub use delivery::{DeliveryStore, OutboxEntry, ReplyJournal};
 pub use pairing::{CODE_TTL_MS, MAX_PENDING, PairingOutcome, PairingRequest, PairingStore};
@@ -53,6 +55,15 @@ pub trait BaseStore {
     /// for concurrent callers (they may share one disk sync) and for a backend whose writes
     /// are durable already (it may return at once).
     fn flush(&self) -> StoreFuture<'_, ()>;
+
+    /// Makes this store a cluster node's, `node` (see [`Coordinator`]): from now on
+    /// `settle_turn` and `note_attempt` fail with [`StoreError::NotOwner`] for a session
+    /// whose partition's lease `node` does not hold unexpired (checked by the database in
+    /// the same transaction), and `enqueue_unique` wakes the partition's owner. A backend
+    /// that holds one node's data alone ignores it.
+    fn fence(&self, node: &str) {
+        let _ = node;
+    }
 }
 
 /// A whole store: every concern, shareable across tasks. Implemented for every type that

@@ -104,7 +104,18 @@ impl DeliveryStore for PgStore {
     }
 
     fn note_attempt(&self, id: u64) -> Result<Option<u32>, StoreError> {
+        let node = self.node();
         self.blocking(move |c| async move {
+            if let Some(node) = node {
+                // A cluster node sends only the finals of the sessions it holds.
+                let row = c
+                    .query_opt("SELECT entry FROM outbox WHERE id = $1", &[&big(id)])
+                    .await
+                    .map_err(pg_err)?;
+                let Some(row) = row else { return Ok(None) };
+                let entry: OutboxEntry = decode("outbox", row.get(0))?;
+                super::cluster::check_lease(&c, &node, &entry.session_key).await?;
+            }
             let row = c
                 .query_opt(
                     "UPDATE outbox SET attempts = attempts + 1 WHERE id = $1 RETURNING attempts",

@@ -36,6 +36,7 @@
 //! [`PairingStore`]: super::PairingStore
 //! [`CursorStore`]: super::CursorStore
 
+mod cluster;
 mod conn;
 mod delivery;
 mod jsonl;
@@ -61,6 +62,7 @@ use conn::Conn;
 
 use super::{BaseStore, StoreError, StoreFuture};
 
+pub use cluster::PgCoordinator;
 pub use schema::SCHEMA_VERSION;
 
 /// How long connecting may take before the open fails (unless the URL sets
@@ -77,6 +79,8 @@ type Job = Box<dyn FnOnce(Rc<Conn>) -> LocalBoxFuture<'static, ()> + Send>;
 /// The PostgreSQL store. Callers hold it through [`Store`](super::Store).
 pub struct PgStore {
     jobs: mpsc::UnboundedSender<Job>,
+    /// The cluster node whose leases fence the writes of a turn (see [`BaseStore::fence`]).
+    node: std::sync::OnceLock<String>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -97,15 +101,7 @@ impl PgStore {
             url: crate::config::redact::redact_url(url, false),
             reason,
         };
-        let mut config: tokio_postgres::Config = url
-            .parse()
-            .map_err(|e: tokio_postgres::Error| connect_err(error_text(&e)))?;
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(CONNECT_TIMEOUT);
-        }
-        if config.get_application_name().is_none() {
-            config.application_name("chela");
-        }
+        let config = parse_config(url, setting)?;
         let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
         let (jobs, jobs_rx) = mpsc::unbounded_channel();
         std::thread::Builder::new()
@@ -113,11 +109,19 @@ impl PgStore {
             .spawn(move || worker(config, jobs_rx, ready_tx))
             .map_err(|e| connect_err(format!("cannot start the store thread: {e}")))?;
         match ready_rx.recv() {
-            Ok(Ok(())) => Ok(PgStore { jobs }),
+            Ok(Ok(())) => Ok(PgStore {
+                jobs,
+                node: std::sync::OnceLock::new(),
+            }),
             Ok(Err(Opening::Connect(reason))) => Err(connect_err(reason)),
             Ok(Err(Opening::Store(e))) => Err(e),
             Err(_) => Err(connect_err("the store thread stopped".into())),
         }
+    }
+
+    /// The cluster node this store writes for, if it is one's.
+    fn node(&self) -> Option<String> {
+        self.node.get().cloned()
     }
 
     /// Sends `f` to the worker; `reply` gets its result.
@@ -166,6 +170,29 @@ impl BaseStore for PgStore {
     fn flush(&self) -> StoreFuture<'_, ()> {
         Box::pin(async { Ok(()) })
     }
+
+    fn fence(&self, node: &str) {
+        let _ = self.node.set(node.to_owned());
+    }
+}
+
+/// Parses the store URL `url` (set by `setting`), with chela's connect timeout and
+/// application name unless the URL sets them.
+fn parse_config(url: &str, setting: &str) -> Result<tokio_postgres::Config, StoreError> {
+    let mut config: tokio_postgres::Config =
+        url.parse()
+            .map_err(|e: tokio_postgres::Error| StoreError::Connect {
+                setting: setting.to_owned(),
+                url: crate::config::redact::redact_url(url, false),
+                reason: error_text(&e),
+            })?;
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    if config.get_application_name().is_none() {
+        config.application_name("chela");
+    }
+    Ok(config)
 }
 
 /// Why the worker could not start.

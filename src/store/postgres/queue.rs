@@ -88,8 +88,16 @@ impl QueueStore for PgStore {
         Box::pin(async move {
             let (bytes, key) = (encode(turn)?, turn.session_key.clone());
             let mark = dedupe_key.to_owned();
-            self.call(move |c| async move { enqueue_marked(&c, &mark, &key, &bytes).await })
-                .await
+            let clustered = self.node().is_some();
+            self.call(move |c| async move {
+                let seq = enqueue_marked(&c, &mark, &key, &bytes).await?;
+                if clustered && seq.is_some() {
+                    // Committed: the owner of the session's partition reads it when woken.
+                    super::cluster::wake(&c, &key).await?;
+                }
+                Ok(seq)
+            })
+            .await
         })
     }
 
@@ -172,8 +180,12 @@ impl QueueStore for PgStore {
             let send = !text.trim().is_empty();
             let record = keep_record.then(|| encode(run)).transpose()?;
             let (seqs, ended) = (bigs(&run.seqs), big(run.ended_ms));
+            let fence = self.node().map(|node| (node, run.session_key.clone()));
             self.call(move |c| async move {
                 transaction(&c, async |c: &Conn| {
+                    if let Some((node, session)) = &fence {
+                        super::cluster::check_lease(c, node, session).await?;
+                    }
                     let row = c
                         .query_one("SELECT nextval('chela_ids')", &[])
                         .await

@@ -8,7 +8,10 @@ use super::{pg_err, transaction};
 use crate::store::StoreError;
 
 /// The migrations, in order: migration `n` (1-based) brings the schema to version `n`.
-const MIGRATIONS: &[&str] = &[include_str!("migrations/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("migrations/0001_init.sql"),
+    include_str!("migrations/0002_cluster.sql"),
+];
 
 /// The schema version this binary writes and reads.
 pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;

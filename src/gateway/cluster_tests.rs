@@ -1,0 +1,100 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::{Cluster, share};
+use crate::store::{Coordinator, Lease, NodeInfo, StoreFuture, partition_of};
+
+/// A coordinator that is never called (the tests drive the node's view directly).
+struct Idle;
+
+impl Coordinator for Idle {
+    fn node(&self) -> &str {
+        "n"
+    }
+    fn heartbeat(&self, _: u64) -> StoreFuture<'_, usize> {
+        Box::pin(async { Ok(1) })
+    }
+    fn renew(&self, _: u64) -> StoreFuture<'_, Vec<Lease>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    fn acquire(&self, _: usize, _: u64) -> StoreFuture<'_, Vec<Lease>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    fn release<'a>(&'a self, _: &'a [u32]) -> StoreFuture<'a, ()> {
+        Box::pin(async { Ok(()) })
+    }
+    fn leave(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async { Ok(()) })
+    }
+    fn nodes(&self) -> StoreFuture<'_, Vec<NodeInfo>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    fn wakeups(&self) -> Option<mpsc::UnboundedReceiver<u32>> {
+        None
+    }
+}
+
+fn lease(partition: u32, generation: u64) -> Lease {
+    Lease {
+        partition,
+        generation,
+    }
+}
+
+#[test]
+fn the_share_is_the_partitions_over_the_nodes_alive() {
+    assert_eq!(share(0), 64);
+    assert_eq!(share(1), 64);
+    assert_eq!(share(2), 32);
+    assert_eq!(share(3), 22);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_turn_is_claimed_once_and_only_while_its_lease_is_trusted() {
+    let cluster = Cluster::new(Arc::new(Idle), Duration::from_secs(10));
+    let key = "agent:main:telegram:default:direct:7";
+    let p = partition_of(key);
+    assert!(!cluster.claim(1, key), "not held");
+    let fresh = cluster.renewed(&[lease(p, 1)], Instant::now());
+    assert_eq!(fresh, vec![p], "new to this node: recovered");
+    assert!(cluster.owns(key));
+    assert!(cluster.claim(1, key));
+    assert!(!cluster.claim(1, key), "handed to a lane once");
+    assert!(cluster.claim(2, key));
+    // The same lease renewed is not new; a new generation is (taken over again).
+    assert!(cluster.renewed(&[lease(p, 1)], Instant::now()).is_empty());
+    assert_eq!(cluster.renewed(&[lease(p, 2)], Instant::now()), vec![p]);
+    // Not renewed before the margin: no longer trusted, nothing more is claimed.
+    tokio::time::advance(Duration::from_secs(8)).await;
+    assert!(!cluster.owns(key));
+    assert!(!cluster.claim(3, key));
+    // A renewal that leaves the partition out: lost.
+    cluster.renewed(&[lease(p, 2)], Instant::now());
+    assert!(cluster.owns(key));
+    cluster.renewed(&[], Instant::now());
+    assert!(!cluster.owns(key));
+    assert!(cluster.held().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn settled_turns_are_forgotten_but_not_ones_handed_over_after_the_read() {
+    let cluster = Cluster::new(Arc::new(Idle), Duration::from_secs(10));
+    let key = "k";
+    cluster.renewed(&[lease(partition_of(key), 1)], Instant::now());
+    assert!(cluster.claim(1, key));
+    assert!(cluster.claim(2, key));
+    tokio::time::advance(Duration::from_millis(5)).await;
+    let read_at = Instant::now();
+    tokio::time::advance(Duration::from_millis(5)).await;
+    assert!(cluster.claim(3, key), "handed over after the read began");
+    // The read saw 2 pending only: 1 settled; 3 is kept though the read did not see it.
+    cluster.forget_settled(&[2].into_iter().collect(), read_at);
+    let mut left = cluster.submitted_in(partition_of(key));
+    left.sort_unstable();
+    assert_eq!(left, vec![2, 3]);
+}

@@ -1,0 +1,93 @@
+//! Several gateways on one store: nodes, and the leases on the session partitions that say
+//! which node runs which sessions (README "Running on several machines").
+
+use tokio::sync::mpsc;
+
+use super::StoreFuture;
+
+/// How many partitions the session keys are spread over; a lease covers one partition.
+pub const PARTITIONS: u32 = 64;
+
+/// The partition of session `key`: FNV-1a of its bytes, so every node and every version
+/// agrees on it.
+pub fn partition_of(key: &str) -> u32 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in key.bytes() {
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    hash % PARTITIONS
+}
+
+/// A partition this node holds: its number and the lease's generation (one more at every
+/// change of holder).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lease {
+    /// The partition.
+    pub partition: u32,
+    /// The generation of the lease this node holds.
+    pub generation: u64,
+}
+
+/// A node as the store knows it (`chela status`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeInfo {
+    /// Its id.
+    pub id: String,
+    /// When it started, ms since the epoch.
+    pub started_ms: u64,
+    /// Its last heartbeat, ms since the epoch (database clock).
+    pub last_seen_ms: u64,
+    /// The partitions whose unexpired lease it holds.
+    pub partitions: Vec<u32>,
+}
+
+/// One node's side of the coordination: its heartbeat, its partition leases, and the
+/// wake-ups of new turns. Times are the database's clock, so the nodes' clocks need not
+/// agree; only the lease length is measured on each node.
+pub trait Coordinator: Send + Sync {
+    /// This node's id.
+    fn node(&self) -> &str;
+    /// Records this node's heartbeat; returns how many nodes (this one included) had one
+    /// within `alive_s` seconds.
+    fn heartbeat(&self, alive_s: u64) -> StoreFuture<'_, usize>;
+    /// Extends this node's unexpired leases by `lease_s` seconds; returns them. A lease that
+    /// expired first is not among them: it is lost, even if nobody took it yet.
+    fn renew(&self, lease_s: u64) -> StoreFuture<'_, Vec<Lease>>;
+    /// Takes up to `most` partitions that are free or whose lease expired, each with a new
+    /// generation, for `lease_s` seconds; returns them. Concurrent callers never get the
+    /// same partition.
+    fn acquire(&self, most: usize, lease_s: u64) -> StoreFuture<'_, Vec<Lease>>;
+    /// Gives `partitions` back (free for any node at once), if this node holds them.
+    fn release<'a>(&'a self, partitions: &'a [u32]) -> StoreFuture<'a, ()>;
+    /// Gives every lease back and removes this node's heartbeat (graceful shutdown).
+    fn leave(&self) -> StoreFuture<'_, ()>;
+    /// Every node with its heartbeat and unexpired leases, by id.
+    fn nodes(&self) -> StoreFuture<'_, Vec<NodeInfo>>;
+    /// The wake-ups: the partition of each turn queued through `enqueue_unique` on any node
+    /// (best effort: a lost one is found by polling). Only the first call gets them.
+    fn wakeups(&self) -> Option<mpsc::UnboundedReceiver<u32>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_are_stable_and_spread() {
+        // Fixed values: nodes of different versions must agree.
+        assert_eq!(partition_of(""), 0x811c_9dc5 % PARTITIONS);
+        assert_eq!(partition_of("a"), 0xe40c_292c % PARTITIONS);
+        let mut seen = std::collections::HashSet::new();
+        for chat in 0..1000 {
+            seen.insert(partition_of(&format!(
+                "agent:main:telegram:default:direct:{chat}"
+            )));
+        }
+        assert_eq!(
+            seen.len(),
+            PARTITIONS as usize,
+            "every partition gets sessions"
+        );
+    }
+}

@@ -1,0 +1,282 @@
+//! The cluster side of the PostgreSQL store: [`PgCoordinator`] (nodes, partition leases,
+//! wake-ups over `LISTEN chela_pending`) and the fence the store's own writes check
+//! ([`check_lease`]).
+//!
+//! The coordinator has a connection of its own, driven on the caller's runtime, because
+//! `LISTEN` needs a connection whose notifications are read as they come; the store's
+//! worker connections never see them. A lost connection is made again at the next call (and
+//! listens again); meanwhile the calls fail and the node's leases run out, which is what
+//! must happen to a node that cannot reach the database.
+
+use std::sync::Mutex;
+
+use futures_util::StreamExt;
+use tokio::sync::mpsc;
+use tokio_postgres::{AsyncMessage, Client, NoTls};
+
+use super::conn::Conn;
+use super::{error_text, parse_config, pg_err, unbig};
+use crate::store::{
+    Coordinator, Lease, NodeInfo, PARTITIONS, StoreError, StoreFuture, partition_of,
+};
+
+/// The channel `enqueue_unique` notifies with the partition of the turn it queued.
+pub(super) const WAKE_CHANNEL: &str = "chela_pending";
+
+/// Fails with [`StoreError::NotOwner`] unless `node` holds the unexpired lease of
+/// `session`'s partition. Inside a transaction the lease row stays share-locked until it
+/// ends, so a takeover waits for the write that checked it.
+pub(super) async fn check_lease(c: &Conn, node: &str, session: &str) -> Result<(), StoreError> {
+    let partition = partition_of(session);
+    let row = c
+        .query_opt(
+            "SELECT 1 FROM leases WHERE partition = $1 AND node = $2 AND expires > now() FOR SHARE",
+            &[&(partition as i32), &node],
+        )
+        .await
+        .map_err(pg_err)?;
+    match row {
+        Some(_) => Ok(()),
+        None => Err(StoreError::NotOwner {
+            session: session.to_owned(),
+            partition,
+        }),
+    }
+}
+
+/// Wakes the owner of `session`'s partition (delivered when the surrounding transaction,
+/// if any, commits).
+pub(super) async fn wake(c: &Conn, session: &str) -> Result<(), StoreError> {
+    let payload = partition_of(session).to_string();
+    c.execute("SELECT pg_notify($1, $2)", &[&WAKE_CHANNEL, &payload])
+        .await
+        .map_err(pg_err)?;
+    Ok(())
+}
+
+/// One node's coordinator over PostgreSQL.
+pub struct PgCoordinator {
+    node: String,
+    config: tokio_postgres::Config,
+    client: tokio::sync::Mutex<Option<Client>>,
+    wake_tx: mpsc::UnboundedSender<u32>,
+    wake_rx: Mutex<Option<mpsc::UnboundedReceiver<u32>>>,
+}
+
+impl PgCoordinator {
+    /// Connects as node `node`, listens for wake-ups and records the node as started now.
+    /// `setting` names where the URL came from, for the error.
+    pub async fn connect(url: &str, setting: &str, node: &str) -> Result<Self, StoreError> {
+        let config = parse_config(url, setting)?;
+        let (wake_tx, wake_rx) = mpsc::unbounded_channel();
+        let coordinator = PgCoordinator {
+            node: node.to_owned(),
+            config,
+            client: tokio::sync::Mutex::new(None),
+            wake_tx,
+            wake_rx: Mutex::new(Some(wake_rx)),
+        };
+        {
+            let mut slot = coordinator.client.lock().await;
+            let client = coordinator.connected(&mut slot).await?;
+            client
+                .execute(
+                    "INSERT INTO nodes (id, started, last_seen) VALUES ($1, now(), now()) \
+                     ON CONFLICT (id) DO UPDATE SET started = now(), last_seen = now()",
+                    &[&coordinator.node],
+                )
+                .await
+                .map_err(pg_err)?;
+        }
+        Ok(coordinator)
+    }
+
+    /// The connection, made (and listening) first if there is none or it was lost.
+    async fn connected<'a>(&self, slot: &'a mut Option<Client>) -> Result<&'a Client, StoreError> {
+        if slot.as_ref().is_none_or(|c| c.is_closed()) {
+            *slot = None;
+            let (client, mut connection) = self
+                .config
+                .connect(NoTls)
+                .await
+                .map_err(|e| StoreError::Db(error_text(&e)))?;
+            let wake = self.wake_tx.clone();
+            tokio::spawn(async move {
+                let mut messages = futures_util::stream::poll_fn(|cx| connection.poll_message(cx));
+                while let Some(message) = messages.next().await {
+                    match message {
+                        Ok(AsyncMessage::Notification(n)) => {
+                            if let Ok(partition) = n.payload().parse::<u32>() {
+                                let _ = wake.send(partition);
+                            }
+                        }
+                        Ok(_) => {}
+                        Err(e) => {
+                            tracing::warn!(error = %error_text(&e), "cluster: the coordinator's PostgreSQL connection ended");
+                            return;
+                        }
+                    }
+                }
+            });
+            client
+                .batch_execute(&format!("LISTEN {WAKE_CHANNEL}"))
+                .await
+                .map_err(pg_err)?;
+            *slot = Some(client);
+        }
+        slot.as_ref()
+            .ok_or_else(|| StoreError::Db("no coordinator connection".into()))
+    }
+
+    /// Runs `sql` with `params` and returns its rows.
+    async fn rows(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+        let mut slot = self.client.lock().await;
+        let client = self.connected(&mut slot).await?;
+        let rows = client.query(sql, params).await;
+        if rows.is_err() && client.is_closed() {
+            *slot = None;
+        }
+        rows.map_err(pg_err)
+    }
+}
+
+/// The leases in `rows` (partition, generation).
+fn leases(rows: Vec<tokio_postgres::Row>) -> Vec<Lease> {
+    let mut out: Vec<Lease> = rows
+        .iter()
+        .map(|r| Lease {
+            partition: u32::try_from(r.get::<_, i32>(0)).unwrap_or(0),
+            generation: unbig(r.get(1)),
+        })
+        .collect();
+    out.sort_by_key(|l| l.partition);
+    out
+}
+
+/// Seconds as PostgreSQL's double precision (for `make_interval`).
+fn secs(s: u64) -> f64 {
+    s as f64
+}
+
+impl Coordinator for PgCoordinator {
+    fn node(&self) -> &str {
+        &self.node
+    }
+
+    fn heartbeat(&self, alive_s: u64) -> StoreFuture<'_, usize> {
+        Box::pin(async move {
+            let rows = self
+                .rows(
+                    "WITH beat AS (INSERT INTO nodes (id, started, last_seen) \
+                     VALUES ($1, now(), now()) \
+                     ON CONFLICT (id) DO UPDATE SET last_seen = now() RETURNING id) \
+                     SELECT count(*) FROM nodes \
+                     WHERE id <> $1 AND last_seen > now() - make_interval(secs => $2)",
+                    &[&self.node, &secs(alive_s)],
+                )
+                .await?;
+            let others: i64 = rows.first().map_or(0, |r| r.get(0));
+            Ok(usize::try_from(others).unwrap_or(0) + 1)
+        })
+    }
+
+    fn renew(&self, lease_s: u64) -> StoreFuture<'_, Vec<Lease>> {
+        Box::pin(async move {
+            let rows = self
+                .rows(
+                    "UPDATE leases SET expires = now() + make_interval(secs => $2) \
+                     WHERE node = $1 AND expires > now() RETURNING partition, generation",
+                    &[&self.node, &secs(lease_s)],
+                )
+                .await?;
+            Ok(leases(rows))
+        })
+    }
+
+    fn acquire(&self, most: usize, lease_s: u64) -> StoreFuture<'_, Vec<Lease>> {
+        Box::pin(async move {
+            if most == 0 {
+                return Ok(Vec::new());
+            }
+            let most = i64::try_from(most).unwrap_or(i64::from(PARTITIONS));
+            let rows = self
+                .rows(
+                    "UPDATE leases SET node = $1, generation = generation + 1, \
+                     expires = now() + make_interval(secs => $2) \
+                     WHERE partition IN (SELECT partition FROM leases \
+                     WHERE node IS NULL OR expires <= now() \
+                     ORDER BY partition LIMIT $3 FOR UPDATE SKIP LOCKED) \
+                     RETURNING partition, generation",
+                    &[&self.node, &secs(lease_s), &most],
+                )
+                .await?;
+            Ok(leases(rows))
+        })
+    }
+
+    fn release<'a>(&'a self, partitions: &'a [u32]) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let partitions: Vec<i32> = partitions.iter().map(|p| *p as i32).collect();
+            self.rows(
+                "UPDATE leases SET node = NULL, expires = '-infinity' \
+                 WHERE node = $1 AND partition = ANY($2)",
+                &[&self.node, &partitions],
+            )
+            .await?;
+            Ok(())
+        })
+    }
+
+    fn leave(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            self.rows(
+                "WITH gone AS (DELETE FROM nodes WHERE id = $1) \
+                 UPDATE leases SET node = NULL, expires = '-infinity' WHERE node = $1",
+                &[&self.node],
+            )
+            .await?;
+            Ok(())
+        })
+    }
+
+    fn nodes(&self) -> StoreFuture<'_, Vec<NodeInfo>> {
+        Box::pin(async move {
+            let rows = self
+                .rows(
+                    "SELECT n.id, (extract(epoch FROM n.started) * 1000)::bigint, \
+                     (extract(epoch FROM n.last_seen) * 1000)::bigint, \
+                     coalesce(array_agg(l.partition ORDER BY l.partition) \
+                     FILTER (WHERE l.partition IS NOT NULL), '{}') \
+                     FROM nodes n LEFT JOIN leases l ON l.node = n.id AND l.expires > now() \
+                     GROUP BY n.id ORDER BY n.id",
+                    &[],
+                )
+                .await?;
+            Ok(rows
+                .iter()
+                .map(|r| NodeInfo {
+                    id: r.get(0),
+                    started_ms: unbig(r.get(1)),
+                    last_seen_ms: unbig(r.get(2)),
+                    partitions: r
+                        .get::<_, Vec<i32>>(3)
+                        .into_iter()
+                        .map(|p| u32::try_from(p).unwrap_or(0))
+                        .collect(),
+                })
+                .collect())
+        })
+    }
+
+    fn wakeups(&self) -> Option<mpsc::UnboundedReceiver<u32>> {
+        self.wake_rx.lock().ok()?.take()
+    }
+}
+
+#[cfg(test)]
+#[path = "cluster_tests.rs"]
+mod tests;

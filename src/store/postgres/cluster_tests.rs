@@ -1,0 +1,143 @@
+//! The lease logic against a real PostgreSQL: partitions are held by one node at a time,
+//! taken over once expired, and a node whose lease is gone can neither settle a turn nor
+//! attempt its delivery.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use super::PgCoordinator;
+use crate::domain::run::RunRecord;
+use crate::store::contract_tests::{chat, turn};
+use crate::store::postgres::testing::{admin, test_url, url_with_schema};
+use crate::store::{Coordinator, PARTITIONS, PgStore, Store, StoreError, partition_of};
+
+/// A fresh schema: (its name, its store URL).
+fn schema() -> (String, String) {
+    let schema = format!("t{}", uuid::Uuid::new_v4().simple());
+    admin(&format!("CREATE SCHEMA {schema}"));
+    let url = url_with_schema(&test_url(), &schema);
+    (schema, url)
+}
+
+/// Node `node`'s store (migrated, fenced) and coordinator on `url`.
+async fn node(url: &str, node: &str) -> (Store, PgCoordinator) {
+    let store = PgStore::open(url, "test").unwrap();
+    crate::store::BaseStore::fence(&store, node);
+    let coordinator = PgCoordinator::connect(url, "test", node).await.unwrap();
+    (Store::new(store), coordinator)
+}
+
+/// Ends every lease of `node` now, as if it had not renewed in time.
+fn expire(schema: &str, node: &str) {
+    admin(&format!(
+        "UPDATE {schema}.leases SET expires = now() - interval '1 second' WHERE node = '{node}'"
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partitions_have_one_holder_and_move_once_expired() {
+    let (schema, url) = schema();
+    let (_a_store, a) = node(&url, "a").await;
+    let (_b_store, b) = node(&url, "b").await;
+    assert_eq!(a.heartbeat(10).await.unwrap(), 2, "both nodes are alive");
+    let first = a.acquire(40, 10).await.unwrap();
+    assert_eq!(first.len(), 40);
+    let second = b.acquire(PARTITIONS as usize, 10).await.unwrap();
+    assert_eq!(second.len(), PARTITIONS as usize - 40, "only the free ones");
+    assert!(b.acquire(1, 10).await.unwrap().is_empty(), "none left");
+    assert_eq!(a.renew(10).await.unwrap(), first, "a renews what it holds");
+
+    // a stops renewing: once its leases expire, b takes them with a new generation.
+    expire(&schema, "a");
+    let taken = b.acquire(PARTITIONS as usize, 10).await.unwrap();
+    assert_eq!(
+        taken.iter().map(|l| l.partition).collect::<Vec<_>>(),
+        first.iter().map(|l| l.partition).collect::<Vec<_>>()
+    );
+    assert!(
+        taken
+            .iter()
+            .zip(&first)
+            .all(|(t, f)| t.generation == f.generation + 1)
+    );
+    assert!(a.renew(10).await.unwrap().is_empty(), "a's leases are lost");
+
+    // A partition given back is free at once; leaving gives back everything.
+    b.release(&[3]).await.unwrap();
+    assert_eq!(
+        a.acquire(5, 10)
+            .await
+            .unwrap()
+            .iter()
+            .map(|l| l.partition)
+            .collect::<Vec<_>>(),
+        vec![3]
+    );
+    b.leave().await.unwrap();
+    let nodes = a.nodes().await.unwrap();
+    assert_eq!(nodes.len(), 1, "{nodes:?}");
+    assert_eq!(
+        (nodes[0].id.as_str(), nodes[0].partitions.as_slice()),
+        ("a", &[3][..])
+    );
+    assert_eq!(
+        a.acquire(PARTITIONS as usize, 10).await.unwrap().len(),
+        PARTITIONS as usize - 1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_lost_its_lease_can_neither_settle_nor_deliver() {
+    let (schema, url) = schema();
+    let (a_store, a) = node(&url, "a").await;
+    let (b_store, b) = node(&url, "b").await;
+    let mut wakeups = a.wakeups().unwrap();
+    a.acquire(PARTITIONS as usize, 10).await.unwrap();
+    let key = "agent:main:telegram:default:direct:42";
+
+    // Any node accepts a message; the holder of its partition is woken.
+    let seq = b_store
+        .enqueue_unique("m1", &turn(key, "m1"))
+        .await
+        .unwrap()
+        .unwrap();
+    let woken = tokio::time::timeout(Duration::from_secs(10), wakeups.recv()).await;
+    assert_eq!(woken.unwrap(), Some(partition_of(key)));
+    let record = RunRecord::for_test(&format!("run-{seq}"), key, &[seq]);
+    let refused = b_store
+        .settle_turn(&record, false, &chat("42"), "from b")
+        .await;
+    assert!(
+        matches!(refused, Err(StoreError::NotOwner { .. })),
+        "{refused:?}"
+    );
+    assert!(b_store.is_pending(seq).unwrap(), "nothing was written");
+
+    // a stalls past its lease; b takes the partition over. a's run ends late: fenced.
+    expire(&schema, "a");
+    assert_eq!(
+        b.acquire(PARTITIONS as usize, 10).await.unwrap().len(),
+        PARTITIONS as usize
+    );
+    let stale = a_store
+        .settle_turn(&record, false, &chat("42"), "from a")
+        .await;
+    assert!(
+        matches!(stale, Err(StoreError::NotOwner { .. })),
+        "{stale:?}"
+    );
+    let id = b_store
+        .settle_turn(&record, false, &chat("42"), "from b")
+        .await
+        .unwrap();
+    assert!(!b_store.is_pending(seq).unwrap());
+    // Only the holder may attempt the delivery of the final.
+    assert!(matches!(
+        a_store.note_attempt(id),
+        Err(StoreError::NotOwner { .. })
+    ));
+    assert_eq!(b_store.note_attempt(id).unwrap(), Some(1));
+    let outbox = b_store.undelivered().unwrap();
+    assert_eq!(outbox.len(), 1);
+    assert_eq!(outbox[0].text, "from b");
+}

@@ -777,6 +777,7 @@ async fn a_subagent_runs_under_its_parents_policy_without_spawning() {
             mentioned: true,
             timestamp_ms: 1,
             interaction: None,
+            attachments: Vec::new(),
         },
         queued_ms: 1,
     };

@@ -60,6 +60,7 @@ pub fn normalize(message: &Message, bot: UserId, place: Place, account: &str) ->
             || replied_to_bot,
         timestamp_ms: u64::try_from(message.timestamp.unix_timestamp()).unwrap_or(0) * 1000,
         interaction: None,
+        attachments: Vec::new(),
     })
 }
 

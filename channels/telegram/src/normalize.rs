@@ -9,9 +9,15 @@ use teloxide::types::{
 pub const GENERAL_TOPIC: &str = "1";
 
 /// Normalizes a message for account `account`; `None` for what chela does not answer
-/// (channel posts, other bots, messages without text).
+/// (channel posts, other bots, messages with neither text nor a file). A file's caption is the
+/// text.
 pub fn normalize(message: &Message, me: &Me, account: &str) -> Option<Inbound> {
-    let text = message.text().or_else(|| message.caption())?;
+    let attachments = crate::media::attachments(message);
+    let text = match message.text().or_else(|| message.caption()) {
+        Some(text) => text,
+        None if !attachments.is_empty() => "",
+        None => return None,
+    };
     let from = message.from.as_ref()?;
     if from.is_bot {
         return None;
@@ -68,6 +74,7 @@ pub fn normalize(message: &Message, me: &Me, account: &str) -> Option<Inbound> {
         mentioned: mentions_bot(message, me),
         timestamp_ms: u64::try_from(message.date.timestamp_millis()).unwrap_or(0),
         interaction: None,
+        attachments,
     })
 }
 

@@ -354,7 +354,7 @@ impl Router {
             Some(key) => key.clone(),
             None => self.core.session_key(&inbound),
         };
-        if crate::domain::text::is_blank(&inbound.text) {
+        if crate::domain::text::is_blank(&inbound.text) && inbound.attachments.is_empty() {
             tracing::debug!(session = %key, "blank message dropped");
             return Ok(());
         }

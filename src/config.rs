@@ -18,6 +18,7 @@ mod delivery;
 mod env;
 mod error;
 mod hooks;
+mod media;
 mod overrides;
 pub mod redact;
 mod rpc;
@@ -41,6 +42,7 @@ pub use env::{
 };
 pub use error::{ConfigError, Location, ParseEnumError};
 pub use hooks::{HookConfig, HooksConfig};
+pub use media::{MediaConfig, Vision};
 pub use overrides::ENV_OVERRIDES;
 pub use redact::REDACTED;
 pub use rpc::{DEFAULT_RPC_LISTEN, RpcConfig, discovery_path_for};
@@ -113,7 +115,12 @@ impl Config {
         if home.is_none() && config.store.path.starts_with("~") {
             return Err(ConfigError::NoHome);
         }
-        if let Err((key, message)) = config.rpc.check().and(config.delivery.check()) {
+        if let Err((key, message)) = config
+            .rpc
+            .check()
+            .and(config.delivery.check())
+            .and(config.media.check())
+        {
             return Err(ConfigError::Invalid {
                 location: None,
                 key,

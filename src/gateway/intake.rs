@@ -261,7 +261,8 @@ async fn admit(core: &Arc<Core>, key: &str, mut inbound: Inbound) -> Option<Inbo
                 } else {
                     &sender.name
                 };
-                if let Some(forgotten) = history.remember(key, name, &inbound.text) {
+                let text = super::media::context_line(&inbound);
+                if let Some(forgotten) = history.remember(key, name, &text) {
                     forget_history(core, &forgotten);
                 }
                 // Written through, so a restart keeps the context (the channel's cursor

@@ -90,6 +90,20 @@ pub async fn prepare(core: &Core, key: &str, turn: &QueuedTurn) -> Prepared {
     prepared
 }
 
+/// The text of an unmentioned group message kept as context: its files are named, not
+/// downloaded (`[image]`, `[document "a.pdf"]`), before its text.
+pub fn context_line(inbound: &chela_channel::Inbound) -> String {
+    let mut parts: Vec<String> = inbound
+        .attachments
+        .iter()
+        .map(|a| format!("[{}]", what(a)))
+        .collect();
+    if !inbound.text.trim().is_empty() || parts.is_empty() {
+        parts.push(inbound.text.clone());
+    }
+    parts.join(" ")
+}
+
 /// Downloads `attachment` to `dest` unless an earlier run of the turn did; its size.
 async fn fetch_once(
     channel: Option<std::sync::Arc<dyn Channel>>,

@@ -371,3 +371,31 @@ pub trait Channel: Send + Sync {
         Box::pin(async { Ok(()) })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_inbound_stored_before_attachments_still_loads() {
+        let old = r#"{"conversation":{"channel":"telegram","account":"default","kind":"direct","chat_id":"42","thread_id":null},"sender":{"id":"42","name":"Ann","username":null},"message_id":"7","text":"hi","reply_to":null,"mentioned":true,"timestamp_ms":1}"#;
+        let inbound: Inbound = serde_json::from_str(old).unwrap();
+        assert!(inbound.attachments.is_empty());
+        // Without attachments nothing new is written either.
+        assert!(
+            !serde_json::to_string(&inbound)
+                .unwrap()
+                .contains("attachments")
+        );
+        let mut with = inbound.clone();
+        with.attachments.push(Attachment {
+            kind: AttachmentKind::Voice,
+            file_ref: "f1".into(),
+            mime_type: Some("audio/ogg".into()),
+            size: Some(3),
+            file_name: None,
+        });
+        let json = serde_json::to_string(&with).unwrap();
+        assert_eq!(serde_json::from_str::<Inbound>(&json).unwrap(), with);
+    }
+}

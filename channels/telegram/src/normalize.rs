@@ -171,6 +171,30 @@ mod tests {
     }
 
     #[test]
+    fn a_photo_without_a_caption_is_kept_with_its_file() {
+        let chat = serde_json::json!({"id": 7, "type": "private", "first_name": "Ann"});
+        let mut json = serde_json::to_value(message(chat, "x", serde_json::json!({}))).unwrap();
+        let map = json.as_object_mut().unwrap();
+        map.remove("text");
+        map.insert(
+            "photo".into(),
+            serde_json::json!([{"file_id": "p1", "file_unique_id": "u", "width": 10, "height": 10}]),
+        );
+        let photo: Message = serde_json::from_value(json).unwrap();
+        let inbound = normalize(&photo, &me(), "default").unwrap();
+        assert_eq!(inbound.text, "");
+        assert_eq!(inbound.attachments.len(), 1);
+        assert_eq!(inbound.attachments[0].file_ref, "p1");
+        // Without text or a file there is nothing to answer.
+        let chat = serde_json::json!({"id": 7, "type": "private", "first_name": "Ann"});
+        let mut json = serde_json::to_value(message(chat, "x", serde_json::json!({}))).unwrap();
+        json.as_object_mut().unwrap().remove("text");
+        json["location"] = serde_json::json!({"latitude": 1.0, "longitude": 2.0});
+        let bare: Message = serde_json::from_value(json).unwrap();
+        assert!(normalize(&bare, &me(), "default").is_none());
+    }
+
+    #[test]
     fn a_private_message_is_a_direct_inbound() {
         let m = message(
             serde_json::json!({"id": 7, "type": "private", "first_name": "Ann"}),

@@ -26,6 +26,35 @@ fn file_names_are_safe_and_unique_per_turn_and_index() {
 }
 
 #[test]
+fn group_context_names_the_files_before_the_text() {
+    let mut inbound = chela_channel::Inbound {
+        conversation: chela_channel::Conversation {
+            channel: "telegram".into(),
+            account: "default".into(),
+            kind: chela_channel::ChatKind::Group,
+            chat_id: "-100".into(),
+            thread_id: None,
+        },
+        sender: chela_channel::Sender::default(),
+        message_id: "1".into(),
+        text: "nice".into(),
+        reply_to: None,
+        mentioned: false,
+        timestamp_ms: 0,
+        interaction: None,
+        attachments: Vec::new(),
+    };
+    assert_eq!(context_line(&inbound), "nice");
+    inbound.attachments = vec![
+        attachment(AttachmentKind::Image, None, Some("image/jpeg")),
+        attachment(AttachmentKind::Document, Some("a.pdf"), None),
+    ];
+    assert_eq!(context_line(&inbound), "[image] [document \"a.pdf\"] nice");
+    inbound.text.clear();
+    assert_eq!(context_line(&inbound), "[image] [document \"a.pdf\"]");
+}
+
+#[test]
 fn notes_name_the_path_and_refusals_the_limit() {
     let doc = attachment(
         AttachmentKind::Document,
@@ -67,4 +96,23 @@ async fn a_download_lands_whole_or_not_at_all() {
     assert!(matches!(err, FetchError::TooBig(_)), "{err:?}");
     assert!(!small.exists());
     assert!(!dir.path().join("small.bin.part").exists());
+}
+
+#[tokio::test]
+async fn a_file_downloaded_before_a_restart_is_not_fetched_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("7-0-image.jpg");
+    let photo = attachment(AttachmentKind::Image, None, Some("image/jpeg"));
+    // No channel: a fetch would fail.
+    let err = fetch_once(None, &photo, &dest, 100).await.unwrap_err();
+    assert!(matches!(err, FetchError::NoChannel), "{err:?}");
+    std::fs::write(&dest, b"abc").unwrap();
+    assert_eq!(fetch_once(None, &photo, &dest, 100).await.unwrap(), 3);
+    // The declared size is checked first, without a download.
+    let mut big = photo.clone();
+    big.size = Some(101);
+    let err = fetch_once(None, &big, &dir.path().join("x"), 100)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FetchError::TooBig(101)), "{err:?}");
 }

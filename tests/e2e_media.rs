@@ -1,17 +1,17 @@
 //! End-to-end, media in (README "Media"): a Telegram photo with a caption reaches the model as
 //! an image plus the caption, and is saved in the session's media folder; a document over
 //! `[media] max_mb` is refused with a short reply and the chat goes on; a Discord image
-//! attachment reaches the model.
+//! attachment reaches the model; a voice note is transcribed by a fake transcription endpoint.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
 use base64::Engine;
 use chela_testkit::discord::{AttachmentSpec, MessageOptions, UserSpec as DcUser};
-use chela_testkit::telegram::FileSpec;
+use chela_testkit::telegram::{FileKind, FileSpec};
 use common::discord::{DcSetup, text_channel};
 use common::messages;
-use common::telegram::{TgSetup, dm};
+use common::telegram::{TgConfig, TgSetup, dm};
 use serde_json::Value;
 
 /// Ann's DM session key and its media folder (inside the workspace, `ws`).
@@ -154,4 +154,64 @@ async fn a_discord_image_attachment_reaches_the_model() {
         parts[1]["image_url"]["url"],
         data_url("image/png", &picture())
     );
+}
+
+/// A fake `/v1/audio/transcriptions`: records each request body, answers `{"text": text}`.
+async fn fake_transcriber(
+    text: &'static str,
+) -> (String, std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>) {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let bodies = seen.clone();
+    let app = axum::Router::new().route(
+        "/v1/audio/transcriptions",
+        axum::routing::post(move |body: axum::body::Bytes| {
+            let bodies = bodies.clone();
+            async move {
+                bodies.lock().unwrap().push(body.to_vec());
+                axum::Json(serde_json::json!({ "text": text }))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{addr}/v1"), seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_voice_note_is_transcribed_and_answered() {
+    let (url, seen) = fake_transcriber("buy milk on the way home").await;
+    let tables =
+        format!("[media]\ntranscribe_url = \"{url}\"\ntranscribe_model = \"whisper-test\"\n");
+    let s = TgSetup::with(TgConfig {
+        telegram: "allow_from = [\"42\"]",
+        tables: &tables,
+        ..TgConfig::default()
+    })
+    .await;
+    let mut gw = s.gateway();
+    let (chat, ann) = dm(42, "Ann");
+    let voice = FileSpec {
+        kind: FileKind::Voice,
+        data: b"OggS fake opus".to_vec(),
+        file_name: None,
+        mime_type: Some("audio/ogg".into()),
+    };
+    s.tg.user_sends_file(chat, ann, "", voice);
+    gw.wait(&s, "an answer", |s| !s.texts(42).is_empty()).await;
+    gw.stop().await;
+
+    let asked = &s.asked()[0];
+    assert!(
+        asked.starts_with(
+            "(voice message) buy milk on the way home\n[voice message attached, saved as media/"
+        ),
+        "{asked}"
+    );
+    let bodies = seen.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 1);
+    let body = String::from_utf8_lossy(&bodies[0]);
+    assert!(body.contains("whisper-test"), "{body}");
+    assert!(body.contains("OggS fake opus"), "{body}");
+    assert!(body.contains("filename=\""), "{body}");
 }

@@ -9,11 +9,24 @@ pub struct MediaConfig {
     /// Largest file downloaded from a chat, in MiB; a bigger one is refused with a short
     /// reply and the message goes on with a note.
     pub max_mb: u64,
+    /// Base URL of an OpenAI-compatible speech-to-text API (`https://api.openai.com/v1`):
+    /// voice notes and audio files are sent to `<url>/audio/transcriptions` and the model gets
+    /// the text. Empty: off (the model gets the file's path).
+    pub transcribe_url: String,
+    /// The transcription model.
+    pub transcribe_model: String,
+    /// Bearer token for the transcription API; empty: none sent.
+    pub transcribe_api_key: String,
 }
 
 impl Default for MediaConfig {
     fn default() -> Self {
-        Self { max_mb: 20 }
+        Self {
+            max_mb: 20,
+            transcribe_url: String::new(),
+            transcribe_model: "whisper-1".to_owned(),
+            transcribe_api_key: String::new(),
+        }
     }
 }
 
@@ -27,6 +40,13 @@ impl MediaConfig {
     pub fn check(&self) -> Result<(), (String, String)> {
         if self.max_mb == 0 {
             return Err(("media.max_mb".to_owned(), "must be more than 0".to_owned()));
+        }
+        let url = self.transcribe_url.trim();
+        if !url.is_empty() && !url.starts_with("http://") && !url.starts_with("https://") {
+            return Err((
+                "media.transcribe_url".to_owned(),
+                format!("{url:?} must start with http:// or https://"),
+            ));
         }
         Ok(())
     }
@@ -112,6 +132,15 @@ mod tests {
     #[test]
     fn max_mb_must_be_positive() {
         assert_eq!(MediaConfig::default().max_bytes(), 20 * 1024 * 1024);
-        assert!(MediaConfig { max_mb: 0 }.check().is_err());
+        let zero = MediaConfig {
+            max_mb: 0,
+            ..MediaConfig::default()
+        };
+        assert!(zero.check().is_err());
+        let ftp = MediaConfig {
+            transcribe_url: "ftp://x".into(),
+            ..MediaConfig::default()
+        };
+        assert_eq!(ftp.check().unwrap_err().0, "media.transcribe_url");
     }
 }

@@ -18,6 +18,7 @@ use crate::domain::message::{ContentBlock, ImageBlock};
 use crate::lane::QueuedTurn;
 
 mod fetch;
+mod transcribe;
 
 pub use fetch::{FetchError, download};
 
@@ -52,32 +53,13 @@ pub async fn prepare(core: &Core, key: &str, turn: &QueuedTurn) -> Prepared {
             return prepared;
         }
     };
-    let limit = core.config.media.max_bytes();
     let folder = format!("media/{}", safe_key(key));
     let mut notes = Vec::new();
     for (seq, index, channel, attachment) in files {
         let relative = format!("{folder}/{}", file_name(seq, index, &attachment));
-        let channel = core.channel(&channel);
-        let workspace = &core.agent.tool_context.workspace;
-        let got = fetch_once(channel, &attachment, &workspace.join(&relative), limit).await;
-        match got {
-            Ok(size) => {
-                notes.push(saved_note(&attachment, &relative, size));
-                if attachment.kind == AttachmentKind::Image {
-                    prepared.media.push(ContentBlock::Image(ImageBlock {
-                        data: String::new(),
-                        mime_type: image_mime(&attachment),
-                        path: Some(relative),
-                    }));
-                }
-            }
-            Err(error) => {
-                tracing::warn!(error = %error, kind = attachment.kind.as_str(), "attachment not downloaded");
-                let (note, reply) = refusal(&attachment, &error, limit);
-                core.say(&turn.target, &reply).await;
-                notes.push(note);
-            }
-        }
+        let (note, image) = take_file(core, turn, &channel, &attachment, relative).await;
+        notes.push(note);
+        prepared.media.extend(image);
     }
     if !notes.is_empty() {
         let notes = notes.join("\n");
@@ -102,6 +84,52 @@ pub fn context_line(inbound: &chela_channel::Inbound) -> String {
         parts.push(inbound.text.clone());
     }
     parts.join(" ")
+}
+
+/// Downloads one file of `turn` to `relative` (in the workspace); its note for the model and,
+/// for a picture, its image block. A refusal is answered in the chat.
+async fn take_file(
+    core: &Core,
+    turn: &QueuedTurn,
+    channel: &str,
+    attachment: &Attachment,
+    relative: String,
+) -> (String, Option<ContentBlock>) {
+    let limit = core.config.media.max_bytes();
+    let file = core.agent.tool_context.workspace.join(&relative);
+    let size = match fetch_once(core.channel(channel), attachment, &file, limit).await {
+        Ok(size) => size,
+        Err(error) => {
+            tracing::warn!(error = %error, kind = attachment.kind.as_str(), "attachment not downloaded");
+            let (note, reply) = refusal(attachment, &error, limit);
+            core.say(&turn.target, &reply).await;
+            return (note, None);
+        }
+    };
+    let note = saved_note(attachment, &relative, size);
+    match attachment.kind {
+        AttachmentKind::Image => {
+            let image = ContentBlock::Image(ImageBlock {
+                data: String::new(),
+                mime_type: image_mime(attachment),
+                path: Some(relative),
+            });
+            (note, Some(image))
+        }
+        AttachmentKind::Voice | AttachmentKind::Audio
+            if !core.config.media.transcribe_url.trim().is_empty() =>
+        {
+            let mime = attachment.mime_type.as_deref().unwrap_or("audio/ogg");
+            match transcribe::transcribe(&core.config.media, &file, mime).await {
+                Ok(text) => (format!("({}) {text}\n{note}", what(attachment)), None),
+                Err(error) => {
+                    tracing::warn!(error = %error, "transcription failed; the model gets the path");
+                    (note, None)
+                }
+            }
+        }
+        _ => (note, None),
+    }
 }
 
 /// Downloads `attachment` to `dest` unless an earlier run of the turn did; its size.

@@ -27,7 +27,8 @@ pub enum FetchError {
     Io(#[from] std::io::Error),
 }
 
-fn client() -> Result<&'static reqwest::Client, FetchError> {
+/// The HTTP client of downloads and transcriptions (built once).
+pub(super) fn client() -> Result<&'static reqwest::Client, FetchError> {
     static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
     if let Some(client) = CLIENT.get() {
         return Ok(client);

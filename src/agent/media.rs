@@ -11,6 +11,15 @@ use crate::domain::message::{ContentBlock, ImageBlock, Message};
 /// Largest image file read into a model call, in bytes (the APIs refuse bigger ones).
 pub const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
 
+/// A user message: `text`, then `media` (image blocks).
+pub fn user_message(text: &str, media: Vec<ContentBlock>) -> Message {
+    let mut message = Message::user(text);
+    if let Message::User(user) = &mut message {
+        user.content.extend(media);
+    }
+    message
+}
+
 /// `messages` as the model gets them: with `vision`, image blocks that name a file carry its
 /// bytes (blocks whose file is gone or too big are left out); without, no image blocks.
 /// Messages without images are copied as they are.

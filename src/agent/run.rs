@@ -248,11 +248,7 @@ impl Turn<'_> {
         self.messages = self.agent.store.window(&self.key).map_err(short)?;
         self.repair_unpaired_calls()?;
         if !resumes(&self.messages, text) {
-            let mut user = Message::user(text);
-            if let Message::User(u) = &mut user {
-                u.content.extend(media);
-            }
-            self.push(user)?;
+            self.push(crate::agent::media::user_message(text, media))?;
         }
         let hooks = &self.agent.hooks;
         if let Decision::Block(reason) = hooks.before_run(&self.key, text, &self.cancel).await {

@@ -125,6 +125,7 @@ impl Rig {
             mentioned: true,
             timestamp_ms: now_ms(),
             interaction: None,
+            attachments: Vec::new(),
         }
     }
 

@@ -19,6 +19,7 @@ mod delivery;
 mod env;
 mod error;
 mod hooks;
+mod media;
 mod overrides;
 pub mod redact;
 mod rpc;
@@ -43,6 +44,7 @@ pub use env::{
 };
 pub use error::{ConfigError, Location, ParseEnumError};
 pub use hooks::{HookConfig, HooksConfig};
+pub use media::{MediaConfig, Vision};
 pub use overrides::ENV_OVERRIDES;
 pub use redact::REDACTED;
 pub use rpc::{DEFAULT_RPC_LISTEN, RpcConfig, discovery_path_for};
@@ -119,6 +121,7 @@ impl Config {
             .rpc
             .check()
             .and(config.delivery.check())
+            .and(config.media.check())
             .and(config.cluster.check(config.store.is_postgres()));
         if let Err((key, message)) = checked {
             return Err(ConfigError::Invalid {

@@ -157,6 +157,7 @@ impl AcpManager {
             mut steer,
             events,
             reply_to: _,
+            media: _,
         } = request;
         let _ = events.send(RunEvent::Lifecycle(Lifecycle::Start)).await;
         let outcome = |status: RunStatus, text: String, steer: &mut mpsc::Receiver<_>| {

@@ -133,10 +133,15 @@ pub fn message_tokens(message: &Message) -> u64 {
             ContentBlock::ToolCall(call) => {
                 call.id.len() + call.name.len() + call.arguments.to_string().chars().count()
             }
+            // About 1,600 tokens, what a large picture costs a vision model.
+            ContentBlock::Image(_) => IMAGE_CHARS,
         })
         .sum();
     tokens_of_chars(chars) + MESSAGE_OVERHEAD_TOKENS
 }
+
+/// What one image counts for in the estimate, in chars (about 1,600 tokens).
+const IMAGE_CHARS: usize = 6_400;
 
 /// Estimated tokens of the system prompt and the tool list.
 pub fn base_tokens(system: &str, tools: &[ToolSpec]) -> u64 {

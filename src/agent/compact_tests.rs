@@ -393,6 +393,7 @@ fn agent(model: Arc<TestModel>, context_window: u64, reserve_tokens: u64) -> Age
         },
         run_timeout: Duration::from_secs(600),
         max_tokens: 1000,
+        vision: crate::config::Vision::Auto,
         shutdown: Default::default(),
         compaction: CompactionSettings {
             context_window,
@@ -409,6 +410,7 @@ async fn run(agent: &Agent, text: &str) -> (RunStatus, Vec<RunEvent>) {
         .run(RunRequest {
             session_key: KEY.into(),
             text: text.into(),
+            media: Vec::new(),
             cancel: CancellationToken::new(),
             steer,
             events,

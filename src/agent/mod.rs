@@ -4,6 +4,7 @@ pub mod approval;
 pub mod compact;
 pub mod context;
 pub mod hooks;
+pub mod media;
 pub mod model_choice;
 pub mod policy;
 pub mod provider;
@@ -116,6 +117,7 @@ pub fn build(
         },
         run_timeout: Duration::from_secs(config.agent.timeout_s),
         max_tokens: config.model.max_tokens,
+        vision: config.model.vision,
         shutdown,
         compaction: compact::CompactionSettings {
             context_window: config.model.context_window,

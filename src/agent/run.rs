@@ -44,6 +44,8 @@ pub struct RunRequest {
     pub session_key: String,
     /// The user turn that starts the run.
     pub text: String,
+    /// Blocks that go with `text` in the user message (the images of its attachments).
+    pub media: Vec<ContentBlock>,
     /// Fires on /stop, interrupt or shutdown.
     pub cancel: CancellationToken,
     /// Steered messages arriving while the run works.
@@ -100,6 +102,8 @@ pub struct Agent {
     pub run_timeout: Duration,
     /// Output token cap per model call.
     pub max_tokens: u32,
+    /// Whether pictures go to the model as images (`[model] vision`).
+    pub vision: crate::config::Vision,
     /// Fires when the gateway shuts down. A run cancelled by shutdown (not by /stop) keeps
     /// no partial answer: its turn runs again at the next start.
     pub shutdown: CancellationToken,
@@ -159,7 +163,8 @@ impl Agent {
             compaction_gave_up: false,
             reply_to: req.reply_to.take(),
         };
-        let result = turn.drive(&req.text, &mut req.steer).await;
+        let media = std::mem::take(&mut req.media);
+        let result = turn.drive(&req.text, media, &mut req.steer).await;
         timer.abort();
         req.steer.close();
         let mut leftover = std::mem::take(&mut turn.stash);
@@ -232,6 +237,7 @@ impl Turn<'_> {
     async fn drive(
         &mut self,
         text: &str,
+        media: Vec<ContentBlock>,
         steer: &mut mpsc::Receiver<Steer>,
     ) -> Result<(String, bool), RunError> {
         let cwd = self.agent.tool_context.workspace.display().to_string();
@@ -242,7 +248,7 @@ impl Turn<'_> {
         self.messages = self.agent.store.window(&self.key).map_err(short)?;
         self.repair_unpaired_calls()?;
         if !resumes(&self.messages, text) {
-            self.push_user(text)?;
+            self.push(crate::agent::media::user_message(text, media))?;
         }
         let hooks = &self.agent.hooks;
         if let Decision::Block(reason) = hooks.before_run(&self.key, text, &self.cancel).await {
@@ -316,9 +322,16 @@ impl Turn<'_> {
             .map(|t| t.spec())
             .filter(|spec| self.allowed.allows(&spec.name))
             .collect();
+        let model = self.model.as_deref().unwrap_or_else(|| provider.model());
+        let messages = crate::agent::media::for_model(
+            &self.messages,
+            &self.agent.tool_context.workspace,
+            self.agent.vision.accepts(model),
+        )
+        .await;
         let request = ProviderRequest {
             system: crate::agent::context::with_tools(&self.agent.system_prompt, &tools),
-            messages: self.messages.clone(),
+            messages,
             tools,
             max_tokens: self.agent.max_tokens,
             model: self.model.clone(),

@@ -226,6 +226,7 @@ impl Harness {
             },
             run_timeout: Duration::from_secs(600),
             max_tokens: 1000,
+            vision: crate::config::Vision::Auto,
             shutdown: Default::default(),
             compaction: Default::default(),
             hooks: Default::default(),
@@ -245,6 +246,7 @@ impl Harness {
         let request = RunRequest {
             session_key: KEY.into(),
             text: text.into(),
+            media: Vec::new(),
             cancel: cancel.clone(),
             steer: steer_rx,
             events: events_tx,
@@ -777,6 +779,7 @@ async fn a_subagent_runs_under_its_parents_policy_without_spawning() {
             mentioned: true,
             timestamp_ms: 1,
             interaction: None,
+            attachments: Vec::new(),
         },
         queued_ms: 1,
     };

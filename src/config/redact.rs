@@ -21,10 +21,12 @@ impl Config {
         hide(&mut copy.channels.telegram.webhook_secret);
         hide(&mut copy.channels.discord.token);
         hide(&mut copy.rpc.token);
+        hide(&mut copy.media.transcribe_api_key);
         for harness in copy.acp.agents.values_mut() {
             harness.env.values_mut().for_each(hide);
         }
         copy.model.base_url = redact_url(&copy.model.base_url, false);
+        copy.media.transcribe_url = redact_url(&copy.media.transcribe_url, false);
         copy.channels.telegram.api_url = redact_url(&copy.channels.telegram.api_url, false);
         copy.channels.telegram.webhook_url = redact_url(&copy.channels.telegram.webhook_url, true);
         copy.channels.discord.api_url = redact_url(&copy.channels.discord.api_url, false);

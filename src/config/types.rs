@@ -41,6 +41,8 @@ pub struct Config {
     pub delivery: super::delivery::DeliveryConfig,
     /// `[cluster]`: several gateways on one PostgreSQL store.
     pub cluster: super::cluster::ClusterConfig,
+    /// `[media]`: files that come with chat messages.
+    pub media: super::media::MediaConfig,
     /// The folder the config file is in (relative paths were resolved against it); set by
     /// loading, never read from the file. The exec sandbox keeps it out of reach.
     #[serde(skip)]
@@ -153,6 +155,9 @@ pub struct ModelConfig {
     pub context_window: u64,
     /// The models `/model` may switch a session to (same provider); empty: any name.
     pub models: Vec<String>,
+    /// Whether pictures go to the model as images: `auto` (the known vision models), `on`,
+    /// `off` (a note with the file's path instead).
+    pub vision: super::media::Vision,
 }
 
 impl Default for ModelConfig {
@@ -167,6 +172,7 @@ impl Default for ModelConfig {
             max_retries: 3,
             context_window: 128_000,
             models: Vec::new(),
+            vision: super::media::Vision::Auto,
         }
     }
 }

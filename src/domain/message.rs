@@ -82,6 +82,25 @@ pub enum ContentBlock {
     },
     /// A request to run a tool.
     ToolCall(ToolCall),
+    /// A picture. pi writes the bytes (`data`, base64); chela writes the file's path in the
+    /// workspace instead (`path`, a chela extension of the block) and reads the file when
+    /// it calls the model, so the transcript stays small.
+    Image(ImageBlock),
+}
+
+/// An image content block (pi's `{"type":"image","data":...,"mimeType":...}`, or chela's
+/// `{"type":"image","mimeType":...,"path":...}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageBlock {
+    /// The image bytes in base64; empty when the block names a file instead.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub data: String,
+    /// MIME type (`image/jpeg`, `image/png`, ...).
+    pub mime_type: String,
+    /// The image file, relative to the workspace (chela's blocks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 /// A tool call requested by the model.
@@ -178,6 +197,22 @@ pub fn now_ms() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn image_blocks_read_pi_data_and_write_chela_paths() {
+        let pi = r#"{"type":"image","data":"aGk=","mimeType":"image/png"}"#;
+        let block: ContentBlock = serde_json::from_str(pi).unwrap();
+        assert_eq!(serde_json::to_string(&block).unwrap(), pi);
+        let ours = ContentBlock::Image(ImageBlock {
+            data: String::new(),
+            mime_type: "image/jpeg".into(),
+            path: Some("media/k/1-0-image.jpg".into()),
+        });
+        assert_eq!(
+            serde_json::to_string(&ours).unwrap(),
+            r#"{"type":"image","mimeType":"image/jpeg","path":"media/k/1-0-image.jpg"}"#
+        );
+    }
 
     #[test]
     fn assistant_message_uses_pi_field_names() {

@@ -261,7 +261,8 @@ async fn admit(core: &Arc<Core>, key: &str, mut inbound: Inbound) -> Option<Inbo
                 } else {
                     &sender.name
                 };
-                if let Some(forgotten) = history.remember(key, name, &inbound.text) {
+                let text = super::media::context_line(&inbound);
+                if let Some(forgotten) = history.remember(key, name, &text) {
                     forget_history(core, &forgotten);
                 }
                 // Written through, so a restart keeps the context (the channel's cursor
@@ -359,7 +360,7 @@ impl Router {
             Some(key) => key.clone(),
             None => self.core.session_key(&inbound),
         };
-        if crate::domain::text::is_blank(&inbound.text) {
+        if crate::domain::text::is_blank(&inbound.text) && inbound.attachments.is_empty() {
             tracing::debug!(session = %key, "blank message dropped");
             return Ok(());
         }

@@ -10,6 +10,7 @@ pub mod command_context;
 pub mod commands;
 pub mod intake;
 pub mod live;
+pub mod media;
 pub mod outbox;
 pub mod questions;
 mod recover;

@@ -128,9 +128,11 @@ async fn run_turn(
     remember_target(core, &key, &turn.target);
     let (reply, reply_tx) = start_reply(core, &run_id, &turn);
     let bus = super::live::tee(run_id.clone(), key.clone(), core.live.clone(), reply_tx);
+    let prepared = super::media::prepare(core, &key, &turn).await;
     let request = RunRequest {
         session_key: key.clone(),
-        text: turn.text.clone(),
+        text: prepared.text,
+        media: prepared.media,
         cancel,
         steer,
         events: bus.events.clone(),

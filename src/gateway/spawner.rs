@@ -86,6 +86,7 @@ async fn in_thread(
         reply_to: None,
         mentioned: true,
         interaction: None,
+        attachments: Vec::new(),
         timestamp_ms: crate::domain::message::now_ms(),
     };
     let started = start_binding(

@@ -274,6 +274,7 @@ fn system_inbound(conversation: Conversation, message_id: String, text: &str) ->
         reply_to: None,
         mentioned: true,
         interaction: None,
+        attachments: Vec::new(),
         timestamp_ms: crate::domain::message::now_ms(),
     }
 }

@@ -182,6 +182,7 @@ mod tests {
             mentioned,
             timestamp_ms: 0,
             interaction: None,
+            attachments: Vec::new(),
         }
     }
 

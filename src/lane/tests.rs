@@ -219,6 +219,7 @@ impl Harness {
                 mentioned: false,
                 timestamp_ms: 0,
                 interaction: None,
+                attachments: Vec::new(),
             };
             let pending = PendingTurn {
                 session_key: key.into(),

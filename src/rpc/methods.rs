@@ -169,6 +169,7 @@ impl Methods {
             mentioned: true,
             timestamp_ms: accepted_ms,
             interaction: None,
+            attachments: Vec::new(),
         };
         // Registered first: a command may answer before `accept_tracked` returns.
         let command_id = self.runs.expect_command(&call_id, accepted_ms);

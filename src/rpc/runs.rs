@@ -322,6 +322,7 @@ mod tests {
                     mentioned: false,
                     timestamp_ms: 0,
                     interaction: None,
+                    attachments: Vec::new(),
                 },
                 queued_ms: 0,
             };

@@ -83,6 +83,61 @@ pub struct Inbound {
     /// interaction); `None` for ordinary messages.
     #[serde(default)]
     pub interaction: Option<String>,
+    /// Files that came with the message (a photo, a document, a voice note); the caption is
+    /// [`Inbound::text`]. Empty for plain text and in pending turns stored before media.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<Attachment>,
+}
+
+/// What kind of file an [`Attachment`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AttachmentKind {
+    /// A picture the model may look at.
+    Image,
+    /// Any other file.
+    Document,
+    /// A recorded voice note.
+    Voice,
+    /// An audio file.
+    Audio,
+    /// A video or a round video note.
+    Video,
+    /// A sticker.
+    Sticker,
+}
+
+impl AttachmentKind {
+    /// A lowercase word for notes and file names (`image`, `voice`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttachmentKind::Image => "image",
+            AttachmentKind::Document => "document",
+            AttachmentKind::Voice => "voice",
+            AttachmentKind::Audio => "audio",
+            AttachmentKind::Video => "video",
+            AttachmentKind::Sticker => "sticker",
+        }
+    }
+}
+
+/// One file of an inbound message, as the platform describes it. The file itself is fetched
+/// later, from [`Attachment::file_ref`], through [`Channel::media_url`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attachment {
+    /// What it is.
+    pub kind: AttachmentKind,
+    /// The platform's reference to fetch it with (a Telegram `file_id`, a Discord CDN URL).
+    pub file_ref: String,
+    /// MIME type, if the platform said (or the kind implies one).
+    #[serde(default)]
+    pub mime_type: Option<String>,
+    /// Size in bytes, if the platform said.
+    #[serde(default)]
+    pub size: Option<u64>,
+    /// The sender's file name, if any.
+    #[serde(default)]
+    pub file_name: Option<String>,
 }
 
 /// The edit interval of a channel whose previews are off: no preview is due before the final.
@@ -297,6 +352,16 @@ pub trait Channel: Send + Sync {
         let _ = (to, interaction, text);
         Box::pin(async { Err(ChannelError::Unsupported("command answers")) })
     }
+    /// Where the file of `attachment` (one this channel produced) can be downloaded with a
+    /// plain GET right now: Telegram asks `getFile`, Discord gives the CDN URL as is. The URL
+    /// may hold a secret (Telegram's carries the bot token): never log it.
+    fn media_url<'a>(
+        &'a self,
+        attachment: &'a Attachment,
+    ) -> BoxFuture<'a, Result<String, ChannelError>> {
+        let _ = attachment;
+        Box::pin(async { Err(ChannelError::Unsupported("attachments")) })
+    }
     /// Registers native commands (name, description) with the platform.
     fn register_commands<'a>(
         &'a self,
@@ -304,5 +369,33 @@ pub trait Channel: Send + Sync {
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
         let _ = commands;
         Box::pin(async { Ok(()) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_inbound_stored_before_attachments_still_loads() {
+        let old = r#"{"conversation":{"channel":"telegram","account":"default","kind":"direct","chat_id":"42","thread_id":null},"sender":{"id":"42","name":"Ann","username":null},"message_id":"7","text":"hi","reply_to":null,"mentioned":true,"timestamp_ms":1}"#;
+        let inbound: Inbound = serde_json::from_str(old).unwrap();
+        assert!(inbound.attachments.is_empty());
+        // Without attachments nothing new is written either.
+        assert!(
+            !serde_json::to_string(&inbound)
+                .unwrap()
+                .contains("attachments")
+        );
+        let mut with = inbound.clone();
+        with.attachments.push(Attachment {
+            kind: AttachmentKind::Voice,
+            file_ref: "f1".into(),
+            mime_type: Some("audio/ogg".into()),
+            size: Some(3),
+            file_name: None,
+        });
+        let json = serde_json::to_string(&with).unwrap();
+        assert_eq!(serde_json::from_str::<Inbound>(&json).unwrap(), with);
     }
 }

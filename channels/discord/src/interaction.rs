@@ -54,6 +54,7 @@ pub fn normalize_command(
         mentioned: true,
         timestamp_ms: u64::try_from(command.id.created_at().unix_timestamp()).unwrap_or(0) * 1000,
         interaction: Some(command.id.get().to_string()),
+        attachments: Vec::new(),
     })
 }
 

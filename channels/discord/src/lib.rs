@@ -473,6 +473,14 @@ impl Channel for DiscordChannel {
         Box::pin(self.answer_once(interaction, text))
     }
 
+    /// A Discord attachment's reference is its CDN URL, fetched as is.
+    fn media_url<'a>(
+        &'a self,
+        attachment: &'a chela_channel::Attachment,
+    ) -> BoxFuture<'a, Result<String, ChannelError>> {
+        Box::pin(async move { Ok(attachment.file_ref.clone()) })
+    }
+
     fn register_commands<'a>(
         &'a self,
         commands: &'a [(&'a str, &'a str)],

@@ -1,7 +1,7 @@
 //! Discord messages -> normalized [`Inbound`] records (SPEC 1.1, 1.2): guild channels,
 //! threads (the conversation keeps the parent; replies go to the thread), DMs, mentions.
 
-use chela_channel::{ChatKind, Conversation, Inbound, ReplyTo, Sender};
+use chela_channel::{Attachment, AttachmentKind, ChatKind, Conversation, Inbound, ReplyTo, Sender};
 use serenity::model::channel::Message;
 use serenity::model::id::UserId;
 
@@ -60,7 +60,32 @@ pub fn normalize(message: &Message, bot: UserId, place: Place, account: &str) ->
             || replied_to_bot,
         timestamp_ms: u64::try_from(message.timestamp.unix_timestamp()).unwrap_or(0) * 1000,
         interaction: None,
+        attachments: message.attachments.iter().map(attachment).collect(),
     })
+}
+
+/// A Discord attachment: its kind from the content type (images, audio, video, voice
+/// messages; anything else is a document), fetched later from its CDN URL.
+fn attachment(a: &serenity::model::channel::Attachment) -> Attachment {
+    let mime = a
+        .content_type
+        .as_deref()
+        .map(|m| m.split(';').next().unwrap_or(m).trim().to_owned());
+    let top = mime.as_deref().and_then(|m| m.split('/').next());
+    let kind = match top {
+        Some("image") => AttachmentKind::Image,
+        Some("audio") if a.waveform.is_some() => AttachmentKind::Voice,
+        Some("audio") => AttachmentKind::Audio,
+        Some("video") => AttachmentKind::Video,
+        _ => AttachmentKind::Document,
+    };
+    Attachment {
+        kind,
+        file_ref: a.url.clone(),
+        mime_type: mime,
+        size: Some(u64::from(a.size)),
+        file_name: Some(a.filename.clone()),
+    }
 }
 
 fn mentions_in_text(content: &str, bot: UserId) -> bool {
@@ -113,6 +138,26 @@ mod tests {
         assert!(inbound.mentioned);
         assert_eq!(inbound.text, "hello there");
         assert_eq!(inbound.sender.name, "Ann");
+    }
+
+    #[test]
+    fn attachments_keep_url_type_size_and_name() {
+        let m = message(serde_json::json!({"content": "", "attachments": [
+            {"id": "1", "filename": "cat.png", "size": 2048, "content_type": "image/png",
+             "url": "https://cdn.example/a/cat.png", "proxy_url": "https://media.example/cat.png"},
+            {"id": "2", "filename": "notes.txt", "size": 10,
+             "url": "https://cdn.example/a/notes.txt", "proxy_url": "https://m/n.txt"}
+        ]}));
+        let inbound = normalize(&m, UserId::new(99), Place::Direct, "default").unwrap();
+        let [image, doc] = inbound.attachments.as_slice() else {
+            panic!("two attachments: {:?}", inbound.attachments);
+        };
+        assert_eq!(image.kind, AttachmentKind::Image);
+        assert_eq!(image.file_ref, "https://cdn.example/a/cat.png");
+        assert_eq!(image.mime_type.as_deref(), Some("image/png"));
+        assert_eq!(image.size, Some(2048));
+        assert_eq!(doc.kind, AttachmentKind::Document);
+        assert_eq!(doc.file_name.as_deref(), Some("notes.txt"));
     }
 
     #[test]

@@ -16,6 +16,7 @@
 mod api;
 mod errors;
 pub mod format;
+mod media;
 mod narrow;
 pub mod normalize;
 mod poll;
@@ -308,6 +309,21 @@ impl Channel for TelegramChannel {
                 .await
                 .map_err(channel_error)?;
             Ok(member.is_privileged())
+        })
+    }
+
+    fn media_url<'a>(
+        &'a self,
+        attachment: &'a chela_channel::Attachment,
+    ) -> BoxFuture<'a, Result<String, ChannelError>> {
+        Box::pin(async move {
+            let id = teloxide::types::FileId(attachment.file_ref.clone());
+            let file = self.bot.get_file(id).await.map_err(channel_error)?;
+            Ok(media::file_url(
+                &self.settings.api_url,
+                &self.settings.token,
+                &file.path,
+            ))
         })
     }
 

@@ -9,9 +9,15 @@ use teloxide::types::{
 pub const GENERAL_TOPIC: &str = "1";
 
 /// Normalizes a message for account `account`; `None` for what chela does not answer
-/// (channel posts, other bots, messages without text).
+/// (channel posts, other bots, messages with neither text nor a file). A file's caption is the
+/// text.
 pub fn normalize(message: &Message, me: &Me, account: &str) -> Option<Inbound> {
-    let text = message.text().or_else(|| message.caption())?;
+    let attachments = crate::media::attachments(message);
+    let text = match message.text().or_else(|| message.caption()) {
+        Some(text) => text,
+        None if !attachments.is_empty() => "",
+        None => return None,
+    };
     let from = message.from.as_ref()?;
     if from.is_bot {
         return None;
@@ -68,6 +74,7 @@ pub fn normalize(message: &Message, me: &Me, account: &str) -> Option<Inbound> {
         mentioned: mentions_bot(message, me),
         timestamp_ms: u64::try_from(message.date.timestamp_millis()).unwrap_or(0),
         interaction: None,
+        attachments,
     })
 }
 
@@ -161,6 +168,30 @@ mod tests {
             m.extend(extra.clone());
         }
         serde_json::from_value(m).unwrap()
+    }
+
+    #[test]
+    fn a_photo_without_a_caption_is_kept_with_its_file() {
+        let chat = serde_json::json!({"id": 7, "type": "private", "first_name": "Ann"});
+        let mut json = serde_json::to_value(message(chat, "x", serde_json::json!({}))).unwrap();
+        let map = json.as_object_mut().unwrap();
+        map.remove("text");
+        map.insert(
+            "photo".into(),
+            serde_json::json!([{"file_id": "p1", "file_unique_id": "u", "width": 10, "height": 10}]),
+        );
+        let photo: Message = serde_json::from_value(json).unwrap();
+        let inbound = normalize(&photo, &me(), "default").unwrap();
+        assert_eq!(inbound.text, "");
+        assert_eq!(inbound.attachments.len(), 1);
+        assert_eq!(inbound.attachments[0].file_ref, "p1");
+        // Without text or a file there is nothing to answer.
+        let chat = serde_json::json!({"id": 7, "type": "private", "first_name": "Ann"});
+        let mut json = serde_json::to_value(message(chat, "x", serde_json::json!({}))).unwrap();
+        json.as_object_mut().unwrap().remove("text");
+        json["location"] = serde_json::json!({"latitude": 1.0, "longitude": 2.0});
+        let bare: Message = serde_json::from_value(json).unwrap();
+        assert!(normalize(&bare, &me(), "default").is_none());
     }
 
     #[test]

@@ -142,6 +142,7 @@ impl TerminalChannel {
             mentioned: true,
             timestamp_ms: now,
             interaction: None,
+            attachments: Vec::new(),
         }
     }
 

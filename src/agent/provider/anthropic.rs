@@ -183,13 +183,22 @@ fn messages(conversation: &[Message]) -> Vec<Value> {
         .collect()
 }
 
+/// A user message's blocks: its text, then its images (those with their bytes) as base64
+/// `image` blocks.
 fn text_blocks(content: &[ContentBlock]) -> Vec<Value> {
     let text = text_of(content);
-    if text.is_empty() {
-        Vec::new()
-    } else {
-        vec![json!({ "type": "text", "text": text })]
+    let mut out = Vec::new();
+    if !text.is_empty() {
+        out.push(json!({ "type": "text", "text": text }));
     }
+    out.extend(content.iter().filter_map(|block| match block {
+        ContentBlock::Image(image) if !image.data.is_empty() => Some(json!({
+            "type": "image",
+            "source": { "type": "base64", "media_type": image.mime_type, "data": image.data },
+        })),
+        _ => None,
+    }));
+    out
 }
 
 #[cfg(test)]
@@ -276,6 +285,37 @@ mod tests {
                     {"type": "text", "text": "and now?"},
                 ]},
             ])
+        );
+    }
+
+    fn with_image(data: &str) -> Message {
+        Message::User(crate::domain::message::UserMessage {
+            content: vec![
+                ContentBlock::text("what is this?"),
+                ContentBlock::Image(crate::domain::message::ImageBlock {
+                    data: data.into(),
+                    mime_type: "image/png".into(),
+                    path: Some("media/k/a.png".into()),
+                }),
+            ],
+            timestamp: 1,
+        })
+    }
+
+    #[test]
+    fn images_become_base64_image_blocks_after_the_text() {
+        let out = messages(&[with_image("aGk=")]);
+        assert_eq!(
+            out[0]["content"],
+            json!([
+                {"type": "text", "text": "what is this?"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "aGk="}}
+            ])
+        );
+        let bare = messages(&[with_image("")]);
+        assert_eq!(
+            bare[0]["content"],
+            json!([{"type": "text", "text": "what is this?"}])
         );
     }
 

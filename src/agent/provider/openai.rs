@@ -139,7 +139,7 @@ fn messages(system: &str, conversation: &[Message]) -> Vec<Value> {
     for message in conversation {
         match message {
             Message::User(user) => {
-                out.push(json!({ "role": "user", "content": text_of(&user.content) }));
+                out.push(json!({ "role": "user", "content": user_content(&user.content) }));
             }
             Message::Assistant(assistant) => {
                 let text = text_of(&assistant.content);
@@ -181,6 +181,31 @@ fn messages(system: &str, conversation: &[Message]) -> Vec<Value> {
         }
     }
     out
+}
+
+/// A user message's content: its text as a string, or, when it carries images (with their
+/// bytes), a text part followed by one `image_url` part per image, as a data URL.
+fn user_content(content: &[ContentBlock]) -> Value {
+    let images: Vec<Value> = content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Image(image) if !image.data.is_empty() => Some(json!({
+                "type": "image_url",
+                "image_url": { "url": format!("data:{};base64,{}", image.mime_type, image.data) },
+            })),
+            _ => None,
+        })
+        .collect();
+    let text = text_of(content);
+    if images.is_empty() {
+        return json!(text);
+    }
+    let mut parts = Vec::with_capacity(images.len() + 1);
+    if !text.is_empty() {
+        parts.push(json!({ "type": "text", "text": text }));
+    }
+    parts.extend(images);
+    Value::Array(parts)
 }
 
 #[cfg(test)]
@@ -227,6 +252,34 @@ mod tests {
             max_tokens: 100,
             model: None,
         }
+    }
+
+    fn with_image(data: &str) -> Message {
+        Message::User(crate::domain::message::UserMessage {
+            content: vec![
+                ContentBlock::text("what is this?"),
+                ContentBlock::Image(crate::domain::message::ImageBlock {
+                    data: data.into(),
+                    mime_type: "image/png".into(),
+                    path: Some("media/k/a.png".into()),
+                }),
+            ],
+            timestamp: 1,
+        })
+    }
+
+    #[test]
+    fn images_become_image_url_parts_with_data_urls() {
+        let out = messages("", &[with_image("aGk="), with_image("")]);
+        assert_eq!(
+            out[0]["content"],
+            json!([
+                {"type": "text", "text": "what is this?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,aGk="}}
+            ])
+        );
+        // An image without its bytes (not loaded) is not sent: the text stays a string.
+        assert_eq!(out[1]["content"], json!("what is this?"));
     }
 
     #[test]

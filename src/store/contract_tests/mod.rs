@@ -104,6 +104,7 @@ pub(crate) fn turn(key: &str, message_id: &str) -> PendingTurn {
             mentioned: true,
             timestamp_ms: crate::domain::message::now_ms(),
             interaction: None,
+            attachments: Vec::new(),
         },
         queued_ms: 7,
     }

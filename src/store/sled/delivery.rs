@@ -221,6 +221,7 @@ mod tests {
                 mentioned: true,
                 timestamp_ms: 1,
                 interaction: None,
+                attachments: Vec::new(),
             },
             queued_ms: 1,
         }

@@ -38,6 +38,7 @@ fn turn(id: &str, timestamp_ms: u64) -> PendingTurn {
             mentioned: true,
             timestamp_ms,
             interaction: None,
+            attachments: Vec::new(),
         },
         queued_ms: timestamp_ms,
     }

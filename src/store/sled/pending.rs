@@ -77,6 +77,7 @@ pub(super) mod tests {
             mentioned: true,
             timestamp_ms: 5,
             interaction: None,
+            attachments: Vec::new(),
         }
     }
 

@@ -23,9 +23,30 @@ use super::{channels, commands, gateway, interactions, messages};
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/gateway", get(gateway::upgrade))
+        .route("/attachments/{channel}/{id}/{name}", get(attachment_file))
         .fallback(handle)
         .layer(DefaultBodyLimit::disable())
         .with_state(shared)
+}
+
+/// The CDN: the bytes of an attachment a user sent with [`AttachmentSpec::served`]
+/// (`crate::discord::AttachmentSpec`); 404 for others. Downloads are recorded as `GET` calls.
+async fn attachment_file(State(shared): State<Arc<Shared>>, uri: Uri) -> Response {
+    let path = uri.path().to_owned();
+    let data = {
+        let mut state = shared.lock();
+        state.calls.push(RecordedCall {
+            method: "GET".to_owned(),
+            path: path.clone(),
+            query: None,
+            body: Value::Null,
+        });
+        state.files.get(&path).cloned()
+    };
+    match data {
+        Some(data) => data.into_response(),
+        None => axum::http::StatusCode::NOT_FOUND.into_response(),
+    }
 }
 
 /// `/api/v10/channels/1` -> `/channels/1`; `None` outside `/api`.

@@ -128,6 +128,8 @@ pub(crate) struct State {
     pub(crate) heartbeat_count: usize,
     /// The intents of the last IDENTIFY.
     pub(crate) intents: Option<u64>,
+    /// Bytes served at attachment URLs, by path (`/attachments/{channel}/{id}/{name}`).
+    pub(crate) files: BTreeMap<String, Vec<u8>>,
     /// Every payload clients sent over the gateway, in order.
     pub(crate) received: Vec<Value>,
     /// Open gateway connections.
@@ -177,6 +179,7 @@ impl State {
             resume_count: 0,
             heartbeat_count: 0,
             intents: None,
+            files: BTreeMap::new(),
             received: Vec::new(),
             open: BTreeSet::new(),
             next_conn: 1,

@@ -165,6 +165,8 @@ pub struct AttachmentSpec {
     pub size: u64,
     /// The MIME type, if known.
     pub content_type: Option<String>,
+    /// The bytes the fake serves at the attachment's URL (`None`: the URL answers 404).
+    pub data: Option<Vec<u8>>,
 }
 
 impl AttachmentSpec {
@@ -174,6 +176,17 @@ impl AttachmentSpec {
             filename: filename.to_owned(),
             size,
             content_type: None,
+            data: None,
+        }
+    }
+
+    /// An attachment `filename` of type `content_type` whose URL serves `data` (its size).
+    pub fn served(filename: &str, content_type: &str, data: Vec<u8>) -> AttachmentSpec {
+        AttachmentSpec {
+            filename: filename.to_owned(),
+            size: data.len() as u64,
+            content_type: Some(content_type.to_owned()),
+            data: Some(data),
         }
     }
 }

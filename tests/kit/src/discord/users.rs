@@ -125,6 +125,13 @@ impl FakeDiscord {
         let mut attachments = Vec::new();
         for spec in &options.attachments {
             let attachment_id = state.next_id();
+            if let Some(data) = &spec.data {
+                let path = format!(
+                    "/attachments/{}/{attachment_id}/{}",
+                    channel.id, spec.filename
+                );
+                state.files.insert(path, data.clone());
+            }
             attachments.push(attachment(
                 &self.shared.base_url,
                 attachment_id,

@@ -52,6 +52,7 @@
 mod body;
 mod entities;
 mod faults;
+mod files;
 mod inspect;
 mod limits;
 mod markup;
@@ -73,6 +74,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use faults::{FaultCounts, Faults};
+pub use files::{FileKind, FileSpec, GET_FILE_LIMIT};
 use state::Shared;
 pub use types::{
     BotCommand, BotMessage, ChatAction, ChatKind, ChatSpec, Entity, ForumTopic, Pollers, Rate,

@@ -37,6 +37,16 @@ async fn handle(
     headers: HeaderMap,
     bytes: Bytes,
 ) -> Response {
+    if let Some(rest) = uri.path().strip_prefix("/file/bot") {
+        return match rest.split_once('/') {
+            Some((token, _)) if token != TOKEN => ApiError::unauthorized().into_response(),
+            Some((_, path)) => match super::files::download(&shared, path) {
+                Some(data) => data.into_response(),
+                None => ApiError::not_found().into_response(),
+            },
+            None => ApiError::not_found().into_response(),
+        };
+    }
     let Some((token, method)) = split_path(uri.path()) else {
         return ApiError::not_found().into_response();
     };
@@ -73,6 +83,7 @@ async fn handle(
 async fn dispatch(shared: &Arc<Shared>, method: &str, params: &Params) -> ApiResult {
     match method {
         "getme" => misc::get_me(),
+        "getfile" => super::files::get_file(shared, params),
         "getupdates" => updates::get_updates(shared, params).await,
         "sendmessage" => messages::send_message(shared, params),
         "editmessagetext" => messages::edit_message_text(shared, params),

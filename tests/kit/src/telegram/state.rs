@@ -208,6 +208,10 @@ pub(crate) struct State {
     /// Placeholder texts and the raw JSON string content that replaces them in response
     /// bodies (see `FakeTelegram::user_sends_raw`).
     pub(crate) raw_texts: Vec<(String, String)>,
+    /// Files users sent, by `file_id`.
+    pub(crate) files: BTreeMap<String, super::files::StoredFile>,
+    /// Downloads of files so far.
+    pub(crate) file_downloads: usize,
 }
 
 impl State {

@@ -1,0 +1,151 @@
+//! Images in the model's window: chela's image blocks name a file in the workspace; before a
+//! model call they get the file's bytes (base64), or are left out when the model takes no
+//! images (the user message's text already names the file, so tools can read it).
+
+use std::path::Path;
+
+use base64::Engine;
+
+use crate::domain::message::{ContentBlock, ImageBlock, Message};
+
+/// Largest image file read into a model call, in bytes (the APIs refuse bigger ones).
+pub const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
+
+/// A user message: `text`, then `media` (image blocks).
+pub fn user_message(text: &str, media: Vec<ContentBlock>) -> Message {
+    let mut message = Message::user(text);
+    if let Message::User(user) = &mut message {
+        user.content.extend(media);
+    }
+    message
+}
+
+/// `messages` as the model gets them: with `vision`, image blocks that name a file carry its
+/// bytes (blocks whose file is gone or too big are left out); without, no image blocks.
+/// Messages without images are copied as they are.
+pub async fn for_model(messages: &[Message], workspace: &Path, vision: bool) -> Vec<Message> {
+    let mut out = Vec::with_capacity(messages.len());
+    for message in messages {
+        let Message::User(user) = message else {
+            out.push(message.clone());
+            continue;
+        };
+        if !user
+            .content
+            .iter()
+            .any(|b| matches!(b, ContentBlock::Image(_)))
+        {
+            out.push(message.clone());
+            continue;
+        }
+        let mut user = user.clone();
+        let mut content = Vec::with_capacity(user.content.len());
+        for block in user.content {
+            match block {
+                ContentBlock::Image(image) if vision => {
+                    if let Some(image) = loaded(image, workspace).await {
+                        content.push(ContentBlock::Image(image));
+                    }
+                }
+                ContentBlock::Image(_) => {}
+                other => content.push(other),
+            }
+        }
+        user.content = content;
+        out.push(Message::User(user));
+    }
+    out
+}
+
+/// The block with its bytes: as it is when it has them, else read from its file inside
+/// `workspace`; `None` when the file cannot be read or is too big.
+async fn loaded(mut image: ImageBlock, workspace: &Path) -> Option<ImageBlock> {
+    if !image.data.is_empty() {
+        return Some(image);
+    }
+    let relative = Path::new(image.path.as_deref()?);
+    if relative.is_absolute()
+        || relative
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        return None;
+    }
+    let file = workspace.join(relative);
+    match tokio::fs::metadata(&file).await {
+        Ok(meta) if meta.len() <= MAX_IMAGE_BYTES => {}
+        _ => return None,
+    }
+    match tokio::fs::read(&file).await {
+        Ok(bytes) => {
+            image.data = base64::engine::general_purpose::STANDARD.encode(bytes);
+            Some(image)
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, path = %file.display(), "cannot read an image for the model");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::message::UserMessage;
+
+    fn with_image(path: &str) -> Message {
+        Message::User(UserMessage {
+            content: vec![
+                ContentBlock::text("look"),
+                ContentBlock::Image(ImageBlock {
+                    data: String::new(),
+                    mime_type: "image/png".into(),
+                    path: Some(path.into()),
+                }),
+            ],
+            timestamp: 1,
+        })
+    }
+
+    fn images(messages: &[Message]) -> Vec<ImageBlock> {
+        messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::User(u) => Some(u.content.clone()),
+                _ => None,
+            })
+            .flatten()
+            .filter_map(|b| match b {
+                ContentBlock::Image(i) => Some(i),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_named_file_is_read_for_a_vision_model_and_left_out_otherwise() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("media")).unwrap();
+        std::fs::write(dir.path().join("media/a.png"), b"hi").unwrap();
+        let window = vec![Message::user("before"), with_image("media/a.png")];
+        let got = for_model(&window, dir.path(), true).await;
+        assert_eq!(images(&got)[0].data, "aGk=");
+        assert_eq!(got[0], window[0]);
+        let blind = for_model(&window, dir.path(), false).await;
+        assert!(images(&blind).is_empty());
+        assert_eq!(
+            crate::domain::message::text_of(match &blind[1] {
+                Message::User(u) => &u.content,
+                _ => unreachable!(),
+            }),
+            "look"
+        );
+    }
+
+    #[tokio::test]
+    async fn missing_files_and_paths_outside_the_workspace_are_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let window = vec![with_image("media/gone.png"), with_image("../etc/passwd")];
+        assert!(images(&for_model(&window, dir.path(), true).await).is_empty());
+    }
+}

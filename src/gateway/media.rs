@@ -1,0 +1,272 @@
+//! Inbound files (README "Media"): before a turn runs, the files of its messages are
+//! downloaded into `<workspace>/media/<session>/`, and the turn's text gets a note per file
+//! (its path, so tools can read it); pictures also go with the user message as image blocks
+//! naming that path (the agent reads them for a vision model, see `agent::media`).
+//!
+//! The download happens here, at run time, not in the adapter: the pending turn (stored
+//! before the platform is acknowledged) keeps each file's platform reference, so a crash
+//! before or during a download repeats it when the turn runs again; a file already
+//! downloaded (renamed from its `.part` once complete) is not fetched twice. Messages that
+//! admission drops are never downloaded.
+
+use std::path::Path;
+
+use chela_channel::{Attachment, AttachmentKind, Channel};
+
+use super::Core;
+use crate::domain::message::{ContentBlock, ImageBlock};
+use crate::lane::QueuedTurn;
+
+mod fetch;
+mod transcribe;
+
+pub use fetch::{FetchError, download};
+
+/// The text and image blocks a turn's user message gets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prepared {
+    /// The turn's text, with one note per file at the end.
+    pub text: String,
+    /// An image block per picture that was downloaded.
+    pub media: Vec<ContentBlock>,
+}
+
+/// Downloads the files of `turn`'s messages (session `key`) and returns what the model gets.
+/// A file too big or not downloadable gets a short reply in the chat and a note.
+pub async fn prepare(core: &Core, key: &str, turn: &QueuedTurn) -> Prepared {
+    let mut prepared = Prepared {
+        text: turn.text.clone(),
+        media: Vec::new(),
+    };
+    let files = match core.store.pending_for(key) {
+        Ok(pending) => pending
+            .into_iter()
+            .filter(|(seq, _)| turn.seqs.contains(seq))
+            .flat_map(|(seq, p)| {
+                let channel = p.inbound.conversation.channel.clone();
+                let files = p.inbound.attachments.into_iter().enumerate();
+                files.map(move |(i, a)| (seq, i, channel.clone(), a))
+            })
+            .collect::<Vec<_>>(),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the turn's attachments");
+            return prepared;
+        }
+    };
+    let folder = format!("media/{}", safe_key(key));
+    let mut notes = Vec::new();
+    for (seq, index, channel, attachment) in files {
+        let relative = format!("{folder}/{}", file_name(seq, index, &attachment));
+        let (note, image) = take_file(core, turn, &channel, &attachment, relative).await;
+        notes.push(note);
+        prepared.media.extend(image);
+    }
+    if !notes.is_empty() {
+        let notes = notes.join("\n");
+        prepared.text = if prepared.text.trim().is_empty() {
+            notes
+        } else {
+            format!("{}\n\n{notes}", prepared.text)
+        };
+    }
+    prepared
+}
+
+/// The text of an unmentioned group message kept as context: its files are named, not
+/// downloaded (`[image]`, `[document "a.pdf"]`), before its text.
+pub fn context_line(inbound: &chela_channel::Inbound) -> String {
+    let mut parts: Vec<String> = inbound
+        .attachments
+        .iter()
+        .map(|a| format!("[{}]", what(a)))
+        .collect();
+    if !inbound.text.trim().is_empty() || parts.is_empty() {
+        parts.push(inbound.text.clone());
+    }
+    parts.join(" ")
+}
+
+/// Downloads one file of `turn` to `relative` (in the workspace); its note for the model and,
+/// for a picture, its image block. A refusal is answered in the chat.
+async fn take_file(
+    core: &Core,
+    turn: &QueuedTurn,
+    channel: &str,
+    attachment: &Attachment,
+    relative: String,
+) -> (String, Option<ContentBlock>) {
+    let limit = core.config.media.max_bytes();
+    let file = core.agent.tool_context.workspace.join(&relative);
+    let size = match fetch_once(core.channel(channel), attachment, &file, limit).await {
+        Ok(size) => size,
+        Err(error) => {
+            tracing::warn!(error = %error, kind = attachment.kind.as_str(), "attachment not downloaded");
+            let (note, reply) = refusal(attachment, &error, limit);
+            core.say(&turn.target, &reply).await;
+            return (note, None);
+        }
+    };
+    let note = saved_note(attachment, &relative, size);
+    match attachment.kind {
+        AttachmentKind::Image => {
+            let image = ContentBlock::Image(ImageBlock {
+                data: String::new(),
+                mime_type: image_mime(attachment),
+                path: Some(relative),
+            });
+            (note, Some(image))
+        }
+        AttachmentKind::Voice | AttachmentKind::Audio
+            if !core.config.media.transcribe_url.trim().is_empty() =>
+        {
+            let mime = attachment.mime_type.as_deref().unwrap_or("audio/ogg");
+            match transcribe::transcribe(&core.config.media, &file, mime).await {
+                Ok(text) => (format!("({}) {text}\n{note}", what(attachment)), None),
+                Err(error) => {
+                    tracing::warn!(error = %error, "transcription failed; the model gets the path");
+                    (note, None)
+                }
+            }
+        }
+        _ => (note, None),
+    }
+}
+
+/// Downloads `attachment` to `dest` unless an earlier run of the turn did; its size.
+async fn fetch_once(
+    channel: Option<std::sync::Arc<dyn Channel>>,
+    attachment: &Attachment,
+    dest: &Path,
+    limit: u64,
+) -> Result<u64, FetchError> {
+    if let Some(size) = attachment.size.filter(|&s| s > limit) {
+        return Err(FetchError::TooBig(size));
+    }
+    if let Ok(meta) = tokio::fs::metadata(dest).await {
+        return Ok(meta.len());
+    }
+    let channel = channel.ok_or(FetchError::NoChannel)?;
+    let url = channel.media_url(attachment).await?;
+    download(&url, dest, limit).await
+}
+
+/// `agent:main:direct:42` -> `agent_main_direct_42`: a folder name.
+pub fn safe_key(key: &str) -> String {
+    sanitized(key, 120)
+}
+
+/// The file's name in the session's folder: `<seq>-<index>-<sender's name or kind.ext>`.
+pub fn file_name(seq: u64, index: usize, attachment: &Attachment) -> String {
+    let name = attachment
+        .file_name
+        .as_deref()
+        .map(|n| sanitized(n, 80))
+        .filter(|n| !n.trim_matches(['_', '.']).is_empty())
+        .unwrap_or_else(|| {
+            let ext = extension(attachment.mime_type.as_deref().unwrap_or_default());
+            format!("{}.{ext}", attachment.kind.as_str())
+        });
+    format!("{seq}-{index}-{name}")
+}
+
+fn sanitized(name: &str, max: usize) -> String {
+    let clean: String = name
+        .chars()
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '-' | '_' | '.' => c,
+            _ => '_',
+        })
+        .take(max)
+        .collect();
+    clean.trim_start_matches('.').to_owned()
+}
+
+fn extension(mime: &str) -> &'static str {
+    match mime {
+        "image/jpeg" => "jpg",
+        "image/png" => "png",
+        "image/gif" => "gif",
+        "image/webp" => "webp",
+        "audio/ogg" => "ogg",
+        "audio/mpeg" => "mp3",
+        "audio/mp4" | "audio/x-m4a" => "m4a",
+        "video/mp4" => "mp4",
+        "video/webm" => "webm",
+        "application/pdf" => "pdf",
+        "text/plain" => "txt",
+        "application/x-tgsticker" => "tgs",
+        _ => "bin",
+    }
+}
+
+fn image_mime(attachment: &Attachment) -> String {
+    attachment
+        .mime_type
+        .clone()
+        .filter(|m| m.starts_with("image/"))
+        .unwrap_or_else(|| "image/jpeg".to_owned())
+}
+
+fn what(attachment: &Attachment) -> String {
+    let kind = match attachment.kind {
+        AttachmentKind::Voice => "voice message",
+        other => other.as_str(),
+    };
+    match &attachment.file_name {
+        Some(name) => format!("{kind} \"{name}\""),
+        None => kind.to_owned(),
+    }
+}
+
+fn saved_note(attachment: &Attachment, relative: &str, size: u64) -> String {
+    let mime = attachment.mime_type.as_deref().unwrap_or("unknown type");
+    format!(
+        "[{} attached, saved as {relative} ({mime}, {})]",
+        what(attachment),
+        human(size)
+    )
+}
+
+/// The note for the model and the reply for the chat when a file was not downloaded.
+fn refusal(attachment: &Attachment, error: &FetchError, limit: u64) -> (String, String) {
+    let what = what(attachment);
+    match error {
+        FetchError::TooBig(size) => (
+            format!(
+                "[{what} ({}) not downloaded: bigger than the {} limit]",
+                human(*size),
+                human(limit)
+            ),
+            format!(
+                "The {what} is too big for me ({}; the limit is {}). I'll answer without it.",
+                human(*size),
+                human(limit)
+            ),
+        ),
+        _ => (
+            format!("[{what} could not be downloaded]"),
+            format!("I could not download the {what}. I'll answer without it."),
+        ),
+    }
+}
+
+/// `1536` -> `1.5 KB`, `31457280` -> `30 MB`.
+pub fn human(bytes: u64) -> String {
+    const KB: f64 = 1024.0;
+    let b = bytes as f64;
+    if b < KB {
+        format!("{bytes} B")
+    } else if b < KB * KB {
+        format!("{} KB", trim(b / KB))
+    } else {
+        format!("{} MB", trim(b / KB / KB))
+    }
+}
+
+fn trim(x: f64) -> String {
+    let s = format!("{x:.1}");
+    s.strip_suffix(".0").map(str::to_owned).unwrap_or(s)
+}
+
+#[cfg(test)]
+mod tests;

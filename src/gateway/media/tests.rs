@@ -1,0 +1,118 @@
+use super::*;
+
+fn attachment(kind: AttachmentKind, name: Option<&str>, mime: Option<&str>) -> Attachment {
+    Attachment {
+        kind,
+        file_ref: "ref".into(),
+        mime_type: mime.map(str::to_owned),
+        size: Some(1),
+        file_name: name.map(str::to_owned),
+    }
+}
+
+#[test]
+fn file_names_are_safe_and_unique_per_turn_and_index() {
+    let photo = attachment(AttachmentKind::Image, None, Some("image/jpeg"));
+    assert_eq!(file_name(7, 0, &photo), "7-0-image.jpg");
+    let doc = attachment(AttachmentKind::Document, Some("../../etc/passwd"), None);
+    assert_eq!(file_name(7, 1, &doc), "7-1-_.._etc_passwd");
+    let dots = attachment(
+        AttachmentKind::Document,
+        Some(".."),
+        Some("application/pdf"),
+    );
+    assert_eq!(file_name(8, 0, &dots), "8-0-document.pdf");
+    assert_eq!(safe_key("agent:main:direct:42"), "agent_main_direct_42");
+}
+
+#[test]
+fn group_context_names_the_files_before_the_text() {
+    let mut inbound = chela_channel::Inbound {
+        conversation: chela_channel::Conversation {
+            channel: "telegram".into(),
+            account: "default".into(),
+            kind: chela_channel::ChatKind::Group,
+            chat_id: "-100".into(),
+            thread_id: None,
+        },
+        sender: chela_channel::Sender::default(),
+        message_id: "1".into(),
+        text: "nice".into(),
+        reply_to: None,
+        mentioned: false,
+        timestamp_ms: 0,
+        interaction: None,
+        attachments: Vec::new(),
+    };
+    assert_eq!(context_line(&inbound), "nice");
+    inbound.attachments = vec![
+        attachment(AttachmentKind::Image, None, Some("image/jpeg")),
+        attachment(AttachmentKind::Document, Some("a.pdf"), None),
+    ];
+    assert_eq!(context_line(&inbound), "[image] [document \"a.pdf\"] nice");
+    inbound.text.clear();
+    assert_eq!(context_line(&inbound), "[image] [document \"a.pdf\"]");
+}
+
+#[test]
+fn notes_name_the_path_and_refusals_the_limit() {
+    let doc = attachment(
+        AttachmentKind::Document,
+        Some("report.pdf"),
+        Some("application/pdf"),
+    );
+    assert_eq!(
+        saved_note(&doc, "media/k/1-0-report.pdf", 1536),
+        "[document \"report.pdf\" attached, saved as media/k/1-0-report.pdf (application/pdf, 1.5 KB)]"
+    );
+    let (note, reply) = refusal(&doc, &FetchError::TooBig(30 << 20), 20 << 20);
+    assert_eq!(
+        note,
+        "[document \"report.pdf\" (30 MB) not downloaded: bigger than the 20 MB limit]"
+    );
+    assert_eq!(
+        reply,
+        "The document \"report.pdf\" is too big for me (30 MB; the limit is 20 MB). I'll answer without it."
+    );
+}
+
+async fn serve(body: Vec<u8>) -> String {
+    let app = axum::Router::new().route("/f", axum::routing::get(move || async move { body }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}/f")
+}
+
+#[tokio::test]
+async fn a_download_lands_whole_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = serve(vec![7u8; 5000]).await;
+    let dest = dir.path().join("a/b/file.bin");
+    assert_eq!(download(&url, &dest, 5000).await.unwrap(), 5000);
+    assert_eq!(std::fs::read(&dest).unwrap().len(), 5000);
+    let small = dir.path().join("small.bin");
+    let err = download(&url, &small, 4999).await.unwrap_err();
+    assert!(matches!(err, FetchError::TooBig(_)), "{err:?}");
+    assert!(!small.exists());
+    assert!(!dir.path().join("small.bin.part").exists());
+}
+
+#[tokio::test]
+async fn a_file_downloaded_before_a_restart_is_not_fetched_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("7-0-image.jpg");
+    let photo = attachment(AttachmentKind::Image, None, Some("image/jpeg"));
+    // No channel: a fetch would fail.
+    let err = fetch_once(None, &photo, &dest, 100).await.unwrap_err();
+    assert!(matches!(err, FetchError::NoChannel), "{err:?}");
+    std::fs::write(&dest, b"abc").unwrap();
+    assert_eq!(fetch_once(None, &photo, &dest, 100).await.unwrap(), 3);
+    // The declared size is checked first, without a download.
+    let mut big = photo.clone();
+    big.size = Some(101);
+    let err = fetch_once(None, &big, &dir.path().join("x"), 100)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FetchError::TooBig(101)), "{err:?}");
+}

@@ -36,12 +36,28 @@ impl Config {
     }
 }
 
+/// [`redact_url`] for text the URL parser refuses.
+fn redact_unparsed(raw: &str) -> String {
+    if raw.contains("://") || raw.contains('@') || raw.contains('\'') {
+        return "<hidden>".to_owned();
+    }
+    raw.split_whitespace()
+        .map(|pair| match pair.split_once('=') {
+            Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
+            _ => pair.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// `raw` fit to print: a user and password become `***@`, a query `?***`, and with
 /// `hide_path` (a webhook, whose path is often its secret) the path `/***`. Text that is no
-/// URL is shown as it is (config loading refuses it anyway).
+/// URL is shown with every `password=` value hidden (a PostgreSQL key=value string), or as
+/// `<hidden>` when it holds `@`, `://` (a URL the parser refuses, say with several hosts) or a
+/// quote (a quoted value may hold spaces).
 pub fn redact_url(raw: &str, hide_path: bool) -> String {
     let Ok(mut url) = url::Url::parse(raw) else {
-        return raw.to_owned();
+        return redact_unparsed(raw);
     };
     let mut changed = false;
     if !url.username().is_empty() || url.password().is_some() {
@@ -68,6 +84,21 @@ pub fn redact_url(raw: &str, hide_path: bool) -> String {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+    #[test]
+    fn key_value_strings_and_unparsed_urls_hide_their_password() {
+        use super::redact_url;
+        assert_eq!(
+            redact_url("host=db user=chela password=s3cret dbname=chela", false),
+            "host=db user=chela password=*** dbname=chela"
+        );
+        assert_eq!(
+            redact_url("postgres://u:pw@h1:5432,h2:5432/db", false),
+            "<hidden>"
+        );
+        assert_eq!(redact_url("host=db password='a b'", false), "<hidden>");
+        assert_eq!(redact_url("host=db", false), "host=db");
+    }
+
     use super::*;
 
     #[test]

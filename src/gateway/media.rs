@@ -4,7 +4,8 @@
 //! naming that path (the agent reads them for a vision model, see `agent::media`).
 //!
 //! The download happens here, at run time, not in the adapter: the pending turn (stored
-//! before the platform is acknowledged) keeps each file's platform reference, so a crash
+//! before the platform is acknowledged) keeps each file's platform reference (and the queued
+//! turn carries them, see `QueuedTurn::files`), so a crash
 //! before or during a download repeats it when the turn runs again; a file already
 //! downloaded (renamed from its `.part` once complete) is not fetched twice. Messages that
 //! admission drops are never downloaded.
@@ -32,32 +33,22 @@ pub struct Prepared {
 }
 
 /// Downloads the files of `turn`'s messages (session `key`) and returns what the model gets.
+/// Turns without files cost nothing here.
 /// A file too big or not downloadable gets a short reply in the chat and a note.
 pub async fn prepare(core: &Core, key: &str, turn: &QueuedTurn) -> Prepared {
     let mut prepared = Prepared {
         text: turn.text.clone(),
         media: Vec::new(),
     };
-    let files = match core.store.pending_for(key) {
-        Ok(pending) => pending
-            .into_iter()
-            .filter(|(seq, _)| turn.seqs.contains(seq))
-            .flat_map(|(seq, p)| {
-                let channel = p.inbound.conversation.channel.clone();
-                let files = p.inbound.attachments.into_iter().enumerate();
-                files.map(move |(i, a)| (seq, i, channel.clone(), a))
-            })
-            .collect::<Vec<_>>(),
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot read the turn's attachments");
-            return prepared;
-        }
-    };
     let folder = format!("media/{}", safe_key(key));
     let mut notes = Vec::new();
-    for (seq, index, channel, attachment) in files {
-        let relative = format!("{folder}/{}", file_name(seq, index, &attachment));
-        let (note, image) = take_file(core, turn, &channel, &attachment, relative).await;
+    let mut index = 0;
+    for (n, (seq, attachment)) in turn.files.iter().enumerate() {
+        // Numbered within each message: `<seq>-0-...`, `<seq>-1-...`.
+        let first = n == 0 || turn.files[n - 1].0 != *seq;
+        index = if first { 0 } else { index + 1 };
+        let relative = format!("{folder}/{}", file_name(*seq, index, attachment));
+        let (note, image) = take_file(core, turn, attachment, relative).await;
         notes.push(note);
         prepared.media.extend(image);
     }
@@ -91,13 +82,13 @@ pub fn context_line(inbound: &chela_channel::Inbound) -> String {
 async fn take_file(
     core: &Core,
     turn: &QueuedTurn,
-    channel: &str,
     attachment: &Attachment,
     relative: String,
 ) -> (String, Option<ContentBlock>) {
     let limit = core.config.media.max_bytes();
     let file = core.agent.tool_context.workspace.join(&relative);
-    let size = match fetch_once(core.channel(channel), attachment, &file, limit).await {
+    let size = match fetch_once(core.channel(&turn.target.channel), attachment, &file, limit).await
+    {
         Ok(size) => size,
         Err(error) => {
             tracing::warn!(error = %error, kind = attachment.kind.as_str(), "attachment not downloaded");

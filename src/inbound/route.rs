@@ -207,6 +207,11 @@ pub fn queued_turn(seq: u64, pending: &PendingTurn) -> QueuedTurn {
     let conv = &inbound.conversation;
     QueuedTurn {
         seqs: vec![seq],
+        files: inbound
+            .attachments
+            .iter()
+            .map(|a| (seq, a.clone()))
+            .collect(),
         text: inbound.text.clone(),
         sender: if inbound.sender.name.is_empty() {
             inbound.sender.id.clone()

@@ -18,6 +18,9 @@ pub struct QueuedTurn {
     pub target: chela_channel::Conversation,
     /// The platform message the reply quotes (busy group chats), if any.
     pub quote: Option<String>,
+    /// The files that came with its messages, each with the seq of its message (downloaded
+    /// when the turn runs).
+    pub files: Vec<(u64, chela_channel::Attachment)>,
 }
 
 /// What pushing into a full queue did.
@@ -113,6 +116,7 @@ impl TurnQueue {
         }
         let mut text = String::from(COLLECT_HEADER);
         let mut seqs = Vec::new();
+        let mut files = Vec::new();
         for (i, turn) in batch.iter().enumerate() {
             text.push_str(&format!(
                 "\n\n---\nQueued #{} ({}):\n{}",
@@ -121,6 +125,7 @@ impl TurnQueue {
                 turn.text
             ));
             seqs.extend(&turn.seqs);
+            files.extend(turn.files.iter().cloned());
         }
         Some(QueuedTurn {
             seqs,
@@ -129,6 +134,7 @@ impl TurnQueue {
             context: batch[0].context.clone(),
             target: batch[0].target.clone(),
             quote: batch.last().and_then(|t| t.quote.clone()),
+            files,
         })
     }
 
@@ -161,6 +167,7 @@ impl TurnQueue {
                 lines.join("\n")
             ),
             sender: "system".into(),
+            files: Vec::new(),
         })
     }
 }
@@ -195,6 +202,7 @@ mod tests {
                 thread_id: None,
             },
             quote: None,
+            files: Vec::new(),
         }
     }
 
@@ -221,6 +229,31 @@ mod tests {
         assert!(batch.text.contains("Queued #2 (ann):\ntwo"));
         assert_eq!(batch.seqs, vec![1, 2]);
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn collect_keeps_the_files_of_every_merged_message() {
+        let file = |r: &str| chela_channel::Attachment {
+            kind: chela_channel::AttachmentKind::Image,
+            file_ref: r.into(),
+            mime_type: None,
+            size: None,
+            file_name: None,
+        };
+        let mut q = TurnQueue::default();
+        let mut one = turn(1, "one", "c");
+        one.files = vec![(1, file("a"))];
+        let mut two = turn(2, "two", "c");
+        two.files = vec![(2, file("b")), (2, file("c"))];
+        q.push(one, 20, DropPolicy::Summarize);
+        q.push(two, 20, DropPolicy::Summarize);
+        let batch = q.pop_collected().unwrap();
+        let refs: Vec<_> = batch
+            .files
+            .iter()
+            .map(|(s, f)| (*s, f.file_ref.as_str()))
+            .collect();
+        assert_eq!(refs, [(1, "a"), (2, "b"), (2, "c")]);
     }
 
     #[test]

@@ -153,6 +153,7 @@ fn turn_in(seq: u64, text: &str, context: &str) -> QueuedTurn {
         context: context.into(),
         target: conversation(),
         quote: None,
+        files: Vec::new(),
     }
 }
 

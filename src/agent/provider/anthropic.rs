@@ -288,19 +288,7 @@ mod tests {
         );
     }
 
-    fn with_image(data: &str) -> Message {
-        Message::User(crate::domain::message::UserMessage {
-            content: vec![
-                ContentBlock::text("what is this?"),
-                ContentBlock::Image(crate::domain::message::ImageBlock {
-                    data: data.into(),
-                    mime_type: "image/png".into(),
-                    path: Some("media/k/a.png".into()),
-                }),
-            ],
-            timestamp: 1,
-        })
-    }
+    use super::super::tests_support::with_image;
 
     #[test]
     fn images_become_base64_image_blocks_after_the_text() {

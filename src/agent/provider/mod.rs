@@ -133,3 +133,24 @@ pub trait Provider: Send + Sync {
     fn stream(&self, request: ProviderRequest)
     -> BoxFuture<'_, Result<EventStream, ProviderError>>;
 }
+
+/// Fixtures shared by the providers' tests.
+#[cfg(test)]
+mod tests_support {
+    use crate::domain::message::{ContentBlock, ImageBlock, Message, UserMessage};
+
+    /// A user message "what is this?" with a PNG image whose base64 bytes are `data`.
+    pub(super) fn with_image(data: &str) -> Message {
+        Message::User(UserMessage {
+            content: vec![
+                ContentBlock::text("what is this?"),
+                ContentBlock::Image(ImageBlock {
+                    data: data.into(),
+                    mime_type: "image/png".into(),
+                    path: Some("media/k/a.png".into()),
+                }),
+            ],
+            timestamp: 1,
+        })
+    }
+}

@@ -112,20 +112,8 @@ impl FakeTelegram {
             }
             map.insert(field.0.into(), field.1);
         }
-        chat.messages.insert(
-            id,
-            Stored {
-                json: json.clone(),
-                from_bot: false,
-                text: caption.to_owned(),
-                thread_id: None,
-                reply_to: None,
-                parse_mode: None,
-                reply_markup: None,
-                edits: 0,
-                deleted: false,
-            },
-        );
+        chat.messages
+            .insert(id, Stored::from_user(json.clone(), caption, None, None));
         state.push_update("message", json);
         drop(state);
         self.shared.new_update.notify_waiters();

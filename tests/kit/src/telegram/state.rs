@@ -48,6 +48,28 @@ pub(crate) struct Stored {
     pub(crate) deleted: bool,
 }
 
+impl Stored {
+    /// A message a user sent: `json` as Telegram shows it, `text` (or caption) as written.
+    pub(crate) fn from_user(
+        json: Value,
+        text: &str,
+        thread_id: Option<i64>,
+        reply_to: Option<i64>,
+    ) -> Stored {
+        Stored {
+            json,
+            from_bot: false,
+            text: text.to_owned(),
+            thread_id,
+            reply_to,
+            parse_mode: None,
+            reply_markup: None,
+            edits: 0,
+            deleted: false,
+        }
+    }
+}
+
 /// A chat the fake knows.
 #[derive(Debug, Clone)]
 pub(crate) struct Chat {

@@ -106,20 +106,8 @@ impl FakeTelegram {
             thread,
             reply_to,
         );
-        chat.messages.insert(
-            id,
-            Stored {
-                json: json.clone(),
-                from_bot: false,
-                text: text.to_owned(),
-                thread_id: thread,
-                reply_to,
-                parse_mode: None,
-                reply_markup: None,
-                edits: 0,
-                deleted: false,
-            },
-        );
+        chat.messages
+            .insert(id, Stored::from_user(json.clone(), text, thread, reply_to));
         state.push_update("message", json);
         drop(state);
         self.shared.new_update.notify_waiters();

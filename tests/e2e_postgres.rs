@@ -193,3 +193,50 @@ async fn a_database_with_a_newer_schema_is_refused_with_exit_2() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("newer than this chela's"), "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_process_on_the_same_database_is_refused_and_the_cli_asks_the_gateway() {
+    let url = fresh_store_url().await;
+    let env = [("CHELA_STORE_URL", url.as_str())];
+    let s = TgSetup::with(TgConfig {
+        telegram: "dm_policy = \"open\"",
+        ..TgConfig::default()
+    })
+    .await;
+    let (chat, user) = dm(201, "U201");
+    s.tg.user_sends(chat, user, "hello");
+    let mut gw = s.gateway_env(&env);
+    gw.wait(&s, "the first reply", |s| {
+        s.texts(201).iter().any(|t| t.starts_with("ok: hello"))
+    })
+    .await;
+
+    // A second gateway on the same database stops at once, naming it without the password.
+    let mut second = s.setup.chela(&["gateway"]);
+    second.envs(env);
+    let out = common::run_to_end(second).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("in use by another chela process"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(&password_of(&url)), "{stderr}");
+
+    // The CLI reaches the running gateway over its RPC instead of opening the store.
+    let mut status = s.setup.chela(&["status"]);
+    status.envs(env);
+    let out = common::run_to_end(status).await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("gateway: running"), "{text}");
+
+    // Once the gateway is gone, the store opens directly again.
+    gw.stop().await;
+    let mut status = s.setup.chela(&["status"]);
+    status.envs(env);
+    let out = common::run_to_end(status).await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(!text.contains("gateway: running"), "{text}");
+}

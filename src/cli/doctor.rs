@@ -54,7 +54,7 @@ pub async fn doctor(loaded: LoadedConfig) -> ExitCode {
 /// The store opens (or the gateway holding it answers).
 async fn store(loaded: &LoadedConfig, report: &mut Report) {
     let path = &loaded.config.store.path;
-    match Store::open_config(&loaded.config.store) {
+    match Store::open_config(&loaded.config) {
         Ok(store) => report.line(
             true,
             "store",

@@ -37,7 +37,7 @@ pub enum PairingCommand {
 /// Runs a pairing action: on the store when no gateway runs, else through the gateway's RPC.
 pub async fn run(loaded: LoadedConfig, command: PairingCommand) -> ExitCode {
     let may_make_owner = loaded.config.commands.pairing_makes_owners();
-    let result = match Store::open_config(&loaded.config.store) {
+    let result = match Store::open_config(&loaded.config) {
         Ok(store) => direct(&store, &command, may_make_owner)
             .await
             .map_err(|e| e.to_string()),

@@ -41,7 +41,7 @@ pub enum SessionsCommand {
 /// Runs a sessions command against the store. While a gateway holds the store, `list`,
 /// `show` and `export` ask it over the RPC; `import` needs the gateway stopped.
 pub async fn run(loaded: LoadedConfig, command: SessionsCommand) -> ExitCode {
-    let store = match Store::open_config(&loaded.config.store) {
+    let store = match Store::open_config(&loaded.config) {
         Ok(store) => store,
         Err(StoreError::Locked { .. }) if matches!(command, SessionsCommand::List) => {
             return list_through_rpc(&loaded).await;

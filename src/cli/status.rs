@@ -10,7 +10,7 @@ use chela::store::{Store, StoreError};
 
 /// Prints the gateway's state.
 pub async fn status(loaded: LoadedConfig) -> ExitCode {
-    let store = match Store::open_config(&loaded.config.store) {
+    let store = match Store::open_config(&loaded.config) {
         Ok(store) => store,
         Err(StoreError::Locked { .. }) => return through_rpc(&loaded).await,
         Err(e) => {

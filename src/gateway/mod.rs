@@ -254,7 +254,7 @@ impl Gateway {
         config: Config,
         channels: Vec<Arc<dyn Channel>>,
     ) -> Result<Gateway, GatewayError> {
-        let store = Store::open_config(&config.store)?;
+        let store = Store::open_config(&config)?;
         let cluster = join_cluster(&config, &store).await?;
         let shutdown = CancellationToken::new();
         let provider = crate::agent::provider(&config)?;

@@ -38,7 +38,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-pub use self::postgres::{PgStore, SCHEMA_VERSION};
+pub use self::postgres::{PgStore, SCHEMA_VERSION, Tenancy};
 pub use self::sled::{CACHE_CAPACITY, SledStore};
 pub use entry::{Entry, EntryKind, Item, SessionHeader, TRANSCRIPT_VERSION};
 pub use ports::{
@@ -58,10 +58,10 @@ pub fn highwater_path_for(store: &Path) -> Option<PathBuf> {
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// Another process holds the store's lock.
-    #[error("the store at {} is in use by another chela process", path.display())]
+    #[error("the store at {place} is in use by another chela process")]
     Locked {
-        /// The store folder.
-        path: PathBuf,
+        /// The store folder, or the PostgreSQL database (password hidden).
+        place: String,
     },
     /// The store could not be opened.
     #[error("cannot open the store at {}: {reason}", path.display())]
@@ -205,10 +205,16 @@ impl Store {
         SledStore::open_with(path, accept_rollback, cache_bytes).map(Store::new)
     }
 
-    /// Opens the store `config` selects: PostgreSQL when `config.url` is set (see
-    /// [`PgStore::open`]), else the sled store in `config.path` ([`Store::open_with`]). The
-    /// gateway and every CLI command open it through here.
-    pub fn open_config(config: &crate::config::StoreConfig) -> Result<Store, StoreError> {
+    /// Opens the store `config` selects: PostgreSQL when `store.url` is set (see
+    /// [`PgStore::open_as`]; shared with the other nodes when `[cluster] enabled`, else held
+    /// by this process alone), else the sled store in `store.path` ([`Store::open_with`]).
+    /// The gateway and every CLI command open it through here.
+    pub fn open_config(config: &crate::config::Config) -> Result<Store, StoreError> {
+        let tenancy = match config.cluster.enabled {
+            true => Tenancy::Shared,
+            false => Tenancy::Sole,
+        };
+        let config = &config.store;
         let url = config.url.trim();
         if url.is_empty() {
             return Store::open_with(&config.path, config.accept_rollback, config.cache_bytes());
@@ -218,7 +224,7 @@ impl Store {
         if let Some(parent) = config.path.parent() {
             let _ = std::fs::create_dir_all(parent);
         }
-        PgStore::open(url, config.url_setting()).map(Store::new)
+        PgStore::open_as(url, config.url_setting(), tenancy).map(Store::new)
     }
 
     /// The cluster coordinator of node `node` on the PostgreSQL store `config` names (a

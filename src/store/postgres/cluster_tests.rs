@@ -21,7 +21,7 @@ fn schema() -> (String, String) {
 
 /// Node `node`'s store (migrated, fenced) and coordinator on `url`.
 async fn node(url: &str, node: &str) -> (Store, PgCoordinator) {
-    let store = PgStore::open(url, "test").unwrap();
+    let store = PgStore::open_as(url, "test", crate::store::Tenancy::Shared).unwrap();
     crate::store::BaseStore::fence(&store, node);
     let coordinator = PgCoordinator::connect(url, "test", node).await.unwrap();
     (Store::new(store), coordinator)

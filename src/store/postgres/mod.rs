@@ -24,6 +24,10 @@
 //! `synchronous_commit`), so "buffered" writes are durable too and [`BaseStore::flush`]
 //! returns at once.
 //!
+//! **One process per database** unless clustered: `lock.rs` holds an advisory lock on a
+//! connection of its own (exclusive, or shared by cluster nodes), so a second lone process
+//! is refused with [`StoreError::Locked`] as sled's folder lock refuses it.
+//!
 //! **Faults.** When the connection is lost, the job that was running fails (its caller sees
 //! the error and does not acknowledge what it could not store) and the next jobs wait while
 //! the worker reconnects, once a second, logging the loss once and the return: intake and
@@ -41,6 +45,7 @@ mod conn;
 mod delivery;
 mod jsonl;
 mod links;
+mod lock;
 mod pairing;
 mod queue;
 mod schema;
@@ -63,6 +68,7 @@ use conn::Conn;
 use super::{BaseStore, StoreError, StoreFuture};
 
 pub use cluster::PgCoordinator;
+pub use lock::Tenancy;
 pub use schema::SCHEMA_VERSION;
 
 /// How long connecting may take before the open fails (unless the URL sets
@@ -79,6 +85,8 @@ type Job = Box<dyn FnOnce(Rc<Conn>) -> LocalBoxFuture<'static, ()> + Send>;
 /// The PostgreSQL store. Callers hold it through [`Store`](super::Store).
 pub struct PgStore {
     jobs: mpsc::UnboundedSender<Job>,
+    /// Says when the worker has stopped and given the store's lock back (see `Drop`).
+    stopped: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
     /// The cluster node whose leases fence the writes of a turn (see [`BaseStore::fence`]).
     node: std::sync::OnceLock<String>,
 }
@@ -96,6 +104,14 @@ impl PgStore {
     /// Fails with [`StoreError::SchemaTooNew`] when the database was migrated by a newer
     /// chela.
     pub fn open(url: &str, setting: &str) -> Result<PgStore, StoreError> {
+        PgStore::open_as(url, setting, Tenancy::Sole)
+    }
+
+    /// [`PgStore::open`] for `tenancy`: with [`Tenancy::Sole`] the store holds the
+    /// database's lock exclusively and fails with [`StoreError::Locked`] while another chela
+    /// process has it open; with [`Tenancy::Shared`] (cluster nodes) it shares the lock
+    /// with the other nodes and is refused only while a lone process holds it.
+    pub fn open_as(url: &str, setting: &str, tenancy: Tenancy) -> Result<PgStore, StoreError> {
         let connect_err = |reason: String| StoreError::Connect {
             setting: setting.to_owned(),
             url: crate::config::redact::redact_url(url, false),
@@ -104,16 +120,24 @@ impl PgStore {
         let config = parse_config(url, setting)?;
         let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
         let (jobs, jobs_rx) = mpsc::unbounded_channel();
+        let (stopped_tx, stopped) = std::sync::mpsc::sync_channel(1);
         std::thread::Builder::new()
             .name("chela-postgres".into())
-            .spawn(move || worker(config, jobs_rx, ready_tx))
+            .spawn(move || {
+                worker(config, tenancy, jobs_rx, ready_tx);
+                let _ = stopped_tx.send(());
+            })
             .map_err(|e| connect_err(format!("cannot start the store thread: {e}")))?;
         match ready_rx.recv() {
             Ok(Ok(())) => Ok(PgStore {
                 jobs,
+                stopped: std::sync::Mutex::new(stopped),
                 node: std::sync::OnceLock::new(),
             }),
             Ok(Err(Opening::Connect(reason))) => Err(connect_err(reason)),
+            Ok(Err(Opening::Locked)) => Err(StoreError::Locked {
+                place: crate::config::redact::redact_url(url, false),
+            }),
             Ok(Err(Opening::Store(e))) => Err(e),
             Err(_) => Err(connect_err("the store thread stopped".into())),
         }
@@ -165,6 +189,17 @@ impl PgStore {
     }
 }
 
+impl Drop for PgStore {
+    /// Stops the worker and waits (briefly) until it has given the database's lock back,
+    /// so a store opened right after this one is dropped finds the lock free.
+    fn drop(&mut self) {
+        let (closed, _) = mpsc::unbounded_channel();
+        drop(std::mem::replace(&mut self.jobs, closed));
+        let stopped = self.stopped.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = stopped.recv_timeout(lock::RELEASE_WAIT * 2);
+    }
+}
+
 impl BaseStore for PgStore {
     /// Every write committed before it returned: nothing to do.
     fn flush(&self) -> StoreFuture<'_, ()> {
@@ -201,12 +236,15 @@ enum Opening {
     Connect(String),
     /// The database refused the migrations (or is newer).
     Store(StoreError),
+    /// Another chela process holds the database's lock.
+    Locked,
 }
 
 /// The worker thread: connects, migrates, reports through `ready`, then runs jobs until the
 /// store is dropped.
 fn worker(
     config: tokio_postgres::Config,
+    tenancy: Tenancy,
     jobs: mpsc::UnboundedReceiver<Job>,
     ready: std::sync::mpsc::SyncSender<Result<(), Opening>>,
 ) {
@@ -238,9 +276,22 @@ fn worker(
             let _ = ready.send(Err(Opening::Store(e)));
             return;
         }
+        let held = match lock::take(&config, tenancy).await {
+            Ok(held) => held,
+            Err(lock::Refused::Taken) => {
+                let _ = ready.send(Err(Opening::Locked));
+                return;
+            }
+            Err(lock::Refused::Connect(e)) => {
+                let _ = ready.send(Err(Opening::Connect(e)));
+                return;
+            }
+        };
         if ready.send(Ok(())).is_err() {
             return;
         }
+        let (stop_lock, stop) = tokio::sync::oneshot::channel();
+        let holder = tokio::task::spawn_local(lock::hold(config.clone(), held, stop));
         let jobs = Rc::new(tokio::sync::Mutex::new(jobs));
         let lost = Rc::new(Cell::new(false));
         let lanes: Vec<_> = conns
@@ -253,6 +304,8 @@ fn worker(
         for lane in lanes {
             let _ = lane.await;
         }
+        let _ = stop_lock.send(());
+        let _ = tokio::time::timeout(lock::RELEASE_WAIT, holder).await;
     }));
 }
 

@@ -49,6 +49,27 @@ pub(crate) fn admin(sql: &str) {
     .unwrap();
 }
 
+/// Runs `sql` on the test cluster and returns the bigint in its first row's first column.
+pub(crate) fn admin_value(sql: &str) -> i64 {
+    let url = test_url();
+    let sql = sql.to_owned();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(conn);
+            client.query_one(&sql, &[]).await.unwrap().get(0)
+        })
+    })
+    .join()
+    .unwrap()
+}
+
 /// A fresh, empty schema on the test cluster; returns its store URL.
 pub(crate) fn fresh_schema() -> String {
     let schema = format!("t{}", uuid::Uuid::new_v4().simple());
@@ -124,6 +145,84 @@ mod tests {
         assert!(matches!(err, StoreError::Connect { .. }), "{err:?}");
         assert!(text.contains("CHELA_STORE_URL"), "{text}");
         assert!(!text.contains("not-the-password"), "{text}");
+    }
+
+    /// The schema of a `fresh_schema` URL.
+    fn schema_of(url: &str) -> String {
+        url.rsplit("%3D").next().unwrap().to_owned()
+    }
+
+    /// Whether `err` is the store-in-use refusal, naming the database without its password.
+    fn is_locked(err: &StoreError) -> bool {
+        let text = err.to_string();
+        let password = url::Url::parse(&test_url())
+            .unwrap()
+            .password()
+            .map(str::to_owned);
+        matches!(err, StoreError::Locked { .. })
+            && text.contains("in use by another chela process")
+            && password.is_none_or(|p| !text.contains(&p))
+    }
+
+    #[test]
+    fn a_second_process_on_one_database_is_refused_until_the_first_closes() {
+        use crate::store::{PgStore, Tenancy};
+        let url = fresh_schema();
+        let first = PgStore::open(&url, "store.url").unwrap();
+        let err = PgStore::open(&url, "store.url").unwrap_err();
+        assert!(is_locked(&err), "{err:?}");
+        let err = PgStore::open_as(&url, "store.url", Tenancy::Shared).unwrap_err();
+        assert!(
+            is_locked(&err),
+            "a cluster node joined a lone gateway's database: {err:?}"
+        );
+        // Another schema of the same database is another store.
+        drop(PgStore::open(&fresh_schema(), "store.url").unwrap());
+        // Closing gives the lock back before the drop returns.
+        drop(first);
+        drop(PgStore::open(&url, "store.url").unwrap());
+    }
+
+    #[test]
+    fn cluster_nodes_share_the_database_and_keep_a_lone_process_out() {
+        use crate::store::{PgStore, Tenancy};
+        let url = fresh_schema();
+        let a = PgStore::open_as(&url, "store.url", Tenancy::Shared).unwrap();
+        let b = PgStore::open_as(&url, "store.url", Tenancy::Shared).unwrap();
+        assert!(is_locked(&PgStore::open(&url, "store.url").unwrap_err()));
+        drop(a);
+        assert!(is_locked(&PgStore::open(&url, "store.url").unwrap_err()));
+        drop(b);
+        drop(PgStore::open(&url, "store.url").unwrap());
+    }
+
+    #[test]
+    fn the_lock_is_taken_again_when_its_connection_is_cut() {
+        use crate::store::PgStore;
+        let url = fresh_schema();
+        let schema = schema_of(&url);
+        let store = PgStore::open(&url, "store.url").unwrap();
+        let holders = format!(
+            "FROM pg_locks WHERE locktype = 'advisory' AND granted \
+             AND classid = 1667787873 \
+             AND objid = (hashtext('{schema}')::bigint & 4294967295)::oid"
+        );
+        assert_eq!(admin_value(&format!("SELECT count(*) {holders}")), 1);
+        let cut = admin_value(&format!(
+            "SELECT count(pg_terminate_backend(pid)) {holders}"
+        ));
+        assert_eq!(cut, 1);
+        // Bounded wait for the store to take it again (it does so at once when it can).
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while admin_value(&format!("SELECT count(*) {holders}")) == 0 {
+            assert!(
+                std::time::Instant::now() < give_up,
+                "the lock was not taken again"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(is_locked(&PgStore::open(&url, "store.url").unwrap_err()));
+        drop(store);
     }
 
     #[tokio::test]

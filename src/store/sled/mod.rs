@@ -222,7 +222,7 @@ fn open_db(path: &Path, cache_bytes: u64) -> Result<sled::Db, StoreError> {
     config.open().map_err(|e| match &e {
         sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
             StoreError::Locked {
-                path: path.to_path_buf(),
+                place: path.display().to_string(),
             }
         }
         _ => StoreError::Open {

@@ -13,7 +13,9 @@
 //! channel. This is why: the traits' sync methods are called from async tasks on any
 //! runtime, also a current-thread one (tests), where `block_in_place` panics and blocking on
 //! a future of the caller's own runtime would deadlock; the worker's runtime is never the
-//! caller's, so blocking on it is safe, and the sync methods are short point queries. A lane
+//! caller's, so blocking on it is safe, and the sync methods are short point queries. On a
+//! multi-thread runtime (the gateway's) the wait runs in `block_in_place`, so callers stuck
+//! while the database is away do not take the runtime's worker threads with them. A lane
 //! runs one job at a time, so a multi-statement transaction (`BEGIN` .. `COMMIT`) owns its
 //! connection, and no lock is held across an await; jobs of different callers run
 //! concurrently on different connections, kept apart by PostgreSQL (unique keys with
@@ -171,7 +173,15 @@ impl PgStore {
         self.submit(f, move |r| {
             let _ = tx.send(r);
         });
-        rx.recv().map_err(|_| gone())?
+        let wait = || rx.recv().map_err(|_| gone());
+        // On a multi-thread runtime, a wait that lasts (the database is away) must not take
+        // a worker thread with it: hand the worker's other tasks to another thread.
+        let multi_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        match multi_thread {
+            true => tokio::task::block_in_place(wait)?,
+            false => wait()?,
+        }
     }
 
     /// Runs `f` on the worker and awaits its result (async methods).

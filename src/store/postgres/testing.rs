@@ -302,18 +302,77 @@ mod outage {
         }
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_lost_connection_pauses_store_calls_until_the_database_is_back() {
+    /// A store on a fresh schema reached through a [`Proxy`].
+    async fn behind_proxy() -> (Proxy, Arc<crate::store::PgStore>) {
         let direct = url::Url::parse(&fresh_schema()).unwrap();
         let upstream = format!(
             "{}:{}",
             direct.host_str().unwrap(),
             direct.port().unwrap_or(5432)
         );
-        let proxy = Proxy::start(upstream).await;
+        // The proxy runs on a runtime of its own, so it serves whatever the test's does.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                tx.send(Proxy::start(upstream).await).unwrap();
+                std::future::pending::<()>().await
+            })
+        });
+        let proxy = rx.recv().unwrap();
         let mut through = direct.clone();
         through.set_port(Some(proxy.port)).unwrap();
         let store = Arc::new(crate::store::PgStore::open(through.as_str(), "store.url").unwrap());
+        (proxy, store)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn callers_waiting_for_the_database_do_not_freeze_the_runtime() {
+        let (proxy, store) = behind_proxy().await;
+        store.ensure_session("k", "/").unwrap();
+        proxy.cut();
+        // As many callers as the runtime has worker threads, each in a sync store call that
+        // waits for the database (the first call after the cut may fail; then they wait).
+        let callers: Vec<_> = (0..2)
+            .map(|_| {
+                let store = store.clone();
+                tokio::spawn(async move { while store.get_session("k").is_err() {} })
+            })
+            .collect();
+        while proxy.refused.load(Ordering::SeqCst) < 2 {
+            tokio::task::yield_now().await;
+        }
+        // Other tasks still run meanwhile. Bounded by a plain thread (a frozen runtime fires
+        // no timers), so a frozen runtime fails the test instead of hanging it.
+        let other = tokio::spawn(async { "ran" });
+        let (give_up, gave_up) = tokio::sync::oneshot::channel::<()>();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_secs(20));
+            let _ = give_up.send(());
+        });
+        let ran = tokio::select! {
+            ran = other => Ok(ran),
+            _ = gave_up => Err(()),
+        };
+        let waiting = callers.iter().all(|c| !c.is_finished());
+        proxy.resume();
+        assert_eq!(
+            ran.ok().map(Result::unwrap),
+            Some("ran"),
+            "the runtime froze"
+        );
+        assert!(waiting, "answered while away");
+        for caller in callers {
+            caller.await.unwrap();
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lost_connection_pauses_store_calls_until_the_database_is_back() {
+        let (proxy, store) = behind_proxy().await;
         store.ensure_session("k", "/").unwrap();
 
         proxy.cut();

@@ -159,6 +159,20 @@ pub enum StoreError {
         /// The newest version this binary knows.
         supported: i32,
     },
+    /// chela's PostgreSQL tables are in another schema than the one the connection's
+    /// `search_path` now creates tables in (a schema was added ahead of them, such as one
+    /// named after the user): going on would start an empty store beside the real one.
+    #[error(
+        "the PostgreSQL store's tables are in schema {found}, but the connection's search_path \
+         now puts tables in schema {current}: opening would start an empty store there. Add \
+         options=-csearch_path%3D{found} to the store URL (or remove schema {current})"
+    )]
+    SchemaElsewhere {
+        /// The schema on the search path that holds chela's tables.
+        found: String,
+        /// The schema new tables would go to.
+        current: String,
+    },
 }
 
 /// A handle on the store: the backend behind `Arc<dyn Backend>`, whose trait methods it

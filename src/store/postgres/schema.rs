@@ -25,6 +25,7 @@ pub(super) async fn migrate(client: &Conn) -> Result<(), StoreError> {
         c.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
             .await
             .map_err(pg_err)?;
+        check_schema_place(c).await?;
         c.batch_execute("CREATE TABLE IF NOT EXISTS chela_schema (version integer NOT NULL)")
             .await
             .map_err(pg_err)?;
@@ -57,4 +58,34 @@ pub(super) async fn migrate(client: &Conn) -> Result<(), StoreError> {
         Ok(())
     })
     .await
+}
+
+/// Refuses to go on when chela's tables sit in a schema on the search path other than the
+/// one new tables go to: `CREATE TABLE IF NOT EXISTS` would then start an empty store there
+/// (and restart its id sequences) while the real one stays hidden behind it.
+async fn check_schema_place(c: &Conn) -> Result<(), StoreError> {
+    let row = c
+        .query_one(
+            "SELECT current_schema(), (SELECT array_agg(n.nspname::text ORDER BY n.nspname) \
+             FROM pg_catalog.pg_class t JOIN pg_catalog.pg_namespace n ON n.oid = t.relnamespace \
+             WHERE t.relname = 'chela_schema' AND n.nspname = ANY(current_schemas(false)))",
+            &[],
+        )
+        .await
+        .map_err(pg_err)?;
+    let current: Option<String> = row.get(0);
+    let found: Option<Vec<String>> = row.get(1);
+    let found = found.unwrap_or_default();
+    match current {
+        Some(current) if found.is_empty() || found.contains(&current) => Ok(()),
+        Some(current) => Err(StoreError::SchemaElsewhere {
+            found: found.join(", "),
+            current,
+        }),
+        None => Err(StoreError::Db(
+            "no schema of the connection's search_path exists: create one or set \
+             options=-csearch_path%3D<schema> in the store URL"
+                .into(),
+        )),
+    }
 }

@@ -126,6 +126,32 @@ mod tests {
     }
 
     #[test]
+    fn a_schema_added_ahead_of_the_tables_is_refused_instead_of_starting_empty() {
+        let base = format!("t{}", uuid::Uuid::new_v4().simple());
+        let ahead = format!("{base}_ahead");
+        admin(&format!("CREATE SCHEMA {base}"));
+        // The search path names a schema that does not exist yet, then the real one.
+        let url = url_with_schema(&test_url(), &format!("{ahead}%2C{base}"));
+        let store = crate::store::PgStore::open(&url, "store.url").unwrap();
+        use crate::store::SessionStore;
+        store.ensure_session("k", "/").unwrap();
+        drop(store);
+        admin(&format!("CREATE SCHEMA {ahead}"));
+        let err = crate::store::PgStore::open(&url, "store.url").unwrap_err();
+        assert!(
+            matches!(&err, StoreError::SchemaElsewhere { found, current }
+                if *found == base && *current == ahead),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("search_path"), "{err}");
+        // Nothing was created in the schema ahead.
+        let tables = admin_value(&format!(
+            "SELECT count(*) FROM pg_tables WHERE schemaname = '{ahead}'"
+        ));
+        assert_eq!(tables, 0);
+    }
+
+    #[test]
     fn reopening_keeps_the_schema_and_the_data() {
         let url = fresh_schema();
         let store = crate::store::PgStore::open(&url, "store.url").unwrap();

@@ -70,6 +70,11 @@ impl Cluster {
         &self.coordinator
     }
 
+    /// The lease length.
+    pub fn lease(&self) -> Duration {
+        self.lease
+    }
+
     /// How often the node beats, renews and rebalances: a fifth of the lease.
     fn tick(&self) -> Duration {
         self.lease / 5

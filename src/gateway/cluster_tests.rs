@@ -28,6 +28,12 @@ impl Coordinator for Idle {
     fn release<'a>(&'a self, _: &'a [u32]) -> StoreFuture<'a, ()> {
         Box::pin(async { Ok(()) })
     }
+    fn hold_intake<'a>(&'a self, _: &'a str, _: u64) -> StoreFuture<'a, bool> {
+        Box::pin(async { Ok(true) })
+    }
+    fn release_intake<'a>(&'a self, _: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async { Ok(()) })
+    }
     fn leave(&self) -> StoreFuture<'_, ()> {
         Box::pin(async { Ok(()) })
     }

@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod command_context;
 pub mod commands;
 pub mod intake;
+mod intake_lease;
 pub mod live;
 pub mod media;
 pub mod outbox;
@@ -209,15 +210,6 @@ async fn join_cluster(
         return Ok(None);
     };
     store.fence(&node);
-    let telegram = &config.channels.telegram;
-    if !telegram.token.is_empty() && telegram.webhook_url.trim().is_empty() {
-        tracing::warn!(
-            "cluster: Telegram long polling on a shared store: every node polls the same bot, \
-             and Telegram answers all but one with 409 Conflict. Messages are still run once \
-             (deduplicated, run by their session's node), but set channels.telegram.webhook_url \
-             behind a load balancer, or enable Telegram on one node only"
-        );
-    }
     tracing::info!(node = %node, lease_s = config.cluster.lease_s, "cluster: joined");
     Ok(Some(Arc::new(cluster::Cluster::new(
         coordinator,
@@ -381,15 +373,19 @@ impl Gateway {
                 tracing::warn!(channel = channel.name(), error = %e, "cannot register commands");
             }
             let (sink, stop) = (sink.clone(), stop.clone());
+            let leased = self.intake_lease(channel.name());
             tasks.spawn(async move {
                 let name = channel.name().to_string();
-                channel
-                    .run(sink, stop)
-                    .await
-                    .map_err(|e| GatewayError::Channel {
-                        channel: name,
-                        reason: e.to_string(),
-                    })
+                let run = match leased {
+                    Some((coordinator, lease)) => {
+                        intake_lease::run_leased(channel, sink, stop, coordinator, lease).await
+                    }
+                    None => channel.run(sink, stop).await,
+                };
+                run.map_err(|e| GatewayError::Channel {
+                    channel: name,
+                    reason: e.to_string(),
+                })
             });
         }
         while let Some(result) = tasks.join_next().await {
@@ -398,6 +394,21 @@ impl Gateway {
             }
         }
         Ok(())
+    }
+
+    /// On a cluster, the coordinator and lease length under which channel `name`'s intake
+    /// runs on one node at a time: Telegram long polling and Discord (one shard). Other
+    /// intakes (a Telegram webhook behind a load balancer, the terminal, the RPC) run on
+    /// every node.
+    fn intake_lease(&self, name: &str) -> Option<(Arc<dyn crate::store::Coordinator>, Duration)> {
+        let cluster = self.core.cluster.as_ref()?;
+        let telegram = &self.core.config.channels.telegram;
+        let exclusive = match name {
+            "telegram" => telegram.webhook_url.trim().is_empty(),
+            "discord" => true,
+            _ => false,
+        };
+        exclusive.then(|| (cluster.coordinator().clone(), cluster.lease()))
     }
 
     /// Stops intake, cancels live runs (their turns stay pending for the next start),

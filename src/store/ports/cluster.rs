@@ -40,6 +40,8 @@ pub struct NodeInfo {
     pub last_seen_ms: u64,
     /// The partitions whose unexpired lease it holds.
     pub partitions: Vec<u32>,
+    /// The intakes whose unexpired lease it holds (`telegram`, `discord`).
+    pub intakes: Vec<String>,
 }
 
 /// One node's side of the coordination: its heartbeat, its partition leases, and the
@@ -60,6 +62,12 @@ pub trait Coordinator: Send + Sync {
     fn acquire(&self, most: usize, lease_s: u64) -> StoreFuture<'_, Vec<Lease>>;
     /// Gives `partitions` back (free for any node at once), if this node holds them.
     fn release<'a>(&'a self, partitions: &'a [u32]) -> StoreFuture<'a, ()>;
+    /// Takes or renews the intake lease `name` for `lease_s` seconds: true when this node
+    /// holds it now (it was free, expired, or already this node's), false while another
+    /// node holds it unexpired.
+    fn hold_intake<'a>(&'a self, name: &'a str, lease_s: u64) -> StoreFuture<'a, bool>;
+    /// Gives the intake lease `name` back, if this node holds it.
+    fn release_intake<'a>(&'a self, name: &'a str) -> StoreFuture<'a, ()>;
     /// Gives every lease back and removes this node's heartbeat (graceful shutdown).
     fn leave(&self) -> StoreFuture<'_, ()>;
     /// Every node with its heartbeat and unexpired leases, by id.

@@ -64,6 +64,12 @@ pub trait BaseStore {
     fn fence(&self, node: &str) {
         let _ = node;
     }
+
+    /// The cluster's nodes, with what each holds (`chela status`); none for a backend
+    /// that cannot be shared.
+    fn cluster_nodes(&self) -> Result<Vec<NodeInfo>, StoreError> {
+        Ok(Vec::new())
+    }
 }
 
 /// A whole store: every concern, shareable across tasks. Implemented for every type that

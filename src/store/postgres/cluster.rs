@@ -157,6 +157,30 @@ fn leases(rows: Vec<tokio_postgres::Row>) -> Vec<Lease> {
     out
 }
 
+/// Every node with its heartbeat and unexpired leases (partitions, intakes), by id.
+pub(super) const NODES_SQL: &str = "SELECT n.id, (extract(epoch FROM n.started) * 1000)::bigint, \
+     (extract(epoch FROM n.last_seen) * 1000)::bigint, \
+     coalesce((SELECT array_agg(l.partition ORDER BY l.partition) FROM leases l \
+     WHERE l.node = n.id AND l.expires > now()), '{}'), \
+     coalesce((SELECT array_agg(i.name::text ORDER BY i.name) FROM intake_leases i \
+     WHERE i.node = n.id AND i.expires > now()), '{}') \
+     FROM nodes n ORDER BY n.id";
+
+/// A row of [`NODES_SQL`].
+pub(super) fn node_info(r: &tokio_postgres::Row) -> NodeInfo {
+    NodeInfo {
+        id: r.get(0),
+        started_ms: unbig(r.get(1)),
+        last_seen_ms: unbig(r.get(2)),
+        partitions: r
+            .get::<_, Vec<i32>>(3)
+            .into_iter()
+            .map(|p| u32::try_from(p).unwrap_or(0))
+            .collect(),
+        intakes: r.get(4),
+    }
+}
+
 /// Seconds as PostgreSQL's double precision (for `make_interval`).
 fn secs(s: u64) -> f64 {
     s as f64
@@ -231,10 +255,41 @@ impl Coordinator for PgCoordinator {
         })
     }
 
+    fn hold_intake<'a>(&'a self, name: &'a str, lease_s: u64) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let rows = self
+                .rows(
+                    "INSERT INTO intake_leases AS i (name, node, expires) \
+                     VALUES ($1, $2, now() + make_interval(secs => $3)) \
+                     ON CONFLICT (name) DO UPDATE SET node = excluded.node, \
+                     expires = excluded.expires \
+                     WHERE i.node = excluded.node OR i.node IS NULL OR i.expires <= now() \
+                     RETURNING 1",
+                    &[&name, &self.node, &secs(lease_s)],
+                )
+                .await?;
+            Ok(!rows.is_empty())
+        })
+    }
+
+    fn release_intake<'a>(&'a self, name: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            self.rows(
+                "UPDATE intake_leases SET node = NULL, expires = '-infinity' \
+                 WHERE name = $1 AND node = $2",
+                &[&name, &self.node],
+            )
+            .await?;
+            Ok(())
+        })
+    }
+
     fn leave(&self) -> StoreFuture<'_, ()> {
         Box::pin(async move {
             self.rows(
-                "WITH gone AS (DELETE FROM nodes WHERE id = $1) \
+                "WITH gone AS (DELETE FROM nodes WHERE id = $1), \
+                 intakes AS (UPDATE intake_leases SET node = NULL, expires = '-infinity' \
+                 WHERE node = $1) \
                  UPDATE leases SET node = NULL, expires = '-infinity' WHERE node = $1",
                 &[&self.node],
             )
@@ -245,30 +300,8 @@ impl Coordinator for PgCoordinator {
 
     fn nodes(&self) -> StoreFuture<'_, Vec<NodeInfo>> {
         Box::pin(async move {
-            let rows = self
-                .rows(
-                    "SELECT n.id, (extract(epoch FROM n.started) * 1000)::bigint, \
-                     (extract(epoch FROM n.last_seen) * 1000)::bigint, \
-                     coalesce(array_agg(l.partition ORDER BY l.partition) \
-                     FILTER (WHERE l.partition IS NOT NULL), '{}') \
-                     FROM nodes n LEFT JOIN leases l ON l.node = n.id AND l.expires > now() \
-                     GROUP BY n.id ORDER BY n.id",
-                    &[],
-                )
-                .await?;
-            Ok(rows
-                .iter()
-                .map(|r| NodeInfo {
-                    id: r.get(0),
-                    started_ms: unbig(r.get(1)),
-                    last_seen_ms: unbig(r.get(2)),
-                    partitions: r
-                        .get::<_, Vec<i32>>(3)
-                        .into_iter()
-                        .map(|p| u32::try_from(p).unwrap_or(0))
-                        .collect(),
-                })
-                .collect())
+            let rows = self.rows(NODES_SQL, &[]).await?;
+            Ok(rows.iter().map(node_info).collect())
         })
     }
 

@@ -219,6 +219,13 @@ impl BaseStore for PgStore {
     fn fence(&self, node: &str) {
         let _ = self.node.set(node.to_owned());
     }
+
+    fn cluster_nodes(&self) -> Result<Vec<crate::store::NodeInfo>, StoreError> {
+        self.blocking(move |c| async move {
+            let rows = c.query(cluster::NODES_SQL, &[]).await.map_err(pg_err)?;
+            Ok(rows.iter().map(cluster::node_info).collect())
+        })
+    }
 }
 
 /// Parses the store URL `url` (set by `setting`), with chela's connect timeout and

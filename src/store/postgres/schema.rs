@@ -11,6 +11,7 @@ use crate::store::StoreError;
 const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_cluster.sql"),
+    include_str!("migrations/0003_intake.sql"),
 ];
 
 /// The schema version this binary writes and reads.

@@ -1,0 +1,125 @@
+//! Intakes only one process may run at a time (Telegram long polling: a second poller gets
+//! 409 Conflict; a Discord shard: every connection gets every message) run, on a cluster, on
+//! the node holding the channel's intake lease, and move to another node when it dies.
+//!
+//! [`run_leased`] waits until this node holds the lease `intake:<channel>`, runs the
+//! channel's intake under a token of its own, renews the lease every tick (a fifth of the
+//! lease) and stops the intake when the lease is lost: another node took it, or this node
+//! could not renew it for the time it trusts a lease (the lease less a tick), before it can
+//! expire in the database. It then waits for the lease again. A graceful stop gives it
+//! back at once. Sending needs no lease: every node sends the replies of the sessions it
+//! owns. What the intake's old holder had read but not yet acknowledged is read again by
+//! the new one (from the store's cursor) and dropped as a duplicate.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chela_channel::{Channel, ChannelError, InboundSink};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::store::Coordinator;
+
+/// The lease name of `channel`'s intake.
+pub fn lease_name(channel: &str) -> String {
+    format!("intake:{channel}")
+}
+
+/// Runs `channel`'s intake while this node holds its lease, until `stop` fires.
+pub async fn run_leased(
+    channel: Arc<dyn Channel>,
+    sink: Arc<dyn InboundSink>,
+    stop: CancellationToken,
+    coordinator: Arc<dyn Coordinator>,
+    lease: Duration,
+) -> Result<(), ChannelError> {
+    let name = lease_name(channel.name());
+    loop {
+        if !wait_for_lease(coordinator.as_ref(), &name, lease, &stop).await {
+            return Ok(());
+        }
+        tracing::info!(
+            channel = channel.name(),
+            "cluster: this node now runs the intake"
+        );
+        let held = stop.child_token();
+        let keeper = tokio::spawn(keep_lease(
+            coordinator.clone(),
+            name.clone(),
+            lease,
+            held.clone(),
+        ));
+        let result = channel.run(sink.clone(), held.clone()).await;
+        keeper.abort();
+        if stop.is_cancelled() || !held.is_cancelled() {
+            // Stopping, or the intake ended by itself: give the lease to another node.
+            if let Err(e) = coordinator.release_intake(&name).await {
+                tracing::debug!(error = %e, "cluster: cannot give the intake lease back");
+            }
+            return result;
+        }
+        tracing::warn!(
+            channel = channel.name(),
+            "cluster: the intake lease was lost; this node stops the intake until it holds it again"
+        );
+    }
+}
+
+/// Asks for the lease every tick until this node holds it (true) or `stop` fires (false).
+async fn wait_for_lease(
+    coordinator: &dyn Coordinator,
+    name: &str,
+    lease: Duration,
+    stop: &CancellationToken,
+) -> bool {
+    loop {
+        match coordinator.hold_intake(name, lease_secs(lease)).await {
+            Ok(true) => return true,
+            Ok(false) => {}
+            Err(e) => tracing::debug!(error = %e, "cluster: cannot ask for the intake lease"),
+        }
+        tokio::select! {
+            _ = stop.cancelled() => return false,
+            _ = tokio::time::sleep(lease / 5) => {}
+        }
+    }
+}
+
+/// Renews the lease every tick; cancels `held` when another node holds it or when it could
+/// not be renewed for as long as a lease is trusted.
+async fn keep_lease(
+    coordinator: Arc<dyn Coordinator>,
+    name: String,
+    lease: Duration,
+    held: CancellationToken,
+) {
+    let tick = lease / 5;
+    let mut trusted_until = Instant::now() + lease - tick;
+    loop {
+        tokio::select! {
+            _ = held.cancelled() => return,
+            _ = tokio::time::sleep(tick) => {}
+        }
+        let asked = Instant::now();
+        let renewed = tokio::time::timeout(tick, coordinator.hold_intake(&name, lease_secs(lease)));
+        match renewed.await {
+            Ok(Ok(true)) => trusted_until = asked + lease - tick,
+            Ok(Ok(false)) => break,
+            _ if Instant::now() >= trusted_until => {
+                tracing::warn!("cluster: the intake lease could not be renewed in time");
+                break;
+            }
+            _ => tracing::debug!("cluster: cannot renew the intake lease yet"),
+        }
+    }
+    held.cancel();
+}
+
+/// The lease in whole seconds (at least one), as the store takes it.
+fn lease_secs(lease: Duration) -> u64 {
+    lease.as_secs_f64().ceil().max(1.0) as u64
+}
+
+#[cfg(test)]
+#[path = "intake_lease_tests.rs"]
+mod tests;

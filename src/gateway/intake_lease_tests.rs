@@ -1,0 +1,203 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use chela_channel::{Conversation, Inbound, Limits, SentMessage, SinkError};
+use futures_util::future::BoxFuture;
+use tokio::sync::mpsc;
+
+use super::*;
+use crate::store::{Lease, NodeInfo, StoreError, StoreFuture};
+
+const LEASE: Duration = Duration::from_secs(10);
+
+/// The intake lease as the test sets it: held by another node or not; the store reachable
+/// or not. Counts renewals and releases.
+#[derive(Default)]
+struct Intake {
+    other_holds: AtomicBool,
+    unreachable: AtomicBool,
+    asked: AtomicUsize,
+    released: AtomicUsize,
+}
+
+impl Coordinator for Intake {
+    fn node(&self) -> &str {
+        "me"
+    }
+    fn heartbeat(&self, _: u64) -> StoreFuture<'_, usize> {
+        Box::pin(async { Ok(1) })
+    }
+    fn renew(&self, _: u64) -> StoreFuture<'_, Vec<Lease>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    fn acquire(&self, _: usize, _: u64) -> StoreFuture<'_, Vec<Lease>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    fn release<'a>(&'a self, _: &'a [u32]) -> StoreFuture<'a, ()> {
+        Box::pin(async { Ok(()) })
+    }
+    fn hold_intake<'a>(&'a self, name: &'a str, lease_s: u64) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            assert_eq!((name, lease_s), ("intake:poller", 10));
+            self.asked.fetch_add(1, Ordering::SeqCst);
+            if self.unreachable.load(Ordering::SeqCst) {
+                return Err(StoreError::Db("unreachable".into()));
+            }
+            Ok(!self.other_holds.load(Ordering::SeqCst))
+        })
+    }
+    fn release_intake<'a>(&'a self, _: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async {
+            self.released.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        })
+    }
+    fn leave(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async { Ok(()) })
+    }
+    fn nodes(&self) -> StoreFuture<'_, Vec<NodeInfo>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    fn wakeups(&self) -> Option<mpsc::UnboundedReceiver<u32>> {
+        None
+    }
+}
+
+/// A channel whose intake runs until stopped, recording each start and stop.
+#[derive(Default)]
+struct Poller {
+    log: Mutex<Vec<&'static str>>,
+}
+
+impl Poller {
+    fn log(&self) -> Vec<&'static str> {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+impl Channel for Poller {
+    fn name(&self) -> &str {
+        "poller"
+    }
+    fn limits(&self) -> Limits {
+        Limits {
+            max_chars: 4096,
+            max_lines: None,
+            edit_interval_ms: 0,
+            group_edit_interval_ms: 0,
+            threads: false,
+        }
+    }
+    fn run(
+        &self,
+        _sink: Arc<dyn InboundSink>,
+        shutdown: CancellationToken,
+    ) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(async move {
+            self.log.lock().unwrap().push("start");
+            shutdown.cancelled().await;
+            self.log.lock().unwrap().push("stop");
+            Ok(())
+        })
+    }
+    fn send<'a>(
+        &'a self,
+        _: &'a Conversation,
+        _: &'a str,
+    ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
+        Box::pin(async { Err(ChannelError::Unsupported("send")) })
+    }
+    fn edit<'a>(
+        &'a self,
+        _: &'a Conversation,
+        _: &'a SentMessage,
+        _: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async { Err(ChannelError::Unsupported("edit")) })
+    }
+}
+
+struct NoSink;
+
+impl InboundSink for NoSink {
+    fn accept(&self, _: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// Starts `run_leased` for a fresh poller over `intake`.
+fn start(
+    intake: &Arc<Intake>,
+) -> (
+    Arc<Poller>,
+    CancellationToken,
+    tokio::task::JoinHandle<Result<(), ChannelError>>,
+) {
+    let poller = Arc::new(Poller::default());
+    let stop = CancellationToken::new();
+    let task = tokio::spawn(run_leased(
+        poller.clone(),
+        Arc::new(NoSink),
+        stop.clone(),
+        intake.clone(),
+        LEASE,
+    ));
+    (poller, stop, task)
+}
+
+/// Lets the spawned tasks run for `d` of paused time.
+async fn advance(d: Duration) {
+    tokio::time::sleep(d).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_intake_runs_only_while_this_node_holds_the_lease() {
+    let intake = Arc::new(Intake::default());
+    intake.other_holds.store(true, Ordering::SeqCst);
+    let (poller, stop, task) = start(&intake);
+    advance(LEASE * 3).await;
+    assert!(poller.log().is_empty(), "ran while another node held it");
+    assert!(intake.asked.load(Ordering::SeqCst) >= 10, "it kept asking");
+
+    // The other node died: its lease expired, and this node takes the intake over.
+    intake.other_holds.store(false, Ordering::SeqCst);
+    advance(LEASE / 5 + Duration::from_millis(1)).await;
+    assert_eq!(poller.log(), ["start"]);
+
+    // Another node holds it now (this one was paused too long): the intake stops at the
+    // next renewal and waits for the lease again.
+    intake.other_holds.store(true, Ordering::SeqCst);
+    advance(LEASE / 5 + Duration::from_millis(1)).await;
+    assert_eq!(poller.log(), ["start", "stop"]);
+    advance(LEASE).await;
+    assert_eq!(poller.log(), ["start", "stop"]);
+
+    intake.other_holds.store(false, Ordering::SeqCst);
+    advance(LEASE / 5 + Duration::from_millis(1)).await;
+    assert_eq!(poller.log(), ["start", "stop", "start"]);
+
+    // A graceful stop ends the intake and gives the lease back at once.
+    stop.cancel();
+    task.await.unwrap().unwrap();
+    assert_eq!(poller.log(), ["start", "stop", "start", "stop"]);
+    assert_eq!(intake.released.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unrenewable_lease_stops_the_intake_before_it_can_expire() {
+    let intake = Arc::new(Intake::default());
+    let (poller, stop, task) = start(&intake);
+    advance(Duration::from_millis(1)).await;
+    assert_eq!(poller.log(), ["start"]);
+    // The database is unreachable: the intake goes on while the lease is trusted (the lease
+    // less a tick since the last renewal), and stops before the lease could expire.
+    intake.unreachable.store(true, Ordering::SeqCst);
+    advance(LEASE - LEASE / 5 - Duration::from_millis(10)).await;
+    assert_eq!(poller.log(), ["start"]);
+    advance(Duration::from_millis(20)).await;
+    assert_eq!(poller.log(), ["start", "stop"]);
+    stop.cancel();
+    task.await.unwrap().unwrap();
+}

@@ -102,6 +102,53 @@ async fn send_chat(proxy: String, chat: i64) {
     }
 }
 
+/// Checks that chats `1..=chats` got exactly the replies to their `messages` messages, in
+/// order; returns how many replies were repeated. `at_kill[c]` is how many replies chat `c`
+/// had when a node was killed.
+fn check_replies(s: &TgSetup, chats: i64, messages: i64, at_kill: &[usize], stderr: &str) -> usize {
+    let want = |chat: i64| -> Vec<String> {
+        (1..=messages)
+            .map(|n| format!("ok: {}", text(chat, n)))
+            .collect()
+    };
+    // Every message answered, in order. The one exception allowed: a reply whose
+    // sendMessage had reached Telegram when its node was killed, before the node could note
+    // it (reply journal): the node taking over cannot know it went out and sends it again,
+    // right after itself. Telegram has no idempotency key; a single node restarted after a
+    // kill -9 has the same window. So at most one repeat per chat, of the reply that was in
+    // flight at the kill.
+    let mut repeats = 0;
+    for chat in 1..=chats {
+        let texts: Vec<String> = s
+            .texts(chat)
+            .iter()
+            .map(|t| t.trim_end().to_owned())
+            .collect();
+        let mut unique = texts.clone();
+        unique.dedup();
+        assert_eq!(
+            unique,
+            want(chat),
+            "chat {chat}: {:#?}\nstderr: {stderr}",
+            s.tg.sent(chat)
+        );
+        let repeated: Vec<usize> = (1..texts.len())
+            .filter(|i| texts[*i] == texts[i - 1])
+            .collect();
+        assert!(repeated.len() <= 1, "chat {chat}: {texts:?}");
+        for i in repeated {
+            repeats += 1;
+            // texts[i] repeats texts[i - 1], the reply sent at index i - 1.
+            let in_flight = at_kill[chat as usize];
+            assert!(
+                (i - 1).abs_diff(in_flight) <= 1,
+                "chat {chat}: reply {i} repeated, but {in_flight} were in the chat at the kill: {texts:?}"
+            );
+        }
+    }
+    repeats
+}
+
 /// Who holds the unexpired leases: (node, partitions) by node.
 async fn holders(schema: &str) -> Vec<(String, i64)> {
     let (client, connection) = tokio_postgres::connect(&test_url(), tokio_postgres::NoTls)
@@ -215,11 +262,6 @@ async fn three_nodes_answer_every_message_once_in_order_across_a_kill_9() {
     for sender in senders {
         sender.await.unwrap();
     }
-    let want = |chat: i64| -> Vec<String> {
-        (1..=MESSAGES)
-            .map(|n| format!("ok: {}", text(chat, n)))
-            .collect()
-    };
     let done =
         s.tg.wait_for(
             |_| (1..=CHATS).all(|c| s.texts(c).len() >= MESSAGES as usize),
@@ -235,40 +277,133 @@ async fn three_nodes_answer_every_message_once_in_order_across_a_kill_9() {
         stderr.push_str(&finished.stderr);
     }
     assert!(done, "not every message was answered; stderr: {stderr}");
-    // Every message answered, in order. The one exception allowed: a reply whose
-    // sendMessage had reached Telegram when its node was killed, before the node could note
-    // it (reply journal): the node taking over cannot know it went out and sends it again,
-    // right after itself. Telegram has no idempotency key; a single node restarted after a
-    // kill -9 has the same window. So at most one repeat per chat, of the reply that was in
-    // flight at the kill.
-    let mut repeats = 0;
-    for chat in 1..=CHATS {
-        let texts: Vec<String> = s
-            .texts(chat)
-            .iter()
-            .map(|t| t.trim_end().to_owned())
-            .collect();
-        let mut unique = texts.clone();
-        unique.dedup();
-        assert_eq!(
-            unique,
-            want(chat),
-            "chat {chat}: {:#?}\nstderr: {stderr}",
-            s.tg.sent(chat)
-        );
-        let repeated: Vec<usize> = (1..texts.len())
-            .filter(|i| texts[*i] == texts[i - 1])
-            .collect();
-        assert!(repeated.len() <= 1, "chat {chat}: {texts:?}");
-        for i in repeated {
-            repeats += 1;
-            // texts[i] repeats texts[i - 1], the reply sent at index i - 1.
-            let in_flight = at_kill[chat as usize];
-            assert!(
-                (i - 1).abs_diff(in_flight) <= 1,
-                "chat {chat}: reply {i} repeated, but {in_flight} were in the chat at the kill: {texts:?}"
-            );
-        }
-    }
+    let repeats = check_replies(&s, CHATS, MESSAGES, &at_kill, &stderr);
     eprintln!("replies repeated after the kill -9 (sent, not yet journaled): {repeats}");
+}
+
+/// The node holding the unexpired Telegram intake lease, if any.
+async fn intake_holder(schema: &str) -> Option<String> {
+    let (client, connection) = tokio_postgres::connect(&test_url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let sql = format!(
+        "SELECT node FROM {schema}.intake_leases \
+         WHERE name = 'intake:telegram' AND node IS NOT NULL AND expires > now()"
+    );
+    // Not migrated yet: nobody holds it.
+    let rows = client.query(&sql, &[]).await.unwrap_or_default();
+    rows.first().map(|r| r.get(0))
+}
+
+/// Chats and messages per chat of the long-polling test.
+const POLL_CHATS: i64 = 20;
+const POLL_MESSAGES: i64 = 10;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_long_polling_one_node_polls_and_another_takes_over_after_a_kill_9() {
+    let url = fresh_store_url().await;
+    let schema = url.rsplit("%3D").next().unwrap().to_owned();
+    let s = TgSetup::with(TgConfig {
+        mode: "followup",
+        telegram: "dm_policy = \"open\"",
+        tables: "[cluster]\nenabled = true\nlease_s = 3\n",
+        ..TgConfig::default()
+    })
+    .await;
+    let base = std::fs::read_to_string(s.setup.config()).unwrap();
+    let start = |i: usize| {
+        let config = base.replace(
+            "enabled = true",
+            &format!("enabled = true\nnode_id = \"node{i}\""),
+        );
+        let path = s.setup.path(&format!("node{i}.toml"));
+        std::fs::write(&path, config).unwrap();
+        let mut cmd = chela_command(&s.setup.path(""));
+        cmd.arg("--config").arg(&path).arg("gateway");
+        cmd.env("CHELA_STORE_URL", &url)
+            .env("RUST_LOG", "warn,chela::gateway=info")
+            .env("CHELA_STORE_PATH", format!("data{i}"));
+        Chat::spawn(cmd)
+    };
+    let mut nodes: Vec<Option<Chat>> = (0..NODES).map(|i| Some(start(i))).collect();
+    let send = |from: i64, to: i64| {
+        for n in from..=to {
+            for chat in 1..=POLL_CHATS {
+                let (c, u) = common::telegram::dm(chat, &format!("U{chat}"));
+                s.tg.user_sends(c, u, &text(chat, n));
+            }
+        }
+    };
+    let answered = |s: &TgSetup, n: i64| (1..=POLL_CHATS).all(|c| s.texts(c).len() >= n as usize);
+
+    // Half the messages, answered while all three nodes run: one of them polls.
+    send(1, POLL_MESSAGES / 2);
+    let half = s.tg.wait_for(
+        |_| answered(&s, POLL_MESSAGES / 2),
+        Duration::from_secs(300),
+    );
+    assert!(half.await, "the first half was not answered");
+    let pollers = s.tg.pollers();
+    assert_eq!(
+        pollers.conflicts, 0,
+        "several nodes polled at once: {pollers:?}"
+    );
+    assert!(pollers.max_concurrent <= 1, "{pollers:?}");
+    let holder = intake_holder(&schema)
+        .await
+        .expect("a node holds the intake");
+    let i: usize = holder.trim_start_matches("node").parse().unwrap();
+
+    // kill -9 the poller; the other half is sent while it is gone.
+    nodes[i].take().unwrap().kill().await;
+    let killed = std::time::Instant::now();
+    let at_kill: Vec<usize> = (0..=POLL_CHATS).map(|c| s.texts(c).len()).collect();
+    send(POLL_MESSAGES / 2 + 1, POLL_MESSAGES);
+    let first = |s: &TgSetup| (1..=POLL_CHATS).any(|c| s.texts(c).len() > at_kill[c as usize]);
+    assert!(s.tg.wait_for(|_| first(&s), Duration::from_secs(60)).await);
+    let failover = killed.elapsed();
+    let done =
+        s.tg.wait_for(|_| answered(&s, POLL_MESSAGES), Duration::from_secs(300));
+    let done = done.await;
+    // A little longer: a second answer to any message would show now.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let new_holder = intake_holder(&schema).await;
+    // `chela status` (beside the running nodes: a cluster shares the store) lists the nodes.
+    let survivor = (0..NODES).find(|n| *n != i).unwrap();
+    let mut status = chela_command(&s.setup.path(""));
+    status
+        .arg("--config")
+        .arg(s.setup.path(&format!("node{survivor}.toml")))
+        .arg("status")
+        .env("CHELA_STORE_URL", &url)
+        .env("CHELA_STORE_PATH", "data-status");
+    let status = common::run_to_end(status).await;
+    let status = String::from_utf8_lossy(&status.stdout).into_owned();
+    let mut stderr = String::new();
+    for node in nodes.into_iter().flatten() {
+        node.signal("TERM");
+        stderr.push_str(&node.finish().await.stderr);
+    }
+    assert!(done, "not every message was answered; stderr: {stderr}");
+    assert!(
+        new_holder.as_ref().is_some_and(|h| *h != holder),
+        "the intake did not move from {holder}: {new_holder:?}"
+    );
+    let holder_line = format!(
+        "  {}: last heartbeat",
+        new_holder.clone().unwrap_or_default()
+    );
+    let listed = status.lines().find(|l| l.starts_with(&holder_line));
+    assert!(
+        listed.is_some_and(|l| l.ends_with(", intake:telegram")),
+        "{status}"
+    );
+    assert!(status.contains(&format!("\nnodes: {NODES}\n")), "{status}");
+    let repeats = check_replies(&s, POLL_CHATS, POLL_MESSAGES, &at_kill, &stderr);
+    eprintln!(
+        "long polling: {holder} killed; {new_holder:?} answered again after {failover:?}; \
+         repeats {repeats}; pollers {:?}",
+        s.tg.pollers()
+    );
 }

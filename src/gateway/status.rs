@@ -35,6 +35,50 @@ pub struct DeadLetter {
     pub preview: String,
 }
 
+/// One node of a cluster sharing the store.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeLine {
+    /// Its id.
+    pub id: String,
+    /// The session partitions it holds.
+    pub partitions: Vec<u32>,
+    /// The intakes it runs (`intake:telegram`).
+    pub intakes: Vec<String>,
+    /// How long ago its last heartbeat was, in ms (by this machine's clock).
+    pub last_seen_ago_ms: u64,
+}
+
+impl NodeLine {
+    /// The line of `node`, its heartbeat's age measured at `now_ms`.
+    fn of(node: crate::store::NodeInfo, now_ms: u64) -> NodeLine {
+        NodeLine {
+            last_seen_ago_ms: now_ms.saturating_sub(node.last_seen_ms),
+            id: node.id,
+            partitions: node.partitions,
+            intakes: node.intakes,
+        }
+    }
+}
+
+/// Sorted partitions as ranges: `0-20, 40, 42-43`.
+fn ranges(partitions: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut iter = partitions.iter().copied().peekable();
+    while let Some(first) = iter.next() {
+        let mut last = first;
+        while iter.peek() == Some(&(last + 1)) {
+            last += 1;
+            iter.next();
+        }
+        out.push(match first == last {
+            true => first.to_string(),
+            false => format!("{first}-{last}"),
+        });
+    }
+    out.join(", ")
+}
+
 /// A snapshot of the gateway's state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -65,6 +109,9 @@ pub struct StatusReport {
     /// (`telegram:default`).
     #[serde(default)]
     pub skipped_updates: BTreeMap<String, i64>,
+    /// The nodes sharing the store (`[cluster]`), by id; empty otherwise.
+    #[serde(default)]
+    pub nodes: Vec<NodeLine>,
 }
 
 impl StatusReport {
@@ -112,6 +159,11 @@ impl StatusReport {
                 .into_iter()
                 .map(|(name, n)| (name.trim_end_matches(UNDECODABLE).to_owned(), n))
                 .collect(),
+            nodes: {
+                let now_ms = crate::domain::message::now_ms();
+                let nodes = store.cluster_nodes()?;
+                nodes.into_iter().map(|n| NodeLine::of(n, now_ms)).collect()
+            },
         })
     }
 
@@ -159,6 +211,25 @@ impl StatusReport {
                 let _ = writeln!(out, "  {account}: {n}");
             }
         }
+        if !self.nodes.is_empty() {
+            let _ = writeln!(out, "nodes: {}", self.nodes.len());
+        }
+        for node in &self.nodes {
+            let _ = write!(
+                out,
+                "  {}: last heartbeat {:.1} s ago, {} partitions",
+                node.id,
+                node.last_seen_ago_ms as f64 / 1000.0,
+                node.partitions.len()
+            );
+            if !node.partitions.is_empty() {
+                let _ = write!(out, " ({})", ranges(&node.partitions));
+            }
+            for intake in &node.intakes {
+                let _ = write!(out, ", {intake}");
+            }
+            out.push('\n');
+        }
         out
     }
 }
@@ -186,8 +257,10 @@ mod tests {
             dead_total: 0,
             dead_letters: Vec::new(),
             skipped_updates: BTreeMap::new(),
+            nodes: Vec::new(),
         };
         let text = report.render();
+        assert!(!text.contains("nodes:"), "{text}");
         assert!(text.contains("channels: rpc, terminal\n"), "{text}");
         assert!(text.contains("live runs: 1\n  agent:main:main\n"), "{text}");
         assert!(
@@ -201,5 +274,49 @@ mod tests {
         let back: StatusReport =
             serde_json::from_value(serde_json::to_value(&report).unwrap()).unwrap();
         assert_eq!(back, report);
+    }
+
+    #[test]
+    fn render_lists_the_nodes_with_their_partitions_and_intakes() {
+        let node = |id: &str, partitions: Vec<u32>, intakes: Vec<String>| {
+            let info = crate::store::NodeInfo {
+                id: id.into(),
+                started_ms: 0,
+                last_seen_ms: 9_000,
+                partitions,
+                intakes,
+            };
+            NodeLine::of(info, 10_500)
+        };
+        let report = StatusReport {
+            store: "postgres".into(),
+            channels: Vec::new(),
+            live: false,
+            sessions: 0,
+            live_runs: Vec::new(),
+            queues: BTreeMap::new(),
+            pending_total: 0,
+            pending: Vec::new(),
+            undelivered: 0,
+            dead_total: 0,
+            dead_letters: Vec::new(),
+            skipped_updates: BTreeMap::new(),
+            nodes: vec![
+                node(
+                    "a",
+                    (0..=20).chain([40, 42, 43]).collect(),
+                    vec!["intake:telegram".into()],
+                ),
+                node("b", Vec::new(), Vec::new()),
+            ],
+        };
+        let text = report.render();
+        assert!(
+            text.ends_with(
+                "nodes: 2\n  a: last heartbeat 1.5 s ago, 24 partitions (0-20, 40, 42-43), \
+                 intake:telegram\n  b: last heartbeat 1.5 s ago, 0 partitions\n"
+            ),
+            "{text}"
+        );
     }
 }

@@ -158,6 +158,7 @@ impl AcpManager {
             events,
             reply_to: _,
             media: _,
+            run_id: _,
         } = request;
         let _ = events.send(RunEvent::Lifecycle(Lifecycle::Start)).await;
         let outcome = |status: RunStatus, text: String, steer: &mut mpsc::Receiver<_>| {

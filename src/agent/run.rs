@@ -42,6 +42,8 @@ pub struct Steer {
 pub struct RunRequest {
     /// Session key (transcript owner).
     pub session_key: String,
+    /// The run's id (`run-<seq>`; empty outside the gateway).
+    pub run_id: String,
     /// The user turn that starts the run.
     pub text: String,
     /// Blocks that go with `text` in the user message (the images of its attachments).
@@ -119,6 +121,8 @@ pub struct Agent {
 struct Turn<'a> {
     agent: &'a Agent,
     key: String,
+    /// The run's id, for the tools.
+    run_id: String,
     cancel: CancellationToken,
     events: mpsc::Sender<RunEvent>,
     messages: Vec<Message>,
@@ -152,6 +156,7 @@ impl Agent {
         let mut turn = Turn {
             agent: self,
             key: req.session_key.clone(),
+            run_id: req.run_id.clone(),
             cancel,
             events: req.events.clone(),
             messages: Vec::new(),
@@ -492,6 +497,7 @@ impl Turn<'_> {
         let ctx = ToolContext {
             cancel: self.cancel.clone(),
             session_key: self.key.clone(),
+            run_id: self.run_id.clone(),
             reply_to: self.reply_to.clone(),
             events: Some(self.events.clone()),
             ..self.agent.tool_context.clone()

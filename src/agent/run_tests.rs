@@ -220,6 +220,7 @@ impl Harness {
                 exec_timeout: Duration::from_secs(30),
                 max_output_chars: 10_000,
                 session_key: String::new(),
+                run_id: String::new(),
                 exec: Default::default(),
                 reply_to: None,
                 events: None,
@@ -245,6 +246,7 @@ impl Harness {
         let (events_tx, events) = mpsc::channel(10_000);
         let request = RunRequest {
             session_key: KEY.into(),
+            run_id: String::new(),
             text: text.into(),
             media: Vec::new(),
             cancel: cancel.clone(),

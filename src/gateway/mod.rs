@@ -8,6 +8,7 @@ pub mod ask;
 pub mod cluster;
 pub mod command_context;
 pub mod commands;
+pub mod files;
 pub mod intake;
 pub mod live;
 pub mod media;
@@ -276,6 +277,7 @@ impl Gateway {
             channels.clone(),
             config.delivery.ttl(),
             shutdown.clone(),
+            files::FilePolicy::from_config(&config),
         );
         // The core owns the lanes, the agent and the ACP manager, whose gateway-side ports
         // (runner, spawner, sessions, approvals, permission askers) point back at it: they

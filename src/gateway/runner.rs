@@ -131,6 +131,7 @@ async fn run_turn(
     let prepared = super::media::prepare(core, &key, &turn).await;
     let request = RunRequest {
         session_key: key.clone(),
+        run_id: run_id.clone(),
         text: prepared.text,
         media: prepared.media,
         cancel,
@@ -249,6 +250,8 @@ async fn settle(
     };
     // What the `message` tool already sent here is not said again.
     let text = streamed.final_text();
+    // File lines of the answer are checked now: what the outbox reads as one was allowed.
+    let text = super::files::check_final(core.outbox.files(), &text);
     // Once the final is durable the lane is free: the outbox worker delivers it.
     match core
         .store

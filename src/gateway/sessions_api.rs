@@ -208,3 +208,7 @@ async fn send_files(
         )),
     }
 }
+
+#[cfg(test)]
+#[path = "sessions_api_tests.rs"]
+mod tests;

@@ -185,3 +185,41 @@ async fn a_picture_sent_on_discord_comes_back_as_an_attachment() {
     assert!(message.nonce.is_some(), "sent with a nonce");
     assert_eq!(s.dc.attachment_bytes(DM, message.id), vec![picture()]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_final_answer_carries_a_file_on_a_media_line() {
+    let s = TgSetup::new("allow_from = [\"42\"]").await;
+    let out = s.setup.path("ws").join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("plot.png"), picture()).unwrap();
+    let mut gw = s.gateway();
+    let (chat, ann) = dm(42, "Ann");
+    // The fake model echoes this text as its answer: the file line is the reply's.
+    s.tg.user_sends(
+        chat,
+        ann,
+        "Your plot\nMEDIA:out/plot.png\nMEDIA:../nope.png",
+    );
+    gw.wait(&s, "the picture", |s| !s.tg.uploads(42).is_empty())
+        .await;
+    gw.stop().await;
+
+    let uploads = s.tg.uploads(42);
+    assert_eq!(uploads.len(), 1, "{uploads:#?}");
+    assert_eq!(uploads[0].method, "sendphoto");
+    assert_eq!(uploads[0].bytes, picture());
+    // The text went with it (as its caption, or as a message before it), without the file
+    // lines; the refused one is noted.
+    let mut said: Vec<String> = s.texts(42);
+    said.extend(uploads[0].caption.clone());
+    let all = said.join("\n");
+    assert!(all.contains("Your plot"), "{all}");
+    assert!(all.contains("file not sent"), "{all}");
+    let messages = s.tg.messages(42);
+    let last_text = messages
+        .iter()
+        .rev()
+        .find_map(|m| m["text"].as_str().or(m["caption"].as_str()))
+        .unwrap();
+    assert!(!last_text.contains("MEDIA:"), "{last_text}");
+}

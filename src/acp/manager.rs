@@ -157,7 +157,7 @@ impl AcpManager {
             mut steer,
             events,
             reply_to: _,
-            media: _,
+            media,
             run_id: _,
         } = request;
         let _ = events.send(RunEvent::Lifecycle(Lifecycle::Start)).await;
@@ -227,7 +227,15 @@ impl AcpManager {
                 mapper.text().to_owned()
             })
         };
-        let result = agent.prompt(&session, &text, updates_tx, &cancel).await;
+        let prompt = super::media::prompt_for(
+            text,
+            &media,
+            &self.workspace,
+            &binding.cwd,
+            agent.accepts_images(),
+        )
+        .await;
+        let result = agent.prompt(&session, &prompt, updates_tx, &cancel).await;
         let streamed = forward.await.unwrap_or_default();
         binding.last_active_ms = now_ms();
         if let Err(e) = self.store.put_binding(&binding).await {

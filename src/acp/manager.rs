@@ -155,6 +155,7 @@ impl AcpManager {
             text,
             cancel,
             mut steer,
+            steer_files: _,
             events,
             reply_to: _,
             media,

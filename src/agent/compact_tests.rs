@@ -415,6 +415,7 @@ async fn run(agent: &Agent, text: &str) -> (RunStatus, Vec<RunEvent>) {
             media: Vec::new(),
             cancel: CancellationToken::new(),
             steer,
+            steer_files: None,
             events,
             reply_to: None,
         })

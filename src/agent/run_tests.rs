@@ -251,6 +251,7 @@ impl Harness {
             media: Vec::new(),
             cancel: cancel.clone(),
             steer: steer_rx,
+            steer_files: None,
             events: events_tx,
             reply_to: None,
         };
@@ -420,6 +421,7 @@ async fn steer_during_a_tool_skips_the_rest_of_the_batch_and_reaches_the_next_ca
         .send(Steer {
             seqs: vec![7, 8],
             text: "also this".into(),
+            files: Vec::new(),
         })
         .await
         .unwrap();
@@ -454,6 +456,7 @@ async fn a_steer_after_the_final_answer_comes_back_as_leftover() {
     let late = Steer {
         seqs: vec![3],
         text: "late".into(),
+        files: Vec::new(),
     };
     run.steer.send(late.clone()).await.unwrap();
     let (outcome, _, steer) = run.finish().await;

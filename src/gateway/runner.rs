@@ -128,7 +128,13 @@ async fn run_turn(
     remember_target(core, &key, &turn.target);
     let (reply, reply_tx) = start_reply(core, &run_id, &turn);
     let bus = super::live::tee(run_id.clone(), key.clone(), core.live.clone(), reply_tx);
-    let prepared = super::media::prepare(core, &key, &turn).await;
+    let prepared = super::media::prepare(core, &key, &turn, &cancel).await;
+    let steer_files = super::media::SteerDownloads {
+        core: Arc::downgrade(core),
+        key: key.clone(),
+        target: turn.target.clone(),
+        cancel: cancel.clone(),
+    };
     let request = RunRequest {
         session_key: key.clone(),
         run_id: run_id.clone(),
@@ -136,6 +142,7 @@ async fn run_turn(
         media: prepared.media,
         cancel,
         steer,
+        steer_files: Some(Arc::new(steer_files)),
         events: bus.events.clone(),
         reply_to: Some(turn.target.clone()),
     };

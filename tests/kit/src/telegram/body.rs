@@ -79,7 +79,7 @@ pub(crate) fn multipart(
         let value = &part[at + 4..];
         let value = value.strip_suffix(b"\r\n").unwrap_or(value);
         let disposition = |key: &str| {
-            head.split(|c| c == ';' || c == '\n')
+            head.split([';', '\n'])
                 .find_map(|p| p.trim().strip_prefix(&format!("{key}=")))
                 .map(|v| v.trim().trim_matches('"').to_string())
         };

@@ -10,6 +10,7 @@
 #   benches/run.sh storm      # reply delivery: fault-free vs fault-storm drain of 200 replies
 #   benches/run.sh memory     # RSS and store size over 40,000 messages in 5,000 chats (not in the default set)
 #   benches/run.sh waiting    # 20 users x 5 messages with a ~1 s model: first text and whole answer
+#   benches/run.sh media      # 20 users send a 5 MB photo at once: peak RSS, photo to model call
 #
 # The benches report figures; they never assert times. Expect about 1 minute for `turns`
 # (longer when a concurrent section hangs and is retried) and about 10 s for `startup`;

@@ -17,6 +17,8 @@ pub struct TestChannel {
     no_command_answers: bool,
     /// Errors the next sends/edits answer, first first.
     refusals: Mutex<VecDeque<ChannelError>>,
+    /// Errors the next file sends answer, first first.
+    file_refusals: Mutex<VecDeque<ChannelError>>,
     calls: Mutex<Vec<(Instant, String)>>,
     next_id: Mutex<u64>,
     /// When it was made; call times are measured from here.
@@ -50,6 +52,7 @@ impl TestChannel {
             },
             no_command_answers,
             refusals: Mutex::new(VecDeque::new()),
+            file_refusals: Mutex::new(VecDeque::new()),
             calls: Mutex::new(Vec::new()),
             next_id: Mutex::new(0),
             start: Instant::now(),
@@ -59,6 +62,11 @@ impl TestChannel {
     /// Makes the next sends, edits or command answers fail with `errors`, in order.
     pub fn refuse(&self, errors: impl IntoIterator<Item = ChannelError>) {
         self.refusals.lock().unwrap().extend(errors);
+    }
+
+    /// Makes the next file sends fail with `errors`, in order.
+    pub fn refuse_files(&self, errors: impl IntoIterator<Item = ChannelError>) {
+        self.file_refusals.lock().unwrap().extend(errors);
     }
 
     /// What was asked (`send TEXT`, `edit TEXT`, `delete ID`, `answer HANDLE: TEXT`), in
@@ -143,6 +151,31 @@ impl Channel for TestChannel {
         message: &'a SentMessage,
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
         Box::pin(async move { self.record(format!("delete {}", message.message_id), false) })
+    }
+    fn caption_limit(&self) -> usize {
+        20
+    }
+    fn send_file<'a>(
+        &'a self,
+        _to: &'a Conversation,
+        file: &'a chela_channel::OutboundFile,
+        caption: Option<&'a str>,
+        key: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
+        Box::pin(async move {
+            let name = file.file_name();
+            let caption = caption.map(|c| format!(" [{c}]")).unwrap_or_default();
+            let key = key.map(|k| format!(" #{k}")).unwrap_or_default();
+            self.record(format!("file {name}{caption}{key}"), false)?;
+            if let Some(error) = self.file_refusals.lock().unwrap().pop_front() {
+                return Err(error);
+            }
+            let mut id = self.next_id.lock().unwrap();
+            *id += 1;
+            Ok(SentMessage {
+                message_id: format!("s{id}"),
+            })
+        })
     }
     fn answer_command<'a>(
         &'a self,

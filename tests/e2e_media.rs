@@ -215,3 +215,35 @@ async fn a_voice_note_is_transcribed_and_answered() {
     assert!(body.contains("OggS fake opus"), "{body}");
     assert!(body.contains("filename=\""), "{body}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_photo_steered_into_a_running_turn_is_downloaded_and_seen_by_the_model() {
+    // Steer mode: a message arriving while a run works goes into that run.
+    let s = TgSetup::new("allow_from = [\"42\"]").await;
+    let mut gw = s.gateway();
+    let (chat, ann) = dm(42, "Ann");
+    s.tg.user_sends(
+        chat.clone(),
+        ann.clone(),
+        r#"tool exec {"command": "sleep 4"}"#,
+    );
+    gw.wait(&s, "the first model call", |s| {
+        !s.setup.model_calls().is_empty()
+    })
+    .await;
+    s.tg.user_sends_file(chat, ann, "and this", FileSpec::photo(picture()));
+    gw.wait(&s, "the answer", |s| !s.texts(42).is_empty()).await;
+    gw.stop().await;
+
+    let calls = s.setup.model_calls();
+    assert_eq!(calls.len(), 2, "one run: the photo was steered into it");
+    let parts = last_user_parts(&calls[1]);
+    let text = parts[0]["text"].as_str().unwrap();
+    assert!(text.starts_with("and this"), "{text}");
+    assert!(text.contains(&format!("{ANN_MEDIA}/")), "{text}");
+    assert_eq!(
+        parts[1]["image_url"]["url"],
+        data_url("image/jpeg", &picture())
+    );
+    assert_eq!(s.tg.file_downloads(), 1);
+}

@@ -11,7 +11,7 @@ use std::time::Duration;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, ClientCapabilities, CloseSessionRequest, ContentBlock,
-    FileSystemCapabilities, Implementation, InitializeRequest, LoadSessionRequest,
+    FileSystemCapabilities, ImageContent, Implementation, InitializeRequest, LoadSessionRequest,
     NewSessionRequest, PromptRequest, ReadTextFileRequest, ReadTextFileResponse,
     RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse, SessionId,
     SessionNotification, SessionUpdate, StopReason, TextContent, WriteTextFileRequest,
@@ -185,6 +185,11 @@ impl AcpClient {
         &self.agent_name
     }
 
+    /// Whether the agent takes `image` content blocks (`promptCapabilities.image`).
+    pub fn accepts_images(&self) -> bool {
+        self.capabilities.prompt_capabilities.image
+    }
+
     /// Whether the agent can resume sessions with `session/load`.
     pub fn can_load(&self) -> bool {
         self.capabilities.load_session
@@ -245,14 +250,30 @@ impl AcpClient {
         updates: mpsc::Sender<SessionUpdate>,
         cancel: &CancellationToken,
     ) -> Result<TurnEnd, AcpError> {
+        let prompt = super::media::Prompt::text(text);
+        self.prompt_with(id, &prompt, updates, cancel).await
+    }
+
+    /// [`AcpClient::prompt`] of `prompt`: a text block, then its image blocks.
+    pub async fn prompt_with(
+        &self,
+        id: &str,
+        prompt: &super::media::Prompt,
+        updates: mpsc::Sender<SessionUpdate>,
+        cancel: &CancellationToken,
+    ) -> Result<TurnEnd, AcpError> {
         let (tx, mut rx) = mpsc::channel(UPDATE_BUFFER);
         if let Ok(mut routes) = self.shared.routes.lock() {
             routes.insert(id.to_owned(), tx);
         }
-        let request = PromptRequest::new(
-            SessionId::new(id),
-            vec![ContentBlock::Text(TextContent::new(text.to_owned()))],
-        );
+        let mut blocks = vec![ContentBlock::Text(TextContent::new(prompt.text.clone()))];
+        blocks.extend(prompt.images.iter().map(|image| {
+            ContentBlock::Image(ImageContent::new(
+                image.data.clone(),
+                image.mime_type.clone(),
+            ))
+        }));
+        let request = PromptRequest::new(SessionId::new(id), blocks);
         let answer = self.cx.send_request(request).block_task();
         tokio::pin!(answer);
         let mut cancel_deadline: Option<tokio::time::Instant> = None;

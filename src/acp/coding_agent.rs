@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::AcpError;
 use super::client::{AcpClient, TurnEnd};
+use super::media::Prompt;
 use crate::agent::provider::BoxFuture;
 
 /// A running coding agent (one process) serving sessions.
@@ -30,11 +31,15 @@ pub trait CodingAgent: Send + Sync {
         id: &'a str,
         cwd: &'a Path,
     ) -> BoxFuture<'a, Result<(), AcpError>>;
+    /// Whether it takes `image` content blocks in prompts (`promptCapabilities.image`).
+    fn accepts_images(&self) -> bool {
+        false
+    }
     /// Runs one prompt turn, streaming its updates; `cancel` stops it.
     fn prompt<'a>(
         &'a self,
         id: &'a str,
-        text: &'a str,
+        prompt: &'a Prompt,
         updates: mpsc::Sender<SessionUpdate>,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<TurnEnd, AcpError>>;
@@ -73,14 +78,18 @@ impl CodingAgent for AcpClient {
         Box::pin(AcpClient::load_session(self, id, cwd))
     }
 
+    fn accepts_images(&self) -> bool {
+        AcpClient::accepts_images(self)
+    }
+
     fn prompt<'a>(
         &'a self,
         id: &'a str,
-        text: &'a str,
+        prompt: &'a Prompt,
         updates: mpsc::Sender<SessionUpdate>,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<TurnEnd, AcpError>> {
-        Box::pin(AcpClient::prompt(self, id, text, updates, cancel))
+        Box::pin(AcpClient::prompt_with(self, id, prompt, updates, cancel))
     }
 
     fn close_session<'a>(&'a self, id: &'a str) -> BoxFuture<'a, ()> {

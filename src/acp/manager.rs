@@ -155,9 +155,11 @@ impl AcpManager {
             text,
             cancel,
             mut steer,
+            steer_files: _,
             events,
             reply_to: _,
-            media: _,
+            media,
+            run_id: _,
         } = request;
         let _ = events.send(RunEvent::Lifecycle(Lifecycle::Start)).await;
         let outcome = |status: RunStatus, text: String, steer: &mut mpsc::Receiver<_>| {
@@ -226,7 +228,15 @@ impl AcpManager {
                 mapper.text().to_owned()
             })
         };
-        let result = agent.prompt(&session, &text, updates_tx, &cancel).await;
+        let prompt = super::media::prompt_for(
+            text,
+            &media,
+            &self.workspace,
+            &binding.cwd,
+            agent.accepts_images(),
+        )
+        .await;
+        let result = agent.prompt(&session, &prompt, updates_tx, &cancel).await;
         let streamed = forward.await.unwrap_or_default();
         binding.last_active_ms = now_ms();
         if let Err(e) = self.store.put_binding(&binding).await {

@@ -9,6 +9,7 @@
 //! - [`process`]: the agent's process group.
 //! - [`updates`]: `session/update` notifications to run events.
 //! - [`permission`]: permission modes and choosing options by kind.
+//! - [`media`]: pictures of chat messages as image blocks, or as files in the agent's folder.
 //! - [`fs`]: the confined file service offered to agents.
 //! - [`terminal`]: the PTY-backed terminal service offered to agents.
 
@@ -18,6 +19,7 @@ pub mod command;
 pub mod fs;
 pub mod harness;
 pub mod manager;
+pub mod media;
 pub mod permission;
 pub mod process;
 pub mod terminal;

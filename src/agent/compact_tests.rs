@@ -387,6 +387,7 @@ fn agent(model: Arc<TestModel>, context_window: u64, reserve_tokens: u64) -> Age
             exec_timeout: Duration::from_secs(30),
             max_output_chars: 10_000,
             session_key: String::new(),
+            run_id: String::new(),
             exec: Default::default(),
             reply_to: None,
             events: None,
@@ -409,10 +410,12 @@ async fn run(agent: &Agent, text: &str) -> (RunStatus, Vec<RunEvent>) {
     let outcome = agent
         .run(RunRequest {
             session_key: KEY.into(),
+            run_id: String::new(),
             text: text.into(),
             media: Vec::new(),
             cancel: CancellationToken::new(),
             steer,
+            steer_files: None,
             events,
             reply_to: None,
         })

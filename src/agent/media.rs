@@ -11,6 +11,16 @@ use crate::domain::message::{ContentBlock, ImageBlock, Message};
 /// Largest image file read into a model call, in bytes (the APIs refuse bigger ones).
 pub const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
 
+/// Fetches the files of a steered message for the run that takes it (the gateway downloads
+/// them as it does a turn's); given with the run request, `None` outside the gateway.
+pub trait SteerFiles: Send + Sync {
+    /// The text the model gets for `steer` (a note per file added) and its image blocks.
+    fn prepare<'a>(
+        &'a self,
+        steer: &'a crate::agent::run::Steer,
+    ) -> crate::agent::provider::BoxFuture<'a, (String, Vec<ContentBlock>)>;
+}
+
 /// A user message: `text`, then `media` (image blocks).
 pub fn user_message(text: &str, media: Vec<ContentBlock>) -> Message {
     let mut message = Message::user(text);

@@ -111,6 +111,7 @@ pub fn build(
             exec_timeout: Duration::from_secs(config.tools.exec_timeout_s),
             max_output_chars: config.tools.max_output_chars,
             session_key: String::new(),
+            run_id: String::new(),
             exec: std::sync::Arc::new(exec_sandbox(config)),
             reply_to: None,
             events: None,

@@ -36,12 +36,17 @@ pub struct Steer {
     pub seqs: Vec<u64>,
     /// The text.
     pub text: String,
+    /// The files that came with it, each with the seq of its message (downloaded by the run
+    /// that takes it, through [`RunRequest::steer_files`]).
+    pub files: Vec<(u64, chela_channel::Attachment)>,
 }
 
 /// Everything one run needs from its lane.
 pub struct RunRequest {
     /// Session key (transcript owner).
     pub session_key: String,
+    /// The run's id (`run-<seq>`; empty outside the gateway).
+    pub run_id: String,
     /// The user turn that starts the run.
     pub text: String,
     /// Blocks that go with `text` in the user message (the images of its attachments).
@@ -50,6 +55,8 @@ pub struct RunRequest {
     pub cancel: CancellationToken,
     /// Steered messages arriving while the run works.
     pub steer: mpsc::Receiver<Steer>,
+    /// Downloads the files of steered messages (`None`: their files are left out).
+    pub steer_files: Option<std::sync::Arc<dyn crate::agent::media::SteerFiles>>,
     /// Where the run's events go.
     pub events: mpsc::Sender<RunEvent>,
     /// The conversation the run replies to (`None` for a run with no chat, such as one
@@ -119,6 +126,10 @@ pub struct Agent {
 struct Turn<'a> {
     agent: &'a Agent,
     key: String,
+    /// The run's id, for the tools.
+    run_id: String,
+    /// Downloads steered messages' files.
+    steer_files: Option<std::sync::Arc<dyn crate::agent::media::SteerFiles>>,
     cancel: CancellationToken,
     events: mpsc::Sender<RunEvent>,
     messages: Vec<Message>,
@@ -152,6 +163,7 @@ impl Agent {
         let mut turn = Turn {
             agent: self,
             key: req.session_key.clone(),
+            run_id: req.run_id.clone(),
             cancel,
             events: req.events.clone(),
             messages: Vec::new(),
@@ -162,6 +174,7 @@ impl Agent {
             model: crate::agent::model_choice::chosen(&self.store, &req.session_key),
             compaction_gave_up: false,
             reply_to: req.reply_to.take(),
+            steer_files: req.steer_files.take(),
         };
         let media = std::mem::take(&mut req.media);
         let result = turn.drive(&req.text, media, &mut req.steer).await;
@@ -263,7 +276,13 @@ impl Turn<'_> {
                 self.stash.push(s);
             }
             for s in std::mem::take(&mut self.stash) {
-                self.push_user(&s.text)?;
+                match (&self.steer_files, s.files.is_empty()) {
+                    (Some(files), false) => {
+                        let (text, media) = files.prepare(&s).await;
+                        self.push(crate::agent::media::user_message(&text, media))?;
+                    }
+                    _ => self.push_user(&s.text)?,
+                }
                 self.steered_seqs.extend(s.seqs);
             }
             self.agent
@@ -492,6 +511,7 @@ impl Turn<'_> {
         let ctx = ToolContext {
             cancel: self.cancel.clone(),
             session_key: self.key.clone(),
+            run_id: self.run_id.clone(),
             reply_to: self.reply_to.clone(),
             events: Some(self.events.clone()),
             ..self.agent.tool_context.clone()

@@ -220,6 +220,7 @@ impl Harness {
                 exec_timeout: Duration::from_secs(30),
                 max_output_chars: 10_000,
                 session_key: String::new(),
+                run_id: String::new(),
                 exec: Default::default(),
                 reply_to: None,
                 events: None,
@@ -245,10 +246,12 @@ impl Harness {
         let (events_tx, events) = mpsc::channel(10_000);
         let request = RunRequest {
             session_key: KEY.into(),
+            run_id: String::new(),
             text: text.into(),
             media: Vec::new(),
             cancel: cancel.clone(),
             steer: steer_rx,
+            steer_files: None,
             events: events_tx,
             reply_to: None,
         };
@@ -418,6 +421,7 @@ async fn steer_during_a_tool_skips_the_rest_of_the_batch_and_reaches_the_next_ca
         .send(Steer {
             seqs: vec![7, 8],
             text: "also this".into(),
+            files: Vec::new(),
         })
         .await
         .unwrap();
@@ -452,6 +456,7 @@ async fn a_steer_after_the_final_answer_comes_back_as_leftover() {
     let late = Steer {
         seqs: vec![3],
         text: "late".into(),
+        files: Vec::new(),
     };
     run.steer.send(late.clone()).await.unwrap();
     let (outcome, _, steer) = run.finish().await;

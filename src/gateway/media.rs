@@ -11,17 +11,22 @@
 //! admission drops are never downloaded.
 
 use std::path::Path;
+use std::sync::Weak;
 
-use chela_channel::{Attachment, AttachmentKind, Channel};
+use chela_channel::{Attachment, AttachmentKind, Channel, Conversation};
+use tokio_util::sync::CancellationToken;
 
 use super::Core;
+use crate::agent::media::SteerFiles;
+use crate::agent::provider::BoxFuture;
+use crate::agent::run::Steer;
 use crate::domain::message::{ContentBlock, ImageBlock};
 use crate::lane::QueuedTurn;
 
 mod fetch;
 mod transcribe;
 
-pub use fetch::{FetchError, download};
+pub use fetch::{FetchError, download, download_until};
 
 /// The text and image blocks a turn's user message gets.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,33 +39,88 @@ pub struct Prepared {
 
 /// Downloads the files of `turn`'s messages (session `key`) and returns what the model gets.
 /// Turns without files cost nothing here.
-/// A file too big or not downloadable gets a short reply in the chat and a note.
-pub async fn prepare(core: &Core, key: &str, turn: &QueuedTurn) -> Prepared {
-    let mut prepared = Prepared {
-        text: turn.text.clone(),
-        media: Vec::new(),
+/// A file too big or not downloadable gets a short reply in the chat and a note; `cancel`
+/// (`/stop`) cuts a download short and leaves the rest.
+pub async fn prepare(
+    core: &Core,
+    key: &str,
+    turn: &QueuedTurn,
+    cancel: &CancellationToken,
+) -> Prepared {
+    let files = Files {
+        key,
+        target: &turn.target,
+        cancel,
     };
-    let folder = format!("media/{}", safe_key(key));
-    let mut notes = Vec::new();
-    let mut index = 0;
-    for (n, (seq, attachment)) in turn.files.iter().enumerate() {
-        // Numbered within each message: `<seq>-0-...`, `<seq>-1-...`.
-        let first = n == 0 || turn.files[n - 1].0 != *seq;
-        index = if first { 0 } else { index + 1 };
-        let relative = format!("{folder}/{}", file_name(*seq, index, attachment));
-        let (note, image) = take_file(core, turn, attachment, relative).await;
-        notes.push(note);
-        prepared.media.extend(image);
-    }
-    if !notes.is_empty() {
-        let notes = notes.join("\n");
-        prepared.text = if prepared.text.trim().is_empty() {
-            notes
-        } else {
-            format!("{}\n\n{notes}", prepared.text)
+    files.prepare(core, &turn.text, &turn.files).await
+}
+
+/// Where a message's files go and what stops their download.
+struct Files<'a> {
+    key: &'a str,
+    target: &'a Conversation,
+    cancel: &'a CancellationToken,
+}
+
+impl Files<'_> {
+    /// `text` with a note per file of `files` (each with its message's seq), downloaded.
+    async fn prepare(&self, core: &Core, text: &str, files: &[(u64, Attachment)]) -> Prepared {
+        let mut prepared = Prepared {
+            text: text.to_owned(),
+            media: Vec::new(),
         };
+        let folder = format!("media/{}", safe_key(self.key));
+        let mut notes = Vec::new();
+        let mut index = 0;
+        for (n, (seq, attachment)) in files.iter().enumerate() {
+            // Numbered within each message: `<seq>-0-...`, `<seq>-1-...`.
+            let first = n == 0 || files[n - 1].0 != *seq;
+            index = if first { 0 } else { index + 1 };
+            let relative = format!("{folder}/{}", file_name(*seq, index, attachment));
+            let (note, image) = self.take_file(core, attachment, relative).await;
+            notes.push(note);
+            prepared.media.extend(image);
+        }
+        if !notes.is_empty() {
+            let notes = notes.join("\n");
+            prepared.text = if prepared.text.trim().is_empty() {
+                notes
+            } else {
+                format!("{}\n\n{notes}", prepared.text)
+            };
+        }
+        prepared
     }
-    prepared
+}
+
+/// The files of steered messages, downloaded by the run that takes them (see
+/// [`SteerFiles`]).
+pub struct SteerDownloads {
+    /// The core (weak: a run must not keep it alive).
+    pub core: Weak<Core>,
+    /// The run's session.
+    pub key: String,
+    /// Where its replies go (a refusal is said there).
+    pub target: Conversation,
+    /// The run's stop.
+    pub cancel: CancellationToken,
+}
+
+impl SteerFiles for SteerDownloads {
+    fn prepare<'a>(&'a self, steer: &'a Steer) -> BoxFuture<'a, (String, Vec<ContentBlock>)> {
+        Box::pin(async move {
+            let Some(core) = self.core.upgrade() else {
+                return (steer.text.clone(), Vec::new());
+            };
+            let files = Files {
+                key: &self.key,
+                target: &self.target,
+                cancel: &self.cancel,
+            };
+            let prepared = files.prepare(&core, &steer.text, &steer.files).await;
+            (prepared.text, prepared.media)
+        })
+    }
 }
 
 /// The text of an unmentioned group message kept as context: its files are named, not
@@ -77,26 +137,47 @@ pub fn context_line(inbound: &chela_channel::Inbound) -> String {
     parts.join(" ")
 }
 
-/// Downloads one file of `turn` to `relative` (in the workspace); its note for the model and,
-/// for a picture, its image block. A refusal is answered in the chat.
-async fn take_file(
+impl Files<'_> {
+    /// Downloads one file to `relative` (in the workspace); its note for the model and, for
+    /// a picture, its image block. A refusal is answered in the chat; a stopped download is
+    /// only noted.
+    async fn take_file(
+        &self,
+        core: &Core,
+        attachment: &Attachment,
+        relative: String,
+    ) -> (String, Option<ContentBlock>) {
+        let limit = core.config.media.max_bytes();
+        let file = core.agent.tool_context.workspace.join(&relative);
+        let channel = core.channel(&self.target.channel);
+        let size = match fetch_once_until(channel, attachment, &file, limit, self.cancel).await {
+            Ok(size) => size,
+            Err(FetchError::Stopped) => {
+                return (
+                    format!("[{} not downloaded: stopped]", what(attachment)),
+                    None,
+                );
+            }
+            Err(error) => {
+                tracing::warn!(error = %error, kind = attachment.kind.as_str(), "attachment not downloaded");
+                let (note, reply) = refusal(attachment, &error, limit);
+                core.say(self.target, &reply).await;
+                return (note, None);
+            }
+        };
+        note_and_block(core, attachment, relative, &file, size).await
+    }
+}
+
+/// The note and (for a picture) the image block of `attachment`, saved at `relative`
+/// (`file`), `size` bytes; a voice note or audio file is transcribed when configured.
+async fn note_and_block(
     core: &Core,
-    turn: &QueuedTurn,
     attachment: &Attachment,
     relative: String,
+    file: &Path,
+    size: u64,
 ) -> (String, Option<ContentBlock>) {
-    let limit = core.config.media.max_bytes();
-    let file = core.agent.tool_context.workspace.join(&relative);
-    let size = match fetch_once(core.channel(&turn.target.channel), attachment, &file, limit).await
-    {
-        Ok(size) => size,
-        Err(error) => {
-            tracing::warn!(error = %error, kind = attachment.kind.as_str(), "attachment not downloaded");
-            let (note, reply) = refusal(attachment, &error, limit);
-            core.say(&turn.target, &reply).await;
-            return (note, None);
-        }
-    };
     let note = saved_note(attachment, &relative, size);
     match attachment.kind {
         AttachmentKind::Image => {
@@ -111,7 +192,7 @@ async fn take_file(
             if !core.config.media.transcribe_url.trim().is_empty() =>
         {
             let mime = attachment.mime_type.as_deref().unwrap_or("audio/ogg");
-            match transcribe::transcribe(&core.config.media, &file, mime).await {
+            match transcribe::transcribe(&core.config.media, file, mime).await {
                 Ok(text) => (format!("({}) {text}\n{note}", what(attachment)), None),
                 Err(error) => {
                     tracing::warn!(error = %error, "transcription failed; the model gets the path");
@@ -124,11 +205,23 @@ async fn take_file(
 }
 
 /// Downloads `attachment` to `dest` unless an earlier run of the turn did; its size.
+#[cfg(test)]
 async fn fetch_once(
     channel: Option<std::sync::Arc<dyn Channel>>,
     attachment: &Attachment,
     dest: &Path,
     limit: u64,
+) -> Result<u64, FetchError> {
+    fetch_once_until(channel, attachment, dest, limit, &CancellationToken::new()).await
+}
+
+/// [`fetch_once`] that `cancel` cuts short.
+async fn fetch_once_until(
+    channel: Option<std::sync::Arc<dyn Channel>>,
+    attachment: &Attachment,
+    dest: &Path,
+    limit: u64,
+    cancel: &CancellationToken,
 ) -> Result<u64, FetchError> {
     if let Some(size) = attachment.size.filter(|&s| s > limit) {
         return Err(FetchError::TooBig(size));
@@ -138,7 +231,7 @@ async fn fetch_once(
     }
     let channel = channel.ok_or(FetchError::NoChannel)?;
     let url = channel.media_url(attachment).await?;
-    download(&url, dest, limit).await
+    download_until(&url, dest, limit, cancel).await
 }
 
 /// `agent:main:direct:42` -> `agent_main_direct_42`: a folder name.

@@ -8,6 +8,7 @@ pub mod ask;
 pub mod cluster;
 pub mod command_context;
 pub mod commands;
+pub mod files;
 pub mod intake;
 mod intake_lease;
 pub mod live;
@@ -268,6 +269,7 @@ impl Gateway {
             channels.clone(),
             config.delivery.ttl(),
             shutdown.clone(),
+            files::FilePolicy::from_config(&config),
         );
         // The core owns the lanes, the agent and the ACP manager, whose gateway-side ports
         // (runner, spawner, sessions, approvals, permission askers) point back at it: they

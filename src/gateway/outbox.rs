@@ -13,10 +13,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chela_channel::{Channel, ChannelError, Conversation, SentMessage};
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::files::{self, FilePolicy};
 use super::reply_journal::RunJournal;
 use crate::domain::message::now_ms;
 use crate::reply::ReplyStream;
@@ -94,16 +95,22 @@ struct Inner {
     /// Deliveries handed over and not finished yet.
     in_flight: watch::Sender<usize>,
     counters: OutboxCounters,
+    /// Which files a final's file lines may send.
+    files: FilePolicy,
+    /// Who waits for the outcome of which delivery ([`Outbox::submit_watched`]).
+    watchers: Mutex<HashMap<u64, oneshot::Sender<Result<(), String>>>>,
 }
 
 impl Outbox {
-    /// A worker delivering through `channels`; retries stop when `shutdown` fires (what is
-    /// left stays in the outbox for the next start).
+    /// A worker delivering through `channels`, the files of finals checked by `files`;
+    /// retries stop when `shutdown` fires (what is left stays in the outbox for the next
+    /// start).
     pub fn new(
         store: Store,
         channels: HashMap<String, Arc<dyn Channel>>,
         ttl: Duration,
         shutdown: CancellationToken,
+        files: FilePolicy,
     ) -> Outbox {
         Outbox {
             inner: Arc::new(Inner {
@@ -114,6 +121,8 @@ impl Outbox {
                 queues: Mutex::new(HashMap::new()),
                 in_flight: watch::channel(0).0,
                 counters: OutboxCounters::default(),
+                files,
+                watchers: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -140,6 +149,17 @@ impl Outbox {
         drop(queues);
         let inner = self.inner.clone();
         tokio::spawn(async move { inner.run_conversation(to).await });
+    }
+
+    /// [`Outbox::submit`], and a receiver of its outcome: `Ok` once delivered, `Err` with the
+    /// reason once dead-lettered; closed without a value when it is left for the next start.
+    pub fn submit_watched(&self, delivery: Delivery) -> oneshot::Receiver<Result<(), String>> {
+        let (tx, rx) = oneshot::channel();
+        if let Ok(mut watchers) = self.inner.watchers.lock() {
+            watchers.insert(delivery.id, tx);
+        }
+        self.submit(delivery);
+        rx
     }
 
     /// Waits until every delivery handed over is finished (delivered, dead-lettered, or left
@@ -172,6 +192,11 @@ impl Outbox {
         }
     }
 
+    /// Which files finals may send.
+    pub fn files(&self) -> &FilePolicy {
+        &self.inner.files
+    }
+
     /// Counters since start.
     pub fn counters(&self) -> &OutboxCounters {
         &self.inner.counters
@@ -183,11 +208,15 @@ impl Inner {
     async fn run_conversation(self: Arc<Self>, to: Conversation) {
         let mut next = self.pop(&to);
         while let Some(delivery) = next {
+            let id = delivery.id;
             if let Some(sent) = self.deliver(delivery).await {
                 // Durable before the conversation is let go: a crash cannot resend this final
                 // below a reply that came after it.
                 self.delivered(&sent).await;
+                self.tell(id, Ok(()));
             }
+            // Left for the next start: a watcher learns it by the closed channel.
+            self.tell_none(id);
             // Popped (and the conversation let go when empty) before the count changes, so a
             // waiter woken by the count sees the queue as it is.
             next = self.pop(&to);
@@ -232,6 +261,13 @@ impl Inner {
             take_back(channel.as_ref(), &journal).await;
             self.forget_journal(delivery.run_id.as_deref());
         }
+        let (text, files) = match self.files_of(&delivery, channel.as_ref()) {
+            Ok(split) => split,
+            Err(why) => {
+                self.dead_letter(&delivery, &why);
+                return None;
+            }
+        };
         let mut stream = delivery.stream.take().unwrap_or_else(|| {
             let journal = delivery.run_id.as_ref().map(|run| {
                 RunJournal::shared(self.store.clone(), run.clone(), delivery.to.clone())
@@ -272,7 +308,7 @@ impl Inner {
                 Ok(_) => {}
             }
             let before = stream.progress();
-            match stream.deliver_once(&delivery.text).await {
+            match stream.deliver_with_files(&text, &files).await {
                 Ok(()) => return Some(delivery),
                 Err(e) if e.is_retryable() => {
                     if stream.progress() != before {
@@ -309,9 +345,44 @@ impl Inner {
         self.forget_journal(delivery.run_id.as_deref());
     }
 
+    /// The text of `delivery` without its file lines, and the files they name, each checked
+    /// again now (a file gone or moved out since it was asked for); `Err` says which and why.
+    fn files_of(
+        &self,
+        delivery: &Delivery,
+        channel: &dyn Channel,
+    ) -> Result<(String, Vec<chela_channel::OutboundFile>), String> {
+        let (text, paths) = files::split(&delivery.text);
+        let files = paths
+            .iter()
+            .map(|path| {
+                self.files
+                    .outbound(path, channel.name(), channel.max_file_bytes())
+                    .map_err(|e| format!("a file of the reply cannot be sent: {e}"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((text, files))
+    }
+
+    /// Tells the watcher of delivery `id`, if any, its outcome.
+    fn tell(&self, id: u64, outcome: Result<(), String>) {
+        let watcher = self.watchers.lock().ok().and_then(|mut w| w.remove(&id));
+        if let Some(tx) = watcher {
+            let _ = tx.send(outcome);
+        }
+    }
+
+    /// Lets the watcher of delivery `id` go without an outcome (left for the next start).
+    fn tell_none(&self, id: u64) {
+        if let Ok(mut watchers) = self.watchers.lock() {
+            watchers.remove(&id);
+        }
+    }
+
     /// Moves `delivery` to the dead letters (what was sent of it stays: a partial answer
     /// beats none).
     fn dead_letter(&self, delivery: &Delivery, why: &str) {
+        self.tell(delivery.id, Err(why.to_owned()));
         self.counters.dead_lettered.fetch_add(1, Ordering::Relaxed);
         tracing::warn!(id = delivery.id, channel = %delivery.to.channel, chat = %delivery.to.chat_id, why, "reply dead-lettered");
         match self.store.dead_letter(delivery.id) {

@@ -110,7 +110,14 @@ fn chat(id: &str) -> Conversation {
 fn outbox(channel: &Arc<Scripted>, ttl: Duration) -> (Outbox, Store) {
     let store = Store::temporary().unwrap();
     let channels = HashMap::from([("test".to_owned(), channel.clone() as Arc<dyn Channel>)]);
-    let outbox = Outbox::new(store.clone(), channels, ttl, CancellationToken::new());
+    let files = crate::gateway::files::FilePolicy::new(std::env::temp_dir(), Vec::new());
+    let outbox = Outbox::new(
+        store.clone(),
+        channels,
+        ttl,
+        CancellationToken::new(),
+        files,
+    );
     (outbox, store)
 }
 
@@ -326,4 +333,39 @@ async fn settled_waits_for_the_conversations_finals_only() {
     settled.await.unwrap();
     let texts: Vec<String> = channel.sends().into_iter().map(|(_, _, t)| t).collect();
     assert_eq!(texts, ["s1"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_file_gone_by_send_time_is_dead_lettered_and_the_queue_goes_on() {
+    let channel = Scripted::new();
+    let (outbox, store) = outbox(&channel, Duration::from_secs(600));
+    let gone = std::env::temp_dir().join(format!("chela-gone-{}.png", uuid::Uuid::new_v4()));
+    let text = format!("look\nMEDIA:{}", gone.display());
+    let created_ms = now_ms();
+    let id = store
+        .record_final("k", &chat("a"), &text, created_ms)
+        .await
+        .unwrap();
+    let outcome = outbox.submit_watched(Delivery {
+        id,
+        to: chat("a"),
+        text,
+        created_ms,
+        run_id: None,
+        stream: None,
+        take_back: None,
+    });
+    submit(&outbox, &store, "a", "next").await;
+    outbox.idle().await;
+
+    let why = outcome.await.unwrap().unwrap_err();
+    assert!(why.contains("does not exist"), "{why}");
+    let dead: Vec<u64> = store.dead_letters().unwrap().iter().map(|e| e.id).collect();
+    assert_eq!(dead, [id]);
+    let texts: Vec<String> = channel.sends().into_iter().map(|(_, _, t)| t).collect();
+    assert_eq!(
+        texts,
+        ["next"],
+        "nothing of the dead one, and the next one goes"
+    );
 }

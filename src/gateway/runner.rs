@@ -128,13 +128,21 @@ async fn run_turn(
     remember_target(core, &key, &turn.target);
     let (reply, reply_tx) = start_reply(core, &run_id, &turn);
     let bus = super::live::tee(run_id.clone(), key.clone(), core.live.clone(), reply_tx);
-    let prepared = super::media::prepare(core, &key, &turn).await;
+    let prepared = super::media::prepare(core, &key, &turn, &cancel).await;
+    let steer_files = super::media::SteerDownloads {
+        core: Arc::downgrade(core),
+        key: key.clone(),
+        target: turn.target.clone(),
+        cancel: cancel.clone(),
+    };
     let request = RunRequest {
         session_key: key.clone(),
+        run_id: run_id.clone(),
         text: prepared.text,
         media: prepared.media,
         cancel,
         steer,
+        steer_files: Some(Arc::new(steer_files)),
         events: bus.events.clone(),
         reply_to: Some(turn.target.clone()),
     };
@@ -249,6 +257,8 @@ async fn settle(
     };
     // What the `message` tool already sent here is not said again.
     let text = streamed.final_text();
+    // File lines of the answer are checked now: what the outbox reads as one was allowed.
+    let text = super::files::check_final(core.outbox.files(), &text);
     // Once the final is durable the lane is free: the outbox worker delivers it.
     match core
         .store

@@ -3,19 +3,25 @@
 //! where); text sent to the run's own conversation is kept so the final reply does not repeat
 //! it.
 
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use chela_channel::Conversation;
 
-use super::Core;
+use super::outbox::Delivery;
+use super::{Core, files};
 use crate::agent::provider::BoxFuture;
 use crate::agent::tools::refusal::ToolRefusal;
-use crate::agent::tools::sessions::SessionsApi;
-use crate::domain::message::{Message, text_of};
+use crate::agent::tools::sessions::{FileSend, SessionsApi};
+use crate::domain::message::{Message, now_ms, text_of};
 use crate::store::SubagentState;
 
 /// Chars of one message `sessions_history` shows.
 const HISTORY_LINE_CHARS: usize = 500;
+
+/// How long the `message` tool waits for its files to be delivered before it answers that
+/// they are queued.
+const FILE_WAIT: Duration = Duration::from_secs(30);
 
 /// Session tools for chela's agent.
 pub struct GatewaySessions {
@@ -34,29 +40,7 @@ impl SessionsApi for GatewaySessions {
         let core = self.core.clone();
         Box::pin(async move {
             let core = core.upgrade().ok_or(ToolRefusal::ShuttingDown)?;
-            let (key, to) = match target {
-                None => {
-                    let to =
-                        reply_to.ok_or("there is no conversation to send to outside a chat run")?;
-                    (from.clone(), to)
-                }
-                Some(key) => {
-                    let to = core
-                        .store
-                        .target(&key)
-                        ?
-                        .ok_or_else(|| {
-                            format!("unknown session {key:?}: it has never replied in a chat (see sessions_list)")
-                        })?;
-                    (key, to)
-                }
-            };
-            if to.channel == super::subagent::INTERNAL_CHANNEL {
-                return Err(ToolRefusal::Refused(format!(
-                    "session {key} has no chat to send to (a subagent's final answer goes back \
-                     to its parent session by itself)"
-                )));
-            }
+            let (key, to) = destination(&core, from, reply_to, target)?;
             core.send_text(&to, &text)
                 .await
                 .map_err(|e| ToolRefusal::Failed(e.to_string()))?;
@@ -64,6 +48,20 @@ impl SessionsApi for GatewaySessions {
                 "sent to {} ({} chat {})",
                 key, to.channel, to.chat_id
             ))
+        })
+    }
+
+    fn send_files(&self, request: FileSend) -> BoxFuture<'static, Result<String, ToolRefusal>> {
+        let core = self.core.clone();
+        Box::pin(async move {
+            let core = core.upgrade().ok_or(ToolRefusal::ShuttingDown)?;
+            let (key, to) = destination(
+                &core,
+                request.from.clone(),
+                request.reply_to.clone(),
+                request.target.clone(),
+            )?;
+            send_files(&core, &key, to, &request).await
         })
     }
 
@@ -124,3 +122,93 @@ impl SessionsApi for GatewaySessions {
         Ok(lines.into_iter().skip(skip).collect())
     }
 }
+
+/// The session and conversation a send goes to: `target`'s last conversation, or the run's
+/// own (`reply_to`) when there is no target.
+fn destination(
+    core: &Core,
+    from: String,
+    reply_to: Option<Conversation>,
+    target: Option<String>,
+) -> Result<(String, Conversation), ToolRefusal> {
+    let (key, to) = match target {
+        None => {
+            let to = reply_to.ok_or("there is no conversation to send to outside a chat run")?;
+            (from, to)
+        }
+        Some(key) => {
+            let to = core.store.target(&key)?.ok_or_else(|| {
+                format!(
+                    "unknown session {key:?}: it has never replied in a chat (see sessions_list)"
+                )
+            })?;
+            (key, to)
+        }
+    };
+    if to.channel == super::subagent::INTERNAL_CHANNEL {
+        return Err(ToolRefusal::Refused(format!(
+            "session {key} has no chat to send to (a subagent's final answer goes back \
+             to its parent session by itself)"
+        )));
+    }
+    Ok((key, to))
+}
+
+/// Sends `request`'s files into `to` through the outbox (README "Files from the agent"): each
+/// path checked, the files and caption recorded durably as one outbox record, then delivered
+/// by the worker (retried, sent once across a restart). The same files with the same caption
+/// to the same place are sent once per run: a run repeated after a crash finds its mark.
+async fn send_files(
+    core: &Arc<Core>,
+    key: &str,
+    to: Conversation,
+    request: &FileSend,
+) -> Result<String, ToolRefusal> {
+    let channel = core
+        .channel(&to.channel)
+        .ok_or_else(|| ToolRefusal::Failed(format!("the {} channel is not running", to.channel)))?;
+    let mut paths = Vec::new();
+    for requested in &request.attachments {
+        let file = core
+            .outbox
+            .files()
+            .outbound(requested, channel.name(), channel.max_file_bytes())
+            .map_err(|e| ToolRefusal::Refused(e.to_string()))?;
+        paths.push(file.path);
+    }
+    let text = files::compose(&request.text, &paths);
+    let now = now_ms();
+    let count = paths.len();
+    let what = format!(
+        "{count} file(s) to {key} ({} chat {})",
+        to.channel, to.chat_id
+    );
+    if !request.run_id.is_empty() {
+        let mark = files::send_mark(&request.run_id, &to, &text);
+        if !core.store.mark_seen(&mark, now)? {
+            return Ok(format!("already sent {what} in this run"));
+        }
+    }
+    let id = core.store.record_final(key, &to, &text, now).await?;
+    let outcome = core.outbox.submit_watched(Delivery {
+        id,
+        to,
+        text,
+        created_ms: now,
+        run_id: None,
+        stream: None,
+        take_back: None,
+    });
+    match tokio::time::timeout(FILE_WAIT, outcome).await {
+        Ok(Ok(Ok(()))) => Ok(format!("sent {what}")),
+        Ok(Ok(Err(why))) => Err(ToolRefusal::Failed(why)),
+        Ok(Err(_)) => Ok(format!("{what} queued: it goes at the next start")),
+        Err(_) => Ok(format!(
+            "{what} queued: the platform is slow, it is being retried"
+        )),
+    }
+}
+
+#[cfg(test)]
+#[path = "sessions_api_tests.rs"]
+mod tests;

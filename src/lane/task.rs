@@ -159,6 +159,7 @@ impl Lane {
                 let steer = Steer {
                     seqs: turn.seqs.clone(),
                     text: turn.text.clone(),
+                    files: turn.files.clone(),
                 };
                 if active.steer.try_send(steer).is_ok() {
                     active.steered.push(turn);

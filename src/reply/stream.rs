@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chela_channel::{Channel, ChannelError, Conversation, Limits, SentMessage};
+use chela_channel::{Channel, ChannelError, Conversation, Limits, OutboundFile, SentMessage};
 use tokio::time::Instant;
 
 use super::split::{Split, block_head, split_head};
@@ -68,6 +68,12 @@ pub struct ReplyStream {
     pub calls: u32,
     /// Whether a preview was tried (the early first preview is tried once).
     first_tried: bool,
+    /// Files of the final sent so far ([`ReplyStream::deliver_with_files`]).
+    files_sent: usize,
+    /// The final's text is delivered, or rides as the first file's caption.
+    text_done: bool,
+    /// The final's text is the first file's caption.
+    captioned: bool,
 }
 
 impl ReplyStream {
@@ -103,6 +109,9 @@ impl ReplyStream {
             parts: 0,
             calls: 0,
             first_tried: false,
+            files_sent: 0,
+            text_done: false,
+            captioned: false,
         }
     }
 
@@ -251,15 +260,71 @@ impl ReplyStream {
         Ok(())
     }
 
+    /// [`ReplyStream::deliver_once`] for a final that carries `files`: the text first (the
+    /// preview completed, or as new messages), then each file. A short text with no preview
+    /// shown rides as the first file's caption instead (at most the channel's caption limit;
+    /// longer text goes as a message of its own). Call it again after a retryable error: the
+    /// text and the files that got through are not sent again, a failed upload is repeated
+    /// whole. Each file is sent under the key `<key>.f<n>` and journaled like a part.
+    pub async fn deliver_with_files(
+        &mut self,
+        final_text: &str,
+        files: &[OutboundFile],
+    ) -> Result<(), ChannelError> {
+        if files.is_empty() {
+            return self.deliver_once(final_text).await;
+        }
+        let body = final_text.trim();
+        if !self.text_done {
+            let silent = body.is_empty() || body.eq_ignore_ascii_case(NO_REPLY);
+            let fits = body.chars().count() <= self.channel.caption_limit();
+            if !silent && fits && self.current.is_none() && self.frozen == 0 {
+                self.captioned = true;
+            } else {
+                self.deliver_once(if silent { NO_REPLY } else { final_text })
+                    .await?;
+            }
+            self.text_done = true;
+        }
+        while let Some(file) = files.get(self.files_sent) {
+            let n = self.files_sent;
+            let caption = (self.captioned && n == 0).then_some(body);
+            let key = self.key.as_ref().map(|k| format!("{k}.f{n}"));
+            self.calls += 1;
+            let sent = match self
+                .channel
+                .send_file(&self.to, file, caption, key.as_deref())
+                .await
+            {
+                // A channel without files (the terminal) names the file instead.
+                Err(ChannelError::Unsupported(_)) => {
+                    let note = format!("[file: {}]", file.path.display());
+                    let text = caption.map_or(note.clone(), |c| format!("{c}\n{note}"));
+                    self.channel.send(&self.to, &text).await?
+                }
+                other => other?,
+            };
+            self.journal_sent(&sent, true).await;
+            self.files_sent += 1;
+        }
+        self.channel.reply_done(&self.to).await;
+        Ok(())
+    }
+
     /// The instant a refused preview asked the platform to be left alone until, once.
     pub fn take_limit(&mut self) -> Option<Instant> {
         self.limited_until.take()
     }
 
-    /// What has been shown so far (frozen bytes, shown bytes, a message open): a change
-    /// between two attempts means the second one made progress.
-    pub fn progress(&self) -> (usize, usize, bool) {
-        (self.frozen, self.shown.len(), self.current.is_some())
+    /// What has been shown so far (frozen bytes, shown bytes, a message open, files sent):
+    /// a change between two attempts means the second one made progress.
+    pub fn progress(&self) -> (usize, usize, bool, usize) {
+        (
+            self.frozen,
+            self.shown.len(),
+            self.current.is_some(),
+            self.files_sent + usize::from(self.text_done),
+        )
     }
 
     /// The next finished block of the text not sent yet, if there is one.

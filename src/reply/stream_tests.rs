@@ -140,3 +140,84 @@ async fn a_refused_first_preview_waits_for_the_pace_before_it_is_tried_again() {
     reply.preview().await;
     assert_eq!(channel.calls().len(), 1, "not tried again inside the pace");
 }
+
+fn files(names: &[&str]) -> Vec<OutboundFile> {
+    names
+        .iter()
+        .map(|n| OutboundFile::at((*n).into()))
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_short_final_rides_as_the_first_files_caption() {
+    let channel = TestChannel::new(1_000);
+    let mut reply = ReplyStream::new(channel.clone(), direct_chat());
+    reply.keyed("9.7".into());
+    let files = files(&["a.png", "b.pdf"]);
+    reply.deliver_with_files("Here", &files).await.unwrap();
+    assert_eq!(
+        channel.calls(),
+        ["file a.png [Here] #9.7.f0", "file b.pdf #9.7.f1"]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_long_final_or_a_preview_goes_as_text_before_the_files() {
+    let channel = TestChannel::new(1_000);
+    let mut reply = ReplyStream::new(channel.clone(), direct_chat());
+    let long = "a caption longer than twenty chars";
+    reply
+        .deliver_with_files(long, &files(&["a.png"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        channel.calls(),
+        [format!("send {long}"), "file a.png".into()]
+    );
+
+    // With a preview shown, the final completes it and the file follows.
+    let channel = TestChannel::new(1_000);
+    let mut reply = ReplyStream::new(channel.clone(), direct_chat());
+    reply.push("Hi");
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    reply.preview().await;
+    reply
+        .deliver_with_files("Hi there", &files(&["a.png"]))
+        .await
+        .unwrap();
+    assert_eq!(channel.calls(), ["send Hi", "edit Hi there", "file a.png"]);
+
+    // Files alone: nothing but the files.
+    let channel = TestChannel::new(1_000);
+    let mut reply = ReplyStream::new(channel.clone(), direct_chat());
+    reply
+        .deliver_with_files("", &files(&["a.png"]))
+        .await
+        .unwrap();
+    assert_eq!(channel.calls(), ["file a.png"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_sends_only_what_did_not_get_through() {
+    let channel = TestChannel::new(1_000);
+    let mut reply = ReplyStream::new(channel.clone(), direct_chat());
+    let files = files(&["a.png", "b.pdf"]);
+    let long = "a caption longer than twenty chars";
+    let before = reply.progress();
+    // The text goes, the first upload fails with a 5xx.
+    channel.refuse_files([ChannelError::Transport("502".into())]);
+    let refused = reply.deliver_with_files(long, &files).await;
+    assert!(refused.unwrap_err().is_retryable());
+    assert_ne!(reply.progress(), before, "the text got through: progress");
+    reply.deliver_with_files(long, &files).await.unwrap();
+    assert_eq!(
+        channel.calls(),
+        [
+            format!("send {long}"),
+            "file a.png".into(),
+            "file a.png".into(),
+            "file b.pdf".into()
+        ],
+        "the text once, the refused upload again, then the rest"
+    );
+}

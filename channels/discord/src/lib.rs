@@ -12,6 +12,7 @@
 //! - `state`: the bot id, where channels sit (thread parents, guilds), allowlists.
 //! - `errors`: REST errors -> channel errors.
 //! - `message_rest`: message create and edit, with a 429's `retry_after` kept.
+//! - `upload`: files the bot sends (one attachment per message, nonce as for text).
 //!
 //! Pointed at a non-default `api_url` (a fake), serenity's ratelimiter is off and chela paces
 //! itself (messages go through `message_rest`, which hands Discord's `retry_after` to the reply
@@ -32,6 +33,7 @@ mod pending;
 mod seen;
 mod slash;
 mod state;
+mod upload;
 
 use std::sync::Arc;
 
@@ -479,6 +481,24 @@ impl Channel for DiscordChannel {
         attachment: &'a chela_channel::Attachment,
     ) -> BoxFuture<'a, Result<String, ChannelError>> {
         Box::pin(async move { Ok(attachment.file_ref.clone()) })
+    }
+
+    fn caption_limit(&self) -> usize {
+        upload::CAPTION_LIMIT
+    }
+
+    fn max_file_bytes(&self) -> Option<u64> {
+        Some(upload::MAX_UPLOAD_BYTES)
+    }
+
+    fn send_file<'a>(
+        &'a self,
+        to: &'a Conversation,
+        file: &'a chela_channel::OutboundFile,
+        caption: Option<&'a str>,
+        key: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
+        Box::pin(self.send_file_once(to, file, caption, key))
     }
 
     fn register_commands<'a>(

@@ -94,6 +94,34 @@ impl MessageRest {
             .map(|_| ())
     }
 
+    /// Posts a new message with one file in `channel`: `payload` as `payload_json` and the
+    /// file as `files[0]` (a multipart upload); answers its id.
+    pub(crate) async fn create_with_file(
+        &self,
+        channel: u64,
+        payload: &Value,
+        file_name: &str,
+        mime: &str,
+        bytes: Vec<u8>,
+    ) -> Result<u64, ChannelError> {
+        let path = format!("/channels/{channel}/messages");
+        let part = reqwest::multipart::Part::bytes(bytes)
+            .file_name(file_name.to_owned())
+            .mime_str(mime)
+            .map_err(|e| ChannelError::Rejected(e.to_string()))?;
+        let form = reqwest::multipart::Form::new()
+            .text("payload_json", payload.to_string())
+            .part("files[0]", part);
+        let message = self
+            .send(channel, Method::POST, &path, Body::Multipart(form))
+            .await?;
+        message
+            .get("id")
+            .and_then(Value::as_str)
+            .and_then(|id| id.parse::<u64>().ok())
+            .ok_or_else(|| ChannelError::Transport("discord answered a message without id".into()))
+    }
+
     async fn call(
         &self,
         channel: u64,
@@ -101,16 +129,31 @@ impl MessageRest {
         path: &str,
         body: &impl Serialize,
     ) -> Result<Value, ChannelError> {
+        let json = serde_json::to_value(body).map_err(|e| ChannelError::Rejected(e.to_string()))?;
+        self.send(channel, method, path, Body::Json(json)).await
+    }
+
+    async fn send(
+        &self,
+        channel: u64,
+        method: Method,
+        path: &str,
+        body: Body,
+    ) -> Result<Value, ChannelError> {
         if let Some(at) = self.next_allowed(channel) {
             tokio::time::sleep_until(at).await;
         }
-        let response = self
+        let request = self
             .client
             .request(method, format!("{}{path}", self.base))
             .header(AUTHORIZATION, &self.authorization)
             .header(USER_AGENT, AGENT)
-            .timeout(REQUEST_TIMEOUT)
-            .json(body)
+            .timeout(REQUEST_TIMEOUT);
+        let request = match body {
+            Body::Json(json) => request.json(&json),
+            Body::Multipart(form) => request.multipart(form),
+        };
+        let response = request
             .send()
             .await
             .map_err(|e| ChannelError::Transport(e.to_string()))?;
@@ -156,6 +199,14 @@ impl MessageRest {
             spent.insert(channel, until);
         }
     }
+}
+
+/// The body of one REST call.
+enum Body {
+    /// A JSON body.
+    Json(Value),
+    /// A multipart body (a file upload).
+    Multipart(reqwest::multipart::Form),
 }
 
 /// How long a successful answer says the channel's bucket stays spent: its

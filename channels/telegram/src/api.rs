@@ -68,6 +68,30 @@ impl Api {
     }
 }
 
+impl Api {
+    /// Calls `method` with a `multipart/form-data` body (a file upload); returns the
+    /// answer's `result`.
+    pub(crate) async fn call_multipart(
+        &self,
+        method: &str,
+        form: reqwest::multipart::Form,
+    ) -> Result<Value, CallError> {
+        let response = self
+            .client
+            .post(format!("{}{method}", self.base))
+            .multipart(form)
+            .send()
+            .await
+            .map_err(|e| CallError::Channel(ChannelError::Transport(e.to_string())))?;
+        let status = response.status().as_u16();
+        let text = response
+            .text()
+            .await
+            .map_err(|e| CallError::Channel(ChannelError::Transport(e.to_string())))?;
+        answer(status, &text)
+    }
+}
+
 /// Reads one Bot API answer with HTTP status `status`.
 pub(crate) fn answer(status: u16, text: &str) -> Result<Value, CallError> {
     let json: Option<Value> = serde_json::from_str(text).ok();

@@ -8,6 +8,7 @@
 //! - `api`: the reply path's calls (send, edit, delete) over plain HTTP, so a 5xx, an HTML
 //!   error page or a dropped connection is a retryable error at once (teloxide sleeps 10 s
 //!   after a 5xx and reads an HTML page as a refusal).
+//! - `upload`: files the bot sends (`sendPhoto`, `sendVoice`, `sendDocument`, multipart).
 //! - [`webhook`]: webhook mode (updates pushed to chela's listener, secret token checked).
 //!
 //! Sends into a forum topic carry `message_thread_id`, except the General topic (1), which
@@ -20,6 +21,7 @@ mod media;
 mod narrow;
 pub mod normalize;
 mod poll;
+mod upload;
 pub mod webhook;
 
 use std::sync::Arc;
@@ -324,6 +326,30 @@ impl Channel for TelegramChannel {
                 &self.settings.token,
                 &file.path,
             ))
+        })
+    }
+
+    fn caption_limit(&self) -> usize {
+        upload::CAPTION_LIMIT
+    }
+
+    fn max_file_bytes(&self) -> Option<u64> {
+        Some(upload::MAX_UPLOAD_BYTES)
+    }
+
+    fn send_file<'a>(
+        &'a self,
+        to: &'a Conversation,
+        file: &'a chela_channel::OutboundFile,
+        caption: Option<&'a str>,
+        key: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
+        // The Bot API has no idempotency key: `key` cannot help here.
+        let _ = key;
+        Box::pin(async move {
+            chat_id(to)?;
+            let topic = send_topic(to).map(|t| t.0.0);
+            upload::send_file(&self.api, to, topic, file, caption).await
         })
     }
 

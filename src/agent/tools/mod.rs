@@ -47,6 +47,8 @@ pub struct ToolContext {
     pub max_output_chars: usize,
     /// The session whose run calls the tool (empty outside a run).
     pub session_key: String,
+    /// The id of the calling run (`run-<seq>`; empty outside the gateway).
+    pub run_id: String,
     /// How `exec` starts commands: environment and sandbox (default: unconfined).
     pub exec: Arc<crate::sandbox::ExecSandbox>,
     /// The conversation the calling run replies to (`None` outside a chat run).
@@ -127,6 +129,7 @@ pub(crate) mod test_support {
             exec_timeout: Duration::from_secs(30),
             max_output_chars: 10_000,
             session_key: String::new(),
+            run_id: String::new(),
             exec: Default::default(),
             reply_to: None,
             events: None,

@@ -28,10 +28,39 @@ pub trait SessionsApi: Send + Sync {
         target: Option<String>,
         text: String,
     ) -> BoxFuture<'static, Result<String, ToolRefusal>>;
+    /// Sends files (with `text` as their caption) the way [`SessionsApi::send`] sends text,
+    /// at most once per run for the same files, caption and target. Returns a short
+    /// confirmation; a path outside the workspace is refused. By default: refused.
+    fn send_files(&self, request: FileSend) -> BoxFuture<'static, Result<String, ToolRefusal>> {
+        let _ = request;
+        Box::pin(async {
+            Err(ToolRefusal::Refused(
+                "sending files is not supported here".into(),
+            ))
+        })
+    }
     /// The most recently active sessions, newest first, one line each.
     fn list(&self, limit: usize) -> Result<Vec<String>, ToolRefusal>;
     /// The last `limit` messages of session `key`, oldest first, one line each.
     fn history(&self, key: &str, limit: usize) -> Result<Vec<String>, ToolRefusal>;
+}
+
+/// What the `message` tool asks [`SessionsApi::send_files`] to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileSend {
+    /// The session whose run sends.
+    pub from: String,
+    /// That run's id (`run-<seq>`): the same send repeated by the run (after a restart) goes
+    /// once.
+    pub run_id: String,
+    /// The run's own conversation.
+    pub reply_to: Option<chela_channel::Conversation>,
+    /// A session key; `None`: the run's own conversation.
+    pub target: Option<String>,
+    /// The caption (may be empty).
+    pub text: String,
+    /// The files, as the model named them (relative to the workspace, or absolute in it).
+    pub attachments: Vec<String>,
 }
 
 /// The gateway's [`SessionsApi`], given when the agent is built; `None` outside a gateway
@@ -43,7 +72,7 @@ fn api(port: &SessionsPort) -> Result<&Arc<dyn SessionsApi>, ToolOutput> {
         .ok_or_else(|| ToolOutput::error("this tool works only inside the gateway"))
 }
 
-/// `message`: `{text, target?}`.
+/// `message`: `{text, target?, attachments?}`.
 pub struct MessageTool {
     /// The gateway's API.
     pub api: SessionsPort,
@@ -56,13 +85,16 @@ impl Tool for MessageTool {
             description: "Send a chat message now: to this conversation (no target), e.g. a \
                           progress note during long work, or to another session by its key (see \
                           sessions_list). Text sent here is not repeated in your final answer; \
-                          answer NO_REPLY if there is nothing more to say."
+                          answer NO_REPLY if there is nothing more to say. To send files or \
+                          images, list their paths (inside the workspace) in `attachments`; \
+                          `text` is then their caption."
                 .to_string(),
             parameters: json!({
                 "type": "object",
                 "properties": {
                     "text": {"type": "string", "description": "The message"},
-                    "target": {"type": "string", "description": "A session key; omit for this conversation"}
+                    "target": {"type": "string", "description": "A session key; omit for this conversation"},
+                    "attachments": {"type": "array", "items": {"type": "string"}, "description": "Files to send (paths inside the workspace): .jpg/.png/.webp go as pictures, .ogg/.opus as voice notes, the rest as documents"}
                 },
                 "required": ["text"]
             }),
@@ -72,17 +104,18 @@ impl Tool for MessageTool {
     fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             let parsed = parse_args(&args, |m| {
-                let text = args::required_str(m, "text")?.to_owned();
-                if text.trim().is_empty() {
+                let text = args::optional_str(m, "text")?.unwrap_or("").to_owned();
+                let attachments = attachments(m)?;
+                if text.trim().is_empty() && attachments.is_empty() {
                     return Err(ArgError::invalid("argument `text` must not be empty"));
                 }
                 let target = args::optional_str(m, "target")?
                     .map(str::trim)
                     .filter(|t| !t.is_empty())
                     .map(str::to_owned);
-                Ok((text, target))
+                Ok((text, target, attachments))
             });
-            let (text, target) = match parsed {
+            let (text, target, attachments) = match parsed {
                 Ok(p) => p,
                 Err(out) => return out,
             };
@@ -91,17 +124,31 @@ impl Tool for MessageTool {
                 Err(out) => return out,
             };
             let own = target.as_ref().is_none_or(|t| *t == ctx.session_key);
-            let sent = api
-                .send(
+            let sent = if attachments.is_empty() {
+                api.send(
                     ctx.session_key.clone(),
                     ctx.reply_to.clone(),
                     target,
                     text.clone(),
                 )
-                .await;
+                .await
+            } else {
+                api.send_files(FileSend {
+                    from: ctx.session_key.clone(),
+                    run_id: ctx.run_id.clone(),
+                    reply_to: ctx.reply_to.clone(),
+                    target,
+                    text: text.clone(),
+                    attachments,
+                })
+                .await
+            };
             match sent {
                 Ok(done) => {
-                    if own && let Some(events) = &ctx.events {
+                    if own
+                        && !text.trim().is_empty()
+                        && let Some(events) = &ctx.events
+                    {
                         // The run's final reply leaves out what was said here already.
                         let _ = events.send(RunEvent::Sent { text }).await;
                     }
@@ -110,6 +157,26 @@ impl Tool for MessageTool {
                 Err(e) => ToolOutput::error(e.to_string()),
             }
         })
+    }
+}
+
+/// The `attachments` argument: paths, blank ones left out.
+fn attachments(m: &serde_json::Map<String, Value>) -> Result<Vec<String>, ArgError> {
+    match m.get("attachments") {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| {
+                item.as_str()
+                    .map(|s| s.trim().to_owned())
+                    .ok_or_else(|| ArgError::invalid("argument `attachments` must list paths"))
+            })
+            .filter(|p| p.as_ref().map_or(true, |p| !p.is_empty()))
+            .collect(),
+        Some(Value::String(one)) if !one.trim().is_empty() => Ok(vec![one.trim().to_owned()]),
+        Some(_) => Err(ArgError::invalid(
+            "argument `attachments` must be an array of paths",
+        )),
     }
 }
 

@@ -6,6 +6,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
+use tokio_util::sync::CancellationToken;
 
 /// Why a file was not downloaded.
 #[derive(Debug, thiserror::Error)]
@@ -25,6 +26,9 @@ pub enum FetchError {
     /// The file could not be written.
     #[error("cannot write the file: {0}")]
     Io(#[from] std::io::Error),
+    /// The run was stopped (`/stop`) while the file came.
+    #[error("the download was stopped")]
+    Stopped,
 }
 
 /// The HTTP client of downloads and transcriptions (built once).
@@ -44,6 +48,35 @@ pub(super) fn client() -> Result<&'static reqwest::Client, FetchError> {
 /// Downloads `url` to `dest` (its folder created), refusing more than `limit` bytes; the
 /// number of bytes written. Nothing is left at `dest` when it fails.
 pub async fn download(url: &str, dest: &Path, limit: u64) -> Result<u64, FetchError> {
+    download_until(url, dest, limit, &CancellationToken::new()).await
+}
+
+/// [`download`] that `cancel` cuts short ([`FetchError::Stopped`]); its `.part` file is
+/// removed then too.
+pub async fn download_until(
+    url: &str,
+    dest: &Path,
+    limit: u64,
+    cancel: &CancellationToken,
+) -> Result<u64, FetchError> {
+    if cancel.is_cancelled() {
+        return Err(FetchError::Stopped);
+    }
+    let mut part = dest.as_os_str().to_owned();
+    part.push(".part");
+    let part = std::path::PathBuf::from(part);
+    let result = tokio::select! {
+        result = fetch(url, dest, &part, limit) => result,
+        () = cancel.cancelled() => Err(FetchError::Stopped),
+    };
+    if result.is_err() {
+        let _ = tokio::fs::remove_file(&part).await;
+    }
+    result
+}
+
+/// The download itself: `url` into `part`, renamed to `dest` once complete.
+async fn fetch(url: &str, dest: &Path, part: &Path, limit: u64) -> Result<u64, FetchError> {
     let http = |e: reqwest::Error| FetchError::Http(e.without_url().to_string());
     let mut response = client()?
         .get(url)
@@ -57,11 +90,8 @@ pub async fn download(url: &str, dest: &Path, limit: u64) -> Result<u64, FetchEr
     if let Some(folder) = dest.parent() {
         tokio::fs::create_dir_all(folder).await?;
     }
-    let mut part = dest.as_os_str().to_owned();
-    part.push(".part");
-    let part = std::path::PathBuf::from(part);
     let result = async {
-        let mut file = tokio::fs::File::create(&part).await?;
+        let mut file = tokio::fs::File::create(part).await?;
         let mut written = 0u64;
         while let Some(chunk) = response.chunk().await.map_err(http)? {
             written += chunk.len() as u64;
@@ -74,14 +104,7 @@ pub async fn download(url: &str, dest: &Path, limit: u64) -> Result<u64, FetchEr
         Ok(written)
     }
     .await;
-    match result {
-        Ok(written) => {
-            tokio::fs::rename(&part, dest).await?;
-            Ok(written)
-        }
-        Err(e) => {
-            let _ = tokio::fs::remove_file(&part).await;
-            Err(e)
-        }
-    }
+    let written = result?;
+    tokio::fs::rename(part, dest).await?;
+    Ok(written)
 }

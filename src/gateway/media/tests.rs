@@ -116,3 +116,50 @@ async fn a_file_downloaded_before_a_restart_is_not_fetched_again() {
         .unwrap_err();
     assert!(matches!(err, FetchError::TooBig(101)), "{err:?}");
 }
+
+/// A URL whose answer sends `first` and then nothing more, never ending.
+async fn serve_stalling(first: Vec<u8>) -> String {
+    let app = axum::Router::new().route(
+        "/f",
+        axum::routing::get(move || async move {
+            let head = futures_util::stream::once(async move {
+                Ok::<_, std::io::Error>(axum::body::Bytes::from(first))
+            });
+            let stalled = futures_util::StreamExt::chain(head, futures_util::stream::pending());
+            axum::body::Body::from_stream(stalled)
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}/f")
+}
+
+#[tokio::test]
+async fn a_stopped_download_ends_at_once_and_leaves_no_part_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = serve_stalling(vec![1u8; 1000]).await;
+    let dest = dir.path().join("7-0-big.bin");
+    let part = dir.path().join("7-0-big.bin.part");
+    let cancel = CancellationToken::new();
+    let download = {
+        let (url, dest, cancel) = (url.clone(), dest.clone(), cancel.clone());
+        tokio::spawn(async move { download_until(&url, &dest, 1 << 20, &cancel).await })
+    };
+    // The download is under way: its first bytes are in the .part file.
+    while std::fs::metadata(&part).map_or(true, |m| m.len() == 0) {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    cancel.cancel();
+    // A download that ignored the stop would hang: a generous guard makes that a failure.
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(30), download).await;
+    let err = ended.expect("the download ended").unwrap().unwrap_err();
+    assert!(matches!(err, FetchError::Stopped), "{err:?}");
+    assert!(!part.exists(), "the .part file is removed");
+    assert!(!dest.exists());
+    // A stopped run does not start a download at all.
+    let err = download_until(&url, &dest, 1 << 20, &cancel)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, FetchError::Stopped), "{err:?}");
+}

@@ -16,6 +16,11 @@
 //!   (outcome: an option kind, `cancelled`, `error: ..` or `no answer`).
 //! - `FAKE_ACP_NO_LOAD=1`: advertise `loadSession: false` and refuse
 //!   `session/load` with method-not-found.
+//! - `FAKE_ACP_IMAGES=1`: advertise `promptCapabilities.image`.
+//!
+//! With `FAKE_ACP_LOG`, each `session/prompt` also logs its content blocks as one line
+//! `{"prompt": sessionId, "blocks": [..]}`: text blocks as `{"type": "text", "text": ..}`,
+//! image blocks as `{"type": "image", "mimeType": .., "data": ..}`, others by type.
 //!
 //! # Script language
 //! The prompt's text blocks, joined with newlines and trimmed, are one command;
@@ -56,9 +61,9 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, CloseSessionRequest, CloseSessionResponse, ContentBlock,
     ContentChunk, Error as SchemaError, Implementation, InitializeRequest, InitializeResponse,
-    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
-    PromptResponse, SessionCapabilities, SessionCloseCapabilities, SessionId, SessionNotification,
-    SessionUpdate, TextContent,
+    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
+    PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
+    SessionCloseCapabilities, SessionId, SessionNotification, SessionUpdate, TextContent,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error};
@@ -75,12 +80,14 @@ struct Fake {
     log: MethodLog,
     output: Output,
     load_session: bool,
+    images: bool,
 }
 
 impl Fake {
     fn initialize(&self, responder: Responder<InitializeResponse>) -> Result<(), Error> {
         let capabilities = AgentCapabilities::new()
             .load_session(self.load_session)
+            .prompt_capabilities(PromptCapabilities::new().image(self.images))
             .session_capabilities(
                 SessionCapabilities::new().close(SessionCloseCapabilities::new()),
             );
@@ -151,6 +158,7 @@ impl Fake {
             .collect::<Vec<_>>()
             .join("\n");
         let id = request.session_id;
+        self.log.record_prompt(&id.0, &blocks_json(&request.prompt));
         let (cwd, cancel) = match self.sessions.begin_turn(&id.0, &text) {
             Ok(started) => started,
             Err(error) => return responder.respond_with_error(store_error(error, &id)),
@@ -209,6 +217,20 @@ impl Fake {
     }
 }
 
+/// The prompt's content blocks as the log shows them.
+fn blocks_json(blocks: &[ContentBlock]) -> serde_json::Value {
+    blocks
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Text(text) => json!({"type": "text", "text": text.text}),
+            ContentBlock::Image(image) => {
+                json!({"type": "image", "mimeType": image.mime_type, "data": image.data})
+            }
+            _ => json!({"type": "other"}),
+        })
+        .collect()
+}
+
 fn store_error(error: StoreError, session_id: &SessionId) -> Error {
     match error {
         StoreError::NotFound => SchemaError::session_not_found(session_id.clone()).into(),
@@ -245,6 +267,7 @@ async fn main() -> ExitCode {
         log: MethodLog::from_env(),
         output: Output::stdout(),
         load_session: std::env::var_os("FAKE_ACP_NO_LOAD").is_none_or(|value| value != "1"),
+        images: std::env::var_os("FAKE_ACP_IMAGES").is_some_and(|value| value == "1"),
     };
     let transport = io::stdio_transport(fake.output.clone(), fake.log.clone());
     let (f1, f2, f3, f4, f5, f6) = (

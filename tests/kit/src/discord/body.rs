@@ -14,6 +14,8 @@ pub(crate) struct Body {
     pub(crate) json: Value,
     /// Uploaded files: file name and size in bytes.
     pub(crate) files: Vec<(String, u64)>,
+    /// The bytes of each of `files`, in the same order.
+    pub(crate) contents: Vec<Vec<u8>>,
 }
 
 /// Parses a body by its content type; JSON that does not parse is 400 50109.
@@ -31,7 +33,7 @@ pub(crate) fn parse(headers: &HeaderMap, bytes: &[u8]) -> Result<Body, ApiError>
     match serde_json::from_slice(bytes) {
         Ok(json) => Ok(Body {
             json,
-            files: Vec::new(),
+            ..Body::default()
         }),
         Err(_) => Err(ApiError::invalid_json()),
     }
@@ -69,9 +71,11 @@ fn multipart(bytes: &[u8], boundary: &str) -> Result<Body, ApiError> {
         let name = disposition_param(&head, "name");
         let filename = disposition_param(&head, "filename");
         match (name.as_deref(), filename) {
-            (_, Some(filename)) => body
-                .files
-                .push((filename, u64::try_from(content.len()).unwrap_or(u64::MAX))),
+            (_, Some(filename)) => {
+                body.files
+                    .push((filename, u64::try_from(content.len()).unwrap_or(u64::MAX)));
+                body.contents.push(content.to_vec());
+            }
             (Some("payload_json"), None) => {
                 body.json =
                     serde_json::from_slice(content).map_err(|_| ApiError::invalid_json())?;

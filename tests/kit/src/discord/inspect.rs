@@ -35,6 +35,29 @@ impl FakeDiscord {
             .collect()
     }
 
+    /// The bytes of the files the bot's message `message_id` in `channel_id` was sent with,
+    /// in order (as served at their attachment URLs).
+    pub fn attachment_bytes(&self, channel_id: u64, message_id: u64) -> Vec<Vec<u8>> {
+        let state = self.shared.lock();
+        let Some(message) = state
+            .channels
+            .get(&channel_id)
+            .and_then(|c| c.messages.get(&message_id))
+        else {
+            return Vec::new();
+        };
+        message.json["attachments"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|a| {
+                let url = a["url"].as_str()?;
+                let path = &url[url.find("/attachments/")?..];
+                state.files.get(path).cloned()
+            })
+            .collect()
+    }
+
     /// Every message of `channel_id` (users' and the bot's) as its current REST JSON, in id
     /// order; deleted ones left out.
     pub fn messages(&self, channel_id: u64) -> Vec<Value> {

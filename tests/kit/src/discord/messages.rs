@@ -151,16 +151,22 @@ pub(crate) fn create(shared: &Arc<Shared>, channel: u64, body: &Body) -> ApiResu
         });
     let id = state.next_id();
     let mut attachments = Vec::new();
-    for (filename, size) in &body.files {
+    for (n, (filename, size)) in body.files.iter().enumerate() {
         let attachment_id = state.next_id();
-        attachments.push(attachment(
+        let uploaded = attachment(
             &shared.base_url,
             attachment_id,
             channel,
             filename,
             *size,
             None,
-        ));
+        );
+        // The bytes are served at the attachment's URL, as Discord's CDN would.
+        if let Some(bytes) = body.contents.get(n) {
+            let path = format!("/attachments/{channel}/{attachment_id}/{filename}");
+            state.files.insert(path, bytes.clone());
+        }
+        attachments.push(uploaded);
     }
     let draft = Draft {
         id,

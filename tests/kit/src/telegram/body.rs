@@ -11,23 +11,39 @@ use super::reply::ApiError;
 /// The parameters of one call.
 pub(crate) type Params = Map<String, Value>;
 
-/// Parses the query and body into parameters; body fields win over query fields. File
-/// uploads and bodies that are not a JSON object answer 400.
+/// One file part of a `multipart/form-data` body.
+#[derive(Debug, Clone)]
+pub(crate) struct FilePart {
+    /// The form field (`photo`, `document`, `voice`, `files[0]`).
+    pub(crate) field: String,
+    /// The file name the client gave.
+    pub(crate) file_name: String,
+    /// The part's `Content-Type`, if any.
+    pub(crate) mime_type: Option<String>,
+    /// The bytes.
+    pub(crate) bytes: Vec<u8>,
+}
+
+/// Parses the query and body into parameters; body fields win over query fields. Bodies that
+/// are not a JSON object answer 400. File parts of a multipart body come back apart.
 pub(crate) fn parse(
     headers: &HeaderMap,
     query: Option<&str>,
     bytes: &Bytes,
-) -> Result<Params, ApiError> {
+) -> Result<(Params, Vec<FilePart>), ApiError> {
     let mut params = query.map(form).unwrap_or_default();
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_ascii_lowercase();
+    let mut files = Vec::new();
     let body = if bytes.iter().all(u8::is_ascii_whitespace) {
         Params::new()
     } else if content_type.starts_with("multipart/form-data") {
-        multipart(&content_type, bytes)?
+        let (fields, parts) = multipart(&content_type, bytes)?;
+        files = parts;
+        fields
     } else if content_type.starts_with("application/x-www-form-urlencoded") {
         form(&String::from_utf8_lossy(bytes))
     } else {
@@ -37,40 +53,78 @@ pub(crate) fn parse(
         }
     };
     params.extend(body);
-    Ok(params)
+    Ok((params, files))
 }
 
-/// Text fields of a `multipart/form-data` body (teloxide sends `setWebhook` this way); file
-/// parts are refused.
-fn multipart(content_type: &str, bytes: &Bytes) -> Result<Params, ApiError> {
+/// The text fields and the file parts of a `multipart/form-data` body (split on bytes, so
+/// binary files arrive whole).
+pub(crate) fn multipart(
+    content_type: &str,
+    bytes: &[u8],
+) -> Result<(Params, Vec<FilePart>), ApiError> {
     let boundary = content_type
         .split(';')
         .find_map(|p| p.trim().strip_prefix("boundary="))
         .map(|b| b.trim_matches('"').to_string())
         .ok_or_else(|| ApiError::bad_request("multipart body without a boundary"))?;
-    let text = String::from_utf8_lossy(bytes);
+    let delimiter = format!("--{boundary}");
     let mut params = Params::new();
-    for part in text.split(&format!("--{boundary}")) {
-        let part = part.trim_start_matches("\r\n");
-        let Some((head, value)) = part.split_once("\r\n\r\n") else {
+    let mut files = Vec::new();
+    for part in split_on(bytes, delimiter.as_bytes()) {
+        let part = part.strip_prefix(b"\r\n").unwrap_or(part);
+        let Some(at) = find(part, b"\r\n\r\n") else {
             continue;
         };
-        if head.to_ascii_lowercase().contains("filename=") {
-            return Err(ApiError::bad_request(
-                "file uploads are not supported by the fake",
-            ));
+        let head = String::from_utf8_lossy(&part[..at]).into_owned();
+        let value = &part[at + 4..];
+        let value = value.strip_suffix(b"\r\n").unwrap_or(value);
+        let disposition = |key: &str| {
+            head.split([';', '\n'])
+                .find_map(|p| p.trim().strip_prefix(&format!("{key}=")))
+                .map(|v| v.trim().trim_matches('"').to_string())
+        };
+        let Some(name) = disposition("name") else {
+            continue;
+        };
+        match disposition("filename") {
+            Some(file_name) => {
+                let mime_type = head.lines().find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.trim()
+                        .eq_ignore_ascii_case("content-type")
+                        .then(|| v.trim().to_owned())
+                });
+                files.push(FilePart {
+                    field: name,
+                    file_name,
+                    mime_type,
+                    bytes: value.to_vec(),
+                });
+            }
+            None => {
+                let text = String::from_utf8_lossy(value).into_owned();
+                params.insert(name, Value::String(text));
+            }
         }
-        let Some(name) = head
-            .split(';')
-            .find_map(|p| p.trim().strip_prefix("name="))
-            .map(|n| n.lines().next().unwrap_or(n).trim_matches('"').to_string())
-        else {
-            continue;
-        };
-        let value = value.strip_suffix("\r\n").unwrap_or(value);
-        params.insert(name, Value::String(value.to_string()));
     }
-    Ok(params)
+    Ok((params, files))
+}
+
+/// The pieces of `bytes` between occurrences of `delimiter`.
+fn split_on<'a>(bytes: &'a [u8], delimiter: &[u8]) -> Vec<&'a [u8]> {
+    let mut pieces = Vec::new();
+    let mut rest = bytes;
+    while let Some(at) = find(rest, delimiter) {
+        pieces.push(&rest[..at]);
+        rest = &rest[at + delimiter.len()..];
+    }
+    pieces.push(rest);
+    pieces
+}
+
+/// Where `needle` first occurs in `hay`.
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 /// Decodes `a=1&b=x%20y` into string values.

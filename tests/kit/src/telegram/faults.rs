@@ -1,4 +1,5 @@
-//! Fault injection on the reply path: `sendMessage`, `editMessageText` and `deleteMessage`
+//! Fault injection on the reply path: `sendMessage`, `editMessageText`, `deleteMessage` and
+//! the uploads (`sendPhoto`, `sendDocument`, `sendVoice`)
 //! fail at configured rates, each call drawing from a generator seeded by the test, the way a
 //! flaky Bot API (or the proxy in front of it) does. A faulty call is not executed.
 
@@ -66,7 +67,15 @@ impl Injector {
     /// The fault for the next call of `method`, if it gets one.
     pub(crate) fn draw(&mut self, method: &str) -> Option<Fault> {
         let faults = self.faults?;
-        if !matches!(method, "sendmessage" | "editmessagetext" | "deletemessage") {
+        if !matches!(
+            method,
+            "sendmessage"
+                | "editmessagetext"
+                | "deletemessage"
+                | "sendphoto"
+                | "senddocument"
+                | "sendvoice"
+        ) {
             return None;
         }
         let roll = self.next_unit();

@@ -31,6 +31,18 @@ impl FakeTelegram {
             .collect()
     }
 
+    /// The files the bot uploaded into `chat_id`, in order, with their bytes (deleted ones
+    /// included: see [`FakeTelegram::messages`] for what is still there).
+    pub fn uploads(&self, chat_id: i64) -> Vec<super::Upload> {
+        let state = self.shared.lock();
+        state
+            .uploads
+            .iter()
+            .filter(|u| u.chat_id == chat_id)
+            .cloned()
+            .collect()
+    }
+
     /// Every message of `chat_id` (users', the bot's, topic service messages) as its current
     /// Bot API JSON, in id order; deleted ones left out.
     pub fn messages(&self, chat_id: i64) -> Vec<Value> {

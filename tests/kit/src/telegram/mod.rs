@@ -63,6 +63,7 @@ mod server;
 mod state;
 mod types;
 mod updates;
+mod uploads;
 mod users;
 
 use std::io;
@@ -80,6 +81,7 @@ pub use types::{
     BotCommand, BotMessage, ChatAction, ChatKind, ChatSpec, Entity, ForumTopic, Pollers, Rate,
     RateLimits, RecordedCall, SendOptions, UserSpec,
 };
+pub use uploads::{CAPTION_LIMIT, Upload};
 
 /// A running fake Bot API server for one bot. Dropping it (or calling
 /// [`FakeTelegram::shutdown`]) stops it: the listener closes and long polls end.

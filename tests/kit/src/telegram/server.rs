@@ -54,9 +54,20 @@ async fn handle(
         return ApiError::unauthorized().into_response();
     }
     let method = method.to_ascii_lowercase();
-    let params = body::parse(&headers, uri.query(), &bytes);
-    let recorded = match &params {
-        Ok(params) => Value::Object(params.clone()),
+    let parsed = body::parse(&headers, uri.query(), &bytes);
+    let recorded = match &parsed {
+        Ok((params, files)) => {
+            let mut recorded = params.clone();
+            for file in files {
+                // The file's name and size stand for it in the record; the bytes are kept
+                // with the upload.
+                recorded.insert(
+                    file.field.clone(),
+                    json!({"file_name": file.file_name, "size": file.bytes.len()}),
+                );
+            }
+            Value::Object(recorded)
+        }
         Err(_) => json!(String::from_utf8_lossy(&bytes)),
     };
     shared.lock().calls.push(RecordedCall {
@@ -68,8 +79,17 @@ async fn handle(
     if let Some(fault) = fault {
         return fault.response();
     }
-    let result = match params {
-        Ok(params) => dispatch(&shared, &method, &params).await,
+    let result = match parsed {
+        Ok((params, files)) if super::uploads::is_upload(&method) => {
+            super::uploads::send_file(&shared, &method, &params, &files)
+        }
+        Ok((params, files)) if !files.is_empty() => {
+            let _ = params;
+            Err(ApiError::bad_request(
+                "file uploads are not supported by the fake for this method",
+            ))
+        }
+        Ok((params, _)) => dispatch(&shared, &method, &params).await,
         Err(error) => Err(error),
     };
     let raw_texts = shared.lock().raw_texts.clone();

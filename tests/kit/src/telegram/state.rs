@@ -234,6 +234,8 @@ pub(crate) struct State {
     pub(crate) files: BTreeMap<String, super::files::StoredFile>,
     /// Downloads of files so far.
     pub(crate) file_downloads: usize,
+    /// Files the bot uploaded, in order.
+    pub(crate) uploads: Vec<super::uploads::Upload>,
 }
 
 impl State {

@@ -59,6 +59,11 @@ impl MethodLog {
         self.append(&json!({ "reply": method, "sessionId": session_id, "outcome": outcome }));
     }
 
+    /// Records the content blocks of a prompt: `{"prompt": sessionId, "blocks": ..}`.
+    pub fn record_prompt(&self, session_id: &str, blocks: &Value) {
+        self.append(&json!({ "prompt": session_id, "blocks": blocks }));
+    }
+
     fn append(&self, entry: &Value) {
         let Some(path) = &self.path else {
             return;

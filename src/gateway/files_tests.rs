@@ -1,0 +1,101 @@
+#![allow(clippy::unwrap_used)]
+
+use super::*;
+
+fn setup() -> (tempfile::TempDir, FilePolicy) {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(ws.join("out")).unwrap();
+    std::fs::create_dir_all(ws.join("data")).unwrap();
+    std::fs::write(ws.join("out/chart.png"), b"png").unwrap();
+    std::fs::write(ws.join("data/db"), b"store").unwrap();
+    std::fs::write(dir.path().join("secret.txt"), b"secret").unwrap();
+    let policy = FilePolicy::new(ws.clone(), vec![ws.join("data")]);
+    (dir, policy)
+}
+
+#[test]
+fn files_inside_the_workspace_go_and_nothing_else_does() {
+    let (dir, policy) = setup();
+    let ws = dir.path().join("ws");
+    let real = policy.resolve("out/chart.png").unwrap();
+    assert_eq!(
+        real,
+        std::fs::canonicalize(ws.join("out/chart.png")).unwrap()
+    );
+    // Absolute inside is fine too.
+    let abs = ws.join("out/chart.png");
+    assert!(policy.resolve(abs.to_str().unwrap()).is_ok());
+    for refused in [
+        "../secret.txt",
+        "out/../../secret.txt",
+        dir.path().join("secret.txt").to_str().unwrap(),
+        "/etc/passwd",
+    ] {
+        let e = policy.resolve(refused).unwrap_err();
+        assert!(matches!(e, FileRefusal::Path(_)), "{refused}: {e}");
+        assert!(e.to_string().contains("outside the workspace"), "{e}");
+    }
+    // A symlink out of the workspace.
+    std::os::unix::fs::symlink(dir.path().join("secret.txt"), ws.join("out/link")).unwrap();
+    let e = policy.resolve("out/link").unwrap_err();
+    assert!(e.to_string().contains("symlink"), "{e}");
+    // chela's own files, even inside the workspace.
+    let e = policy.resolve("data/db").unwrap_err();
+    assert!(matches!(e, FileRefusal::Private(_)), "{e}");
+    assert!(matches!(
+        policy.resolve("out/none.png").unwrap_err(),
+        FileRefusal::Missing(_)
+    ));
+    assert!(matches!(
+        policy.resolve("out").unwrap_err(),
+        FileRefusal::NotAFile(_)
+    ));
+}
+
+#[test]
+fn a_file_over_the_channels_limit_is_refused_with_both_sizes() {
+    let (dir, policy) = setup();
+    std::fs::write(dir.path().join("ws/out/big.bin"), vec![0u8; 3 << 20]).unwrap();
+    let e = policy
+        .outbound("out/big.bin", "discord", Some(2 << 20))
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "out/big.bin is 3 MB; discord takes files up to 2 MB"
+    );
+    let ok = policy
+        .outbound("out/chart.png", "discord", Some(2 << 20))
+        .unwrap();
+    assert_eq!(ok.kind, chela_channel::AttachmentKind::Image);
+}
+
+#[test]
+fn file_lines_split_off_outside_code_fences_and_compose_back() {
+    let text = "Here it is\nMEDIA:out/a.png\n  MEDIA: out/b.pdf\n```\nMEDIA:kept.txt\n```";
+    let (body, paths) = split(text);
+    assert_eq!(paths, vec!["out/a.png", "out/b.pdf"]);
+    assert_eq!(body, "Here it is\n```\nMEDIA:kept.txt\n```");
+    assert_eq!(split("no files"), ("no files".to_owned(), vec![]));
+    let composed = compose("caption", &[PathBuf::from("/ws/a.png")]);
+    assert_eq!(composed, "caption\nMEDIA:/ws/a.png");
+    assert_eq!(
+        split(&composed),
+        ("caption".to_owned(), vec!["/ws/a.png".to_owned()])
+    );
+    assert_eq!(compose("", &[PathBuf::from("/x")]), "MEDIA:/x");
+}
+
+#[test]
+fn a_final_keeps_the_files_it_may_send_and_notes_the_others() {
+    let (dir, policy) = setup();
+    let checked = check_final(&policy, "Done.\nMEDIA:out/chart.png\nMEDIA:../secret.txt");
+    let real = std::fs::canonicalize(dir.path().join("ws/out/chart.png")).unwrap();
+    let (body, paths) = split(&checked);
+    assert_eq!(paths, vec![real.display().to_string()]);
+    assert!(
+        body.starts_with("Done.\n(file not sent: refused: ../secret.txt"),
+        "{body}"
+    );
+    assert_eq!(check_final(&policy, "plain"), "plain");
+}

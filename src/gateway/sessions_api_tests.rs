@@ -1,0 +1,85 @@
+//! The `message` tool's files through the gateway: sent once per run, checked paths.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use chela_channel::Channel;
+
+use super::*;
+use crate::config::{Config, ProviderKind};
+use crate::gateway::Gateway;
+use crate::test_channel::{TestChannel, direct_chat};
+
+fn request(run_id: &str, attachments: &[&str]) -> FileSend {
+    FileSend {
+        from: "agent:main:test:direct:7".into(),
+        run_id: run_id.into(),
+        reply_to: Some(direct_chat()),
+        target: None,
+        text: "look".into(),
+        attachments: attachments.iter().map(|a| (*a).to_owned()).collect(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_files_are_sent_once_per_run_and_paths_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(ws.join("out")).unwrap();
+    std::fs::write(ws.join("out/a.png"), b"png").unwrap();
+    std::fs::write(dir.path().join("secret.txt"), b"secret").unwrap();
+    let mut config = Config::default();
+    config.model.provider = ProviderKind::Echo;
+    config.store.path = ws.join("store");
+    config.agent.workspace = ws.clone();
+    let channel = TestChannel::new(1_000);
+    let gateway = Gateway::start(config, vec![channel.clone() as Arc<dyn Channel>])
+        .await
+        .unwrap();
+    let api = GatewaySessions {
+        core: Arc::downgrade(gateway.core()),
+    };
+
+    let first = api
+        .send_files(request("run-5", &["out/a.png"]))
+        .await
+        .unwrap();
+    assert!(first.starts_with("sent 1 file(s)"), "{first}");
+    // The run going again after a crash asks for the same send: it is not repeated.
+    let again = api
+        .send_files(request("run-5", &["out/a.png"]))
+        .await
+        .unwrap();
+    assert!(again.starts_with("already sent"), "{again}");
+    // Another run may send the same file again.
+    api.send_files(request("run-6", &["out/a.png"]))
+        .await
+        .unwrap();
+    let files: Vec<String> = channel
+        .calls()
+        .into_iter()
+        .filter(|c| c.starts_with("file"))
+        .collect();
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert!(files[0].starts_with("file a.png [look] #"), "{files:?}");
+
+    for (bad, why) in [
+        ("../secret.txt", "outside the workspace"),
+        ("store/db", "chela's own files"),
+        ("out/none.png", "does not exist"),
+    ] {
+        let refused = api.send_files(request("run-7", &[bad])).await.unwrap_err();
+        assert!(refused.to_string().contains(why), "{bad}: {refused}");
+    }
+    assert_eq!(
+        channel
+            .calls()
+            .iter()
+            .filter(|c| c.starts_with("file"))
+            .count(),
+        2,
+        "nothing refused was sent"
+    );
+    assert!(gateway.core().store.undelivered().unwrap().is_empty());
+}

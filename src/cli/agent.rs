@@ -35,6 +35,12 @@ pub async fn agent(
         },
         None => None,
     };
+    // A cluster node's store is shared, so opening it would not say whether a gateway runs
+    // here; and a second process joining the cluster under this node's id would give its
+    // leases away when it ends. Ask the local gateway instead.
+    if loaded.config.cluster.enabled {
+        return through_rpc(&loaded, message, session, json).await;
+    }
     let user = super::terminal_user(&loaded);
     let terminal = if json {
         TerminalChannel::quiet(user)

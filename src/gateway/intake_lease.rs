@@ -35,9 +35,9 @@ pub async fn run_leased(
 ) -> Result<(), ChannelError> {
     let name = lease_name(channel.name());
     loop {
-        if !wait_for_lease(coordinator.as_ref(), &name, lease, &stop).await {
+        let Some(won_at) = wait_for_lease(coordinator.as_ref(), &name, lease, &stop).await else {
             return Ok(());
-        }
+        };
         tracing::info!(
             channel = channel.name(),
             "cluster: this node now runs the intake"
@@ -47,6 +47,7 @@ pub async fn run_leased(
             coordinator.clone(),
             name.clone(),
             lease,
+            won_at,
             held.clone(),
         ));
         let result = channel.run(sink.clone(), held.clone()).await;
@@ -65,36 +66,46 @@ pub async fn run_leased(
     }
 }
 
-/// Asks for the lease every tick until this node holds it (true) or `stop` fires (false).
+/// Asks for the lease every tick until this node holds it (then returns when the winning
+/// request was sent: the lease runs from then on) or `stop` fires (`None`).
 async fn wait_for_lease(
     coordinator: &dyn Coordinator,
     name: &str,
     lease: Duration,
     stop: &CancellationToken,
-) -> bool {
+) -> Option<Instant> {
+    let tick = lease / 5;
     loop {
-        match coordinator.hold_intake(name, lease_secs(lease)).await {
-            Ok(true) => return true,
-            Ok(false) => {}
-            Err(e) => tracing::debug!(error = %e, "cluster: cannot ask for the intake lease"),
+        let asked = Instant::now();
+        let ask = tokio::time::timeout(tick, coordinator.hold_intake(name, lease_secs(lease)));
+        tokio::select! {
+            _ = stop.cancelled() => return None,
+            answer = ask => match answer {
+                Ok(Ok(true)) => return Some(asked),
+                Ok(Ok(false)) => {}
+                Ok(Err(e)) => tracing::debug!(error = %e, "cluster: cannot ask for the intake lease"),
+                Err(_) => tracing::debug!("cluster: asking for the intake lease timed out"),
+            },
         }
         tokio::select! {
-            _ = stop.cancelled() => return false,
-            _ = tokio::time::sleep(lease / 5) => {}
+            _ = stop.cancelled() => return None,
+            _ = tokio::time::sleep(tick) => {}
         }
     }
 }
 
 /// Renews the lease every tick; cancels `held` when another node holds it or when it could
-/// not be renewed for as long as a lease is trusted.
+/// not be renewed for as long as a lease is trusted (the lease less a tick, counted from
+/// when the request that won or renewed it was sent, `won_at` at first).
 async fn keep_lease(
     coordinator: Arc<dyn Coordinator>,
     name: String,
     lease: Duration,
+    won_at: Instant,
     held: CancellationToken,
 ) {
     let tick = lease / 5;
-    let mut trusted_until = Instant::now() + lease - tick;
+    let mut trusted_until = won_at + lease - tick;
     loop {
         tokio::select! {
             _ = held.cancelled() => return,

@@ -9,6 +9,8 @@
 //! lock goes with its connection: at a graceful close the store unlocks it; after a crash
 //! PostgreSQL drops it when it sees the connection end, which [`take`] waits out briefly.
 
+use std::cell::Cell;
+use std::rc::Rc;
 use std::time::Duration;
 
 use tokio::sync::oneshot;
@@ -28,6 +30,14 @@ pub enum Tenancy {
 /// The advisory lock's first key ("chla"); the second is the schema's hash, so stores in
 /// different schemas of one database do not exclude each other.
 const LOCK_CLASS: i32 = 0x6368_6c61;
+/// The lock session's TCP settings: the server probes a silent client after 10 s, every 5 s,
+/// and drops it after 3 lost probes or 30 s of unacknowledged data.
+const KEEPALIVES: [&str; 4] = [
+    "SET tcp_keepalives_idle = 10",
+    "SET tcp_keepalives_interval = 5",
+    "SET tcp_keepalives_count = 3",
+    "SET tcp_user_timeout = 30000",
+];
 /// How many times [`take`] tries before reporting the store locked.
 const TRIES: u32 = 10;
 /// The pause between tries: a crashed holder's connection may take a moment to be noticed.
@@ -40,10 +50,11 @@ impl Tenancy {
     fn try_sql(self) -> &'static str {
         match self {
             Tenancy::Sole => {
-                "SELECT pg_try_advisory_lock($1, hashtext(coalesce(current_schema(), '')))"
+                "SELECT pg_try_advisory_lock($1, hashtext(coalesce(current_schema(), ''))), pg_backend_pid()"
             }
             Tenancy::Shared => {
-                "SELECT pg_try_advisory_lock_shared($1, hashtext(coalesce(current_schema(), '')))"
+                "SELECT pg_try_advisory_lock_shared($1, hashtext(coalesce(current_schema(), ''))), \
+                 pg_backend_pid()"
             }
         }
     }
@@ -67,6 +78,8 @@ pub(super) struct Held {
     /// Resolves when the connection ends (and with it the lock).
     ended: oneshot::Receiver<()>,
     tenancy: Tenancy,
+    /// The backend pid of its session.
+    pid: i32,
 }
 
 /// Why the lock could not be taken.
@@ -83,7 +96,10 @@ pub(super) async fn take(
     tenancy: Tenancy,
 ) -> Result<Held, Refused> {
     for attempt in 1..=TRIES {
-        match take_once(config, tenancy).await.map_err(Refused::Connect)? {
+        match take_once(config, tenancy, None)
+            .await
+            .map_err(Refused::Connect)?
+        {
             Some(held) => return Ok(held),
             None if attempt < TRIES => tokio::time::sleep(RETRY).await,
             None => {}
@@ -92,10 +108,14 @@ pub(super) async fn take(
     Err(Refused::Taken)
 }
 
-/// One try: connects and asks for the lock; `None` when another process holds it.
+/// One try: connects and asks for the lock; `None` when another process holds it. With
+/// `stale`, the backend pid of this process's own lost lock session: if that session still
+/// holds the lock (the server has not noticed it is gone), it is ended and the lock asked
+/// for again.
 async fn take_once(
     config: &tokio_postgres::Config,
     tenancy: Tenancy,
+    stale: Option<i32>,
 ) -> Result<Option<Held>, String> {
     let (client, connection) = config.connect(NoTls).await.map_err(|e| error_text(&e))?;
     let (end_tx, ended) = oneshot::channel();
@@ -103,25 +123,78 @@ async fn take_once(
         let _ = connection.await;
         let _ = end_tx.send(());
     });
-    let row = client
-        .query_one(tenancy.try_sql(), &[&LOCK_CLASS])
-        .await
-        .map_err(|e| error_text(&e))?;
-    let taken: bool = row.try_get(0).map_err(|e| error_text(&e))?;
+    // If this host dies (power, network), the server must notice that the lock's session
+    // is gone soon, not after the system's two-hour keepalive: at most about 30 s. Best
+    // effort (ignored over a Unix socket; `tcp_user_timeout` needs PostgreSQL 12).
+    for setting in KEEPALIVES {
+        if let Err(e) = client.batch_execute(setting).await {
+            tracing::debug!(error = %error_text(&e), setting, "store: keepalive setting refused");
+        }
+    }
+    let ask = async || -> Result<(bool, i32), String> {
+        let row = client
+            .query_one(tenancy.try_sql(), &[&LOCK_CLASS])
+            .await
+            .map_err(|e| error_text(&e))?;
+        let taken = row.try_get(0).map_err(|e| error_text(&e))?;
+        let pid = row.try_get(1).map_err(|e| error_text(&e))?;
+        Ok((taken, pid))
+    };
+    let (mut taken, pid) = ask().await?;
+    if !taken && let Some(stale) = stale {
+        let row = client
+            .query_one(END_STALE, &[&stale, &i64::from(LOCK_CLASS)])
+            .await
+            .map_err(|e| error_text(&e))?;
+        if row.try_get::<_, bool>(0).unwrap_or(false) {
+            tracing::info!(
+                pid = stale,
+                "store: ended this process's own stale lock session"
+            );
+            // The lock goes when the ended backend exits: ask a few times.
+            for _ in 0..TRIES {
+                tokio::time::sleep(RETRY).await;
+                taken = ask().await?.0;
+                if taken {
+                    break;
+                }
+            }
+        }
+    }
     Ok(taken.then_some(Held {
         client,
         ended,
         tenancy,
+        pid,
     }))
 }
 
+/// Ends backend `$1` if it holds chela's store lock of this schema (class `$2`); returns
+/// whether it did.
+const END_STALE: &str = "SELECT coalesce(bool_or(pg_terminate_backend(l.pid)), false) \
+     FROM pg_locks l WHERE l.pid = $1 AND l.locktype = 'advisory' AND l.granted \
+     AND l.classid = $2::bigint::oid AND l.objsubid = 2 \
+     AND l.objid = (hashtext(coalesce(current_schema(), ''))::bigint & 4294967295)::oid";
+
+/// Whether this process holds the store's lock, as the worker's lanes see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum LockState {
+    /// Held: jobs run.
+    Held,
+    /// Its connection was lost and it is being taken again: jobs wait.
+    Retaking,
+    /// Another process took it meanwhile: jobs fail with `StoreError::Locked`, so this
+    /// process stops writing to a database another one now owns.
+    Lost,
+}
+
 /// Holds `held` until `stop` fires, then unlocks it. When its connection is lost (the
-/// lock with it), takes it again once PostgreSQL is back, logging loudly if another
-/// process took it meanwhile.
+/// lock with it), takes it again once PostgreSQL is back; `state` tells the lanes.
 pub(super) async fn hold(
     config: tokio_postgres::Config,
     mut held: Held,
     mut stop: oneshot::Receiver<()>,
+    state: Rc<Cell<LockState>>,
 ) {
     loop {
         tokio::select! {
@@ -132,27 +205,40 @@ pub(super) async fn hold(
             }
             _ = &mut held.ended => {
                 tracing::error!("store: the connection holding the store's lock was lost; taking the lock again");
+                state.set(LockState::Retaking);
                 held = tokio::select! {
                     _ = &mut stop => return,
-                    again = retake(&config, held.tenancy) => again,
+                    again = retake(&config, held.tenancy, held.pid, &state) => again,
                 };
+                state.set(LockState::Held);
             }
         }
     }
 }
 
-/// Takes the lock again after its connection was lost, once a second until it works.
-async fn retake(config: &tokio_postgres::Config, tenancy: Tenancy) -> Held {
+/// Takes the lock again after its connection (backend `stale`) was lost, once a second
+/// until it works.
+async fn retake(
+    config: &tokio_postgres::Config,
+    tenancy: Tenancy,
+    stale: i32,
+    state: &Cell<LockState>,
+) -> Held {
     loop {
-        match take_once(config, tenancy).await {
+        match take_once(config, tenancy, Some(stale)).await {
             Ok(Some(held)) => {
-                tracing::info!("store: the store's lock is held again");
+                tracing::info!("store: the store's lock is held again; store operations resume");
                 return held;
             }
-            Ok(None) => tracing::error!(
-                "store: another chela process took this database while the connection was \
-                 lost; two gateways now write to it: stop one of them"
-            ),
+            Ok(None) => {
+                if state.replace(LockState::Lost) != LockState::Lost {
+                    tracing::error!(
+                        "store: another chela process took this database while the lock's \
+                         connection was lost; this process's store operations now fail until \
+                         it can take the lock again: stop one of them"
+                    );
+                }
+            }
             Err(e) => {
                 tracing::debug!(error = %e, "store: PostgreSQL still unreachable for the lock");
             }

@@ -82,7 +82,8 @@ pub const CONNECTIONS: usize = 4;
 const RECONNECT_EVERY: Duration = Duration::from_secs(1);
 
 /// One unit of work for the worker thread: it gets the connection and runs to completion.
-type Job = Box<dyn FnOnce(Rc<Conn>) -> LocalBoxFuture<'static, ()> + Send>;
+/// It gets the store's lock refusal instead when another process took the lock.
+type Job = Box<dyn FnOnce(Result<Rc<Conn>, StoreError>) -> LocalBoxFuture<'static, ()> + Send>;
 
 /// The PostgreSQL store. Callers hold it through [`Store`](super::Store).
 pub struct PgStore {
@@ -120,13 +121,14 @@ impl PgStore {
             reason,
         };
         let config = parse_config(url, setting)?;
+        let place = crate::config::redact::redact_url(url, false);
         let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
         let (jobs, jobs_rx) = mpsc::unbounded_channel();
         let (stopped_tx, stopped) = std::sync::mpsc::sync_channel(1);
         std::thread::Builder::new()
             .name("chela-postgres".into())
             .spawn(move || {
-                worker(config, tenancy, jobs_rx, ready_tx);
+                worker(config, tenancy, place, jobs_rx, ready_tx);
                 let _ = stopped_tx.send(());
             })
             .map_err(|e| connect_err(format!("cannot start the store thread: {e}")))?;
@@ -157,7 +159,14 @@ impl PgStore {
         Fut: Future<Output = Result<T, StoreError>> + 'static,
         T: 'static,
     {
-        let job: Job = Box::new(move |client| Box::pin(async move { reply(f(client).await) }));
+        let job: Job = Box::new(move |client| {
+            Box::pin(async move {
+                match client {
+                    Ok(client) => reply(f(client).await),
+                    Err(refused) => reply(Err(refused)),
+                }
+            })
+        });
         // A stopped worker drops the job and its reply: the caller sees `gone`.
         let _ = self.jobs.send(job);
     }
@@ -262,6 +271,7 @@ enum Opening {
 fn worker(
     config: tokio_postgres::Config,
     tenancy: Tenancy,
+    place: String,
     jobs: mpsc::UnboundedReceiver<Job>,
     ready: std::sync::mpsc::SyncSender<Result<(), Opening>>,
 ) {
@@ -287,12 +297,8 @@ fn worker(
                 }
             }
         }
-        if let Some(first) = conns.first()
-            && let Err(e) = schema::migrate(first).await
-        {
-            let _ = ready.send(Err(Opening::Store(e)));
-            return;
-        }
+        // The lock first (its key needs none of chela's tables): a process refused must not
+        // migrate the database under the one that holds it.
         let held = match lock::take(&config, tenancy).await {
             Ok(held) => held,
             Err(lock::Refused::Taken) => {
@@ -304,19 +310,32 @@ fn worker(
                 return;
             }
         };
+        if let Some(first) = conns.first()
+            && let Err(e) = schema::migrate(first).await
+        {
+            let _ = ready.send(Err(Opening::Store(e)));
+            return;
+        }
         if ready.send(Ok(())).is_err() {
             return;
         }
         let (stop_lock, stop) = tokio::sync::oneshot::channel();
-        let holder = tokio::task::spawn_local(lock::hold(config.clone(), held, stop));
-        let jobs = Rc::new(tokio::sync::Mutex::new(jobs));
-        let lost = Rc::new(Cell::new(false));
+        let lanes = Rc::new(Lanes {
+            config,
+            jobs: tokio::sync::Mutex::new(jobs),
+            lost: Cell::new(false),
+            lock: Rc::new(Cell::new(lock::LockState::Held)),
+            place,
+        });
+        let holder = tokio::task::spawn_local(lock::hold(
+            lanes.config.clone(),
+            held,
+            stop,
+            lanes.lock.clone(),
+        ));
         let lanes: Vec<_> = conns
             .into_iter()
-            .map(|conn| {
-                let lane = serve(config.clone(), jobs.clone(), conn, lost.clone());
-                tokio::task::spawn_local(lane)
-            })
+            .map(|conn| tokio::task::spawn_local(serve(lanes.clone(), conn)))
             .collect();
         for lane in lanes {
             let _ = lane.await;
@@ -326,21 +345,40 @@ fn worker(
     }));
 }
 
-/// One lane: runs jobs, one at a time, on its connection until the store is dropped;
-/// reconnects first when the connection was lost.
-async fn serve(
+/// What the worker's lanes share.
+struct Lanes {
     config: tokio_postgres::Config,
-    jobs: Rc<tokio::sync::Mutex<mpsc::UnboundedReceiver<Job>>>,
-    mut conn: Rc<Conn>,
-    lost: Rc<Cell<bool>>,
-) {
+    jobs: tokio::sync::Mutex<mpsc::UnboundedReceiver<Job>>,
+    /// Whether the connection is known lost (logged once for all lanes).
+    lost: Cell<bool>,
+    /// Whether this process holds the store's lock (`lock.rs`).
+    lock: Rc<Cell<lock::LockState>>,
+    /// The database, password hidden, for the refusal.
+    place: String,
+}
+
+/// How often a job waiting for the lock to be taken again looks.
+const LOCK_WAIT: Duration = Duration::from_millis(50);
+
+/// One lane: runs jobs, one at a time, on its connection until the store is dropped;
+/// reconnects first when the connection was lost. While the store's lock is being taken
+/// again the job waits; when another process took it, the job is refused.
+async fn serve(lanes: Rc<Lanes>, mut conn: Rc<Conn>) {
     loop {
-        let job = jobs.lock().await.recv().await;
+        let job = lanes.jobs.lock().await.recv().await;
         let Some(job) = job else { return };
-        if conn.is_closed() {
-            conn = Rc::new(reconnect(&config, &lost).await);
+        while lanes.lock.get() == lock::LockState::Retaking {
+            tokio::time::sleep(LOCK_WAIT).await;
         }
-        job(conn.clone()).await;
+        if lanes.lock.get() == lock::LockState::Lost {
+            let place = lanes.place.clone();
+            job(Err(StoreError::Locked { place })).await;
+            continue;
+        }
+        if conn.is_closed() {
+            conn = Rc::new(reconnect(&lanes.config, &lanes.lost).await);
+        }
+        job(Ok(conn.clone())).await;
     }
 }
 

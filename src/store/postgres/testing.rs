@@ -280,6 +280,8 @@ mod outage {
 
     struct Proxy {
         port: u16,
+        /// The store URL without the proxy.
+        direct: String,
         open: Arc<AtomicBool>,
         refused: Arc<AtomicUsize>,
         links: Arc<Mutex<Vec<JoinHandle<()>>>>,
@@ -290,6 +292,7 @@ mod outage {
             let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
             let proxy = Proxy {
                 port: listener.local_addr().unwrap().port(),
+                direct: String::new(),
                 open: Arc::new(AtomicBool::new(true)),
                 refused: Arc::new(AtomicUsize::new(0)),
                 links: Arc::new(Mutex::new(Vec::new())),
@@ -328,6 +331,11 @@ mod outage {
         }
     }
 
+    /// The direct (not proxied) URL of the store behind `proxy`.
+    fn proxy_upstream_url(proxy: &Proxy) -> String {
+        proxy.direct.clone()
+    }
+
     /// A store on a fresh schema reached through a [`Proxy`].
     async fn behind_proxy() -> (Proxy, Arc<crate::store::PgStore>) {
         let direct = url::Url::parse(&fresh_schema()).unwrap();
@@ -348,11 +356,68 @@ mod outage {
                 std::future::pending::<()>().await
             })
         });
-        let proxy = rx.recv().unwrap();
+        let mut proxy: Proxy = rx.recv().unwrap();
+        proxy.direct = direct.to_string();
         let mut through = direct.clone();
         through.set_port(Some(proxy.port)).unwrap();
         let store = Arc::new(crate::store::PgStore::open(through.as_str(), "store.url").unwrap());
         (proxy, store)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_store_whose_lock_another_process_took_meanwhile_refuses_to_write() {
+        let (proxy, store) = behind_proxy().await;
+        let direct = proxy_upstream_url(&proxy);
+        store.ensure_session("k", "/").unwrap();
+        // The database goes away for this store; meanwhile another process takes it.
+        proxy.cut();
+        let other = tokio::task::spawn_blocking({
+            let direct = direct.clone();
+            move || {
+                let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+                loop {
+                    match crate::store::PgStore::open(&direct, "store.url") {
+                        Ok(other) => return other,
+                        Err(e) => assert!(std::time::Instant::now() < give_up, "{e:?}"),
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+            }
+        })
+        .await
+        .unwrap();
+        proxy.resume();
+        // Back, this store finds the lock taken: it refuses instead of writing beside it.
+        let asker = store.clone();
+        let refused = tokio::task::spawn_blocking(move || {
+            let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            loop {
+                match asker.ensure_session("k2", "/") {
+                    Err(crate::store::StoreError::Locked { .. }) => return true,
+                    _ if std::time::Instant::now() > give_up => return false,
+                    _ => std::thread::sleep(std::time::Duration::from_millis(50)),
+                }
+            }
+        });
+        assert!(
+            refused.await.unwrap(),
+            "wrote while another process held the lock"
+        );
+        assert!(other.get_session("k2").unwrap().is_none());
+        // Once the other process is gone, this one takes the lock again and goes on.
+        drop(other);
+        let asker = store.clone();
+        let resumed = tokio::task::spawn_blocking(move || {
+            let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while std::time::Instant::now() < give_up {
+                if asker.ensure_session("k3", "/").is_ok() {
+                    return true;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            false
+        });
+        assert!(resumed.await.unwrap(), "never took the lock again");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -25,6 +25,7 @@ mod entry;
 mod import;
 mod ports;
 mod postgres;
+mod redb;
 mod show;
 mod sled;
 
@@ -39,6 +40,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub use self::postgres::{PgStore, SCHEMA_VERSION};
+pub use self::redb::RedbStore;
 pub use self::sled::{CACHE_CAPACITY, SledStore};
 pub use entry::{Entry, EntryKind, Item, SessionHeader, TRANSCRIPT_VERSION};
 pub use ports::{

@@ -26,7 +26,7 @@ mod dedupe;
 mod delivery;
 mod flusher;
 mod group_history;
-mod highwater;
+pub(in crate::store) mod highwater;
 mod jsonl;
 mod outbox;
 mod pairing;

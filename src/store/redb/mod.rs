@@ -29,6 +29,7 @@ mod highwater;
 mod jsonl;
 mod pairing;
 mod queue;
+pub(in crate::store) mod raw;
 mod sessions;
 mod transcript;
 

@@ -31,6 +31,7 @@ mod jsonl;
 mod outbox;
 mod pairing;
 mod pending;
+mod raw;
 mod reply_journal;
 mod sessions;
 mod subagents;

@@ -61,7 +61,6 @@ pub(super) fn open_embedded(config: &StoreConfig) -> Result<Store, StoreError> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::store::SessionStore;
 
     fn config(path: &Path, engine: StoreEngine) -> StoreConfig {
         StoreConfig {

@@ -47,6 +47,9 @@ use super::{BaseStore, StoreError, StoreFuture, decode, encode};
 /// The name of the redb file inside the store folder.
 pub const FILE_NAME: &str = "chela.redb";
 
+/// A stored record: key and value bytes.
+pub(in crate::store) type Record = (Vec<u8>, Vec<u8>);
+
 /// A table of byte keys and byte values (every table: keys and values as in the sled backend).
 type Bytes = TableDefinition<'static, &'static [u8], &'static [u8]>;
 
@@ -236,7 +239,7 @@ impl RedbStore {
     }
 
     /// Every record of `table` whose key starts with `prefix`, in key order.
-    fn scan(&self, table: Bytes, prefix: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, StoreError> {
+    fn scan(&self, table: Bytes, prefix: &[u8]) -> Result<Vec<Record>, StoreError> {
         self.read(|tx| scan(&tx.open_table(table).map_err(db_err)?, prefix))
     }
 
@@ -298,7 +301,7 @@ fn get(
 fn scan(
     table: &impl ReadableTable<&'static [u8], &'static [u8]>,
     prefix: &[u8],
-) -> Result<Vec<(Vec<u8>, Vec<u8>)>, StoreError> {
+) -> Result<Vec<Record>, StoreError> {
     let mut out = Vec::new();
     for kv in table.range::<&[u8]>(prefix..).map_err(db_err)? {
         let (k, v) = kv.map_err(db_err)?;

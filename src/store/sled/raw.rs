@@ -3,6 +3,9 @@
 
 use super::{SledStore, StoreError, db_err};
 
+/// A stored record: key and value bytes.
+type Record = (Vec<u8>, Vec<u8>);
+
 /// The store's counters: the next id, the generation, the accepted rollback floor.
 pub(in crate::store) struct Counters {
     /// An id larger than every id handed out.
@@ -18,7 +21,7 @@ impl SledStore {
     pub(in crate::store) fn raw_records(
         &self,
         name: &str,
-    ) -> Result<impl Iterator<Item = Result<(Vec<u8>, Vec<u8>), StoreError>>, StoreError> {
+    ) -> Result<impl Iterator<Item = Result<Record, StoreError>>, StoreError> {
         let tree = self.inner.db.open_tree(name).map_err(db_err)?;
         Ok(tree.iter().map(|kv| {
             let (k, v) = kv.map_err(db_err)?;

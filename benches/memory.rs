@@ -13,8 +13,9 @@
 //!
 //! Environment (all optional): `CHELA_BENCH_MESSAGES`, `CHELA_BENCH_CHATS`,
 //! `CHELA_BENCH_IDLE_S`, `CHELA_BENCH_BIN` (another `chela` binary to measure, e.g. a
-//! build of an older commit, instead of this build's) and `CHELA_BENCH_KEEP=1` (keep the
-//! bench folder, with its store, and print where it is).
+//! build of an older commit, instead of this build's), `CHELA_BENCH_KEEP=1` (keep the
+//! bench folder, with its store, and print where it is) and `CHELA_STORE_ENGINE` (`redb` or
+//! `sled`, passed on to the gateway; unset: the default engine).
 
 mod common;
 
@@ -82,6 +83,10 @@ impl Gateway {
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env(
+                "CHELA_STORE_ENGINE",
+                std::env::var_os("CHELA_STORE_ENGINE").unwrap_or_default(),
+            )
             .current_dir(dir)
             .arg("--config")
             .arg(dir.join("config.toml"))

@@ -2,7 +2,8 @@
 //!
 //! Run with `cargo bench --bench turns` (release profile), or `benches/run.sh` for every bench.
 //! Reports figures only; nothing here asserts a time. With `CHELA_STORE_URL` set, the store is
-//! that PostgreSQL (a fresh schema per section) instead of sled.
+//! that PostgreSQL (a fresh schema per section); else `CHELA_STORE_ENGINE` (`redb`, `sled`)
+//! picks the embedded engine (unset: the default).
 //!
 //! Sections (each run against the testkit FakeModel, then again against a raw-socket model
 //! with `TCP_NODELAY`, see `common::model`, to separate the gateway from the transport):
@@ -92,6 +93,12 @@ impl Rig {
         config.model.api_key = "x".into();
         config.store.path = store.path().join("data");
         config.store.url = postgres_url().await?;
+        if let Some(engine) = std::env::var("CHELA_STORE_ENGINE")
+            .ok()
+            .and_then(|v| chela::config::StoreEngine::parse(&v))
+        {
+            config.store.engine = engine;
+        }
         config.agent.workspace = workspace.path().to_path_buf();
         let capture = Arc::new(CaptureChannel::new(CHANNEL));
         let gateway = Gateway::start(config, vec![capture.clone() as Arc<dyn Channel>]).await?;

@@ -54,7 +54,7 @@ pub use tools::{
 };
 pub use types::{
     AgentConfig, Config, DmScope, DropPolicy, ModelConfig, ProviderKind, QueueConfig, QueueMode,
-    SessionConfig, StoreConfig, TerminalConfig,
+    SessionConfig, StoreConfig, StoreEngine, TerminalConfig,
 };
 
 /// A loaded, resolved and validated configuration.

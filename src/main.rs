@@ -70,6 +70,11 @@ enum Command {
     },
     /// Show store state: sessions, pending turns, undelivered and dead-lettered replies.
     Status,
+    /// The store itself: move a sled store to redb.
+    Store {
+        #[command(subcommand)]
+        command: cli::store::StoreCommand,
+    },
     /// Check config, store and model provider, and say what to fix.
     Doctor,
     /// Show the effective configuration, or write the commented example.
@@ -160,6 +165,7 @@ fn main() -> ExitCode {
                 json,
             } => cli::agent::agent(loaded, message, session, json).await,
             Command::Sessions { command } => cli::sessions::run(loaded, command).await,
+            Command::Store { command } => cli::store::run(loaded, command),
             Command::Pairing { command } => cli::pairing::run(loaded, command).await,
             Command::Skills { command } => cli::skills::run(loaded, command).await,
             Command::Acp { command } => cli::acp::run(loaded, command).await,

@@ -51,6 +51,11 @@ pub async fn doctor(loaded: LoadedConfig) -> ExitCode {
     }
 }
 
+/// The engine `config` opens, by name (`?` when the folder and the setting disagree).
+fn engine_name(config: &chela::config::StoreConfig) -> &'static str {
+    chela::store::resolve_engine(config).map_or("?", |e| e.name())
+}
+
 /// The store opens (or the gateway holding it answers).
 async fn store(loaded: &LoadedConfig, report: &mut Report) {
     let path = &loaded.config.store.path;
@@ -59,8 +64,9 @@ async fn store(loaded: &LoadedConfig, report: &mut Report) {
             true,
             "store",
             format!(
-                "{} ({} sessions)",
+                "{} ({}, {} sessions)",
                 loaded.config.store.describe(),
+                store.engine(),
                 store.list_sessions().map(|s| s.len()).unwrap_or(0)
             ),
         ),
@@ -76,8 +82,9 @@ async fn store(loaded: &LoadedConfig, report: &mut Report) {
                     true,
                     "store",
                     format!(
-                        "{} (in use by the running gateway, which answers)",
-                        path.display()
+                        "{} ({}, in use by the running gateway, which answers)",
+                        path.display(),
+                        engine_name(&loaded.config.store)
                     ),
                 ),
                 Err(e) => report.line(

@@ -10,6 +10,7 @@ pub mod rpc;
 pub mod sessions;
 pub mod skills;
 pub mod status;
+pub mod store;
 
 use std::process::ExitCode;
 

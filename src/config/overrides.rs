@@ -10,6 +10,7 @@ use super::{Config, ConfigError, ProviderKind};
 pub const ENV_OVERRIDES: &[(&str, &str)] = &[
     ("CHELA_STORE_PATH", "store.path"),
     ("CHELA_STORE_URL", "store.url"),
+    ("CHELA_STORE_ENGINE", "store.engine"),
     ("CHELA_MODEL", "model.model"),
     ("CHELA_TELEGRAM_API_URL", "channels.telegram.api_url"),
     ("CHELA_DISCORD_API_URL", "channels.discord.api_url"),
@@ -75,6 +76,14 @@ impl Config {
         if let Some(url) = set("CHELA_STORE_URL") {
             self.store.url = url;
             self.store.url_from_env = true;
+        }
+        if let Some(engine) = set("CHELA_STORE_ENGINE") {
+            self.store.engine =
+                super::StoreEngine::parse(&engine).ok_or_else(|| ConfigError::Env {
+                    name: "CHELA_STORE_ENGINE".to_owned(),
+                    message: format!("{engine:?} is not a store engine: use redb, sled or auto"),
+                })?;
+            self.store.engine_from_env = true;
         }
         if let Some(store) = set("CHELA_STORE_PATH") {
             // Relative to the current directory, like any path given in a shell.

@@ -65,8 +65,16 @@ pub struct StoreConfig {
     /// from the file).
     #[serde(skip)]
     pub accept_rollback: bool,
-    /// The most memory sled's page cache may use, in MiB (at least 1).
+    /// The most memory the store's page cache may use, in MiB (at least 1; sled and redb).
     pub cache_mb: u64,
+    /// The embedded engine: `redb`, `sled`, or `auto` (the default: sled when the folder
+    /// already holds a sled store, else redb). Env `CHELA_STORE_ENGINE` overrides it;
+    /// `store.url` wins over both.
+    pub engine: StoreEngine,
+    /// Whether [`StoreConfig::engine`] came from `CHELA_STORE_ENGINE` (never read from the
+    /// file).
+    #[serde(skip)]
+    pub engine_from_env: bool,
     /// A PostgreSQL URL (`postgres://user:password@host:port/db`): when set, the store lives
     /// there instead of the sled folder. Env `CHELA_STORE_URL` overrides it.
     pub url: String,
@@ -75,7 +83,51 @@ pub struct StoreConfig {
     pub url_from_env: bool,
 }
 
+/// `[store] engine`: which embedded engine holds the store folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreEngine {
+    /// sled when the folder already holds a sled store, else redb.
+    #[default]
+    Auto,
+    /// redb: one file, `<store.path>/chela.redb`.
+    Redb,
+    /// sled: the folder is a sled database.
+    Sled,
+}
+
+impl StoreEngine {
+    /// The name as written in the config.
+    pub fn name(self) -> &'static str {
+        match self {
+            StoreEngine::Auto => "auto",
+            StoreEngine::Redb => "redb",
+            StoreEngine::Sled => "sled",
+        }
+    }
+
+    /// Parses a name as written in the config (`None`: not an engine).
+    pub fn parse(name: &str) -> Option<StoreEngine> {
+        match name.trim() {
+            "auto" => Some(StoreEngine::Auto),
+            "redb" => Some(StoreEngine::Redb),
+            "sled" => Some(StoreEngine::Sled),
+            _ => None,
+        }
+    }
+}
+
 impl StoreConfig {
+    /// Where [`StoreConfig::engine`] was set, for error messages: `CHELA_STORE_ENGINE` or
+    /// `store.engine`.
+    pub fn engine_setting(&self) -> &'static str {
+        if self.engine_from_env {
+            "CHELA_STORE_ENGINE"
+        } else {
+            "store.engine"
+        }
+    }
+
     /// Where [`StoreConfig::url`] was set, for error messages: `CHELA_STORE_URL` or
     /// `store.url`.
     pub fn url_setting(&self) -> &'static str {
@@ -113,6 +165,8 @@ impl Default for StoreConfig {
             path: PathBuf::from("~/.chela/data"),
             accept_rollback: false,
             cache_mb: 8,
+            engine: StoreEngine::Auto,
+            engine_from_env: false,
             url: String::new(),
             url_from_env: false,
         }

@@ -128,7 +128,7 @@ impl StatusReport {
         }
         let dead = store.dead_letters()?;
         Ok(StatusReport {
-            store: store_at.to_owned(),
+            store: format!("{store_at} ({})", store.engine()),
             channels,
             live: false,
             sessions: store.list_sessions()?.len(),

@@ -21,10 +21,13 @@
 //! [`Store::open_config`] chooses the backend where the store is opened; nothing above the
 //! store changes.
 
+mod engine;
 mod entry;
 mod import;
+pub mod migrate;
 mod ports;
 mod postgres;
+mod redb;
 mod show;
 mod sled;
 
@@ -39,7 +42,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub use self::postgres::{PgStore, SCHEMA_VERSION, Tenancy};
+pub use self::redb::RedbStore;
 pub use self::sled::{CACHE_CAPACITY, SledStore};
+pub use engine::{holds_redb, holds_sled, resolve as resolve_engine};
 pub use entry::{Entry, EntryKind, Item, SessionHeader, TRANSCRIPT_VERSION};
 pub use ports::{
     Backend, BaseStore, Binding, BindingStore, CODE_TTL_MS, Coordinator, CursorStore,
@@ -148,6 +153,24 @@ pub enum StoreError {
         /// Its partition.
         partition: u32,
     },
+    /// `[store] engine` (or `CHELA_STORE_ENGINE`) names an engine other than the one whose
+    /// store the folder holds.
+    #[error(
+        "{setting} = {named}, but {} holds {found}: chela does not start an empty store beside \
+         it. Stop the gateway and run `chela store migrate --to redb` to move a sled store to \
+         redb, or set {setting} to the folder's engine (or leave it unset)",
+        path.display()
+    )]
+    Engine {
+        /// `store.engine` or `CHELA_STORE_ENGINE`.
+        setting: &'static str,
+        /// The engine it names.
+        named: &'static str,
+        /// The store folder.
+        path: PathBuf,
+        /// What the folder holds.
+        found: String,
+    },
     /// The database's schema was written by a newer chela.
     #[error(
         "the PostgreSQL store has schema version {found}, newer than this chela's {supported}: \
@@ -180,6 +203,8 @@ pub enum StoreError {
 #[derive(Clone)]
 pub struct Store {
     backend: Arc<dyn Backend>,
+    /// The engine's name (`redb`, `sled`, `postgresql`), for `doctor` and `status`.
+    engine: &'static str,
 }
 
 impl std::fmt::Debug for Store {
@@ -201,12 +226,24 @@ impl Store {
     pub fn new(backend: impl Backend + 'static) -> Store {
         Store {
             backend: Arc::new(backend),
+            engine: "custom",
         }
+    }
+
+    /// This handle, naming its engine `engine` (see [`Store::engine`]).
+    pub fn named(self, engine: &'static str) -> Store {
+        Store { engine, ..self }
+    }
+
+    /// The engine behind this handle: `redb`, `sled` or `postgresql` as opened by
+    /// [`Store::open_config`] (`sled` for [`Store::open`]).
+    pub fn engine(&self) -> &'static str {
+        self.engine
     }
 
     /// Opens the sled store in folder `path` ([`SledStore::open`]).
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        SledStore::open(path).map(Store::new)
+        SledStore::open(path).map(|s| Store::new(s).named("sled"))
     }
 
     /// Opens the sled store in folder `path` with a page cache of `cache_bytes`, accepting a
@@ -216,13 +253,15 @@ impl Store {
         accept_rollback: bool,
         cache_bytes: u64,
     ) -> Result<Store, StoreError> {
-        SledStore::open_with(path, accept_rollback, cache_bytes).map(Store::new)
+        SledStore::open_with(path, accept_rollback, cache_bytes)
+            .map(|s| Store::new(s).named("sled"))
     }
 
     /// Opens the store `config` selects: PostgreSQL when `store.url` is set (see
     /// [`PgStore::open_as`]; shared with the other nodes when `[cluster] enabled`, else held
-    /// by this process alone), else the sled store in `store.path` ([`Store::open_with`]).
-    /// The gateway and every CLI command open it through here.
+    /// by this process alone), else the embedded store in `store.path`, redb or sled as
+    /// `[store] engine` says (`engine.rs`). The gateway and every CLI command open it
+    /// through here.
     pub fn open_config(config: &crate::config::Config) -> Result<Store, StoreError> {
         let tenancy = match config.cluster.enabled {
             true => Tenancy::Shared,
@@ -231,14 +270,15 @@ impl Store {
         let config = &config.store;
         let url = config.url.trim();
         if url.is_empty() {
-            return Store::open_with(&config.path, config.accept_rollback, config.cache_bytes());
+            return engine::open_embedded(config);
         }
         // The local files beside `store.path` (RPC discovery, logs) need its folder, which
         // no sled store creates here.
         if let Some(parent) = config.path.parent() {
             let _ = std::fs::create_dir_all(parent);
         }
-        PgStore::open_as(url, config.url_setting(), tenancy).map(Store::new)
+        PgStore::open_as(url, config.url_setting(), tenancy)
+            .map(|s| Store::new(s).named("postgresql"))
     }
 
     /// The cluster coordinator of node `node` on the PostgreSQL store `config` names (a
@@ -260,7 +300,7 @@ impl Store {
 
     /// A sled store in a temporary folder, deleted on drop (for tests).
     pub fn temporary() -> Result<Store, StoreError> {
-        SledStore::temporary().map(Store::new)
+        SledStore::temporary().map(|s| Store::new(s).named("sled"))
     }
 
     /// The settings stored for `key`, decoded as `T` (the caller owns the type).

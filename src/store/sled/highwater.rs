@@ -30,7 +30,7 @@ const MAGIC: u64 = 0x6368_656c_6168_7731;
 
 /// What the high-water file said at open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Mark {
+pub(in crate::store) struct Mark {
     /// The last generation known durable.
     pub generation: u64,
     /// When it was written (ms since the epoch).
@@ -38,19 +38,19 @@ pub(super) struct Mark {
 }
 
 /// The open high-water file.
-pub(super) struct HighWater {
+pub(in crate::store) struct HighWater {
     file: File,
 }
 
 impl HighWater {
     /// The file beside store folder `store`, if the folder has a name.
-    pub(super) fn path_for(store: &Path) -> Option<PathBuf> {
+    pub(in crate::store) fn path_for(store: &Path) -> Option<PathBuf> {
         let name = store.file_name()?.to_string_lossy().into_owned();
         Some(store.with_file_name(format!("{name}.highwater")))
     }
 
     /// Opens (creating) the file; returns it and the newest valid mark in it.
-    pub(super) fn open(path: &Path) -> std::io::Result<(HighWater, Option<Mark>)> {
+    pub(in crate::store) fn open(path: &Path) -> std::io::Result<(HighWater, Option<Mark>)> {
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -68,7 +68,7 @@ impl HighWater {
     }
 
     /// Records `generation` as durable (written to its slot and fsynced).
-    pub(super) fn write(&self, generation: u64, at_ms: u64) -> std::io::Result<()> {
+    pub(in crate::store) fn write(&self, generation: u64, at_ms: u64) -> std::io::Result<()> {
         let slot = (generation % 2) as usize;
         self.file
             .write_all_at(&encode(generation, at_ms), (slot * SLOT) as u64)?;

@@ -1,0 +1,236 @@
+//! Durable commits on one thread: group commit, a periodic commit, and idle compaction.
+//!
+//! Every write commits with `Durability::None` (no fsync; redb holds it in memory). A caller
+//! that needs its writes durable queues a waiter here; the thread answers every waiter queued
+//! so far with one `Durability::Immediate` commit, which makes every earlier commit durable
+//! too and bumps the store's generation in the same transaction. Without waiters, the thread
+//! makes a durable commit every [`PERIOD`] when anything was written, so a crash loses at most
+//! that much of the buffered writes (sled flushes every 500 ms too). After [`IDLE_COMPACT`]
+//! without writes it compacts the file once (under the database's write lock, so no
+//! transaction is open), giving back the pages the load left free.
+//!
+//! The high-water file is written by a second thread (the sled backend's mark writer scheme),
+//! so its fsync never delays the next group commit; it lags by at most one commit.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
+
+use super::Shared;
+use crate::store::sled::highwater::HighWater;
+
+/// How often buffered writes are made durable when nobody asks.
+const PERIOD: Duration = Duration::from_millis(500);
+/// How long the store must go without writes before the file is compacted.
+const IDLE_COMPACT: Duration = Duration::from_secs(30);
+
+/// Why a flush did not make the writes durable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum FlushError {
+    /// The flusher thread has ended (the store is closing, or the thread died).
+    #[error("the store flusher has stopped")]
+    Stopped,
+    /// redb failed to commit; the text is its error.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// A caller waiting for its writes to be durable.
+type Waiter = oneshot::Sender<Result<(), FlushError>>;
+
+/// The handle of the flusher thread. Dropping it ends the thread (after a last durable
+/// commit) and waits for it, so the file is released as soon as the store is dropped.
+pub(super) struct Flusher {
+    queue: Option<mpsc::Sender<Waiter>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// The thread's state.
+struct Worker {
+    shared: Arc<Shared>,
+    generation: u64,
+    marks: Option<MarkWriter>,
+    /// When the last write was seen, and whether the file was compacted since.
+    last_write: Instant,
+    compacted: bool,
+}
+
+impl Flusher {
+    /// Starts the flusher thread for `shared`, whose generation is `generation`; durable
+    /// generations are recorded in `highwater`.
+    pub(super) fn start(
+        shared: Arc<Shared>,
+        generation: u64,
+        highwater: Option<HighWater>,
+    ) -> std::io::Result<Flusher> {
+        let (queue, waiters) = mpsc::channel::<Waiter>();
+        let thread = std::thread::Builder::new()
+            .name("chela-store-flush".into())
+            .spawn(move || {
+                let marks = match highwater.map(MarkWriter::start).transpose() {
+                    Ok(marks) => marks,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot start the high-water writer; the mark stays where it is");
+                        None
+                    }
+                };
+                let mut worker = Worker {
+                    shared,
+                    generation,
+                    marks,
+                    last_write: Instant::now(),
+                    compacted: true,
+                };
+                worker.run(&waiters);
+                if let Some(marks) = worker.marks.take() {
+                    marks.finish();
+                }
+            })?;
+        Ok(Flusher {
+            queue: Some(queue),
+            thread: Some(thread),
+        })
+    }
+
+    /// Waits until everything committed before the call is on disk.
+    pub(super) async fn flush(&self) -> Result<(), FlushError> {
+        let (tx, rx) = oneshot::channel();
+        self.queue
+            .as_ref()
+            .ok_or(FlushError::Stopped)?
+            .send(tx)
+            .map_err(|_| FlushError::Stopped)?;
+        rx.await.map_err(|_| FlushError::Stopped)?
+    }
+}
+
+impl Worker {
+    /// Serves waiters until the queue closes, then makes what is left durable.
+    fn run(&mut self, waiters: &mpsc::Receiver<Waiter>) {
+        loop {
+            match waiters.recv_timeout(PERIOD) {
+                Ok(first) => {
+                    let mut batch = vec![first];
+                    batch.extend(waiters.try_iter());
+                    let done = self.commit();
+                    for waiter in batch {
+                        let _ = waiter.send(done.clone());
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => self.tick(),
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    if self.shared.dirty.load(Ordering::Acquire) {
+                        log(self.commit());
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The periodic step: a durable commit when something was written, else (once) a
+    /// compaction after a long enough pause.
+    fn tick(&mut self) {
+        if self.shared.dirty.load(Ordering::Acquire) {
+            log(self.commit());
+        } else if !self.compacted && self.last_write.elapsed() >= IDLE_COMPACT {
+            self.compacted = true;
+            self.compact();
+        }
+    }
+
+    /// One durable commit that bumps the generation; records it in the high-water file.
+    fn commit(&mut self) -> Result<(), FlushError> {
+        if self.shared.dirty.swap(false, Ordering::AcqRel) {
+            self.last_write = Instant::now();
+            self.compacted = false;
+        }
+        let next = self.generation.saturating_add(1);
+        let db = self
+            .shared
+            .db
+            .read()
+            .map_err(|_| FlushError::Failed("the store's lock is poisoned".into()))?;
+        super::highwater::commit_generation(&db, next)
+            .map_err(|e| FlushError::Failed(e.to_string()))?;
+        self.generation = next;
+        if let Some(marks) = &self.marks {
+            marks.record(next);
+        }
+        Ok(())
+    }
+
+    /// Compacts the file under the write lock; a failure is only logged.
+    fn compact(&self) {
+        let Ok(mut db) = self.shared.db.write() else {
+            return;
+        };
+        let started = Instant::now();
+        match db.compact() {
+            Ok(done) => tracing::debug!(
+                done,
+                took_ms = started.elapsed().as_millis() as u64,
+                "store compacted"
+            ),
+            Err(e) => tracing::info!(error = %e, "store compaction skipped"),
+        }
+    }
+}
+
+/// Logs a failed commit nobody waited for.
+fn log(done: Result<(), FlushError>) {
+    if let Err(e) = done {
+        tracing::warn!(error = %e, "periodic store commit failed");
+    }
+}
+
+/// The thread writing durable generations to the high-water file.
+struct MarkWriter {
+    generations: mpsc::Sender<u64>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl MarkWriter {
+    /// Starts the thread writing to `file`.
+    fn start(file: HighWater) -> std::io::Result<MarkWriter> {
+        let (generations, durable) = mpsc::channel::<u64>();
+        let thread = std::thread::Builder::new()
+            .name("chela-store-mark".into())
+            .spawn(move || {
+                while let Ok(first) = durable.recv() {
+                    let newest = durable.try_iter().fold(first, u64::max);
+                    if let Err(e) = file.write(newest, super::now_ms()) {
+                        tracing::warn!(error = %e, "cannot write the store's high-water mark");
+                    }
+                }
+            })?;
+        Ok(MarkWriter {
+            generations,
+            thread,
+        })
+    }
+
+    /// Hands over `generation`, now durable in the store.
+    fn record(&self, generation: u64) {
+        let _ = self.generations.send(generation);
+    }
+
+    /// Writes what is left and ends the thread.
+    fn finish(self) {
+        drop(self.generations);
+        let _ = self.thread.join();
+    }
+}
+
+impl Drop for Flusher {
+    fn drop(&mut self) {
+        // Closing the queue ends the thread after a last durable commit.
+        self.queue.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

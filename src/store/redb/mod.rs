@@ -1,0 +1,352 @@
+//! The redb backend: [`RedbStore`] implements the store traits (`../ports/`) over one redb
+//! file, `<store.path>/chela.redb`, one table per record kind with the same keys and the same
+//! JSON values as the sled backend (see ARCHITECTURE.md, Where state lives).
+//!
+//! Files follow the concerns: `sessions.rs`, `transcript.rs`, `jsonl.rs` ([`SessionStore`]);
+//! `queue.rs` ([`QueueStore`]); `delivery.rs` ([`DeliveryStore`]); `bindings.rs`
+//! ([`BindingStore`]); `pairing.rs` ([`PairingStore`]); `cursors.rs` ([`CursorStore`]).
+//!
+//! Every write is one redb write transaction committed with `Durability::None`: visible to
+//! every later read at once, held in memory until a durable commit. Durable commits come from
+//! one flusher thread (`flusher.rs`, group commit: all waiting callers share one fsync, and a
+//! periodic commit bounds what a crash can lose, like sled's flush every 500 ms), which bumps
+//! the store's generation and records it in the fsynced `<store.path>.highwater` file, checked
+//! at open to refuse a rolled-back store (`highwater.rs`). After a minute without writes the
+//! flusher compacts the file, so it gives back the pages the load left free.
+//!
+//! [`SessionStore`]: super::SessionStore
+//! [`QueueStore`]: super::QueueStore
+//! [`DeliveryStore`]: super::DeliveryStore
+//! [`BindingStore`]: super::BindingStore
+//! [`PairingStore`]: super::PairingStore
+//! [`CursorStore`]: super::CursorStore
+
+mod bindings;
+mod cursors;
+mod delivery;
+mod flusher;
+mod highwater;
+mod jsonl;
+mod pairing;
+mod queue;
+pub(in crate::store) mod raw;
+mod sessions;
+mod transcript;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard};
+
+use redb::{
+    Database, Durability, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition,
+    WriteTransaction,
+};
+
+use super::{BaseStore, StoreError, StoreFuture, decode, encode};
+
+/// The name of the redb file inside the store folder.
+pub const FILE_NAME: &str = "chela.redb";
+
+/// A stored record: key and value bytes.
+pub(in crate::store) type Record = (Vec<u8>, Vec<u8>);
+
+/// A table of byte keys and byte values (every table: keys and values as in the sled backend).
+type Bytes = TableDefinition<'static, &'static [u8], &'static [u8]>;
+
+const SESSIONS: Bytes = TableDefinition::new("sessions");
+const TRANSCRIPT: Bytes = TableDefinition::new("transcript");
+const ENTRY_IDS: Bytes = TableDefinition::new("entry_ids");
+const SETTINGS: Bytes = TableDefinition::new("settings");
+const PENDING: Bytes = TableDefinition::new("pending");
+const DEDUPE: Bytes = TableDefinition::new("dedupe");
+const OUTBOX: Bytes = TableDefinition::new("outbox");
+const OUTBOX_DEAD: Bytes = TableDefinition::new("outbox_dead");
+const BINDINGS: Bytes = TableDefinition::new("bindings");
+const PAIRING: Bytes = TableDefinition::new("pairing");
+const CURSORS: Bytes = TableDefinition::new("cursors");
+const TARGETS: Bytes = TableDefinition::new("targets");
+const SUBAGENTS: Bytes = TableDefinition::new("subagents");
+const GROUP_HISTORY: Bytes = TableDefinition::new("group_history");
+const REPLY_JOURNAL: Bytes = TableDefinition::new("reply_journal");
+/// seq -> JSON `RunRecord` of the run that answered it (pruned after a while).
+const FINISHED: Bytes = TableDefinition::new("finished");
+/// The store's own counters: generation, rollback floor, next id.
+const META: Bytes = TableDefinition::new("meta");
+
+/// Every table, by name (what `store migrate` copies and counts).
+pub(crate) const TABLES: [(&str, Bytes); 17] = [
+    ("sessions", SESSIONS),
+    ("transcript", TRANSCRIPT),
+    ("entry_ids", ENTRY_IDS),
+    ("settings", SETTINGS),
+    ("pending", PENDING),
+    ("dedupe", DEDUPE),
+    ("outbox", OUTBOX),
+    ("outbox_dead", OUTBOX_DEAD),
+    ("bindings", BINDINGS),
+    ("pairing", PAIRING),
+    ("cursors", CURSORS),
+    ("targets", TARGETS),
+    ("subagents", SUBAGENTS),
+    ("group_history", GROUP_HISTORY),
+    ("reply_journal", REPLY_JOURNAL),
+    ("finished", FINISHED),
+    ("meta", META),
+];
+
+/// The `meta` key of the next id handed out (pending seqs and outbox ids).
+const NEXT_ID_KEY: &[u8] = b"next-id";
+
+/// The redb store. Callers hold it through [`Store`](super::Store).
+pub struct RedbStore {
+    inner: Inner,
+}
+
+/// What the flusher thread shares with the store.
+struct Shared {
+    /// The database. Every transaction runs under the read lock; compaction takes the write
+    /// lock, so it never meets an open transaction.
+    db: RwLock<Database>,
+    /// Set by every commit that is not durable yet; cleared by the flusher's durable commit.
+    dirty: AtomicBool,
+}
+
+struct Inner {
+    shared: Arc<Shared>,
+    flusher: flusher::Flusher,
+    /// Inbound messages at or before this time (ms) count as seen: set when a rollback was
+    /// accepted, 0 otherwise.
+    rollback_floor_ms: u64,
+}
+
+impl std::fmt::Debug for RedbStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedbStore").finish_non_exhaustive()
+    }
+}
+
+/// The redb file of store folder `path`.
+pub fn file_in(path: &Path) -> PathBuf {
+    path.join(FILE_NAME)
+}
+
+impl RedbStore {
+    /// Opens (creating it and its parent folders if needed) the store in folder `path`, with a
+    /// cache of `cache_bytes`; with `accept_rollback` a rolled-back store is opened anyway
+    /// (with a warning), like [`SledStore::open_with`](super::SledStore::open_with).
+    ///
+    /// Fails with [`StoreError::Locked`] when another process has it open, and with
+    /// [`StoreError::RolledBack`] when it lost writes it once made durable.
+    pub fn open_with(
+        path: &Path,
+        accept_rollback: bool,
+        cache_bytes: u64,
+    ) -> Result<RedbStore, StoreError> {
+        let open_err = |reason: String| StoreError::Open {
+            path: path.to_path_buf(),
+            reason,
+        };
+        std::fs::create_dir_all(path).map_err(|e| open_err(e.to_string()))?;
+        let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        let db = Database::builder()
+            .set_cache_size(usize::try_from(cache_bytes).unwrap_or(usize::MAX))
+            .create(file_in(&path))
+            .map_err(|e| match e {
+                redb::DatabaseError::DatabaseAlreadyOpen => {
+                    StoreError::Locked { path: path.clone() }
+                }
+                e => StoreError::Open {
+                    path: path.clone(),
+                    reason: e.to_string(),
+                },
+            })?;
+        create_tables(&db)?;
+        let (mark, generation, accepted) = highwater::check(&db, &path, accept_rollback)?;
+        let store = RedbStore::from_db(db, generation, mark)?;
+        if accepted {
+            store.settle_rollback()?;
+        }
+        Ok(store)
+    }
+
+    /// A store held in memory only (for tests).
+    pub fn temporary() -> Result<RedbStore, StoreError> {
+        let db = Database::builder()
+            .create_with_backend(redb::backends::InMemoryBackend::new())
+            .map_err(db_err)?;
+        create_tables(&db)?;
+        RedbStore::from_db(db, 0, None)
+    }
+
+    fn from_db(
+        db: Database,
+        generation: u64,
+        mark: Option<crate::store::sled::highwater::HighWater>,
+    ) -> Result<RedbStore, StoreError> {
+        let rollback_floor_ms = highwater::stored_floor(&db)?;
+        let shared = Arc::new(Shared {
+            db: RwLock::new(db),
+            dirty: AtomicBool::new(false),
+        });
+        let flusher = flusher::Flusher::start(shared.clone(), generation, mark)?;
+        Ok(RedbStore {
+            inner: Inner {
+                shared,
+                flusher,
+                rollback_floor_ms,
+            },
+        })
+    }
+
+    /// The database, under the read lock (see [`Shared::db`]).
+    fn db(&self) -> Result<RwLockReadGuard<'_, Database>, StoreError> {
+        self.inner
+            .shared
+            .db
+            .read()
+            .map_err(|_| StoreError::Db("the store's lock is poisoned".into()))
+    }
+
+    /// Runs `f` in one write transaction, committed without an fsync (visible at once,
+    /// durable at the next flush). An error from `f` aborts the transaction: nothing of it
+    /// is kept.
+    fn write<T>(
+        &self,
+        f: impl FnOnce(&WriteTransaction) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let db = self.db()?;
+        let mut tx = db.begin_write().map_err(db_err)?;
+        tx.set_durability(Durability::None).map_err(db_err)?;
+        let out = f(&tx)?;
+        tx.commit().map_err(db_err)?;
+        self.inner.shared.dirty.store(true, Ordering::Release);
+        Ok(out)
+    }
+
+    /// Runs `f` in one read transaction (a snapshot of every commit so far).
+    fn read<T>(
+        &self,
+        f: impl FnOnce(&ReadTransaction) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let db = self.db()?;
+        let tx = db.begin_read().map_err(db_err)?;
+        f(&tx)
+    }
+
+    /// The value of `key` in `table`.
+    fn get(&self, table: Bytes, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        self.read(|tx| get(&tx.open_table(table).map_err(db_err)?, key))
+    }
+
+    /// Every record of `table` whose key starts with `prefix`, in key order.
+    fn scan(&self, table: Bytes, prefix: &[u8]) -> Result<Vec<Record>, StoreError> {
+        self.read(|tx| scan(&tx.open_table(table).map_err(db_err)?, prefix))
+    }
+
+    /// Sets `key` in `table` to `value` (buffered).
+    fn insert(&self, table: Bytes, key: &[u8], value: &[u8]) -> Result<(), StoreError> {
+        self.write(|tx| {
+            tx.open_table(table)
+                .map_err(db_err)?
+                .insert(key, value)
+                .map_err(db_err)?;
+            Ok(())
+        })
+    }
+
+    /// Removes `key` from `table` (buffered); returns the old value.
+    fn remove(&self, table: Bytes, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        self.write(|tx| {
+            let mut t = tx.open_table(table).map_err(db_err)?;
+            let old = t.remove(key).map_err(db_err)?;
+            Ok(old.map(|v| v.value().to_vec()))
+        })
+    }
+
+    /// Writes everything committed so far to disk; returns once it is durable. Concurrent
+    /// callers share one fsync (group commit).
+    async fn sync(&self) -> Result<(), StoreError> {
+        self.inner
+            .flusher
+            .flush()
+            .await
+            .map_err(|e| StoreError::Db(e.to_string()))
+    }
+}
+
+impl BaseStore for RedbStore {
+    fn flush(&self) -> StoreFuture<'_, ()> {
+        Box::pin(self.sync())
+    }
+}
+
+/// Creates every table, so read transactions find them all.
+fn create_tables(db: &Database) -> Result<(), StoreError> {
+    let tx = db.begin_write().map_err(db_err)?;
+    for (_, table) in TABLES {
+        tx.open_table(table).map_err(db_err)?;
+    }
+    tx.commit().map_err(db_err)
+}
+
+/// The value of `key` in an open table.
+fn get(
+    table: &impl ReadableTable<&'static [u8], &'static [u8]>,
+    key: &[u8],
+) -> Result<Option<Vec<u8>>, StoreError> {
+    Ok(table.get(key).map_err(db_err)?.map(|v| v.value().to_vec()))
+}
+
+/// Every record of an open table whose key starts with `prefix`, in key order.
+fn scan(
+    table: &impl ReadableTable<&'static [u8], &'static [u8]>,
+    prefix: &[u8],
+) -> Result<Vec<Record>, StoreError> {
+    let mut out = Vec::new();
+    for kv in table.range::<&[u8]>(prefix..).map_err(db_err)? {
+        let (k, v) = kv.map_err(db_err)?;
+        if !k.value().starts_with(prefix) {
+            break;
+        }
+        out.push((k.value().to_vec(), v.value().to_vec()));
+    }
+    Ok(out)
+}
+
+/// Hands out the next id inside write transaction `tx` (ids increase and are never reused:
+/// every method that returns one makes its transaction durable first).
+fn next_id(tx: &WriteTransaction) -> Result<u64, StoreError> {
+    let mut meta = tx.open_table(META).map_err(db_err)?;
+    let id = match get(&meta, NEXT_ID_KEY)? {
+        Some(v) => be_u64("meta", &v)?,
+        None => 1,
+    };
+    meta.insert(NEXT_ID_KEY, &id.saturating_add(1).to_be_bytes()[..])
+        .map_err(db_err)?;
+    Ok(id)
+}
+
+/// Maps a redb error to a [`StoreError`] without exposing the redb type.
+fn db_err(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Db(e.to_string())
+}
+
+/// Decodes a big-endian u64 key or value.
+fn be_u64(table: &'static str, bytes: &[u8]) -> Result<u64, StoreError> {
+    let arr: [u8; 8] = bytes.try_into().map_err(|_| StoreError::Corrupt {
+        collection: table,
+        reason: format!("expected 8 bytes, found {}", bytes.len()),
+    })?;
+    Ok(u64::from_be_bytes(arr))
+}
+
+/// Milliseconds since the Unix epoch.
+fn now_ms() -> u64 {
+    crate::domain::message::now_ms()
+}
+
+use crate::store::{iso_to_ms, now_iso};
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests;

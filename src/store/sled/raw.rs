@@ -1,0 +1,45 @@
+//! Raw access to the sled trees for `chela store migrate` (`../migrate.rs`): every record of a
+//! tree as stored bytes, and the store's counters.
+
+use super::{SledStore, StoreError, db_err};
+
+/// A stored record: key and value bytes.
+type Record = (Vec<u8>, Vec<u8>);
+
+/// The store's counters: the next id, the generation, the accepted rollback floor.
+pub(in crate::store) struct Counters {
+    /// An id larger than every id handed out.
+    pub next_id: u64,
+    /// The store's generation (see `highwater.rs`).
+    pub generation: u64,
+    /// The accepted rollback floor (ms; 0: none).
+    pub floor_ms: u64,
+}
+
+impl SledStore {
+    /// Every record of tree `name`, in key order.
+    pub(in crate::store) fn raw_records(
+        &self,
+        name: &str,
+    ) -> Result<impl Iterator<Item = Result<Record, StoreError>>, StoreError> {
+        let tree = self.inner.db.open_tree(name).map_err(db_err)?;
+        Ok(tree.iter().map(|kv| {
+            let (k, v) = kv.map_err(db_err)?;
+            Ok((k.to_vec(), v.to_vec()))
+        }))
+    }
+
+    /// The store's counters.
+    pub(in crate::store) fn counters(&self) -> Result<Counters, StoreError> {
+        Ok(Counters {
+            next_id: self
+                .inner
+                .db
+                .generate_id()
+                .map_err(db_err)?
+                .saturating_add(1),
+            generation: super::highwater::stored_generation(&self.inner.db)?,
+            floor_ms: super::highwater::stored_floor(&self.inner.db)?,
+        })
+    }
+}

@@ -26,7 +26,7 @@ fn write_probe(s: &Setup) {
         "tag=$1\n\
          r() {{ if cat \"$1\" >/dev/null 2>&1; then printf '%s:read ' \"$2\"; else printf '%s:denied ' \"$2\"; fi; }}\n\
          w() {{ if {{ echo \"$tag\" >> \"$1\"; }} 2>/dev/null; then printf '%s:write' \"$2\"; else printf '%s:denied' \"$2\"; fi; }}\n\
-         r {config} config; r {rpc} token; r {hw} highwater; r {store}/conf store; r {home}/secret.txt home\n\
+         r {config} config; r {rpc} token; r {hw} highwater; r {store}/chela.redb store; r {home}/secret.txt home\n\
          w {home}/.agentrc rc; printf ' '; w {home}/.cache/made-$tag cache; printf ' '\n\
          w {home}/new-$tag newtop; printf ' '; w made-$tag ws; printf ' #'\n",
         config = p("config.toml"),
@@ -61,7 +61,7 @@ async fn hook_probe(hooks_table: &str) -> String {
     );
     let (status, json) = s.agent_json("hello").await;
     assert!(status.success(), "{json}");
-    assert!(s.path("data/conf").is_file(), "the store has a conf file");
+    assert!(s.path("data/chela.redb").is_file(), "the store has its file");
     std::fs::read_to_string(s.path("ws/hook-probe.txt")).unwrap()
 }
 

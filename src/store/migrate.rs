@@ -47,7 +47,12 @@ pub fn sled_to_redb(path: &Path, cache_bytes: u64) -> Result<Migrated, StoreErro
             backup.display()
         )));
     }
+    // What a failed earlier try left: its folder and its rollback mark.
     let _ = std::fs::remove_dir_all(&building);
+    if let Some(mark) = super::highwater_path_for(&building) {
+        let _ = std::fs::remove_file(mark);
+    }
+    // Held open (locked) until the folders are renamed, so no gateway starts on it meanwhile.
     let sled = SledStore::open_with(path, false, cache_bytes)?;
     let counters = sled.counters()?;
     let redb = RedbStore::open_with(&building, false, cache_bytes)?;
@@ -70,7 +75,6 @@ pub fn sled_to_redb(path: &Path, cache_bytes: u64) -> Result<Migrated, StoreErro
         }
     }
     drop(redb);
-    drop(sled);
     super::redb::raw::write_counters(
         &building,
         counters.next_id,
@@ -82,6 +86,7 @@ pub fn sled_to_redb(path: &Path, cache_bytes: u64) -> Result<Migrated, StoreErro
     }
     std::fs::rename(path, &backup)?;
     std::fs::rename(&building, path)?;
+    drop(sled);
     Ok(Migrated { tables, backup })
 }
 
@@ -92,6 +97,34 @@ mod tests {
     use crate::config::{StoreConfig, StoreEngine};
     use crate::store::contract_tests::{chat, turn};
     use crate::store::{Store, engine};
+
+    #[tokio::test]
+    async fn a_migration_that_failed_midway_can_be_run_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data");
+        {
+            let store = Store::open(&path).unwrap();
+            store.ensure_session("agent:main:main", "/w").unwrap();
+            store.flush().await.unwrap();
+        }
+        // What an interrupted try leaves: the half-built redb store, with durable commits
+        // (and so a rollback mark beside it).
+        let building = beside(&path, ".redb-migrating");
+        {
+            let half = Store::new(RedbStore::open_with(&building, false, 1 << 20).unwrap());
+            half.ensure_session("agent:main:other", "/w").unwrap();
+            half.flush().await.unwrap();
+        }
+        let migrated = sled_to_redb(&path, 1 << 20).unwrap();
+        assert!(migrated.tables.contains(&("sessions", 1)), "{:?}", migrated.tables);
+        let config = StoreConfig {
+            path: path.clone(),
+            engine: StoreEngine::Auto,
+            ..StoreConfig::default()
+        };
+        let store = engine::open_embedded(&config).unwrap();
+        assert_eq!(store.list_sessions().unwrap().len(), 1);
+    }
 
     #[tokio::test]
     async fn a_sled_store_moves_to_redb_with_every_record_and_its_counters() {

@@ -26,6 +26,10 @@ use crate::store::sled::highwater::HighWater;
 const PERIOD: Duration = Duration::from_millis(500);
 /// How long the store must go without writes before the file is compacted.
 const IDLE_COMPACT: Duration = Duration::from_secs(30);
+/// The least time between two compactions.
+const COMPACT_EVERY: Duration = Duration::from_secs(600);
+/// The least free space a compaction must give back (4 MiB).
+const COMPACT_FREE: u64 = 4 << 20;
 
 /// Why a flush did not make the writes durable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -56,6 +60,8 @@ struct Worker {
     /// When the last write was seen, and whether the file was compacted since.
     last_write: Instant,
     compacted: bool,
+    /// When the file was last compacted.
+    last_compaction: Option<Instant>,
 }
 
 impl Flusher {
@@ -83,6 +89,7 @@ impl Flusher {
                     marks,
                     last_write: Instant::now(),
                     compacted: true,
+                    last_compaction: None,
                 };
                 worker.run(&waiters);
                 if let Some(marks) = worker.marks.take() {
@@ -144,7 +151,8 @@ impl Worker {
 
     /// One durable commit that bumps the generation; records it in the high-water file.
     fn commit(&mut self) -> Result<(), FlushError> {
-        if self.shared.dirty.swap(false, Ordering::AcqRel) {
+        let was_dirty = self.shared.dirty.swap(false, Ordering::AcqRel);
+        if was_dirty {
             self.last_write = Instant::now();
             self.compacted = false;
         }
@@ -153,9 +161,14 @@ impl Worker {
             .shared
             .db
             .read()
-            .map_err(|_| FlushError::Failed("the store's lock is poisoned".into()))?;
-        super::highwater::commit_generation(&db, next)
-            .map_err(|e| FlushError::Failed(e.to_string()))?;
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Err(e) = super::highwater::commit_generation(&db, next) {
+            // Not durable: the next tick tries again.
+            if was_dirty {
+                self.shared.dirty.store(true, Ordering::Release);
+            }
+            return Err(FlushError::Failed(e.to_string()));
+        }
         self.generation = next;
         if let Some(marks) = &self.marks {
             marks.record(next);
@@ -163,11 +176,27 @@ impl Worker {
         Ok(())
     }
 
-    /// Compacts the file under the write lock; a failure is only logged.
-    fn compact(&self) {
-        let Ok(mut db) = self.shared.db.write() else {
+    /// Compacts the file under the write lock when enough of it is free; a failure is only
+    /// logged. Store calls wait meanwhile, so it runs only after a pause in writes, at most
+    /// once per [`COMPACT_EVERY`], and only when at least [`COMPACT_FREE`] bytes (and a
+    /// quarter of the file) would come back.
+    fn compact(&mut self) {
+        if self.last_compaction.is_some_and(|at| at.elapsed() < COMPACT_EVERY) {
             return;
+        }
+        let (free, stored) = match self.free_bytes() {
+            Some(sizes) => sizes,
+            None => return,
         };
+        if free < COMPACT_FREE || free < (free + stored) / 4 {
+            return;
+        }
+        let mut db = self
+            .shared
+            .db
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.last_compaction = Some(Instant::now());
         let started = Instant::now();
         match db.compact() {
             Ok(done) => tracing::debug!(
@@ -177,6 +206,22 @@ impl Worker {
             ),
             Err(e) => tracing::info!(error = %e, "store compaction skipped"),
         }
+    }
+}
+
+impl Worker {
+    /// The file's free (fragmented) and stored bytes, from redb's statistics.
+    fn free_bytes(&self) -> Option<(u64, u64)> {
+        let db = self
+            .shared
+            .db
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let tx = db.begin_write().ok()?;
+        let stats = tx.stats().ok()?;
+        let sizes = (stats.fragmented_bytes(), stats.stored_bytes() + stats.metadata_bytes());
+        tx.abort().ok()?;
+        Some(sizes)
     }
 }
 

@@ -152,9 +152,9 @@ impl RedbStore {
             .set_cache_size(usize::try_from(cache_bytes).unwrap_or(usize::MAX))
             .create(file_in(&path))
             .map_err(|e| match e {
-                redb::DatabaseError::DatabaseAlreadyOpen => {
-                    StoreError::Locked { path: path.clone() }
-                }
+                redb::DatabaseError::DatabaseAlreadyOpen => StoreError::Locked {
+                    place: path.display().to_string(),
+                },
                 e => StoreError::Open {
                     path: path.clone(),
                     reason: e.to_string(),
@@ -165,6 +165,9 @@ impl RedbStore {
         let store = RedbStore::from_db(db, generation, mark)?;
         if accepted {
             store.settle_rollback()?;
+            // Durable before anything else happens: a crash now must not bring back the
+            // turns and replies the settling dropped (the generation already says settled).
+            store.durable_now()?;
         }
         Ok(store)
     }
@@ -200,11 +203,14 @@ impl RedbStore {
 
     /// The database, under the read lock (see [`Shared::db`]).
     fn db(&self) -> Result<RwLockReadGuard<'_, Database>, StoreError> {
-        self.inner
+        // A panic while the lock was held (in a compaction) leaves redb consistent: its
+        // transactions commit whole or not at all, so the guard is taken back.
+        Ok(self
+            .inner
             .shared
             .db
             .read()
-            .map_err(|_| StoreError::Db("the store's lock is poisoned".into()))
+            .unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 
     /// Runs `f` in one write transaction, committed without an fsync (visible at once,
@@ -221,6 +227,15 @@ impl RedbStore {
         tx.commit().map_err(db_err)?;
         self.inner.shared.dirty.store(true, Ordering::Release);
         Ok(out)
+    }
+
+    /// Makes every commit so far durable at once (an empty commit with an fsync), without
+    /// waiting for the flusher.
+    fn durable_now(&self) -> Result<(), StoreError> {
+        let db = self.db()?;
+        let mut tx = db.begin_write().map_err(db_err)?;
+        tx.set_durability(Durability::Immediate).map_err(db_err)?;
+        tx.commit().map_err(db_err)
     }
 
     /// Runs `f` in one read transaction (a snapshot of every commit so far).

@@ -58,14 +58,14 @@ fn a_file_over_the_channels_limit_is_refused_with_both_sizes() {
     let (dir, policy) = setup();
     std::fs::write(dir.path().join("ws/out/big.bin"), vec![0u8; 3 << 20]).unwrap();
     let e = policy
-        .outbound("out/big.bin", "discord", Some(2 << 20))
+        .open("out/big.bin", "discord", Some(2 << 20))
         .unwrap_err();
     assert_eq!(
         e.to_string(),
         "out/big.bin is 3 MB; discord takes files up to 2 MB"
     );
-    let ok = policy
-        .outbound("out/chart.png", "discord", Some(2 << 20))
+    let (_, ok) = policy
+        .open("out/chart.png", "discord", Some(2 << 20))
         .unwrap();
     assert_eq!(ok.kind, chela_channel::AttachmentKind::Image);
 }
@@ -86,10 +86,22 @@ fn file_lines_split_off_outside_code_fences_and_compose_back() {
     assert_eq!(compose("", &[PathBuf::from("/x")]), "MEDIA:/x");
 }
 
-#[test]
-fn a_final_keeps_the_files_it_may_send_and_notes_the_others() {
+/// What a direct chat's final may send through `policy`.
+fn final_files(policy: &FilePolicy) -> FinalFiles {
+    FinalFiles {
+        policy: policy.clone(),
+        channel: "telegram".into(),
+        max_bytes: Some(2 << 20),
+        may_send: true,
+        own_media: "media/me".into(),
+    }
+}
+
+#[tokio::test]
+async fn a_final_keeps_the_files_it_may_send_and_notes_the_others() {
     let (dir, policy) = setup();
-    let checked = check_final(&policy, "Done.\nMEDIA:out/chart.png\nMEDIA:../secret.txt");
+    let text = "Done.\nMEDIA:out/chart.png\nMEDIA:../secret.txt";
+    let checked = check_final(final_files(&policy), text.into()).await;
     let real = std::fs::canonicalize(dir.path().join("ws/out/chart.png")).unwrap();
     let (body, paths) = split(&checked);
     assert_eq!(paths, vec![real.display().to_string()]);
@@ -97,5 +109,8 @@ fn a_final_keeps_the_files_it_may_send_and_notes_the_others() {
         body.starts_with("Done.\n(file not sent: refused: ../secret.txt"),
         "{body}"
     );
-    assert_eq!(check_final(&policy, "plain"), "plain");
+    assert_eq!(
+        check_final(final_files(&policy), "plain".into()).await,
+        "plain"
+    );
 }

@@ -155,7 +155,7 @@ impl FilePolicy {
 
     /// Opens `path`, resolved by [`FilePolicy::inside`] a moment ago (it may have been
     /// swapped since), as [`FilePolicy::open`] says.
-    fn open_resolved(
+    pub(super) fn open_resolved(
         &self,
         path: &Path,
         requested: &str,

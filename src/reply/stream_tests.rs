@@ -253,3 +253,26 @@ async fn a_retry_sends_only_what_did_not_get_through() {
         "the text once, the refused upload again, then the rest"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_file_line_is_never_previewed_and_the_final_does_not_repeat_the_text() {
+    // Parts of at most 30 chars: the first part goes out before the answer ends.
+    let channel = TestChannel::answering(30, false);
+    let mut reply = ReplyStream::new(channel.clone(), direct_chat());
+    reply.push("First line of the answer\nMEDIA:out/a.png\nsecond line, and a third one");
+    reply.preview().await;
+    let calls = channel.calls();
+    assert!(!calls.iter().any(|c| c.contains("MEDIA")), "{calls:#?}");
+    assert!(reply.text().contains("MEDIA:out/a.png"), "the final still has it");
+
+    // The outbox sends the final without its file lines.
+    let (body, paths) = crate::reply::media_lines::split(reply.text());
+    assert_eq!(paths, ["out/a.png"]);
+    let shown = channel.calls().len();
+    reply.deliver_once(&body).await.unwrap();
+    let after: Vec<String> = channel.calls()[shown..].to_vec();
+    assert!(
+        !after.iter().any(|c| c.contains("First line")),
+        "the part already shown is not sent again: {after:#?}"
+    );
+}

@@ -263,7 +263,10 @@ async fn a_file_line_is_never_previewed_and_the_final_does_not_repeat_the_text()
     reply.preview().await;
     let calls = channel.calls();
     assert!(!calls.iter().any(|c| c.contains("MEDIA")), "{calls:#?}");
-    assert!(reply.text().contains("MEDIA:out/a.png"), "the final still has it");
+    assert!(
+        reply.text().contains("MEDIA:out/a.png"),
+        "the final still has it"
+    );
 
     // The outbox sends the final without its file lines.
     let (body, paths) = crate::reply::media_lines::split(reply.text());

@@ -20,6 +20,10 @@ pub struct TestChannel {
     /// Errors the next file sends answer, first first.
     file_refusals: Mutex<VecDeque<ChannelError>>,
     calls: Mutex<Vec<(Instant, String)>>,
+    /// The bytes of each file sent, by name.
+    uploads: Mutex<Vec<(String, Vec<u8>)>>,
+    /// Run once, when the next file send comes (before it is answered).
+    on_file: Mutex<Option<Box<dyn FnOnce() + Send>>>,
     next_id: Mutex<u64>,
     /// When it was made; call times are measured from here.
     pub start: Instant,
@@ -54,6 +58,8 @@ impl TestChannel {
             refusals: Mutex::new(VecDeque::new()),
             file_refusals: Mutex::new(VecDeque::new()),
             calls: Mutex::new(Vec::new()),
+            uploads: Mutex::new(Vec::new()),
+            on_file: Mutex::new(None),
             next_id: Mutex::new(0),
             start: Instant::now(),
         })
@@ -67,6 +73,16 @@ impl TestChannel {
     /// Makes the next file sends fail with `errors`, in order.
     pub fn refuse_files(&self, errors: impl IntoIterator<Item = ChannelError>) {
         self.file_refusals.lock().unwrap().extend(errors);
+    }
+
+    /// Runs `hook` when the next file send comes, before it is answered.
+    pub fn on_next_file(&self, hook: impl FnOnce() + Send + 'static) {
+        *self.on_file.lock().unwrap() = Some(Box::new(hook));
+    }
+
+    /// The name and bytes of each file sent (not refused), in order.
+    pub fn uploads(&self) -> Vec<(String, Vec<u8>)> {
+        self.uploads.lock().unwrap().clone()
     }
 
     /// What was asked (`send TEXT`, `edit TEXT`, `delete ID`, `answer HANDLE: TEXT`), in
@@ -164,12 +180,29 @@ impl Channel for TestChannel {
     ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
         Box::pin(async move {
             let name = file.file_name();
+            let name = if file.kind == chela_channel::kind_for_name(name) {
+                name.to_owned()
+            } else {
+                format!("{name} as {}", file.kind.as_str())
+            };
             let caption = caption.map(|c| format!(" [{c}]")).unwrap_or_default();
             let key = key.map(|k| format!(" #{k}")).unwrap_or_default();
             self.record(format!("file {name}{caption}{key}"), false)?;
+            let hook = self.on_file.lock().unwrap().take();
+            if let Some(hook) = hook {
+                hook();
+            }
             if let Some(error) = self.file_refusals.lock().unwrap().pop_front() {
                 return Err(error);
             }
+            let chunks: Vec<Vec<u8>> = futures_util::TryStreamExt::try_collect(file.chunks())
+                .await
+                .map_err(|e| ChannelError::Rejected(e.to_string()))?;
+            let bytes = chunks.concat();
+            self.uploads
+                .lock()
+                .unwrap()
+                .push((file.file_name().to_owned(), bytes));
             let mut id = self.next_id.lock().unwrap();
             *id += 1;
             Ok(SentMessage {

@@ -105,6 +105,46 @@ async fn a_file_whose_upload_was_cut_by_kill_9_arrives_once_after_restart() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_sent_before_kill_9_is_not_sent_again_after_restart() {
+    let s = TgSetup::new("allow_from = [\"42\"]").await;
+    // The first file goes; the second one fails (5xx) until the restart.
+    s.tg.fail_uploads_of(&["b.txt"]);
+    let mut gw = s.gateway();
+    let (chat, ann) = dm(42, "Ann");
+    let directive = make_and_send(&[("out/a.txt", "first"), ("out/b.txt", "second")], "notes");
+    s.tg.user_sends(chat, ann, &directive);
+    gw.wait(&s, "the first file, and an attempt at the second", |s| {
+        s.tg.uploads(42).len() == 1 && s.tg.call_count("senddocument") >= 2
+    })
+    .await;
+    gw.kill().await;
+
+    s.tg.fail_uploads_of(&[]);
+    let mut gw = s.gateway();
+    gw.wait(&s, "the second file and the final answer", |s| {
+        s.tg.uploads(42).len() >= 2 && !s.texts(42).is_empty()
+    })
+    .await;
+    gw.stop().await;
+
+    let uploads = s.tg.uploads(42);
+    let sent: Vec<(&str, &[u8])> = uploads
+        .iter()
+        .map(|u| (u.file_name.as_str(), u.bytes.as_slice()))
+        .collect();
+    assert_eq!(
+        sent,
+        [("a.txt", &b"first"[..]), ("b.txt", &b"second"[..])],
+        "each file once: {uploads:#?}"
+    );
+    assert_eq!(uploads[0].caption.as_deref(), Some("notes"));
+    assert_eq!(
+        uploads[1].caption, None,
+        "the caption went once, with the first"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_path_outside_the_workspace_is_refused_and_nothing_is_sent() {
     let s = TgSetup::new("allow_from = [\"42\"]").await;
     std::fs::write(s.setup.path("secret.txt"), "not for the chat").unwrap();

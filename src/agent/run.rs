@@ -225,7 +225,7 @@ impl Agent {
     /// The tools a run of session `key` may use: its conversation's policy, or for a
     /// sub-agent its parent's, without `sessions_spawn` (sub-agents do not nest). A store
     /// failure leaves a sub-agent no tools rather than the wrong ones.
-    fn allowed_for(&self, key: &str) -> crate::agent::policy::Allowed {
+    pub fn allowed_for(&self, key: &str) -> crate::agent::policy::Allowed {
         use crate::agent::policy::Scope;
         let parent = match self.store.subagent_parent(key) {
             Ok(parent) => parent,

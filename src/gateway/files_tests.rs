@@ -58,14 +58,14 @@ fn a_file_over_the_channels_limit_is_refused_with_both_sizes() {
     let (dir, policy) = setup();
     std::fs::write(dir.path().join("ws/out/big.bin"), vec![0u8; 3 << 20]).unwrap();
     let e = policy
-        .outbound("out/big.bin", "discord", Some(2 << 20))
+        .open("out/big.bin", "discord", Some(2 << 20))
         .unwrap_err();
     assert_eq!(
         e.to_string(),
         "out/big.bin is 3 MB; discord takes files up to 2 MB"
     );
-    let ok = policy
-        .outbound("out/chart.png", "discord", Some(2 << 20))
+    let (_, ok) = policy
+        .open("out/chart.png", "discord", Some(2 << 20))
         .unwrap();
     assert_eq!(ok.kind, chela_channel::AttachmentKind::Image);
 }
@@ -86,10 +86,22 @@ fn file_lines_split_off_outside_code_fences_and_compose_back() {
     assert_eq!(compose("", &[PathBuf::from("/x")]), "MEDIA:/x");
 }
 
-#[test]
-fn a_final_keeps_the_files_it_may_send_and_notes_the_others() {
+/// What a direct chat's final may send through `policy`.
+fn final_files(policy: &FilePolicy) -> FinalFiles {
+    FinalFiles {
+        policy: policy.clone(),
+        channel: "telegram".into(),
+        max_bytes: Some(2 << 20),
+        may_send: true,
+        own_media: "media/me".into(),
+    }
+}
+
+#[tokio::test]
+async fn a_final_keeps_the_files_it_may_send_and_notes_the_others() {
     let (dir, policy) = setup();
-    let checked = check_final(&policy, "Done.\nMEDIA:out/chart.png\nMEDIA:../secret.txt");
+    let text = "Done.\nMEDIA:out/chart.png\nMEDIA:../secret.txt";
+    let checked = check_final(final_files(&policy), text.into()).await;
     let real = std::fs::canonicalize(dir.path().join("ws/out/chart.png")).unwrap();
     let (body, paths) = split(&checked);
     assert_eq!(paths, vec![real.display().to_string()]);
@@ -97,5 +109,97 @@ fn a_final_keeps_the_files_it_may_send_and_notes_the_others() {
         body.starts_with("Done.\n(file not sent: refused: ../secret.txt"),
         "{body}"
     );
-    assert_eq!(check_final(&policy, "plain"), "plain");
+    assert_eq!(
+        check_final(final_files(&policy), "plain".into()).await,
+        "plain"
+    );
+}
+
+#[test]
+fn opening_refuses_what_was_swapped_in_after_the_check() {
+    let (dir, policy) = setup();
+    let ws = std::fs::canonicalize(dir.path().join("ws")).unwrap();
+    // Checked as a file, then swapped for a symlink out: not followed.
+    let checked = ws.join("out/chart.png");
+    std::fs::remove_file(&checked).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("secret.txt"), &checked).unwrap();
+    let e = policy
+        .open_resolved(&checked, "out/chart.png", "telegram", None)
+        .unwrap_err();
+    assert!(matches!(e, FileRefusal::Symlink(_)), "{e}");
+    // Its folder swapped for a symlink out: the opened file is seen outside.
+    std::fs::write(dir.path().join("elsewhere.txt"), b"x").unwrap();
+    std::fs::remove_dir_all(ws.join("data")).unwrap();
+    std::os::unix::fs::symlink(dir.path(), ws.join("data")).unwrap();
+    let e = policy
+        .open_resolved(
+            &ws.join("data/elsewhere.txt"),
+            "data/elsewhere.txt",
+            "telegram",
+            None,
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("symlink"), "{e}");
+    // A FIFO is refused at once (opening it does not wait for a writer).
+    let fifo = ws.join("out/pipe");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.unwrap().success());
+    assert!(matches!(
+        policy.open("out/pipe", "telegram", None).unwrap_err(),
+        FileRefusal::NotAFile(_)
+    ));
+}
+
+#[test]
+fn a_hard_link_to_one_of_chelas_files_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, b"token").unwrap();
+    std::fs::hard_link(&config, ws.join("copy.txt")).unwrap();
+    let policy = FilePolicy::new(ws, vec![config]);
+    let e = policy.open("copy.txt", "telegram", None).unwrap_err();
+    assert!(matches!(e, FileRefusal::Private(_)), "{e}");
+}
+
+#[tokio::test]
+async fn a_final_sends_files_only_where_the_tool_policy_allows_and_its_own_media() {
+    let (dir, policy) = setup();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(ws.join("media/me")).unwrap();
+    std::fs::create_dir_all(ws.join("media/other")).unwrap();
+    std::fs::write(ws.join("media/me/1-0-a.png"), b"mine").unwrap();
+    std::fs::write(ws.join("media/other/1-0-b.png"), b"theirs").unwrap();
+    std::fs::write(ws.join("out/big.bin"), vec![0u8; 3 << 20]).unwrap();
+    let text = "Hi\nMEDIA:media/me/1-0-a.png\nMEDIA:media/other/1-0-b.png\nMEDIA:out/big.bin";
+    let checked = check_final(final_files(&policy), text.into()).await;
+    let (body, paths) = split(&checked);
+    assert_eq!(paths.len(), 1, "{checked}");
+    assert!(paths[0].ends_with("media/me/1-0-a.png"), "{checked}");
+    assert!(body.contains("belongs to another conversation"), "{body}");
+    assert!(body.contains("takes files up to 2 MB"), "{body}");
+
+    // A conversation whose tool policy leaves out `message` (a group on `minimal`).
+    let minimal = FinalFiles {
+        may_send: false,
+        ..final_files(&policy)
+    };
+    let checked = check_final(minimal, "Sure\nMEDIA:out/chart.png".into()).await;
+    let (body, paths) = split(&checked);
+    assert!(paths.is_empty(), "{checked}");
+    assert!(
+        body.starts_with(
+            "Sure\n(file not sent: out/chart.png: this conversation may not send files"
+        ),
+        "{body}"
+    );
+}
+
+#[test]
+fn file_lines_after_an_open_code_fence_are_still_file_lines() {
+    let composed = compose("see\n```rust\nfn main() {}", &[PathBuf::from("/ws/a.png")]);
+    let (body, paths) = split(&composed);
+    assert_eq!(paths, ["/ws/a.png"]);
+    assert_eq!(body, "see\n```rust\nfn main() {}\n```");
 }

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::files::{self, FilePolicy};
 use super::reply_journal::RunJournal;
 use crate::domain::message::now_ms;
-use crate::reply::ReplyStream;
+use crate::reply::{FileFailure, FileOpener, FileProgress, ReplyStream};
 use crate::store::{OutboxEntry, ReplyJournal, Store, StoreError};
 
 /// The first retry waits about this long ...
@@ -261,12 +261,17 @@ impl Inner {
             take_back(channel.as_ref(), &journal).await;
             self.forget_journal(delivery.run_id.as_deref());
         }
-        let (text, files) = match self.files_of(&delivery, channel.as_ref()) {
-            Ok(split) => split,
-            Err(why) => {
-                self.dead_letter(&delivery, &why);
-                return None;
-            }
+        let (text, paths) = files::split(&delivery.text);
+        let opener = Opener {
+            files: self.files.clone(),
+            channel: channel.name().to_owned(),
+            max_bytes: channel.max_file_bytes(),
+        };
+        // A `message`-tool record (no run) fails when a file cannot go, and its tool call is
+        // told; a final's file becomes a note, its text and other files delivered.
+        let failure = match delivery.run_id {
+            None => FileFailure::Fail,
+            Some(_) => FileFailure::Note,
         };
         let mut stream = delivery.stream.take().unwrap_or_else(|| {
             let journal = delivery.run_id.as_ref().map(|run| {
@@ -274,6 +279,9 @@ impl Inner {
             });
             ReplyStream::new(channel, delivery.to.clone()).journaled(journal)
         });
+        if delivery.run_id.is_none() && !paths.is_empty() {
+            self.resume(&delivery, &mut stream);
+        }
         // Each part of this final is sent under a key of its own outbox record, so the same
         // part resent after a crash is answered with the first message (Discord's nonce).
         stream.keyed(format!("{}.{}", delivery.id, delivery.to.chat_id));
@@ -308,7 +316,10 @@ impl Inner {
                 Ok(_) => {}
             }
             let before = stream.progress();
-            match stream.deliver_with_files(&text, &files).await {
+            let delivered = stream
+                .deliver_with_files(&text, &paths, &opener, failure)
+                .await;
+            match delivered {
                 Ok(()) => return Some(delivery),
                 Err(e) if e.is_retryable() => {
                     if stream.progress() != before {
@@ -342,26 +353,26 @@ impl Inner {
             // The journal stays, so a restart takes the sent reply back before resending.
             return;
         }
-        self.forget_journal(delivery.run_id.as_deref());
+        self.forget_journals(delivery);
     }
 
-    /// The text of `delivery` without its file lines, and the files they name, each checked
-    /// again now (a file gone or moved out since it was asked for); `Err` says which and why.
-    fn files_of(
-        &self,
-        delivery: &Delivery,
-        channel: &dyn Channel,
-    ) -> Result<(String, Vec<chela_channel::OutboundFile>), String> {
-        let (text, paths) = files::split(&delivery.text);
-        let files = paths
-            .iter()
-            .map(|path| {
-                self.files
-                    .outbound(path, channel.name(), channel.max_file_bytes())
-                    .map_err(|e| format!("a file of the reply cannot be sent: {e}"))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok((text, files))
+    /// Gives `stream` the durable progress of `delivery`, a `message`-tool record with files
+    /// (its journal, [`files_journal`]), so a restart sends only what did not go yet.
+    fn resume(&self, delivery: &Delivery, stream: &mut ReplyStream) {
+        let key = files_journal(delivery.id);
+        let done = match self.store.journal(&key) {
+            Ok(journal) => journal.map(|j| j.messages).unwrap_or_default(),
+            Err(e) => {
+                self.store_error(&e, "cannot read the progress of a reply with files");
+                Vec::new()
+            }
+        };
+        let progress = Arc::new(RunJournalProgress {
+            store: self.store.clone(),
+            key,
+            to: delivery.to.clone(),
+        });
+        stream.resume_files(progress, &done);
     }
 
     /// Tells the watcher of delivery `id`, if any, its outcome.
@@ -386,8 +397,16 @@ impl Inner {
         self.counters.dead_lettered.fetch_add(1, Ordering::Relaxed);
         tracing::warn!(id = delivery.id, channel = %delivery.to.channel, chat = %delivery.to.chat_id, why, "reply dead-lettered");
         match self.store.dead_letter(delivery.id) {
-            Ok(_) => self.forget_journal(delivery.run_id.as_deref()),
+            Ok(_) => self.forget_journals(delivery),
             Err(e) => self.store_error(&e, "cannot dead-letter a reply"),
+        }
+    }
+
+    /// Forgets the journals of `delivery`: its run's, or its progress ([`files_journal`]).
+    fn forget_journals(&self, delivery: &Delivery) {
+        match &delivery.run_id {
+            Some(run) => self.forget_journal(Some(run)),
+            None => self.forget_journal(Some(&files_journal(delivery.id))),
         }
     }
 
@@ -402,6 +421,56 @@ impl Inner {
     fn store_error(&self, error: &crate::store::StoreError, what: &str) {
         self.counters.store_errors.fetch_add(1, Ordering::Relaxed);
         tracing::error!(error = %error, "{what}");
+    }
+}
+
+/// The journal that keeps how far the `message`-tool record `id` got: one entry per item in
+/// the chat (`text`, `f<n>`; see [`FileProgress`]). Never taken back (start-up recovery hands
+/// it to the record's delivery); forgotten with the record.
+pub fn files_journal(id: u64) -> String {
+    format!("out-{id}")
+}
+
+/// Opens a final's files for the channel, through the [`FilePolicy`], on the blocking pool.
+struct Opener {
+    files: FilePolicy,
+    channel: String,
+    max_bytes: Option<u64>,
+}
+
+impl FileOpener for Opener {
+    fn open<'a>(
+        &'a self,
+        path: &'a str,
+    ) -> chela_channel::BoxFuture<'a, Result<chela_channel::OutboundFile, String>> {
+        Box::pin(async move {
+            self.files
+                .open_blocking(path, &self.channel, self.max_bytes)
+                .await
+                .map(|(_, file)| file)
+                .map_err(|e| format!("a file of the reply cannot be sent: {e}"))
+        })
+    }
+}
+
+/// Notes the items of a `message`-tool record in its journal ([`files_journal`]), durably.
+struct RunJournalProgress {
+    store: Store,
+    key: String,
+    to: Conversation,
+}
+
+impl FileProgress for RunJournalProgress {
+    fn done<'a>(&'a self, item: &'a str) -> chela_channel::BoxFuture<'a, ()> {
+        Box::pin(async move {
+            if let Err(e) = self
+                .store
+                .journal_sent(&self.key, &self.to, item, true)
+                .await
+            {
+                tracing::warn!(error = %e, key = %self.key, "cannot note the progress of a reply with files");
+            }
+        })
     }
 }
 
@@ -456,3 +525,7 @@ fn mix(mut x: u64) -> u64 {
 #[cfg(test)]
 #[path = "outbox_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "outbox_files_tests.rs"]
+mod files_tests;

@@ -82,6 +82,8 @@ pub(super) fn recover_replies(
         Ok(entries) => {
             for entry in entries.into_iter().filter(|e| mine(&e.session_key)) {
                 let journal = entry.run_id.as_ref().and_then(|run| journals.remove(run));
+                // A `message`-tool record's progress is read by its delivery, never taken back.
+                journals.remove(&super::outbox::files_journal(entry.id));
                 // Parts of this final (or its previews) may be in the chat already: the worker
                 // takes them back, then sends the whole final once, journaled again, so a
                 // crash during this resend is taken back at the next start too. One older

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use chela_channel::Conversation;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -258,7 +259,7 @@ async fn settle(
     // What the `message` tool already sent here is not said again.
     let text = streamed.final_text();
     // File lines of the answer are checked now: what the outbox reads as one was allowed.
-    let text = super::files::check_final(core.outbox.files(), &text);
+    let text = super::files::check_final(final_files(core, key, &turn.target), text).await;
     // Once the final is durable the lane is free: the outbox worker delivers it.
     match core
         .store
@@ -275,6 +276,20 @@ async fn settle(
             take_back: None,
         }),
         Err(e) => tracing::error!(error = %e, "cannot record the final reply"),
+    }
+}
+
+/// What the file lines of session `key`'s final into `to` are checked against: the channel's
+/// limit, and the session's tool policy (a conversation that may not use `message` sends no
+/// file through its answer either, README "Files from the agent").
+fn final_files(core: &Core, key: &str, to: &Conversation) -> super::files::FinalFiles {
+    let channel = core.channel(&to.channel);
+    super::files::FinalFiles {
+        policy: core.outbox.files().clone(),
+        channel: to.channel.clone(),
+        max_bytes: channel.and_then(|c| c.max_file_bytes()),
+        may_send: core.agent.allowed_for(key).allows("message"),
+        own_media: format!("media/{}", super::media::safe_key(key)),
     }
 }
 

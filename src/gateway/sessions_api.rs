@@ -169,12 +169,13 @@ async fn send_files(
         .ok_or_else(|| ToolRefusal::Failed(format!("the {} channel is not running", to.channel)))?;
     let mut paths = Vec::new();
     for requested in &request.attachments {
-        let file = core
+        let (path, _) = core
             .outbox
             .files()
-            .outbound(requested, channel.name(), channel.max_file_bytes())
+            .open_blocking(requested, channel.name(), channel.max_file_bytes())
+            .await
             .map_err(|e| ToolRefusal::Refused(e.to_string()))?;
-        paths.push(file.path);
+        paths.push(path);
     }
     let text = files::compose(&request.text, &paths);
     let now = now_ms();

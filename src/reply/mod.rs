@@ -1,5 +1,6 @@
 //! Replies: run events -> chat. Preview edits, splitting, pacing, typing, finals.
 
+pub mod media_lines;
 pub mod split;
 pub mod stream;
 
@@ -11,7 +12,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::domain::events::{Lifecycle, RunEvent, ToolEvent};
-pub use stream::{ReplyStream, SentJournal};
+pub use stream::{FileFailure, FileOpener, FileProgress, ReplyStream, SentJournal};
 
 /// How often the typing indicator is refreshed (Telegram's expires after about 5 s).
 const TYPING_EVERY: Duration = Duration::from_secs(6);

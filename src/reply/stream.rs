@@ -5,10 +5,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chela_channel::{Channel, ChannelError, Conversation, Limits, OutboundFile, SentMessage};
+use chela_channel::{Channel, ChannelError, Conversation, Limits, SentMessage};
 use tokio::time::Instant;
 
 use super::split::{Split, block_head, split_head};
+
+#[path = "stream_files.rs"]
+mod files;
+
+pub use files::{FileFailure, FileOpener, FileProgress};
 
 /// Attempts at delivering the final text before giving up.
 const FINAL_ATTEMPTS: u32 = 6;
@@ -42,6 +47,9 @@ pub struct ReplyStream {
     channel: Arc<dyn Channel>,
     to: Conversation,
     limits: Limits,
+    /// The text as streamed (with any `MEDIA:` lines).
+    raw: String,
+    /// What of `raw` may be shown: without `MEDIA:` lines ([`super::media_lines::visible`]).
     text: String,
     /// Bytes of `text` already shown in frozen parts.
     frozen: usize,
@@ -68,12 +76,8 @@ pub struct ReplyStream {
     pub calls: u32,
     /// Whether a preview was tried (the early first preview is tried once).
     first_tried: bool,
-    /// Files of the final sent so far ([`ReplyStream::deliver_with_files`]).
-    files_sent: usize,
-    /// The final's text is delivered, or rides as the first file's caption.
-    text_done: bool,
-    /// The final's text is the first file's caption.
-    captioned: bool,
+    /// How far the final's files got ([`ReplyStream::deliver_with_files`]).
+    files: files::FilesState,
 }
 
 impl ReplyStream {
@@ -94,6 +98,7 @@ impl ReplyStream {
             channel,
             to,
             limits,
+            raw: String::new(),
             text: String::new(),
             frozen: 0,
             carry: String::new(),
@@ -109,9 +114,7 @@ impl ReplyStream {
             parts: 0,
             calls: 0,
             first_tried: false,
-            files_sent: 0,
-            text_done: false,
-            captioned: false,
+            files: files::FilesState::default(),
         }
     }
 
@@ -127,18 +130,26 @@ impl ReplyStream {
         self
     }
 
-    /// The full text so far.
+    /// The full text so far (`MEDIA:` lines included).
     pub fn text(&self) -> &str {
-        &self.text
+        &self.raw
     }
 
-    /// Adds streamed text.
+    /// Adds streamed text. Previews and early parts show it without `MEDIA:` lines, so what
+    /// they showed stays a prefix of the final the outbox sends without them.
     pub fn push(&mut self, delta: &str) {
-        if self.break_pending && !self.text.is_empty() && !delta.trim().is_empty() {
-            self.text.push_str("\n\n");
+        let mut added = String::new();
+        if self.break_pending && !self.raw.is_empty() && !delta.trim().is_empty() {
+            added.push_str("\n\n");
         }
         self.break_pending = false;
-        self.text.push_str(delta);
+        added.push_str(delta);
+        let same = self.raw.len() == self.text.len();
+        self.raw.push_str(&added);
+        match super::media_lines::visible(&self.raw) {
+            std::borrow::Cow::Borrowed(_) if same => self.text.push_str(&added),
+            shown => self.text = shown.into_owned(),
+        }
     }
 
     /// Marks a boundary between two model calls (a tool ran): the next text starts a paragraph.
@@ -255,58 +266,8 @@ impl ReplyStream {
             self.text.clear();
         }
         final_text.clone_into(&mut self.text);
+        final_text.clone_into(&mut self.raw);
         self.show_all(true).await?;
-        self.channel.reply_done(&self.to).await;
-        Ok(())
-    }
-
-    /// [`ReplyStream::deliver_once`] for a final that carries `files`: the text first (the
-    /// preview completed, or as new messages), then each file. A short text with no preview
-    /// shown rides as the first file's caption instead (at most the channel's caption limit;
-    /// longer text goes as a message of its own). Call it again after a retryable error: the
-    /// text and the files that got through are not sent again, a failed upload is repeated
-    /// whole. Each file is sent under the key `<key>.f<n>` and journaled like a part.
-    pub async fn deliver_with_files(
-        &mut self,
-        final_text: &str,
-        files: &[OutboundFile],
-    ) -> Result<(), ChannelError> {
-        if files.is_empty() {
-            return self.deliver_once(final_text).await;
-        }
-        let body = final_text.trim();
-        if !self.text_done {
-            let silent = body.is_empty() || body.eq_ignore_ascii_case(NO_REPLY);
-            let fits = body.chars().count() <= self.channel.caption_limit();
-            if !silent && fits && self.current.is_none() && self.frozen == 0 {
-                self.captioned = true;
-            } else {
-                self.deliver_once(if silent { NO_REPLY } else { final_text })
-                    .await?;
-            }
-            self.text_done = true;
-        }
-        while let Some(file) = files.get(self.files_sent) {
-            let n = self.files_sent;
-            let caption = (self.captioned && n == 0).then_some(body);
-            let key = self.key.as_ref().map(|k| format!("{k}.f{n}"));
-            self.calls += 1;
-            let sent = match self
-                .channel
-                .send_file(&self.to, file, caption, key.as_deref())
-                .await
-            {
-                // A channel without files (the terminal) names the file instead.
-                Err(ChannelError::Unsupported(_)) => {
-                    let note = format!("[file: {}]", file.path.display());
-                    let text = caption.map_or(note.clone(), |c| format!("{c}\n{note}"));
-                    self.channel.send(&self.to, &text).await?
-                }
-                other => other?,
-            };
-            self.journal_sent(&sent, true).await;
-            self.files_sent += 1;
-        }
         self.channel.reply_done(&self.to).await;
         Ok(())
     }
@@ -323,7 +284,7 @@ impl ReplyStream {
             self.frozen,
             self.shown.len(),
             self.current.is_some(),
-            self.files_sent + usize::from(self.text_done),
+            self.files.progress(),
         )
     }
 

@@ -141,11 +141,34 @@ async fn a_refused_first_preview_waits_for_the_pace_before_it_is_tried_again() {
     assert_eq!(channel.calls().len(), 1, "not tried again inside the pace");
 }
 
-fn files(names: &[&str]) -> Vec<OutboundFile> {
-    names
-        .iter()
-        .map(|n| OutboundFile::at((*n).into()))
-        .collect()
+/// Opens files of a temporary folder by name (a name not there is refused).
+struct Opener(tempfile::TempDir);
+
+impl FileOpener for Opener {
+    fn open<'a>(
+        &'a self,
+        path: &'a str,
+    ) -> chela_channel::BoxFuture<'a, Result<chela_channel::OutboundFile, String>> {
+        Box::pin(async move {
+            let file = std::fs::File::open(self.0.path().join(path))
+                .map_err(|e| format!("{path} does not exist: {e}"))?;
+            let size = file.metadata().unwrap().len();
+            Ok(chela_channel::OutboundFile::new(
+                file,
+                size,
+                path.to_owned(),
+            ))
+        })
+    }
+}
+
+/// Writes each of `names` in a temporary folder: the opener of that folder, and the names.
+fn files(names: &[&str]) -> (Opener, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    for name in names {
+        std::fs::write(dir.path().join(name), name.as_bytes()).unwrap();
+    }
+    (Opener(dir), names.iter().map(|n| (*n).to_owned()).collect())
 }
 
 #[tokio::test(start_paused = true)]
@@ -153,8 +176,11 @@ async fn a_short_final_rides_as_the_first_files_caption() {
     let channel = TestChannel::new(1_000);
     let mut reply = ReplyStream::new(channel.clone(), direct_chat());
     reply.keyed("9.7".into());
-    let files = files(&["a.png", "b.pdf"]);
-    reply.deliver_with_files("Here", &files).await.unwrap();
+    let (opener, files) = files(&["a.png", "b.pdf"]);
+    reply
+        .deliver_with_files("Here", &files, &opener, FileFailure::Note)
+        .await
+        .unwrap();
     assert_eq!(
         channel.calls(),
         ["file a.png [Here] #9.7.f0", "file b.pdf #9.7.f1"]
@@ -166,8 +192,9 @@ async fn a_long_final_or_a_preview_goes_as_text_before_the_files() {
     let channel = TestChannel::new(1_000);
     let mut reply = ReplyStream::new(channel.clone(), direct_chat());
     let long = "a caption longer than twenty chars";
+    let (opener, one) = files(&["a.png"]);
     reply
-        .deliver_with_files(long, &files(&["a.png"]))
+        .deliver_with_files(long, &one, &opener, FileFailure::Note)
         .await
         .unwrap();
     assert_eq!(
@@ -182,7 +209,7 @@ async fn a_long_final_or_a_preview_goes_as_text_before_the_files() {
     tokio::time::sleep(Duration::from_millis(1_000)).await;
     reply.preview().await;
     reply
-        .deliver_with_files("Hi there", &files(&["a.png"]))
+        .deliver_with_files("Hi there", &one, &opener, FileFailure::Note)
         .await
         .unwrap();
     assert_eq!(channel.calls(), ["send Hi", "edit Hi there", "file a.png"]);
@@ -191,7 +218,7 @@ async fn a_long_final_or_a_preview_goes_as_text_before_the_files() {
     let channel = TestChannel::new(1_000);
     let mut reply = ReplyStream::new(channel.clone(), direct_chat());
     reply
-        .deliver_with_files("", &files(&["a.png"]))
+        .deliver_with_files("", &one, &opener, FileFailure::Note)
         .await
         .unwrap();
     assert_eq!(channel.calls(), ["file a.png"]);
@@ -201,15 +228,20 @@ async fn a_long_final_or_a_preview_goes_as_text_before_the_files() {
 async fn a_retry_sends_only_what_did_not_get_through() {
     let channel = TestChannel::new(1_000);
     let mut reply = ReplyStream::new(channel.clone(), direct_chat());
-    let files = files(&["a.png", "b.pdf"]);
+    let (opener, files) = files(&["a.png", "b.pdf"]);
     let long = "a caption longer than twenty chars";
     let before = reply.progress();
     // The text goes, the first upload fails with a 5xx.
     channel.refuse_files([ChannelError::Transport("502".into())]);
-    let refused = reply.deliver_with_files(long, &files).await;
+    let refused = reply
+        .deliver_with_files(long, &files, &opener, FileFailure::Note)
+        .await;
     assert!(refused.unwrap_err().is_retryable());
     assert_ne!(reply.progress(), before, "the text got through: progress");
-    reply.deliver_with_files(long, &files).await.unwrap();
+    reply
+        .deliver_with_files(long, &files, &opener, FileFailure::Note)
+        .await
+        .unwrap();
     assert_eq!(
         channel.calls(),
         [
@@ -219,5 +251,31 @@ async fn a_retry_sends_only_what_did_not_get_through() {
             "file b.pdf".into()
         ],
         "the text once, the refused upload again, then the rest"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_file_line_is_never_previewed_and_the_final_does_not_repeat_the_text() {
+    // Parts of at most 30 chars: the first part goes out before the answer ends.
+    let channel = TestChannel::answering(30, false);
+    let mut reply = ReplyStream::new(channel.clone(), direct_chat());
+    reply.push("First line of the answer\nMEDIA:out/a.png\nsecond line, and a third one");
+    reply.preview().await;
+    let calls = channel.calls();
+    assert!(!calls.iter().any(|c| c.contains("MEDIA")), "{calls:#?}");
+    assert!(
+        reply.text().contains("MEDIA:out/a.png"),
+        "the final still has it"
+    );
+
+    // The outbox sends the final without its file lines.
+    let (body, paths) = crate::reply::media_lines::split(reply.text());
+    assert_eq!(paths, ["out/a.png"]);
+    let shown = channel.calls().len();
+    reply.deliver_once(&body).await.unwrap();
+    let after: Vec<String> = channel.calls()[shown..].to_vec();
+    assert!(
+        !after.iter().any(|c| c.contains("First line")),
+        "the part already shown is not sent again: {after:#?}"
     );
 }

@@ -10,6 +10,10 @@ use std::pin::Pin;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+mod outbound;
+
+pub use outbound::{OutboundFile, kind_for_name, mime_for_name};
+
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -138,68 +142,6 @@ pub struct Attachment {
     /// The sender's file name, if any.
     #[serde(default)]
     pub file_name: Option<String>,
-}
-
-/// A file to send into a chat (the outbound side of [`Attachment`]). The caller has checked
-/// the path (chela: a regular file inside the agent's workspace); the channel reads it when it
-/// sends, so a file gone by then fails the send with [`ChannelError::Rejected`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OutboundFile {
-    /// The file on disk.
-    pub path: std::path::PathBuf,
-    /// How it goes: [`AttachmentKind::Image`] as a picture, [`AttachmentKind::Voice`] as a
-    /// voice note, anything else as a document.
-    pub kind: AttachmentKind,
-}
-
-impl OutboundFile {
-    /// A file sent as what its name says: `.jpg`, `.jpeg`, `.png`, `.webp` as a picture,
-    /// `.ogg`, `.oga`, `.opus` as a voice note, anything else as a document.
-    pub fn at(path: std::path::PathBuf) -> OutboundFile {
-        let kind = match extension(&path).as_str() {
-            "jpg" | "jpeg" | "png" | "webp" => AttachmentKind::Image,
-            "ogg" | "oga" | "opus" => AttachmentKind::Voice,
-            _ => AttachmentKind::Document,
-        };
-        OutboundFile { path, kind }
-    }
-
-    /// The name the file is sent under (its last path component).
-    pub fn file_name(&self) -> String {
-        self.path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "file".to_owned())
-    }
-
-    /// The MIME type its extension names (`application/octet-stream` when unknown).
-    pub fn mime_type(&self) -> &'static str {
-        match extension(&self.path).as_str() {
-            "jpg" | "jpeg" => "image/jpeg",
-            "png" => "image/png",
-            "webp" => "image/webp",
-            "gif" => "image/gif",
-            "ogg" | "oga" | "opus" => "audio/ogg",
-            "mp3" => "audio/mpeg",
-            "m4a" => "audio/mp4",
-            "wav" => "audio/wav",
-            "mp4" => "video/mp4",
-            "pdf" => "application/pdf",
-            "txt" | "log" => "text/plain",
-            "md" => "text/markdown",
-            "csv" => "text/csv",
-            "json" => "application/json",
-            "zip" => "application/zip",
-            _ => "application/octet-stream",
-        }
-    }
-}
-
-/// The lowercase extension of `path` (empty when none).
-fn extension(path: &std::path::Path) -> String {
-    path.extension()
-        .map(|e| e.to_string_lossy().to_ascii_lowercase())
-        .unwrap_or_default()
 }
 
 /// The edit interval of a channel whose previews are off: no preview is due before the final.
@@ -433,10 +375,12 @@ pub trait Channel: Send + Sync {
     fn max_file_bytes(&self) -> Option<u64> {
         None
     }
-    /// Sends `file` into `to`, with `caption` (at most [`Channel::caption_limit`] chars) under
-    /// it. `key` works as in [`Channel::send_keyed`]: the same file sent again under the same
-    /// key is not a second message where the platform can tell. A file that cannot be read
-    /// or is too big fails with [`ChannelError::Rejected`].
+    /// Sends `file` into `to`, with `caption` (at most [`Channel::caption_limit`] chars, in
+    /// the format of [`Channel::send`]'s text) under it. `key` works as in
+    /// [`Channel::send_keyed`]: the same file sent again under the same key is not a second
+    /// message where the platform can tell. The file is read from its open handle (streamed,
+    /// never whole in memory); one bigger than [`Channel::max_file_bytes`] or that cannot be
+    /// read fails with [`ChannelError::Rejected`].
     fn send_file<'a>(
         &'a self,
         to: &'a Conversation,
@@ -460,21 +404,6 @@ pub trait Channel: Send + Sync {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn outbound_files_go_as_what_their_names_say() {
-        let file = OutboundFile::at("out/Chart.PNG".into());
-        assert_eq!(file.kind, AttachmentKind::Image);
-        assert_eq!(file.mime_type(), "image/png");
-        assert_eq!(file.file_name(), "Chart.PNG");
-        assert_eq!(
-            OutboundFile::at("note.opus".into()).kind,
-            AttachmentKind::Voice
-        );
-        let other = OutboundFile::at("report".into());
-        assert_eq!(other.kind, AttachmentKind::Document);
-        assert_eq!(other.mime_type(), "application/octet-stream");
-    }
 
     #[test]
     fn an_inbound_stored_before_attachments_still_loads() {

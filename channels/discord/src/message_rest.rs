@@ -95,25 +95,29 @@ impl MessageRest {
     }
 
     /// Posts a new message with one file in `channel`: `payload` as `payload_json` and the
-    /// file as `files[0]` (a multipart upload); answers its id.
+    /// file as `files[0]` (a multipart upload streamed from the open file); answers its id.
     pub(crate) async fn create_with_file(
         &self,
         channel: u64,
         payload: &Value,
-        file_name: &str,
-        mime: &str,
-        bytes: Vec<u8>,
+        file: &chela_channel::OutboundFile,
     ) -> Result<u64, ChannelError> {
         let path = format!("/channels/{channel}/messages");
-        let part = reqwest::multipart::Part::bytes(bytes)
-            .file_name(file_name.to_owned())
-            .mime_str(mime)
+        let body = reqwest::Body::wrap_stream(file.chunks());
+        let part = reqwest::multipart::Part::stream_with_length(body, file.size())
+            .file_name(file.file_name().to_owned())
+            .mime_str(file.mime_type())
             .map_err(|e| ChannelError::Rejected(e.to_string()))?;
         let form = reqwest::multipart::Form::new()
             .text("payload_json", payload.to_string())
             .part("files[0]", part);
         let message = self
-            .send(channel, Method::POST, &path, Body::Multipart(form))
+            .send(
+                channel,
+                Method::POST,
+                &path,
+                Body::Multipart(form, upload_timeout(file.size())),
+            )
             .await?;
         message
             .get("id")
@@ -147,11 +151,10 @@ impl MessageRest {
             .client
             .request(method, format!("{}{path}", self.base))
             .header(AUTHORIZATION, &self.authorization)
-            .header(USER_AGENT, AGENT)
-            .timeout(REQUEST_TIMEOUT);
+            .header(USER_AGENT, AGENT);
         let request = match body {
-            Body::Json(json) => request.json(&json),
-            Body::Multipart(form) => request.multipart(form),
+            Body::Json(json) => request.timeout(REQUEST_TIMEOUT).json(&json),
+            Body::Multipart(form, timeout) => request.timeout(timeout).multipart(form),
         };
         let response = request
             .send()
@@ -205,8 +208,14 @@ impl MessageRest {
 enum Body {
     /// A JSON body.
     Json(Value),
-    /// A multipart body (a file upload).
-    Multipart(reqwest::multipart::Form),
+    /// A multipart body (a file upload), with its timeout.
+    Multipart(reqwest::multipart::Form, Duration),
+}
+
+/// How long an upload of `size` bytes may take: the request timeout plus a second per
+/// 256 KB (a slow uplink still gets a 25 MB file through).
+fn upload_timeout(size: u64) -> Duration {
+    REQUEST_TIMEOUT + Duration::from_secs(size.div_ceil(256 * 1024))
 }
 
 /// How long a successful answer says the channel's bucket stays spent: its

@@ -1,7 +1,8 @@
 //! Files the bot sends: a message with one attachment (multipart `files[0]` and
 //! `payload_json`), the caption as its content, with a nonce and `enforce_nonce` like every
 //! send: a keyed send (a final's file) derives its nonce from the key, so the same file sent
-//! again after a restart is answered with the first message.
+//! again after a restart is answered with the first message. Each attempt streams the file
+//! from its open handle again (never whole in memory).
 
 use chela_channel::{ChannelError, Conversation, OutboundFile, SentMessage};
 use serde_json::{Value, json};
@@ -23,21 +24,18 @@ impl DiscordChannel {
         key: Option<&str>,
     ) -> Result<SentMessage, ChannelError> {
         let channel = target(to)?;
-        let bytes = tokio::fs::read(&file.path).await.map_err(|e| {
-            ChannelError::Rejected(format!("cannot read {}: {e}", file.path.display()))
-        })?;
-        if bytes.len() as u64 > MAX_UPLOAD_BYTES {
+        if file.size() > MAX_UPLOAD_BYTES {
             return Err(ChannelError::Rejected(format!(
                 "{} is {} MB; Discord takes attachments up to 25 MB",
                 file.file_name(),
-                (bytes.len() as u64).div_ceil(1024 * 1024)
+                file.size().div_ceil(1024 * 1024)
             )));
         }
         let caption: String = caption.unwrap_or("").chars().take(CAPTION_LIMIT).collect();
         let Some(key) = key else {
             let nonce = uuid::Uuid::new_v4().simple().to_string()[..25].to_string();
             return self
-                .create_file(channel.get(), file, &caption, bytes, &nonce)
+                .create_file(channel.get(), file, &caption, &nonce)
                 .await
                 .map(sent);
         };
@@ -45,7 +43,7 @@ impl DiscordChannel {
             let since = nonce::snowflake_now();
             let nonce = nonce::derive(key, round);
             let id = self
-                .create_file(channel.get(), file, &caption, bytes.clone(), &nonce)
+                .create_file(channel.get(), file, &caption, &nonce)
                 .await?;
             if id >= since || self.still_there(channel, id).await {
                 return Ok(sent(id));
@@ -56,7 +54,7 @@ impl DiscordChannel {
             );
         }
         let nonce = uuid::Uuid::new_v4().simple().to_string()[..25].to_string();
-        self.create_file(channel.get(), file, &caption, bytes, &nonce)
+        self.create_file(channel.get(), file, &caption, &nonce)
             .await
             .map(sent)
     }
@@ -67,22 +65,12 @@ impl DiscordChannel {
         channel: u64,
         file: &OutboundFile,
         caption: &str,
-        bytes: Vec<u8>,
         nonce: &str,
     ) -> Result<u64, ChannelError> {
-        let payload = payload(&file.file_name(), caption, nonce);
+        let payload = payload(file.file_name(), caption, nonce);
         let mut attempt = 0;
         loop {
-            let created = self
-                .rest
-                .create_with_file(
-                    channel,
-                    &payload,
-                    &file.file_name(),
-                    file.mime_type(),
-                    bytes.clone(),
-                )
-                .await;
+            let created = self.rest.create_with_file(channel, &payload, file).await;
             match created {
                 Ok(id) => return Ok(id),
                 Err(error) => {

@@ -69,25 +69,28 @@ impl Api {
 }
 
 impl Api {
-    /// Calls `method` with a `multipart/form-data` body (a file upload); returns the
-    /// answer's `result`.
+    /// Calls `method` with a `multipart/form-data` body (a file upload) that may take up to
+    /// `timeout`; returns the answer's `result`. A transport error's text leaves out the URL,
+    /// which holds the bot token.
     pub(crate) async fn call_multipart(
         &self,
         method: &str,
         form: reqwest::multipart::Form,
+        timeout: std::time::Duration,
     ) -> Result<Value, CallError> {
+        let transport = |e: reqwest::Error| {
+            CallError::Channel(ChannelError::Transport(e.without_url().to_string()))
+        };
         let response = self
             .client
             .post(format!("{}{method}", self.base))
+            .timeout(timeout)
             .multipart(form)
             .send()
             .await
-            .map_err(|e| CallError::Channel(ChannelError::Transport(e.to_string())))?;
+            .map_err(transport)?;
         let status = response.status().as_u16();
-        let text = response
-            .text()
-            .await
-            .map_err(|e| CallError::Channel(ChannelError::Transport(e.to_string())))?;
+        let text = response.text().await.map_err(transport)?;
         answer(status, &text)
     }
 }
@@ -189,5 +192,19 @@ mod tests {
         assert!(!channel_error(answer(404, proxy_404)).is_retryable());
         let ok = r#"{"ok":true,"result":{"message_id":5}}"#;
         assert_eq!(answer(200, ok).unwrap()["message_id"], 5);
+    }
+
+    #[tokio::test]
+    async fn an_uploads_transport_error_does_not_show_the_bot_token() {
+        // Nothing listens there: the connection is refused.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        drop(listener);
+        let api = Api::new(reqwest::Client::new(), &url, "123:SECRET-TOKEN");
+        let form = reqwest::multipart::Form::new().text("chat_id", "1");
+        let timeout = std::time::Duration::from_secs(5);
+        let error = channel_error(api.call_multipart("sendDocument", form, timeout).await);
+        assert!(error.is_retryable(), "{error}");
+        assert!(!error.to_string().contains("SECRET-TOKEN"), "{error}");
     }
 }

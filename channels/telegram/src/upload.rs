@@ -1,12 +1,18 @@
 //! Files the bot sends: `sendPhoto` for pictures, `sendVoice` for ogg/opus voice notes,
 //! `sendDocument` for anything else (and for pictures over Telegram's 10 MB photo limit), each
-//! a multipart upload with an optional caption of at most 1,024 characters.
+//! a multipart upload streamed from the file's open handle, with an optional caption of at
+//! most 1,024 characters (HTML, like the text of messages) and a timeout that grows with the
+//! file's size.
+
+use std::time::Duration;
 
 use chela_channel::{AttachmentKind, ChannelError, Conversation, OutboundFile, SentMessage};
 use reqwest::multipart::{Form, Part};
 use serde_json::json;
 
-use super::api::Api;
+use teloxide::ApiError;
+
+use super::api::{Api, CallError};
 
 /// Longest caption Telegram takes, in characters.
 pub(crate) const CAPTION_LIMIT: usize = 1024;
@@ -14,17 +20,26 @@ pub(crate) const CAPTION_LIMIT: usize = 1024;
 pub(crate) const MAX_UPLOAD_BYTES: u64 = 50 * 1024 * 1024;
 /// Largest picture `sendPhoto` takes; bigger ones go as documents.
 const MAX_PHOTO_BYTES: u64 = 10 * 1024 * 1024;
+/// An upload's timeout: this much ...
+const UPLOAD_BASE_TIMEOUT: Duration = Duration::from_secs(40);
+/// ... plus a second per this many bytes (a slow uplink of 256 KB/s still gets through).
+const UPLOAD_BYTES_PER_SECOND: u64 = 256 * 1024;
 
-/// The Bot API method and its file field for `file` of `size` bytes.
-pub(crate) fn method_for(file: &OutboundFile, size: u64) -> (&'static str, &'static str) {
-    match file.kind {
+/// The Bot API method and its file field for a file of `kind` and `size` bytes.
+pub(crate) fn method_for(kind: AttachmentKind, size: u64) -> (&'static str, &'static str) {
+    match kind {
         AttachmentKind::Image if size <= MAX_PHOTO_BYTES => ("sendPhoto", "photo"),
         AttachmentKind::Voice => ("sendVoice", "voice"),
         _ => ("sendDocument", "document"),
     }
 }
 
-/// Uploads `file` into `to` (topic `topic`, if any) with `caption` under it.
+/// How long an upload of `size` bytes may take, answer included.
+pub(crate) fn timeout_for(size: u64) -> Duration {
+    UPLOAD_BASE_TIMEOUT + Duration::from_secs(size.div_ceil(UPLOAD_BYTES_PER_SECOND))
+}
+
+/// Uploads `file` into `to` (topic `topic`, if any) with `caption` (HTML) under it.
 pub(crate) async fn send_file(
     api: &Api,
     to: &Conversation,
@@ -32,10 +47,7 @@ pub(crate) async fn send_file(
     file: &OutboundFile,
     caption: Option<&str>,
 ) -> Result<SentMessage, ChannelError> {
-    let bytes = tokio::fs::read(&file.path)
-        .await
-        .map_err(|e| ChannelError::Rejected(format!("cannot read {}: {e}", file.path.display())))?;
-    let size = bytes.len() as u64;
+    let size = file.size();
     if size > MAX_UPLOAD_BYTES {
         return Err(ChannelError::Rejected(format!(
             "{} is {} MB; Telegram takes files up to 50 MB",
@@ -43,25 +55,39 @@ pub(crate) async fn send_file(
             size.div_ceil(1024 * 1024)
         )));
     }
-    let (method, field) = method_for(file, size);
-    let part = Part::bytes(bytes)
-        .file_name(file.file_name())
-        .mime_str(file.mime_type())
-        .map_err(|e| ChannelError::Rejected(e.to_string()))?;
-    let mut form = Form::new()
-        .text("chat_id", to.chat_id.clone())
-        .part(field, part);
-    if let Some(topic) = topic {
-        form = form.text("message_thread_id", topic.to_string());
+    let (method, field) = method_for(file.kind, size);
+    let form = |caption: Option<(String, bool)>| -> Result<Form, ChannelError> {
+        let body = reqwest::Body::wrap_stream(file.chunks());
+        let part = Part::stream_with_length(body, size)
+            .file_name(file.file_name().to_owned())
+            .mime_str(file.mime_type())
+            .map_err(|e| ChannelError::Rejected(e.to_string()))?;
+        let mut form = Form::new()
+            .text("chat_id", to.chat_id.clone())
+            .part(field, part);
+        if let Some(topic) = topic {
+            form = form.text("message_thread_id", topic.to_string());
+        }
+        if let Some((caption, html)) = caption {
+            form = form.text("caption", caption);
+            if html {
+                form = form.text("parse_mode", "HTML");
+            }
+        }
+        Ok(form)
+    };
+    let caption = caption.filter(|c| !c.trim().is_empty());
+    let timeout = timeout_for(size);
+    let html = caption.map(|c| (super::format::to_html(c), true));
+    let sent = match api.call_multipart(method, form(html)?, timeout).await {
+        // The caption as plain text when Telegram cannot parse its HTML.
+        Err(CallError::Api(ApiError::CantParseEntities(_))) => {
+            let plain = caption.map(|c| (c.to_owned(), false));
+            api.call_multipart(method, form(plain)?, timeout).await
+        }
+        other => other,
     }
-    if let Some(caption) = caption.filter(|c| !c.trim().is_empty()) {
-        let caption: String = caption.chars().take(CAPTION_LIMIT).collect();
-        form = form.text("caption", caption);
-    }
-    let sent = api
-        .call_multipart(method, form)
-        .await
-        .map_err(ChannelError::from)?;
+    .map_err(ChannelError::from)?;
     match sent["message_id"].as_i64() {
         Some(id) => Ok(SentMessage {
             message_id: id.to_string(),
@@ -79,16 +105,30 @@ mod tests {
 
     #[test]
     fn each_kind_goes_through_its_method() {
-        let photo = OutboundFile::at("a.png".into());
-        assert_eq!(method_for(&photo, 1000), ("sendPhoto", "photo"));
+        let photo = AttachmentKind::Image;
+        assert_eq!(method_for(photo, 1000), ("sendPhoto", "photo"));
         assert_eq!(
-            method_for(&photo, MAX_PHOTO_BYTES + 1),
+            method_for(photo, MAX_PHOTO_BYTES + 1),
             ("sendDocument", "document"),
             "a picture too big for sendPhoto goes as a document"
         );
-        let voice = OutboundFile::at("v.ogg".into());
-        assert_eq!(method_for(&voice, 1000), ("sendVoice", "voice"));
-        let doc = OutboundFile::at("r.pdf".into());
-        assert_eq!(method_for(&doc, 1000), ("sendDocument", "document"));
+        assert_eq!(
+            method_for(AttachmentKind::Voice, 1000),
+            ("sendVoice", "voice")
+        );
+        assert_eq!(
+            method_for(AttachmentKind::Document, 1000),
+            ("sendDocument", "document")
+        );
+    }
+
+    #[test]
+    fn an_uploads_timeout_grows_with_the_file() {
+        assert_eq!(timeout_for(0), UPLOAD_BASE_TIMEOUT);
+        assert_eq!(
+            timeout_for(MAX_UPLOAD_BYTES),
+            UPLOAD_BASE_TIMEOUT + Duration::from_secs(200),
+            "50 MB at 256 KB/s"
+        );
     }
 }

@@ -31,6 +31,12 @@ impl FakeTelegram {
             .collect()
     }
 
+    /// From now on, uploads of files named one of `names` fail with a 500 (nothing is
+    /// stored); an empty list lets every upload through again.
+    pub fn fail_uploads_of(&self, names: &[&str]) {
+        self.shared.lock().failing_uploads = names.iter().map(|n| (*n).to_owned()).collect();
+    }
+
     /// The files the bot uploaded into `chat_id`, in order, with their bytes (deleted ones
     /// included: see [`FakeTelegram::messages`] for what is still there).
     pub fn uploads(&self, chat_id: i64) -> Vec<super::Upload> {

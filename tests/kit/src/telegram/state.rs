@@ -236,6 +236,8 @@ pub(crate) struct State {
     pub(crate) file_downloads: usize,
     /// Files the bot uploaded, in order.
     pub(crate) uploads: Vec<super::uploads::Upload>,
+    /// File names whose uploads fail with a 500 (see `FakeTelegram::fail_uploads_of`).
+    pub(crate) failing_uploads: Vec<String>,
 }
 
 impl State {

@@ -74,6 +74,9 @@ pub(crate) fn send_file(
         return Err(ApiError::bad_request("file must be non-empty"));
     }
     let mut state = shared.lock();
+    if state.failing_uploads.contains(&file.file_name) {
+        return Err(ApiError::new(500, "Internal Server Error"));
+    }
     let chat = state
         .chats
         .get(&chat_id)

@@ -61,7 +61,10 @@ async fn hook_probe(hooks_table: &str) -> String {
     );
     let (status, json) = s.agent_json("hello").await;
     assert!(status.success(), "{json}");
-    assert!(s.path("data/chela.redb").is_file(), "the store has its file");
+    assert!(
+        s.path("data/chela.redb").is_file(),
+        "the store has its file"
+    );
     std::fs::read_to_string(s.path("ws/hook-probe.txt")).unwrap()
 }
 

@@ -130,7 +130,8 @@ impl ReplyStream {
         self
     }
 
-    /// The full text so far (`MEDIA:` lines included).
+    /// The full text so far (`MEDIA:` lines included; the shown text leaves them out).
+    #[allow(clippy::misnamed_getters)]
     pub fn text(&self) -> &str {
         &self.raw
     }

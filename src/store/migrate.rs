@@ -116,7 +116,11 @@ mod tests {
             half.flush().await.unwrap();
         }
         let migrated = sled_to_redb(&path, 1 << 20).unwrap();
-        assert!(migrated.tables.contains(&("sessions", 1)), "{:?}", migrated.tables);
+        assert!(
+            migrated.tables.contains(&("sessions", 1)),
+            "{:?}",
+            migrated.tables
+        );
         let config = StoreConfig {
             path: path.clone(),
             engine: StoreEngine::Auto,

@@ -181,7 +181,10 @@ impl Worker {
     /// once per [`COMPACT_EVERY`], and only when at least [`COMPACT_FREE`] bytes (and a
     /// quarter of the file) would come back.
     fn compact(&mut self) {
-        if self.last_compaction.is_some_and(|at| at.elapsed() < COMPACT_EVERY) {
+        if self
+            .last_compaction
+            .is_some_and(|at| at.elapsed() < COMPACT_EVERY)
+        {
             return;
         }
         let (free, stored) = match self.free_bytes() {
@@ -219,7 +222,10 @@ impl Worker {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let tx = db.begin_write().ok()?;
         let stats = tx.stats().ok()?;
-        let sizes = (stats.fragmented_bytes(), stats.stored_bytes() + stats.metadata_bytes());
+        let sizes = (
+            stats.fragmented_bytes(),
+            stats.stored_bytes() + stats.metadata_bytes(),
+        );
         tx.abort().ok()?;
         Some(sizes)
     }

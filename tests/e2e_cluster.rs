@@ -117,13 +117,26 @@ fn check_replies(s: &TgSetup, chats: i64, messages: i64, at_kill: &[usize], stde
     // right after itself. Telegram has no idempotency key; a single node restarted after a
     // kill -9 has the same window. So at most one repeat per chat, of the reply that was in
     // flight at the kill.
+    // The same window cuts a streamed reply: a preview whose sendMessage reached Telegram
+    // before its node noted it stays as it was (a prefix of the reply), and the node taking
+    // over sends the whole reply below it. At most one such message per chat, at the kill.
     let mut repeats = 0;
     for chat in 1..=chats {
-        let texts: Vec<String> = s
+        let mut texts: Vec<String> = s
             .texts(chat)
             .iter()
             .map(|t| t.trim_end().to_owned())
             .collect();
+        let in_flight = at_kill[chat as usize];
+        let orphan = (0..texts.len().saturating_sub(1)).find(|i| {
+            texts[i + 1].starts_with(&texts[*i])
+                && texts[i + 1] != texts[*i]
+                && i.abs_diff(in_flight) <= 1
+        });
+        if let Some(i) = orphan {
+            texts.remove(i);
+            repeats += 1;
+        }
         let mut unique = texts.clone();
         unique.dedup();
         assert_eq!(
@@ -135,11 +148,13 @@ fn check_replies(s: &TgSetup, chats: i64, messages: i64, at_kill: &[usize], stde
         let repeated: Vec<usize> = (1..texts.len())
             .filter(|i| texts[*i] == texts[i - 1])
             .collect();
-        assert!(repeated.len() <= 1, "chat {chat}: {texts:?}");
+        assert!(
+            repeated.len() + usize::from(orphan.is_some()) <= 1,
+            "chat {chat}: {texts:?}"
+        );
         for i in repeated {
             repeats += 1;
             // texts[i] repeats texts[i - 1], the reply sent at index i - 1.
-            let in_flight = at_kill[chat as usize];
             assert!(
                 (i - 1).abs_diff(in_flight) <= 1,
                 "chat {chat}: reply {i} repeated, but {in_flight} were in the chat at the kill: {texts:?}"

@@ -99,10 +99,44 @@ async fn in_folder(file: &Path, cwd: &Path) -> std::io::Result<PathBuf> {
     let name = real
         .file_name()
         .ok_or_else(|| std::io::Error::other("a picture without a file name"))?;
+    let name = name.to_owned();
     let dir = cwd.join(COPY_DIR);
-    tokio::fs::create_dir_all(&dir).await?;
-    tokio::fs::copy(&real, dir.join(name)).await?;
-    Ok(Path::new(COPY_DIR).join(name))
+    let copy = dir.join(&name);
+    tokio::task::spawn_blocking(move || copy_into(&real, &dir, &copy))
+        .await
+        .map_err(std::io::Error::other)??;
+    Ok(Path::new(COPY_DIR).join(&name))
+}
+
+/// Copies `from` to `to` inside `dir` (made if missing), never through a symlink: a
+/// symlinked `dir` is refused, and the copy is created new (`O_EXCL`, no symlink followed),
+/// whatever stood at `to` removed first (a symlink itself, not its target).
+fn copy_into(from: &Path, dir: &Path, to: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::create_dir_all(dir)?;
+    if std::fs::symlink_metadata(dir)?.file_type().is_symlink() {
+        return Err(std::io::Error::other(format!(
+            "{} is a symlink; no picture is copied through it",
+            dir.display()
+        )));
+    }
+    let create = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(to)
+    };
+    let mut out = match create() {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            std::fs::remove_file(to)?;
+            create()?
+        }
+        other => other?,
+    };
+    let mut source = std::fs::File::open(from)?;
+    std::io::copy(&mut source, &mut out)?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -157,5 +191,44 @@ mod tests {
             std::fs::read(project.join(".chela-media/1-0-cat.png")).unwrap(),
             b"PNG"
         );
+    }
+
+    #[tokio::test]
+    async fn a_copy_never_goes_through_a_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(ws.join("media/s")).unwrap();
+        std::fs::write(ws.join("media/s/1-0-cat.png"), b"PNG").unwrap();
+        let media = [block("media/s/1-0-cat.png")];
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("victim"), b"keep").unwrap();
+
+        // A symlink where the copy goes: replaced, its target untouched.
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(project.join(COPY_DIR)).unwrap();
+        std::os::unix::fs::symlink(
+            elsewhere.join("victim"),
+            project.join(COPY_DIR).join("1-0-cat.png"),
+        )
+        .unwrap();
+        let prompt = prompt_for("look".into(), &media, &ws, &project, false).await;
+        assert!(
+            prompt.text.contains(".chela-media/1-0-cat.png"),
+            "{}",
+            prompt.text
+        );
+        assert_eq!(std::fs::read(elsewhere.join("victim")).unwrap(), b"keep");
+        let copy = project.join(COPY_DIR).join("1-0-cat.png");
+        assert!(!std::fs::symlink_metadata(&copy).unwrap().is_symlink());
+        assert_eq!(std::fs::read(&copy).unwrap(), b"PNG");
+
+        // A symlinked `.chela-media`: nothing is copied through it.
+        let other = dir.path().join("other");
+        std::fs::create_dir_all(&other).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, other.join(COPY_DIR)).unwrap();
+        let prompt = prompt_for("look".into(), &media, &ws, &other, false).await;
+        assert_eq!(prompt.text, "look");
+        assert!(!elsewhere.join("1-0-cat.png").exists());
     }
 }

@@ -42,7 +42,7 @@ pub fn visible(text: &str) -> std::borrow::Cow<'_, str> {
         }
         rest = &rest[end + 1..];
     }
-    if !starts_like_directive(rest) || fence {
+    if fence || !starts_like_directive(rest) {
         out.push_str(rest);
     }
     std::borrow::Cow::Owned(out)

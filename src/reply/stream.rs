@@ -48,9 +48,9 @@ pub struct ReplyStream {
     to: Conversation,
     limits: Limits,
     /// The text as streamed (with any `MEDIA:` lines).
-    raw: String,
-    /// What of `raw` may be shown: without `MEDIA:` lines ([`super::media_lines::visible`]).
     text: String,
+    /// What of `text` may be shown: without `MEDIA:` lines ([`super::media_lines::visible`]).
+    visible: String,
     /// Bytes of `text` already shown in frozen parts.
     frozen: usize,
     /// Text carried into the current part (a reopened code fence).
@@ -98,8 +98,8 @@ impl ReplyStream {
             channel,
             to,
             limits,
-            raw: String::new(),
             text: String::new(),
+            visible: String::new(),
             frozen: 0,
             carry: String::new(),
             current: None,
@@ -133,23 +133,23 @@ impl ReplyStream {
     /// The full text so far (`MEDIA:` lines included; the shown text leaves them out).
     #[allow(clippy::misnamed_getters)]
     pub fn text(&self) -> &str {
-        &self.raw
+        &self.text
     }
 
     /// Adds streamed text. Previews and early parts show it without `MEDIA:` lines, so what
     /// they showed stays a prefix of the final the outbox sends without them.
     pub fn push(&mut self, delta: &str) {
         let mut added = String::new();
-        if self.break_pending && !self.raw.is_empty() && !delta.trim().is_empty() {
+        if self.break_pending && !self.text.is_empty() && !delta.trim().is_empty() {
             added.push_str("\n\n");
         }
         self.break_pending = false;
         added.push_str(delta);
-        let same = self.raw.len() == self.text.len();
-        self.raw.push_str(&added);
-        match super::media_lines::visible(&self.raw) {
-            std::borrow::Cow::Borrowed(_) if same => self.text.push_str(&added),
-            shown => self.text = shown.into_owned(),
+        let same = self.text.len() == self.visible.len();
+        self.text.push_str(&added);
+        match super::media_lines::visible(&self.text) {
+            std::borrow::Cow::Borrowed(_) if same => self.visible.push_str(&added),
+            shown => self.visible = shown.into_owned(),
         }
     }
 
@@ -163,8 +163,8 @@ impl ReplyStream {
         if self.blocks {
             return self.next_block().map(|_| self.next_edit);
         }
-        let pending = self.carry.clone() + &self.text[self.frozen..];
-        (pending != self.shown && !holds_back(&self.text)).then_some(self.earliest_preview())
+        let pending = self.carry.clone() + &self.visible[self.frozen..];
+        (pending != self.shown && !holds_back(&self.visible)).then_some(self.earliest_preview())
     }
 
     /// When the next preview may go: at the edit pace, or at once for a first preview with
@@ -175,7 +175,7 @@ impl ReplyStream {
             && self.frozen == 0
             && self.limited_until.is_none()
             && self.limits.previews()
-            && self.text.chars().nth(FIRST_PREVIEW_CHARS - 1).is_some();
+            && self.visible.chars().nth(FIRST_PREVIEW_CHARS - 1).is_some();
         if first {
             self.next_edit.min(Instant::now())
         } else {
@@ -191,7 +191,7 @@ impl ReplyStream {
         } else {
             self.earliest_preview()
         };
-        if Instant::now() < due || holds_back(&self.text) {
+        if Instant::now() < due || holds_back(&self.visible) {
             return;
         }
         // Only the first attempt skips the pace: a refused first send waits like an edit.
@@ -258,16 +258,16 @@ impl ReplyStream {
             }
             return Ok(());
         }
-        if !final_text.starts_with(&self.text[..self.frozen]) {
+        if !final_text.starts_with(&self.visible[..self.frozen]) {
             // The final does not extend what froze: keep the frozen parts, start fresh below.
             self.current = None;
             self.shown.clear();
             self.frozen = 0;
             self.carry.clear();
-            self.text.clear();
+            self.visible.clear();
         }
+        final_text.clone_into(&mut self.visible);
         final_text.clone_into(&mut self.text);
-        final_text.clone_into(&mut self.raw);
         self.show_all(true).await?;
         self.channel.reply_done(&self.to).await;
         Ok(())
@@ -291,7 +291,7 @@ impl ReplyStream {
 
     /// The next finished block of the text not sent yet, if there is one.
     fn next_block(&self) -> Option<Split> {
-        let pending = self.carry.clone() + &self.text[self.frozen..];
+        let pending = self.carry.clone() + &self.visible[self.frozen..];
         let max = BLOCK_MAX_CHARS.min(self.limits.max_chars);
         block_head(&pending, BLOCK_MIN_CHARS, max, self.limits.max_lines)
     }
@@ -333,7 +333,7 @@ impl ReplyStream {
     async fn show_all(&mut self, is_final: bool) -> Result<(), ChannelError> {
         let mut parts = 0;
         loop {
-            let pending = self.carry.clone() + &self.text[self.frozen..];
+            let pending = self.carry.clone() + &self.visible[self.frozen..];
             match split_head(&pending, self.limits.max_chars, self.limits.max_lines) {
                 Some(split) => {
                     self.pace(parts).await;

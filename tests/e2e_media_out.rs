@@ -157,8 +157,13 @@ async fn a_path_outside_the_workspace_is_refused_and_nothing_is_sent() {
         .await;
     let call = json!({"text": "x", "attachments": [config.display().to_string()]});
     s.tg.user_sends(chat, ann, &format!("tool message {call}"));
-    gw.wait(&s, "the second answer", |s| s.texts(42).len() >= 2)
-        .await;
+    // The final answer, not a preview of it.
+    gw.wait(&s, "the second answer", |s| {
+        s.texts(42)
+            .get(1)
+            .is_some_and(|t| t.contains("use a path inside it"))
+    })
+    .await;
     gw.stop().await;
 
     assert!(s.tg.uploads(42).is_empty());

@@ -131,7 +131,6 @@ impl ReplyStream {
     }
 
     /// The full text so far (`MEDIA:` lines included; the shown text leaves them out).
-    #[allow(clippy::misnamed_getters)]
     pub fn text(&self) -> &str {
         &self.text
     }

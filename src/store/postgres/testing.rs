@@ -28,10 +28,14 @@ pub(crate) fn url_with_schema(url: &str, schema: &str) -> String {
     format!("{url}{sep}options=-csearch_path%3D{schema}")
 }
 
-/// Runs `sql` on the test cluster (its own short connection).
-pub(crate) fn admin(sql: &str) {
+/// Runs `f` with a client of its own on the test cluster, on a thread of its own (callers
+/// may be inside a runtime).
+fn on_cluster<T, F>(f: F) -> T
+where
+    T: Send + 'static,
+    F: AsyncFnOnce(&tokio_postgres::Client) -> T + Send + 'static,
+{
     let url = test_url();
-    let sql = sql.to_owned();
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -42,32 +46,25 @@ pub(crate) fn admin(sql: &str) {
                 .await
                 .unwrap();
             tokio::spawn(conn);
-            client.batch_execute(&sql).await.unwrap();
-        });
-    })
-    .join()
-    .unwrap();
-}
-
-/// Runs `sql` on the test cluster and returns the bigint in its first row's first column.
-pub(crate) fn admin_value(sql: &str) -> i64 {
-    let url = test_url();
-    let sql = sql.to_owned();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-                .await
-                .unwrap();
-            tokio::spawn(conn);
-            client.query_one(&sql, &[]).await.unwrap().get(0)
+            f(&client).await
         })
     })
     .join()
     .unwrap()
+}
+
+/// Runs `sql` on the test cluster (its own short connection).
+pub(crate) fn admin(sql: &str) {
+    let sql = sql.to_owned();
+    on_cluster(async move |c: &tokio_postgres::Client| c.batch_execute(&sql).await.unwrap());
+}
+
+/// Runs `sql` on the test cluster and returns the bigint in its first row's first column.
+pub(crate) fn admin_value(sql: &str) -> i64 {
+    let sql = sql.to_owned();
+    on_cluster(async move |c: &tokio_postgres::Client| {
+        c.query_one(&sql, &[]).await.unwrap().get::<_, i64>(0)
+    })
 }
 
 /// A fresh, empty schema on the test cluster; returns its store URL.

@@ -184,13 +184,26 @@ async fn send_files(
         "{count} file(s) to {key} ({} chat {})",
         to.channel, to.chat_id
     );
-    if !request.run_id.is_empty() {
-        let mark = files::send_mark(&request.run_id, &to, &text);
-        if !core.store.mark_seen(&mark, now)? {
-            return Ok(format!("already sent {what} in this run"));
-        }
+    let mark = (!request.run_id.is_empty()).then(|| files::send_mark(&request.run_id, &to, &text));
+    if let Some(mark) = &mark
+        && !core.store.mark_seen(mark, now)?
+    {
+        return Ok(format!("already sent {what} in this run"));
     }
-    let id = core.store.record_final(key, &to, &text, now).await?;
+    // A send that fails for good leaves no mark: the run may try it again.
+    let forget = |why: ToolRefusal| {
+        if let Some(mark) = &mark
+            && let Err(e) = core.store.forget_seen(mark)
+        {
+            tracing::warn!(error = %e, "could not drop the mark of a failed send");
+        }
+        why
+    };
+    let id = core
+        .store
+        .record_final(key, &to, &text, now)
+        .await
+        .map_err(|e| forget(e.into()))?;
     let outcome = core.outbox.submit_watched(Delivery {
         id,
         to,
@@ -202,7 +215,7 @@ async fn send_files(
     });
     match tokio::time::timeout(FILE_WAIT, outcome).await {
         Ok(Ok(Ok(()))) => Ok(format!("sent {what}")),
-        Ok(Ok(Err(why))) => Err(ToolRefusal::Failed(why)),
+        Ok(Ok(Err(why))) => Err(forget(ToolRefusal::Failed(why))),
         Ok(Err(_)) => Ok(format!("{what} queued: it goes at the next start")),
         Err(_) => Ok(format!(
             "{what} queued: the platform is slow, it is being retried"

@@ -83,3 +83,38 @@ async fn the_same_files_are_sent_once_per_run_and_paths_are_checked() {
     );
     assert!(gateway.core().store.undelivered().unwrap().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_refused_for_good_leaves_no_mark_so_the_run_may_try_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(ws.join("out")).unwrap();
+    std::fs::write(ws.join("out/a.png"), b"png").unwrap();
+    let mut config = Config::default();
+    config.model.provider = ProviderKind::Echo;
+    config.store.path = ws.join("store");
+    config.agent.workspace = ws.clone();
+    let channel = TestChannel::new(1_000);
+    let gateway = Gateway::start(config, vec![channel.clone() as Arc<dyn Channel>])
+        .await
+        .unwrap();
+    let api = GatewaySessions {
+        core: Arc::downgrade(gateway.core()),
+    };
+    // Refused as a picture, then as a document: a dead letter.
+    let too_big = || chela_channel::ChannelError::Rejected("file too big".into());
+    channel.refuse_files([too_big(), too_big()]);
+
+    let failed = api
+        .send_files(request("run-9", &["out/a.png"]))
+        .await
+        .unwrap_err();
+    assert!(failed.to_string().contains("file too big"), "{failed}");
+    // The model tries the same send again in the same run: it goes, it is not "already sent".
+    let again = api
+        .send_files(request("run-9", &["out/a.png"]))
+        .await
+        .unwrap();
+    assert!(again.starts_with("sent 1 file(s)"), "{again}");
+    assert_eq!(channel.uploads().len(), 1, "the second try delivered it");
+}

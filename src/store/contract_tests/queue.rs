@@ -213,4 +213,9 @@ pub(crate) async fn dedupe_marks_are_atomic_and_prune_only_old_ones(h: &dyn Harn
         store.enqueue_unique("new", &turn("s", "1")).await.unwrap(),
         None
     );
+    // A forgotten mark is new again; forgetting one that is not there says so.
+    assert!(store.forget_seen("new").unwrap());
+    assert!(!store.forget_seen("new").unwrap());
+    assert!(store.mark_seen("new", 5_000).unwrap());
+    assert!(!store.mark_seen("k", 5_000).unwrap(), "other marks stay");
 }

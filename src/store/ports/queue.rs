@@ -118,4 +118,9 @@ pub trait QueueStore {
     /// Forgets marks first seen before `older_than_ms`, but never one written after it was
     /// read; returns how many were removed. Buffered.
     fn prune_seen(&self, older_than_ms: u64) -> Result<usize, StoreError>;
+
+    /// Removes the mark `dedupe_key`, so the next [`QueueStore::mark_seen`] with it answers
+    /// true again (a send that failed for good may be tried once more); true when there was
+    /// one. Buffered.
+    fn forget_seen(&self, dedupe_key: &str) -> Result<bool, StoreError>;
 }

@@ -284,4 +284,15 @@ impl QueueStore for PgStore {
             Ok(n as usize)
         })
     }
+
+    fn forget_seen(&self, dedupe_key: &str) -> Result<bool, StoreError> {
+        let key = dedupe_key.to_owned();
+        self.blocking(move |c| async move {
+            let n = c
+                .execute("DELETE FROM dedupe WHERE key = $1", &[&key])
+                .await
+                .map_err(pg_err)?;
+            Ok(n == 1)
+        })
+    }
 }

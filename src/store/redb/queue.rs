@@ -137,6 +137,14 @@ impl QueueStore for RedbStore {
             Ok(pruned)
         })
     }
+
+    fn forget_seen(&self, dedupe_key: &str) -> Result<bool, StoreError> {
+        self.write(|tx| {
+            let mut dedupe = tx.open_table(DEDUPE).map_err(db_err)?;
+            let removed = dedupe.remove(dedupe_key.as_bytes()).map_err(db_err)?;
+            Ok(removed.is_some())
+        })
+    }
 }
 
 impl RedbStore {

@@ -106,6 +106,11 @@ impl QueueStore for SledStore {
     fn prune_seen(&self, older_than_ms: u64) -> Result<usize, StoreError> {
         self.prune_marks(older_than_ms)
     }
+
+    fn forget_seen(&self, dedupe_key: &str) -> Result<bool, StoreError> {
+        let removed = self.inner.dedupe.remove(dedupe_key).map_err(db_err)?;
+        Ok(removed.is_some())
+    }
 }
 
 impl SledStore {

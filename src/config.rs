@@ -222,6 +222,10 @@ impl Config {
             ("acp.binding_idle_s", self.acp.binding_idle_s),
             ("acp.process_idle_s", self.acp.process_idle_s),
             ("tools.approval_timeout_s", self.tools.approval_timeout_s),
+            (
+                "channels.discord.upload_mb",
+                self.channels.discord.upload_mb,
+            ),
         ];
         for (key, value) in positive {
             if value == 0 {

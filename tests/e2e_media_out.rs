@@ -268,3 +268,49 @@ async fn a_final_answer_carries_a_file_on_a_media_line() {
         .unwrap();
     assert!(!last_text.contains("MEDIA:"), "{last_text}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_over_the_configured_discord_limit_is_refused_and_nothing_is_uploaded() {
+    const DM: u64 = 4_000_002;
+    let s = DcSetup::with(common::discord::DcConfig {
+        discord: "dm_policy = \"open\"\nupload_mb = 1",
+        ..Default::default()
+    })
+    .await;
+    let out = s.setup.path("ws").join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("big.bin"), vec![7u8; 1024 * 1024 + 1]).unwrap();
+    std::fs::write(out.join("small.bin"), vec![7u8; 1024]).unwrap();
+    let mut gw = s.gateway().await;
+    let ann = DcUser::new(7202, "ann");
+    let big = json!({"text": "big", "attachments": ["out/big.bin"]});
+    s.dc.user_sends(
+        ChannelSpec::dm(DM),
+        ann.clone(),
+        &format!("tool message {big}"),
+    );
+    gw.wait(&s, "the refusal", |s| {
+        s.texts(DM).iter().any(|t| t.starts_with("done:"))
+    })
+    .await;
+    let small = json!({"text": "small", "attachments": ["out/small.bin"]});
+    s.dc.user_sends(ChannelSpec::dm(DM), ann, &format!("tool message {small}"));
+    gw.wait(&s, "the small file", |s| {
+        s.dc.sent(DM).iter().any(|m| !m.attachments.is_empty())
+    })
+    .await;
+    gw.stop().await;
+
+    let texts = s.texts(DM);
+    assert!(
+        texts.iter().any(|t| t.contains("takes files up to 1 MB")),
+        "{texts:#?}"
+    );
+    let uploaded: Vec<_> =
+        s.dc.sent(DM)
+            .into_iter()
+            .flat_map(|m| m.attachments)
+            .collect();
+    assert_eq!(uploaded.len(), 1, "only the small file: {uploaded:?}");
+    assert!(uploaded[0].ends_with("small.bin"), "{uploaded:?}");
+}

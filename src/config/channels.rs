@@ -195,6 +195,9 @@ pub struct DiscordConfig {
     /// Role ids whose members may /new, /reset and /stop in guild channels (besides the
     /// guild owner and administrators).
     pub admin_roles: Vec<u64>,
+    /// Largest file the bot attaches, in MiB: 10 on a server without boosts (Discord's
+    /// current limit for bots there); raise it for boosted servers (50 or 100).
+    pub upload_mb: u64,
 }
 
 impl DiscordConfig {
@@ -228,6 +231,7 @@ impl Default for DiscordConfig {
             guilds: Vec::new(),
             channels: Vec::new(),
             admin_roles: Vec::new(),
+            upload_mb: 10,
         }
     }
 }

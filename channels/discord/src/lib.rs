@@ -89,6 +89,8 @@ pub struct DiscordSettings {
     pub channels: Vec<u64>,
     /// Roles whose members may /new, /reset and /stop in guild channels.
     pub admin_roles: Vec<u64>,
+    /// Largest file the bot attaches, in bytes.
+    pub max_upload_bytes: u64,
 }
 
 /// The Discord channel.
@@ -488,7 +490,7 @@ impl Channel for DiscordChannel {
     }
 
     fn max_file_bytes(&self) -> Option<u64> {
-        Some(upload::MAX_UPLOAD_BYTES)
+        Some(self.settings.max_upload_bytes)
     }
 
     fn send_file<'a>(

@@ -9,8 +9,6 @@ use serde_json::{Value, json};
 
 use super::{DiscordChannel, SEND_ATTEMPTS, nonce, sent, target};
 
-/// Largest file a bot may attach by default (servers with boosts allow more).
-pub(crate) const MAX_UPLOAD_BYTES: u64 = 25 * 1024 * 1024;
 /// Longest caption: the message content limit.
 pub(crate) const CAPTION_LIMIT: usize = super::MAX_CHARS;
 
@@ -24,11 +22,14 @@ impl DiscordChannel {
         key: Option<&str>,
     ) -> Result<SentMessage, ChannelError> {
         let channel = target(to)?;
-        if file.size() > MAX_UPLOAD_BYTES {
+        let limit = self.settings.max_upload_bytes;
+        if file.size() > limit {
             return Err(ChannelError::Rejected(format!(
-                "{} is {} MB; Discord takes attachments up to 25 MB",
+                "{} is {} MiB; this Discord bot attaches files up to {} MiB \
+                 (channels.discord.upload_mb)",
                 file.file_name(),
-                file.size().div_ceil(1024 * 1024)
+                file.size().div_ceil(1024 * 1024),
+                limit / (1024 * 1024)
             )));
         }
         let caption: String = caption.unwrap_or("").chars().take(CAPTION_LIMIT).collect();

@@ -93,3 +93,43 @@ async fn an_agent_without_image_prompts_gets_the_path_of_a_copy_in_its_folder() 
         copy.display()
     );
 }
+
+/// A photo that arrives while the agent is still working (steered, in a chat run) is not lost
+/// in a bound conversation: the agent's turn hands it back and it goes in the next prompt,
+/// as an image block.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_photo_sent_while_the_agent_works_goes_in_its_next_prompt() {
+    let (s, files) = setup("FAKE_ACP_IMAGES = '1'").await;
+    let mut gw: Gateway = s.gateway();
+    let dm = || ChatSpec::private(ANN);
+    s.tg.user_sends(dm(), ann(), "/acp spawn fake");
+    gw.wait(&s, "the binding notice", |s| {
+        s.texts(ANN).iter().any(|t| t.contains("is bound here"))
+    })
+    .await;
+    s.tg.user_sends(dm(), ann(), "slow 10");
+    gw.wait(&s, "the agent at work", |s| {
+        s.texts(ANN).iter().any(|t| t.contains("chunk 1/10"))
+    })
+    .await;
+    s.tg.user_sends_file(dm(), ann(), "look", FileSpec::photo(picture()));
+    gw.wait(&s, "the agent's echo", |s| {
+        s.texts(ANN).iter().any(|t| t.starts_with("echo: look"))
+    })
+    .await;
+    gw.stop().await;
+    let prompts: Vec<Value> = files
+        .entries()
+        .into_iter()
+        .filter(|e| e.get("prompt").is_some())
+        .collect();
+    assert_eq!(prompts.len(), 2, "{}", files.summary());
+    let blocks = prompts[1]["blocks"].as_array().unwrap();
+    assert!(blocks[0]["text"].as_str().unwrap().starts_with("look"));
+    assert_eq!(blocks.len(), 2, "{blocks:#?}");
+    assert_eq!(blocks[1]["type"], "image");
+    assert_eq!(
+        blocks[1]["data"],
+        base64::engine::general_purpose::STANDARD.encode(picture())
+    );
+}

@@ -422,3 +422,145 @@ async fn with_long_polling_one_node_polls_and_another_takes_over_after_a_kill_9(
         s.tg.pollers()
     );
 }
+
+/// Rows of `sql` on the test database.
+async fn query(sql: &str) -> Vec<tokio_postgres::Row> {
+    let (client, connection) = tokio_postgres::connect(&test_url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client.query(sql, &[]).await.unwrap()
+}
+
+/// An update with `text` from private chat `chat`.
+fn update(chat: i64, n: i64, text: &str) -> String {
+    format!(
+        r#"{{"update_id": {}, "message": {{"message_id": {n}, "date": 1700000000,
+        "chat": {{"id": {chat}, "type": "private", "first_name": "U{chat}"}},
+        "from": {{"id": {chat}, "is_bot": false, "first_name": "U{chat}"}}, "text": "{text}"}}}}"#,
+        chat * 1000 + n
+    )
+}
+
+/// `/stop` sent through a node that does not run the session reaches the run on the node
+/// that does: the stream ends there, "Stopped." is answered, and the next message is
+/// answered as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_sent_through_another_node_stops_the_run_where_it_runs() {
+    const CHAT: i64 = 77;
+    let url = fresh_store_url().await;
+    let schema = url.rsplit("%3D").next().unwrap().to_owned();
+    let s = TgSetup::with(TgConfig {
+        telegram: "dm_policy = \"open\"",
+        tables: "[cluster]\nenabled = true\nlease_s = 5\n",
+        ..TgConfig::default()
+    })
+    .await;
+    s.tg.add_chat(ChatSpec::private(CHAT));
+    let listens: Vec<String> = (0..2)
+        .map(|_| format!("127.0.0.1:{}", free_port()))
+        .collect();
+    let base = std::fs::read_to_string(s.setup.config()).unwrap();
+    let nodes: Vec<Chat> = (0..2)
+        .map(|i| {
+            let config = base
+                .replace(
+                    "dm_policy = \"open\"",
+                    &format!(
+                        "dm_policy = \"open\"\nwebhook_url = \"http://{0}/tg/hook\"\n\
+                     webhook_listen = \"{0}\"\nwebhook_secret = \"{SECRET}\"",
+                        listens[i]
+                    ),
+                )
+                .replace(
+                    "lease_s = 5\n",
+                    &format!("lease_s = 5\nnode_id = \"n{i}\"\n"),
+                );
+            let path = s.setup.path(&format!("node{i}.toml"));
+            std::fs::write(&path, config).unwrap();
+            let mut cmd = chela_command(&s.setup.path(""));
+            cmd.arg("--config").arg(&path).arg("gateway");
+            cmd.env("CHELA_STORE_URL", &url)
+                .env("RUST_LOG", "warn")
+                .env("CHELA_STORE_PATH", format!("data{i}"));
+            Chat::spawn(cmd)
+        })
+        .collect();
+    let spread =
+        s.tg.wait_for(
+            |_| {
+                let schema = schema.clone();
+                let held = std::thread::spawn(move || {
+                    tokio::runtime::Runtime::new()
+                        .unwrap()
+                        .block_on(holders(&schema))
+                })
+                .join()
+                .unwrap();
+                held.len() == 2 && held.iter().map(|h| h.1).sum::<i64>() == 64
+            },
+            Duration::from_secs(60),
+        )
+        .await;
+    assert!(
+        spread,
+        "partitions not spread: {:?}",
+        holders(&schema).await
+    );
+
+    // A long answer starts on whichever node runs the chat's session.
+    while post(&listens[0], &update(CHAT, 1, "slow 300 100")).await != 200 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let streaming =
+        s.tg.wait_for(
+            |_| s.texts(CHAT).iter().any(|t| t.contains("tick 1 ")),
+            Duration::from_secs(30),
+        )
+        .await;
+    assert!(streaming, "no preview: {:?}", s.texts(CHAT));
+    let key: String = query(&format!("SELECT session_key FROM {schema}.pending"))
+        .await
+        .first()
+        .expect("the running turn is pending")
+        .get(0);
+    let partition = chela::store::partition_of(&key) as i32;
+    let owner: String = query(&format!(
+        "SELECT node FROM {schema}.leases WHERE partition = {partition}"
+    ))
+    .await[0]
+        .get(0);
+    let other = if owner == "n0" { 1 } else { 0 };
+
+    while post(&listens[other], &update(CHAT, 2, "/stop")).await != 200 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let stopped =
+        s.tg.wait_for(
+            |_| s.texts(CHAT).iter().any(|t| t == "Stopped."),
+            Duration::from_secs(20),
+        )
+        .await;
+    while post(&listens[other], &update(CHAT, 3, "hello")).await != 200 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let answered =
+        s.tg.wait_for(
+            |_| s.texts(CHAT).iter().any(|t| t == "ok: hello"),
+            Duration::from_secs(20),
+        )
+        .await;
+    let mut stderr = String::new();
+    for node in nodes {
+        node.signal("TERM");
+        stderr.push_str(&node.finish().await.stderr);
+    }
+    let texts = s.texts(CHAT);
+    assert!(stopped, "not stopped (owner {owner}): {texts:?}\n{stderr}");
+    assert!(answered, "{texts:?}\n{stderr}");
+    assert!(
+        !texts.iter().any(|t| t.contains("tick 100")),
+        "the long answer ran to its end: {texts:?}"
+    );
+    assert!(!texts.iter().any(|t| t == "Nothing to stop."), "{texts:?}");
+}

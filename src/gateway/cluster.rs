@@ -3,7 +3,7 @@
 //! them back when it stops (README "Running on several machines").
 //!
 //! Every node accepts messages (intake is a durable enqueue, deduplicated by the database);
-//! the turns reach lanes only here, through [`run_pending`], which reads the pending queue of
+//! they are routed (commands, answers, turns) and reach lanes only here, through [`run_pending`], which reads the pending queue of
 //! the partitions this node holds in seq order and hands each turn to its lane once. It runs
 //! when the database wakes the node (`LISTEN`: a turn was queued in one of them) and at every
 //! tick as a safety net. Reading the queue instead of handing a turn over at intake keeps a
@@ -25,7 +25,6 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::Core;
-use crate::inbound::route::queued_turn;
 use crate::store::{Coordinator, Lease, PARTITIONS, partition_of};
 
 /// A partition this node holds, as it knows it.
@@ -207,8 +206,9 @@ pub fn share(alive: usize) -> usize {
     (PARTITIONS as usize).div_ceil(alive)
 }
 
-/// Hands the pending turns of partitions `parts` (all held ones: `None`) to their lanes, in
-/// seq order, each once.
+/// Carries out the queued messages of partitions `parts` (all held ones: `None`) in seq
+/// order, each once: a turn goes to its lane, a command runs here
+/// ([`super::intake::route_queued`]).
 pub async fn run_pending(core: &Arc<Core>, cluster: &Cluster, parts: Option<&HashSet<u32>>) {
     let read_at = Instant::now();
     let pending = match core.store.all_pending() {
@@ -225,9 +225,7 @@ pub async fn run_pending(core: &Arc<Core>, cluster: &Cluster, parts: Option<&Has
         if parts.is_some_and(|p| !p.contains(&partition_of(key))) || !cluster.claim(seq, key) {
             continue;
         }
-        if let Err(e) = core.lanes.submit(key, queued_turn(seq, &turn)).await {
-            tracing::error!(error = %e, "cluster: cannot hand a turn to its lane");
-        }
+        super::intake::route_queued(core, seq, &turn).await;
     }
 }
 

@@ -67,44 +67,135 @@ impl Router {
         order: Order,
     ) -> Result<Accepted, SinkError> {
         let core = &self.core;
-        match route::route(&key, &inbound, core.as_ref()).await {
-            Route::Answer(decision) if core.questions.answer_oldest(&key, decision) => {
-                Ok(Accepted::Command)
-            }
-            Route::Command(command) => Ok(run_command(core, key, inbound, command, order).await?),
-            Route::Refused { native, why } => {
-                tracing::info!(sender = %inbound.sender.id, ?why, "command refused");
-                if native {
-                    core.answer(&inbound, NOT_ALLOWED).await;
-                } else if inbound.conversation.kind == ChatKind::Direct
-                    && first_time(core, &inbound)?
-                {
-                    // In a direct chat the sender is told why; a group stays quiet.
-                    let command = inbound.text.split_whitespace().next().unwrap_or("/");
-                    let who = format!("{}:{}", inbound.conversation.channel, inbound.sender.id);
-                    core.answer(&inbound, &why.explain(&commands::excerpt(command), &who))
-                        .await;
-                }
-                Ok(Accepted::Ignored)
-            }
-            Route::Unknown(name) => {
-                if first_time(core, &inbound)? {
-                    core.answer(&inbound, &commands::unknown_answer(&name))
-                        .await;
-                }
-                Ok(Accepted::Command)
-            }
-            Route::Unsupported(name) => {
-                core.answer(&inbound, &format!("{name} is not available yet."))
-                    .await;
-                Ok(Accepted::Ignored)
-            }
-            // The question was answered or withdrawn meanwhile: an ordinary message then.
-            Route::Answer(_) | Route::Turn => Ok(match enqueue(core, key, inbound).await? {
+        let route = route::route(&key, &inbound, core.as_ref()).await;
+        if core.cluster.is_some() {
+            // Several nodes: the node that runs the session routes the message again and
+            // carries it out ([`route_queued`]); its commands and answers act there.
+            let turn = matches!(route, Route::Turn);
+            return Ok(match enqueue(core, key, inbound).await? {
+                None => Accepted::Ignored,
+                Some(seq) if turn => Accepted::Queued(seq),
+                Some(_) => Accepted::Command,
+            });
+        }
+        match carry_out(core, key, inbound, route, order, Once::Check).await? {
+            Carried::Done(accepted) => Ok(accepted),
+            Carried::Turn(key, inbound) => Ok(match enqueue(core, key, inbound).await? {
                 Some(seq) => Accepted::Queued(seq),
                 None => Accepted::Ignored,
             }),
         }
+    }
+}
+
+/// What carrying a route out left to do.
+enum Carried {
+    /// Nothing more: it was answered, refused or handed to a command.
+    Done(Accepted),
+    /// Run it as a turn of session `.0`.
+    Turn(String, Inbound),
+}
+
+/// Whether a message must still be marked seen before it acts (a command is answered once),
+/// or came through the pending queue under this seq (marked when it was accepted; the
+/// queue entry goes once it is carried out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Once {
+    Check,
+    Queued(u64),
+}
+
+/// Carries out `route` for `inbound` in session `key`, except running it as a turn.
+async fn carry_out(
+    core: &Arc<Core>,
+    key: String,
+    inbound: Inbound,
+    route: Route,
+    order: Order,
+    once: Once,
+) -> Result<Carried, SinkError> {
+    let done = match route {
+        Route::Answer(decision) if core.questions.answer_oldest(&key, decision) => {
+            Accepted::Command
+        }
+        Route::Command(command) => run_command(core, key, inbound, command, order, once).await?,
+        Route::Refused { native, why } => {
+            tracing::info!(sender = %inbound.sender.id, ?why, "command refused");
+            if native {
+                core.answer(&inbound, NOT_ALLOWED).await;
+            } else if inbound.conversation.kind == ChatKind::Direct
+                && first_time(core, &inbound, once)?
+            {
+                // In a direct chat the sender is told why; a group stays quiet.
+                let command = inbound.text.split_whitespace().next().unwrap_or("/");
+                let who = format!("{}:{}", inbound.conversation.channel, inbound.sender.id);
+                core.answer(&inbound, &why.explain(&commands::excerpt(command), &who))
+                    .await;
+            }
+            Accepted::Ignored
+        }
+        Route::Unknown(name) => {
+            if first_time(core, &inbound, once)? {
+                core.answer(&inbound, &commands::unknown_answer(&name))
+                    .await;
+            }
+            Accepted::Command
+        }
+        Route::Unsupported(name) => {
+            core.answer(&inbound, &format!("{name} is not available yet."))
+                .await;
+            Accepted::Ignored
+        }
+        // The question was answered or withdrawn meanwhile: an ordinary message then.
+        Route::Answer(_) | Route::Turn => return Ok(Carried::Turn(key, inbound)),
+    };
+    Ok(Carried::Done(done))
+}
+
+/// On a node of several (`[cluster] enabled`), carries out a message queued for a session
+/// this node runs, as intake does on a single node: a command or the answer to a question
+/// acts here, where the session's lane and questions are (a `/stop` sent through another
+/// node stops the run here), and an ordinary message goes to its lane. Its pending entry
+/// goes once it is carried out (a command's once the command finished: a node dying on the
+/// way leaves it to the next owner).
+pub(super) async fn route_queued(core: &Arc<Core>, seq: u64, turn: &PendingTurn) {
+    let key = turn.session_key.clone();
+    let route = route::route(&key, &turn.inbound, core.as_ref()).await;
+    let command = matches!(route, Route::Command(_));
+    let carried = match route {
+        Route::Turn => Ok(Carried::Turn(key.clone(), turn.inbound.clone())),
+        route => {
+            let inbound = turn.inbound.clone();
+            carry_out(
+                core,
+                key.clone(),
+                inbound,
+                route,
+                Order::Free,
+                Once::Queued(seq),
+            )
+            .await
+        }
+    };
+    match carried {
+        Ok(Carried::Turn(..)) => {
+            if let Err(e) = core.lanes.submit(&key, queued_turn(seq, turn)).await {
+                tracing::error!(error = %e, "cluster: cannot hand a turn to its lane");
+            }
+        }
+        // A command's task takes the entry away when it is done.
+        Ok(Carried::Done(_)) if command => {}
+        Ok(Carried::Done(_)) => settle_queued(core, seq),
+        Err(e) => {
+            tracing::error!(error = %e, session = %key, "cluster: cannot carry out a message")
+        }
+    }
+}
+
+/// Removes the pending entry `seq` of a message carried out without a run.
+fn settle_queued(core: &Core, seq: u64) {
+    if let Err(e) = core.store.remove_pending(seq) {
+        tracing::warn!(error = %e, seq, "cannot remove a carried-out message from the queue");
     }
 }
 
@@ -129,15 +220,17 @@ fn acts_on_later_turns(command: &commands::Command) -> bool {
 }
 
 /// Runs `command` on the fast path (once: a command has its own dedupe mark); with
-/// [`Order::Input`], waits until it has answered.
+/// [`Order::Input`], waits until it has answered. One that came through the queue
+/// ([`Once::Queued`]) takes its entry away when it is done.
 async fn run_command(
     core: &Arc<Core>,
     key: String,
     inbound: Inbound,
     command: commands::Command,
     order: Order,
+    once: Once,
 ) -> Result<Accepted, SinkError> {
-    if !first_time(core, &inbound)? {
+    if !first_time(core, &inbound, once)? {
         tracing::debug!(session = %key, "duplicate command dropped");
         return Ok(Accepted::Ignored);
     }
@@ -159,6 +252,9 @@ async fn run_command(
             )
             .await;
         }
+        if let Once::Queued(seq) = once {
+            settle_queued(&core, seq);
+        }
     });
     if in_order {
         let _ = task.await;
@@ -166,8 +262,12 @@ async fn run_command(
     Ok(Accepted::Command)
 }
 
-/// Marks `inbound` seen; false when it was seen before (a command is answered once).
-fn first_time(core: &Core, inbound: &Inbound) -> Result<bool, SinkError> {
+/// Marks `inbound` seen; false when it was seen before (a command is answered once). A
+/// message from the queue was marked when it was accepted: it is new.
+fn first_time(core: &Core, inbound: &Inbound, once: Once) -> Result<bool, SinkError> {
+    if let Once::Queued(_) = once {
+        return Ok(true);
+    }
     let dedupe = crate::store::dedupe_key(inbound);
     core.store
         .mark_seen(&dedupe, inbound.timestamp_ms)

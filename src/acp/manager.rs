@@ -162,19 +162,22 @@ impl AcpManager {
             run_id: _,
         } = request;
         let _ = events.send(RunEvent::Lifecycle(Lifecycle::Start)).await;
-        let outcome = |status: RunStatus, text: String, steer: &mut mpsc::Receiver<_>| {
-            let mut leftover = Vec::new();
-            while let Ok(s) = steer.try_recv() {
-                leftover.push(s);
-            }
-            RunOutcome {
-                status,
-                text,
-                steered_seqs: Vec::new(),
-                leftover,
-                usage: Usage::default(),
-            }
-        };
+        let outcome =
+            |status: RunStatus,
+             text: String,
+             steer: &mut mpsc::Receiver<Box<crate::agent::run::Steer>>| {
+                let mut leftover = Vec::new();
+                while let Ok(s) = steer.try_recv() {
+                    leftover.push(*s);
+                }
+                RunOutcome {
+                    status,
+                    text,
+                    steered_seqs: Vec::new(),
+                    leftover,
+                    usage: Usage::default(),
+                }
+            };
         let Some(mut binding) = self.binding(&session_key) else {
             let message = "this conversation is no longer bound to a coding agent".to_owned();
             let _ = events

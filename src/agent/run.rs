@@ -54,7 +54,7 @@ pub struct RunRequest {
     /// Fires on /stop, interrupt or shutdown.
     pub cancel: CancellationToken,
     /// Steered messages arriving while the run works.
-    pub steer: mpsc::Receiver<Steer>,
+    pub steer: mpsc::Receiver<Box<Steer>>,
     /// Downloads the files of steered messages (`None`: their files are left out).
     pub steer_files: Option<std::sync::Arc<dyn crate::agent::media::SteerFiles>>,
     /// Where the run's events go.
@@ -182,7 +182,7 @@ impl Agent {
         req.steer.close();
         let mut leftover = std::mem::take(&mut turn.stash);
         while let Ok(steer) = req.steer.try_recv() {
-            leftover.push(steer);
+            leftover.push(*steer);
         }
         let (status, text) = match result {
             Ok((text, false)) => (RunStatus::Ok, text),
@@ -251,7 +251,7 @@ impl Turn<'_> {
         &mut self,
         text: &str,
         media: Vec<ContentBlock>,
-        steer: &mut mpsc::Receiver<Steer>,
+        steer: &mut mpsc::Receiver<Box<Steer>>,
     ) -> Result<(String, bool), RunError> {
         let cwd = self.agent.tool_context.workspace.display().to_string();
         self.agent
@@ -273,7 +273,7 @@ impl Turn<'_> {
                 return Ok((last_text, true));
             }
             while let Ok(s) = steer.try_recv() {
-                self.stash.push(s);
+                self.stash.push(*s);
             }
             for s in std::mem::take(&mut self.stash) {
                 match (&self.steer_files, s.files.is_empty()) {
@@ -430,14 +430,14 @@ impl Turn<'_> {
     async fn run_tools(
         &mut self,
         calls: &[ToolCall],
-        steer: &mut mpsc::Receiver<Steer>,
+        steer: &mut mpsc::Receiver<Box<Steer>>,
     ) -> Result<(), RunError> {
         for (i, call) in calls.iter().enumerate() {
             if self.cancel.is_cancelled() {
                 return self.close_calls(&calls[i..], SKIPPED_FOR_STOP);
             }
             while let Ok(s) = steer.try_recv() {
-                self.stash.push(s);
+                self.stash.push(*s);
             }
             if !self.stash.is_empty() {
                 return self.close_calls(&calls[i..], SKIPPED_FOR_STEER);

@@ -181,13 +181,13 @@ struct Harness {
 /// One run in flight: its handles and, once awaited, its events.
 struct Running {
     cancel: CancellationToken,
-    steer: mpsc::Sender<Steer>,
+    steer: mpsc::Sender<Box<Steer>>,
     events: mpsc::Receiver<RunEvent>,
     task: tokio::task::JoinHandle<RunOutcome>,
 }
 
 impl Running {
-    async fn finish(mut self) -> (RunOutcome, Vec<RunEvent>, mpsc::Sender<Steer>) {
+    async fn finish(mut self) -> (RunOutcome, Vec<RunEvent>, mpsc::Sender<Box<Steer>>) {
         let outcome = self.task.await.unwrap();
         let mut events = Vec::new();
         while let Ok(e) = self.events.try_recv() {
@@ -418,11 +418,11 @@ async fn steer_during_a_tool_skips_the_rest_of_the_batch_and_reaches_the_next_ca
     let run = h.start("work");
     h.gate.started.notified().await;
     run.steer
-        .send(Steer {
+        .send(Box::new(Steer {
             seqs: vec![7, 8],
             text: "also this".into(),
             files: Vec::new(),
-        })
+        }))
         .await
         .unwrap();
     h.gate.release.notify_one();
@@ -458,12 +458,15 @@ async fn a_steer_after_the_final_answer_comes_back_as_leftover() {
         text: "late".into(),
         files: Vec::new(),
     };
-    run.steer.send(late.clone()).await.unwrap();
+    run.steer.send(Box::new(late.clone())).await.unwrap();
     let (outcome, _, steer) = run.finish().await;
     assert_eq!(outcome.status, RunStatus::Ok);
     assert_eq!(outcome.leftover, vec![late.clone()]);
     assert!(outcome.steered_seqs.is_empty());
-    assert!(steer.try_send(late).is_err(), "the run closes its receiver");
+    assert!(
+        steer.try_send(Box::new(late)).is_err(),
+        "the run closes its receiver"
+    );
     assert!(
         h.transcript()
             .iter()

@@ -45,7 +45,7 @@ impl Runner for AgentRunner {
         key: String,
         turn: QueuedTurn,
         cancel: CancellationToken,
-        steer: mpsc::Receiver<Steer>,
+        steer: mpsc::Receiver<Box<Steer>>,
     ) -> BoxFuture<'static, RunOutcome> {
         let core = self.core();
         Box::pin(async move {
@@ -121,7 +121,7 @@ async fn run_turn(
     key: String,
     turn: QueuedTurn,
     cancel: CancellationToken,
-    steer: mpsc::Receiver<Steer>,
+    steer: mpsc::Receiver<Box<Steer>>,
 ) -> RunOutcome {
     let run_id = run_id_for(&turn.seqs);
     tracing::debug!(run_id = %run_id, "run starts");

@@ -53,7 +53,7 @@ pub trait Runner: Send + Sync {
         key: String,
         turn: QueuedTurn,
         cancel: CancellationToken,
-        steer: mpsc::Receiver<Steer>,
+        steer: mpsc::Receiver<Box<Steer>>,
     ) -> BoxFuture<'static, RunOutcome>;
     /// Tells a conversation something short (a dropped message, a queue notice) without a run.
     fn notice(&self, to: &chela_channel::Conversation, text: String);
@@ -86,15 +86,15 @@ pub struct LaneStatus {
     pub running: bool,
 }
 
-/// Messages a lane task accepts. Kept small (a turn is boxed): a mailbox allocates its
-/// slots in blocks, and every live lane has one.
+/// Messages a lane task accepts. Kept small (a turn and settings are boxed): a mailbox
+/// allocates its slots in blocks of 32, and every live lane has one.
 pub(crate) enum LaneMsg {
     Turn(Box<QueuedTurn>),
     Write(TranscriptWrite),
     Job(LaneJob),
     Stop(oneshot::Sender<StopReport>),
     Status(oneshot::Sender<LaneStatus>),
-    Settings(LaneSettings),
+    Settings(Box<LaneSettings>),
     WaitIdle(oneshot::Sender<()>),
 }
 
@@ -288,7 +288,8 @@ impl Lanes {
                 self.defaults
             }
         };
-        self.send(key, LaneMsg::Settings(effective)).await?;
+        self.send(key, LaneMsg::Settings(Box::new(effective)))
+            .await?;
         Ok(effective)
     }
 

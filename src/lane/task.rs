@@ -22,7 +22,7 @@ const IDLE_EXIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 struct Active {
     cancel: CancellationToken,
-    steer: mpsc::Sender<Steer>,
+    steer: mpsc::Sender<Box<Steer>>,
     /// Turns handed to the run as steers, to requeue any it could not take.
     steered: Vec<QueuedTurn>,
     stop_waiters: Vec<(oneshot::Sender<StopReport>, usize)>,
@@ -141,7 +141,7 @@ impl Lane {
                     running: self.active.is_some(),
                 });
             }
-            LaneMsg::Settings(settings) => self.settings = settings,
+            LaneMsg::Settings(settings) => self.settings = *settings,
             LaneMsg::WaitIdle(reply) => self.idle_waiters.push(reply),
         }
     }
@@ -161,7 +161,7 @@ impl Lane {
                     text: turn.text.clone(),
                     files: turn.files.clone(),
                 };
-                if active.steer.try_send(steer).is_ok() {
+                if active.steer.try_send(Box::new(steer)).is_ok() {
                     active.steered.push(turn);
                 } else {
                     self.enqueue(turn);
@@ -373,11 +373,11 @@ impl Lane {
 }
 
 /// The outcome of a run stopped before it got a slot: every steer it held is left over.
-fn never_ran(mut steer: mpsc::Receiver<Steer>) -> RunOutcome {
+fn never_ran(mut steer: mpsc::Receiver<Box<Steer>>) -> RunOutcome {
     steer.close();
     let mut outcome = nothing_ran();
     while let Ok(s) = steer.try_recv() {
-        outcome.leftover.push(s);
+        outcome.leftover.push(*s);
     }
     outcome
 }

@@ -56,7 +56,7 @@ impl Runner for FakeRunner {
         key: String,
         turn: QueuedTurn,
         cancel: CancellationToken,
-        mut steer: mpsc::Receiver<Steer>,
+        mut steer: mpsc::Receiver<Box<Steer>>,
     ) -> BoxFuture<'static, RunOutcome> {
         let log = self.log.clone();
         log.lock().unwrap().push(format!("start {}", turn.text));
@@ -85,7 +85,7 @@ impl Runner for FakeRunner {
             steer.close();
             let mut leftover = Vec::new();
             while let Ok(s) = steer.try_recv() {
-                leftover.push(s);
+                leftover.push(*s);
             }
             let end = format!("end {} {status:?}", turn.text);
             log.lock().unwrap().push(end);
@@ -881,4 +881,11 @@ async fn turns_dropped_by_stop_or_the_cap_are_reported_to_the_runner() {
     );
     // Only a's is left: settling a run's own turn is the (fake) runner's job.
     assert_eq!(h.pending_seqs("k"), [seqs[0]]);
+}
+
+/// Every live lane holds a mailbox allocating room for 32 messages at once: its messages
+/// stay small.
+#[test]
+fn lane_messages_stay_small() {
+    assert!(std::mem::size_of::<LaneMsg>() <= 24);
 }

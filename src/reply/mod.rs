@@ -17,13 +17,25 @@ pub use stream::{FileFailure, FileOpener, FileProgress, ReplyStream, SentJournal
 /// How often the typing indicator is refreshed (Telegram's expires after about 5 s).
 const TYPING_EVERY: Duration = Duration::from_secs(6);
 
-/// Shows the typing indicator in `to` until dropped (someone waits for a run to start).
+/// Most typing indicators in flight at once for turns waiting for a run slot. Thousands of
+/// sessions may wait under the global run limit; each indicator sent at once would hold an
+/// HTTP connection of its own (and the platform would refuse most of them with 429s).
+const WAITING_TYPING_AT_ONCE: usize = 16;
+
+/// The slots of [`WAITING_TYPING_AT_ONCE`], shared by every channel of the process.
+static WAITING_TYPING: tokio::sync::Semaphore =
+    tokio::sync::Semaphore::const_new(WAITING_TYPING_AT_ONCE);
+
+/// Shows the typing indicator in `to` until dropped (someone waits for a run to start). A
+/// refresh finding every slot taken is skipped: the next one tries again.
 pub async fn keep_typing(
     channel: std::sync::Arc<dyn chela_channel::Channel>,
     to: chela_channel::Conversation,
 ) -> std::convert::Infallible {
     loop {
-        let _ = channel.typing(&to).await;
+        if let Ok(_slot) = WAITING_TYPING.try_acquire() {
+            let _ = channel.typing(&to).await;
+        }
         tokio::time::sleep(TYPING_EVERY).await;
     }
 }
@@ -157,5 +169,92 @@ mod without_sent_tests {
         );
         assert_eq!(without_sent("Something else", &sent), "Something else");
         assert_eq!(without_sent("Done", &[]), "Done");
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod typing_tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use chela_channel::{BoxFuture, ChannelError, ChatKind, InboundSink, Limits, SentMessage};
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+
+    /// A channel whose typing indicators never get an answer, counting them.
+    #[derive(Default)]
+    struct SlowTyping {
+        typing: AtomicUsize,
+    }
+
+    impl Channel for SlowTyping {
+        fn name(&self) -> &str {
+            "slow"
+        }
+        fn limits(&self) -> Limits {
+            Limits {
+                max_chars: 100,
+                max_lines: None,
+                edit_interval_ms: 0,
+                group_edit_interval_ms: 0,
+                threads: false,
+            }
+        }
+        fn run(
+            &self,
+            _sink: Arc<dyn InboundSink>,
+            _shutdown: CancellationToken,
+        ) -> BoxFuture<'_, Result<(), ChannelError>> {
+            Box::pin(async { Ok(()) })
+        }
+        fn send<'a>(
+            &'a self,
+            _to: &'a Conversation,
+            _text: &'a str,
+        ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
+            Box::pin(async { Err(ChannelError::Unsupported("send")) })
+        }
+        fn edit<'a>(
+            &'a self,
+            _to: &'a Conversation,
+            _message: &'a SentMessage,
+            _text: &'a str,
+        ) -> BoxFuture<'a, Result<(), ChannelError>> {
+            Box::pin(async { Err(ChannelError::Unsupported("edit")) })
+        }
+        fn typing<'a>(&'a self, _to: &'a Conversation) -> BoxFuture<'a, Result<(), ChannelError>> {
+            self.typing.fetch_add(1, Ordering::SeqCst);
+            Box::pin(std::future::pending())
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn waiting_turns_send_a_bounded_number_of_typing_indicators_at_once() {
+        let channel = Arc::new(SlowTyping::default());
+        let waiting: Vec<_> = (0..200)
+            .map(|chat| {
+                let to = Conversation {
+                    channel: "slow".into(),
+                    account: "default".into(),
+                    kind: ChatKind::Direct,
+                    chat_id: chat.to_string(),
+                    thread_id: None,
+                };
+                tokio::spawn(keep_typing(channel.clone(), to))
+            })
+            .collect();
+        for _ in 0..3 {
+            tokio::time::sleep(TYPING_EVERY).await;
+        }
+        let sent = channel.typing.load(Ordering::SeqCst);
+        assert!(sent > 0, "some waiting turn shows typing");
+        assert!(
+            sent <= WAITING_TYPING_AT_ONCE,
+            "{sent} indicators in flight at once"
+        );
+        for task in waiting {
+            task.abort();
+        }
     }
 }

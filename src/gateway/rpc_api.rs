@@ -74,4 +74,8 @@ impl GatewayApi for CoreApi {
     fn rpc_channel(&self) -> &Arc<RpcChannel> {
         &self.core.rpc
     }
+
+    fn runs_elsewhere(&self) -> bool {
+        self.core.cluster.is_some()
+    }
 }

@@ -37,4 +37,9 @@ pub trait GatewayApi: Send + Sync + 'static {
     fn shutdown(&self) -> &CancellationToken;
     /// Where replies to messages sent through the RPC go.
     fn rpc_channel(&self) -> &Arc<RpcChannel>;
+    /// Whether runs may go on other gateways sharing the store (`[cluster] enabled`): their
+    /// ends never come on [`RpcApi::live_events`].
+    fn runs_elsewhere(&self) -> bool {
+        false
+    }
 }

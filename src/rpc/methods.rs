@@ -17,6 +17,8 @@ use crate::domain::session_key::SessionKey;
 use crate::inbound::commands::Command;
 use crate::inbound::route::Accepted;
 
+/// How often `agent.wait` looks in the store when runs may go on other nodes.
+const RECHECK_ELSEWHERE: Duration = Duration::from_millis(500);
 /// `agent.wait`'s default wait.
 pub const DEFAULT_WAIT_MS: u64 = 30_000;
 /// The longest wait one `agent.wait` may ask for (a day).
@@ -210,6 +212,7 @@ impl Methods {
             Duration::from_millis(ms),
             self.api.store(),
             bus,
+            self.api.runs_elsewhere().then_some(RECHECK_ELSEWHERE),
         );
         tokio::select! {
             result = wait => result,

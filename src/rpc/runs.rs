@@ -143,16 +143,20 @@ impl RunTracker {
     /// run goes on). A run id whose message is neither answered (its record is in `store`)
     /// nor pending is unknown, and the wait says so at once. `bus` (subscribed before the
     /// call) wakes the wait when a run finishes.
+    ///
+    /// With `recheck`, the store is looked at again that often too: on a node of several the
+    /// run may go on another node, whose end never comes on this node's bus.
     pub async fn wait(
         &self,
         run_id: &str,
         timeout: Duration,
         store: &Store,
         bus: broadcast::Receiver<LiveEvent>,
+        recheck: Option<Duration>,
     ) -> Result<Value, Fault> {
         let deadline = tokio::time::Instant::now() + timeout;
         match seq_of_run_id(run_id) {
-            Some(seq) => wait_run(run_id, seq, deadline, store, bus).await,
+            Some(seq) => wait_run(run_id, seq, deadline, store, bus, recheck).await,
             None => self.wait_command(run_id, deadline).await,
         }
     }
@@ -184,6 +188,7 @@ async fn wait_run(
     deadline: tokio::time::Instant,
     store: &Store,
     mut bus: broadcast::Receiver<LiveEvent>,
+    recheck: Option<Duration>,
 ) -> Result<Value, Fault> {
     let failed = |e: crate::store::StoreError| Fault::internal(e.to_string());
     // Whether this wait saw the message pending: if it then goes without a kept record, its
@@ -212,10 +217,14 @@ async fn wait_run(
                 humantime::format_duration(FINISHED_KEEP)
             )));
         }
-        // Until a run that answered `seq` finishes (or the feed lagged): then look again.
+        // Until a run that answered `seq` finishes (or the feed lagged, or it is time to
+        // look in the store again): then look again.
         loop {
-            match tokio::time::timeout_at(deadline, bus.recv()).await {
-                Err(_) => return Ok(timed_out(run_id)),
+            let now = tokio::time::Instant::now();
+            let wake = recheck.map_or(deadline, |every| (now + every).min(deadline));
+            match tokio::time::timeout_at(wake, bus.recv()).await {
+                Err(_) if wake >= deadline => return Ok(timed_out(run_id)),
+                Err(_) => break,
                 Ok(Ok(LiveEvent {
                     event: RunEvent::Finished(record),
                     ..
@@ -360,7 +369,13 @@ mod tests {
         let (store, (bus, _)) = (Store::temporary().unwrap(), broadcast::channel(8));
         let started = tokio::time::Instant::now();
         let fault = RunTracker::default()
-            .wait("run-77", Duration::from_secs(30), &store, bus.subscribe())
+            .wait(
+                "run-77",
+                Duration::from_secs(30),
+                &store,
+                bus.subscribe(),
+                None,
+            )
             .await
             .unwrap_err();
         assert_eq!(fault.code, crate::rpc::protocol::INVALID_PARAMS);
@@ -378,7 +393,13 @@ mod tests {
         settle(&store, &bus, record(&seqs, RunStatus::Ok)).await;
         let run_id = format!("run-{}", seqs[0]);
         let result = RunTracker::default()
-            .wait(&run_id, Duration::from_secs(1), &store, bus.subscribe())
+            .wait(
+                &run_id,
+                Duration::from_secs(1),
+                &store,
+                bus.subscribe(),
+                None,
+            )
             .await
             .unwrap();
         assert_eq!(result["status"], "ok");
@@ -397,7 +418,7 @@ mod tests {
             let run_id = format!("run-{}", seqs[1]);
             tokio::spawn(async move {
                 RunTracker::default()
-                    .wait(&run_id, Duration::from_secs(30), &store, rx)
+                    .wait(&run_id, Duration::from_secs(30), &store, rx, None)
                     .await
             })
         };
@@ -420,7 +441,7 @@ mod tests {
             let (store, rx, run_id) = (store.clone(), bus.subscribe(), run_id.clone());
             tokio::spawn(async move {
                 RunTracker::default()
-                    .wait(&run_id, Duration::from_secs(30), &store, rx)
+                    .wait(&run_id, Duration::from_secs(30), &store, rx, None)
                     .await
             })
         };
@@ -429,7 +450,13 @@ mod tests {
         assert_eq!(waiter.await.unwrap().unwrap()["status"], "ok");
         // Afterwards nothing is kept: a late wait calls it unknown.
         let late = RunTracker::default()
-            .wait(&run_id, Duration::from_secs(1), &store, bus.subscribe())
+            .wait(
+                &run_id,
+                Duration::from_secs(1),
+                &store,
+                bus.subscribe(),
+                None,
+            )
             .await;
         assert!(late.is_err());
     }
@@ -444,10 +471,46 @@ mod tests {
                 Duration::from_millis(50),
                 &store,
                 bus.subscribe(),
+                None,
             )
             .await
             .unwrap();
         assert_eq!(result["status"], "timeout");
+    }
+
+    #[tokio::test]
+    async fn with_recheck_a_run_ended_on_another_node_is_found_in_the_store() {
+        let store = Store::temporary().unwrap();
+        // This node's bus: the run ends elsewhere, nothing comes on it.
+        let (bus, _) = broadcast::channel::<LiveEvent>(8);
+        let seqs = pending(&store, 1).await;
+        let run_id = format!("run-{}", seqs[0]);
+        let waiter = {
+            let (store, rx, run_id) = (store.clone(), bus.subscribe(), run_id.clone());
+            tokio::spawn(async move {
+                RunTracker::default()
+                    .wait(
+                        &run_id,
+                        Duration::from_secs(30),
+                        &store,
+                        rx,
+                        Some(Duration::from_millis(20)),
+                    )
+                    .await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        store
+            .settle_turn(&record(&seqs, RunStatus::Ok), true, &chat(), "hi")
+            .await
+            .unwrap();
+        let result = tokio::time::timeout(Duration::from_secs(10), waiter)
+            .await
+            .expect("the wait finds the record without a bus event")
+            .unwrap()
+            .unwrap();
+        assert_eq!(result["status"], "ok");
+        assert_eq!(result["text"], "hi");
     }
 
     #[tokio::test]
@@ -465,7 +528,7 @@ mod tests {
             text: "later".into(),
         });
         let result = tracker
-            .wait(&id, Duration::from_secs(1), &store, bus.subscribe())
+            .wait(&id, Duration::from_secs(1), &store, bus.subscribe(), None)
             .await
             .unwrap();
         assert_eq!(result["text"], "New session started.");

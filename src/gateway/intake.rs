@@ -80,7 +80,7 @@ impl Router {
         }
         match carry_out(core, key, inbound, route, order, Once::Check).await? {
             Carried::Done(accepted) => Ok(accepted),
-            Carried::Turn(key, inbound) => Ok(match enqueue(core, key, inbound).await? {
+            Carried::Turn(key, inbound) => Ok(match enqueue(core, key, *inbound).await? {
                 Some(seq) => Accepted::Queued(seq),
                 None => Accepted::Ignored,
             }),
@@ -93,7 +93,7 @@ enum Carried {
     /// Nothing more: it was answered, refused or handed to a command.
     Done(Accepted),
     /// Run it as a turn of session `.0`.
-    Turn(String, Inbound),
+    Turn(String, Box<Inbound>),
 }
 
 /// Whether a message must still be marked seen before it acts (a command is answered once),
@@ -147,7 +147,7 @@ async fn carry_out(
             Accepted::Ignored
         }
         // The question was answered or withdrawn meanwhile: an ordinary message then.
-        Route::Answer(_) | Route::Turn => return Ok(Carried::Turn(key, inbound)),
+        Route::Answer(_) | Route::Turn => return Ok(Carried::Turn(key, Box::new(inbound))),
     };
     Ok(Carried::Done(done))
 }
@@ -163,7 +163,7 @@ pub(super) async fn route_queued(core: &Arc<Core>, seq: u64, turn: &PendingTurn)
     let route = route::route(&key, &turn.inbound, core.as_ref()).await;
     let command = matches!(route, Route::Command(_));
     let carried = match route {
-        Route::Turn => Ok(Carried::Turn(key.clone(), turn.inbound.clone())),
+        Route::Turn => Ok(Carried::Turn(key.clone(), Box::new(turn.inbound.clone()))),
         route => {
             let inbound = turn.inbound.clone();
             carry_out(

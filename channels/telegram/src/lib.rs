@@ -79,6 +79,9 @@ pub struct TelegramChannel {
     settings: TelegramSettings,
 }
 
+/// Connections to the Bot API kept open between calls.
+const IDLE_CONNECTIONS: usize = 16;
+
 impl TelegramChannel {
     /// Builds the channel (no network yet).
     pub fn new(settings: TelegramSettings) -> Result<Arc<Self>, TelegramError> {
@@ -87,6 +90,9 @@ impl TelegramChannel {
         // The request timeout must outlast the long poll.
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
+            // A burst of sends opens many connections; only a few stay open for reuse
+            // (each costs tens of KB of buffers).
+            .pool_max_idle_per_host(IDLE_CONNECTIONS)
             .timeout(Duration::from_secs(u64::from(settings.poll_timeout_s) + 15))
             .build()
             .map_err(|e| TelegramError::Client(e.to_string()))?;

@@ -32,11 +32,17 @@ pub(crate) trait Decoder: Send + 'static {
     fn on_end(&mut self, out: &mut Vec<ProviderEvent>) -> Result<(), ProviderError>;
 }
 
+/// Connections to a model endpoint kept open between calls.
+const IDLE_CONNECTIONS: usize = 32;
+
 /// Builds the HTTP client both providers use (connect timeout, no overall timeout:
 /// streams are bounded by the idle timeout instead).
 pub(crate) fn http_client() -> Result<reqwest::Client, ProviderError> {
     reqwest::Client::builder()
         .connect_timeout(CONNECT_TIMEOUT)
+        // Up to the run limit's worth of calls go at once; only some connections stay open
+        // for reuse afterwards (each costs tens of KB of buffers).
+        .pool_max_idle_per_host(IDLE_CONNECTIONS)
         .build()
         .map_err(|e| ProviderError::NotConfigured(format!("cannot set up HTTP: {e}")))
 }

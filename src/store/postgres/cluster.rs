@@ -182,6 +182,9 @@ pub(super) fn node_info(r: &tokio_postgres::Row) -> NodeInfo {
 }
 
 /// Seconds as PostgreSQL's double precision (for `make_interval`).
+/// A node not seen for this long (seconds) is forgotten: `chela status` no longer lists it.
+const FORGET_NODE_S: u64 = 60 * 60;
+
 fn secs(s: u64) -> f64 {
     s as f64
 }
@@ -197,10 +200,12 @@ impl Coordinator for PgCoordinator {
                 .rows(
                     "WITH beat AS (INSERT INTO nodes (id, started, last_seen) \
                      VALUES ($1, now(), now()) \
-                     ON CONFLICT (id) DO UPDATE SET last_seen = now() RETURNING id) \
+                     ON CONFLICT (id) DO UPDATE SET last_seen = now() RETURNING id), \
+                     gone AS (DELETE FROM nodes WHERE id <> $1 \
+                     AND last_seen < now() - make_interval(secs => $3)) \
                      SELECT count(*) FROM nodes \
                      WHERE id <> $1 AND last_seen > now() - make_interval(secs => $2)",
-                    &[&self.node, &secs(alive_s)],
+                    &[&self.node, &secs(alive_s), &secs(FORGET_NODE_S)],
                 )
                 .await?;
             let others: i64 = rows.first().map_or(0, |r| r.get(0));

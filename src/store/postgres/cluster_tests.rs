@@ -141,3 +141,28 @@ async fn a_node_that_lost_its_lease_can_neither_settle_nor_deliver() {
     assert_eq!(outbox.len(), 1);
     assert_eq!(outbox[0].text, "from b");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_not_seen_for_an_hour_is_forgotten_at_the_next_heartbeat() {
+    let (schema, url) = schema();
+    let (_a_store, a) = node(&url, "a").await;
+    let (_b_store, b) = node(&url, "b").await;
+    a.heartbeat(10).await.unwrap();
+    b.heartbeat(10).await.unwrap();
+    admin(&format!(
+        "UPDATE {schema}.nodes SET last_seen = now() - interval '59 minutes' WHERE id = 'b'"
+    ));
+    a.heartbeat(10).await.unwrap();
+    let listed: Vec<String> = a.nodes().await.unwrap().into_iter().map(|n| n.id).collect();
+    assert_eq!(
+        listed,
+        ["a", "b"],
+        "a node gone for less than an hour is still listed"
+    );
+    admin(&format!(
+        "UPDATE {schema}.nodes SET last_seen = now() - interval '61 minutes' WHERE id = 'b'"
+    ));
+    a.heartbeat(10).await.unwrap();
+    let listed: Vec<String> = a.nodes().await.unwrap().into_iter().map(|n| n.id).collect();
+    assert_eq!(listed, ["a"]);
+}

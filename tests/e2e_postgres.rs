@@ -240,3 +240,18 @@ async fn a_second_process_on_the_same_database_is_refused_and_the_cli_asks_the_g
     assert!(out.status.success(), "{text}");
     assert!(!text.contains("gateway: running"), "{text}");
 }
+
+#[tokio::test]
+async fn chat_on_a_cluster_config_exits_2_pointing_at_chela_agent() {
+    let s = TgSetup::with(TgConfig {
+        tables: "[cluster]\nenabled = true\n",
+        ..TgConfig::default()
+    })
+    .await;
+    let mut cmd = s.setup.chela(&["chat"]);
+    cmd.env("CHELA_STORE_URL", fresh_store_url().await);
+    let out = common::run_to_end(cmd).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("chela agent"), "{stderr}");
+}

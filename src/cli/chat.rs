@@ -50,6 +50,15 @@ impl ChatOptions {
 /// (after the last reply) exits. Lines piped in are handled in input order, and the exit
 /// status is 1 when a turn failed.
 pub async fn chat(loaded: LoadedConfig, options: ChatOptions) -> ExitCode {
+    if loaded.config.cluster.enabled {
+        // It would join the cluster as a node of its own and take sessions from the others.
+        eprintln!(
+            "chela: chat does not run on a cluster config ([cluster] enabled): talk to the \
+             running nodes with `chela agent --message TEXT` (through a node's RPC), or use a \
+             config without [cluster] and its own store"
+        );
+        return ExitCode::from(2);
+    }
     let session = match options.session.as_deref().map(SessionKey::parse) {
         None => None,
         Some(Ok(key)) => Some(key.to_string()),

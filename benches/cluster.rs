@@ -1,0 +1,320 @@
+//! Several gateways on one PostgreSQL (README "Running on several machines"): the release
+//! `chela gateway` binary against `FakeTelegram` (long polling) and a zero-delay `FakeModel`.
+//!
+//! Run with `scripts/with-pg.sh cargo bench --bench cluster` (it needs `CHELA_STORE_URL`;
+//! each setup gets a fresh schema). Reports figures only; nothing here asserts a time.
+//!
+//! - **Load:** [`USERS`] users each send [`TURNS`] messages, one after the other (the next once
+//!   the reply to the previous one is in the fake); reply latency is from the message reaching
+//!   the fake to the reply reaching it. Run against one node on the embedded store, one node
+//!   on PostgreSQL, and three nodes on PostgreSQL (`[cluster] enabled`, one of them polling);
+//!   RSS per node at the end.
+//! - **Failover:** with three nodes, the node running a chat's session is killed with kill -9
+//!   and the chat sends a message at once; the time until its reply arrives, [`FAILOVERS`]
+//!   times (the killed node is started again and the partitions spread before the next).
+
+mod common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chela_testkit::telegram::{ChatSpec, UserSpec};
+use chela_testkit::{FakeModel, FakeTelegram};
+use common::{BenchResult, Summary, memory_of, mib, ms, row, table, tg_gateway};
+use tokio::process::{Child, Command};
+
+/// Users of the load.
+const USERS: i64 = 20;
+/// Messages per user.
+const TURNS: usize = 25;
+/// Kill -9 rounds of the failover.
+const FAILOVERS: usize = 5;
+/// `[cluster] lease_s` of the nodes.
+const LEASE_S: u64 = 3;
+/// Nodes of the cluster setups.
+const NODES: usize = 3;
+/// Longest wait for one reply.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How often a waiting user looks for its reply.
+const POLL: Duration = Duration::from_millis(1);
+/// The first user id (private chat id = user id).
+const FIRST_USER: i64 = 500;
+
+/// A fresh schema of `CHELA_STORE_URL`'s database: its store URL.
+async fn fresh_schema(base: &str) -> BenchResult<String> {
+    let schema = format!("bench{}", uuid::Uuid::new_v4().simple());
+    let (client, connection) = tokio_postgres::connect(base, tokio_postgres::NoTls).await?;
+    tokio::spawn(connection);
+    client
+        .batch_execute(&format!("CREATE SCHEMA {schema}"))
+        .await?;
+    let sep = if base.contains('?') { '&' } else { '?' };
+    Ok(format!("{base}{sep}options=-csearch_path%3D{schema}"))
+}
+
+/// One setup: the fakes, the nodes' folders and processes.
+struct Setup {
+    model: FakeModel,
+    tg: Arc<FakeTelegram>,
+    dir: tempfile::TempDir,
+    /// `None`: the embedded store.
+    url: Option<String>,
+    cluster: bool,
+    nodes: Vec<Option<Child>>,
+}
+
+impl Setup {
+    async fn new(url: Option<String>, cluster: bool) -> BenchResult<Setup> {
+        let model = FakeModel::start().await?;
+        let tg = Arc::new(FakeTelegram::start().await?);
+        for user in FIRST_USER..FIRST_USER + USERS {
+            tg.add_chat(ChatSpec::private(user));
+        }
+        Ok(Setup {
+            model,
+            tg,
+            dir: tempfile::tempdir()?,
+            url,
+            cluster,
+            nodes: Vec::new(),
+        })
+    }
+
+    /// Starts node `i` (again) in `<dir>/node<i>`.
+    fn start(&mut self, i: usize) -> BenchResult {
+        let dir = self.dir.path().join(format!("node{i}"));
+        std::fs::create_dir_all(&dir)?;
+        let extra = match self.cluster {
+            true => format!("[cluster]\nenabled = true\nlease_s = {LEASE_S}\nnode_id = \"n{i}\"\n"),
+            false => String::new(),
+        };
+        tg_gateway::write_config(&dir, &self.model, &self.tg, &extra)?;
+        let child = spawn(&dir, self.url.as_deref())?;
+        if self.nodes.len() <= i {
+            self.nodes.resize_with(i + 1, || None);
+        }
+        self.nodes[i] = Some(child);
+        Ok(())
+    }
+
+    /// RSS of each running node.
+    fn rss(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .flatten()
+            .filter_map(|c| c.id())
+            .filter_map(|pid| memory_of(&pid.to_string()).ok())
+            .map(|m| mib(m.rss_kib))
+            .collect()
+    }
+}
+
+/// `chela gateway` in `dir` with a clean environment; on PostgreSQL when `url` is given.
+fn spawn(dir: &Path, url: Option<&str>) -> BenchResult<Child> {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_chela"));
+    cmd.env_clear()
+        .env("HOME", dir)
+        .env("USER", "bench")
+        .env("CHELA_RPC_LISTEN", "")
+        .env("RUST_LOG", "error")
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .current_dir(dir)
+        .arg("--config")
+        .arg(dir.join("config.toml"))
+        .arg("gateway")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    if let Some(url) = url {
+        cmd.env("CHELA_STORE_URL", url);
+    }
+    Ok(cmd.spawn()?)
+}
+
+/// Sends `text` from `user` and waits for the reply; its latency.
+async fn turn(tg: &FakeTelegram, user: i64, text: &str) -> BenchResult<Duration> {
+    let before = tg.sent(user).len();
+    let started = Instant::now();
+    tg.user_sends(ChatSpec::private(user), UserSpec::new(user, "u"), text);
+    let want = format!("ok: {text}");
+    while started.elapsed() < REPLY_TIMEOUT {
+        let sent = tg.sent(user);
+        if sent.len() > before && sent.iter().skip(before).any(|m| m.text == want) {
+            return Ok(started.elapsed());
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    Err(format!("no reply to {text:?} within {REPLY_TIMEOUT:?}").into())
+}
+
+/// The load: every user's turns, users at once; (latencies, wall time).
+async fn load(tg: &Arc<FakeTelegram>, round: &str) -> BenchResult<(Vec<Duration>, Duration)> {
+    let started = Instant::now();
+    let mut users = Vec::new();
+    for user in FIRST_USER..FIRST_USER + USERS {
+        let tg = tg.clone();
+        let round = round.to_owned();
+        users.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            for k in 0..TURNS {
+                latencies.push(turn(&tg, user, &format!("{round} u{user} m{k}")).await?);
+            }
+            Ok::<_, Box<dyn std::error::Error + Send + Sync>>(latencies)
+        }));
+    }
+    let mut all = Vec::new();
+    for user in users {
+        all.extend(user.await??);
+    }
+    Ok((all, started.elapsed()))
+}
+
+/// Runs the load on `nodes` nodes; prints its table.
+async fn measure(title: &str, url: Option<String>, nodes: usize) -> BenchResult {
+    let mut s = Setup::new(url, nodes > 1).await?;
+    for i in 0..nodes {
+        s.start(i)?;
+    }
+    tg_gateway::wait_polling(&s.tg).await?;
+    if nodes > 1 {
+        wait_spread(&s, nodes).await?;
+    }
+    // A first message per user, so that sessions exist before the clock starts.
+    load_once(&s.tg).await?;
+    let (latencies, wall) = load(&s.tg, "load").await?;
+    let summary = Summary::of(&latencies).ok_or("no turns")?;
+    let turns = latencies.len();
+    table(
+        title,
+        &[
+            row("turns", format!("{turns} ({USERS} users x {TURNS})")),
+            row("reply p50", ms(summary.p50)),
+            row("reply p99", ms(summary.p99)),
+            row(
+                "throughput",
+                format!("{:.0} turns/s", turns as f64 / wall.as_secs_f64()),
+            ),
+            row("RSS per node at the end", s.rss().join(", ")),
+        ],
+    );
+    Ok(())
+}
+
+/// One message per user (not measured).
+async fn load_once(tg: &FakeTelegram) -> BenchResult {
+    for user in FIRST_USER..FIRST_USER + USERS {
+        turn(tg, user, &format!("hello u{user}")).await?;
+    }
+    Ok(())
+}
+
+/// Who holds unexpired partition leases: (node, partitions).
+async fn holders(url: &str) -> BenchResult<Vec<(String, i64)>> {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+    tokio::spawn(connection);
+    let rows = client
+        .query(
+            "SELECT node, count(*) FROM leases WHERE node IS NOT NULL AND expires > now() \
+             GROUP BY node ORDER BY node",
+            &[],
+        )
+        .await
+        .unwrap_or_default();
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+}
+
+/// Waits (2 minutes at most) until `nodes` nodes hold all 64 partitions between them.
+async fn wait_spread(s: &Setup, nodes: usize) -> BenchResult {
+    let url = s.url.as_deref().ok_or("no store URL")?;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while Instant::now() < deadline {
+        let held = holders(url).await?;
+        if held.len() == nodes && held.iter().map(|h| h.1).sum::<i64>() == 64 {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Err(format!("partitions not spread: {:?}", holders(url).await?).into())
+}
+
+/// The node (index) holding the partition of `user`'s session.
+async fn owner_of(url: &str, user: i64) -> BenchResult<usize> {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+    tokio::spawn(connection);
+    let keys = client.query("SELECT key FROM sessions", &[]).await?;
+    let suffix = format!(":{user}");
+    let key: String = keys
+        .iter()
+        .map(|r| r.get::<_, String>(0))
+        .find(|k| k.ends_with(&suffix))
+        .ok_or("no session of the user")?;
+    let partition = i32::try_from(chela::store::partition_of(&key))?;
+    let row = client
+        .query_one(
+            "SELECT node FROM leases WHERE partition = $1 AND expires > now()",
+            &[&partition],
+        )
+        .await?;
+    let node: String = row.get(0);
+    Ok(node.trim_start_matches('n').parse()?)
+}
+
+/// kill -9 of the node running a chat's session, [`FAILOVERS`] times; prints the table.
+async fn failover(url: String) -> BenchResult {
+    let mut s = Setup::new(Some(url.clone()), true).await?;
+    for i in 0..NODES {
+        s.start(i)?;
+    }
+    tg_gateway::wait_polling(&s.tg).await?;
+    wait_spread(&s, NODES).await?;
+    load_once(&s.tg).await?;
+    let mut times = Vec::new();
+    let mut rows = Vec::new();
+    for round in 0..FAILOVERS {
+        let user = FIRST_USER + round as i64;
+        let owner = owner_of(&url, user).await?;
+        if let Some(mut node) = s.nodes[owner].take() {
+            node.start_kill()?;
+            let _ = node.wait().await;
+        }
+        let took = turn(&s.tg, user, &format!("after kill {round}")).await?;
+        rows.push(row(
+            format!("round {} (node n{owner})", round + 1),
+            ms(took),
+        ));
+        times.push(took);
+        s.start(owner)?;
+        wait_spread(&s, NODES).await?;
+    }
+    let summary = Summary::of(&times).ok_or("no rounds")?;
+    rows.push(row("median", ms(summary.p50)));
+    table(
+        &format!("failover after kill -9, three nodes, lease_s = {LEASE_S}"),
+        &rows,
+    );
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> BenchResult {
+    let url = std::env::var("CHELA_STORE_URL").unwrap_or_default();
+    if url.is_empty() {
+        return Err(
+            "CHELA_STORE_URL is not set: run scripts/with-pg.sh cargo bench --bench cluster".into(),
+        );
+    }
+    println!("chela cluster bench (release gateways, FakeTelegram long polling, FakeModel)");
+    measure("one node, embedded store (redb)", None, 1).await?;
+    measure("one node, PostgreSQL", Some(fresh_schema(&url).await?), 1).await?;
+    measure(
+        "three nodes, PostgreSQL",
+        Some(fresh_schema(&url).await?),
+        NODES,
+    )
+    .await?;
+    failover(fresh_schema(&url).await?).await?;
+    Ok(())
+}

@@ -115,7 +115,7 @@ pub fn turn_of(job: &CronJob, to: Conversation, due_ms: u64, now_ms: u64) -> Pen
     let text = if heartbeat {
         job.message.clone()
     } else {
-        format!("[Scheduled job `{}`] {}", job.id, job.message)
+        format!("[Scheduled job {}] {}", job.id, job.message)
     };
     PendingTurn {
         session_key: job.session_key.clone(),

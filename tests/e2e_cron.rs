@@ -24,6 +24,26 @@ async fn a_job_the_agent_schedules_fires_into_the_chat() {
     s.tg.user_sends(
         chat,
         ann,
+        r#"tool cron {"action": "add", "id": "hourly", "every": "1h", "message": "hourly check"}"#,
+    );
+    gw.wait(&s, "the second confirmation", |s| {
+        s.texts(42)
+            .iter()
+            .any(|t| t.contains("done: Scheduled: hourly"))
+    })
+    .await;
+    let (chat, ann) = dm(42, "Ann");
+    s.tg.user_sends(chat, ann, "/status");
+    gw.wait(&s, "/status with the next run", |s| {
+        s.texts(42)
+            .iter()
+            .any(|t| t.contains("Next run: hourly at ") && t.contains("(every 1h)"))
+    })
+    .await;
+    let (chat, ann) = dm(42, "Ann");
+    s.tg.user_sends(
+        chat,
+        ann,
         r#"tool cron {"action": "add", "id": "soon", "at": "in 2s", "message": "ping from the job"}"#,
     );
     gw.wait(&s, "the tool's confirmation", |s| {
@@ -37,6 +57,13 @@ async fn a_job_the_agent_schedules_fires_into_the_chat() {
         .await;
     gw.stop().await;
     assert_eq!(s.texts(42).iter().filter(|t| **t == want).count(), 1);
+    let (ok, status) = s.cli(&["status"]).await;
+    assert!(ok, "{status}");
+    // The one-shot job went after its run; the hourly one waits.
+    assert!(
+        status.contains("scheduled jobs: 1\n  hourly  every 1h  next "),
+        "{status}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

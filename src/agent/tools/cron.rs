@@ -77,25 +77,22 @@ impl Tool for CronTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "cron".to_string(),
-            description: "Schedule turns of this conversation: reminders, periodic checks. \
-                          action=add with `message` (what you will be asked when it fires) and \
-                          one of `cron` (five fields, min hour day month weekday, with `tz` \
-                          such as Europe/Berlin), `at` (RFC 3339 time or `in 20m`) or `every` \
-                          (`30m`); action=list; action=remove or run (now) with `id`. When a \
-                          job fires, your answer goes to this chat."
+            description: "Schedule turns of this chat. add: `message` plus `cron` (5 fields, \
+                          with `tz`), `at` (RFC 3339 or `in 20m`) or `every` (`30m`); list; \
+                          remove/run with `id`."
                 .to_string(),
             parameters: json!({
                 "type": "object",
                 "properties": {
                     "action": {"type": "string", "enum": ["add", "list", "remove", "run"]},
-                    "id": {"type": "string", "description": "The job's id (remove, run; optional for add)"},
-                    "message": {"type": "string", "description": "add: the prompt of the scheduled turn"},
-                    "cron": {"type": "string", "description": "add: five-field cron expression"},
-                    "tz": {"type": "string", "description": "add: IANA time zone of `cron`"},
-                    "at": {"type": "string", "description": "add: one-shot time, RFC 3339 or `in 20m`"},
-                    "every": {"type": "string", "description": "add: interval such as `30m`"},
-                    "missed": {"type": "string", "enum": ["run_once", "skip"], "description": "add: a run missed while offline runs once (default) or is skipped"},
-                    "target": {"type": "string", "description": "add: another session's key (owners only)"}
+                    "id": {"type": "string"},
+                    "message": {"type": "string"},
+                    "cron": {"type": "string"},
+                    "tz": {"type": "string"},
+                    "at": {"type": "string"},
+                    "every": {"type": "string"},
+                    "missed": {"type": "string", "enum": ["run_once", "skip"]},
+                    "target": {"type": "string", "description": "another session's key (owners only)"}
                 },
                 "required": ["action"]
             }),

@@ -127,11 +127,11 @@ async fn heartbeat(prompt: &str) -> (TgSetup, common::telegram::Gateway) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_heartbeat_that_is_ok_stays_silent() {
-    let (s, mut gw) = heartbeat("say HEARTBEAT_OK").await;
+    let (s, mut gw) = heartbeat("verbatim HEARTBEAT_OK").await;
     gw.wait(&s, "three beats", |s| {
         s.asked()
             .iter()
-            .filter(|a| *a == "say HEARTBEAT_OK")
+            .filter(|a| *a == "verbatim HEARTBEAT_OK")
             .count()
             >= 3
     })
@@ -150,7 +150,7 @@ async fn a_heartbeat_that_is_ok_stays_silent() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_heartbeat_with_something_to_say_is_delivered() {
-    let (s, mut gw) = heartbeat("say The nightly build is red.").await;
+    let (s, mut gw) = heartbeat("verbatim The nightly build is red.").await;
     gw.wait(&s, "the alert", |s| {
         s.texts(42).iter().any(|t| t == "The nightly build is red.")
     })

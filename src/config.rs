@@ -15,6 +15,7 @@ mod macros;
 mod acp;
 mod channels;
 mod cluster;
+mod cron;
 mod delivery;
 mod env;
 mod error;
@@ -38,6 +39,7 @@ pub use channels::{
     TelegramConfig,
 };
 pub use cluster::ClusterConfig;
+pub use cron::{CronEntry, HEARTBEAT_PROMPT, HeartbeatConfig, TargetConfig, is_valid_job_id};
 pub use delivery::{DEFAULT_DELIVERY_TTL, DeliveryConfig};
 pub use env::{
     SubstError, chela_secrets_present, is_chela_secret, substitute, substitute_required,
@@ -122,7 +124,8 @@ impl Config {
             .check()
             .and(config.delivery.check())
             .and(config.media.check())
-            .and(config.cluster.check(config.store.is_postgres()));
+            .and(config.cluster.check(config.store.is_postgres()))
+            .and(cron::check(&config.cron, &config.heartbeat));
         if let Err((key, message)) = checked {
             return Err(ConfigError::Invalid {
                 location: None,

@@ -59,6 +59,8 @@ pub struct AgentPorts {
     pub sessions: tools::sessions::SessionsPort,
     /// Exec approvals.
     pub approver: approval::ApproverPort,
+    /// `cron`'s jobs.
+    pub cron: tools::cron::CronPort,
 }
 
 /// The model backend `config` names (fails on a provider it cannot set up).
@@ -84,6 +86,9 @@ pub fn build(
         spawner: ports.spawner,
     }));
     tools.extend(tools::sessions::tools(&ports.sessions));
+    tools.push(std::sync::Arc::new(tools::cron::CronTool {
+        api: ports.cron,
+    }));
     let skills = skills::load(config);
     let system_prompt = context::system_prompt(&context::PromptParts {
         identity: &config.agent.identity,

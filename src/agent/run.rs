@@ -223,7 +223,7 @@ impl Agent {
 
 impl Agent {
     /// The tools a run of session `key` may use: its conversation's policy, or for a
-    /// sub-agent its parent's, without `sessions_spawn` (sub-agents do not nest). A store
+    /// sub-agent its parent's, without `sessions_spawn` (sub-agents do not nest) and `cron`. A store
     /// failure leaves a sub-agent no tools rather than the wrong ones.
     pub fn allowed_for(&self, key: &str) -> crate::agent::policy::Allowed {
         use crate::agent::policy::Scope;
@@ -238,6 +238,8 @@ impl Agent {
             Some(parent) => {
                 let mut allowed = self.policy.resolve(&Scope::of(&parent));
                 allowed.remove("sessions_spawn");
+                // Nor do they schedule turns: a job would fire into a chat-less session.
+                allowed.remove("cron");
                 allowed
             }
             None => self.policy.resolve(&Scope::of(key)),

@@ -85,6 +85,7 @@ pub const TOOL_NAMES: &[&str] = &[
     "sessions_list",
     "sessions_history",
     "sessions_spawn",
+    "cron",
 ];
 
 /// Names that stand for several tools in `allow` and `deny` (`"*"` stands for all).

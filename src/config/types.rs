@@ -43,6 +43,11 @@ pub struct Config {
     pub cluster: super::cluster::ClusterConfig,
     /// `[media]`: files that come with chat messages.
     pub media: super::media::MediaConfig,
+    /// `[[cron]]`: scheduled jobs kept in the config.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cron: Vec<super::cron::CronEntry>,
+    /// `[heartbeat]`: a periodic turn that reads `HEARTBEAT.md`.
+    pub heartbeat: super::cron::HeartbeatConfig,
     /// The folder the config file is in (relative paths were resolved against it); set by
     /// loading, never read from the file. The exec sandbox keeps it out of reach.
     #[serde(skip)]

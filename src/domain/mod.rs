@@ -5,10 +5,12 @@
 //! - [`message`]: the conversation model (transcript schema v4) and the clock (`now_ms`).
 //! - [`events`]: the typed event stream of a run (the run bus's payload).
 //! - [`run`]: how a run ended, its finished record, its id and its live events.
+//! - [`schedule`]: when scheduled jobs run: cron in a time zone, one-shot times, intervals.
 //! - [`text`]: excerpts of user input for answers, blank-message detection.
 
 pub mod events;
 pub mod message;
 pub mod run;
+pub mod schedule;
 pub mod session_key;
 pub mod text;

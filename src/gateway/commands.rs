@@ -165,7 +165,28 @@ async fn status(ctx: &dyn CommandContext, key: &str) -> String {
     if let Some(binding) = ctx.acp().status(key).await {
         lines.push(binding);
     }
+    lines.extend(next_runs(ctx, key));
     lines.join("\n")
+}
+
+/// The next runs of session `key`'s scheduled jobs, soonest first (README "Schedules and
+/// heartbeat").
+fn next_runs(ctx: &dyn CommandContext, key: &str) -> Vec<String> {
+    let Ok(mut jobs) = ctx.store().cron_jobs() else {
+        return Vec::new();
+    };
+    jobs.retain(|job| job.session_key == key);
+    jobs.sort_by_key(|job| job.next_ms.unwrap_or(u64::MAX));
+    jobs.iter()
+        .filter_map(|job| {
+            let next = crate::domain::schedule::iso(job.next_ms?);
+            Some(format!(
+                "Next run: {} at {next} ({})",
+                job.id,
+                job.schedule.describe()
+            ))
+        })
+        .collect()
 }
 
 /// `provider/model` of session `key`, saying whether it is the session's own choice.

@@ -425,32 +425,42 @@ async fn enqueue(
     inbound: Inbound,
 ) -> Result<Option<u64>, SinkError> {
     let dedupe = crate::store::dedupe_key(&inbound);
-    {
-        let pending = PendingTurn {
-            session_key: key.clone(),
-            inbound,
-            queued_ms: crate::domain::message::now_ms(),
-        };
-        let Some(seq) = core
-            .store
-            .enqueue_unique(&dedupe, &pending)
-            .await
-            .map_err(|e| SinkError(e.to_string()))?
-        else {
-            tracing::debug!(session = %key, "duplicate inbound dropped");
-            return Ok(None);
-        };
-        if core.cluster.is_some() {
-            // The node holding the session's partition reads it from the queue, woken by
-            // the store (see `cluster`).
-            return Ok(Some(seq));
-        }
-        core.lanes
-            .submit(&key, queued_turn(seq, &pending))
-            .await
-            .map_err(|e| SinkError(e.to_string()))?;
-        Ok(Some(seq))
+    let pending = PendingTurn {
+        session_key: key,
+        inbound,
+        queued_ms: crate::domain::message::now_ms(),
+    };
+    enqueue_keyed(core, pending, &dedupe).await
+}
+
+/// Durably queues `pending` unless `dedupe` was queued before, and hands it to its lane (on
+/// a cluster, the partition's holder reads it from the queue); its seq, or `None` for a
+/// duplicate. Scheduled turns come here with their own key (`cron::run_key`).
+pub(super) async fn enqueue_keyed(
+    core: &Arc<Core>,
+    pending: PendingTurn,
+    dedupe: &str,
+) -> Result<Option<u64>, SinkError> {
+    let key = pending.session_key.clone();
+    let Some(seq) = core
+        .store
+        .enqueue_unique(dedupe, &pending)
+        .await
+        .map_err(|e| SinkError(e.to_string()))?
+    else {
+        tracing::debug!(session = %key, "duplicate inbound dropped");
+        return Ok(None);
+    };
+    if core.cluster.is_some() {
+        // The node holding the session's partition reads it from the queue, woken by
+        // the store (see `cluster`).
+        return Ok(Some(seq));
     }
+    core.lanes
+        .submit(&key, queued_turn(seq, &pending))
+        .await
+        .map_err(|e| SinkError(e.to_string()))?;
+    Ok(Some(seq))
 }
 
 impl Router {

@@ -8,6 +8,7 @@ pub mod ask;
 pub mod cluster;
 pub mod command_context;
 pub mod commands;
+pub mod cron;
 pub mod files;
 pub mod intake;
 mod intake_lease;
@@ -110,6 +111,8 @@ pub struct Core {
     /// This node's membership when several gateways share the store (`[cluster]`); `None`:
     /// this process runs every session.
     pub cluster: Option<Arc<cluster::Cluster>>,
+    /// Wakes the scheduler (`cron`) when jobs change.
+    pub cron_wake: Arc<tokio::sync::Notify>,
 }
 
 impl Core {
@@ -281,6 +284,7 @@ impl Gateway {
                     core: weak.clone(),
                 })),
                 approver: Some(Arc::new(approvals::ChatApprover { core: weak.clone() })),
+                cron: Some(Arc::new(cron::port::GatewayCron { core: weak.clone() })),
             };
             let agent =
                 crate::agent::build(&config, store.clone(), shutdown.clone(), provider, ports);
@@ -289,6 +293,7 @@ impl Gateway {
             Core {
                 outbox,
                 cluster,
+                cron_wake: Arc::new(tokio::sync::Notify::new()),
                 acp: crate::acp::AcpManager::new(&config, store.clone(), Some(asker)),
                 questions: ask::Questions::default(),
                 approvals: approvals::Approvals::default(),
@@ -312,6 +317,8 @@ impl Gateway {
         } else {
             recover::recover(&core).await;
         }
+        // Every node runs the scheduler: a run's dedupe key makes one node's enqueue win.
+        cron::start(&core).await;
         tokio::spawn(recover::housekeeping(Arc::downgrade(&core)));
         tokio::spawn(recover::acp_housekeeping(Arc::downgrade(&core)));
         Ok(Gateway {

@@ -79,6 +79,17 @@ fn ranges(partitions: &[u32]) -> String {
     out.join(", ")
 }
 
+/// The scheduled jobs of `store`, soonest first, one line each.
+fn job_lines(store: &Store) -> Result<Vec<String>, StoreError> {
+    let now_ms = crate::domain::message::now_ms();
+    let mut jobs = store.cron_jobs()?;
+    jobs.sort_by_key(|job| job.next_ms.unwrap_or(u64::MAX));
+    Ok(jobs
+        .iter()
+        .map(|job| super::cron::jobs::describe(job, now_ms))
+        .collect())
+}
+
 /// A snapshot of the gateway's state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -112,6 +123,9 @@ pub struct StatusReport {
     /// The nodes sharing the store (`[cluster]`), by id; empty otherwise.
     #[serde(default)]
     pub nodes: Vec<NodeLine>,
+    /// The scheduled jobs, soonest first, one line each (id, schedule, next run, session).
+    #[serde(default)]
+    pub jobs: Vec<String>,
 }
 
 impl StatusReport {
@@ -164,6 +178,7 @@ impl StatusReport {
                 let nodes = store.cluster_nodes()?;
                 nodes.into_iter().map(|n| NodeLine::of(n, now_ms)).collect()
             },
+            jobs: job_lines(store)?,
         })
     }
 
@@ -209,6 +224,12 @@ impl StatusReport {
             let _ = writeln!(out, "undecodable updates skipped:");
             for (account, n) in &self.skipped_updates {
                 let _ = writeln!(out, "  {account}: {n}");
+            }
+        }
+        if !self.jobs.is_empty() {
+            let _ = writeln!(out, "scheduled jobs: {}", self.jobs.len());
+            for job in &self.jobs {
+                let _ = writeln!(out, "  {job}");
             }
         }
         if !self.nodes.is_empty() {
@@ -258,9 +279,14 @@ mod tests {
             dead_letters: Vec::new(),
             skipped_updates: BTreeMap::new(),
             nodes: Vec::new(),
+            jobs: vec![
+                "soon  at 2030-01-01T00:00:00Z  next 2030-01-01T00:00:00Z (in 5m)  k  \"hi\""
+                    .into(),
+            ],
         };
         let text = report.render();
         assert!(!text.contains("nodes:"), "{text}");
+        assert!(text.contains("scheduled jobs: 1\n  soon  at "), "{text}");
         assert!(text.contains("channels: rpc, terminal\n"), "{text}");
         assert!(text.contains("live runs: 1\n  agent:main:main\n"), "{text}");
         assert!(
@@ -309,6 +335,7 @@ mod tests {
                 ),
                 node("b", Vec::new(), Vec::new()),
             ],
+            jobs: Vec::new(),
         };
         let text = report.render();
         assert!(

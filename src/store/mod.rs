@@ -12,6 +12,7 @@
 //! - [`BindingStore`]: coding-agent bindings, sub-agent links, reply targets.
 //! - [`PairingStore`]: DM pairing codes, approved senders, owners.
 //! - [`CursorStore`]: platform cursors and kept group context.
+//! - [`CronStore`]: scheduled jobs and when each next runs.
 //! - [`BaseStore`]: `flush`, making buffered writes durable.
 //!
 //! Two backends implement the traits and pass the contract tests (`contract_tests/`):
@@ -47,11 +48,11 @@ pub use self::sled::{CACHE_CAPACITY, SledStore};
 pub use engine::{holds_redb, holds_sled, resolve as resolve_engine};
 pub use entry::{Entry, EntryKind, Item, SessionHeader, TRANSCRIPT_VERSION};
 pub use ports::{
-    Backend, BaseStore, Binding, BindingStore, CODE_TTL_MS, Coordinator, CursorStore,
-    DeliveryStore, Lease, MAX_PENDING, NodeInfo, OutboxEntry, PARTITIONS, PairingOutcome,
-    PairingRequest, PairingStore, PendingTurn, QueueStore, ReplyJournal, SUMMARY_HEADING,
-    SessionMeta, SessionStore, StoreFuture, SubagentLink, SubagentState, WindowMessage, dedupe_key,
-    partition_of,
+    Backend, BaseStore, Binding, BindingStore, CODE_TTL_MS, Coordinator, CronJob, CronOrigin,
+    CronStore, CursorStore, DeliveryStore, Lease, MAX_PENDING, NodeInfo, OutboxEntry, PARTITIONS,
+    PairingOutcome, PairingRequest, PairingStore, PendingTurn, QueueStore, ReplyJournal,
+    SUMMARY_HEADING, SessionMeta, SessionStore, StoreFuture, SubagentLink, SubagentState,
+    WindowMessage, dedupe_key, partition_of,
 };
 
 /// The high-water file beside store folder `store` (`<store>.highwater`), if it has a name.

@@ -5,12 +5,14 @@
 //!   PTY, or in the background.
 //! - [`process`]: the background processes `exec` started: poll, log, input, kill.
 //! - [`sessions`]: `message`, `sessions_list`, `sessions_history` (the gateway does them).
+//! - [`cron`]: `cron`, scheduled turns of the session (the gateway keeps and fires them).
 //! - [`spawn`]: `sessions_spawn`, handing a task to a coding agent (the gateway does it).
 //! - [`truncate`]: head-and-tail shortening of output with the total size stated.
 
 mod ansi;
 mod args;
 mod capture;
+pub mod cron;
 pub mod edit;
 pub mod exec;
 mod group;

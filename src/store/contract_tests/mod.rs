@@ -14,6 +14,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod cron;
 mod delivery;
 mod links;
 mod queue;
@@ -21,6 +22,7 @@ mod sessions;
 
 use chela_channel::{ChatKind, Conversation, Inbound, Sender};
 
+pub(crate) use cron::*;
 pub(crate) use delivery::*;
 pub(crate) use links::*;
 pub(crate) use queue::*;
@@ -66,6 +68,8 @@ macro_rules! store_contract_tests {
             export_import_round_trip_is_byte_identical,
             import_refuses_bad_input_and_existing_sessions,
             buffered_writes_are_durable_after_flush,
+            cron_jobs_round_trip_durably,
+            advance_cron_moves_a_job_past_a_run_once,
         );
     };
     (@each $harness:expr; $($check:ident),* $(,)?) => {

@@ -24,6 +24,7 @@
 
 mod bindings;
 mod cluster;
+mod cron;
 mod cursors;
 mod delivery;
 mod pairing;
@@ -34,6 +35,7 @@ use chela_channel::BoxFuture;
 
 pub use bindings::{Binding, BindingStore, SubagentLink, SubagentState};
 pub use cluster::{Coordinator, Lease, NodeInfo, PARTITIONS, partition_of};
+pub use cron::{CronJob, CronOrigin, CronStore};
 pub use cursors::CursorStore;
 pub use delivery::{DeliveryStore, OutboxEntry, ReplyJournal};
 pub use pairing::{CODE_TTL_MS, MAX_PENDING, PairingOutcome, PairingRequest, PairingStore};
@@ -82,6 +84,7 @@ pub trait Backend:
     + BindingStore
     + PairingStore
     + CursorStore
+    + CronStore
     + Send
     + Sync
 {
@@ -95,6 +98,7 @@ impl<T> Backend for T where
         + BindingStore
         + PairingStore
         + CursorStore
+        + CronStore
         + Send
         + Sync
 {

@@ -44,6 +44,7 @@
 
 mod cluster;
 mod conn;
+mod cron;
 mod delivery;
 mod jsonl;
 mod links;

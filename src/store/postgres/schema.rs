@@ -12,6 +12,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_cluster.sql"),
     include_str!("migrations/0003_intake.sql"),
+    include_str!("migrations/0004_cron.sql"),
 ];
 
 /// The schema version this binary writes and reads.

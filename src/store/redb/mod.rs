@@ -22,6 +22,7 @@
 //! [`CursorStore`]: super::CursorStore
 
 mod bindings;
+mod cron;
 mod cursors;
 mod delivery;
 mod flusher;
@@ -70,11 +71,13 @@ const GROUP_HISTORY: Bytes = TableDefinition::new("group_history");
 const REPLY_JOURNAL: Bytes = TableDefinition::new("reply_journal");
 /// seq -> JSON `RunRecord` of the run that answered it (pruned after a while).
 const FINISHED: Bytes = TableDefinition::new("finished");
+/// id -> JSON `CronJob`.
+const CRON: Bytes = TableDefinition::new("cron");
 /// The store's own counters: generation, rollback floor, next id.
 const META: Bytes = TableDefinition::new("meta");
 
 /// Every table, by name (what `store migrate` copies and counts).
-pub(crate) const TABLES: [(&str, Bytes); 17] = [
+pub(crate) const TABLES: [(&str, Bytes); 18] = [
     ("sessions", SESSIONS),
     ("transcript", TRANSCRIPT),
     ("entry_ids", ENTRY_IDS),
@@ -91,6 +94,7 @@ pub(crate) const TABLES: [(&str, Bytes); 17] = [
     ("group_history", GROUP_HISTORY),
     ("reply_journal", REPLY_JOURNAL),
     ("finished", FINISHED),
+    ("cron", CRON),
     ("meta", META),
 ];
 

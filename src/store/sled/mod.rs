@@ -21,6 +21,7 @@
 //! [`CursorStore`]: super::CursorStore
 
 mod bindings;
+mod cron;
 mod cursors;
 mod dedupe;
 mod delivery;
@@ -84,6 +85,8 @@ struct Inner {
     reply_journal: sled::Tree,
     /// seq -> JSON `RunRecord` of the run that answered it (pruned after a while).
     finished: sled::Tree,
+    /// id -> JSON `CronJob`.
+    cron: sled::Tree,
 }
 
 /// The high-water file beside store folder `store` (see `highwater.rs`), if it has a name.
@@ -173,6 +176,7 @@ impl SledStore {
             group_history: tree("group_history")?,
             reply_journal: tree("reply_journal")?,
             finished: tree("finished")?,
+            cron: tree("cron")?,
             rollback_floor_ms: highwater::stored_floor(&db)?,
             flusher: flusher::Flusher::start(db.clone(), generation, highwater)?,
             db,

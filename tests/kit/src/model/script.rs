@@ -161,6 +161,7 @@ impl Script {
                 chunks: chunk(&long_text(n), LONG_CHUNK),
                 ..Answer::default()
             }),
+            Some(Directive::Verbatim(text)) => Reply::Answer(Answer::text(text)),
             None => Reply::Answer(Answer::text(&format!("ok: {user}"))),
         }
     }
@@ -195,6 +196,8 @@ enum Directive<'a> {
     Error(StatusCode),
     RateLimit(u64),
     Long(usize),
+    /// `verbatim <text>`: answer exactly `<text>`.
+    Verbatim(&'a str),
 }
 
 impl<'a> Directive<'a> {
@@ -233,6 +236,7 @@ impl<'a> Directive<'a> {
                 Some(Directive::Slow(ms.parse().ok()?, n.trim().parse().ok()?))
             }
             "stall" => Some(Directive::Stall),
+            "verbatim" if !rest.is_empty() => Some(Directive::Verbatim(rest)),
             "error" => {
                 let status = StatusCode::from_u16(rest.parse().ok()?).ok()?;
                 (status.is_client_error() || status.is_server_error())

@@ -1,0 +1,272 @@
+//! Making, listing, removing and running jobs: what the `cron` tool, the RPC (`chela cron`)
+//! and the config's `[[cron]]` and `[heartbeat]` do through one set of rules.
+
+use std::sync::Arc;
+
+use chela_channel::{ChatKind, Conversation};
+use tokio::sync::Notify;
+
+use super::{CronError, heartbeat, run_key, turn_of};
+use crate::config::{Config, TargetConfig, is_valid_job_id};
+use crate::domain::schedule::{Missed, Schedule};
+use crate::gateway::Core;
+use crate::store::{CronJob, CronOrigin, Store};
+
+/// A job to make, as asked (checked by [`build`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewJob {
+    /// Its id; `None`: one is made.
+    pub id: Option<String>,
+    /// A five-field cron expression.
+    pub cron: Option<String>,
+    /// Its IANA zone.
+    pub tz: Option<String>,
+    /// A one-shot time (RFC 3339 or `in 20m`).
+    pub at: Option<String>,
+    /// An interval (`30m`).
+    pub every: Option<String>,
+    /// The turn's prompt.
+    pub message: String,
+    /// A run missed while down.
+    pub missed: Missed,
+    /// The session it runs in.
+    pub session_key: String,
+    /// Where its answers go (`None`: where the session last replied).
+    pub target: Option<Conversation>,
+    /// Who makes it.
+    pub origin: CronOrigin,
+}
+
+/// The schedule of `cron`/`tz`, `at` or `every` (exactly one given), at `now_ms`.
+pub fn schedule_of(
+    cron: Option<&str>,
+    tz: Option<&str>,
+    at: Option<&str>,
+    every: Option<&str>,
+    now_ms: u64,
+) -> Result<Schedule, CronError> {
+    match (cron, at, every) {
+        (Some(expr), None, None) => Ok(Schedule::cron(expr, tz)?),
+        (None, Some(at), None) => Ok(Schedule::at(at, now_ms)?),
+        (None, None, Some(every)) => Ok(Schedule::every(every, now_ms)?),
+        _ => Err(CronError::Refused(
+            "give exactly one of `cron`, `at`, `every`".into(),
+        )),
+    }
+}
+
+/// Checks `new` and makes its job, due at its first run after `now_ms`.
+pub fn build(new: NewJob, now_ms: u64) -> Result<CronJob, CronError> {
+    let id = match new.id {
+        Some(id) if is_valid_job_id(&id) && id != heartbeat::HEARTBEAT_ID => id,
+        Some(id) => {
+            return Err(CronError::Refused(format!(
+                "`{id}` is not a job id: 1 to 40 letters, digits, - and _"
+            )));
+        }
+        None => format!("job-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]),
+    };
+    if new.message.trim().is_empty() {
+        return Err(CronError::Refused("the job needs a message".into()));
+    }
+    let schedule = schedule_of(
+        new.cron.as_deref(),
+        new.tz.as_deref(),
+        new.at.as_deref(),
+        new.every.as_deref(),
+        now_ms,
+    )?;
+    let next_ms = schedule.next_after(now_ms)?;
+    if next_ms.is_none() {
+        return Err(CronError::Refused("that time has passed".into()));
+    }
+    Ok(CronJob {
+        id,
+        schedule,
+        session_key: new.session_key,
+        target: new.target,
+        message: new.message.trim().to_owned(),
+        missed: new.missed,
+        origin: new.origin,
+        created_ms: now_ms,
+        next_ms,
+        last_ms: None,
+        active_hours: None,
+    })
+}
+
+/// Stores the new `job` (refused when its id is taken) and wakes the scheduler.
+pub async fn add(store: &Store, wake: &Notify, job: CronJob) -> Result<CronJob, CronError> {
+    if store.cron_job(&job.id)?.is_some() {
+        return Err(CronError::Refused(format!(
+            "a job `{}` exists already",
+            job.id
+        )));
+    }
+    store.put_cron(&job).await?;
+    wake.notify_one();
+    Ok(job)
+}
+
+/// Removes job `id` and wakes the scheduler.
+pub async fn remove(store: &Store, wake: &Notify, id: &str) -> Result<CronJob, CronError> {
+    let job = store
+        .cron_job(id)?
+        .ok_or_else(|| CronError::NotFound(id.to_owned()))?;
+    store.remove_cron(id).await?;
+    wake.notify_one();
+    Ok(job)
+}
+
+/// Runs job `id` now (its schedule is unchanged); the queued turn's seq.
+pub async fn run_now(core: &Arc<Core>, id: &str) -> Result<u64, CronError> {
+    let job = core
+        .store
+        .cron_job(id)?
+        .ok_or_else(|| CronError::NotFound(id.to_owned()))?;
+    let to = match &job.target {
+        Some(to) => to.clone(),
+        None => core.store.target(&job.session_key)?.ok_or_else(|| {
+            CronError::Refused("the job's session has no chat to answer in yet".into())
+        })?,
+    };
+    let now = crate::domain::message::now_ms();
+    let turn = turn_of(&job, to, now, now);
+    let key = format!("{}|now", run_key(&job.id, now));
+    super::super::intake::enqueue_keyed(core, turn, &key)
+        .await
+        .map_err(|e| CronError::Queue(e.to_string()))?
+        .ok_or_else(|| CronError::Queue("it was queued already".into()))
+}
+
+/// One line about `job` at `now_ms`: id, schedule, next run, session, message.
+pub fn describe(job: &CronJob, now_ms: u64) -> String {
+    use crate::domain::schedule::iso;
+    let next = match job.next_ms {
+        Some(next) if next > now_ms => format!(
+            "next {} (in {})",
+            iso(next),
+            humantime::format_duration(std::time::Duration::from_secs(
+                (next - now_ms).div_ceil(1000)
+            ))
+        ),
+        Some(next) => format!("due since {}", iso(next)),
+        None => "no next run".to_owned(),
+    };
+    format!(
+        "{}  {}  {next}  {}  {:?}",
+        job.id,
+        job.schedule.describe(),
+        job.session_key,
+        crate::domain::text::excerpt(&job.message)
+    )
+}
+
+/// The session key and conversation a config target names.
+pub fn resolve_target(config: &Config, t: &TargetConfig) -> (String, Option<Conversation>) {
+    if !t.session.trim().is_empty() {
+        return (t.session.trim().to_owned(), None);
+    }
+    let account = match t.account.trim() {
+        "" => "default",
+        a => a,
+    };
+    let conversation = Conversation {
+        channel: t.channel.trim().to_owned(),
+        account: account.to_owned(),
+        kind: if t.group {
+            ChatKind::Group
+        } else {
+            ChatKind::Direct
+        },
+        chat_id: t.chat.trim().to_owned(),
+        thread_id: None,
+    };
+    let key = crate::domain::session_key::build(
+        &config.agent.id,
+        &conversation,
+        &conversation.chat_id,
+        config.session.dm_scope,
+        &config.session.identity_links,
+    )
+    .to_string();
+    (key, Some(conversation))
+}
+
+/// The jobs the config asks for (`[[cron]]`, `[heartbeat]`), due after `now_ms`.
+fn configured(config: &Config, now_ms: u64) -> Vec<CronJob> {
+    let mut out = Vec::new();
+    for entry in &config.cron {
+        let Ok(schedule) = entry.schedule(now_ms) else {
+            continue; // refused by the config check
+        };
+        let (session_key, target) = resolve_target(config, &entry.target());
+        let Ok(Some(next_ms)) = schedule.next_after(now_ms) else {
+            continue; // a one-shot time that has passed
+        };
+        out.push(CronJob {
+            id: entry.id.clone(),
+            schedule,
+            session_key,
+            target,
+            message: entry.message.clone(),
+            missed: entry.missed,
+            origin: CronOrigin::Config,
+            created_ms: now_ms,
+            next_ms: Some(next_ms),
+            last_ms: None,
+            active_hours: None,
+        });
+    }
+    let (key, target) = resolve_target(config, &config.heartbeat.target());
+    out.extend(heartbeat::job(config, key, target, now_ms));
+    out
+}
+
+/// Whether stored job `old` is still what the config asks for as `new` (then it keeps its
+/// next run: a run missed while down is handled by its `missed` policy; an interval keeps
+/// its rhythm).
+fn unchanged(old: &CronJob, new: &CronJob) -> bool {
+    let same_schedule = match (&old.schedule, &new.schedule) {
+        (Schedule::Every { every_ms: a, .. }, Schedule::Every { every_ms: b, .. }) => a == b,
+        (a, b) => a == b,
+    };
+    same_schedule
+        && old.origin == new.origin
+        && old.session_key == new.session_key
+        && old.target == new.target
+        && old.message == new.message
+        && old.missed == new.missed
+        && old.active_hours == new.active_hours
+}
+
+/// Brings the store's config jobs in line with `config` at `now_ms`: new or changed entries
+/// are written, entries gone from the config are removed, unchanged ones keep their state.
+pub async fn seed_from(store: &Store, config: &Config, now_ms: u64) -> Result<(), CronError> {
+    let wanted = configured(config, now_ms);
+    for old in store.cron_jobs()? {
+        let from_config = matches!(old.origin, CronOrigin::Config | CronOrigin::Heartbeat);
+        if from_config && !wanted.iter().any(|w| w.id == old.id) {
+            store.remove_cron(&old.id).await?;
+            tracing::info!(job = %old.id, "cron: job no longer in the config; removed");
+        }
+    }
+    for job in wanted {
+        match store.cron_job(&job.id)? {
+            Some(old) if unchanged(&old, &job) => {}
+            Some(old) if !matches!(old.origin, CronOrigin::Config | CronOrigin::Heartbeat) => {
+                tracing::warn!(job = %job.id, "cron: a job made at run time has this config entry's id; the config entry is ignored");
+            }
+            _ => store.put_cron(&job).await?,
+        }
+    }
+    Ok(())
+}
+
+/// Seeds the config's jobs at start (errors are logged: the gateway runs without them).
+pub(super) async fn seed(core: &Arc<Core>) {
+    let now = crate::domain::message::now_ms();
+    if let Err(e) = seed_from(&core.store, &core.config, now).await {
+        tracing::error!(error = %e, "cron: cannot seed the config's jobs");
+    }
+}

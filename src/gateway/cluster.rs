@@ -40,6 +40,8 @@ struct State {
     held: HashMap<u32, Held>,
     /// Turns handed to a lane here: seq -> (partition, when).
     submitted: HashMap<u64, (u32, Instant)>,
+    /// Sessions whose queued command is being carried out: their later messages wait.
+    busy: HashSet<String>,
 }
 
 /// This node's membership.
@@ -47,6 +49,8 @@ pub struct Cluster {
     coordinator: Arc<dyn Coordinator>,
     lease: Duration,
     state: Mutex<State>,
+    /// Wakes [`run`] when a held session is released.
+    released: tokio::sync::Notify,
 }
 
 impl Cluster {
@@ -56,6 +60,7 @@ impl Cluster {
             coordinator,
             lease,
             state: Mutex::new(State::default()),
+            released: tokio::sync::Notify::new(),
         }
     }
 
@@ -100,13 +105,34 @@ impl Cluster {
         held
     }
 
-    /// Claims turn `seq` of session `key` for a lane here: true when this node holds its
-    /// partition and did not hand the turn to a lane before.
+    /// Holds session `key` while one of its queued commands is carried out: its later
+    /// messages are not claimed until [`Cluster::release`]. Returns the key.
+    pub fn hold(&self, key: &str) -> String {
+        if let Ok(mut state) = self.state.lock() {
+            state.busy.insert(key.to_owned());
+        }
+        key.to_owned()
+    }
+
+    /// Ends [`Cluster::hold`] of `key` and wakes the loop that hands messages out.
+    pub fn release(&self, key: &str) {
+        if let Ok(mut state) = self.state.lock() {
+            state.busy.remove(key);
+        }
+        self.released.notify_one();
+    }
+
+    /// Claims message `seq` of session `key` (a turn for its lane, or a command) here: true
+    /// when this node holds its partition, did not hand it out before, and no command of
+    /// the session is being carried out.
     pub fn claim(&self, seq: u64, key: &str) -> bool {
         let partition = partition_of(key);
         let Ok(mut state) = self.state.lock() else {
             return false;
         };
+        if state.busy.contains(key) {
+            return false;
+        }
         let held = state
             .held
             .get(&partition)
@@ -209,7 +235,7 @@ pub fn share(alive: usize) -> usize {
 /// Carries out the queued messages of partitions `parts` (all held ones: `None`) in seq
 /// order, each once: a turn goes to its lane, a command runs here
 /// ([`super::intake::route_queued`]).
-pub async fn run_pending(core: &Arc<Core>, cluster: &Cluster, parts: Option<&HashSet<u32>>) {
+pub async fn run_pending(core: &Arc<Core>, cluster: &Arc<Cluster>, parts: Option<&HashSet<u32>>) {
     let read_at = Instant::now();
     let pending = match core.store.all_pending() {
         Ok(pending) => pending,
@@ -225,7 +251,7 @@ pub async fn run_pending(core: &Arc<Core>, cluster: &Cluster, parts: Option<&Has
         if parts.is_some_and(|p| !p.contains(&partition_of(key))) || !cluster.claim(seq, key) {
             continue;
         }
-        super::intake::route_queued(core, seq, &turn).await;
+        super::intake::route_queued(core, cluster, seq, &turn).await;
     }
 }
 
@@ -246,6 +272,12 @@ pub async fn run(core: Weak<Core>) {
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep_until(next_tick) => None,
             part = recv(&mut wakeups) => Some(part),
+            // A command finished: its session's later messages may go now (all partitions
+            // are looked at, without moving the tick).
+            () = cluster.released.notified() => {
+                run_pending(&core, &cluster, None).await;
+                continue;
+            }
         };
         let parts: Option<HashSet<u32>> = woken.map(|first| {
             let mut parts: HashSet<u32> = first.into_iter().collect();

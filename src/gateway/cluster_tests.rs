@@ -104,3 +104,22 @@ async fn settled_turns_are_forgotten_but_not_ones_handed_over_after_the_read() {
     left.sort_unstable();
     assert_eq!(left, vec![2, 3]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_session_held_by_a_command_has_its_later_messages_wait() {
+    let cluster = Cluster::new(Arc::new(Idle), Duration::from_secs(10));
+    let key = "agent:main:telegram:default:direct:7";
+    let other = "agent:main:telegram:default:direct:8";
+    cluster.renewed(
+        &[lease(partition_of(key), 1), lease(partition_of(other), 1)],
+        Instant::now(),
+    );
+    assert!(cluster.claim(1, key), "the command");
+    cluster.hold(key);
+    assert!(!cluster.claim(2, key), "the message behind it waits");
+    assert!(cluster.claim(3, other), "other sessions go on");
+    let woken = cluster.released.notified();
+    cluster.release(key);
+    woken.await;
+    assert!(cluster.claim(2, key), "after the command it goes");
+}

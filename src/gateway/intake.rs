@@ -1,12 +1,15 @@
 //! Intake: carries out the router's decisions. Every channel's messages (and the RPC's, and
 //! `chela agent`'s) come here: admission, then [`route`] decides, then a command runs on the
 //! fast path, an answer reaches its question, or the message is queued durably for its lane.
+//! On several nodes (`[cluster] enabled`) a message is queued as it is after admission, and
+//! the node running its session routes it ([`route_queued`]).
 
 use std::sync::Arc;
 
 use chela_channel::{BoxFuture, ChatKind, Conversation, Inbound, InboundSink, SinkError};
 
 use super::Core;
+use super::cluster::Cluster;
 use crate::inbound::admission::{self, SenderFacts, Verdict};
 use crate::inbound::commands;
 use crate::inbound::route::{self, Accepted, Route, RouteFacts, queued_turn};
@@ -59,7 +62,8 @@ impl Router {
     }
 
     /// Routes `inbound` and carries the route out; with [`Order::Input`] a command is
-    /// answered before this returns.
+    /// answered before this returns. On several nodes most messages are only queued here
+    /// (see [`routed_where_it_runs`]).
     async fn route_and_take(
         &self,
         key: String,
@@ -67,17 +71,15 @@ impl Router {
         order: Order,
     ) -> Result<Accepted, SinkError> {
         let core = &self.core;
-        let route = route::route(&key, &inbound, core.as_ref()).await;
-        if core.cluster.is_some() {
-            // Several nodes: the node that runs the session routes the message again and
-            // carries it out ([`route_queued`]); its commands and answers act there.
-            let turn = matches!(route, Route::Turn);
+        if core.cluster.is_some() && routed_where_it_runs(&inbound) {
+            // Several nodes: the node that runs the session routes the message and carries
+            // it out ([`route_queued`]); its commands and answers act there.
             return Ok(match enqueue(core, key, inbound).await? {
+                Some(seq) => Accepted::Queued(seq),
                 None => Accepted::Ignored,
-                Some(seq) if turn => Accepted::Queued(seq),
-                Some(_) => Accepted::Command,
             });
         }
+        let route = route::route(&key, &inbound, core.as_ref()).await;
         match carry_out(core, key, inbound, route, order, Once::Check).await? {
             Carried::Done(accepted) => Ok(accepted),
             Carried::Turn(key, inbound) => Ok(match enqueue(core, key, *inbound).await? {
@@ -152,43 +154,72 @@ async fn carry_out(
     Ok(Carried::Done(done))
 }
 
+/// On several nodes, whether `inbound` is routed by the node that runs its session: every
+/// message but the RPC's (its answers go to this node's RPC clients) and native commands
+/// (an interaction is answered with a token only this node holds, never stored).
+fn routed_where_it_runs(inbound: &Inbound) -> bool {
+    inbound.interaction.is_none() && inbound.conversation.channel != route::RPC_CHANNEL
+}
+
 /// On a node of several (`[cluster] enabled`), carries out a message queued for a session
-/// this node runs, as intake does on a single node: a command or the answer to a question
-/// acts here, where the session's lane and questions are (a `/stop` sent through another
-/// node stops the run here), and an ordinary message goes to its lane. Its pending entry
-/// goes once it is carried out (a command's once the command finished: a node dying on the
-/// way leaves it to the next owner).
-pub(super) async fn route_queued(core: &Arc<Core>, seq: u64, turn: &PendingTurn) {
+/// this node runs, as intake does on a single node: an ordinary message goes to its lane,
+/// the answer to a question reaches it, and a command (or a refusal, or an unknown command
+/// answered) runs here, where the session's lane and questions are (a `/stop` sent through
+/// another node stops the run here). A command runs in a task of its own and holds its
+/// session meanwhile: the session's later messages wait for it ([`Cluster::hold`]), as they
+/// would come after it on a single node. Its pending entry goes once it finished (a node
+/// dying on the way leaves it to the next owner).
+pub(super) async fn route_queued(
+    core: &Arc<Core>,
+    cluster: &Arc<Cluster>,
+    seq: u64,
+    turn: &PendingTurn,
+) {
     let key = turn.session_key.clone();
     let route = route::route(&key, &turn.inbound, core.as_ref()).await;
-    let command = matches!(route, Route::Command(_));
-    let carried = match route {
-        Route::Turn => Ok(Carried::Turn(key.clone(), Box::new(turn.inbound.clone()))),
-        route => {
-            let inbound = turn.inbound.clone();
-            carry_out(
-                core,
-                key.clone(),
-                inbound,
-                route,
-                Order::Free,
-                Once::Queued(seq),
-            )
-            .await
+    let route = match route {
+        Route::Answer(decision) if core.questions.answer_oldest(&key, decision) => {
+            settle_queued(core, seq);
+            return;
         }
-    };
-    match carried {
-        Ok(Carried::Turn(..)) => {
+        Route::Answer(_) | Route::Turn => {
             if let Err(e) = core.lanes.submit(&key, queued_turn(seq, turn)).await {
                 tracing::error!(error = %e, "cluster: cannot hand a turn to its lane");
             }
+            return;
         }
-        // A command's task takes the entry away when it is done.
-        Ok(Carried::Done(_)) if command => {}
-        Ok(Carried::Done(_)) => settle_queued(core, seq),
-        Err(e) => {
-            tracing::error!(error = %e, session = %key, "cluster: cannot carry out a message")
+        route => route,
+    };
+    let held = HeldCommand {
+        core: core.clone(),
+        cluster: cluster.clone(),
+        key: cluster.hold(&key),
+        seq,
+    };
+    let inbound = turn.inbound.clone();
+    core.tasks.spawn(async move {
+        let core = held.core.clone();
+        let once = Once::Queued(seq);
+        if let Err(e) = carry_out(&core, key.clone(), inbound, route, Order::Free, once).await {
+            tracing::error!(error = %e, session = %key, "cluster: cannot carry out a command");
         }
+        drop(held);
+    });
+}
+
+/// A queued command being carried out: when it ends (or its task is dropped), its pending
+/// entry goes and its session's later messages may run.
+struct HeldCommand {
+    core: Arc<Core>,
+    cluster: Arc<Cluster>,
+    key: String,
+    seq: u64,
+}
+
+impl Drop for HeldCommand {
+    fn drop(&mut self) {
+        settle_queued(&self.core, self.seq);
+        self.cluster.release(&self.key);
     }
 }
 
@@ -220,8 +251,8 @@ fn acts_on_later_turns(command: &commands::Command) -> bool {
 }
 
 /// Runs `command` on the fast path (once: a command has its own dedupe mark); with
-/// [`Order::Input`], waits until it has answered. One that came through the queue
-/// ([`Once::Queued`]) takes its entry away when it is done.
+/// [`Order::Input`], or when it came through the queue ([`Once::Queued`]: the caller's task
+/// holds its session), waits until it has answered.
 async fn run_command(
     core: &Arc<Core>,
     key: String,
@@ -252,11 +283,8 @@ async fn run_command(
             )
             .await;
         }
-        if let Once::Queued(seq) = once {
-            settle_queued(&core, seq);
-        }
     });
-    if in_order {
+    if in_order || once != Once::Check {
         let _ = task.await;
     }
     Ok(Accepted::Command)
@@ -417,8 +445,8 @@ fn forget_history(core: &Core, key: &str) {
     }
 }
 
-/// Durably queues an ordinary message and hands it to its lane; its pending seq, or `None`
-/// for a duplicate.
+/// Durably queues a message and (on a single node) hands it to its lane; its pending seq,
+/// or `None` for a duplicate.
 async fn enqueue(
     core: &Arc<Core>,
     key: String,

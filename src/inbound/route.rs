@@ -193,9 +193,11 @@ fn commands_allowed(allow: &[String], conv: &Conversation, sender_id: &str) -> b
 /// What became of an accepted message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Accepted {
-    /// Queued durably for a run, under this pending seq.
+    /// Queued durably for a run, under this pending seq (on several nodes: queued for the
+    /// node running the session to route, whatever it is).
     Queued(u64),
-    /// Handled on the command fast path (or as the answer to a waiting question).
+    /// Handled without a run: a command on the fast path, an answer to a waiting question,
+    /// or an unknown command answered.
     Command,
     /// Dropped: a duplicate, or a command its sender may not run.
     Ignored,

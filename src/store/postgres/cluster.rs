@@ -181,10 +181,10 @@ pub(super) fn node_info(r: &tokio_postgres::Row) -> NodeInfo {
     }
 }
 
-/// Seconds as PostgreSQL's double precision (for `make_interval`).
 /// A node not seen for this long (seconds) is forgotten: `chela status` no longer lists it.
 const FORGET_NODE_S: u64 = 60 * 60;
 
+/// Seconds as PostgreSQL's double precision (for `make_interval`).
 fn secs(s: u64) -> f64 {
     s as f64
 }

@@ -84,6 +84,7 @@ pub fn build(
         spawner: ports.spawner,
     }));
     tools.extend(tools::sessions::tools(&ports.sessions));
+    tools.extend(tools::web::tools(&config.tools.web));
     let skills = skills::load(config);
     let system_prompt = context::system_prompt(&context::PromptParts {
         identity: &config.agent.identity,

@@ -6,6 +6,7 @@
 //! - [`process`]: the background processes `exec` started: poll, log, input, kill.
 //! - [`sessions`]: `message`, `sessions_list`, `sessions_history` (the gateway does them).
 //! - [`spawn`]: `sessions_spawn`, handing a task to a coding agent (the gateway does it).
+//! - [`web`]: `web_fetch` and `web_search`, over `[tools.web]`.
 //! - [`truncate`]: head-and-tail shortening of output with the total size stated.
 
 mod ansi;
@@ -23,6 +24,7 @@ pub mod refusal;
 pub mod sessions;
 pub mod spawn;
 pub mod truncate;
+pub mod web;
 pub mod write;
 
 use std::path::PathBuf;

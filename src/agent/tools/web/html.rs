@@ -6,6 +6,7 @@
 use std::rc::Rc;
 
 use htmd::element_handler::Handlers;
+use htmd::options::{BulletListMarker, Options};
 use htmd::{Element, HtmlToMarkdown, Node};
 use markup5ever_rcdom::NodeData;
 
@@ -73,6 +74,7 @@ const NOISE_WORDS: &[&str] = &[
     "paywall",
     "outbrain",
     "taboola",
+    "headerlink",
 ];
 
 /// Elements never dropped for their class or id (the content often sits in them).
@@ -140,7 +142,15 @@ pub fn plain_text(fragment: &str) -> String {
 }
 
 fn converter(format: Format) -> HtmlToMarkdown {
-    let builder = HtmlToMarkdown::builder().skip_tags(NOISE_TAGS.to_vec());
+    let options = Options {
+        bullet_list_marker: BulletListMarker::Dash,
+        ul_bullet_spacing: 1,
+        ol_number_spacing: 1,
+        ..Options::default()
+    };
+    let builder = HtmlToMarkdown::builder()
+        .options(options)
+        .skip_tags(NOISE_TAGS.to_vec());
     match format {
         Format::Markdown => builder.build(),
         Format::Text => builder

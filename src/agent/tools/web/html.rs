@@ -163,7 +163,7 @@ fn converter(format: Format) -> HtmlToMarkdown {
 }
 
 /// The deepest nesting of the tags in `html`, counted without parsing: each opening tag of
-/// an element not in [`UNCOUNTED`] goes one deeper, each closing tag one up, self-closing
+/// an element not in `UNCOUNTED` goes one deeper, each closing tag one up, self-closing
 /// tags not at all. Unclosed elements make it larger than the real depth, never smaller.
 pub fn nesting_estimate(html: &str) -> usize {
     let bytes = html.as_bytes();

@@ -1,4 +1,4 @@
-//! The web tools (SPEC 7.6): `web_fetch` reads one page as Markdown or text, `web_search` asks
+//! The web tools (SPEC 7): `web_fetch` reads one page as Markdown or text, `web_search` asks
 //! the configured search provider. Both run in the gateway process (no sandbox, no child),
 //! configured by `[tools.web]`.
 //!

@@ -389,19 +389,13 @@ impl Tool for WebFetchTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "web_fetch".to_owned(),
-            description: format!(
-                "Fetch a web page (http or https) and return its main content as Markdown or \
-                 plain text; text and JSON come back as they are. At most {} chars are \
-                 returned; pages larger than {} bytes are cut. Private and local addresses \
-                 are refused.",
-                self.config.max_chars, self.config.max_bytes
-            ),
+            description: "Fetch an http(s) page as Markdown (main content) or text.".to_owned(),
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "url": {"type": "string", "description": "The http(s) URL to fetch"},
-                    "format": {"type": "string", "enum": ["markdown", "text"], "description": "markdown (default) keeps links, headings, code and tables; text drops link targets and images"},
-                    "max_chars": {"type": "integer", "minimum": 1, "description": "Most chars to return"}
+                    "url": {"type": "string"},
+                    "format": {"type": "string", "enum": ["markdown", "text"]},
+                    "max_chars": {"type": "integer", "minimum": 1}
                 },
                 "required": ["url"]
             }),

@@ -262,14 +262,12 @@ impl Tool for WebSearchTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "web_search".to_owned(),
-            description: "Search the web. Returns a numbered list of results: title, URL and \
-                          a snippet. Use web_fetch to read a result."
-                .to_owned(),
+            description: "Search the web: title, URL and snippet per result.".to_owned(),
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "query": {"type": "string", "description": "What to search for"},
-                    "count": {"type": "integer", "minimum": 1, "maximum": MAX_COUNT, "description": "How many results (default from the config)"}
+                    "query": {"type": "string"},
+                    "count": {"type": "integer", "minimum": 1, "maximum": MAX_COUNT}
                 },
                 "required": ["query"]
             }),

@@ -27,6 +27,7 @@ mod rpc;
 mod tools;
 mod types;
 mod urls;
+mod web;
 
 #[cfg(test)]
 mod tests;
@@ -58,6 +59,7 @@ pub use types::{
     AgentConfig, Config, DmScope, DropPolicy, ModelConfig, ProviderKind, QueueConfig, QueueMode,
     SessionConfig, StoreConfig, StoreEngine, TerminalConfig,
 };
+pub use web::{SearchProvider, WebConfig, WebSearchConfig};
 
 /// A loaded, resolved and validated configuration.
 #[derive(Debug, Clone, PartialEq)]

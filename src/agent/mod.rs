@@ -89,6 +89,7 @@ pub fn build(
     tools.push(std::sync::Arc::new(tools::cron::CronTool {
         api: ports.cron,
     }));
+    tools.extend(tools::web::tools(&config.tools.web));
     let skills = skills::load(config);
     let system_prompt = context::system_prompt(&context::PromptParts {
         identity: &config.agent.identity,

@@ -241,6 +241,40 @@ mod tests {
     }
 
     #[test]
+    fn web_tools_come_with_messaging_and_up_and_group_web_names_both() {
+        let p = policy("");
+        let web = ["web_fetch", "web_search"];
+        for (profile, has) in [
+            (ToolProfile::Minimal, false),
+            (ToolProfile::Messaging, true),
+            (ToolProfile::Coding, true),
+            (ToolProfile::Full, true),
+        ] {
+            let p = policy(&format!("[tools]\nprofile = \"{profile}\"\n"));
+            let dm = p.resolve(&Scope::of(DM));
+            for tool in web {
+                assert_eq!(dm.allows(tool), has, "{profile}: {tool}");
+            }
+        }
+        // Groups keep the minimal profile by default: no web tools.
+        let group = p.resolve(&Scope::of(GROUP));
+        assert!(!group.allows("web_fetch") && !group.allows("web_search"));
+        let p = policy(
+            r#"
+            [tools]
+            allow = ["group:web"]
+            [tools.channels.telegram]
+            deny = ["web_search"]
+            "#,
+        );
+        assert_eq!(names(&p.resolve(&Scope::of(DISCORD_THREAD))), web);
+        assert_eq!(names(&p.resolve(&Scope::of(GROUP))), ["web_fetch"]);
+        let p = policy("[tools]\ndeny = [\"group:web\"]\n");
+        let dm = p.resolve(&Scope::of(DM));
+        assert!(!dm.allows("web_fetch") && !dm.allows("web_search") && dm.allows("exec"));
+    }
+
+    #[test]
     fn deny_wins_over_allow_and_groups_expand() {
         let p = policy(
             r#"

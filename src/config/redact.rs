@@ -22,6 +22,7 @@ impl Config {
         hide(&mut copy.channels.discord.token);
         hide(&mut copy.rpc.token);
         hide(&mut copy.media.transcribe_api_key);
+        hide(&mut copy.tools.web.search.api_key);
         for harness in copy.acp.agents.values_mut() {
             harness.env.values_mut().for_each(hide);
         }
@@ -32,6 +33,7 @@ impl Config {
         copy.channels.discord.api_url = redact_url(&copy.channels.discord.api_url, false);
         copy.channels.discord.gateway_url = redact_url(&copy.channels.discord.gateway_url, false);
         copy.store.url = redact_url(&copy.store.url, false);
+        copy.tools.web.search.base_url = redact_url(&copy.tools.web.search.base_url, false);
         copy
     }
 }
@@ -106,10 +108,19 @@ mod tests {
         let text = "[model]\napi_key = \"sk-123\"\nmodel = \"llama3.2\"\n\
                     [channels.telegram]\ntoken = \"1:tg\"\nwebhook_secret = \"whsec-9\"\n\
                     [channels.discord]\ntoken = \"dc\"\n[rpc]\ntoken = \"rpc\"\n\
-                    [acp.agents.x]\ncommand = [\"x\"]\nenv = { API_KEY = \"k\" }\n";
+                    [acp.agents.x]\ncommand = [\"x\"]\nenv = { API_KEY = \"k\" }\n\
+                    [tools.web.search]\nprovider = \"brave\"\napi_key = \"BSA-brave\"\n";
         let config = Config::from_toml_str(text, "c.toml", &|_| None).unwrap();
         let shown = toml::to_string(&config.redacted()).unwrap();
-        for secret in ["sk-123", "1:tg", "whsec-9", "\"dc\"", "\"rpc\"", "\"k\""] {
+        for secret in [
+            "sk-123",
+            "1:tg",
+            "whsec-9",
+            "\"dc\"",
+            "\"rpc\"",
+            "\"k\"",
+            "BSA-brave",
+        ] {
             assert!(!shown.contains(secret), "{secret} shown:\n{shown}");
         }
         assert!(shown.contains("api_key = \"<set>\""), "{shown}");

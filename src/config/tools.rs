@@ -16,9 +16,10 @@ use super::ParseEnumError;
 pub enum ToolProfile {
     /// No tools: chat only.
     Minimal,
-    /// `message`, `sessions_list`, `sessions_history`.
+    /// `message`, `sessions_list`, `sessions_history`, `web_fetch`, `web_search`.
     Messaging,
-    /// Files, `exec`, `process`, `sessions_spawn` and the session tools (not `message`).
+    /// Files, `exec`, `process`, `sessions_spawn`, the session tools (not `message`) and the
+    /// web tools.
     Coding,
     /// Every tool.
     Full,
@@ -86,6 +87,8 @@ pub const TOOL_NAMES: &[&str] = &[
     "sessions_history",
     "sessions_spawn",
     "cron",
+    "web_fetch",
+    "web_search",
 ];
 
 /// Names that stand for several tools in `allow` and `deny` (`"*"` stands for all).
@@ -97,6 +100,7 @@ pub const TOOL_GROUPS: &[(&str, &[&str])] = &[
         &["sessions_list", "sessions_history", "sessions_spawn"],
     ),
     ("group:messaging", &["message"]),
+    ("group:web", &["web_fetch", "web_search"]),
 ];
 
 impl ToolProfile {
@@ -104,7 +108,13 @@ impl ToolProfile {
     pub fn tools(self) -> &'static [&'static str] {
         match self {
             ToolProfile::Minimal => &[],
-            ToolProfile::Messaging => &["message", "sessions_list", "sessions_history"],
+            ToolProfile::Messaging => &[
+                "message",
+                "sessions_list",
+                "sessions_history",
+                "web_fetch",
+                "web_search",
+            ],
             ToolProfile::Coding => &[
                 "read",
                 "ls",
@@ -115,6 +125,8 @@ impl ToolProfile {
                 "sessions_list",
                 "sessions_history",
                 "sessions_spawn",
+                "web_fetch",
+                "web_search",
             ],
             ToolProfile::Full => TOOL_NAMES,
         }
@@ -182,6 +194,8 @@ pub struct ToolsConfig {
     pub groups: BTreeMap<String, ToolScopeConfig>,
     /// `[tools.exec]`: the sandbox and environment of `exec`.
     pub exec: ExecConfig,
+    /// `[tools.web]`: `web_fetch` limits and address rule, `web_search`'s provider.
+    pub web: super::web::WebConfig,
 }
 
 impl Default for ToolsConfig {
@@ -198,6 +212,7 @@ impl Default for ToolsConfig {
             channels: BTreeMap::new(),
             groups: BTreeMap::new(),
             exec: ExecConfig::default(),
+            web: super::web::WebConfig::default(),
         }
     }
 }
@@ -207,6 +222,7 @@ impl ToolsConfig {
     pub fn check(&self) -> Result<(), (String, String)> {
         check_names("tools.allow", &self.allow)?;
         check_names("tools.deny", &self.deny)?;
+        self.web.check()?;
         for (name, scope) in &self.channels {
             let key = format!("tools.channels.{name}");
             check_names(&format!("{key}.allow"), &scope.allow)?;

@@ -64,6 +64,8 @@ mod tests {
             ("CHELA_RPC_TOKEN", "t"),
             ("LC_ALL", "C"),
             ("GITHUB_TOKEN", "gh"),
+            // web_search's key stays in the gateway: the web tools run there, not in a child.
+            ("BRAVE_API_KEY", "BSA-x"),
         ]);
         let kept = scrubbed_from(source.clone(), &[]);
         assert_eq!(kept, vars(&[("PATH", "/bin"), ("LC_ALL", "C")]));

@@ -7,6 +7,7 @@
 //! - [`sessions`]: `message`, `sessions_list`, `sessions_history` (the gateway does them).
 //! - [`cron`]: `cron`, scheduled turns of the session (the gateway keeps and fires them).
 //! - [`spawn`]: `sessions_spawn`, handing a task to a coding agent (the gateway does it).
+//! - [`web`]: `web_fetch` and `web_search`, over `[tools.web]`.
 //! - [`truncate`]: head-and-tail shortening of output with the total size stated.
 
 mod ansi;
@@ -25,6 +26,7 @@ pub mod refusal;
 pub mod sessions;
 pub mod spawn;
 pub mod truncate;
+pub mod web;
 pub mod write;
 
 use std::path::PathBuf;

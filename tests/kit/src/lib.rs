@@ -10,6 +10,8 @@
 //! - [`discord`]: [`FakeDiscord`], a fake Discord gateway (WebSocket at `/gateway`) and REST API
 //!   (`/api/v10`) for one bot, with simulated users in guild channels, threads and DMs, RESUME,
 //!   nonce dedupe, the 2000-character limit and 429s; serenity 0.12 runs against it.
+//! - [`web`]: [`FakeWeb`], a small web site (pages, redirects, a stalled and an endless page)
+//!   with a fake Brave Search API and SearXNG instance, for the web tools.
 //! - The `fake-acp-agent` binary: a scripted ACP v1 agent over stdio (its doc comment lists the
 //!   prompt script: echo, `fs-read`, `fs-write`, `term`, `perm`, `slow`, `plan`, `crash`, ...).
 //!
@@ -50,7 +52,9 @@ pub mod discord;
 pub mod model;
 mod serve;
 pub mod telegram;
+pub mod web;
 
 pub use discord::{ChannelSpec, FakeDiscord, MessageOptions};
 pub use model::{FakeModel, RecordedRequest};
 pub use telegram::{ChatSpec, FakeTelegram, SendOptions, UserSpec};
+pub use web::{FakeWeb, Route, WebHit};

@@ -1,8 +1,9 @@
 //! Several gateways on one PostgreSQL (README "Running on several machines"): the release
 //! `chela gateway` binary against `FakeTelegram` (long polling) and a zero-delay `FakeModel`.
 //!
-//! Run with `scripts/with-pg.sh cargo bench --bench cluster` (it needs `CHELA_STORE_URL`;
-//! each setup gets a fresh schema). Reports figures only; nothing here asserts a time.
+//! Run with `scripts/with-pg.sh cargo bench --bench cluster` (it needs a PostgreSQL:
+//! `CHELA_STORE_URL`, else the `CHELA_TEST_PG_URL` with-pg.sh sets; each setup gets a fresh
+//! schema). Reports figures only; nothing here asserts a time.
 //!
 //! - **Load:** [`USERS`] users each send [`TURNS`] messages, one after the other (the next once
 //!   the reply to the previous one is in the fake); reply latency is from the message reaching

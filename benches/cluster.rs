@@ -39,11 +39,11 @@ const NODES: usize = 3;
 /// Longest wait for one reply.
 const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
 /// How often a waiting user looks for its reply.
-const POLL: Duration = Duration::from_millis(1);
+const POLL: Duration = Duration::from_millis(5);
 /// The first user id (private chat id = user id).
 const FIRST_USER: i64 = 500;
 
-/// A fresh schema of `CHELA_STORE_URL`'s database: its store URL.
+/// A fresh schema of the database at `base`: its store URL.
 async fn fresh_schema(base: &str) -> BenchResult<String> {
     let schema = format!("bench{}", uuid::Uuid::new_v4().simple());
     let (client, connection) = tokio_postgres::connect(base, tokio_postgres::NoTls).await?;
@@ -301,12 +301,11 @@ async fn failover(url: String) -> BenchResult {
 
 #[tokio::main]
 async fn main() -> BenchResult {
-    let url = std::env::var("CHELA_STORE_URL").unwrap_or_default();
-    if url.is_empty() {
-        return Err(
-            "CHELA_STORE_URL is not set: run scripts/with-pg.sh cargo bench --bench cluster".into(),
-        );
-    }
+    // scripts/with-pg.sh sets CHELA_TEST_PG_URL.
+    let url = ["CHELA_STORE_URL", "CHELA_TEST_PG_URL"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+        .ok_or("no PostgreSQL: run scripts/with-pg.sh cargo bench --bench cluster")?;
     println!("chela cluster bench (release gateways, FakeTelegram long polling, FakeModel)");
     measure("one node, embedded store (redb)", None, 1).await?;
     measure("one node, PostgreSQL", Some(fresh_schema(&url).await?), 1).await?;

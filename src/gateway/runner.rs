@@ -258,13 +258,16 @@ async fn settle(
     };
     // What the `message` tool already sent here is not said again.
     let text = streamed.final_text();
-    // A heartbeat with nothing to report sends nothing (its preview, if any, is deleted).
-    let text =
-        if turn.sender == super::cron::HEARTBEAT_SENDER && super::cron::is_heartbeat_ok(&text) {
-            crate::reply::stream::NO_REPLY.to_owned()
-        } else {
-            text
-        };
+    // A heartbeat with nothing to report sends nothing (its preview, if any, is deleted),
+    // unless someone's message was steered into its run: that one gets its answer.
+    let quiet = turn.scheduled
+        && turn.sender == super::cron::HEARTBEAT_SENDER
+        && record.seqs == turn.seqs
+        && super::cron::is_heartbeat_ok(&text);
+    let text = match quiet {
+        true => crate::reply::stream::NO_REPLY.to_owned(),
+        false => text,
+    };
     // File lines of the answer are checked now: what the outbox reads as one was allowed.
     let text = super::files::check_final(final_files(core, key, &turn.target), text).await;
     // Once the final is durable the lane is free: the outbox worker delivers it.

@@ -14,6 +14,15 @@ use crate::store::PendingTurn;
 /// result, a spawned thread's first message); they have no platform message to quote.
 pub const SYSTEM_SENDER: &str = "chela";
 
+/// How the message ids of turns chela schedules itself begin (`cron:<job>:<due ms>`).
+pub const SCHEDULED_ID_PREFIX: &str = "cron:";
+
+/// Whether `inbound` is a turn chela scheduled itself (a cron job or the heartbeat): from
+/// [`SYSTEM_SENDER`], with a [`SCHEDULED_ID_PREFIX`] id. No platform message has both.
+pub fn is_scheduled(inbound: &Inbound) -> bool {
+    inbound.sender.id == SYSTEM_SENDER && inbound.message_id.starts_with(SCHEDULED_ID_PREFIX)
+}
+
 /// The channel name of messages sent through the RPC (they are not limited by
 /// `commands.allow_from`, as the local terminal is not).
 pub const RPC_CHANNEL: &str = "rpc";
@@ -207,7 +216,9 @@ pub enum Accepted {
 pub fn queued_turn(seq: u64, pending: &PendingTurn) -> QueuedTurn {
     let inbound = &pending.inbound;
     let conv = &inbound.conversation;
+    let scheduled = is_scheduled(inbound);
     QueuedTurn {
+        scheduled,
         seqs: vec![seq],
         files: inbound
             .attachments
@@ -221,17 +232,64 @@ pub fn queued_turn(seq: u64, pending: &PendingTurn) -> QueuedTurn {
             inbound.sender.name.clone()
         },
         // Collect merges only within one reply target (and, once admission has roles, one
-        // authorization level).
-        context: format!(
-            "{}|{}|{}|{}",
-            conv.channel,
-            conv.account,
-            conv.chat_id,
-            conv.thread_id.as_deref().unwrap_or("")
-        ),
+        // authorization level); a scheduled turn never merges.
+        context: if scheduled {
+            format!("scheduled|{}", inbound.message_id)
+        } else {
+            format!(
+                "{}|{}|{}|{}",
+                conv.channel,
+                conv.account,
+                conv.chat_id,
+                conv.thread_id.as_deref().unwrap_or("")
+            )
+        },
         // In groups the reply quotes the message it answers (chela's own have none).
         quote: (conv.kind != ChatKind::Direct && inbound.sender.id != SYSTEM_SENDER)
             .then(|| inbound.message_id.clone()),
         target: conv.clone(),
+    }
+}
+
+#[cfg(test)]
+mod scheduled_tests {
+    use super::*;
+
+    fn inbound(sender_id: &str, message_id: &str) -> Inbound {
+        Inbound {
+            conversation: Conversation {
+                channel: "telegram".into(),
+                account: "default".into(),
+                kind: ChatKind::Direct,
+                chat_id: "7".into(),
+                thread_id: None,
+            },
+            sender: chela_channel::Sender {
+                id: sender_id.into(),
+                name: "chela:heartbeat".into(),
+                username: None,
+            },
+            message_id: message_id.into(),
+            text: "HEARTBEAT".into(),
+            reply_to: None,
+            mentioned: true,
+            timestamp_ms: 0,
+            interaction: None,
+            attachments: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn only_chelas_own_scheduled_turns_count_as_scheduled() {
+        assert!(is_scheduled(&inbound(SYSTEM_SENDER, "cron:heartbeat:5")));
+        // A person who named themselves like the heartbeat, or a platform message id.
+        assert!(!is_scheduled(&inbound("7", "cron:heartbeat:5")));
+        assert!(!is_scheduled(&inbound(SYSTEM_SENDER, "41")));
+        let pending = PendingTurn {
+            session_key: "k".into(),
+            inbound: inbound("7", "41"),
+            queued_ms: 0,
+        };
+        assert!(!queued_turn(1, &pending).scheduled);
     }
 }

@@ -21,6 +21,9 @@ pub struct QueuedTurn {
     /// The files that came with its messages, each with the seq of its message (downloaded
     /// when the turn runs).
     pub files: Vec<(u64, chela_channel::Attachment)>,
+    /// A turn chela scheduled itself (a cron job, the heartbeat): it waits for a running turn
+    /// instead of being steered into it or interrupting it, and is never merged with others.
+    pub scheduled: bool,
 }
 
 /// What pushing into a full queue did.
@@ -135,6 +138,7 @@ impl TurnQueue {
             target: batch[0].target.clone(),
             quote: batch.last().and_then(|t| t.quote.clone()),
             files,
+            scheduled: false,
         })
     }
 
@@ -168,6 +172,7 @@ impl TurnQueue {
             ),
             sender: "system".into(),
             files: Vec::new(),
+            scheduled: false,
         })
     }
 }
@@ -194,6 +199,7 @@ mod tests {
             text: text.into(),
             sender: "ann".into(),
             context: context.into(),
+            scheduled: false,
             target: chela_channel::Conversation {
                 channel: "terminal".into(),
                 account: "default".into(),

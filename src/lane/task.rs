@@ -155,6 +155,8 @@ impl Lane {
             return;
         };
         match self.settings.mode {
+            // A scheduled turn waits for the running one (its answer is its own).
+            _ if turn.scheduled => self.enqueue(turn),
             QueueMode::Steer => {
                 let steer = Steer {
                     seqs: turn.seqs.clone(),

@@ -154,6 +154,7 @@ fn turn_in(seq: u64, text: &str, context: &str) -> QueuedTurn {
         target: conversation(),
         quote: None,
         files: Vec::new(),
+        scheduled: false,
     }
 }
 
@@ -312,6 +313,33 @@ async fn steer_during_a_run_is_injected_not_queued() {
     a.finish(1);
     h.lanes.wait_idle("k").await.unwrap();
     assert_eq!(h.log(), ["start a", "took b", "end a Ok"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_scheduled_turn_waits_for_the_running_one_in_steer_and_interrupt_modes() {
+    for mode in [QueueMode::Steer, QueueMode::Interrupt] {
+        let mut h = Harness::new(settings(mode), 8);
+        h.submit("k", [turn(1, "a")]).await;
+        let a = h.next_run().await;
+        let job = QueuedTurn {
+            scheduled: true,
+            ..turn(2, "job")
+        };
+        h.submit("k", [job]).await;
+        settle().await;
+        let status = h.lanes.status("k").await.unwrap();
+        assert_eq!((status.queued, status.running), (1, true), "{mode:?}");
+        a.finish(1);
+        let job = h.next_run().await;
+        assert_eq!(job.turn(), ("job", &[2][..]), "{mode:?}");
+        job.finish(0);
+        h.lanes.wait_idle("k").await.unwrap();
+        assert_eq!(
+            h.log()[..3],
+            ["start a", "end a Ok", "start job"],
+            "{mode:?}"
+        );
+    }
 }
 
 #[tokio::test(start_paused = true)]

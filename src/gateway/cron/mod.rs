@@ -131,7 +131,11 @@ pub fn turn_of(job: &CronJob, to: Conversation, due_ms: u64, now_ms: u64) -> Pen
                 .to_owned(),
                 username: None,
             },
-            message_id: format!("cron:{}:{due_ms}", job.id),
+            message_id: format!(
+                "{}{}:{due_ms}",
+                crate::inbound::route::SCHEDULED_ID_PREFIX,
+                job.id
+            ),
             text,
             reply_to: None,
             mentioned: true,
@@ -151,6 +155,9 @@ pub struct Scheduler {
     wake: Arc<Notify>,
     /// The longest sleep while jobs exist.
     max_sleep: Duration,
+    /// Also look every `max_sleep` when no job exists: other nodes sharing the store add
+    /// jobs whose change never wakes this one.
+    shared: bool,
     /// When the scheduler sleeps until (ms), `None` while it waits for a change only;
     /// published after every pass (tests step the clock by it).
     sleeping: watch::Sender<Option<u64>>,
@@ -170,8 +177,16 @@ impl Scheduler {
             fire,
             wake,
             max_sleep: MAX_SLEEP,
+            shared: false,
             sleeping: watch::channel(None).0,
         }
+    }
+
+    /// The same, for a store shared with other nodes (`[cluster] enabled`): without jobs it
+    /// still looks every `max_sleep`.
+    pub fn shared(mut self) -> Scheduler {
+        self.shared = true;
+        self
     }
 
     /// The same, reading the clock again at least every `max_sleep` (default a minute).
@@ -193,7 +208,7 @@ impl Scheduler {
                 Ok(Some(next)) => {
                     Some(Duration::from_millis(next.saturating_sub(now)).min(self.max_sleep))
                 }
-                Ok(None) => None,
+                Ok(None) => self.shared.then_some(self.max_sleep),
                 Err(e) => {
                     tracing::warn!(error = %e, "cron: cannot fire the jobs due; trying again");
                     Some(RETRY)
@@ -217,11 +232,20 @@ impl Scheduler {
     }
 
     /// Fires every job due at `now_ms`; returns the earliest next run left.
+    /// A job that cannot be handled now is left for the next pass (the error is returned
+    /// after the others were handled, so the caller tries again soon).
     pub async fn pass(&self, now_ms: u64) -> Result<Option<u64>, CronError> {
+        let mut failed = None;
         for job in self.store.cron_jobs()? {
-            if let Some(due) = job.next_ms.filter(|due| *due <= now_ms) {
-                self.handle(&job, due, now_ms).await?;
+            if let Some(due) = job.next_ms.filter(|due| *due <= now_ms)
+                && let Err(e) = self.handle(&job, due, now_ms).await
+            {
+                tracing::warn!(job = %job.id, error = %e, "cron: cannot fire a job; trying again");
+                failed = Some(e);
             }
+        }
+        if let Some(e) = failed {
+            return Err(e);
         }
         Ok(self
             .store
@@ -283,6 +307,10 @@ pub(super) async fn start(core: &Arc<Core>) {
         Arc::new(CoreFire(Arc::downgrade(core))),
         core.cron_wake.clone(),
     );
+    let scheduler = match core.cluster.is_some() {
+        true => scheduler.shared(),
+        false => scheduler,
+    };
     tokio::spawn(scheduler.run(core.shutdown.clone()));
 }
 

@@ -314,3 +314,41 @@ async fn without_jobs_the_scheduler_sets_no_timer_and_a_new_job_wakes_it() {
         "a one-shot job goes after its run"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn on_a_shared_store_a_job_another_node_added_fires_without_a_wake() {
+    let store = Store::temporary().unwrap();
+    let clock = Arc::new(TokioClock {
+        base_ms: BASE_MS,
+        start: tokio::time::Instant::now(),
+    });
+    let fire = Arc::new(StoreFire {
+        store: store.clone(),
+        clock: clock.clone(),
+        fired: Mutex::new(Vec::new()),
+    });
+    let wake = Arc::new(Notify::new());
+    let scheduler =
+        Scheduler::new(store.clone(), clock.clone(), fire.clone(), wake.clone()).shared();
+    let mut sleeping = scheduler.watch();
+    let stop = CancellationToken::new();
+    let task = tokio::spawn(scheduler.run(stop.clone()));
+    sleeping.changed().await.unwrap();
+    assert_eq!(
+        *sleeping.borrow_and_update(),
+        Some(BASE_MS + 60_000),
+        "no job, yet it looks again within a minute"
+    );
+    // Another node adds a job: nobody wakes this scheduler.
+    let at = Schedule::at("in 30s", BASE_MS).unwrap();
+    store
+        .put_cron(&job("theirs", at, Missed::RunOnce, BASE_MS))
+        .await
+        .unwrap();
+    tokio::time::advance(Duration::from_secs(60)).await;
+    sleeping.changed().await.unwrap();
+    stop.cancel();
+    task.await.unwrap();
+    let fired = fire.fired.lock().unwrap().clone();
+    assert_eq!(of(&fired, "theirs").len(), 1, "{fired:?}");
+}

@@ -169,7 +169,7 @@ impl Default for StoreConfig {
         Self {
             path: PathBuf::from("~/.chela/data"),
             accept_rollback: false,
-            cache_mb: 8,
+            cache_mb: 4,
             engine: StoreEngine::Auto,
             engine_from_env: false,
             url: String::new(),

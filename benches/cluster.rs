@@ -17,14 +17,13 @@
 mod common;
 
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chela_testkit::telegram::{ChatSpec, UserSpec};
 use chela_testkit::{FakeModel, FakeTelegram};
 use common::{BenchResult, Summary, memory_of, mib, ms, row, table, tg_gateway};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 /// Users of the load.
 const USERS: i64 = 20;
@@ -114,25 +113,11 @@ impl Setup {
 
 /// `chela gateway` in `dir` with a clean environment; on PostgreSQL when `url` is given.
 fn spawn(dir: &Path, url: Option<&str>) -> BenchResult<Child> {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_chela"));
-    cmd.env_clear()
-        .env("HOME", dir)
-        .env("USER", "bench")
-        .env("CHELA_RPC_LISTEN", "")
-        .env("RUST_LOG", "error")
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .current_dir(dir)
-        .arg("--config")
-        .arg(dir.join("config.toml"))
-        .arg("gateway")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true);
-    if let Some(url) = url {
-        cmd.env("CHELA_STORE_URL", url);
+    let bin = Path::new(env!("CARGO_BIN_EXE_chela"));
+    match url {
+        Some(url) => tg_gateway::spawn_with(bin, dir, &[("CHELA_STORE_URL", url)]),
+        None => tg_gateway::spawn(bin, dir),
     }
-    Ok(cmd.spawn()?)
 }
 
 /// Sends `text` from `user` and waits for the reply; its latency.

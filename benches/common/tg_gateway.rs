@@ -27,8 +27,14 @@ pub fn write_config(dir: &Path, model: &FakeModel, tg: &FakeTelegram, extra: &st
 
 /// `<bin> --config <dir>/config.toml gateway` with a clean environment (HOME is `dir`).
 pub fn spawn(bin: &Path, dir: &Path) -> BenchResult<Child> {
+    spawn_with(bin, dir, &[])
+}
+
+/// [`spawn`] with `env` added to the clean environment.
+pub fn spawn_with(bin: &Path, dir: &Path, env: &[(&str, &str)]) -> BenchResult<Child> {
     Ok(Command::new(bin)
         .env_clear()
+        .envs(env.iter().copied())
         .env("HOME", dir)
         .env("USER", "bench")
         .env("CHELA_RPC_LISTEN", "")

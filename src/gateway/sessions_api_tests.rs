@@ -22,13 +22,11 @@ fn request(run_id: &str, attachments: &[&str]) -> FileSend {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_same_files_are_sent_once_per_run_and_paths_are_checked() {
-    let dir = tempfile::tempdir().unwrap();
-    let ws = dir.path().join("ws");
+/// A gateway on the test channel with workspace `<dir>/ws` holding `out/a.png`.
+async fn started(dir: &std::path::Path) -> (Gateway, Arc<TestChannel>, GatewaySessions) {
+    let ws = dir.join("ws");
     std::fs::create_dir_all(ws.join("out")).unwrap();
     std::fs::write(ws.join("out/a.png"), b"png").unwrap();
-    std::fs::write(dir.path().join("secret.txt"), b"secret").unwrap();
     let mut config = Config::default();
     config.model.provider = ProviderKind::Echo;
     config.store.path = ws.join("store");
@@ -40,6 +38,14 @@ async fn the_same_files_are_sent_once_per_run_and_paths_are_checked() {
     let api = GatewaySessions {
         core: Arc::downgrade(gateway.core()),
     };
+    (gateway, channel, api)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_files_are_sent_once_per_run_and_paths_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("secret.txt"), b"secret").unwrap();
+    let (gateway, channel, api) = started(dir.path()).await;
 
     let first = api
         .send_files(request("run-5", &["out/a.png"]))
@@ -87,20 +93,7 @@ async fn the_same_files_are_sent_once_per_run_and_paths_are_checked() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_refused_for_good_leaves_no_mark_so_the_run_may_try_again() {
     let dir = tempfile::tempdir().unwrap();
-    let ws = dir.path().join("ws");
-    std::fs::create_dir_all(ws.join("out")).unwrap();
-    std::fs::write(ws.join("out/a.png"), b"png").unwrap();
-    let mut config = Config::default();
-    config.model.provider = ProviderKind::Echo;
-    config.store.path = ws.join("store");
-    config.agent.workspace = ws.clone();
-    let channel = TestChannel::new(1_000);
-    let gateway = Gateway::start(config, vec![channel.clone() as Arc<dyn Channel>])
-        .await
-        .unwrap();
-    let api = GatewaySessions {
-        core: Arc::downgrade(gateway.core()),
-    };
+    let (_gateway, channel, api) = started(dir.path()).await;
     // Refused as a picture, then as a document: a dead letter.
     let too_big = || chela_channel::ChannelError::Rejected("file too big".into());
     channel.refuse_files([too_big(), too_big()]);

@@ -267,8 +267,9 @@ async fn a_berlin_weekly_job_fires_at_1430_local_across_both_dst_changes() {
     assert_eq!(at[31], "2025-10-29T13:30:00Z"); // CET
 }
 
-#[tokio::test(start_paused = true)]
-async fn without_jobs_the_scheduler_sets_no_timer_and_a_new_job_wakes_it() {
+/// A scheduler on a fresh store and the paused clock, not started: (store, its fire, its
+/// wake, it).
+fn scheduler_by_hand() -> (Store, Arc<StoreFire>, Arc<Notify>, Scheduler) {
     let store = Store::temporary().unwrap();
     let clock = Arc::new(TokioClock {
         base_ms: BASE_MS,
@@ -280,7 +281,13 @@ async fn without_jobs_the_scheduler_sets_no_timer_and_a_new_job_wakes_it() {
         fired: Mutex::new(Vec::new()),
     });
     let wake = Arc::new(Notify::new());
-    let scheduler = Scheduler::new(store.clone(), clock.clone(), fire.clone(), wake.clone());
+    let scheduler = Scheduler::new(store.clone(), clock, fire.clone(), wake.clone());
+    (store, fire, wake, scheduler)
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_jobs_the_scheduler_sets_no_timer_and_a_new_job_wakes_it() {
+    let (store, fire, wake, scheduler) = scheduler_by_hand();
     let mut sleeping = scheduler.watch();
     let stop = CancellationToken::new();
     let task = tokio::spawn(scheduler.run(stop.clone()));
@@ -317,19 +324,8 @@ async fn without_jobs_the_scheduler_sets_no_timer_and_a_new_job_wakes_it() {
 
 #[tokio::test(start_paused = true)]
 async fn on_a_shared_store_a_job_another_node_added_fires_without_a_wake() {
-    let store = Store::temporary().unwrap();
-    let clock = Arc::new(TokioClock {
-        base_ms: BASE_MS,
-        start: tokio::time::Instant::now(),
-    });
-    let fire = Arc::new(StoreFire {
-        store: store.clone(),
-        clock: clock.clone(),
-        fired: Mutex::new(Vec::new()),
-    });
-    let wake = Arc::new(Notify::new());
-    let scheduler =
-        Scheduler::new(store.clone(), clock.clone(), fire.clone(), wake.clone()).shared();
+    let (store, fire, _wake, scheduler) = scheduler_by_hand();
+    let scheduler = scheduler.shared();
     let mut sleeping = scheduler.watch();
     let stop = CancellationToken::new();
     let task = tokio::spawn(scheduler.run(stop.clone()));

@@ -25,6 +25,8 @@ pub const BRAVE_BASE: &str = "https://api.search.brave.com";
 pub const BRAVE_KEY_ENV: &str = "BRAVE_API_KEY";
 /// The most results one call may ask for.
 pub const MAX_COUNT: u64 = 20;
+/// The largest search answer read (a page of 20 results is a few tens of kB).
+pub const MAX_RESPONSE_BYTES: usize = 1 << 20;
 
 /// A provider ready to ask.
 #[derive(Clone)]
@@ -145,10 +147,9 @@ impl WebSearchTool {
         if !status.is_success() {
             return Err(refusal(provider, status));
         }
-        let body: Value = response
-            .json()
-            .await
-            .map_err(|e| format!("{} sent no JSON: {}", provider.name(), describe(e)))?;
+        let bytes = read_capped(response, provider.name()).await?;
+        let body: Value = serde_json::from_slice(&bytes)
+            .map_err(|e| format!("{} sent no JSON: {e}", provider.name()))?;
         let mut hits = match provider {
             Provider::Brave { .. } => brave_hits(body),
             Provider::Searxng { .. } => searxng_hits(body),
@@ -156,6 +157,24 @@ impl WebSearchTool {
         hits.truncate(usize::try_from(count).unwrap_or(usize::MAX));
         Ok(hits)
     }
+}
+
+/// A search answer's body, refused when larger than [`MAX_RESPONSE_BYTES`].
+async fn read_capped(mut response: reqwest::Response, name: &str) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| format!("{name} answer broke off: {}", describe(e)))?
+    {
+        if bytes.len() + chunk.len() > MAX_RESPONSE_BYTES {
+            return Err(format!(
+                "{name} answered more than {MAX_RESPONSE_BYTES} bytes; not read"
+            ));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
 }
 
 /// Whether Brave's key may go to `base`: https, or plain http to a loopback address.

@@ -197,3 +197,24 @@ async fn brave_over_plain_http_only_to_loopback() {
         );
     }
 }
+
+#[tokio::test]
+async fn an_endless_answer_is_refused_after_a_megabyte() {
+    let web = FakeWeb::start(vec![("/endless/search", Route::Endless)])
+        .await
+        .unwrap();
+    let cfg = config(SearchProvider::Searxng, "", &web.url("/endless"));
+    let tool = WebSearchTool::new(&cfg, &no_env);
+    let out = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        call(&tool, json!({"query": "x"})),
+    )
+    .await
+    .expect("the answer was read without a bound");
+    assert!(out.is_error, "{out:?}");
+    assert!(
+        out.text
+            .contains("SearXNG answered more than 1048576 bytes"),
+        "{out:?}"
+    );
+}

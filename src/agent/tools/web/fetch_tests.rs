@@ -126,9 +126,10 @@ async fn the_connection_goes_to_the_checked_addresses() {
         .await
         .unwrap();
     // No real resolver knows these names: reaching the page proves the pinned address is used.
+    // `unlisted-loopback.test` resolves to loopback and is not in allow_hosts: refused.
     let dns = fake_dns(&[
         ("pinned.test", loopback(web.port())),
-        ("rebind.test", loopback(web.port())),
+        ("unlisted-loopback.test", loopback(web.port())),
         (
             "mixed.test",
             vec![
@@ -141,8 +142,15 @@ async fn the_connection_goes_to_the_checked_addresses() {
     let ok = fetch(&tool, &format!("http://pinned.test:{}/page", web.port())).await;
     assert!(!ok.is_error, "{ok:?}");
     assert!(ok.text.contains("pinned page"), "{}", ok.text);
-    let refused = fetch(&tool, &format!("http://rebind.test:{}/page", web.port())).await;
-    assert!(refused.text.contains("refused: rebind.test"), "{refused:?}");
+    let refused = fetch(
+        &tool,
+        &format!("http://unlisted-loopback.test:{}/page", web.port()),
+    )
+    .await;
+    assert!(
+        refused.text.contains("refused: unlisted-loopback.test"),
+        "{refused:?}"
+    );
     let mixed = fetch(&tool, &format!("http://mixed.test:{}/page", web.port())).await;
     assert!(
         mixed.text.contains("169.254.169.254, a link-local"),

@@ -65,7 +65,7 @@ pub struct WebConfig {
     /// Whether `web_fetch` may reach private, loopback, link-local and similar addresses.
     pub allow_private: bool,
     /// Hosts `web_fetch` may reach even on such addresses (`"intranet.lan"`, `"127.0.0.1"`,
-    /// `"*.corp.example"` for every subdomain).
+    /// `"*.corp.example"` for every subdomain), on every port; an entry with a port is refused.
     pub allow_hosts: Vec<String>,
     /// The `User-Agent` of web requests.
     pub user_agent: String,
@@ -110,8 +110,28 @@ impl WebConfig {
                 format!("{bad:?} is no host name (write \"example.lan\" or \"10.0.0.5\")"),
             ));
         }
+        if let Some(bad) = self.allow_hosts.iter().find(|h| has_port(h)) {
+            return Err((
+                "tools.web.allow_hosts".to_owned(),
+                format!(
+                    "{bad:?} has a port; write the host alone (an entry opens every port of \
+                     that host)"
+                ),
+            ));
+        }
         self.search.check()
     }
+}
+
+/// Whether an `allow_hosts` entry carries a port (`"10.0.0.5:8080"`, `"[::1]:80"`,
+/// `"x.lan:80"`); an IPv6 address alone (`"::1"`, `"[::1]"`) has none.
+fn has_port(entry: &str) -> bool {
+    let entry = entry.trim();
+    let bare = entry
+        .strip_prefix('[')
+        .and_then(|e| e.strip_suffix(']'))
+        .unwrap_or(entry);
+    entry.contains(':') && bare.parse::<std::net::Ipv6Addr>().is_err()
 }
 
 impl WebSearchConfig {
@@ -154,6 +174,14 @@ mod tests {
         web.max_bytes = 10;
         web.allow_hosts = vec!["http://x.lan/".into()];
         assert_eq!(web.check().unwrap_err().0, "tools.web.allow_hosts");
+        for with_port in ["127.0.0.1:8080", "wiki.lan:80", "[::1]:8080"] {
+            web.allow_hosts = vec![with_port.into()];
+            let (key, message) = web.check().unwrap_err();
+            assert_eq!(key, "tools.web.allow_hosts", "{with_port}");
+            assert!(message.contains("has a port"), "{message}");
+        }
+        web.allow_hosts = vec!["::1".into(), "[fe80::1]".into(), "127.0.0.1".into()];
+        assert_eq!(web.check(), Ok(()));
         web.allow_hosts = vec!["x.lan".into()];
         web.search.provider = SearchProvider::Searxng;
         let (key, message) = web.check().unwrap_err();

@@ -5,10 +5,12 @@
 //! `max_bytes`; HTML becomes Markdown or text, text and JSON stay as they are.
 
 use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION};
 use serde_json::{Value, json};
+use tokio::sync::Semaphore;
 use url::{Host, Url};
 
 use super::addr::{AddrClass, classify, host_listed};
@@ -88,6 +90,8 @@ struct Body {
 pub struct WebFetchTool {
     config: WebConfig,
     resolve: Resolver,
+    /// Conversion slots: the process-wide ones, or a test's.
+    slots: Arc<Semaphore>,
 }
 
 impl WebFetchTool {
@@ -101,24 +105,33 @@ impl WebFetchTool {
         WebFetchTool {
             config: config.clone(),
             resolve,
+            slots: Arc::clone(&CONVERSION_SLOTS),
         }
     }
 
-    /// Fetches `url` within the timeout; the page converted, or why not.
+    /// The tool converting pages within `slots` instead of the process-wide ones.
+    #[cfg(test)]
+    pub(super) fn with_slots(mut self, slots: Arc<Semaphore>) -> Self {
+        self.slots = slots;
+        self
+    }
+
+    /// Fetches `url` and converts it, both within the timeout; the page, or why not.
     pub async fn fetch(&self, url: &str, format: Format, max_chars: usize) -> ToolOutput {
         let secs = self.config.timeout_s;
-        let read = tokio::time::timeout(Duration::from_secs(secs), self.get(url));
-        let body = match read.await {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+        let timed_out =
+            || ToolOutput::error(format!("web_fetch {url}: {}", FetchError::Timeout(secs)));
+        let body = match tokio::time::timeout_at(deadline, self.get(url)).await {
             Ok(Ok(body)) => body,
             Ok(Err(e)) => return ToolOutput::error(format!("web_fetch {url}: {e}")),
-            Err(_) => {
-                return ToolOutput::error(format!(
-                    "web_fetch {url}: {}",
-                    FetchError::Timeout(secs)
-                ));
-            }
+            Err(_) => return timed_out(),
         };
-        ToolOutput::ok(render(body, format, max_chars, self.config.max_bytes).await)
+        let rendered = render(body, format, max_chars, self.config.max_bytes, &self.slots);
+        match tokio::time::timeout_at(deadline, rendered).await {
+            Ok(text) => ToolOutput::ok(text),
+            Err(_) => timed_out(),
+        }
     }
 
     /// GETs `url`, following redirects and checking every hop.
@@ -310,11 +323,20 @@ fn sniff(bytes: &[u8]) -> Result<Kind, FetchError> {
 }
 
 /// The model's view of a fetched body: where it came from, the text, and what was cut.
-async fn render(body: Body, format: Format, max_chars: usize, max_bytes: u64) -> String {
+async fn render(
+    body: Body,
+    format: Format,
+    max_chars: usize,
+    max_bytes: u64,
+    slots: &Arc<Semaphore>,
+) -> String {
+    let mut html_cut = false;
     let (title, text) = match body.kind {
         Kind::Text => (None, body.text),
         Kind::Html => {
-            let page = convert_apart(body.text, format).await;
+            let (html, cut) = cap_html(body.text);
+            html_cut = cut;
+            let page = convert_apart(html, format, slots).await;
             (page.title, page.text)
         }
     };
@@ -330,6 +352,11 @@ async fn render(body: Body, format: Format, max_chars: usize, max_bytes: u64) ->
             "\n\n[cut: the page is larger than {max_bytes} bytes; only its start was read]"
         ));
     }
+    if html_cut {
+        out.push_str(&format!(
+            "\n\n[cut: only the first {MAX_HTML_BYTES} bytes of the HTML were converted]"
+        ));
+    }
     if total > max_chars {
         out.push_str(&format!(
             "\n\n[truncated: {max_chars} of {total} chars shown]"
@@ -338,22 +365,55 @@ async fn render(body: Body, format: Format, max_chars: usize, max_bytes: u64) ->
     out
 }
 
-/// Converts HTML on a thread of its own (the converter recurses, and a page is CPU work).
-async fn convert_apart(html: String, format: Format) -> html::Page {
+/// HTML bytes converted at most; the rest of a larger page is dropped (and the model told).
+pub const MAX_HTML_BYTES: usize = 1 << 20;
+
+/// Conversions running at once, process-wide; more wait for a slot.
+pub const CONVERSIONS_AT_ONCE: usize = 2;
+
+/// The slots of [`CONVERSIONS_AT_ONCE`].
+static CONVERSION_SLOTS: LazyLock<Arc<Semaphore>> =
+    LazyLock::new(|| Arc::new(Semaphore::new(CONVERSIONS_AT_ONCE)));
+
+/// `html` cut to [`MAX_HTML_BYTES`] at a character boundary; whether it was cut.
+fn cap_html(mut html: String) -> (String, bool) {
+    if html.len() <= MAX_HTML_BYTES {
+        return (html, false);
+    }
+    let mut end = MAX_HTML_BYTES;
+    while !html.is_char_boundary(end) {
+        end -= 1;
+    }
+    html.truncate(end);
+    (html, true)
+}
+
+/// Converts HTML on a thread of its own (the converter recurses, and a page is CPU work),
+/// once one of `slots` is free. The thread keeps its slot until it ends, even when the caller
+/// stops waiting (timeout, cancel), so no more than the slots ever convert at once.
+pub(super) async fn convert_apart(
+    html: String,
+    format: Format,
+    slots: &Arc<Semaphore>,
+) -> html::Page {
+    let failed = || html::Page {
+        title: None,
+        text: "(the page could not be converted)".to_owned(),
+    };
+    let Ok(permit) = Arc::clone(slots).acquire_owned().await else {
+        return failed();
+    };
     let (tx, rx) = tokio::sync::oneshot::channel();
     let spawned = std::thread::Builder::new()
         .name("web-html".to_owned())
         .stack_size(16 << 20)
         .spawn(move || {
             let _ = tx.send(html::convert(&html, format));
+            drop(permit);
         });
-    let failed = html::Page {
-        title: None,
-        text: "(the page could not be converted)".to_owned(),
-    };
     match spawned {
-        Ok(_) => rx.await.unwrap_or(failed),
-        Err(_) => failed,
+        Ok(_) => rx.await.unwrap_or_else(|_| failed()),
+        Err(_) => failed(),
     }
 }
 

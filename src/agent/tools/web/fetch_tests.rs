@@ -4,10 +4,13 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use chela_testkit::{FakeWeb, Route};
 use serde_json::json;
+use tokio::sync::Semaphore;
 
+use super::fetch::{CONVERSIONS_AT_ONCE, MAX_HTML_BYTES, convert_apart};
 use super::html::Format;
 use super::{Resolver, WebFetchTool};
 use crate::agent::tools::test_support::ctx;
@@ -123,9 +126,10 @@ async fn the_connection_goes_to_the_checked_addresses() {
         .await
         .unwrap();
     // No real resolver knows these names: reaching the page proves the pinned address is used.
+    // `unlisted-loopback.test` resolves to loopback and is not in allow_hosts: refused.
     let dns = fake_dns(&[
         ("pinned.test", loopback(web.port())),
-        ("rebind.test", loopback(web.port())),
+        ("unlisted-loopback.test", loopback(web.port())),
         (
             "mixed.test",
             vec![
@@ -138,8 +142,15 @@ async fn the_connection_goes_to_the_checked_addresses() {
     let ok = fetch(&tool, &format!("http://pinned.test:{}/page", web.port())).await;
     assert!(!ok.is_error, "{ok:?}");
     assert!(ok.text.contains("pinned page"), "{}", ok.text);
-    let refused = fetch(&tool, &format!("http://rebind.test:{}/page", web.port())).await;
-    assert!(refused.text.contains("refused: rebind.test"), "{refused:?}");
+    let refused = fetch(
+        &tool,
+        &format!("http://unlisted-loopback.test:{}/page", web.port()),
+    )
+    .await;
+    assert!(
+        refused.text.contains("refused: unlisted-loopback.test"),
+        "{refused:?}"
+    );
     let mixed = fetch(&tool, &format!("http://mixed.test:{}/page", web.port())).await;
     assert!(
         mixed.text.contains("169.254.169.254, a link-local"),
@@ -325,4 +336,81 @@ async fn bad_arguments_are_refused() {
         .call(json!({"url": "http://x.test/", "max_chars": 0}), &c)
         .await;
     assert!(out.text.contains("at least 1"), "{out:?}");
+}
+
+/// Converts `html` within `slots`, failing the test if it takes more than 20 s (it takes
+/// milliseconds when the guard works; before, these bodies took a core for minutes or hours).
+async fn convert_guarded(html: String, slots: &Arc<Semaphore>) -> super::html::Page {
+    let convert = convert_apart(html, Format::Markdown, slots);
+    tokio::time::timeout(Duration::from_secs(20), convert)
+        .await
+        .expect("the conversion did not finish")
+}
+
+#[tokio::test]
+async fn pathological_bodies_are_refused_before_parsing() {
+    let slots = Arc::new(Semaphore::new(CONVERSIONS_AT_ONCE));
+    let unclosed = "<a".repeat(1_000_000);
+    let mismatched = "<div></span>".repeat(80_000);
+    for body in [unclosed, mismatched] {
+        let page = convert_guarded(body, &slots).await;
+        assert!(page.text.starts_with("(not converted"), "{}", page.text);
+    }
+}
+
+#[tokio::test]
+async fn a_third_conversion_waits_for_a_slot() {
+    let slots = Arc::new(Semaphore::new(CONVERSIONS_AT_ONCE));
+    let busy = Arc::clone(&slots).acquire_many_owned(2).await.unwrap();
+    let third = tokio::spawn({
+        let slots = Arc::clone(&slots);
+        async move { convert_apart("<p>third</p>".into(), Format::Markdown, &slots).await }
+    });
+    for _ in 0..50 {
+        tokio::task::yield_now().await;
+    }
+    assert!(!third.is_finished(), "converted without a free slot");
+    drop(busy);
+    let page = tokio::time::timeout(Duration::from_secs(20), third)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(page.text, "third");
+}
+
+#[tokio::test]
+async fn html_beyond_a_megabyte_is_cut_before_converting() {
+    let big = format!("<p>start</p>{}", "<p>filler text</p>".repeat(70_000));
+    assert!(big.len() > MAX_HTML_BYTES);
+    let web = FakeWeb::start(vec![("/big", html(&big))]).await.unwrap();
+    let out = fetch(
+        &WebFetchTool::new(&config(&["127.0.0.1"])),
+        &web.url("/big"),
+    )
+    .await;
+    assert!(out.text.contains("start"), "{}", &out.text[..200]);
+    let note = format!("[cut: only the first {MAX_HTML_BYTES} bytes of the HTML were converted]");
+    assert!(
+        out.text.contains(&note),
+        "{}",
+        &out.text[out.text.len() - 300..]
+    );
+}
+
+#[tokio::test]
+async fn the_timeout_covers_the_conversion() {
+    let web = FakeWeb::start(vec![("/p", html("<p>hello</p>"))])
+        .await
+        .unwrap();
+    let quick = WebConfig {
+        timeout_s: 1,
+        ..config(&["127.0.0.1"])
+    };
+    let no_slot = Arc::new(Semaphore::new(0));
+    let tool = WebFetchTool::new(&quick).with_slots(no_slot);
+    let out = tokio::time::timeout(Duration::from_secs(20), fetch(&tool, &web.url("/p")))
+        .await
+        .expect("the conversion was not under the deadline");
+    assert!(out.is_error);
+    assert!(out.text.ends_with("timed out after 1 s"), "{out:?}");
 }

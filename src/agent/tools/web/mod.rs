@@ -4,12 +4,14 @@
 //!
 //! - [`addr`]: which addresses `web_fetch` may reach.
 //! - [`html`]: HTML to Markdown or text, main content only.
+//! - [`nesting`]: the linear nesting estimate that guards the parser.
 //! - [`fetch`]: `web_fetch`, resolving each hop itself and connecting to the checked address.
 //! - [`search`]: `web_search` over Brave Search or SearXNG.
 
 pub mod addr;
 pub mod fetch;
 pub mod html;
+pub mod nesting;
 pub mod search;
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! `web_search`: a query to the provider `[tools.web.search]` names, Brave Search's API
 //! (`GET <base>/res/v1/web/search`, key in `X-Subscription-Token`) or a SearXNG instance
 //! (`GET <base>/search?format=json`), answered as a short numbered list. The key never appears
-//! in a result or a log line: errors are built without the request's URL.
+//! in a result or a log line: errors are built without the request's URL. Redirects are not
+//! followed (the key's header would go along to wherever they point), no proxy is used, and
+//! the key goes only over https (or plain http to a loopback address, for tests).
 
 use std::time::Duration;
 
@@ -23,6 +25,8 @@ pub const BRAVE_BASE: &str = "https://api.search.brave.com";
 pub const BRAVE_KEY_ENV: &str = "BRAVE_API_KEY";
 /// The most results one call may ask for.
 pub const MAX_COUNT: u64 = 20;
+/// The largest search answer read (a page of 20 results is a few tens of kB).
+pub const MAX_RESPONSE_BYTES: usize = 1 << 20;
 
 /// A provider ready to ask.
 #[derive(Clone)]
@@ -87,15 +91,17 @@ impl WebSearchTool {
                     .filter(|k| !k.is_empty())
                     .or_else(|| env(BRAVE_KEY_ENV).map(|k| k.trim().to_owned()))
                     .filter(|k| !k.is_empty());
+                let base = if base.is_empty() {
+                    BRAVE_BASE.to_owned()
+                } else {
+                    base
+                };
                 match key {
-                    Some(key) => Ok(Provider::Brave {
-                        key,
-                        base: if base.is_empty() {
-                            BRAVE_BASE.to_owned()
-                        } else {
-                            base
-                        },
-                    }),
+                    Some(_) if !safe_for_key(&base) => Err(format!(
+                        "[tools.web.search] base_url {base:?} would send the Brave key in the \
+                         clear: use https:// (plain http only to a loopback address)"
+                    )),
+                    Some(key) => Ok(Provider::Brave { key, base }),
                     None => Err(format!(
                         "Brave Search needs a key: set [tools.web.search] api_key or the \
                          environment variable {BRAVE_KEY_ENV}"
@@ -115,7 +121,10 @@ impl WebSearchTool {
     /// Runs one search: up to `count` hits, or the reason there are none.
     pub async fn search(&self, query: &str, count: u64) -> Result<Vec<Hit>, String> {
         let provider = self.provider.as_ref().map_err(Clone::clone)?;
+        // No redirects (reqwest would carry the key's header to another host) and no proxy.
         let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
             .timeout(self.timeout)
             .user_agent(self.user_agent.clone())
             .build()
@@ -138,10 +147,9 @@ impl WebSearchTool {
         if !status.is_success() {
             return Err(refusal(provider, status));
         }
-        let body: Value = response
-            .json()
-            .await
-            .map_err(|e| format!("{} sent no JSON: {}", provider.name(), describe(e)))?;
+        let bytes = read_capped(response, provider.name()).await?;
+        let body: Value = serde_json::from_slice(&bytes)
+            .map_err(|e| format!("{} sent no JSON: {e}", provider.name()))?;
         let mut hits = match provider {
             Provider::Brave { .. } => brave_hits(body),
             Provider::Searxng { .. } => searxng_hits(body),
@@ -151,10 +159,46 @@ impl WebSearchTool {
     }
 }
 
+/// A search answer's body, refused when larger than [`MAX_RESPONSE_BYTES`].
+async fn read_capped(mut response: reqwest::Response, name: &str) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| format!("{name} answer broke off: {}", describe(e)))?
+    {
+        if bytes.len() + chunk.len() > MAX_RESPONSE_BYTES {
+            return Err(format!(
+                "{name} answered more than {MAX_RESPONSE_BYTES} bytes; not read"
+            ));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}
+
+/// Whether Brave's key may go to `base`: https, or plain http to a loopback address.
+fn safe_for_key(base: &str) -> bool {
+    let Ok(url) = url::Url::parse(base) else {
+        return false;
+    };
+    match (url.scheme(), url.host()) {
+        ("https", Some(_)) => true,
+        ("http", Some(url::Host::Domain(name))) => name.eq_ignore_ascii_case("localhost"),
+        ("http", Some(url::Host::Ipv4(ip))) => ip.is_loopback(),
+        ("http", Some(url::Host::Ipv6(ip))) => ip.is_loopback(),
+        _ => false,
+    }
+}
+
 /// What a failed status means, per provider.
 fn refusal(provider: &Provider, status: StatusCode) -> String {
     let name = provider.name();
     match (provider, status.as_u16()) {
+        (_, 300..=399) => format!(
+            "{name} answered with a redirect (HTTP {status}), which is not followed; \
+             check [tools.web.search] base_url"
+        ),
         (Provider::Brave { .. }, 401 | 403) => {
             format!("{name} refused the key (HTTP {status}); check [tools.web.search] api_key")
         }

@@ -1,7 +1,7 @@
 //! `web_search` against the fake Brave and SearXNG endpoints of [`chela_testkit::FakeWeb`].
 #![allow(clippy::unwrap_used)]
 
-use chela_testkit::FakeWeb;
+use chela_testkit::{FakeWeb, Route};
 use serde_json::json;
 
 use super::WebSearchTool;
@@ -64,7 +64,6 @@ async fn the_brave_key_comes_from_the_environment_and_never_shows() {
     let out = call(&tool, json!({"query": "x"})).await;
     assert!(out.is_error);
     assert!(out.text.contains("refused the key (HTTP 401"), "{out:?}");
-    assert!(!out.text.contains("wrong-key-12345"), "{out:?}");
     assert!(!format!("{tool:?}").contains("wrong-key-12345"));
 }
 
@@ -145,5 +144,77 @@ fn an_empty_result_list_says_so() {
     assert_eq!(
         render("q", &hits),
         "Results for \"q\":\n\n1. https://a.example/\n   https://a.example/\n"
+    );
+}
+
+#[tokio::test]
+async fn a_redirect_is_not_followed_and_the_key_stays_home() {
+    let elsewhere = FakeWeb::start(vec![]).await.unwrap();
+    let moved = elsewhere.url("/res/v1/web/search");
+    let web = FakeWeb::start(vec![("/api/res/v1/web/search", Route::redirect(moved))])
+        .await
+        .unwrap();
+    let cfg = config(SearchProvider::Brave, FakeWeb::BRAVE_KEY, &web.url("/api"));
+    let out = call(&WebSearchTool::new(&cfg, &no_env), json!({"query": "x"})).await;
+    assert!(out.is_error, "{out:?}");
+    assert!(out.text.contains("redirect (HTTP 302"), "{out:?}");
+    assert_eq!(web.hit_count("/api/res/v1/web/search"), 1);
+    assert!(
+        elsewhere
+            .hits()
+            .iter()
+            .all(|h| !h.headers.contains_key("x-subscription-token")),
+        "the key went to the redirect's target"
+    );
+    assert_eq!(elsewhere.hits().len(), 0);
+}
+
+#[tokio::test]
+async fn brave_over_plain_http_only_to_loopback() {
+    for base in [
+        "http://search.example",
+        "http://10.0.0.5:8080",
+        "ftp://x.example",
+    ] {
+        let cfg = config(SearchProvider::Brave, "k", base);
+        let out = call(&WebSearchTool::new(&cfg, &no_env), json!({"query": "x"})).await;
+        assert!(out.is_error, "{base}: {out:?}");
+        assert!(
+            out.text.contains("would send the Brave key in the clear"),
+            "{out:?}"
+        );
+    }
+    for base in [
+        "https://search.example",
+        "http://127.0.0.1:9",
+        "http://localhost:9",
+        "http://[::1]:9",
+    ] {
+        let tool = WebSearchTool::new(&config(SearchProvider::Brave, "k", base), &no_env);
+        assert!(
+            format!("{tool:?}").contains("Ok(Brave {"),
+            "{base}: {tool:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_endless_answer_is_refused_after_a_megabyte() {
+    let web = FakeWeb::start(vec![("/endless/search", Route::Endless)])
+        .await
+        .unwrap();
+    let cfg = config(SearchProvider::Searxng, "", &web.url("/endless"));
+    let tool = WebSearchTool::new(&cfg, &no_env);
+    let out = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        call(&tool, json!({"query": "x"})),
+    )
+    .await
+    .expect("the answer was read without a bound");
+    assert!(out.is_error, "{out:?}");
+    assert!(
+        out.text
+            .contains("SearXNG answered more than 1048576 bytes"),
+        "{out:?}"
     );
 }

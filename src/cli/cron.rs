@@ -49,7 +49,7 @@ pub struct AddArgs {
     /// A five-field cron expression (`min hour day month weekday`), e.g. "30 14 * * 3".
     #[arg(long)]
     pub cron: Option<String>,
-    /// The cron expression's IANA time zone, e.g. Europe/Berlin (default UTC).
+    /// The cron expression's IANA time zone, e.g. Europe/Berlin (default: the host's zone).
     #[arg(long, conflicts_with_all = ["at", "every"])]
     pub tz: Option<String>,
     /// One run: an RFC 3339 time or "in 20m".

@@ -1,5 +1,5 @@
-//! The `chela` command line: gateway, chat, agent, sessions, status, doctor, config,
-//! completions.
+//! The `chela` command line: gateway, chat, agent, sessions, pairing, cron, status, doctor,
+//! config, completions.
 
 mod cli;
 
@@ -57,6 +57,12 @@ enum Command {
     Pairing {
         #[command(subcommand)]
         command: cli::pairing::PairingCommand,
+    },
+    /// Scheduled jobs: list, add, remove, run now (through the running gateway, else on the
+    /// store).
+    Cron {
+        #[command(subcommand)]
+        command: cli::cron::CronCommand,
     },
     /// Skills: list what is found and whether it is loaded.
     Skills {
@@ -167,6 +173,7 @@ fn main() -> ExitCode {
             Command::Sessions { command } => cli::sessions::run(loaded, command).await,
             Command::Store { command } => cli::store::run(loaded, command),
             Command::Pairing { command } => cli::pairing::run(loaded, command).await,
+            Command::Cron { command } => cli::cron::run(loaded, command).await,
             Command::Skills { command } => cli::skills::run(loaded, command).await,
             Command::Acp { command } => cli::acp::run(loaded, command).await,
             Command::Status => cli::status::status(loaded).await,

@@ -4,6 +4,7 @@ pub mod acp;
 pub mod agent;
 pub mod chat;
 pub mod config;
+pub mod cron;
 pub mod doctor;
 pub mod pairing;
 pub mod rpc;

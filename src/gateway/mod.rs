@@ -115,6 +115,26 @@ pub struct Core {
     pub cron_wake: Arc<tokio::sync::Notify>,
 }
 
+/// The session `chela agent`, the RPC's `agent` and `chela cron add` use under `config`
+/// when none is named: the terminal user's direct session.
+pub fn default_session_key(config: &crate::config::Config) -> String {
+    let user = config.terminal.resolved_user();
+    crate::domain::session_key::build(
+        &config.agent.id,
+        &Conversation {
+            channel: "terminal".into(),
+            account: "default".into(),
+            kind: chela_channel::ChatKind::Direct,
+            chat_id: user.clone(),
+            thread_id: None,
+        },
+        &user,
+        config.session.dm_scope,
+        &config.session.identity_links,
+    )
+    .to_string()
+}
+
 impl Core {
     /// The channel named `name`, if it runs.
     pub fn channel(&self, name: &str) -> Option<Arc<dyn Channel>> {
@@ -136,21 +156,7 @@ impl Core {
     /// The session `chela agent` and the RPC's `agent` use when none is named: the terminal
     /// user's direct session.
     pub fn default_session_key(&self) -> String {
-        let user = self.config.terminal.resolved_user();
-        crate::domain::session_key::build(
-            &self.config.agent.id,
-            &Conversation {
-                channel: "terminal".into(),
-                account: "default".into(),
-                kind: chela_channel::ChatKind::Direct,
-                chat_id: user.clone(),
-                thread_id: None,
-            },
-            &user,
-            self.config.session.dm_scope,
-            &self.config.session.identity_links,
-        )
-        .to_string()
+        default_session_key(&self.config)
     }
 
     /// The admission rules of a platform channel; `None` for the local terminal.

@@ -10,12 +10,14 @@ use tokio_util::sync::CancellationToken;
 use super::Core;
 use super::intake::Router;
 use super::status::StatusReport;
+use crate::agent::tools::cron::CronAction;
 use crate::config::Config;
 use crate::domain::run::LiveEvent;
 use crate::inbound::route::Accepted;
 use crate::lane::{LaneError, StopReport};
 use crate::rpc::RpcChannel;
 use crate::rpc::api::GatewayApi;
+use crate::rpc::cron::CronReply;
 use crate::rpc::protocol::Fault;
 use crate::store::Store;
 
@@ -48,6 +50,14 @@ impl GatewayApi for CoreApi {
 
     fn live_events(&self) -> broadcast::Receiver<LiveEvent> {
         self.core.live.subscribe()
+    }
+
+    fn cron(&self, action: CronAction) -> BoxFuture<'_, Result<CronReply, Fault>> {
+        Box::pin(async move {
+            super::cron::operator::call(&self.core, action)
+                .await
+                .map_err(super::cron::operator::fault)
+        })
     }
 
     fn status(&self) -> BoxFuture<'_, Result<Value, Fault>> {

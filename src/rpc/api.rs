@@ -10,7 +10,9 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::channel::RpcChannel;
+use super::cron::CronReply;
 use super::protocol::Fault;
+use crate::agent::tools::cron::CronAction;
 use crate::config::Config;
 use crate::domain::run::LiveEvent;
 use crate::inbound::route::Accepted;
@@ -27,6 +29,9 @@ pub trait GatewayApi: Send + Sync + 'static {
     fn default_session_key(&self) -> String;
     /// Every run's events from now on.
     fn live_events(&self) -> broadcast::Receiver<LiveEvent>;
+    /// The operator's `action` on the schedules (`cron.*`): any session, any job but the
+    /// config's, checked as the agent's `cron` tool is.
+    fn cron(&self, action: CronAction) -> BoxFuture<'_, Result<CronReply, Fault>>;
     /// The `status` report.
     fn status(&self) -> BoxFuture<'_, Result<Value, Fault>>;
     /// The store (sessions, transcripts, pairing).

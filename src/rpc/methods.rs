@@ -1,6 +1,6 @@
 //! The methods: `agent`, `agent.wait`, `abort`, `sessions.list`, `status`, and those of
-//! `super::pairing` and `super::transcripts` (`events.subscribe` belongs to the connection:
-//! see the server).
+//! `super::pairing`, `super::cron` and `super::transcripts` (`events.subscribe` belongs to
+//! the connection: see the server).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,6 +38,7 @@ pub enum Role {
 fn operator_only(method: &str, params: &Value) -> Option<&'static str> {
     match method {
         "pairing.approve" | "pairing.reject" => Some("pairing decides who may talk to the bot"),
+        "cron.add" | "cron.remove" | "cron.run" => Some("a scheduled job may post into any chat"),
         "agent" => {
             let text = params.get("message").and_then(Value::as_str).unwrap_or("");
             // (`/approve`, `/acp` and `/session` are refused to the RPC's sender anyway.)
@@ -125,23 +126,22 @@ impl Methods {
                 let NoParams {} = protocol::params(params)?;
                 self.api.status().await
             }
+            other if other.starts_with("cron.") => match self.cron(other, params).await {
+                Some(result) => result,
+                None => Err(unknown(other)),
+            },
             other => match super::pairing::call(self.api.as_ref(), other, params)
                 .await
                 .or_else(|| super::transcripts::call(self.api.store(), other, params))
             {
                 Some(result) => result,
-                None => Err(Fault::new(
-                    protocol::METHOD_NOT_FOUND,
-                    format!(
-                        "unknown method {other:?}; expected agent, agent.wait, abort, sessions.list, status, sessions.show, sessions.export, pairing.list, pairing.approve, pairing.reject or events.subscribe"
-                    ),
-                )),
+                None => Err(unknown(other)),
             },
         }
     }
 
     /// The session key asked for, or the one `chela agent` uses.
-    fn session(&self, asked: Option<String>) -> Result<String, Fault> {
+    pub(super) fn session(&self, asked: Option<String>) -> Result<String, Fault> {
         match asked {
             Some(key) => SessionKey::parse(&key)
                 .map(|k| k.to_string())
@@ -234,6 +234,17 @@ impl Methods {
             "cleared": report.cleared,
         }))
     }
+}
+
+/// The fault for unknown method `method`.
+fn unknown(method: &str) -> Fault {
+    Fault::new(
+        protocol::METHOD_NOT_FOUND,
+        format!(
+            "unknown method {method:?}; expected agent, agent.wait, abort, sessions.list, status, sessions.show, sessions.export, pairing.list, pairing.approve, pairing.reject, {}, or events.subscribe",
+            super::cron::METHODS.join(", ")
+        ),
+    )
 }
 
 #[cfg(test)]

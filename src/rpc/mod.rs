@@ -4,6 +4,7 @@
 //!
 //! - [`protocol`]: request, answer and event frames; error codes.
 //! - [`methods`]: `agent`, `agent.wait`, `abort`, `sessions.list`, `status`.
+//! - [`cron`]: `cron.list`, `cron.add`, `cron.remove`, `cron.run` (`chela cron`).
 //! - [`runs`]: the bounded tracker of finished runs behind `agent.wait`.
 //! - [`channel`]: the `rpc` channel replies to RPC messages go to.
 //! - [`server`]: the axum server, token check, connections.
@@ -14,6 +15,7 @@
 pub mod api;
 pub mod channel;
 pub mod client;
+pub mod cron;
 pub mod discovery;
 mod feed;
 pub mod methods;

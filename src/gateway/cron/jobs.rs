@@ -95,6 +95,29 @@ pub fn build(new: NewJob, now_ms: u64) -> Result<CronJob, CronError> {
     })
 }
 
+/// The `missed` policy named `name` (`run_once`, the default, or `skip`).
+pub fn missed_of(name: Option<&str>) -> Result<Missed, CronError> {
+    match name {
+        None | Some("run_once") => Ok(Missed::RunOnce),
+        Some("skip") => Ok(Missed::Skip),
+        Some(other) => Err(CronError::Refused(format!(
+            "unknown `missed` value `{other}` (run_once or skip)"
+        ))),
+    }
+}
+
+/// Refuses to change or run `job` when the config keeps it (`[[cron]]`, `[heartbeat]`): it
+/// is seeded again at every start, so only the config changes it.
+pub fn changeable(job: &CronJob) -> Result<(), CronError> {
+    match job.origin {
+        CronOrigin::Config | CronOrigin::Heartbeat => Err(CronError::Refused(format!(
+            "job `{}` is kept in the config ([[cron]] or [heartbeat]); change it there",
+            job.id
+        ))),
+        CronOrigin::Operator | CronOrigin::Agent => Ok(()),
+    }
+}
+
 /// Stores the new `job` (refused when its id is taken) and wakes the scheduler.
 pub async fn add(store: &Store, wake: &Notify, job: CronJob) -> Result<CronJob, CronError> {
     if store.cron_job(&job.id)?.is_some() {

@@ -1,8 +1,8 @@
 //! Scheduled turns: one scheduler task per gateway fires the store's jobs (`CronStore`) as
 //! turns of their sessions through the pending queue, so their answers take the normal reply
 //! path (journal, outbox). `jobs.rs` adds, lists, removes and runs jobs (for the `cron` tool,
-//! the RPC and `[[cron]]`); `port.rs` is the tool's gateway side; `heartbeat.rs` the periodic
-//! `[heartbeat]` turn.
+//! the RPC and `[[cron]]`); `port.rs` is the tool's gateway side, `operator.rs` the operator's
+//! (`chela cron`, the RPC's `cron.*`); `heartbeat.rs` the periodic `[heartbeat]` turn.
 //!
 //! **Exactly once.** A run scheduled at `due` is queued with the dedupe key
 //! `cron|<id>|<due>` ([`QueueStore::enqueue_unique`](crate::store::QueueStore)) *before* the job
@@ -12,6 +12,7 @@
 
 mod heartbeat;
 pub mod jobs;
+pub mod operator;
 pub(super) mod port;
 
 use std::sync::{Arc, Weak};

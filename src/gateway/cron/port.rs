@@ -9,7 +9,6 @@ use super::jobs::{self, NewJob};
 use crate::agent::provider::BoxFuture;
 use crate::agent::tools::cron::{CronAction, CronApi, CronCall, CronSpec};
 use crate::agent::tools::refusal::ToolRefusal;
-use crate::domain::schedule::Missed;
 use crate::gateway::Core;
 use crate::store::{CronJob, CronOrigin};
 
@@ -78,11 +77,7 @@ fn mine(core: &Core, id: &str, from: &str, owner: bool) -> Result<CronJob, ToolR
         .cron_job(id)?
         .filter(|job| owner || job.session_key == from)
         .ok_or_else(|| ToolRefusal::Refused(format!("no job `{id}` in this session")))?;
-    if matches!(job.origin, CronOrigin::Config | CronOrigin::Heartbeat) {
-        return Err(ToolRefusal::Refused(format!(
-            "job `{id}` is kept in the config; the operator changes it there"
-        )));
-    }
+    jobs::changeable(&job)?;
     Ok(job)
 }
 
@@ -123,15 +118,7 @@ async fn add(
         }
         _ => (from.to_owned(), reply_to),
     };
-    let missed = match spec.missed.as_deref() {
-        None | Some("run_once") => Missed::RunOnce,
-        Some("skip") => Missed::Skip,
-        Some(other) => {
-            return Err(ToolRefusal::Refused(format!(
-                "unknown `missed` value `{other}` (run_once or skip)"
-            )));
-        }
-    };
+    let missed = jobs::missed_of(spec.missed.as_deref())?;
     let now = crate::domain::message::now_ms();
     let job = jobs::build(
         NewJob {

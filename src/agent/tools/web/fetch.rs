@@ -271,8 +271,9 @@ async fn read(
     let header = response
         .headers()
         .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok());
-    let declared = kind_of(header)?;
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let declared = kind_of(header.as_deref())?;
     let limit = usize::try_from(max_bytes).unwrap_or(usize::MAX);
     let mut bytes: Vec<u8> = Vec::new();
     let mut cut = false;
@@ -293,7 +294,8 @@ async fn read(
         Some(kind) => kind,
         None => sniff(&bytes)?,
     };
-    let text = String::from_utf8_lossy(&bytes)
+    // A body cut mid-character ends in U+FFFD; that is dropped.
+    let text = super::charset::decode(&bytes, header.as_deref(), kind == Kind::Html)
         .trim_end_matches('\u{fffd}')
         .to_owned();
     Ok(Body {

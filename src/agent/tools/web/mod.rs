@@ -9,6 +9,7 @@
 //! - [`search`]: `web_search` over Brave Search or SearXNG.
 
 pub mod addr;
+pub mod charset;
 pub mod fetch;
 pub mod html;
 pub mod nesting;

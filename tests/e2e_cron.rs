@@ -157,3 +157,32 @@ async fn a_heartbeat_with_something_to_say_is_delivered() {
     .await;
     gw.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_isolated_job_runs_in_its_own_session_and_answers_in_the_chat() {
+    let s = TgSetup::new("allow_from = [\"42\"]").await;
+    let mut gw = s.gateway();
+    let (chat, ann) = dm(42, "Ann");
+    s.tg.user_sends(
+        chat,
+        ann,
+        r#"tool cron {"action": "add", "id": "iso", "at": "in 2s", "message": "digest", "isolated": true}"#,
+    );
+    let want = fired("iso", "digest");
+    gw.wait(&s, "the isolated job's answer in the chat", |s| {
+        s.texts(42).contains(&want)
+    })
+    .await;
+    gw.stop().await;
+    let (ok, own) = s.cli(&["sessions", "show", "agent:main:cron:iso"]).await;
+    assert!(ok, "{own}");
+    assert!(own.contains("[Scheduled job iso] digest"), "{own}");
+    let (ok, chat_session) = s
+        .cli(&["sessions", "show", "agent:main:telegram:direct:42"])
+        .await;
+    assert!(ok, "{chat_session}");
+    assert!(
+        !chat_session.contains("[Scheduled job iso]"),
+        "the chat's history holds only the chat: {chat_session}"
+    );
+}

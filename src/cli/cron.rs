@@ -68,6 +68,10 @@ pub struct AddArgs {
     /// A run missed while the gateway was down: run it once at the start, or skip it.
     #[arg(long, value_parser = ["run_once", "skip"])]
     pub missed: Option<String>,
+    /// Run in a session of the job's own (`agent:<a>:cron:<id>`, no chat history); its
+    /// answers still go where --session last replied.
+    #[arg(long)]
+    pub isolated: bool,
 }
 
 /// A bad argument (exit 2): the flag and why.
@@ -134,6 +138,7 @@ impl AddArgs {
             message: self.message.clone(),
             target: self.session.clone(),
             missed: self.missed.clone(),
+            isolated: self.isolated,
         }
     }
 
@@ -148,6 +153,7 @@ impl AddArgs {
             id: self.id.clone(),
             session: self.session.clone(),
             missed: self.missed.clone(),
+            isolated: self.isolated,
         }
     }
 }

@@ -78,6 +78,9 @@ pub struct CronEntry {
     pub chat: String,
     /// The chat is a group (else a direct chat).
     pub group: bool,
+    /// It runs in a session of its own (`agent:<a>:cron:<id>`, no chat history); its answers
+    /// still go to the chat.
+    pub isolated: bool,
 }
 
 impl CronEntry {

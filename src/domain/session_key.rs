@@ -12,6 +12,7 @@
 //! agent:<a>:telegram:group:<chat>:topic:<topic>   Telegram forum topic
 //! agent:<a>:acp:<uuid>                            ACP session
 //! agent:<a>:subagent:<uuid>                       sub-agent
+//! agent:<a>:cron:<job>                            a scheduled job's own (isolated) session
 //! <any of the above>:thread:<id>                  thread under that conversation
 //! ```
 //! Components never contain `:`: the builder lowercases them and [`fmt::Display`] escapes
@@ -107,6 +108,11 @@ pub enum KeyBase {
         /// Sub-agent uuid.
         id: String,
     },
+    /// `cron:<job>`: the session of its own that an isolated scheduled job runs in.
+    Cron {
+        /// The job's id.
+        id: String,
+    },
 }
 
 /// A parsed session key. Fields hold unescaped values; every component must be non-empty, and
@@ -193,6 +199,7 @@ impl SessionKey {
             ["direct", peer] => KeyBase::Direct { peer: c(peer)? },
             ["acp", id] => KeyBase::Acp { id: c(id)? },
             ["subagent", id] => KeyBase::Subagent { id: c(id)? },
+            ["cron", id] => KeyBase::Cron { id: c(id)? },
             [channel, "direct", peer] => KeyBase::ChannelDirect {
                 channel: c(channel)?,
                 peer: c(peer)?,
@@ -220,7 +227,7 @@ impl SessionKey {
                     text,
                     "unknown shape; expected main, direct:<peer>, <channel>:direct:<peer>, \
                      <channel>:<account>:direct:<peer>, <channel>:group:<chat>[:topic:<topic>], \
-                     <channel>:channel:<chat>, acp:<id> or subagent:<id>, \
+                     <channel>:channel:<chat>, acp:<id>, subagent:<id> or cron:<job>, \
                      optionally followed by :thread:<id>",
                 ));
             }
@@ -262,6 +269,7 @@ impl fmt::Display for SessionKey {
             } => write!(f, "{}:group:{}:topic:{}", e(channel), e(chat), e(topic))?,
             KeyBase::Acp { id } => write!(f, "acp:{}", e(id))?,
             KeyBase::Subagent { id } => write!(f, "subagent:{}", e(id))?,
+            KeyBase::Cron { id } => write!(f, "cron:{}", e(id))?,
         }
         if let Some(thread) = &self.thread {
             write!(f, ":thread:{}", e(thread))?;

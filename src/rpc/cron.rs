@@ -65,6 +65,9 @@ pub struct AddParams {
     /// `run_once` | `skip`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub missed: Option<String>,
+    /// Run in a session of the job's own.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub isolated: bool,
 }
 
 /// `cron.remove`'s and `cron.run`'s params.
@@ -107,6 +110,7 @@ impl Methods {
                     message: p.message,
                     target: Some(session),
                     missed: p.missed,
+                    isolated: p.isolated,
                 }))
             }),
             _ => return None,

@@ -30,6 +30,8 @@ pub struct CronSpec {
     pub target: Option<String>,
     /// `run_once` | `skip`: a run missed while the gateway was down.
     pub missed: Option<String>,
+    /// Run in a session of the job's own (its answers still go to this chat).
+    pub isolated: bool,
 }
 
 /// One `cron` call.
@@ -79,7 +81,8 @@ impl Tool for CronTool {
             name: "cron".to_string(),
             description: "Schedule turns of this chat. add: `message` plus `cron` (5 fields, \
                           with `tz`), `at` (RFC 3339 or `in 20m`) or `every` (`30m`); list; \
-                          remove/run with `id`."
+                          remove/run with `id`. `isolated`: the job runs in a session of its own \
+                          (no chat history) and posts its answer here."
                 .to_string(),
             parameters: json!({
                 "type": "object",
@@ -92,6 +95,7 @@ impl Tool for CronTool {
                     "at": {"type": "string"},
                     "every": {"type": "string"},
                     "missed": {"type": "string", "enum": ["run_once", "skip"]},
+                    "isolated": {"type": "boolean"},
                     "target": {"type": "string", "description": "another session's key (owners only)"}
                 },
                 "required": ["action"]
@@ -151,6 +155,7 @@ fn action(m: &serde_json::Map<String, Value>) -> Result<CronAction, ArgError> {
                 message,
                 target: text(m, "target")?,
                 missed: text(m, "missed")?,
+                isolated: args::optional_bool(m, "isolated")?.unwrap_or(false),
             }))
         }
         other => Err(ArgError::invalid(format!(

@@ -130,6 +130,14 @@ fn parse_examples_from_the_spec() {
     assert_eq!(k.to_string(), "agent:main:acp:0b6e");
     let k = SessionKey::parse("agent:main:subagent:abc").unwrap();
     assert_eq!(k.base, KeyBase::Subagent { id: "abc".into() });
+    let k = SessionKey::parse("agent:main:cron:daily-report").unwrap();
+    assert_eq!(
+        k.base,
+        KeyBase::Cron {
+            id: "daily-report".into()
+        }
+    );
+    assert_eq!(k.to_string(), "agent:main:cron:daily-report");
 }
 
 #[test]
@@ -191,7 +199,7 @@ fn component() -> impl Strategy<Value = String> {
     prop_oneof![
         "[a-z0-9]{1,12}",
         "-?[0-9]{1,15}",
-        "thread|topic|group|direct|channel|main|acp|subagent",
+        "thread|topic|group|direct|channel|main|acp|subagent|cron",
         "\\PC{1,10}",
         ".{1,10}",
     ]
@@ -221,6 +229,7 @@ fn base() -> impl Strategy<Value = KeyBase> {
         }),
         c().prop_map(|id| KeyBase::Acp { id }),
         c().prop_map(|id| KeyBase::Subagent { id }),
+        c().prop_map(|id| KeyBase::Cron { id }),
     ]
 }
 

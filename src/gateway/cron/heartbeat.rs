@@ -37,6 +37,7 @@ pub(super) fn job(
         id: HEARTBEAT_ID.to_owned(),
         schedule,
         session_key,
+        isolated: false,
         target,
         message: hb.prompt.clone(),
         // A beat missed while down is not worth a late one.

@@ -7,8 +7,10 @@ use chela_channel::{ChatKind, Conversation};
 use tokio::sync::Notify;
 
 use super::{CronError, heartbeat, run_key, turn_of};
+use crate::agent::tools::cron::CronSpec;
 use crate::config::{Config, TargetConfig, is_valid_job_id};
 use crate::domain::schedule::{Missed, Schedule};
+use crate::domain::session_key::SessionKey;
 use crate::gateway::Core;
 use crate::store::{CronJob, CronOrigin, Store};
 
@@ -29,13 +31,44 @@ pub struct NewJob {
     pub message: String,
     /// A run missed while down.
     pub missed: Missed,
-    /// The session it runs in.
+    /// The session it belongs to (and runs in, unless `isolated`).
     pub session_key: String,
+    /// It runs in a session of its own (`agent:<a>:cron:<id>`).
+    pub isolated: bool,
     /// Where its answers go (`None`: where the session last replied).
     pub target: Option<Conversation>,
     /// Who makes it.
     pub origin: CronOrigin,
 }
+
+impl NewJob {
+    /// The job `spec` asks for, in session `session_key`, answering in `target`, made by
+    /// `origin`.
+    pub fn from_spec(
+        spec: CronSpec,
+        session_key: String,
+        target: Option<Conversation>,
+        origin: CronOrigin,
+    ) -> Result<NewJob, CronError> {
+        Ok(NewJob {
+            id: spec.id,
+            cron: spec.cron,
+            tz: spec.tz,
+            at: spec.at,
+            every: spec.every,
+            message: spec.message,
+            missed: missed_of(spec.missed.as_deref())?,
+            session_key,
+            isolated: spec.isolated,
+            target,
+            origin,
+        })
+    }
+}
+
+/// The shortest interval of a job the agent makes (a cron expression's is a minute anyway);
+/// the operator and the config may go below it.
+pub const MIN_EVERY_MS: u64 = 60_000;
 
 /// The schedule of `cron`/`tz`, `at` or `every` (exactly one given), at `now_ms`.
 pub fn schedule_of(
@@ -76,6 +109,20 @@ pub fn build(new: NewJob, now_ms: u64) -> Result<CronJob, CronError> {
         new.every.as_deref(),
         now_ms,
     )?;
+    if let Schedule::Every { every_ms, .. } = schedule
+        && every_ms < MIN_EVERY_MS
+        && new.origin == CronOrigin::Agent
+    {
+        return Err(CronError::Refused(
+            "an interval of at least a minute, please".into(),
+        ));
+    }
+    if new.isolated && SessionKey::parse(&new.session_key).is_err() {
+        return Err(CronError::Refused(format!(
+            "an isolated job needs a valid session key, not {:?}",
+            new.session_key
+        )));
+    }
     let next_ms = schedule.next_after(now_ms)?;
     if next_ms.is_none() {
         return Err(CronError::Refused("that time has passed".into()));
@@ -84,6 +131,7 @@ pub fn build(new: NewJob, now_ms: u64) -> Result<CronJob, CronError> {
         id,
         schedule,
         session_key: new.session_key,
+        isolated: new.isolated,
         target: new.target,
         message: new.message.trim().to_owned(),
         missed: new.missed,
@@ -120,13 +168,12 @@ pub fn changeable(job: &CronJob) -> Result<(), CronError> {
 
 /// Stores the new `job` (refused when its id is taken) and wakes the scheduler.
 pub async fn add(store: &Store, wake: &Notify, job: CronJob) -> Result<CronJob, CronError> {
-    if store.cron_job(&job.id)?.is_some() {
+    if !store.add_cron(&job).await? {
         return Err(CronError::Refused(format!(
             "a job `{}` exists already",
             job.id
         )));
     }
-    store.put_cron(&job).await?;
     wake.notify_one();
     Ok(job)
 }
@@ -176,8 +223,9 @@ pub fn describe(job: &CronJob, now_ms: u64) -> String {
         Some(next) => format!("due since {}", iso(next)),
         None => "no next run".to_owned(),
     };
+    let isolated = if job.isolated { " (isolated)" } else { "" };
     format!(
-        "{}  {}  {next}  {}  {:?}",
+        "{}  {}  {next}  {}{isolated}  {:?}",
         job.id,
         job.schedule.describe(),
         job.session_key,
@@ -224,19 +272,22 @@ fn configured(config: &Config, now_ms: u64) -> Vec<CronJob> {
             continue; // refused by the config check
         };
         let (session_key, target) = resolve_target(config, &entry.target());
-        let Ok(Some(next_ms)) = schedule.next_after(now_ms) else {
-            continue; // a one-shot time that has passed
+        // `None`: a one-shot time that has passed (kept only while its stored job waits to
+        // be handled by its `missed` policy).
+        let Ok(next_ms) = schedule.next_after(now_ms) else {
+            continue;
         };
         out.push(CronJob {
             id: entry.id.clone(),
             schedule,
             session_key,
+            isolated: entry.isolated,
             target,
             message: entry.message.clone(),
             missed: entry.missed,
             origin: CronOrigin::Config,
             created_ms: now_ms,
-            next_ms: Some(next_ms),
+            next_ms,
             last_ms: None,
             active_hours: None,
         });
@@ -257,6 +308,7 @@ fn unchanged(old: &CronJob, new: &CronJob) -> bool {
     same_schedule
         && old.origin == new.origin
         && old.session_key == new.session_key
+        && old.isolated == new.isolated
         && old.target == new.target
         && old.message == new.message
         && old.missed == new.missed
@@ -276,9 +328,18 @@ pub async fn seed_from(store: &Store, config: &Config, now_ms: u64) -> Result<()
     }
     for job in wanted {
         match store.cron_job(&job.id)? {
+            // A one-shot time that passed while the gateway was down keeps its stored job:
+            // the scheduler runs or skips it by its `missed` policy.
             Some(old) if unchanged(&old, &job) => {}
             Some(old) if !matches!(old.origin, CronOrigin::Config | CronOrigin::Heartbeat) => {
                 tracing::warn!(job = %job.id, "cron: a job made at run time has this config entry's id; the config entry is ignored");
+            }
+            Some(old) if job.next_ms.is_none() => {
+                store.remove_cron(&old.id).await?;
+                tracing::info!(job = %job.id, "cron: the config entry's time has passed; removed");
+            }
+            None if job.next_ms.is_none() => {
+                tracing::info!(job = %job.id, "cron: the config entry's time has passed; nothing to schedule");
             }
             _ => store.put_cron(&job).await?,
         }

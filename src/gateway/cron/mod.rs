@@ -119,7 +119,7 @@ pub fn turn_of(job: &CronJob, to: Conversation, due_ms: u64, now_ms: u64) -> Pen
         format!("[Scheduled job {}] {}", job.id, job.message)
     };
     PendingTurn {
-        session_key: job.session_key.clone(),
+        session_key: job.run_session(),
         inbound: Inbound {
             conversation: to,
             sender: Sender {

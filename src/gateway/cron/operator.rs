@@ -21,28 +21,14 @@ use crate::store::{CronJob, CronOrigin, Store};
 /// (default: the terminal user's, as `chela agent`), answering where that session last
 /// replied.
 pub fn new_job(config: &Config, spec: CronSpec, now_ms: u64) -> Result<CronJob, CronError> {
-    let session_key = match spec.target {
+    let session_key = match spec.target.clone() {
         Some(key) => SessionKey::parse(&key)
             .map_err(|e| CronError::Refused(format!("session {key:?}: {e}")))?
             .to_string(),
         None => crate::gateway::default_session_key(config),
     };
-    let missed = jobs::missed_of(spec.missed.as_deref())?;
-    jobs::build(
-        NewJob {
-            id: spec.id,
-            cron: spec.cron,
-            tz: spec.tz,
-            at: spec.at,
-            every: spec.every,
-            message: spec.message,
-            missed,
-            session_key,
-            target: None,
-            origin: CronOrigin::Operator,
-        },
-        now_ms,
-    )
+    let new = NewJob::from_spec(spec, session_key, None, CronOrigin::Operator)?;
+    jobs::build(new, now_ms)
 }
 
 /// Adds the job `spec` asks for to `store` and wakes the scheduler (`wake`); returns it and

@@ -10,7 +10,10 @@ use crate::agent::provider::BoxFuture;
 use crate::agent::tools::cron::{CronAction, CronApi, CronCall, CronSpec};
 use crate::agent::tools::refusal::ToolRefusal;
 use crate::gateway::Core;
-use crate::store::{CronJob, CronOrigin};
+use crate::store::{CronJob, CronOrigin, PendingTurn};
+
+/// The most jobs the agent may keep in one session.
+pub const MAX_AGENT_JOBS_PER_SESSION: usize = 20;
 
 /// The gateway's [`CronApi`].
 pub(in crate::gateway) struct GatewayCron {
@@ -33,7 +36,7 @@ impl CronApi for GatewayCron {
         let core = self.core.upgrade();
         Box::pin(async move {
             let core = core.ok_or(ToolRefusal::ShuttingDown)?;
-            let owner = asked_by_owner(&core, &call.run_id);
+            let owner = asked_by_owner(&core, &call.from, &call.run_id);
             match call.action {
                 CronAction::List => Ok(list(&core, &call.from, owner)?),
                 CronAction::Add(spec) => add(&core, &call.from, call.reply_to, spec, owner).await,
@@ -52,8 +55,11 @@ impl CronApi for GatewayCron {
     }
 }
 
-/// Whether the message that started run `run_id` came from an owner of its channel.
-fn asked_by_owner(core: &Core, run_id: &str) -> bool {
+/// Whether run `run_id` of session `from` acts for owners only: the message that started it
+/// and every message of the session queued since (steered into the run, or waiting behind
+/// it) came from an owner of its channel. A stranger's message steered into an owner's run
+/// takes the owner's rights away from it.
+fn asked_by_owner(core: &Core, from: &str, run_id: &str) -> bool {
     let Some(seq) = run_id
         .strip_prefix("run-")
         .and_then(|s| s.parse::<u64>().ok())
@@ -63,11 +69,29 @@ fn asked_by_owner(core: &Core, run_id: &str) -> bool {
     let Ok(pending) = core.store.all_pending() else {
         return false;
     };
-    pending.iter().any(|(s, turn)| {
-        *s == seq
-            && turn.inbound.sender.id != crate::inbound::route::SYSTEM_SENDER
-            && core.is_owner(&turn.inbound.conversation.channel, &turn.inbound.sender.id)
+    owners_only(&pending, from, seq, |channel, sender| {
+        core.is_owner(channel, sender)
     })
+}
+
+/// Whether `pending` holds turn `seq` of session `from` and it and every later turn of that
+/// session came from a sender `is_owner` accepts (never the gateway's own sender).
+fn owners_only(
+    pending: &[(u64, PendingTurn)],
+    from: &str,
+    seq: u64,
+    is_owner: impl Fn(&str, &str) -> bool,
+) -> bool {
+    let mut turns = pending
+        .iter()
+        .filter(|(s, turn)| *s >= seq && turn.session_key == from)
+        .peekable();
+    turns.peek().is_some_and(|(s, _)| *s == seq)
+        && turns.all(|(_, turn)| {
+            let sender = &turn.inbound.sender.id;
+            sender != crate::inbound::route::SYSTEM_SENDER
+                && is_owner(&turn.inbound.conversation.channel, sender)
+        })
 }
 
 /// Job `id`, when the caller may act on it: its own session's job, or any with `owner`.
@@ -98,6 +122,22 @@ fn list(core: &Core, from: &str, owner: bool) -> Result<String, ToolRefusal> {
     })
 }
 
+/// Refuses a new agent job in `session_key` when `jobs` hold [`MAX_AGENT_JOBS_PER_SESSION`]
+/// of the agent's there already.
+fn room_for_one_more(jobs: &[CronJob], session_key: &str) -> Result<(), ToolRefusal> {
+    let at_most = MAX_AGENT_JOBS_PER_SESSION;
+    let made = jobs
+        .iter()
+        .filter(|j| j.origin == CronOrigin::Agent && j.session_key == session_key)
+        .count();
+    if made >= at_most {
+        return Err(ToolRefusal::Refused(format!(
+            "this session has {made} jobs already (at most {at_most}); remove one first"
+        )));
+    }
+    Ok(())
+}
+
 /// Adds the job `spec` asks for.
 async fn add(
     core: &Arc<Core>,
@@ -106,7 +146,7 @@ async fn add(
     spec: CronSpec,
     owner: bool,
 ) -> Result<String, ToolRefusal> {
-    let (session_key, target) = match spec.target {
+    let (session_key, target) = match spec.target.clone() {
         Some(other) if other != from => {
             if !owner {
                 return Err(ToolRefusal::Refused(
@@ -118,23 +158,78 @@ async fn add(
         }
         _ => (from.to_owned(), reply_to),
     };
-    let missed = jobs::missed_of(spec.missed.as_deref())?;
+    room_for_one_more(&core.store.cron_jobs()?, &session_key)?;
     let now = crate::domain::message::now_ms();
-    let job = jobs::build(
-        NewJob {
-            id: spec.id,
-            cron: spec.cron,
-            tz: spec.tz,
-            at: spec.at,
-            every: spec.every,
-            message: spec.message,
-            missed,
-            session_key,
-            target,
-            origin: CronOrigin::Agent,
-        },
-        now,
-    )?;
+    let new = NewJob::from_spec(spec, session_key, target, CronOrigin::Agent)?;
+    let job = jobs::build(new, now)?;
     let job = jobs::add(&core.store, &core.cron_wake, job).await?;
     Ok(format!("Scheduled: {}", jobs::describe(&job, now)))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::domain::schedule::{Missed, Schedule};
+
+    fn agent_job(id: &str, session: &str, origin: CronOrigin) -> CronJob {
+        CronJob {
+            id: id.into(),
+            schedule: Schedule::every("1h", 0).unwrap(),
+            session_key: session.into(),
+            isolated: false,
+            target: None,
+            message: "tick".into(),
+            missed: Missed::RunOnce,
+            origin,
+            created_ms: 0,
+            next_ms: Some(3_600_000),
+            last_ms: None,
+            active_hours: None,
+        }
+    }
+
+    fn from(key: &str, sender: &str) -> PendingTurn {
+        let mut turn = crate::store::contract_tests::turn(key, sender);
+        turn.inbound.sender.id = sender.into();
+        turn
+    }
+
+    #[test]
+    fn owner_rights_need_every_message_of_the_run_from_an_owner() {
+        let group = "agent:main:telegram:group:-5";
+        let owner = |_: &str, sender: &str| sender == "7";
+        let run = vec![(10, from(group, "7")), (11, from("agent:main:other", "9"))];
+        assert!(owners_only(&run, group, 10, owner));
+        // A stranger's message steered into (or queued behind) the owner's run.
+        let mut steered = run.clone();
+        steered.push((12, from(group, "9")));
+        assert!(!owners_only(&steered, group, 10, owner));
+        // An earlier turn of the session does not count; a run not pending has no rights.
+        let earlier = vec![(9, from(group, "9")), (10, from(group, "7"))];
+        assert!(owners_only(&earlier, group, 10, owner));
+        assert!(!owners_only(&earlier, group, 11, owner));
+        // The gateway's own turns (schedules, heartbeat) never hold owner rights.
+        let system = vec![(10, from(group, crate::inbound::route::SYSTEM_SENDER))];
+        assert!(!owners_only(&system, group, 10, |_: &str, _: &str| true));
+    }
+
+    #[test]
+    fn the_agent_keeps_at_most_twenty_jobs_per_session() {
+        let mine = "agent:main:telegram:direct:1";
+        let mut jobs: Vec<CronJob> = (0..19)
+            .map(|i| agent_job(&format!("j{i}"), mine, CronOrigin::Agent))
+            .collect();
+        // Another session's jobs and the operator's do not count.
+        jobs.push(agent_job(
+            "other",
+            "agent:main:telegram:direct:2",
+            CronOrigin::Agent,
+        ));
+        jobs.push(agent_job("op", mine, CronOrigin::Operator));
+        assert!(room_for_one_more(&jobs, mine).is_ok());
+        jobs.push(agent_job("j19", mine, CronOrigin::Agent));
+        let refused = room_for_one_more(&jobs, mine).unwrap_err();
+        assert!(refused.to_string().contains("at most 20"), "{refused}");
+    }
 }

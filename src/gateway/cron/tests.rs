@@ -63,6 +63,7 @@ fn job(id: &str, schedule: Schedule, missed: Missed, now_ms: u64) -> CronJob {
         next_ms: schedule.next_after(now_ms).unwrap(),
         schedule,
         session_key: "agent:main:telegram:direct:42".into(),
+        isolated: false,
         target: Some(crate::store::contract_tests::chat("42")),
         message: "tick".into(),
         missed,
@@ -347,4 +348,112 @@ async fn on_a_shared_store_a_job_another_node_added_fires_without_a_wake() {
     task.await.unwrap();
     let fired = fire.fired.lock().unwrap().clone();
     assert_eq!(of(&fired, "theirs").len(), 1, "{fired:?}");
+}
+
+/// A config with one `[[cron]]` entry at `at` (RFC 3339) with `missed`, into chat 42.
+fn config_with_at(at: &str, missed: Missed) -> crate::config::Config {
+    let mut config = crate::config::Config::default();
+    config.cron.push(crate::config::CronEntry {
+        id: "once".into(),
+        at: at.into(),
+        message: "the dentist".into(),
+        missed,
+        channel: "telegram".into(),
+        chat: "42".into(),
+        ..Default::default()
+    });
+    config
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_config_one_shot_missed_while_down_follows_its_missed_policy() {
+    // 2025-01-06T00:10:00Z, ten minutes after the tests' start.
+    let at = "2025-01-06T00:10:00Z";
+    let due = BASE_MS + 10 * 60_000;
+    for (missed, runs) in [(Missed::RunOnce, 1), (Missed::Skip, 0)] {
+        let store = Store::temporary().unwrap();
+        let config = config_with_at(at, missed);
+        jobs::seed_from(&store, &config, BASE_MS).await.unwrap();
+        assert_eq!(store.cron_job("once").unwrap().unwrap().next_ms, Some(due));
+        // Down across the time; the next start is an hour later.
+        let restart = BASE_MS + 3_600_000;
+        jobs::seed_from(&store, &config, restart).await.unwrap();
+        let kept = store.cron_job("once").unwrap();
+        assert_eq!(
+            kept.map(|j| j.next_ms),
+            Some(Some(due)),
+            "kept for its policy"
+        );
+        let (_, fire, _, scheduler) = scheduler_by_hand();
+        let scheduler = Scheduler {
+            store: store.clone(),
+            ..scheduler
+        };
+        assert_eq!(scheduler.pass(restart).await.unwrap(), None, "no run left");
+        let fired = fire.fired.lock().unwrap().clone();
+        assert_eq!(of(&fired, "once").len(), runs, "{missed:?}");
+        assert_eq!(fire.store.all_pending().unwrap().len(), runs);
+        assert!(store.cron_job("once").unwrap().is_none(), "done: removed");
+        // A later start does not bring the passed entry back.
+        jobs::seed_from(&store, &config, restart + 200_000)
+            .await
+            .unwrap();
+        assert!(store.cron_job("once").unwrap().is_none());
+    }
+}
+
+#[tokio::test]
+async fn a_config_one_shot_changed_after_its_time_is_removed() {
+    let store = Store::temporary().unwrap();
+    jobs::seed_from(
+        &store,
+        &config_with_at("2025-01-06T00:10:00Z", Missed::RunOnce),
+        BASE_MS,
+    )
+    .await
+    .unwrap();
+    let changed = config_with_at("2025-01-06T00:20:00Z", Missed::RunOnce);
+    jobs::seed_from(&store, &changed, BASE_MS + 3_600_000)
+        .await
+        .unwrap();
+    assert!(store.cron_job("once").unwrap().is_none());
+}
+
+#[test]
+fn an_isolated_job_runs_in_its_own_session_and_answers_in_the_chat() {
+    let every = Schedule::every("1h", BASE_MS).unwrap();
+    let mut j = job("digest", every, Missed::RunOnce, BASE_MS);
+    let to = j.target.clone().unwrap();
+    assert_eq!(
+        turn_of(&j, to.clone(), BASE_MS, BASE_MS).session_key,
+        "agent:main:telegram:direct:42"
+    );
+    j.isolated = true;
+    let turn = turn_of(&j, to.clone(), BASE_MS, BASE_MS);
+    assert_eq!(turn.session_key, "agent:main:cron:digest");
+    assert_eq!(turn.inbound.conversation, to);
+}
+
+#[test]
+fn the_agent_may_not_schedule_intervals_under_a_minute() {
+    let new = |every: &str, origin| jobs::NewJob {
+        id: None,
+        cron: None,
+        tz: None,
+        at: None,
+        every: Some(every.into()),
+        message: "tick".into(),
+        missed: Missed::RunOnce,
+        session_key: "agent:main:telegram:direct:42".into(),
+        isolated: false,
+        target: None,
+        origin,
+    };
+    let refused = jobs::build(new("30s", CronOrigin::Agent), BASE_MS).unwrap_err();
+    assert!(
+        refused.to_string().contains("at least a minute"),
+        "{refused}"
+    );
+    assert!(jobs::build(new("1m", CronOrigin::Agent), BASE_MS).is_ok());
+    assert!(jobs::build(new("30s", CronOrigin::Operator), BASE_MS).is_ok());
 }

@@ -13,6 +13,7 @@ pub(crate) fn job(id: &str, next_ms: u64) -> CronJob {
             anchor_ms: 0,
         },
         session_key: "agent:main:telegram:direct:42".into(),
+        isolated: false,
         target: Some(chat("42")),
         message: format!("run {id}"),
         missed: Missed::RunOnce,
@@ -83,4 +84,19 @@ pub(crate) async fn advance_cron_moves_a_job_past_a_run_once(h: &dyn Harness) {
     assert!(store.advance_cron("j", 180_000, None, true).await.unwrap());
     let store = h.reopen(store);
     assert_eq!(store.cron_jobs().unwrap(), []);
+}
+
+/// A new job is added once: of two adds of one id, one wins and the other leaves it as is.
+pub(crate) async fn add_cron_adds_an_id_once(h: &dyn Harness) {
+    let store = h.fresh();
+    let mut other = job("j", 99);
+    other.message = "the other".into();
+    let first = job("j", 10);
+    let (a, b) = tokio::join!(store.add_cron(&first), store.add_cron(&other));
+    assert!(a.unwrap() ^ b.unwrap(), "exactly one add wins");
+    let won = store.cron_job("j").unwrap().unwrap();
+    assert!(won == first || won == other);
+    assert!(!store.add_cron(&job("j", 10)).await.unwrap());
+    let store = h.reopen(store);
+    assert_eq!(store.cron_job("j").unwrap(), Some(won));
 }

@@ -70,6 +70,7 @@ macro_rules! store_contract_tests {
             buffered_writes_are_durable_after_flush,
             cron_jobs_round_trip_durably,
             advance_cron_moves_a_job_past_a_run_once,
+            add_cron_adds_an_id_once,
         );
     };
     (@each $harness:expr; $($check:ident),* $(,)?) => {

@@ -28,8 +28,13 @@ pub struct CronJob {
     pub id: String,
     /// When it runs.
     pub schedule: Schedule,
-    /// The session whose turn it is.
+    /// The session it belongs to: whose turn it is, unless it is isolated.
     pub session_key: String,
+    /// It runs in a session of its own (`agent:<a>:cron:<id>`, see
+    /// [`CronJob::run_session`]) rather than in `session_key`; its answers still go to the
+    /// target (or where `session_key` last replied).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub isolated: bool,
     /// Where the answer goes; `None`: where the session last replied (known at fire time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<Conversation>,
@@ -53,6 +58,26 @@ pub struct CronJob {
 }
 
 impl CronJob {
+    /// The session its turns run in: `session_key`, or for an isolated job its own
+    /// `agent:<a>:cron:<id>` (`<a>`: `session_key`'s agent; `main` when that does not parse,
+    /// which jobs are checked against when made).
+    pub fn run_session(&self) -> String {
+        use crate::domain::session_key::{KeyBase, SessionKey};
+        if !self.isolated {
+            return self.session_key.clone();
+        }
+        let agent = SessionKey::parse(&self.session_key)
+            .map(|k| k.agent)
+            .unwrap_or_else(|_| "main".to_owned());
+        SessionKey::new(
+            agent,
+            KeyBase::Cron {
+                id: self.id.clone(),
+            },
+        )
+        .to_string()
+    }
+
     /// The job after its run scheduled at `due_ms` was handled (`fired`: it was queued,
     /// else skipped): `None` when nothing changes (its next run is no longer `due_ms`: another
     /// node or an edit got there first), `Some(None)` when it has no run left and goes,
@@ -84,6 +109,10 @@ impl CronJob {
 pub trait CronStore {
     /// Writes `job` (new, or replacing the one with its id). Durable.
     fn put_cron<'a>(&'a self, job: &'a CronJob) -> StoreFuture<'a, ()>;
+
+    /// Writes new `job` unless a job with its id exists; returns whether it did. Atomic: of
+    /// several callers adding the same id exactly one gets true. Durable.
+    fn add_cron<'a>(&'a self, job: &'a CronJob) -> StoreFuture<'a, bool>;
 
     /// The job called `id`.
     fn cron_job(&self, id: &str) -> Result<Option<CronJob>, StoreError>;

@@ -23,6 +23,22 @@ impl CronStore for PgStore {
         Box::pin(self.call(move |c| async move { put(&c, &job).await }))
     }
 
+    fn add_cron<'a>(&'a self, job: &'a CronJob) -> StoreFuture<'a, bool> {
+        let job = job.clone();
+        Box::pin(self.call(move |c| async move {
+            let next = job.next_ms.map(big);
+            let added = c
+                .execute(
+                    "INSERT INTO cron_jobs (id, next_ms, job) VALUES ($1, $2, $3) \
+                     ON CONFLICT (id) DO NOTHING",
+                    &[&job.id, &next, &encode(&job)?],
+                )
+                .await
+                .map_err(pg_err)?;
+            Ok(added == 1)
+        }))
+    }
+
     fn cron_job(&self, id: &str) -> Result<Option<CronJob>, StoreError> {
         let id = id.to_owned();
         self.blocking(move |c| async move {

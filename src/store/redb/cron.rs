@@ -11,6 +11,23 @@ impl CronStore for RedbStore {
         })
     }
 
+    fn add_cron<'a>(&'a self, job: &'a CronJob) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let added = self.write(|tx| {
+                let mut table = tx.open_table(CRON).map_err(db_err)?;
+                if get(&table, job.id.as_bytes())?.is_some() {
+                    return Ok(false);
+                }
+                table
+                    .insert(job.id.as_bytes(), encode(job)?.as_slice())
+                    .map_err(db_err)?;
+                Ok(true)
+            })?;
+            self.sync().await?;
+            Ok(added)
+        })
+    }
+
     fn cron_job(&self, id: &str) -> Result<Option<CronJob>, StoreError> {
         self.get(CRON, id.as_bytes())?
             .map(|v| decode("cron", &v))

@@ -14,6 +14,19 @@ impl CronStore for SledStore {
         })
     }
 
+    fn add_cron<'a>(&'a self, job: &'a CronJob) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let added = self
+                .inner
+                .cron
+                .compare_and_swap(job.id.as_bytes(), None as Option<&[u8]>, Some(encode(job)?))
+                .map_err(db_err)?
+                .is_ok();
+            self.sync().await?;
+            Ok(added)
+        })
+    }
+
     fn cron_job(&self, id: &str) -> Result<Option<CronJob>, StoreError> {
         match self.inner.cron.get(id.as_bytes()).map_err(db_err)? {
             Some(bytes) => Ok(Some(decode("cron", &bytes)?)),

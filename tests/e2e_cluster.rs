@@ -442,9 +442,63 @@ fn update(chat: i64, n: i64, text: &str) -> String {
     )
 }
 
+/// Subscribes to the run events of the gateway whose discovery file is `discovery` (its
+/// RPC's `events.subscribe`); the frames it pushes gather in the returned list.
+async fn subscribe(discovery: std::path::PathBuf) -> Arc<std::sync::Mutex<Vec<serde_json::Value>>> {
+    use futures_util::{SinkExt, StreamExt};
+    let mut found = None;
+    for _ in 0..100 {
+        if let Ok(text) = std::fs::read_to_string(&discovery) {
+            found = Some(text);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let found: serde_json::Value = serde_json::from_str(&found.expect("discovery file")).unwrap();
+    let url = format!(
+        "ws://{}/ws?token={}",
+        found["address"].as_str().unwrap(),
+        found["token"].as_str().unwrap()
+    );
+    let (mut socket, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    socket
+        .send(tokio_tungstenite::tungstenite::Message::Text(
+            r#"{"id":1,"method":"events.subscribe"}"#.into(),
+        ))
+        .await
+        .unwrap();
+    let frames = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let into = frames.clone();
+    tokio::spawn(async move {
+        while let Some(Ok(message)) = socket.next().await {
+            if let Ok(text) = message.to_text()
+                && let Ok(frame) = serde_json::from_str(text)
+            {
+                into.lock().unwrap().push(frame);
+            }
+        }
+    });
+    frames
+}
+
+/// The `run` events of session `key` among `frames`: (status, text).
+fn runs_of(frames: &[serde_json::Value], key: &str) -> Vec<(String, String)> {
+    frames
+        .iter()
+        .filter(|f| f["event"] == "run" && f["session"] == key)
+        .map(|f| {
+            (
+                f["status"].as_str().unwrap_or("").to_owned(),
+                f["text"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
 /// `/stop` sent through a node that does not run the session reaches the run on the node
 /// that does: the stream ends there, "Stopped." is answered, and a message sent right
-/// behind it is answered after it (not dropped as queued).
+/// behind it is answered after it (not dropped as queued). `events.subscribe` on either
+/// node shows both runs, wherever they ran.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_sent_through_another_node_stops_the_run_where_it_runs() {
     const CHAT: i64 = 77;
@@ -508,6 +562,11 @@ async fn a_stop_sent_through_another_node_stops_the_run_where_it_runs() {
         holders(&schema).await
     );
 
+    let mut feeds = Vec::new();
+    for i in 0..2 {
+        feeds.push(subscribe(s.setup.path(&format!("data{i}.rpc"))).await);
+    }
+
     // A long answer starts on whichever node runs the chat's session.
     while post(&listens[0], &update(CHAT, 1, "slow 300 100")).await != 200 {
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -550,6 +609,16 @@ async fn a_stop_sent_through_another_node_stops_the_run_where_it_runs() {
             Duration::from_secs(20),
         )
         .await;
+    // Both nodes' feeds show both runs, wherever they ran.
+    let both = |i: usize| {
+        let frames = feeds[i].lock().unwrap().clone();
+        let runs = runs_of(&frames, &key);
+        runs.iter().any(|(status, _)| status == "aborted")
+            && runs.iter().any(|(_, text)| text == "ok: hello")
+    };
+    let shown =
+        s.tg.wait_for(|_| both(0) && both(1), Duration::from_secs(20))
+            .await;
     let mut stderr = String::new();
     for node in nodes {
         node.signal("TERM");
@@ -558,6 +627,14 @@ async fn a_stop_sent_through_another_node_stops_the_run_where_it_runs() {
     let texts = s.texts(CHAT);
     assert!(stopped, "not stopped (owner {owner}): {texts:?}\n{stderr}");
     assert!(answered, "{texts:?}\n{stderr}");
+    for (i, feed) in feeds.iter().enumerate() {
+        let frames = feed.lock().unwrap().clone();
+        assert!(
+            shown,
+            "node n{i} (owner {owner}) did not show both runs: {:?}",
+            runs_of(&frames, &key)
+        );
+    }
     assert!(
         !texts.iter().any(|t| t.contains("tick 100")),
         "the long answer ran to its end: {texts:?}"

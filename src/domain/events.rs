@@ -1,12 +1,12 @@
 //! The typed event stream of a run. Replies, transcripts and the RPC all consume these; the
 //! agent loop and ACP turns both produce them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::domain::run::RunRecord;
 
 /// One event of a run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "stream", rename_all = "lowercase")]
 pub enum RunEvent {
     /// Start, end or failure of the run.
@@ -32,7 +32,7 @@ pub enum RunEvent {
 }
 
 /// Run lifecycle phases.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "phase", rename_all = "lowercase")]
 pub enum Lifecycle {
     /// The run started.
@@ -52,7 +52,7 @@ pub enum Lifecycle {
 }
 
 /// Tool call progress.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "phase", rename_all = "lowercase")]
 pub enum ToolEvent {
     /// A tool call began.
@@ -74,7 +74,7 @@ pub enum ToolEvent {
 }
 
 /// A compaction of a session's model window (SPEC 7): one `compaction` entry was appended.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Compacted {
     /// The `compaction` entry's id.

@@ -102,7 +102,7 @@ pub fn seq_of_run_id(run_id: &str) -> Option<u64> {
 }
 
 /// One event of one run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct LiveEvent {
     /// The run (`run-<seq>`).
     pub run_id: String,

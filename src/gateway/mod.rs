@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod command_context;
 pub mod commands;
 pub mod cron;
+pub mod events_relay;
 pub mod files;
 pub mod intake;
 mod intake_lease;
@@ -96,8 +97,11 @@ pub struct Core {
     pub approvals: approvals::Approvals,
     /// Channels by name.
     pub channels: HashMap<String, Arc<dyn Channel>>,
-    /// Every run's events as they happen (the RPC's `events.subscribe`).
+    /// Every run's events as they happen, this node's runs.
     pub live: broadcast::Sender<live::LiveEvent>,
+    /// What the RPC's event feed reads: `live` itself, or in a cluster this node's events
+    /// and the other nodes' ([`events_relay`]).
+    pub feed: broadcast::Sender<live::LiveEvent>,
     /// Fires when the gateway stops.
     pub shutdown: CancellationToken,
     /// Command tasks in flight (awaited at shutdown so no answer is cut off).
@@ -296,6 +300,8 @@ impl Gateway {
                 crate::agent::build(&config, store.clone(), shutdown.clone(), provider, ports);
             let asker: Arc<dyn crate::acp::manager::AskerFor> =
                 Arc::new(ask::ChatAskers { core: weak.clone() });
+            let live_bus = broadcast::channel(live::LIVE_BUFFER).0;
+            let cluster_feed = cluster.is_some();
             Core {
                 outbox,
                 cluster,
@@ -308,7 +314,11 @@ impl Gateway {
                 lanes: lanes_for(&config, &store, weak),
                 store,
                 agent,
-                live: broadcast::channel(live::LIVE_BUFFER).0,
+                live: live_bus.clone(),
+                feed: match cluster_feed {
+                    true => broadcast::channel(live::LIVE_BUFFER).0,
+                    false => live_bus,
+                },
                 shutdown,
                 tasks: tokio_util::task::TaskTracker::new(),
                 history: std::sync::Mutex::new(crate::inbound::admission::GroupHistory::restore(
@@ -317,6 +327,7 @@ impl Gateway {
                 config,
             }
         });
+        events_relay::start(&core);
         if core.cluster.is_some() {
             // The partitions this node takes are recovered as it takes them.
             tokio::spawn(cluster::run(Arc::downgrade(&core)));

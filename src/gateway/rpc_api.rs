@@ -49,7 +49,7 @@ impl GatewayApi for CoreApi {
     }
 
     fn live_events(&self) -> broadcast::Receiver<LiveEvent> {
-        self.core.live.subscribe()
+        self.core.feed.subscribe()
     }
 
     fn cron(&self, action: CronAction) -> BoxFuture<'_, Result<CronReply, Fault>> {

@@ -49,10 +49,10 @@ pub use engine::{holds_redb, holds_sled, resolve as resolve_engine};
 pub use entry::{Entry, EntryKind, Item, SessionHeader, TRANSCRIPT_VERSION};
 pub use ports::{
     Backend, BaseStore, Binding, BindingStore, CODE_TTL_MS, Coordinator, CronJob, CronOrigin,
-    CronStore, CursorStore, DeliveryStore, Lease, MAX_PENDING, NodeInfo, OutboxEntry, PARTITIONS,
-    PairingOutcome, PairingRequest, PairingStore, PendingTurn, QueueStore, ReplyJournal,
-    SUMMARY_HEADING, SessionMeta, SessionStore, StoreFuture, SubagentLink, SubagentState,
-    WindowMessage, dedupe_key, partition_of,
+    CronStore, CursorStore, DeliveryStore, Lease, MAX_EVENT_PAYLOAD, MAX_PENDING, NodeInfo,
+    OutboxEntry, PARTITIONS, PairingOutcome, PairingRequest, PairingStore, PendingTurn, QueueStore,
+    ReplyJournal, SUMMARY_HEADING, SessionMeta, SessionStore, StoreFuture, SubagentLink,
+    SubagentState, WindowMessage, dedupe_key, partition_of,
 };
 
 /// The high-water file beside store folder `store` (`<store>.highwater`), if it has a name.

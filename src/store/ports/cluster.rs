@@ -75,7 +75,23 @@ pub trait Coordinator: Send + Sync {
     /// The wake-ups: the partition of each turn queued through `enqueue_unique` on any node
     /// (best effort: a lost one is found by polling). Only the first call gets them.
     fn wakeups(&self) -> Option<mpsc::UnboundedReceiver<u32>>;
+    /// Sends `payload` (at most [`MAX_EVENT_PAYLOAD`] bytes) to every node's
+    /// [`Coordinator::remote_events`], this one's included (best effort: the RPC's event
+    /// feeds of the other nodes). Without a transport it does nothing.
+    fn publish_events(&self, payload: String) -> StoreFuture<'_, ()> {
+        let _ = payload;
+        Box::pin(async { Ok(()) })
+    }
+    /// What [`Coordinator::publish_events`] of every node sent. Only the first call gets them;
+    /// `None` without a transport.
+    fn remote_events(&self) -> Option<mpsc::UnboundedReceiver<String>> {
+        None
+    }
 }
+
+/// The largest payload [`Coordinator::publish_events`] takes (PostgreSQL's `NOTIFY` takes
+/// under 8,000 bytes).
+pub const MAX_EVENT_PAYLOAD: usize = 7_900;
 
 #[cfg(test)]
 mod tests {

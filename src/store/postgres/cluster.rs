@@ -22,6 +22,9 @@ use crate::store::{
 
 /// The channel `enqueue_unique` notifies with the partition of the turn it queued.
 pub(super) const WAKE_CHANNEL: &str = "chela_pending";
+/// The channel of [`Coordinator::publish_events`], followed by `.` and the store's schema
+/// (channels are per database: the schema keeps two clusters in one database apart).
+const EVENTS_CHANNEL: &str = "chela_events";
 
 /// Fails with [`StoreError::NotOwner`] unless `node` holds the unexpired lease of
 /// `session`'s partition. Inside a transaction the lease row stays share-locked until it
@@ -61,6 +64,10 @@ pub struct PgCoordinator {
     client: tokio::sync::Mutex<Option<Client>>,
     wake_tx: mpsc::UnboundedSender<u32>,
     wake_rx: Mutex<Option<mpsc::UnboundedReceiver<u32>>>,
+    events_tx: mpsc::UnboundedSender<String>,
+    events_rx: Mutex<Option<mpsc::UnboundedReceiver<String>>>,
+    /// [`EVENTS_CHANNEL`] of this store's schema (known once connected).
+    events_channel: Mutex<String>,
 }
 
 impl PgCoordinator {
@@ -69,12 +76,16 @@ impl PgCoordinator {
     pub async fn connect(url: &str, setting: &str, node: &str) -> Result<Self, StoreError> {
         let config = parse_config(url, setting)?;
         let (wake_tx, wake_rx) = mpsc::unbounded_channel();
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
         let coordinator = PgCoordinator {
             node: node.to_owned(),
             config,
             client: tokio::sync::Mutex::new(None),
             wake_tx,
             wake_rx: Mutex::new(Some(wake_rx)),
+            events_tx,
+            events_rx: Mutex::new(Some(events_rx)),
+            events_channel: Mutex::new(EVENTS_CHANNEL.to_owned()),
         };
         {
             let mut slot = coordinator.client.lock().await;
@@ -101,10 +112,17 @@ impl PgCoordinator {
                 .await
                 .map_err(|e| StoreError::Db(error_text(&e)))?;
             let wake = self.wake_tx.clone();
+            let events = self.events_tx.clone();
             tokio::spawn(async move {
                 let mut messages = futures_util::stream::poll_fn(|cx| connection.poll_message(cx));
                 while let Some(message) = messages.next().await {
                     match message {
+                        // Only this schema's events channel is listened to.
+                        Ok(AsyncMessage::Notification(n))
+                            if n.channel().starts_with(EVENTS_CHANNEL) =>
+                        {
+                            let _ = events.send(n.payload().to_owned());
+                        }
                         Ok(AsyncMessage::Notification(n)) => {
                             if let Ok(partition) = n.payload().parse::<u32>() {
                                 let _ = wake.send(partition);
@@ -118,14 +136,36 @@ impl PgCoordinator {
                     }
                 }
             });
+            // (The connection is driven by the task above from here on.)
+            let channel = self.events_channel_of(&client).await?;
             client
-                .batch_execute(&format!("LISTEN {WAKE_CHANNEL}"))
+                .batch_execute(&format!(
+                    "LISTEN {WAKE_CHANNEL}; LISTEN \"{}\"",
+                    channel.replace('"', "\"\"")
+                ))
                 .await
                 .map_err(pg_err)?;
             *slot = Some(client);
         }
         slot.as_ref()
             .ok_or_else(|| StoreError::Db("no coordinator connection".into()))
+    }
+
+    /// [`EVENTS_CHANNEL`] of `client`'s schema (at most 63 bytes, PostgreSQL's limit), noted
+    /// for [`Coordinator::publish_events`].
+    async fn events_channel_of(&self, client: &Client) -> Result<String, StoreError> {
+        let row = client
+            .query_one("SELECT coalesce(current_schema(), '')", &[])
+            .await
+            .map_err(pg_err)?;
+        let mut channel = format!("{EVENTS_CHANNEL}.{}", row.get::<_, String>(0));
+        while channel.len() > 63 {
+            channel.pop();
+        }
+        if let Ok(mut slot) = self.events_channel.lock() {
+            slot.clone_from(&channel);
+        }
+        Ok(channel)
     }
 
     /// Runs `sql` with `params` and returns its rows.
@@ -312,6 +352,23 @@ impl Coordinator for PgCoordinator {
 
     fn wakeups(&self) -> Option<mpsc::UnboundedReceiver<u32>> {
         self.wake_rx.lock().ok()?.take()
+    }
+
+    fn publish_events(&self, payload: String) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            let channel = self
+                .events_channel
+                .lock()
+                .map(|c| c.clone())
+                .unwrap_or_else(|_| EVENTS_CHANNEL.to_owned());
+            self.rows("SELECT pg_notify($1, $2)", &[&channel, &payload])
+                .await?;
+            Ok(())
+        })
+    }
+
+    fn remote_events(&self) -> Option<mpsc::UnboundedReceiver<String>> {
+        self.events_rx.lock().ok()?.take()
     }
 }
 

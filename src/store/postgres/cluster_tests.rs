@@ -166,3 +166,30 @@ async fn a_node_not_seen_for_an_hour_is_forgotten_at_the_next_heartbeat() {
     let listed: Vec<String> = a.nodes().await.unwrap().into_iter().map(|n| n.id).collect();
     assert_eq!(listed, ["a"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn published_events_reach_every_node_of_the_schema_and_no_other() {
+    let (_, url) = schema();
+    let (_a_store, a) = node(&url, "a").await;
+    let (_b_store, b) = node(&url, "b").await;
+    let (_, elsewhere_url) = schema();
+    let (_c_store, c) = node(&elsewhere_url, "a").await;
+    let mut at_a = a.remote_events().unwrap();
+    let mut at_b = b.remote_events().unwrap();
+    let mut at_c = c.remote_events().unwrap();
+    assert!(a.remote_events().is_none(), "only the first call gets them");
+    a.publish_events("{\"hello\":1}".into()).await.unwrap();
+    let wait = Duration::from_secs(10);
+    for rx in [&mut at_a, &mut at_b] {
+        let got = tokio::time::timeout(wait, rx.recv()).await.unwrap();
+        assert_eq!(got.as_deref(), Some("{\"hello\":1}"));
+    }
+    c.publish_events("{\"other\":2}".into()).await.unwrap();
+    let got = tokio::time::timeout(wait, at_c.recv()).await.unwrap();
+    assert_eq!(
+        got.as_deref(),
+        Some("{\"other\":2}"),
+        "the other schema's own only"
+    );
+    assert!(at_a.try_recv().is_err() && at_b.try_recv().is_err());
+}

@@ -68,7 +68,8 @@ mod tests {
     fn an_html_meta_charset_is_read_when_the_header_names_none() {
         let page = b"<html><head><meta charset=\"windows-1252\"></head><body>\x93hi\x94</body>";
         assert!(decode(page, Some("text/html"), true).contains("\u{201c}hi\u{201d}"));
-        let equiv = b"<meta http-equiv=\"Content-Type\" content=\"text/html; charset=koi8-r\">\xf0\xd2\xc9";
+        let equiv =
+            b"<meta http-equiv=\"Content-Type\" content=\"text/html; charset=koi8-r\">\xf0\xd2\xc9";
         assert!(decode(equiv, None, true).ends_with("При"));
         // Plain text is not searched for a meta tag.
         assert!(decode(b"charset=koi8-r <meta \xf0", None, false).ends_with('\u{fffd}'));

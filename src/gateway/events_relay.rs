@@ -1,0 +1,269 @@
+//! In a cluster, the RPC's event feed (`events.subscribe`, the panel's live runs) shows the
+//! runs of every node: each node publishes its own run events through the coordinator
+//! (PostgreSQL `NOTIFY`, batched every [`BATCH_WINDOW`]) and merges what the other nodes
+//! publish into its [`Core::feed`] beside its own. Best effort, as a slow subscriber's feed
+//! is: an event bigger than a notification holds arrives with its text shortened, and
+//! events published while a node's database connection is down are lost to the others.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast;
+use tokio::sync::broadcast::error::RecvError;
+
+use super::Core;
+use super::live::LiveEvent;
+use crate::domain::events::{Lifecycle, RunEvent};
+use crate::store::{Coordinator, MAX_EVENT_PAYLOAD};
+
+/// How long a node gathers its events before it publishes them in one notification.
+pub const BATCH_WINDOW: Duration = Duration::from_millis(50);
+/// What the text of an event too big for a notification is cut to (bytes).
+const SHORTENED: usize = 2_000;
+
+/// One notification: the events one node published.
+#[derive(Debug, Serialize, Deserialize)]
+struct Batch {
+    node: String,
+    events: Vec<LiveEvent>,
+}
+
+/// Starts relaying between this node's run bus and the other nodes' (only in a cluster).
+pub(super) fn start(core: &Arc<Core>) {
+    let Some(cluster) = &core.cluster else {
+        return;
+    };
+    let coordinator = cluster.coordinator().clone();
+    if let Some(remote) = coordinator.remote_events() {
+        tokio::spawn(merge_remote(Arc::downgrade(core), remote));
+    }
+    tokio::spawn(publish_local(
+        core.live.subscribe(),
+        core.feed.clone(),
+        coordinator,
+        core.shutdown.clone(),
+    ));
+}
+
+/// Hands this node's events to its feed at once and publishes them to the others in batches
+/// (the first event of a batch waits at most [`BATCH_WINDOW`]).
+async fn publish_local(
+    mut live: broadcast::Receiver<LiveEvent>,
+    feed: broadcast::Sender<LiveEvent>,
+    coordinator: Arc<dyn Coordinator>,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    let node = coordinator.node().to_owned();
+    let mut batch = Vec::new();
+    let mut deadline = tokio::time::Instant::now();
+    loop {
+        let due = async {
+            match batch.is_empty() {
+                true => std::future::pending().await,
+                false => tokio::time::sleep_until(deadline).await,
+            }
+        };
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = due => {
+                for payload in payloads(&node, std::mem::take(&mut batch)) {
+                    if let Err(e) = coordinator.publish_events(payload).await {
+                        tracing::debug!(error = %e, "cluster: run events not published to the other nodes");
+                    }
+                }
+            }
+            event = live.recv() => match event {
+                Ok(event) => {
+                    let _ = feed.send(event.clone());
+                    if batch.is_empty() {
+                        deadline = tokio::time::Instant::now() + BATCH_WINDOW;
+                    }
+                    batch.push(event);
+                }
+                Err(RecvError::Lagged(n)) => {
+                    tracing::warn!(missed = n, "cluster: the event relay fell behind");
+                }
+                Err(RecvError::Closed) => return,
+            },
+        }
+    }
+}
+
+/// The notifications that carry `events` of `node`: as many events each as fit.
+fn payloads(node: &str, events: Vec<LiveEvent>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut batch = Batch {
+        node: node.to_owned(),
+        events: Vec::new(),
+    };
+    for event in events {
+        let event = fitting(node, event);
+        batch.events.push(event);
+        if encoded_len(&batch) > MAX_EVENT_PAYLOAD
+            && let Some(last) = batch.events.pop()
+        {
+            out.extend(encode(&batch));
+            batch.events = vec![last];
+        }
+    }
+    out.extend(encode(&batch));
+    out
+}
+
+/// `batch` as JSON, unless it holds no events.
+fn encode(batch: &Batch) -> Option<String> {
+    if batch.events.is_empty() {
+        return None;
+    }
+    serde_json::to_string(batch).ok()
+}
+
+fn encoded_len(batch: &Batch) -> usize {
+    serde_json::to_string(batch).map_or(usize::MAX, |s| s.len())
+}
+
+/// `event`, its text shortened when alone it would not fit in a notification.
+fn fitting(node: &str, mut event: LiveEvent) -> LiveEvent {
+    let alone = |event: &LiveEvent| {
+        encoded_len(&Batch {
+            node: node.to_owned(),
+            events: vec![event.clone()],
+        })
+    };
+    if alone(&event) <= MAX_EVENT_PAYLOAD {
+        return event;
+    }
+    let cut = |text: &mut String| {
+        let mut end = SHORTENED.min(text.len());
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
+    };
+    match &mut event.event {
+        RunEvent::Assistant { delta: text }
+        | RunEvent::Sent { text }
+        | RunEvent::Lifecycle(Lifecycle::End { text, .. })
+        | RunEvent::Lifecycle(Lifecycle::Error { message: text }) => cut(text),
+        RunEvent::Finished(record) => cut(&mut record.text),
+        RunEvent::Lifecycle(Lifecycle::Start) | RunEvent::Tool(_) | RunEvent::Compaction(_) => {}
+    }
+    event
+}
+
+/// Merges the other nodes' events into `core`'s feed (this node's own are skipped: they
+/// went to the feed directly).
+async fn merge_remote(core: Weak<Core>, mut remote: tokio::sync::mpsc::UnboundedReceiver<String>) {
+    while let Some(payload) = remote.recv().await {
+        let Some(core) = core.upgrade() else { return };
+        let Some(cluster) = &core.cluster else { return };
+        match serde_json::from_str::<Batch>(&payload) {
+            Ok(batch) if batch.node != cluster.coordinator().node() => {
+                for event in batch.events {
+                    let _ = core.feed.send(event);
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::debug!(error = %e, "cluster: a run event notification not understood")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn delta(seq: u64, text: &str) -> LiveEvent {
+        LiveEvent {
+            run_id: "run-1".into(),
+            session_key: "agent:main:main".into(),
+            seq,
+            event: RunEvent::Assistant { delta: text.into() },
+        }
+    }
+
+    #[test]
+    fn events_are_packed_into_notifications_that_fit() {
+        let events: Vec<LiveEvent> = (1..=40).map(|n| delta(n, &"x".repeat(500))).collect();
+        let payloads = payloads("n1", events);
+        assert!(payloads.len() > 2, "{}", payloads.len());
+        let mut seqs = Vec::new();
+        for p in &payloads {
+            assert!(p.len() <= MAX_EVENT_PAYLOAD, "{}", p.len());
+            let batch: Batch = serde_json::from_str(p).unwrap();
+            assert_eq!(batch.node, "n1");
+            seqs.extend(batch.events.iter().map(|e| e.seq));
+        }
+        assert_eq!(seqs, (1..=40).collect::<Vec<_>>(), "all, in order");
+        assert!(super::payloads("n1", Vec::new()).is_empty());
+    }
+
+    #[test]
+    fn an_event_too_big_alone_arrives_shortened() {
+        let big = delta(1, &"é".repeat(10_000));
+        let payloads = payloads("n1", vec![big, delta(2, "small")]);
+        let batch: Batch = serde_json::from_str(&payloads[0]).unwrap();
+        let RunEvent::Assistant { delta } = &batch.events[0].event else {
+            panic!("not a delta")
+        };
+        assert!(
+            delta.ends_with('…') && delta.len() <= SHORTENED + 3,
+            "{}",
+            delta.len()
+        );
+        let all: usize = payloads
+            .iter()
+            .map(|p| serde_json::from_str::<Batch>(p).unwrap().events.len())
+            .sum();
+        assert_eq!(all, 2);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod roundtrip_tests {
+    use super::*;
+    use crate::domain::events::ToolEvent;
+    use crate::domain::run::{RunRecord, RunStatus};
+
+    #[test]
+    fn every_kind_of_event_survives_the_trip() {
+        let mut record = RunRecord::for_test("run-1", "agent:main:main", &[1]);
+        record.status = RunStatus::Aborted;
+        let events = vec![
+            RunEvent::Lifecycle(Lifecycle::Start),
+            RunEvent::Assistant { delta: "hi".into() },
+            RunEvent::Tool(ToolEvent::Start {
+                id: "t".into(),
+                name: "ls".into(),
+            }),
+            RunEvent::Lifecycle(Lifecycle::End {
+                text: "x".into(),
+                aborted: true,
+            }),
+            RunEvent::Lifecycle(Lifecycle::Error {
+                message: "no".into(),
+            }),
+            RunEvent::Sent { text: "s".into() },
+            RunEvent::Finished(Box::new(record)),
+        ];
+        for (seq, event) in events.into_iter().enumerate() {
+            let live = LiveEvent {
+                run_id: "run-1".into(),
+                session_key: "agent:main:main".into(),
+                seq: seq as u64,
+                event,
+            };
+            let text = payloads("n", vec![live.clone()]).pop().unwrap();
+            let batch: Batch = serde_json::from_str(&text)
+                .map_err(|e| format!("{e}: {text}"))
+                .unwrap();
+            assert_eq!(batch.events[0].event, live.event);
+        }
+    }
+}

@@ -44,11 +44,14 @@ impl Driver {
                 !ci,
                 "chromedriver is not on PATH: the panel's browser tests need Chromium and its driver (apt-get install chromium chromium-driver; .ci/run installs them)"
             );
-            eprintln!(
+            // Written to the real stderr, past the test harness's capture, so it shows.
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
                 "\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n\
                  !! SKIPPED: chromedriver is not on PATH, so the panel's browser test did   !!\n\
                  !! not run. Install chromium and chromium-driver (CHELA_CI=1 makes this fail)!!\n\
-                 !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n"
+                 !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
             );
             return None;
         };

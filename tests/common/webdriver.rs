@@ -6,6 +6,9 @@
 //! (`CHELA_CI` set, as `.ci/run` and `scripts/test.sh` do) and otherwise returns `None`
 //! after a loud message, so the caller can skip.
 
+// Shared by tests/e2e_panel.rs and benches/panel.rs, which use different parts of it.
+#![allow(dead_code)]
+
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -310,6 +313,12 @@ impl Browser {
             std::fs::create_dir_all(dir).expect("create the artifacts folder");
         }
         std::fs::write(path, png).expect("write the screenshot");
+    }
+
+    /// Runs `script` in the page; its return value.
+    pub async fn run(&self, script: &str) -> Value {
+        self.post("/execute/sync", json!({"script": script, "args": []}))
+            .await
     }
 
     /// Ends the session (closes the browser).

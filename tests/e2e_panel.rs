@@ -280,6 +280,15 @@ async fn every_page_and_action_refuses_without_a_login_csrf_token_or_own_origin(
     let operator = found.operator_token.clone().unwrap();
     let c = http();
 
+    // `chela panel` says where it is and where the token is, and prints no token.
+    let (ok, out) = s.cli(&["panel"]).await;
+    assert!(ok, "{out}");
+    assert!(
+        out.contains(&format!("{base}/panel")) && out.contains("data.rpc"),
+        "{out}"
+    );
+    assert!(!out.contains(&operator) && !out.contains(CLIENT), "{out}");
+
     // Without a login, or with a made-up cookie, every path answers the same.
     for cookie in ["", "chela_panel=0123456789abcdef"] {
         let want = (

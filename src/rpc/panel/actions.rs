@@ -80,7 +80,11 @@ pub(super) async fn post(
         esc(&done.message),
         done.back
     );
-    html(done.status, page(viewer, "Done", &body))
+    let title = match done.status.is_success() {
+        true => "Done",
+        false => "Not done",
+    };
+    html(done.status, page(viewer, title, &body))
 }
 
 async fn approve(panel: &Panel, channel: &str, code: &str) -> Done {

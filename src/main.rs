@@ -76,6 +76,8 @@ enum Command {
     },
     /// Show store state: sessions, pending turns, undelivered and dead-lettered replies.
     Status,
+    /// Print the running gateway's control panel URL and how to log in.
+    Panel,
     /// The store itself: move a sled store to redb.
     Store {
         #[command(subcommand)]
@@ -177,6 +179,7 @@ fn main() -> ExitCode {
             Command::Skills { command } => cli::skills::run(loaded, command).await,
             Command::Acp { command } => cli::acp::run(loaded, command).await,
             Command::Status => cli::status::status(loaded).await,
+            Command::Panel => cli::panel::panel(&loaded),
             Command::Doctor => cli::doctor::doctor(loaded).await,
             Command::Config { .. } => cli::config::show(&loaded),
             Command::Completions { .. } => ExitCode::SUCCESS,

@@ -7,6 +7,7 @@ pub mod config;
 pub mod cron;
 pub mod doctor;
 pub mod pairing;
+pub mod panel;
 pub mod rpc;
 pub mod sessions;
 pub mod skills;

@@ -17,6 +17,9 @@ pub struct RpcConfig {
     /// are empty the gateway makes a random token at start and keeps it beside the store
     /// (readable by this user only), where the local `chela` commands find it.
     pub token: String,
+    /// Whether the web control panel is served at `/panel` on the same listener (README
+    /// "Control panel"; it always needs a login with one of the tokens).
+    pub panel: bool,
 }
 
 impl Default for RpcConfig {
@@ -24,6 +27,7 @@ impl Default for RpcConfig {
         Self {
             listen: DEFAULT_RPC_LISTEN.to_owned(),
             token: String::new(),
+            panel: true,
         }
     }
 }
@@ -87,6 +91,7 @@ mod tests {
         RpcConfig {
             listen: listen.to_owned(),
             token: token.to_owned(),
+            panel: true,
         }
     }
 

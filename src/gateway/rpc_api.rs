@@ -60,6 +60,15 @@ impl GatewayApi for CoreApi {
         })
     }
 
+    fn close_binding<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<String>, Fault>> {
+        Box::pin(async move {
+            match self.core.acp.close(key).await {
+                Ok(binding) => Ok(binding.map(|b| b.harness)),
+                Err(e) => Err(Fault::internal(e.to_string())),
+            }
+        })
+    }
+
     fn status(&self) -> BoxFuture<'_, Result<Value, Fault>> {
         Box::pin(async move {
             let report = StatusReport::from_core(&self.core)

@@ -32,6 +32,9 @@ pub trait GatewayApi: Send + Sync + 'static {
     /// The operator's `action` on the schedules (`cron.*`): any session, any job but the
     /// config's, checked as the agent's `cron` tool is.
     fn cron(&self, action: CronAction) -> BoxFuture<'_, Result<CronReply, Fault>>;
+    /// Unbinds session `key` from its coding agent and ends the agent (`/acp close`): the
+    /// harness of the binding it had, `None` when it had none.
+    fn close_binding<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<String>, Fault>>;
     /// The `status` report.
     fn status(&self) -> BoxFuture<'_, Result<Value, Fault>>;
     /// The store (sessions, transcripts, pairing).

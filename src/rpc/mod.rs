@@ -11,6 +11,7 @@
 //! - `feed`: `events.subscribe`, live run events and finished runs pushed to a connection.
 //! - [`discovery`]: `<store.path>.rpc`, where local commands find the RPC and its token.
 //! - [`client`]: the client the `chela` commands use.
+//! - [`panel`]: the web control panel at `/panel` on the same listener.
 
 pub mod api;
 pub mod channel;
@@ -20,6 +21,7 @@ pub mod discovery;
 mod feed;
 pub mod methods;
 mod pairing;
+pub mod panel;
 pub mod protocol;
 pub mod runs;
 pub mod server;

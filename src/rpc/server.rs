@@ -91,7 +91,13 @@ impl RpcServer {
         });
         let app = axum::Router::new()
             .route("/ws", axum::routing::get(upgrade))
-            .with_state(shared);
+            .with_state(shared.clone())
+            .merge(super::panel::router(
+                shared.methods.api.clone(),
+                &shared.token,
+                &shared.operator_token,
+                stop.clone(),
+            ));
         let graceful = stop.clone();
         let task = tokio::spawn(async move {
             let served = axum::serve(listener, app)

@@ -1,0 +1,280 @@
+//! Who may use the panel: the login (a token: operator or client), the session cookie, the
+//! per-session CSRF token, the same-origin check, and the limit on failed logins.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use axum::http::{HeaderMap, header};
+use tokio::time::Instant;
+
+use super::super::discovery;
+use super::super::methods::Role;
+
+/// The session cookie's name.
+pub(super) const COOKIE: &str = "chela_panel";
+/// How long a login lasts.
+pub(super) const SESSION_TTL: Duration = Duration::from_secs(8 * 3600);
+/// Most logged-in sessions kept at once (the oldest goes first).
+const MAX_SESSIONS: usize = 32;
+/// Failed logins allowed per [`FAILURE_WINDOW`] before every login is refused until it ends.
+pub(super) const MAX_FAILURES: u32 = 5;
+/// The window failed logins are counted in.
+pub(super) const FAILURE_WINDOW: Duration = Duration::from_secs(60);
+/// How long the answer to a failed login waits.
+pub(super) const FAILURE_DELAY: Duration = Duration::from_millis(300);
+
+/// One logged-in browser.
+#[derive(Debug, Clone)]
+pub(super) struct Login {
+    /// What its token allows.
+    pub(super) role: Role,
+    /// The token its state-changing requests must carry.
+    pub(super) csrf: String,
+    /// When it ends.
+    expires: Instant,
+}
+
+/// Why a login was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Refused {
+    /// Not a token of this gateway.
+    WrongToken,
+    /// Too many failures lately: try again after the window.
+    TooMany,
+}
+
+/// The panel's logins and its tokens.
+pub(super) struct Access {
+    token: String,
+    operator_token: String,
+    logins: Mutex<HashMap<String, Login>>,
+    failures: Mutex<(Instant, u32)>,
+}
+
+impl Access {
+    /// Logins checked against the client `token` and the `operator_token`.
+    pub(super) fn new(token: String, operator_token: String) -> Access {
+        Access {
+            token,
+            operator_token,
+            logins: Mutex::new(HashMap::new()),
+            failures: Mutex::new((Instant::now(), 0)),
+        }
+    }
+
+    /// Logs in with `presented`: the new session id and its login.
+    pub(super) fn login(&self, presented: &str) -> Result<(String, Login), Refused> {
+        let now = Instant::now();
+        {
+            let failures = self.failures.lock().map_err(|_| Refused::TooMany)?;
+            if now.duration_since(failures.0) < FAILURE_WINDOW && failures.1 >= MAX_FAILURES {
+                return Err(Refused::TooMany);
+            }
+        }
+        let presented = presented.trim();
+        let role = if same_secret(presented, &self.operator_token) {
+            Role::Operator
+        } else if same_secret(presented, &self.token) {
+            Role::Client
+        } else {
+            let mut failures = self.failures.lock().map_err(|_| Refused::TooMany)?;
+            if now.duration_since(failures.0) >= FAILURE_WINDOW {
+                *failures = (now, 0);
+            }
+            failures.1 += 1;
+            tracing::warn!(failures = failures.1, "panel: failed login");
+            return Err(Refused::WrongToken);
+        };
+        let login = Login {
+            role,
+            csrf: discovery::new_token(),
+            expires: now + SESSION_TTL,
+        };
+        let id = discovery::new_token();
+        let mut logins = self.logins.lock().map_err(|_| Refused::TooMany)?;
+        logins.retain(|_, l| l.expires > now);
+        while logins.len() >= MAX_SESSIONS {
+            let oldest = logins
+                .iter()
+                .min_by_key(|(_, l)| l.expires)
+                .map(|(k, _)| k.clone());
+            match oldest {
+                Some(k) => logins.remove(&k),
+                None => break,
+            };
+        }
+        logins.insert(id.clone(), login.clone());
+        Ok((id, login))
+    }
+
+    /// The login of the request's session cookie, if it is one and has not expired.
+    pub(super) fn session(&self, headers: &HeaderMap) -> Option<(String, Login)> {
+        let id = cookie(headers, COOKIE)?;
+        let logins = self.logins.lock().ok()?;
+        // Looked up by comparing every key in constant time: no early exit on a prefix.
+        let found = logins
+            .iter()
+            .find(|(k, _)| same_secret(k, &id))
+            .map(|(k, l)| (k.clone(), l.clone()))?;
+        (found.1.expires > Instant::now()).then_some(found)
+    }
+
+    /// Ends session `id`.
+    pub(super) fn logout(&self, id: &str) {
+        if let Ok(mut logins) = self.logins.lock() {
+            logins.remove(id);
+        }
+    }
+}
+
+/// The value of cookie `name` in the request's `Cookie` headers.
+fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.to_owned())
+}
+
+/// The `Set-Cookie` value of session `id` (no `Secure`: the panel is plain http on loopback
+/// unless a TLS proxy fronts it).
+pub(super) fn set_cookie(id: &str) -> String {
+    format!(
+        "{COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
+        SESSION_TTL.as_secs()
+    )
+}
+
+/// The `Set-Cookie` value that removes the session cookie.
+pub(super) fn clear_cookie() -> String {
+    format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0")
+}
+
+/// Whether a state-changing request comes from the panel's own pages: its `Origin` (or, when
+/// absent, its `Referer`) names the host it was sent to. A request with neither passes (old
+/// browsers and scripts send none; the CSRF token still guards it).
+pub(super) fn same_origin(headers: &HeaderMap) -> bool {
+    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
+        return false;
+    };
+    let ours = |origin: &str| {
+        origin
+            .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"))
+            .is_some_and(|rest| rest == host)
+    };
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        return origin.to_str().is_ok_and(ours);
+    }
+    if let Some(referer) = headers.get(header::REFERER) {
+        return referer.to_str().is_ok_and(|r| {
+            let origin_end = r
+                .find("://")
+                .and_then(|at| r[at + 3..].find('/').map(|slash| at + 3 + slash))
+                .unwrap_or(r.len());
+            ours(&r[..origin_end])
+        });
+    }
+    true
+}
+
+/// Compares two secrets in time independent of where they differ.
+pub(super) fn same_secret(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(
+                axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
+        }
+        h
+    }
+
+    #[tokio::test]
+    async fn each_token_logs_in_with_its_role_and_a_cookie_finds_the_session() {
+        let access = Access::new("client".into(), "operator".into());
+        let (id, login) = access.login("operator").unwrap();
+        assert_eq!(login.role, Role::Operator);
+        let (_, client) = access.login(" client ").unwrap();
+        assert_eq!(client.role, Role::Client);
+        let h = headers(&[("cookie", &format!("a=b; {COOKIE}={id}"))]);
+        let (found, l) = access.session(&h).unwrap();
+        assert_eq!((found.as_str(), l.role), (id.as_str(), Role::Operator));
+        access.logout(&id);
+        assert!(access.session(&h).is_none());
+        assert!(
+            access
+                .session(&headers(&[("cookie", "chela_panel=nope")]))
+                .is_none()
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn failed_logins_are_limited_then_allowed_again_after_the_window() {
+        let access = Access::new("client".into(), "operator".into());
+        for _ in 0..MAX_FAILURES {
+            assert_eq!(access.login("guess").unwrap_err(), Refused::WrongToken);
+        }
+        // Even the right token waits for the window to end.
+        assert_eq!(access.login("operator").unwrap_err(), Refused::TooMany);
+        tokio::time::advance(FAILURE_WINDOW).await;
+        assert!(access.login("operator").is_ok());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_session_expires() {
+        let access = Access::new("client".into(), "operator".into());
+        let (id, _) = access.login("client").unwrap();
+        let h = headers(&[("cookie", &format!("{COOKIE}={id}"))]);
+        assert!(access.session(&h).is_some());
+        tokio::time::advance(SESSION_TTL).await;
+        assert!(access.session(&h).is_none());
+    }
+
+    #[test]
+    fn only_the_panels_own_origin_passes() {
+        let host = ("host", "127.0.0.1:18789");
+        assert!(same_origin(&headers(&[host])));
+        assert!(same_origin(&headers(&[
+            host,
+            ("origin", "http://127.0.0.1:18789")
+        ])));
+        assert!(!same_origin(&headers(&[
+            host,
+            ("origin", "http://evil.example")
+        ])));
+        assert!(!same_origin(&headers(&[host, ("origin", "null")])));
+        assert!(same_origin(&headers(&[
+            host,
+            ("referer", "http://127.0.0.1:18789/panel/pairing")
+        ])));
+        assert!(!same_origin(&headers(&[
+            host,
+            ("referer", "http://127.0.0.1:18789.evil.example/x")
+        ])));
+        assert!(!same_origin(&headers(&[(
+            "origin",
+            "http://127.0.0.1:18789"
+        )])));
+    }
+
+    #[test]
+    fn the_cookie_is_http_only_and_same_site_strict() {
+        let c = set_cookie("abc");
+        assert!(c.contains("HttpOnly") && c.contains("SameSite=Strict") && c.contains("Path=/"));
+    }
+}

@@ -77,6 +77,50 @@ pub struct Gauges {
     pub channels: Vec<(String, bool)>,
 }
 
+/// What `/readyz` reports: ready when the store answers and every channel is connected.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Readiness {
+    /// Why the store does not answer, if it does not.
+    pub store_error: Option<String>,
+    /// Each running channel and whether it is connected to its platform.
+    pub channels: Vec<(String, bool)>,
+}
+
+impl Readiness {
+    /// What is not ready, one short line each (empty: ready).
+    pub fn not_ready(&self) -> Vec<String> {
+        let store = self.store_error.iter().map(|e| format!("store: {e}"));
+        let channels = self
+            .channels
+            .iter()
+            .filter(|(_, up)| !up)
+            .map(|(name, _)| format!("channel {name}: not connected"));
+        store.chain(channels).collect()
+    }
+}
+
+/// Bytes the files at `path` take (a file, or a folder and everything in it; symlinks are
+/// not followed).
+pub fn disk_usage(path: &std::path::Path) -> std::io::Result<u64> {
+    let meta = std::fs::symlink_metadata(path)?;
+    if !meta.is_dir() {
+        return Ok(meta.len());
+    }
+    let mut total = 0u64;
+    let mut folders = vec![path.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder)? {
+            let entry = entry?;
+            let meta = entry.metadata()?;
+            match meta.is_dir() {
+                true => folders.push(entry.path()),
+                false => total = total.saturating_add(meta.len()),
+            }
+        }
+    }
+    Ok(total)
+}
+
 /// The metrics of one process.
 pub struct Metrics {
     registry: Registry,
@@ -145,11 +189,7 @@ impl Metrics {
             "Final replies delivered, by channel",
             metrics.replies.clone(),
         );
-        r.register(
-            "chela_runs",
-            "Runs ended, by outcome",
-            metrics.runs.clone(),
-        );
+        r.register("chela_runs", "Runs ended, by outcome", metrics.runs.clone());
         r.register(
             "chela_platform_rate_limited",
             "Platform calls answered 429 (rate limited), by channel",
@@ -335,6 +375,34 @@ mod tests {
         assert!(text.contains("chela_model_call_duration_seconds_count 2"));
         assert!(text.contains("chela_model_call_duration_seconds_sum 1.5"));
         assert!(text.contains("chela_first_text_seconds_bucket{le=\"0.05\"} 1"));
+    }
+
+    #[test]
+    fn readiness_names_what_is_not_ready() {
+        let ready = Readiness {
+            store_error: None,
+            channels: vec![("telegram".into(), true)],
+        };
+        assert!(ready.not_ready().is_empty());
+        let not = Readiness {
+            store_error: Some("closed".into()),
+            channels: vec![("telegram".into(), false), ("rpc".into(), true)],
+        };
+        assert_eq!(
+            not.not_ready(),
+            ["store: closed", "channel telegram: not connected"]
+        );
+    }
+
+    #[test]
+    fn disk_usage_sums_a_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a"), [0u8; 100]).unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("sub/b"), [0u8; 23]).unwrap();
+        assert_eq!(disk_usage(dir.path()).unwrap(), 123);
+        assert_eq!(disk_usage(&dir.path().join("a")).unwrap(), 100);
+        assert!(disk_usage(&dir.path().join("missing")).is_err());
     }
 
     #[test]

@@ -153,6 +153,7 @@ async fn run_turn(
     } else {
         core.agent.run(request).await
     };
+    crate::metrics::global().run_ended(outcome_label(&outcome.status));
     let mut seqs = turn.seqs.clone();
     seqs.extend(&outcome.steered_seqs);
     let record = RunRecord {
@@ -167,6 +168,19 @@ async fn run_turn(
     settle(core, &key, &turn, &record, &outcome, reply).await;
     bus.finish(record).await;
     outcome
+}
+
+/// The `chela_runs_total` outcome of a run that ended with `status`.
+fn outcome_label(status: &RunStatus) -> crate::metrics::RunOutcome {
+    use crate::metrics::RunOutcome;
+    match status {
+        RunStatus::Ok => RunOutcome::Ok,
+        RunStatus::Aborted | RunStatus::Error(crate::domain::run::RunError::ShuttingDown) => {
+            RunOutcome::Cancelled
+        }
+        RunStatus::Error(crate::domain::run::RunError::TimedOut(_)) => RunOutcome::TimedOut,
+        RunStatus::Error(_) => RunOutcome::Error,
+    }
 }
 
 /// Remembers where session `key` replies (for the `message` tool's other sessions).
@@ -192,12 +206,12 @@ fn start_reply(
     let journal = (!turn.seqs.is_empty())
         .then(|| RunJournal::shared(core.store.clone(), run_id.to_owned(), turn.target.clone()));
     let (outbox, to) = (core.outbox.clone(), turn.target.clone());
-    let quote = turn.quote.clone();
+    let (quote, accepted_ms) = (turn.quote.clone(), turn.queued_ms);
     let task = tokio::spawn(async move {
         // The conversation's earlier finals go first: this reply's previews must not show
         // above the answer before it (bounded, like a notice's wait).
         outbox.settled_within(&to).await;
-        stream_events(channel, to, quote, journal, events_rx).await
+        stream_events(channel, to, quote, journal, events_rx, accepted_ms).await
     });
     (Some(task), Some(reply_tx))
 }

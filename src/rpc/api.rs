@@ -17,6 +17,7 @@ use crate::config::Config;
 use crate::domain::run::LiveEvent;
 use crate::inbound::route::Accepted;
 use crate::lane::{LaneError, StopReport};
+use crate::metrics::{Gauges, Readiness};
 use crate::store::Store;
 
 /// What the RPC may ask of the gateway.
@@ -34,6 +35,10 @@ pub trait GatewayApi: Send + Sync + 'static {
     fn cron(&self, action: CronAction) -> BoxFuture<'_, Result<CronReply, Fault>>;
     /// The `status` report.
     fn status(&self) -> BoxFuture<'_, Result<Value, Fault>>;
+    /// Whether the gateway is ready (`/readyz`): the store answers, each channel is connected.
+    fn readiness(&self) -> BoxFuture<'_, Readiness>;
+    /// The state `/metrics` reads when scraped.
+    fn gauges(&self) -> BoxFuture<'_, Gauges>;
     /// The store (sessions, transcripts, pairing).
     fn store(&self) -> &Store;
     /// The configuration in force.

@@ -1,6 +1,7 @@
 //! End-to-end: `/metrics`, `/healthz` and `/readyz` of a running `chela gateway` with the
 //! Telegram fake: readiness waits for Telegram, counters move by what happened (messages in,
-//! replies out, runs, a 429, a delivery retry), the queue is empty again.
+//! replies out, runs, a 429, a delivery retry), the queue is empty again; `[log] file` gets
+//! the log lines.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -61,7 +62,7 @@ async fn probes_and_counters_follow_the_gateway() {
     let mut config = std::fs::read_to_string(setup.config()).unwrap();
     config.push_str(&format!(
         "[channels.telegram]\ntoken = \"{}\"\napi_url = \"http://{tg_addr}\"\nallow_from = [\"42\"]\n\
-         poll_timeout_s = 1\nstreaming = \"off\"\n",
+         poll_timeout_s = 1\nstreaming = \"off\"\n[log]\nfile = \"logs/gateway.log\"\n",
         FakeTelegram::TOKEN,
     ));
     std::fs::write(setup.config(), config).unwrap();
@@ -131,4 +132,9 @@ async fn probes_and_counters_follow_the_gateway() {
     gateway.signal("TERM");
     let done = gateway.finish().await;
     assert!(done.status.success(), "{}", done.stderr);
+    // `[log] file`: the same lines as stderr, without colours.
+    let log = std::fs::read_to_string(setup.path("logs/gateway.log")).unwrap();
+    assert!(log.contains("rpc listening on "), "{log}");
+    assert!(log.contains("telegram channel polling"), "{log}");
+    assert!(!log.contains('\u{1b}'), "{log}");
 }

@@ -324,7 +324,6 @@ async fn a_scheduled_turn_waits_for_the_running_one_in_steer_and_interrupt_modes
         let a = h.next_run().await;
         let job = QueuedTurn {
             scheduled: true,
-            queued_ms: 0,
             ..turn(2, "job")
         };
         h.submit("k", [job]).await;

@@ -324,3 +324,21 @@ fn final_files(core: &Core, key: &str, to: &Conversation) -> super::files::Final
 fn keeps_record(turn: &QueuedTurn, record: &RunRecord) -> bool {
     turn.target.channel == crate::rpc::channel::NAME || record.seqs.len() > 1
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::run::RunError;
+    use crate::metrics::RunOutcome;
+
+    #[test]
+    fn runs_are_counted_by_a_small_set_of_outcomes() {
+        assert_eq!(outcome_label(&RunStatus::Ok), RunOutcome::Ok);
+        assert_eq!(outcome_label(&RunStatus::Aborted), RunOutcome::Cancelled);
+        let error = |e| outcome_label(&RunStatus::Error(e));
+        assert_eq!(error(RunError::ShuttingDown), RunOutcome::Cancelled);
+        assert_eq!(error(RunError::TimedOut(600)), RunOutcome::TimedOut);
+        assert_eq!(error(RunError::Model("500".into())), RunOutcome::Error);
+        assert_eq!(error(RunError::ToolRounds(50)), RunOutcome::Error);
+    }
+}

@@ -20,6 +20,7 @@ mod delivery;
 mod env;
 mod error;
 mod hooks;
+mod log;
 mod media;
 mod overrides;
 pub mod redact;
@@ -47,6 +48,7 @@ pub use env::{
 };
 pub use error::{ConfigError, Location, ParseEnumError};
 pub use hooks::{HookConfig, HooksConfig};
+pub use log::LogConfig;
 pub use media::{MediaConfig, Vision};
 pub use overrides::ENV_OVERRIDES;
 pub use redact::REDACTED;
@@ -180,6 +182,9 @@ impl Config {
             .chain(exec.allow_write.iter_mut())
         {
             *dir = resolve(dir);
+        }
+        if self.log.path().is_some() {
+            self.log.file = resolve(&self.log.file);
         }
         self.base_dir = Some(base_dir.to_path_buf());
         for harness in self.acp.agents.values_mut() {

@@ -14,6 +14,7 @@
 //! - [`store`]: the sled store: typed trees, transcripts, pending queue, outbox, JSONL export/import.
 //! - [`config`]: `config.toml` -> typed [`config::Config`]; `${ENV}` substitution; errors name the key.
 //! - [`domain`]: the shared types at the bottom: session keys, messages, run events and records.
+//! - [`metrics`]: the process's counters, histograms and scrape-time gauges (`/metrics`).
 //!
 //! The behaviour these modules implement is specified in `docs/spec.md` (cited as "SPEC n.m").
 
@@ -24,6 +25,7 @@ pub mod domain;
 pub mod gateway;
 pub mod inbound;
 pub mod lane;
+pub mod metrics;
 pub mod reply;
 pub mod rpc;
 pub mod sandbox;

@@ -149,7 +149,9 @@ fn main() -> ExitCode {
         Command::Chat(_) if args.verbose == 0 => Some(cli::log_file(&loaded)),
         _ => None,
     };
-    cli::init_logging(default_log, verbosity, log_file.as_deref());
+    // `chela gateway` also logs to `[log] file`, when set.
+    let also = matches!(args.command, Command::Gateway).then_some(&loaded.config.log);
+    cli::init_logging(default_log, verbosity, log_file.as_deref(), also);
     if let Some(notice) = &loaded.notice {
         eprintln!("chela: {notice}");
     }

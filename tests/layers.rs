@@ -10,7 +10,7 @@ use std::path::Path;
 /// Top to bottom.
 const LAYERS: &[&str] = &[
     "gateway", "rpc", "inbound", "reply", "lane", "acp", "agent", "sandbox", "store", "config",
-    "domain",
+    "domain", "metrics",
 ];
 
 /// `text` without `#[cfg(test)]` items (brace-matched, as `layers.py` does).

@@ -478,6 +478,17 @@ impl AcpManager {
         }
     }
 
+    /// Live agent processes (a slot busy starting or changing its agent counts as one).
+    pub fn live_count(&self) -> usize {
+        let Ok(slots) = self.slots.lock() else {
+            return 0;
+        };
+        slots
+            .values()
+            .filter(|slot| slot.try_lock().map_or(true, |live| live.is_some()))
+            .count()
+    }
+
     fn slot(&self, key: &str) -> Slot {
         match self.slots.lock() {
             Ok(mut slots) => slots.entry(key.to_owned()).or_default().clone(),

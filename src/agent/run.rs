@@ -369,6 +369,7 @@ impl Turn<'_> {
             error_message: None,
             timestamp: now_ms(),
         };
+        let called = std::time::Instant::now();
         let started = tokio::select! {
             biased;
             _ = self.cancel.cancelled() => None,
@@ -409,6 +410,9 @@ impl Turn<'_> {
                 }
                 None => break,
             }
+        }
+        if !aborted {
+            crate::metrics::global().model_call(called.elapsed().as_secs_f64());
         }
         add_usage(&mut self.usage, &message.usage);
         if aborted {

@@ -6,6 +6,7 @@ pub mod chat;
 pub mod config;
 pub mod cron;
 pub mod doctor;
+pub mod logfile;
 pub mod pairing;
 pub mod panel;
 pub mod rpc;
@@ -38,37 +39,69 @@ pub fn log_file(loaded: &LoadedConfig) -> std::path::PathBuf {
 
 /// Starts logging: at `default_level` moved by `verbosity` when that is not 0, else as
 /// `RUST_LOG` says, else at `default_level`; to stderr, or appended to `file` (mode 0600;
-/// stderr when it cannot be opened).
-pub fn init_logging(default_level: &str, verbosity: i8, file: Option<&std::path::Path>) {
+/// stderr when it cannot be opened); and also to `[log] file` when `also` sets one (rotated
+/// by size, [`logfile::RotatingFile`]).
+pub fn init_logging(
+    default_level: &str,
+    verbosity: i8,
+    file: Option<&std::path::Path>,
+    also: Option<&chela::config::LogConfig>,
+) {
+    use tracing_subscriber::fmt::writer::BoxMakeWriter;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let (main, ansi) = match file.map(|path| (path, open_log(path))) {
+        Some((_, Ok(log))) => (BoxMakeWriter::new(std::sync::Mutex::new(log)), false),
+        other => {
+            if let Some((path, Err(e))) = other {
+                eprintln!("chela: cannot open the log file {}: {e}", path.display());
+            }
+            let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+            (BoxMakeWriter::new(std::io::stderr), ansi)
+        }
+    };
+    let main = tracing_subscriber::fmt::layer()
+        .with_writer(main)
+        .with_ansi(ansi)
+        .with_target(false);
+    let extra = also.and_then(rotating_log).map(|log| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::sync::Mutex::new(log))
+            .with_ansi(false)
+            .with_target(false)
+    });
+    let _ = tracing_subscriber::registry()
+        .with(log_filter(default_level, verbosity))
+        .with(main)
+        .with(extra)
+        .try_init();
+}
+
+/// The filter of [`init_logging`].
+fn log_filter(default_level: &str, verbosity: i8) -> tracing_subscriber::EnvFilter {
     let level = log_level(default_level, verbosity);
     // The ACP crate logs every refused agent request (a path escape...) as a warning;
     // chela reports those itself.
     let fallback =
         || tracing_subscriber::EnvFilter::new(format!("{level},agent_client_protocol=error"));
-    let filter = if verbosity == 0 {
+    if verbosity == 0 {
         tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| fallback())
     } else {
         fallback()
-    };
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_target(false);
-    let opened = file.map(|path| (path, open_log(path)));
-    let _ = match opened {
-        Some((_, Ok(log))) => builder
-            .with_writer(std::sync::Mutex::new(log))
-            .with_ansi(false)
-            .try_init(),
-        other => {
-            if let Some((path, Err(e))) = other {
-                eprintln!("chela: cannot open the log file {}: {e}", path.display());
-            }
-            builder
-                .with_writer(std::io::stderr)
-                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-                .try_init()
+    }
+}
+
+/// The `[log] file` of `config`, opened; `None` when none is set or it cannot be opened
+/// (said on stderr).
+fn rotating_log(config: &chela::config::LogConfig) -> Option<logfile::RotatingFile> {
+    let path = config.path()?;
+    match logfile::RotatingFile::open(path, config.max_bytes(), config.keep) {
+        Ok(log) => Some(log),
+        Err(e) => {
+            eprintln!("chela: cannot open the log file {}: {e}", path.display());
+            None
         }
-    };
+    }
 }
 
 /// Opens `path` for appending, made with mode 0600.

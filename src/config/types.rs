@@ -43,6 +43,8 @@ pub struct Config {
     pub cluster: super::cluster::ClusterConfig,
     /// `[media]`: files that come with chat messages.
     pub media: super::media::MediaConfig,
+    /// `[log]`: a log file besides stderr, rotated by size.
+    pub log: super::log::LogConfig,
     /// `[[cron]]`: scheduled jobs kept in the config.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cron: Vec<super::cron::CronEntry>,

@@ -494,6 +494,7 @@ pub(super) async fn enqueue_keyed(
 impl Router {
     /// Admits and routes one channel message.
     async fn take(&self, inbound: Inbound, order: Order) -> Result<(), SinkError> {
+        crate::metrics::global().inbound(&inbound.conversation.channel);
         let key = match &self.session {
             Some(key) => key.clone(),
             None => self.core.session_key(&inbound),

@@ -332,6 +332,7 @@ impl Inner {
                         _ => backoff.next(),
                     };
                     self.counters.retries.fetch_add(1, Ordering::Relaxed);
+                    crate::metrics::global().delivery_retry(&delivery.to.channel);
                     tracing::debug!(error = %e, id = delivery.id, wait_ms = wait.as_millis() as u64, "reply not delivered yet; retrying");
                     wait_until = Some(Instant::now() + wait);
                 }
@@ -347,6 +348,7 @@ impl Inner {
     /// send it again), and forgets its journal.
     async fn delivered(&self, delivery: &Delivery) {
         self.counters.delivered.fetch_add(1, Ordering::Relaxed);
+        crate::metrics::global().reply_delivered(&delivery.to.channel);
         let marked = self.store.mark_delivered(delivery.id);
         if let Err(e) = marked.and(self.store.flush().await) {
             self.store_error(&e, "cannot mark a reply delivered");
@@ -395,6 +397,7 @@ impl Inner {
     fn dead_letter(&self, delivery: &Delivery, why: &str) {
         self.tell(delivery.id, Err(why.to_owned()));
         self.counters.dead_lettered.fetch_add(1, Ordering::Relaxed);
+        crate::metrics::global().dead_letter(&delivery.to.channel);
         tracing::warn!(id = delivery.id, channel = %delivery.to.channel, chat = %delivery.to.chat_id, why, "reply dead-lettered");
         match self.store.dead_letter(delivery.id) {
             Ok(_) => self.forget_journals(delivery),

@@ -15,6 +15,7 @@ use crate::config::Config;
 use crate::domain::run::LiveEvent;
 use crate::inbound::route::Accepted;
 use crate::lane::{LaneError, StopReport};
+use crate::metrics::{Gauges, Readiness};
 use crate::rpc::RpcChannel;
 use crate::rpc::api::GatewayApi;
 use crate::rpc::cron::CronReply;
@@ -32,6 +33,23 @@ impl CoreApi {
     pub fn new(core: Arc<Core>) -> Self {
         let router = Router::new(core.clone());
         CoreApi { core, router }
+    }
+}
+
+/// The cursor `/readyz` reads to see the store answer (never written).
+const READY_PROBE: &str = "chela:readyz";
+
+impl CoreApi {
+    /// Each running channel, by name, and whether it is connected.
+    fn channel_states(&self) -> Vec<(String, bool)> {
+        let mut states: Vec<(String, bool)> = self
+            .core
+            .channels
+            .iter()
+            .map(|(name, channel)| (name.clone(), channel.connected()))
+            .collect();
+        states.sort();
+        states
     }
 }
 
@@ -75,6 +93,43 @@ impl GatewayApi for CoreApi {
                 .await
                 .map_err(|e| Fault::internal(e.to_string()))?;
             serde_json::to_value(report).map_err(|e| Fault::internal(e.to_string()))
+        })
+    }
+
+    fn readiness(&self) -> BoxFuture<'_, Readiness> {
+        Box::pin(async move {
+            // A read the store must answer (PostgreSQL: a round trip to the server).
+            let store_error = self
+                .core
+                .store
+                .get_cursor(READY_PROBE)
+                .err()
+                .map(|e| e.to_string());
+            Readiness {
+                store_error,
+                channels: self.channel_states(),
+            }
+        })
+    }
+
+    fn gauges(&self) -> BoxFuture<'_, Gauges> {
+        Box::pin(async move {
+            let pending_turns = self.core.store.all_pending().ok().map(|p| p.len() as u64);
+            let local = self.core.store.engine() != "postgresql";
+            let path = self.core.config.store.path.clone();
+            let store_bytes = match local {
+                true => tokio::task::spawn_blocking(move || crate::metrics::disk_usage(&path))
+                    .await
+                    .ok()
+                    .and_then(Result::ok),
+                false => None,
+            };
+            Gauges {
+                pending_turns,
+                acp_sessions: self.core.acp.live_count() as u64,
+                store_bytes,
+                channels: self.channel_states(),
+            }
         })
     }
 

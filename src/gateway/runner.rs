@@ -153,6 +153,7 @@ async fn run_turn(
     } else {
         core.agent.run(request).await
     };
+    crate::metrics::global().run_ended(outcome_label(&outcome.status));
     let mut seqs = turn.seqs.clone();
     seqs.extend(&outcome.steered_seqs);
     let record = RunRecord {
@@ -167,6 +168,19 @@ async fn run_turn(
     settle(core, &key, &turn, &record, &outcome, reply).await;
     bus.finish(record).await;
     outcome
+}
+
+/// The `chela_runs_total` outcome of a run that ended with `status`.
+fn outcome_label(status: &RunStatus) -> crate::metrics::RunOutcome {
+    use crate::metrics::RunOutcome;
+    match status {
+        RunStatus::Ok => RunOutcome::Ok,
+        RunStatus::Aborted | RunStatus::Error(crate::domain::run::RunError::ShuttingDown) => {
+            RunOutcome::Cancelled
+        }
+        RunStatus::Error(crate::domain::run::RunError::TimedOut(_)) => RunOutcome::TimedOut,
+        RunStatus::Error(_) => RunOutcome::Error,
+    }
 }
 
 /// Remembers where session `key` replies (for the `message` tool's other sessions).
@@ -192,12 +206,12 @@ fn start_reply(
     let journal = (!turn.seqs.is_empty())
         .then(|| RunJournal::shared(core.store.clone(), run_id.to_owned(), turn.target.clone()));
     let (outbox, to) = (core.outbox.clone(), turn.target.clone());
-    let quote = turn.quote.clone();
+    let (quote, accepted_ms) = (turn.quote.clone(), turn.queued_ms);
     let task = tokio::spawn(async move {
         // The conversation's earlier finals go first: this reply's previews must not show
         // above the answer before it (bounded, like a notice's wait).
         outbox.settled_within(&to).await;
-        stream_events(channel, to, quote, journal, events_rx).await
+        stream_events(channel, to, quote, journal, events_rx, accepted_ms).await
     });
     (Some(task), Some(reply_tx))
 }
@@ -309,4 +323,22 @@ fn final_files(core: &Core, key: &str, to: &Conversation) -> super::files::Final
 /// RPC). A single chat message's run is told on the bus alone: no store space.
 fn keeps_record(turn: &QueuedTurn, record: &RunRecord) -> bool {
     turn.target.channel == crate::rpc::channel::NAME || record.seqs.len() > 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::run::RunError;
+    use crate::metrics::RunOutcome;
+
+    #[test]
+    fn runs_are_counted_by_a_small_set_of_outcomes() {
+        assert_eq!(outcome_label(&RunStatus::Ok), RunOutcome::Ok);
+        assert_eq!(outcome_label(&RunStatus::Aborted), RunOutcome::Cancelled);
+        let error = |e| outcome_label(&RunStatus::Error(e));
+        assert_eq!(error(RunError::ShuttingDown), RunOutcome::Cancelled);
+        assert_eq!(error(RunError::TimedOut(600)), RunOutcome::TimedOut);
+        assert_eq!(error(RunError::Model("500".into())), RunOutcome::Error);
+        assert_eq!(error(RunError::ToolRounds(50)), RunOutcome::Error);
+    }
 }

@@ -152,7 +152,7 @@ async fn once(
             let (tx, rx) = mpsc::channel(EVENT_BUFFER);
             (
                 Some(tx),
-                Some(tokio::spawn(stream_events(channel, to, None, None, rx))),
+                Some(tokio::spawn(stream_events(channel, to, None, None, rx, 0))),
             )
         }
         None => (None, None),

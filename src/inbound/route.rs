@@ -248,6 +248,7 @@ pub fn queued_turn(seq: u64, pending: &PendingTurn) -> QueuedTurn {
         quote: (conv.kind != ChatKind::Direct && inbound.sender.id != SYSTEM_SENDER)
             .then(|| inbound.message_id.clone()),
         target: conv.clone(),
+        queued_ms: pending.queued_ms,
     }
 }
 

@@ -24,6 +24,8 @@ pub struct QueuedTurn {
     /// A turn chela scheduled itself (a cron job, the heartbeat): it waits for a running turn
     /// instead of being steered into it or interrupting it, and is never merged with others.
     pub scheduled: bool,
+    /// When its (first) message was queued, ms since the epoch; 0 when unknown.
+    pub queued_ms: u64,
 }
 
 /// What pushing into a full queue did.
@@ -139,6 +141,7 @@ impl TurnQueue {
             quote: batch.last().and_then(|t| t.quote.clone()),
             files,
             scheduled: false,
+            queued_ms: batch[0].queued_ms,
         })
     }
 
@@ -173,6 +176,7 @@ impl TurnQueue {
             sender: "system".into(),
             files: Vec::new(),
             scheduled: false,
+            queued_ms: next.queued_ms,
         })
     }
 }
@@ -200,6 +204,7 @@ mod tests {
             sender: "ann".into(),
             context: context.into(),
             scheduled: false,
+            queued_ms: 0,
             target: chela_channel::Conversation {
                 channel: "terminal".into(),
                 account: "default".into(),

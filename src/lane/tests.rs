@@ -155,6 +155,7 @@ fn turn_in(seq: u64, text: &str, context: &str) -> QueuedTurn {
         quote: None,
         files: Vec::new(),
         scheduled: false,
+        queued_ms: 0,
     }
 }
 

@@ -72,15 +72,29 @@ impl Streamed {
 }
 
 /// Consumes a run's events into a preview stream until the run ends. The caller then
-/// records the final and calls [`ReplyStream::finish`]. `journal` is told of each new message.
+/// records the final and calls [`ReplyStream::finish`]. `journal` is told of each new message;
+/// `accepted_ms` is when the message answered was accepted (0: unknown).
 pub async fn stream_events(
     channel: Arc<dyn Channel>,
     to: Conversation,
     quote: Option<String>,
     journal: Option<Arc<dyn SentJournal>>,
+    events: mpsc::Receiver<RunEvent>,
+    accepted_ms: u64,
+) -> Streamed {
+    let reply = ReplyStream::quoting(channel.clone(), to.clone(), quote)
+        .journaled(journal)
+        .accepted_at(accepted_ms);
+    stream_into(reply, channel, to, events).await
+}
+
+/// Consumes a run's events into `reply` (see [`stream_events`]).
+async fn stream_into(
+    mut reply: ReplyStream,
+    channel: Arc<dyn Channel>,
+    to: Conversation,
     mut events: mpsc::Receiver<RunEvent>,
 ) -> Streamed {
-    let mut reply = ReplyStream::quoting(channel.clone(), to.clone(), quote).journaled(journal);
     let mut sent = Vec::new();
     let _ = channel.typing(&to).await;
     let mut next_typing = Instant::now() + TYPING_EVERY;

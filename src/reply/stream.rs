@@ -78,6 +78,9 @@ pub struct ReplyStream {
     first_tried: bool,
     /// How far the final's files got ([`ReplyStream::deliver_with_files`]).
     files: files::FilesState,
+    /// When the message this replies to was accepted (ms since the epoch), until the first
+    /// text is visible (`chela_first_text_seconds`).
+    accepted_ms: Option<u64>,
 }
 
 impl ReplyStream {
@@ -115,7 +118,15 @@ impl ReplyStream {
             calls: 0,
             first_tried: false,
             files: files::FilesState::default(),
+            accepted_ms: None,
         }
+    }
+
+    /// This reply, answering a message accepted at `ms` (ms since the epoch; 0: unknown):
+    /// its first visible text is measured from then.
+    pub fn accepted_at(mut self, ms: u64) -> Self {
+        self.accepted_ms = (ms > 0).then_some(ms);
+        self
     }
 
     /// Sends new messages from now on with idempotency keys derived from `key`
@@ -360,7 +371,24 @@ impl ReplyStream {
         }
     }
 
+    /// [`ReplyStream::show_now`], counted: 429s, and the first visible text.
     async fn show(&mut self, text: &str, is_final: bool) -> Result<(), ChannelError> {
+        let shown = self.show_now(text, is_final).await;
+        let metrics = crate::metrics::global();
+        match &shown {
+            Ok(()) => {
+                if let Some(accepted) = self.accepted_ms.take() {
+                    let ms = crate::domain::message::now_ms().saturating_sub(accepted);
+                    metrics.first_text(ms as f64 / 1000.0);
+                }
+            }
+            Err(ChannelError::RateLimited { .. }) => metrics.rate_limited(self.channel.name()),
+            Err(_) => {}
+        }
+        shown
+    }
+
+    async fn show_now(&mut self, text: &str, is_final: bool) -> Result<(), ChannelError> {
         self.calls += 1;
         match &self.current {
             None => {

@@ -17,6 +17,7 @@ use crate::config::Config;
 use crate::domain::run::LiveEvent;
 use crate::inbound::route::Accepted;
 use crate::lane::{LaneError, StopReport};
+use crate::metrics::{Gauges, Readiness};
 use crate::store::Store;
 
 /// What the RPC may ask of the gateway.
@@ -37,6 +38,10 @@ pub trait GatewayApi: Send + Sync + 'static {
     fn close_binding<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<String>, Fault>>;
     /// The `status` report.
     fn status(&self) -> BoxFuture<'_, Result<Value, Fault>>;
+    /// Whether the gateway is ready (`/readyz`): the store answers, each channel is connected.
+    fn readiness(&self) -> BoxFuture<'_, Readiness>;
+    /// The state `/metrics` reads when scraped.
+    fn gauges(&self) -> BoxFuture<'_, Gauges>;
     /// The store (sessions, transcripts, pairing).
     fn store(&self) -> &Store;
     /// The configuration in force.

@@ -8,6 +8,7 @@
 //! - [`runs`]: the bounded tracker of finished runs behind `agent.wait`.
 //! - [`channel`]: the `rpc` channel replies to RPC messages go to.
 //! - [`server`]: the axum server, token check, connections.
+//! - `ops`: `/metrics`, `/healthz`, `/readyz` on the same listener.
 //! - `feed`: `events.subscribe`, live run events and finished runs pushed to a connection.
 //! - [`discovery`]: `<store.path>.rpc`, where local commands find the RPC and its token.
 //! - [`client`]: the client the `chela` commands use.
@@ -20,6 +21,7 @@ pub mod cron;
 pub mod discovery;
 mod feed;
 pub mod methods;
+mod ops;
 mod pairing;
 pub mod panel;
 pub mod protocol;

@@ -91,6 +91,11 @@ impl RpcServer {
         });
         let app = axum::Router::new()
             .route("/ws", axum::routing::get(upgrade))
+            .merge(super::ops::routes(
+                shared.methods.api.clone(),
+                address,
+                vec![shared.token.clone(), shared.operator_token.clone()],
+            ))
             .with_state(shared.clone())
             .merge(super::panel::router(
                 shared.methods.api.clone(),
@@ -156,7 +161,7 @@ async fn upgrade(
 }
 
 /// The token of an `Authorization: Bearer` header.
-fn bearer(headers: &HeaderMap) -> Option<String> {
+pub(super) fn bearer(headers: &HeaderMap) -> Option<String> {
     let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.trim().split_once(' ')?;
     scheme
@@ -196,7 +201,7 @@ fn percent_decode(text: &str) -> String {
 }
 
 /// Compares two secrets in time independent of where they differ.
-fn same_secret(a: &str, b: &str) -> bool {
+pub(super) fn same_secret(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

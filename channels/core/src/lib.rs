@@ -258,6 +258,11 @@ pub trait Channel: Send + Sync {
         sink: std::sync::Arc<dyn InboundSink>,
         shutdown: CancellationToken,
     ) -> BoxFuture<'_, Result<(), ChannelError>>;
+    /// Whether the channel reaches its platform now: its last attempt to receive got through
+    /// (readiness, the gateway's `/readyz`). A channel that needs no connection says `true`.
+    fn connected(&self) -> bool {
+        true
+    }
     /// Sends a new message into `to`.
     fn send<'a>(
         &'a self,

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use chela_channel::InboundSink;
 use futures_util::StreamExt;
 use serenity::async_trait;
+use serenity::gateway::{ConnectionStage, ShardStageUpdateEvent};
 use serenity::model::application::Interaction;
 use serenity::model::channel::{GuildChannel, Message};
 use serenity::model::event::{Event, ResumedEvent};
@@ -67,6 +68,7 @@ impl Handler {
 impl EventHandler for Handler {
     async fn ready(&self, ctx: Context, ready: Ready) {
         tracing::info!(bot = %ready.user.name, guilds = ready.guilds.len(), "discord connected");
+        self.state.set_connected(true);
         self.catch_up();
         self.state.set_bot(ready.user.id);
         self.state.reset_collected();
@@ -92,7 +94,15 @@ impl EventHandler for Handler {
 
     async fn resume(&self, _ctx: Context, _event: ResumedEvent) {
         tracing::info!("discord resumed");
+        self.state.set_connected(true);
         self.catch_up();
+    }
+
+    async fn shard_stage_update(&self, _ctx: Context, event: ShardStageUpdateEvent) {
+        // Connected again is announced by READY or RESUMED, which come after this stage.
+        if event.new != ConnectionStage::Connected {
+            self.state.set_connected(false);
+        }
     }
 
     async fn interaction_create(&self, _ctx: Context, interaction: Interaction) {

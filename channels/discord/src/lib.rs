@@ -265,6 +265,10 @@ impl Channel for DiscordChannel {
         "discord"
     }
 
+    fn connected(&self) -> bool {
+        self.state.connected()
+    }
+
     fn block_streaming(&self) -> bool {
         self.settings.block_streaming
     }

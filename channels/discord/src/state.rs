@@ -38,6 +38,9 @@ pub struct State {
     guilds: Vec<u64>,
     channels: Vec<u64>,
     http: std::sync::Arc<Http>,
+    /// Whether the gateway connection is up (READY or RESUMED, and no stage change since
+    /// that left the connected stage).
+    connected: std::sync::atomic::AtomicBool,
 }
 
 impl State {
@@ -60,7 +63,19 @@ impl State {
             guilds,
             channels,
             http,
+            connected: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Records whether the gateway connection is up.
+    pub fn set_connected(&self, up: bool) {
+        self.connected
+            .store(up, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the gateway connection is up.
+    pub fn connected(&self) -> bool {
+        self.connected.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Records the bot's user id.

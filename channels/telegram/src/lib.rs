@@ -77,6 +77,8 @@ pub struct TelegramChannel {
     bot: Bot,
     api: api::Api,
     settings: TelegramSettings,
+    /// Whether the last `getMe` / `getUpdates` got an answer ([`Channel::connected`]).
+    connected: std::sync::atomic::AtomicBool,
 }
 
 /// Connections to the Bot API kept open between calls.
@@ -98,7 +100,12 @@ impl TelegramChannel {
             .map_err(|e| TelegramError::Client(e.to_string()))?;
         let api = api::Api::new(client.clone(), url.as_str(), &settings.token);
         let bot = Bot::with_client(settings.token.clone(), client).set_api_url(url);
-        Ok(Arc::new(TelegramChannel { bot, api, settings }))
+        Ok(Arc::new(TelegramChannel {
+            bot,
+            api,
+            settings,
+            connected: std::sync::atomic::AtomicBool::new(false),
+        }))
     }
 
     async fn send_formatted(
@@ -192,6 +199,8 @@ impl Channel for TelegramChannel {
             let Some(me) = poll::who_am_i(&self.bot, &shutdown).await else {
                 return Ok(());
             };
+            self.connected
+                .store(true, std::sync::atomic::Ordering::Relaxed);
             if let Some(hook) = &self.settings.webhook {
                 return webhook::serve(&self.bot, me, &self.settings.account, hook, sink, shutdown)
                     .await;
@@ -208,9 +217,14 @@ impl Channel for TelegramChannel {
                 self.settings.poll_timeout_s,
                 sink,
                 shutdown,
+                &self.connected,
             )
             .await
         })
+    }
+
+    fn connected(&self) -> bool {
+        self.connected.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn send<'a>(

@@ -2,6 +2,7 @@
 //! durable in the sink. One loop per token; a 409 Conflict (another poller) backs off.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use chela_channel::{ChannelError, InboundSink};
@@ -34,7 +35,8 @@ pub async fn who_am_i(bot: &Bot, shutdown: &CancellationToken) -> Option<Me> {
     }
 }
 
-/// Polls until `shutdown`, handing every message to `sink` and advancing the durable offset.
+/// Polls until `shutdown`, handing every message to `sink` and advancing the durable offset;
+/// `connected` says whether the last `getUpdates` got an answer.
 pub async fn poll(
     bot: &Bot,
     me: &Me,
@@ -42,6 +44,7 @@ pub async fn poll(
     timeout_s: u32,
     sink: Arc<dyn InboundSink>,
     shutdown: CancellationToken,
+    connected: &AtomicBool,
 ) -> Result<(), ChannelError> {
     let cursor = format!("telegram:{account}:offset");
     let mut offset = sink.cursor(&cursor).await.unwrap_or(0);
@@ -56,6 +59,9 @@ pub async fn poll(
             _ = shutdown.cancelled() => return Ok(()),
             updates = request.send() => updates,
         };
+        // Any answer, even one that cannot be decoded, means Telegram is reached.
+        let reached = !matches!(&updates, Err(e) if !matches!(e, RequestError::InvalidJson { .. }));
+        connected.store(reached, Ordering::Relaxed);
         let updates = match updates {
             Ok(updates) => updates,
             Err(RequestError::InvalidJson { source, .. }) => {

@@ -48,6 +48,18 @@ impl Scope {
     }
 }
 
+impl Scope {
+    /// The scope of conversation `to` (what an isolated scheduled job's run answers in).
+    pub fn of_conversation(to: &chela_channel::Conversation) -> Scope {
+        let group = to.kind != chela_channel::ChatKind::Direct;
+        Scope {
+            group,
+            channel: Some(to.channel.clone()),
+            chat: group.then(|| format!("{}:{}", to.channel, to.chat_id)),
+        }
+    }
+}
+
 /// The tools one run may use.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Allowed {

@@ -170,7 +170,7 @@ impl Agent {
             steered_seqs: Vec::new(),
             stash: Vec::new(),
             usage: Usage::default(),
-            allowed: self.allowed_for(&req.session_key),
+            allowed: self.allowed_for(&req.session_key, req.reply_to.as_ref()),
             model: crate::agent::model_choice::chosen(&self.store, &req.session_key),
             compaction_gave_up: false,
             reply_to: req.reply_to.take(),
@@ -222,11 +222,26 @@ impl Agent {
 }
 
 impl Agent {
-    /// The tools a run of session `key` may use: its conversation's policy, or for a
-    /// sub-agent its parent's, without `sessions_spawn` (sub-agents do not nest) and `cron`. A store
-    /// failure leaves a sub-agent no tools rather than the wrong ones.
-    pub fn allowed_for(&self, key: &str) -> crate::agent::policy::Allowed {
+    /// The tools a run of session `key` answering in `reply_to` may use: its conversation's
+    /// policy; for a sub-agent its parent's, without `sessions_spawn` (sub-agents do not nest)
+    /// and `cron`; for an isolated scheduled job (`agent:<a>:cron:<id>`) the policy of the
+    /// chat it answers in, without `cron` (a job does not make jobs), and none without a chat.
+    /// A store failure leaves a sub-agent no tools rather than the wrong ones.
+    pub fn allowed_for(
+        &self,
+        key: &str,
+        reply_to: Option<&chela_channel::Conversation>,
+    ) -> crate::agent::policy::Allowed {
         use crate::agent::policy::Scope;
+        use crate::domain::session_key::{KeyBase, SessionKey};
+        if SessionKey::parse(key).is_ok_and(|k| matches!(k.base, KeyBase::Cron { .. })) {
+            let Some(to) = reply_to else {
+                return crate::agent::policy::Allowed::none();
+            };
+            let mut allowed = self.policy.resolve(&Scope::of_conversation(to));
+            allowed.remove("cron");
+            return allowed;
+        }
         let parent = match self.store.subagent_parent(key) {
             Ok(parent) => parent,
             Err(e) => {

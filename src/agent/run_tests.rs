@@ -796,14 +796,48 @@ async fn a_subagent_runs_under_its_parents_policy_without_spawning() {
         .spawn_subagent(child, &link, &turn)
         .await
         .unwrap();
-    let parent = h.agent.allowed_for(group);
-    let allowed = h.agent.allowed_for(child);
+    let parent = h.agent.allowed_for(group, None);
+    let allowed = h.agent.allowed_for(child, None);
     assert!(parent.allows("exec") && parent.allows("sessions_spawn"));
     assert!(allowed.allows("exec") && !allowed.allows("sessions_spawn"));
     // Not a sub-agent: its own (direct) policy, which here is the full profile.
-    assert!(h.agent.allowed_for(KEY).allows("message"));
+    assert!(h.agent.allowed_for(KEY, None).allows("message"));
     assert!(
         !allowed.allows("message"),
         "the group's coding profile has no message"
+    );
+}
+
+#[tokio::test]
+async fn an_isolated_jobs_run_follows_the_chat_it_answers_in_and_makes_no_jobs() {
+    let mut h = Harness::new(vec![]);
+    let config: crate::config::Config =
+        toml::from_str("[tools]\nprofile = \"full\"\ngroup_profile = \"minimal\"").unwrap();
+    Arc::get_mut(&mut h.agent).unwrap().policy =
+        crate::agent::policy::ToolPolicy::new(&config.tools);
+    let job = "agent:main:cron:digest";
+    let chat = |kind| chela_channel::Conversation {
+        channel: "telegram".into(),
+        account: "default".into(),
+        kind,
+        chat_id: "-100".into(),
+        thread_id: None,
+    };
+    let group = chat(chela_channel::ChatKind::Group);
+    let in_group = h.agent.allowed_for(job, Some(&group));
+    assert!(
+        !in_group.allows("exec"),
+        "a group's job gets the group profile"
+    );
+    let direct = chat(chela_channel::ChatKind::Direct);
+    let in_dm = h.agent.allowed_for(job, Some(&direct));
+    assert!(in_dm.allows("exec") && !in_dm.allows("cron"));
+    assert!(
+        h.agent.allowed_for(KEY, None).allows("cron"),
+        "a chat's own run may"
+    );
+    assert!(
+        !h.agent.allowed_for(job, None).allows("read"),
+        "no chat: no tools"
     );
 }

@@ -312,7 +312,7 @@ fn final_files(core: &Core, key: &str, to: &Conversation) -> super::files::Final
         policy: core.outbox.files().clone(),
         channel: to.channel.clone(),
         max_bytes: channel.and_then(|c| c.max_file_bytes()),
-        may_send: core.agent.allowed_for(key).allows("message"),
+        may_send: core.agent.allowed_for(key, Some(to)).allows("message"),
         own_media: format!("media/{}", super::media::safe_key(key)),
     }
 }

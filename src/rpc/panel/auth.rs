@@ -1,5 +1,5 @@
 //! Who may use the panel: the login (a token: operator or client), the session cookie, the
-//! per-session CSRF token, the same-origin check, and the limit on failed logins.
+//! per-session CSRF token, the same-origin check, and the pace of failed logins.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -17,11 +17,10 @@ pub(super) const COOKIE: &str = "chela_panel";
 pub(super) const SESSION_TTL: Duration = Duration::from_secs(8 * 3600);
 /// Most logged-in sessions kept at once (the oldest goes first).
 const MAX_SESSIONS: usize = 32;
-/// Failed logins allowed per [`FAILURE_WINDOW`] before every login is refused until it ends.
-pub(super) const MAX_FAILURES: u32 = 5;
-/// The window failed logins are counted in.
-pub(super) const FAILURE_WINDOW: Duration = Duration::from_secs(60);
-/// How long the answer to a failed login waits.
+/// How long the answer to a failed login waits. Failed logins wait one after the other (see
+/// [`Access::fail`]), so guessing goes at most about three tries a second however many are
+/// sent at once, while a right token is never held up: no lockout another local process
+/// could use to keep the operator out.
 pub(super) const FAILURE_DELAY: Duration = Duration::from_millis(300);
 
 /// One logged-in browser.
@@ -40,8 +39,8 @@ pub(super) struct Login {
 pub(super) enum Refused {
     /// Not a token of this gateway.
     WrongToken,
-    /// Too many failures lately: try again after the window.
-    TooMany,
+    /// The login table is unusable (a poisoned lock).
+    Unavailable,
 }
 
 /// The panel's logins and its tokens.
@@ -49,7 +48,8 @@ pub(super) struct Access {
     token: String,
     operator_token: String,
     logins: Mutex<HashMap<String, Login>>,
-    failures: Mutex<(Instant, u32)>,
+    /// Failed logins take it in turn for [`FAILURE_DELAY`] each.
+    failures: tokio::sync::Mutex<u64>,
 }
 
 impl Access {
@@ -59,31 +59,27 @@ impl Access {
             token,
             operator_token,
             logins: Mutex::new(HashMap::new()),
-            failures: Mutex::new((Instant::now(), 0)),
+            failures: tokio::sync::Mutex::new(0),
         }
+    }
+
+    /// Answers a failed login: after the failures before it, waits [`FAILURE_DELAY`].
+    pub(super) async fn fail(&self) {
+        let mut failures = self.failures.lock().await;
+        *failures += 1;
+        tracing::warn!(failures = *failures, "panel: failed login");
+        tokio::time::sleep(FAILURE_DELAY).await;
     }
 
     /// Logs in with `presented`: the new session id and its login.
     pub(super) fn login(&self, presented: &str) -> Result<(String, Login), Refused> {
         let now = Instant::now();
-        {
-            let failures = self.failures.lock().map_err(|_| Refused::TooMany)?;
-            if now.duration_since(failures.0) < FAILURE_WINDOW && failures.1 >= MAX_FAILURES {
-                return Err(Refused::TooMany);
-            }
-        }
         let presented = presented.trim();
         let role = if same_secret(presented, &self.operator_token) {
             Role::Operator
         } else if same_secret(presented, &self.token) {
             Role::Client
         } else {
-            let mut failures = self.failures.lock().map_err(|_| Refused::TooMany)?;
-            if now.duration_since(failures.0) >= FAILURE_WINDOW {
-                *failures = (now, 0);
-            }
-            failures.1 += 1;
-            tracing::warn!(failures = failures.1, "panel: failed login");
             return Err(Refused::WrongToken);
         };
         let login = Login {
@@ -92,7 +88,7 @@ impl Access {
             expires: now + SESSION_TTL,
         };
         let id = discovery::new_token();
-        let mut logins = self.logins.lock().map_err(|_| Refused::TooMany)?;
+        let mut logins = self.logins.lock().map_err(|_| Refused::Unavailable)?;
         logins.retain(|_, l| l.expires > now);
         while logins.len() >= MAX_SESSIONS {
             let oldest = logins
@@ -224,15 +220,24 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn failed_logins_are_limited_then_allowed_again_after_the_window() {
-        let access = Access::new("client".into(), "operator".into());
-        for _ in 0..MAX_FAILURES {
+    async fn failed_logins_wait_in_turn_and_never_hold_up_the_right_token() {
+        let access = std::sync::Arc::new(Access::new("client".into(), "operator".into()));
+        let start = Instant::now();
+        let mut guesses = Vec::new();
+        for _ in 0..10 {
             assert_eq!(access.login("guess").unwrap_err(), Refused::WrongToken);
+            let access = access.clone();
+            guesses.push(tokio::spawn(async move { access.fail().await }));
         }
-        // Even the right token waits for the window to end.
-        assert_eq!(access.login("operator").unwrap_err(), Refused::TooMany);
-        tokio::time::advance(FAILURE_WINDOW).await;
+        // Ten guesses at once: the right token still gets in at once.
+        tokio::task::yield_now().await;
         assert!(access.login("operator").is_ok());
+        assert_eq!(start.elapsed(), Duration::ZERO);
+        for guess in guesses {
+            guess.await.unwrap();
+        }
+        // The ten failures were answered one after the other.
+        assert_eq!(start.elapsed(), FAILURE_DELAY * 10);
     }
 
     #[tokio::test(start_paused = true)]

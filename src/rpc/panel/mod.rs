@@ -143,12 +143,14 @@ async fn login(panel: &Panel, headers: &HeaderMap, body: &[u8]) -> Response {
             redirect("/panel", Some(auth::set_cookie(&id)))
         }
         Err(Refused::WrongToken) => {
-            tokio::time::sleep(auth::FAILURE_DELAY).await;
+            panel.access.fail().await;
             html(StatusCode::UNAUTHORIZED, html::login(Some("Wrong token.")))
         }
-        Err(Refused::TooMany) => html(
-            StatusCode::TOO_MANY_REQUESTS,
-            html::login(Some("Too many failed logins: wait a minute.")),
+        Err(Refused::Unavailable) => html(
+            StatusCode::SERVICE_UNAVAILABLE,
+            html::login(Some(
+                "The panel cannot log you in now; see the gateway's log.",
+            )),
         ),
     }
 }

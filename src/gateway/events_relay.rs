@@ -38,54 +38,74 @@ pub(super) fn start(core: &Arc<Core>) {
     if let Some(remote) = coordinator.remote_events() {
         tokio::spawn(merge_remote(Arc::downgrade(core), remote));
     }
-    tokio::spawn(publish_local(
+    let (to_publish, publishing) = tokio::sync::mpsc::channel(PUBLISH_QUEUE);
+    tokio::spawn(forward_local(
         core.live.subscribe(),
         core.feed.clone(),
-        coordinator,
+        to_publish,
         core.shutdown.clone(),
     ));
+    tokio::spawn(publish(publishing, coordinator, core.shutdown.clone()));
 }
 
-/// Hands this node's events to its feed at once and publishes them to the others in batches
-/// (the first event of a batch waits at most [`BATCH_WINDOW`]).
-async fn publish_local(
+/// Events waiting to be published to the other nodes; past it they are dropped for them (a
+/// slow database never holds up this node's own feed).
+const PUBLISH_QUEUE: usize = 1024;
+
+/// Hands this node's events to its feed at once, and queues them for the other nodes.
+async fn forward_local(
     mut live: broadcast::Receiver<LiveEvent>,
     feed: broadcast::Sender<LiveEvent>,
+    to_publish: tokio::sync::mpsc::Sender<LiveEvent>,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    let mut dropped: u64 = 0;
+    loop {
+        let event = tokio::select! {
+            () = stop.cancelled() => return,
+            event = live.recv() => event,
+        };
+        match event {
+            Ok(event) => {
+                let _ = feed.send(event.clone());
+                if to_publish.try_send(event).is_err() {
+                    dropped += 1;
+                    tracing::warn!(
+                        dropped,
+                        "cluster: run events not relayed: the database is slow"
+                    );
+                }
+            }
+            Err(RecvError::Lagged(n)) => {
+                tracing::warn!(missed = n, "cluster: the event relay fell behind");
+            }
+            Err(RecvError::Closed) => return,
+        }
+    }
+}
+
+/// Publishes queued events in batches: the first of a batch waits at most [`BATCH_WINDOW`].
+async fn publish(
+    mut queued: tokio::sync::mpsc::Receiver<LiveEvent>,
     coordinator: Arc<dyn Coordinator>,
     stop: tokio_util::sync::CancellationToken,
 ) {
     let node = coordinator.node().to_owned();
-    let mut batch = Vec::new();
-    let mut deadline = tokio::time::Instant::now();
     loop {
-        let due = async {
-            match batch.is_empty() {
-                true => std::future::pending().await,
-                false => tokio::time::sleep_until(deadline).await,
-            }
-        };
-        tokio::select! {
+        let first = tokio::select! {
             () = stop.cancelled() => return,
-            () = due => {
-                for payload in payloads(&node, std::mem::take(&mut batch)) {
-                    if let Err(e) = coordinator.publish_events(payload).await {
-                        tracing::debug!(error = %e, "cluster: run events not published to the other nodes");
-                    }
-                }
+            first = queued.recv() => first,
+        };
+        let Some(first) = first else { return };
+        let mut batch = vec![first];
+        let deadline = tokio::time::Instant::now() + BATCH_WINDOW;
+        while let Ok(Some(event)) = tokio::time::timeout_at(deadline, queued.recv()).await {
+            batch.push(event);
+        }
+        for payload in payloads(&node, batch) {
+            if let Err(e) = coordinator.publish_events(payload).await {
+                tracing::debug!(error = %e, "cluster: run events not published to the other nodes");
             }
-            event = live.recv() => match event {
-                Ok(event) => {
-                    let _ = feed.send(event.clone());
-                    if batch.is_empty() {
-                        deadline = tokio::time::Instant::now() + BATCH_WINDOW;
-                    }
-                    batch.push(event);
-                }
-                Err(RecvError::Lagged(n)) => {
-                    tracing::warn!(missed = n, "cluster: the event relay fell behind");
-                }
-                Err(RecvError::Closed) => return,
-            },
         }
     }
 }
@@ -123,7 +143,8 @@ fn encoded_len(batch: &Batch) -> usize {
     serde_json::to_string(batch).map_or(usize::MAX, |s| s.len())
 }
 
-/// `event`, its text shortened when alone it would not fit in a notification.
+/// `event`, its text shortened (halved until it fits; escaping may make a short text long)
+/// when alone it would not fit in a notification.
 fn fitting(node: &str, mut event: LiveEvent) -> LiveEvent {
     let alone = |event: &LiveEvent| {
         encoded_len(&Batch {
@@ -131,26 +152,32 @@ fn fitting(node: &str, mut event: LiveEvent) -> LiveEvent {
             events: vec![event.clone()],
         })
     };
-    if alone(&event) <= MAX_EVENT_PAYLOAD {
-        return event;
-    }
-    let cut = |text: &mut String| {
-        let mut end = SHORTENED.min(text.len());
+    let mut keep = SHORTENED;
+    while alone(&event) > MAX_EVENT_PAYLOAD && keep > 0 {
+        let Some(text) = text_of(&mut event.event) else {
+            break;
+        };
+        let mut end = keep.min(text.len());
         while !text.is_char_boundary(end) {
             end -= 1;
         }
         text.truncate(end);
         text.push('…');
-    };
-    match &mut event.event {
+        keep /= 2;
+    }
+    event
+}
+
+/// The text of `event` that may be long, if it has one.
+fn text_of(event: &mut RunEvent) -> Option<&mut String> {
+    match event {
         RunEvent::Assistant { delta: text }
         | RunEvent::Sent { text }
         | RunEvent::Lifecycle(Lifecycle::End { text, .. })
-        | RunEvent::Lifecycle(Lifecycle::Error { message: text }) => cut(text),
-        RunEvent::Finished(record) => cut(&mut record.text),
-        RunEvent::Lifecycle(Lifecycle::Start) | RunEvent::Tool(_) | RunEvent::Compaction(_) => {}
+        | RunEvent::Lifecycle(Lifecycle::Error { message: text }) => Some(text),
+        RunEvent::Finished(record) => Some(&mut record.text),
+        RunEvent::Lifecycle(Lifecycle::Start) | RunEvent::Tool(_) | RunEvent::Compaction(_) => None,
     }
-    event
 }
 
 /// Merges the other nodes' events into `core`'s feed (this node's own are skipped: they
@@ -201,6 +228,17 @@ mod tests {
         }
         assert_eq!(seqs, (1..=40).collect::<Vec<_>>(), "all, in order");
         assert!(super::payloads("n1", Vec::new()).is_empty());
+    }
+
+    #[test]
+    fn text_that_escaping_makes_long_is_cut_until_it_fits() {
+        // Each control character is six bytes in JSON.
+        let payloads = payloads("n1", vec![delta(1, &"\u{1}".repeat(5_000))]);
+        assert!(
+            payloads[0].len() <= MAX_EVENT_PAYLOAD,
+            "{}",
+            payloads[0].len()
+        );
     }
 
     #[test]

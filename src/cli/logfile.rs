@@ -46,7 +46,7 @@ impl RotatingFile {
                 for n in (1..keep).rev() {
                     rename_if_there(&self.numbered(n), &self.numbered(n + 1))?;
                 }
-                std::fs::rename(&self.path, self.numbered(1))?;
+                rename_if_there(&self.path, &self.numbered(1))?;
             }
         }
         self.file = super::open_log(&self.path)?;
@@ -72,8 +72,15 @@ fn rename_if_there(from: &Path, to: &Path) -> io::Result<()> {
 impl Write for RotatingFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         // One log line is one write: a line is never split between two files.
-        if self.size > 0 && self.size + buf.len() as u64 > self.max_bytes {
-            self.rotate()?;
+        if self.size > 0
+            && self.size + buf.len() as u64 > self.max_bytes
+            && let Err(e) = self.rotate()
+        {
+            // Go on in a fresh file at the path (made again, with its folder, if it was
+            // removed), counting from 0: a rotation that fails is tried again only after
+            // another `max_bytes`, not at every line.
+            self.file = super::open_log(&self.path).map_err(|_| e)?;
+            self.size = 0;
         }
         let n = self.file.write(buf)?;
         self.size += n as u64;
@@ -134,5 +141,17 @@ mod tests {
         log.write_all(b"k\n").unwrap();
         assert_eq!(read(path.clone()), "ghij\nk\n");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_removed_log_folder_is_made_again_at_the_next_rotation() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("logs/chela.log");
+        let mut log = RotatingFile::open(&path, 12, 2).unwrap();
+        log.write_all(b"0123456789").unwrap();
+        std::fs::remove_dir_all(dir.path().join("logs")).unwrap();
+        log.write_all(b"after\n").unwrap();
+        log.write_all(b"more\n").unwrap();
+        assert_eq!(read(path), "after\nmore\n");
     }
 }

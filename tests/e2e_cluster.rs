@@ -369,6 +369,11 @@ async fn with_long_polling_one_node_polls_and_another_takes_over_after_a_kill_9(
         .await
         .expect("a node holds the intake");
     let i: usize = holder.trim_start_matches("node").parse().unwrap();
+    // Every node is ready: the poller connected, the others on standby (not 503 forever).
+    for n in 0..NODES {
+        let (status, body) = readyz(&s.setup.path(&format!("data{n}.rpc"))).await;
+        assert_eq!(status, 200, "node{n} (poller {holder}): {body}");
+    }
 
     // kill -9 the poller; the other half is sent while it is gone.
     nodes[i].take().unwrap().kill().await;
@@ -421,6 +426,17 @@ async fn with_long_polling_one_node_polls_and_another_takes_over_after_a_kill_9(
          repeats {repeats}; pollers {:?}",
         s.tg.pollers()
     );
+}
+
+/// `GET /readyz` of the gateway whose discovery file is `discovery`: (status, body).
+async fn readyz(discovery: &std::path::Path) -> (u16, String) {
+    let found: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(discovery).unwrap()).unwrap();
+    let address = found["address"].as_str().unwrap();
+    let answer = reqwest::get(format!("http://{address}/readyz"))
+        .await
+        .unwrap();
+    (answer.status().as_u16(), answer.text().await.unwrap())
 }
 
 /// Rows of `sql` on the test database.

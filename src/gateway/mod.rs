@@ -172,6 +172,18 @@ impl Core {
         }
     }
 
+    /// Whether channel `name`'s intake runs on one node of the cluster at a time, under a
+    /// lease (Telegram long polling, Discord); false outside a cluster.
+    pub fn intake_is_exclusive(&self, name: &str) -> bool {
+        let telegram = &self.config.channels.telegram;
+        self.cluster.is_some()
+            && match name {
+                "telegram" => telegram.webhook_url.trim().is_empty(),
+                "discord" => true,
+                _ => false,
+            }
+    }
+
     /// Whether `sender_id` owns the bot on `channel`: listed in `owner_allow_from`, or, only
     /// while that list is empty, made owner by the first pairing.
     pub fn is_owner(&self, channel: &str, sender_id: &str) -> bool {
@@ -428,13 +440,9 @@ impl Gateway {
     /// every node.
     fn intake_lease(&self, name: &str) -> Option<(Arc<dyn crate::store::Coordinator>, Duration)> {
         let cluster = self.core.cluster.as_ref()?;
-        let telegram = &self.core.config.channels.telegram;
-        let exclusive = match name {
-            "telegram" => telegram.webhook_url.trim().is_empty(),
-            "discord" => true,
-            _ => false,
-        };
-        exclusive.then(|| (cluster.coordinator().clone(), cluster.lease()))
+        self.core
+            .intake_is_exclusive(name)
+            .then(|| (cluster.coordinator().clone(), cluster.lease()))
     }
 
     /// Stops intake, cancels live runs (their turns stay pending for the next start),

@@ -20,7 +20,7 @@ use crate::rpc::RpcChannel;
 use crate::rpc::api::GatewayApi;
 use crate::rpc::cron::CronReply;
 use crate::rpc::protocol::Fault;
-use crate::store::Store;
+use crate::store::{OutboxEntry, Store};
 
 /// The RPC's view of a running gateway.
 pub struct CoreApi {
@@ -87,6 +87,43 @@ impl GatewayApi for CoreApi {
         })
     }
 
+    fn retry_dead_letter(&self, id: u64) -> BoxFuture<'_, Result<Option<OutboxEntry>, Fault>> {
+        Box::pin(async move {
+            let core = &self.core;
+            let internal = |e: crate::store::StoreError| Fault::internal(e.to_string());
+            if let Some(cluster) = &core.cluster {
+                let dead = core.store.dead_letters().map_err(internal)?;
+                if let Some(entry) = dead.iter().find(|d| d.id == id)
+                    && !cluster.owns(&entry.session_key)
+                {
+                    return Err(Fault::new(
+                        crate::rpc::protocol::UNAVAILABLE,
+                        format!(
+                            "another node runs {}: retry it on the node that owns it (chela status lists them)",
+                            entry.session_key
+                        ),
+                    ));
+                }
+            }
+            let now = crate::domain::message::now_ms();
+            let revived = core
+                .store
+                .revive_dead_letter(id, now)
+                .await
+                .map_err(internal)?;
+            if let Some(entry) = &revived {
+                let journal = match &entry.run_id {
+                    Some(run) => core.store.journal(run).map_err(internal)?,
+                    None => None,
+                };
+                tracing::info!(id, session = %entry.session_key, "a dead letter is sent again");
+                core.outbox
+                    .submit(super::outbox::Delivery::recorded(entry.clone(), journal));
+            }
+            Ok(revived)
+        })
+    }
+
     fn status(&self) -> BoxFuture<'_, Result<Value, Fault>> {
         Box::pin(async move {
             let report = StatusReport::from_core(&self.core)
@@ -99,15 +136,37 @@ impl GatewayApi for CoreApi {
     fn readiness(&self) -> BoxFuture<'_, Readiness> {
         Box::pin(async move {
             // A read the store must answer (PostgreSQL: a round trip to the server).
-            let store_error = self
-                .core
-                .store
-                .get_cursor(READY_PROBE)
-                .err()
-                .map(|e| e.to_string());
+            let store_error = self.core.store.get_cursor(READY_PROBE).err().map(|e| {
+                // The detail may name the database's host or user: the log has it.
+                tracing::warn!(error = %e, "readyz: the store does not answer");
+                "not answering".to_owned()
+            });
+            // In a cluster a channel whose intake another node leases is on standby here:
+            // ready, though not connected.
+            let leased_here = match &self.core.cluster {
+                Some(cluster) => cluster
+                    .coordinator()
+                    .nodes()
+                    .await
+                    .ok()
+                    .and_then(|nodes| nodes.into_iter().find(|n| n.id == cluster.node()))
+                    .map(|n| n.intakes),
+                None => None,
+            };
+            let channels = self
+                .channel_states()
+                .into_iter()
+                .map(|(name, up)| {
+                    let standby = self.core.intake_is_exclusive(&name)
+                        && leased_here
+                            .as_ref()
+                            .is_some_and(|held| !held.contains(&name));
+                    (name, up || standby)
+                })
+                .collect();
             Readiness {
                 store_error,
-                channels: self.channel_states(),
+                channels,
             }
         })
     }

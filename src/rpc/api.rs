@@ -18,7 +18,7 @@ use crate::domain::run::LiveEvent;
 use crate::inbound::route::Accepted;
 use crate::lane::{LaneError, StopReport};
 use crate::metrics::{Gauges, Readiness};
-use crate::store::Store;
+use crate::store::{OutboxEntry, Store};
 
 /// What the RPC may ask of the gateway.
 pub trait GatewayApi: Send + Sync + 'static {
@@ -36,6 +36,10 @@ pub trait GatewayApi: Send + Sync + 'static {
     /// Unbinds session `key` from its coding agent and ends the agent (`/acp close`): the
     /// harness of the binding it had, `None` when it had none.
     fn close_binding<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<String>, Fault>>;
+    /// Sends dead letter `id` again: back into the outbox (fresh attempts and time to live)
+    /// and handed to the delivery worker; the entry, `None` when there is no such dead letter.
+    /// In a cluster only the node running the entry's session may.
+    fn retry_dead_letter(&self, id: u64) -> BoxFuture<'_, Result<Option<OutboxEntry>, Fault>>;
     /// The `status` report.
     fn status(&self) -> BoxFuture<'_, Result<Value, Fault>>;
     /// Whether the gateway is ready (`/readyz`): the store answers, each channel is connected.

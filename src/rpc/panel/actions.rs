@@ -52,7 +52,11 @@ pub(super) async fn post(
     };
     let operator_only = matches!(
         path,
-        "/panel/pairing/approve" | "/panel/pairing/reject" | "/panel/bindings/close"
+        "/panel/pairing/approve"
+            | "/panel/pairing/reject"
+            | "/panel/bindings/close"
+            | "/panel/dead/retry"
+            | "/panel/dead/drop"
     );
     let done = if operator_only && viewer.role == Role::Client {
         tracing::warn!(path, "panel: refused without the operator token");
@@ -68,6 +72,8 @@ pub(super) async fn post(
             "/panel/pairing/reject" => reject(panel, &field("channel"), &field("code")).await,
             "/panel/bindings/close" => close(panel, &field("key")).await,
             "/panel/runs/abort" => abort(panel, &field("session")).await,
+            "/panel/dead/retry" => retry(panel, &field("id")).await,
+            "/panel/dead/drop" => drop_dead(panel, &field("id")).await,
             _ => Done::failed(
                 StatusCode::NOT_FOUND,
                 "/panel",
@@ -184,6 +190,65 @@ async fn abort(panel: &Panel, key: &str) -> Done {
         Err(e) => Done::failed(
             StatusCode::SERVICE_UNAVAILABLE,
             "/panel/live",
+            e.to_string(),
+        ),
+    }
+}
+
+/// The dead letter id in `id`, or what to answer.
+fn dead_id(id: &str) -> Result<u64, Done> {
+    id.parse().map_err(|_| {
+        Done::failed(
+            StatusCode::BAD_REQUEST,
+            "/panel/dead",
+            format!("{id:?} is not a dead letter id."),
+        )
+    })
+}
+
+async fn retry(panel: &Panel, id: &str) -> Done {
+    let id = match dead_id(id) {
+        Ok(id) => id,
+        Err(done) => return done,
+    };
+    match panel.api.retry_dead_letter(id).await {
+        Ok(Some(entry)) => {
+            tracing::info!(id, "panel: dead letter sent again");
+            Done::ok(
+                "/panel/dead",
+                format!(
+                    "Dead letter {id} is being sent again to {} (session {}).",
+                    entry.conversation.chat_id, entry.session_key
+                ),
+            )
+        }
+        Ok(None) => Done::failed(
+            StatusCode::NOT_FOUND,
+            "/panel/dead",
+            format!("No dead letter {id} (sent again or dropped already)."),
+        ),
+        Err(f) => Done::failed(StatusCode::SERVICE_UNAVAILABLE, "/panel/dead", f.message),
+    }
+}
+
+async fn drop_dead(panel: &Panel, id: &str) -> Done {
+    let id = match dead_id(id) {
+        Ok(id) => id,
+        Err(done) => return done,
+    };
+    match panel.api.store().drop_dead_letter(id).await {
+        Ok(true) => {
+            tracing::info!(id, "panel: dead letter dropped");
+            Done::ok("/panel/dead", format!("Dropped dead letter {id}."))
+        }
+        Ok(false) => Done::failed(
+            StatusCode::NOT_FOUND,
+            "/panel/dead",
+            format!("No dead letter {id}."),
+        ),
+        Err(e) => Done::failed(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "/panel/dead",
             e.to_string(),
         ),
     }

@@ -48,7 +48,7 @@ pub(super) async fn get(
         "/panel/events" => return transcript::events(panel, query),
         "/panel/pairing" => pairing(panel, viewer),
         "/panel/bindings" => bindings(panel, viewer),
-        "/panel/dead" => dead(panel),
+        "/panel/dead" => dead(panel, viewer),
         "/panel/config" if viewer.role == Role::Client => Ok((
             "Config".to_owned(),
             "<p class=problem>The configuration needs the operator token: log in with the token of <code>&lt;store.path&gt;.rpc</code>.</p>".to_owned(),
@@ -279,8 +279,8 @@ fn bindings(panel: &Panel, viewer: &Viewer<'_>) -> Page {
     Ok(("ACP bindings".to_owned(), body))
 }
 
-/// Dead letters (read-only for now).
-fn dead(panel: &Panel) -> Page {
+/// Dead letters, each with retry and drop (operator).
+fn dead(panel: &Panel, viewer: &Viewer<'_>) -> Page {
     let dead = panel.api.store().dead_letters()?;
     let rows: Vec<Vec<String>> = dead
         .iter()
@@ -292,15 +292,30 @@ fn dead(panel: &Panel) -> Page {
                 esc(&time(d.created_ms)),
                 d.attempts.to_string(),
                 esc(&preview),
+                format!(
+                    "{} {}",
+                    viewer.button(
+                        "/panel/dead/retry",
+                        &[("id", &d.id.to_string())],
+                        "Retry",
+                        true
+                    ),
+                    viewer.button(
+                        "/panel/dead/drop",
+                        &[("id", &d.id.to_string())],
+                        "Drop",
+                        true
+                    )
+                ),
             ]
         })
         .collect();
     let mut body = String::from(
         "<p class=hint>Replies that could not be delivered within <code>[delivery] ttl</code>. \
-Retry and drop are not available from the panel yet.</p>",
+Retry sends one again (its time to live starts anew); drop forgets it.</p>",
     );
     body.push_str(&table(
-        &["id", "session", "recorded (UTC)", "attempts", "text"],
+        &["id", "session", "recorded (UTC)", "attempts", "text", ""],
         &rows,
     ));
     Ok(("Dead letters".to_owned(), body))

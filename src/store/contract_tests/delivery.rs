@@ -92,6 +92,46 @@ pub(crate) async fn dead_letters_leave_the_outbox(h: &dyn Harness) {
     );
 }
 
+/// A dead letter is sent again (back in the outbox, fresh attempts and time to live) or
+/// dropped, each once and durably.
+pub(crate) async fn dead_letters_are_revived_or_dropped_once(h: &dyn Harness) {
+    let store = h.fresh();
+    let mut ids = Vec::new();
+    for text in ["one", "two"] {
+        let id = store.record_final("s", &chat("1"), text, 10).await.unwrap();
+        store.note_attempt(id).unwrap();
+        assert!(store.dead_letter(id).unwrap());
+        ids.push(id);
+    }
+    let (a, b) = (ids[0], ids[1]);
+    let (first, second) = tokio::join!(
+        store.revive_dead_letter(a, 500),
+        store.revive_dead_letter(a, 500)
+    );
+    let (first, second) = (first.unwrap(), second.unwrap());
+    assert!(first.is_some() ^ second.is_some(), "revived once");
+    let revived = first.or(second).unwrap();
+    assert_eq!(
+        (
+            revived.id,
+            revived.text.as_str(),
+            revived.attempts,
+            revived.created_ms
+        ),
+        (a, "one", 0, 500)
+    );
+    assert!(store.drop_dead_letter(b).await.unwrap());
+    assert!(!store.drop_dead_letter(b).await.unwrap());
+    assert!(
+        !store.drop_dead_letter(a).await.unwrap(),
+        "a is in the outbox now"
+    );
+    let store = h.reopen(store);
+    assert_eq!(store.dead_letters().unwrap(), []);
+    assert_eq!(store.undelivered().unwrap(), [revived]);
+    assert_eq!(store.revive_dead_letter(b, 600).await.unwrap(), None);
+}
+
 /// The reply journal keeps each message id once, in order, per run; durable when asked.
 pub(crate) async fn reply_journal_notes_each_message_once(h: &dyn Harness) {
     let store = h.fresh();

@@ -53,6 +53,7 @@ macro_rules! store_contract_tests {
             dedupe_marks_are_atomic_and_prune_only_old_ones,
             outbox_keeps_finals_in_order_until_delivered,
             dead_letters_leave_the_outbox,
+            dead_letters_are_revived_or_dropped_once,
             reply_journal_notes_each_message_once,
             bindings_round_trip_durably,
             subagent_links_spawn_stop_and_finish_once,

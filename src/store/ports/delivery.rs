@@ -28,6 +28,17 @@ pub struct OutboxEntry {
     pub run_id: Option<String>,
 }
 
+impl OutboxEntry {
+    /// The entry sent again from `now_ms`: undelivered, no attempts yet, its time to live
+    /// counted from now.
+    pub fn revived(mut self, now_ms: u64) -> OutboxEntry {
+        self.delivered = false;
+        self.attempts = 0;
+        self.created_ms = now_ms;
+        self
+    }
+}
+
 /// The messages one reply has sent so far.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReplyJournal {
@@ -79,6 +90,14 @@ pub trait DeliveryStore {
 
     /// Every dead-lettered entry, oldest first.
     fn dead_letters(&self) -> Result<Vec<OutboxEntry>, StoreError>;
+
+    /// Moves dead letter `id` back into the outbox to be sent again, its attempts counted
+    /// from 0 and its time to live from `now_ms` (see [`OutboxEntry::revived`]); returns it,
+    /// `None` when there is no such dead letter. Atomic: of two callers one gets it. Durable.
+    fn revive_dead_letter(&self, id: u64, now_ms: u64) -> StoreFuture<'_, Option<OutboxEntry>>;
+
+    /// Removes dead letter `id` for good; returns whether it was there. Durable.
+    fn drop_dead_letter(&self, id: u64) -> StoreFuture<'_, bool>;
 
     /// Notes that run `run` sent message `message_id` into `to` (once per id; the journal's
     /// conversation is the first one noted). With `durable`, returns once it is durable,

@@ -207,6 +207,38 @@ impl DeliveryStore for PgStore {
         })
     }
 
+    fn revive_dead_letter(&self, id: u64, now_ms: u64) -> StoreFuture<'_, Option<OutboxEntry>> {
+        Box::pin(self.call(move |c| async move {
+            transaction(&c, async |c: &Conn| {
+                let row = c
+                    .query_opt(
+                        "DELETE FROM dead_letters WHERE id = $1 \
+                         RETURNING id, delivered, attempts, entry",
+                        &[&big(id)],
+                    )
+                    .await
+                    .map_err(pg_err)?;
+                let Some(row) = row else {
+                    return Ok(None);
+                };
+                let entry = entry_of("outbox_dead", &row)?.revived(now_ms);
+                insert_outbox(c, &entry).await?;
+                Ok(Some(entry))
+            })
+            .await
+        }))
+    }
+
+    fn drop_dead_letter(&self, id: u64) -> StoreFuture<'_, bool> {
+        Box::pin(self.call(move |c| async move {
+            let n = c
+                .execute("DELETE FROM dead_letters WHERE id = $1", &[&big(id)])
+                .await
+                .map_err(pg_err)?;
+            Ok(n > 0)
+        }))
+    }
+
     fn journal_sent<'a>(
         &'a self,
         run: &'a str,

@@ -108,6 +108,36 @@ impl DeliveryStore for RedbStore {
         self.read_all(OUTBOX_DEAD, "outbox_dead")
     }
 
+    fn revive_dead_letter(&self, id: u64, now_ms: u64) -> StoreFuture<'_, Option<OutboxEntry>> {
+        Box::pin(async move {
+            let key = id.to_be_bytes();
+            let revived = self.write(|tx| {
+                let removed = tx
+                    .open_table(OUTBOX_DEAD)
+                    .map_err(db_err)?
+                    .remove(&key[..])
+                    .map_err(db_err)?
+                    .map(|v| v.value().to_vec());
+                let Some(v) = removed else {
+                    return Ok(None);
+                };
+                let entry = decode::<OutboxEntry>("outbox_dead", &v)?.revived(now_ms);
+                put(tx, OUTBOX, &key, &encode(&entry)?)?;
+                Ok(Some(entry))
+            })?;
+            self.sync().await?;
+            Ok(revived)
+        })
+    }
+
+    fn drop_dead_letter(&self, id: u64) -> StoreFuture<'_, bool> {
+        Box::pin(async move {
+            let removed = self.remove(OUTBOX_DEAD, &id.to_be_bytes())?.is_some();
+            self.sync().await?;
+            Ok(removed)
+        })
+    }
+
     fn journal_sent<'a>(
         &'a self,
         run: &'a str,

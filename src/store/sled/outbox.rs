@@ -81,6 +81,45 @@ impl DeliveryStore for SledStore {
         read_all(&self.inner.outbox_dead, "outbox_dead")
     }
 
+    fn revive_dead_letter(&self, id: u64, now_ms: u64) -> StoreFuture<'_, Option<OutboxEntry>> {
+        Box::pin(async move {
+            let key = id.to_be_bytes();
+            let inner = &self.inner;
+            let revived = (&inner.outbox, &inner.outbox_dead)
+                .transaction(|(outbox, dead)| {
+                    let Some(v) = dead.remove(&key)? else {
+                        return Ok(None);
+                    };
+                    let entry: OutboxEntry = match decode("outbox_dead", &v) {
+                        Ok(entry) => entry,
+                        Err(e) => return abort(e),
+                    };
+                    let entry = entry.revived(now_ms);
+                    let bytes = match encode(&entry) {
+                        Ok(bytes) => bytes,
+                        Err(e) => return abort(e),
+                    };
+                    outbox.insert(&key, bytes)?;
+                    Ok(Some(entry))
+                })
+                .map_err(tx_err)?;
+            self.sync().await?;
+            Ok(revived)
+        })
+    }
+
+    fn drop_dead_letter(&self, id: u64) -> StoreFuture<'_, bool> {
+        Box::pin(async move {
+            let removed = self
+                .inner
+                .outbox_dead
+                .remove(id.to_be_bytes())
+                .map_err(db_err)?;
+            self.sync().await?;
+            Ok(removed.is_some())
+        })
+    }
+
     fn journal_sent<'a>(
         &'a self,
         run: &'a str,

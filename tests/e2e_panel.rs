@@ -43,6 +43,14 @@ async fn start() -> (TgSetup, AgentFiles, Gateway, Discovery) {
     })
     .await;
     let found = discovery::read(&path).unwrap();
+    // Telegram connected (its getMe answered) before any page is looked at.
+    let ready = format!("http://{}/readyz", found.address);
+    let mut tries = 0;
+    while reqwest::get(&ready).await.unwrap().status() != StatusCode::OK {
+        tries += 1;
+        assert!(tries < 200, "the gateway never became ready");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     (s, files, gw, found)
 }
 
@@ -82,7 +90,9 @@ async fn the_panel_in_a_browser_shows_runs_transcripts_and_acts_on_pairing_and_b
     assert!(b.text("header").await.contains("operator"));
     let overview = b.text("main").await;
     assert!(
-        overview.contains("telegram") && overview.contains("running"),
+        overview.contains("telegram")
+            && overview.contains("connected")
+            && !overview.contains("not connected"),
         "{overview}"
     );
     assert!(
@@ -468,11 +478,23 @@ async fn every_page_and_action_refuses_without_a_login_csrf_token_or_own_origin(
         "{page}"
     );
 
-    // Logged out, the cookie is worth nothing.
+    // Logged out, the cookie is worth nothing, and its open event stream ends.
+    let mut stream = c
+        .get(format!("{base}/panel/events"))
+        .header(COOKIE, &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
     let r = post("/panel/logout", &cookie, vec![("csrf", csrf)])
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let ended = tokio::time::timeout(common::WAIT, async {
+        while let Ok(Some(_)) = stream.chunk().await {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the event stream outlived the logout");
     let r = c
         .get(format!("{base}/panel"))
         .header(COOKIE, &cookie)

@@ -31,7 +31,9 @@ pub(super) struct Login {
     /// The token its state-changing requests must carry.
     pub(super) csrf: String,
     /// When it ends.
-    expires: Instant,
+    pub(super) expires: Instant,
+    /// Fires when it is logged out or pushed out: its open event streams end with it.
+    pub(super) ended: tokio_util::sync::CancellationToken,
 }
 
 /// Why a login was refused.
@@ -86,6 +88,7 @@ impl Access {
             role,
             csrf: discovery::new_token(),
             expires: now + SESSION_TTL,
+            ended: tokio_util::sync::CancellationToken::new(),
         };
         let id = discovery::new_token();
         let mut logins = self.logins.lock().map_err(|_| Refused::Unavailable)?;
@@ -95,10 +98,10 @@ impl Access {
                 .iter()
                 .min_by_key(|(_, l)| l.expires)
                 .map(|(k, _)| k.clone());
-            match oldest {
-                Some(k) => logins.remove(&k),
+            match oldest.and_then(|k| logins.remove(&k)) {
+                Some(pushed_out) => pushed_out.ended.cancel(),
                 None => break,
-            };
+            }
         }
         logins.insert(id.clone(), login.clone());
         Ok((id, login))
@@ -118,8 +121,10 @@ impl Access {
 
     /// Ends session `id`.
     pub(super) fn logout(&self, id: &str) {
-        if let Ok(mut logins) = self.logins.lock() {
-            logins.remove(id);
+        if let Ok(mut logins) = self.logins.lock()
+            && let Some(login) = logins.remove(id)
+        {
+            login.ended.cancel();
         }
     }
 }
@@ -238,6 +243,22 @@ mod tests {
         }
         // The ten failures were answered one after the other.
         assert_eq!(start.elapsed(), FAILURE_DELAY * 10);
+    }
+
+    #[test]
+    fn logging_out_or_being_pushed_out_ends_the_logins_streams() {
+        let access = Access::new("client".into(), "operator".into());
+        let (id, first) = access.login("client").unwrap();
+        access.logout(&id);
+        assert!(first.ended.is_cancelled());
+        let (_, oldest) = access.login("client").unwrap();
+        for _ in 1..MAX_SESSIONS {
+            let (_, l) = access.login("client").unwrap();
+            assert!(!l.ended.is_cancelled());
+        }
+        assert!(!oldest.ended.is_cancelled());
+        access.login("client").unwrap();
+        assert!(oldest.ended.is_cancelled(), "pushed out by the 33rd login");
     }
 
     #[tokio::test(start_paused = true)]

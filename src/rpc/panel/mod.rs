@@ -96,6 +96,7 @@ async fn serve(
     };
     let query = form(uri.query().unwrap_or("").as_bytes());
     match method {
+        Method::GET if path == "/panel/events" => transcript::events(&panel, &query, &login),
         Method::GET => pages::get(&panel, &viewer, path, &query).await,
         Method::POST => {
             if !auth::same_origin(&headers) {

@@ -45,7 +45,6 @@ pub(super) async fn get(
         "/panel/sessions" => sessions(panel, query),
         "/panel/session" => transcript::session(panel, viewer, query),
         "/panel/live" => transcript::live(panel, viewer, query).await,
-        "/panel/events" => return transcript::events(panel, query),
         "/panel/pairing" => pairing(panel, viewer),
         "/panel/bindings" => bindings(panel, viewer),
         "/panel/dead" => dead(panel, viewer),
@@ -129,9 +128,21 @@ async fn overview(panel: &Panel) -> Page {
         );
     }
     body.push_str("</div><h2>Channels</h2>");
-    let channels: Vec<Vec<String>> = strings("channels")
+    // Connected to the platform (or, in a cluster, on standby while another node holds
+    // its intake), as `/readyz` sees it.
+    let channels: Vec<Vec<String>> = panel
+        .api
+        .readiness()
+        .await
+        .channels
         .iter()
-        .map(|c| vec![esc(c), "<span class=ok>running</span>".to_owned()])
+        .map(|(name, up)| {
+            let state = match up {
+                true => "<span class=ok>connected</span>",
+                false => "<span class=problem>not connected</span>",
+            };
+            vec![esc(name), state.to_owned()]
+        })
         .collect();
     body.push_str(&table(&["channel", "state"], &channels));
     body.push_str("<h2>Live runs</h2>");

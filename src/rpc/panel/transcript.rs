@@ -200,18 +200,45 @@ pub(super) async fn live(
     Ok(("Live runs".to_owned(), body))
 }
 
+/// What ends an event stream.
+struct Ends {
+    server: tokio_util::sync::CancellationToken,
+    login: tokio_util::sync::CancellationToken,
+    expires: tokio::time::Instant,
+}
+
+impl Ends {
+    /// Returns once the server stops or the login ends.
+    async fn reached(&self) {
+        tokio::select! {
+            () = self.server.cancelled() => {}
+            () = self.login.cancelled() => {}
+            () = tokio::time::sleep_until(self.expires) => {}
+        }
+    }
+}
+
 /// `GET /panel/events[?session=K]`: the run events as Server-Sent Events, `agent` for each
 /// event of a run and `run` when it finished (the RPC's `events.subscribe` frames).
-pub(super) fn events(panel: &Panel, query: &HashMap<String, String>) -> Response {
+pub(super) fn events(
+    panel: &Panel,
+    query: &HashMap<String, String>,
+    login: &super::auth::Login,
+) -> Response {
     let session = query.get("session").cloned().filter(|s| !s.is_empty());
     let live = panel.api.live_events();
-    let stop = panel.stop.clone();
+    // The stream ends with the server, and with the login (logged out, pushed out, expired).
+    let ends = Ends {
+        server: panel.stop.clone(),
+        login: login.ended.clone(),
+        expires: login.expires,
+    };
     let stream = futures_util::stream::unfold(
-        (live, stop, session),
-        |(mut live, stop, session)| async move {
+        (live, ends, session),
+        |(mut live, ends, session)| async move {
             loop {
                 let event = tokio::select! {
-                    _ = stop.cancelled() => return None,
+                    () = ends.reached() => return None,
                     event = live.recv() => event,
                 };
                 match event {
@@ -224,11 +251,11 @@ pub(super) fn events(panel: &Panel, query: &HashMap<String, String>) -> Response
                             _ => ("agent", agent_event(&e)),
                         };
                         let sse = Event::default().event(name).data(data.to_string());
-                        return Some((Ok::<_, Infallible>(sse), (live, stop, session)));
+                        return Some((Ok::<_, Infallible>(sse), (live, ends, session)));
                     }
                     Err(RecvError::Lagged(n)) => {
                         let sse = Event::default().event("lagged").data(n.to_string());
-                        return Some((Ok(sse), (live, stop, session)));
+                        return Some((Ok(sse), (live, ends, session)));
                     }
                     Err(RecvError::Closed) => return None,
                 }

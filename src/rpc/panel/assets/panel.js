@@ -16,6 +16,8 @@
   var session = runs.getAttribute("data-session") || "";
   var url = "/panel/events" + (session ? "?session=" + encodeURIComponent(session) : "");
   var cards = {};
+  // The most runs kept on the page: the oldest cards go first.
+  var MAX_CARDS = 50;
 
   function el(tag, cls, text) {
     var node = document.createElement(tag);
@@ -45,6 +47,11 @@
     runs.insertBefore(box, runs.firstChild);
     c = { box: box, phase: phase, text: text, tools: tools };
     cards[runId] = c;
+    while (runs.children.length > MAX_CARDS) {
+      var last = runs.lastChild;
+      delete cards[last.getAttribute("data-run")];
+      runs.removeChild(last);
+    }
     return c;
   }
 
@@ -55,7 +62,7 @@
     var ev = JSON.parse(e.data);
     var c = card(ev.runId, ev.session);
     if (ev.stream === "assistant") {
-      c.text.textContent += ev.delta;
+      c.text.textContent += ev.delta || "";
     } else if (ev.stream === "tool") {
       var line = (ev.phase === "start" ? "→ " : "← ") + ev.name + (ev.phase === "end" && ev.is_error ? " (error)" : "");
       c.tools.appendChild(el("div", "tool", line));
@@ -65,6 +72,9 @@
     } else if (ev.stream === "compaction") {
       c.tools.appendChild(el("div", "tool", "compacted"));
     }
+  });
+  source.addEventListener("lagged", function (e) {
+    state.textContent = "Missed " + e.data + " events (the page fell behind); texts may have gaps.";
   });
   source.addEventListener("run", function (e) {
     var r = JSON.parse(e.data);

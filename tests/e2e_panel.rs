@@ -36,14 +36,20 @@ async fn start() -> (TgSetup, AgentFiles, Gateway, Discovery) {
     })
     .await;
     let files = acp::configure(&s.setup, "approve-reads", "");
+    let (gw, found) = ready_gateway(&s).await;
+    (s, files, gw, found)
+}
+
+/// Starts `s`'s gateway and returns it with its discovery file once it is ready (Telegram
+/// connected: its getMe answered) before any page is looked at.
+async fn ready_gateway(s: &TgSetup) -> (Gateway, Discovery) {
     let mut gw = s.gateway();
     let path = s.setup.path("data.rpc");
-    gw.wait(&s, "the discovery file", |_| {
+    gw.wait(s, "the discovery file", |_| {
         discovery::read(&path).is_some()
     })
     .await;
     let found = discovery::read(&path).unwrap();
-    // Telegram connected (its getMe answered) before any page is looked at.
     let ready = format!("http://{}/readyz", found.address);
     let mut tries = 0;
     while reqwest::get(&ready).await.unwrap().status() != StatusCode::OK {
@@ -51,7 +57,7 @@ async fn start() -> (TgSetup, AgentFiles, Gateway, Discovery) {
         assert!(tries < 200, "the gateway never became ready");
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    (s, files, gw, found)
+    (gw, found)
 }
 
 /// Where the test run leaves its screenshots: `target/panel-artifacts/` of the repository.
@@ -554,13 +560,7 @@ async fn dead_letters_are_sent_again_or_dropped_from_the_panel() {
         }
         store.flush().await.unwrap();
     }
-    let mut gw = s.gateway();
-    let path = s.setup.path("data.rpc");
-    gw.wait(&s, "the discovery file", |_| {
-        discovery::read(&path).is_some()
-    })
-    .await;
-    let found = discovery::read(&path).unwrap();
+    let (mut gw, found) = ready_gateway(&s).await;
     let base = format!("http://{}", found.address);
     let c = http();
     let act = |cookie: String, csrf: String, action: &'static str, id: String| {

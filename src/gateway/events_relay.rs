@@ -117,15 +117,21 @@ fn payloads(node: &str, events: Vec<LiveEvent>) -> Vec<String> {
         node: node.to_owned(),
         events: Vec::new(),
     };
+    // Each event is encoded once to size it: the batch is its envelope, the events and a
+    // comma between two.
+    let envelope = encoded_len(&batch);
+    let mut size = envelope;
     for event in events {
-        let event = fitting(node, event);
-        batch.events.push(event);
-        if encoded_len(&batch) > MAX_EVENT_PAYLOAD
-            && let Some(last) = batch.events.pop()
-        {
+        let (event, len) = fitting(envelope, event);
+        let grown = size + len + usize::from(!batch.events.is_empty());
+        if grown > MAX_EVENT_PAYLOAD && !batch.events.is_empty() {
             out.extend(encode(&batch));
-            batch.events = vec![last];
+            batch.events.clear();
+            size = envelope + len;
+        } else {
+            size = grown;
         }
+        batch.events.push(event);
     }
     out.extend(encode(&batch));
     out
@@ -139,21 +145,17 @@ fn encode(batch: &Batch) -> Option<String> {
     serde_json::to_string(batch).ok()
 }
 
-fn encoded_len(batch: &Batch) -> usize {
-    serde_json::to_string(batch).map_or(usize::MAX, |s| s.len())
+fn encoded_len<T: Serialize>(value: &T) -> usize {
+    serde_json::to_string(value).map_or(usize::MAX, |s| s.len())
 }
 
-/// `event`, its text shortened (halved until it fits; escaping may make a short text long)
-/// when alone it would not fit in a notification.
-fn fitting(node: &str, mut event: LiveEvent) -> LiveEvent {
-    let alone = |event: &LiveEvent| {
-        encoded_len(&Batch {
-            node: node.to_owned(),
-            events: vec![event.clone()],
-        })
-    };
+/// `event` and its encoded length, its text shortened (halved until it fits; escaping may make
+/// a short text long) when alone in an `envelope`-byte batch it would not fit in a
+/// notification.
+fn fitting(envelope: usize, mut event: LiveEvent) -> (LiveEvent, usize) {
+    let mut len = encoded_len(&event);
     let mut keep = SHORTENED;
-    while alone(&event) > MAX_EVENT_PAYLOAD && keep > 0 {
+    while envelope.saturating_add(len) > MAX_EVENT_PAYLOAD && keep > 0 {
         let Some(text) = text_of(&mut event.event) else {
             break;
         };
@@ -164,8 +166,9 @@ fn fitting(node: &str, mut event: LiveEvent) -> LiveEvent {
         text.truncate(end);
         text.push('…');
         keep /= 2;
+        len = encoded_len(&event);
     }
-    event
+    (event, len)
 }
 
 /// The text of `event` that may be long, if it has one.

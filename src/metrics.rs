@@ -71,7 +71,8 @@ pub struct Gauges {
     pub pending_turns: Option<u64>,
     /// Live coding-agent processes.
     pub acp_sessions: u64,
-    /// Bytes the store's files take on disk (`None`: not a local store, or unreadable).
+    /// Bytes the store takes: its files on disk, or its tables in PostgreSQL (`None`:
+    /// unreadable).
     pub store_bytes: Option<u64>,
     /// Each running channel and whether it is connected to its platform.
     pub channels: Vec<(String, bool)>,
@@ -181,7 +182,7 @@ impl Metrics {
         let r = &mut registry;
         r.register(
             "chela_inbound_messages",
-            "Messages received from chat platforms, by channel",
+            "Messages taken in (new turns and commands; a redelivered platform message counts once), by channel",
             metrics.inbound.clone(),
         );
         r.register(
@@ -227,7 +228,7 @@ impl Metrics {
         );
         r.register(
             "chela_store_size_bytes",
-            "Bytes the store's files take on disk",
+            "Bytes the store takes: its files on disk, or its tables in PostgreSQL",
             metrics.store_bytes.clone(),
         );
         r.register(

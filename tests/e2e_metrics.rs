@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use chela_testkit::{ChatSpec, FakeTelegram, UserSpec};
+use chela_testkit::{ChatSpec, FakeDiscord, FakeTelegram, UserSpec};
 use common::{Chat, Setup, WAIT};
 
 /// The gateway's RPC address, from its log line.
@@ -73,6 +73,17 @@ async fn probes_and_counters_follow_the_gateway() {
 
     let (status, body) = get(&address, "/healthz").await;
     assert_eq!((status, body.as_str()), (200, "ok\n"));
+    // A name the listener was not told about (DNS rebinding) is refused on every path.
+    for path in ["/metrics", "/healthz", "/panel/login", "/ws"] {
+        let status = reqwest::Client::new()
+            .get(format!("http://{address}{path}"))
+            .header("host", "rebound.example:18789")
+            .send()
+            .await
+            .unwrap()
+            .status();
+        assert_eq!(status.as_u16(), 421, "{path}");
+    }
     let (status, body) = get(&address, "/readyz").await;
     assert_eq!(status, 503, "{body}");
     assert!(body.contains("channel telegram: not connected"), "{body}");
@@ -137,4 +148,44 @@ async fn probes_and_counters_follow_the_gateway() {
     assert!(log.contains("rpc listening on "), "{log}");
     assert!(log.contains("telegram channel polling"), "{log}");
     assert!(!log.contains('\u{1b}'), "{log}");
+}
+
+/// Discord's `connected()` as `/readyz` and `/metrics` see it: ready once the gateway
+/// connection is up, not ready while the Discord gateway is gone, ready again when it is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_follows_the_discord_gateway_connection() {
+    let setup = Setup::openai("steer").await;
+    let dc = FakeDiscord::start().await.unwrap();
+    let dc_addr = dc.addr();
+    let mut config = std::fs::read_to_string(setup.config()).unwrap();
+    config.push_str(&format!(
+        "\n[channels.discord]\ntoken = \"{}\"\napi_url = \"{}\"\ngateway_url = \"{}\"\n",
+        dc.token(),
+        dc.rest_url(),
+        dc.gateway_url(),
+    ));
+    std::fs::write(setup.config(), config).unwrap();
+    let mut cmd = setup.chela(&["gateway"]);
+    cmd.env("RUST_LOG", "info");
+    let gateway = Chat::spawn(cmd);
+    let address = rpc_address(&gateway).await;
+    wait_status(&address, "/readyz", 200).await;
+    let (_, text) = get(&address, "/metrics").await;
+    let up = "chela_channel_connected{channel=\"discord\"}";
+    assert_eq!(sample(&text, up), Some(1.0), "{text}");
+
+    // The Discord gateway goes away: the channel says so.
+    dc.shutdown().await.unwrap();
+    let body = wait_status(&address, "/readyz", 503).await;
+    assert!(body.contains("channel discord: not connected"), "{body}");
+    let (_, text) = get(&address, "/metrics").await;
+    assert_eq!(sample(&text, up), Some(0.0), "{text}");
+
+    // It comes back on the same address: serenity reconnects and the channel is ready again.
+    let _dc = FakeDiscord::bind(dc_addr).await.unwrap();
+    wait_status(&address, "/readyz", 200).await;
+
+    gateway.signal("TERM");
+    let done = gateway.finish().await;
+    assert!(done.status.success(), "{}", done.stderr);
 }

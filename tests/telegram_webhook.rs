@@ -42,7 +42,9 @@ async fn webhook_updates_need_the_secret_and_are_answered() {
         tg.api_url()
     ));
     std::fs::write(setup.config(), config).unwrap();
-    let gateway = common::Chat::spawn(setup.chela(&["gateway"]));
+    let mut cmd = setup.chela(&["gateway"]);
+    cmd.env("RUST_LOG", "info");
+    let gateway = common::Chat::spawn(cmd);
     assert!(
         tg.wait_for_calls("setwebhook", 1, Duration::from_secs(20))
             .await
@@ -81,9 +83,22 @@ async fn webhook_updates_need_the_secret_and_are_answered() {
             Duration::from_secs(20),
         )
         .await;
+    // The redelivered update is one message in the metrics too.
+    let line = gateway.wait_stderr_line("rpc listening on ").await;
+    let rpc = line.split("rpc listening on ").nth(1).unwrap().trim();
+    let metrics = reqwest::get(format!("http://{rpc}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     gateway.signal("TERM");
     let done = gateway.finish().await;
     assert!(answered, "sent: {:?}\nstderr: {}", tg.sent(42), done.stderr);
+    assert!(
+        metrics.contains("\nchela_inbound_messages_total{channel=\"telegram\"} 1\n"),
+        "{metrics}"
+    );
     assert_eq!(tg.sent(42).len(), 1, "{:?}", tg.sent(42));
     assert_eq!(setup.model_calls().len(), 1);
 }

@@ -20,6 +20,13 @@ pub struct RpcConfig {
     /// Whether the web control panel is served at `/panel` on the same listener (README
     /// "Control panel"; it always needs a login with one of the tokens).
     pub panel: bool,
+    /// Host names the listener answers to besides IP addresses and `localhost` (the `Host`
+    /// header of every request is checked, so a DNS-rebinding page cannot reach it).
+    pub allowed_hosts: Vec<String>,
+    /// The address browsers use when the listener sits behind a reverse proxy
+    /// (`https://chela.example.com`): its host is allowed and the panel takes its form posts
+    /// as same-origin. Empty: none.
+    pub public_url: String,
 }
 
 impl Default for RpcConfig {
@@ -28,6 +35,8 @@ impl Default for RpcConfig {
             listen: DEFAULT_RPC_LISTEN.to_owned(),
             token: String::new(),
             panel: true,
+            allowed_hosts: Vec::new(),
+            public_url: String::new(),
         }
     }
 }
@@ -48,8 +57,47 @@ impl RpcConfig {
         Some(self.token.trim()).filter(|t| !t.is_empty())
     }
 
+    /// The origin (`scheme://host[:port]`) of [`RpcConfig::public_url`], lower-cased; `None`
+    /// when it is empty or not an http(s) URL.
+    pub fn public_origin(&self) -> Option<String> {
+        let url = url::Url::parse(self.public_url.trim()).ok()?;
+        matches!(url.scheme(), "http" | "https").then_some(())?;
+        let origin = url.origin().ascii_serialization();
+        (origin != "null").then(|| origin.to_ascii_lowercase())
+    }
+
+    /// The host names requests may name: [`RpcConfig::allowed_hosts`] and the host of
+    /// [`RpcConfig::public_url`], lower-cased, without ports.
+    pub fn host_names(&self) -> Vec<String> {
+        let public = url::Url::parse(self.public_url.trim())
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned));
+        self.allowed_hosts
+            .iter()
+            .map(|h| h.trim().to_owned())
+            .chain(public)
+            .filter(|h| !h.is_empty())
+            .map(|h| h.to_ascii_lowercase())
+            .collect()
+    }
+
     /// Checks the table: `Err((key, message))` names the key at fault.
     pub fn check(&self) -> Result<(), (String, String)> {
+        if !self.public_url.trim().is_empty() && self.public_origin().is_none() {
+            return Err((
+                "rpc.public_url".to_owned(),
+                format!(
+                    "{:?} is not an http(s) URL like \"https://chela.example.com\"",
+                    self.public_url
+                ),
+            ));
+        }
+        if let Some(bad) = self.allowed_hosts.iter().find(|h| !is_host_name(h)) {
+            return Err((
+                "rpc.allowed_hosts".to_owned(),
+                format!("{bad:?} is not a host name (no scheme, port or path: \"chela.lan\")"),
+            ));
+        }
         let listen = self.listen.trim();
         if listen.is_empty() {
             return Ok(());
@@ -74,6 +122,15 @@ impl RpcConfig {
     }
 }
 
+/// Whether `name` is a bare host name (letters, digits, `-`, `.`).
+fn is_host_name(name: &str) -> bool {
+    let name = name.trim();
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
+}
+
 /// The discovery file of the RPC of a gateway whose store is at `store_path`:
 /// `<store.path>.rpc` (address, pid, tokens; this user only).
 pub fn discovery_path_for(store_path: &std::path::Path) -> std::path::PathBuf {
@@ -91,8 +148,35 @@ mod tests {
         RpcConfig {
             listen: listen.to_owned(),
             token: token.to_owned(),
-            panel: true,
+            ..RpcConfig::default()
         }
+    }
+
+    #[test]
+    fn public_url_gives_an_origin_and_a_host_name() {
+        let mut config = rpc("127.0.0.1:0", "");
+        config.allowed_hosts = vec!["Chela.LAN".to_owned()];
+        config.public_url = "https://Chela.Example.com/panel".to_owned();
+        assert!(config.check().is_ok());
+        assert_eq!(
+            config.public_origin().as_deref(),
+            Some("https://chela.example.com")
+        );
+        assert_eq!(config.host_names(), ["chela.lan", "chela.example.com"]);
+        config.public_url = "http://proxy:8443".to_owned();
+        assert_eq!(config.public_origin().as_deref(), Some("http://proxy:8443"));
+    }
+
+    #[test]
+    fn bad_public_url_or_host_names_the_key() {
+        let mut config = rpc("127.0.0.1:0", "");
+        config.public_url = "chela.example.com".to_owned();
+        assert_eq!(config.check().unwrap_err().0, "rpc.public_url");
+        config.public_url = "ftp://chela.example.com".to_owned();
+        assert_eq!(config.check().unwrap_err().0, "rpc.public_url");
+        config.public_url = String::new();
+        config.allowed_hosts = vec!["http://chela.lan:80".to_owned()];
+        assert_eq!(config.check().unwrap_err().0, "rpc.allowed_hosts");
     }
 
     #[test]

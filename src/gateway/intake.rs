@@ -297,9 +297,14 @@ fn first_time(core: &Core, inbound: &Inbound, once: Once) -> Result<bool, SinkEr
         return Ok(true);
     }
     let dedupe = crate::store::dedupe_key(inbound);
-    core.store
+    let new = core
+        .store
         .mark_seen(&dedupe, inbound.timestamp_ms)
-        .map_err(|e| SinkError(e.to_string()))
+        .map_err(|e| SinkError(e.to_string()))?;
+    if new {
+        crate::metrics::global().inbound(&inbound.conversation.channel);
+    }
+    Ok(new)
 }
 
 impl RouteFacts for Core {
@@ -453,12 +458,18 @@ async fn enqueue(
     inbound: Inbound,
 ) -> Result<Option<u64>, SinkError> {
     let dedupe = crate::store::dedupe_key(&inbound);
+    let channel = inbound.conversation.channel.clone();
     let pending = PendingTurn {
         session_key: key,
         inbound,
         queued_ms: crate::domain::message::now_ms(),
     };
-    enqueue_keyed(core, pending, &dedupe).await
+    let queued = enqueue_keyed(core, pending, &dedupe).await?;
+    if queued.is_some() {
+        // Counted once it is known to be new: a redelivery is not a second message.
+        crate::metrics::global().inbound(&channel);
+    }
+    Ok(queued)
 }
 
 /// Durably queues `pending` unless `dedupe` was queued before, and hands it to its lane (on
@@ -494,7 +505,6 @@ pub(super) async fn enqueue_keyed(
 impl Router {
     /// Admits and routes one channel message.
     async fn take(&self, inbound: Inbound, order: Order) -> Result<(), SinkError> {
-        crate::metrics::global().inbound(&inbound.conversation.channel);
         let key = match &self.session {
             Some(key) => key.clone(),
             None => self.core.session_key(&inbound),

@@ -173,16 +173,18 @@ impl GatewayApi for CoreApi {
 
     fn gauges(&self) -> BoxFuture<'_, Gauges> {
         Box::pin(async move {
-            let pending_turns = self.core.store.all_pending().ok().map(|p| p.len() as u64);
-            let local = self.core.store.engine() != "postgresql";
+            let store = self.core.store.clone();
             let path = self.core.config.store.path.clone();
-            let store_bytes = match local {
-                true => tokio::task::spawn_blocking(move || crate::metrics::disk_usage(&path))
-                    .await
-                    .ok()
-                    .and_then(Result::ok),
-                false => None,
-            };
+            let read = tokio::task::spawn_blocking(move || {
+                let pending = store.pending_count().ok();
+                let bytes = match store.stored_bytes() {
+                    Ok(Some(bytes)) => Some(bytes),
+                    Ok(None) => crate::metrics::disk_usage(&path).ok(),
+                    Err(_) => None,
+                };
+                (pending, bytes)
+            });
+            let (pending_turns, store_bytes) = read.await.unwrap_or((None, None));
             Gauges {
                 pending_turns,
                 acp_sessions: self.core.acp.live_count() as u64,

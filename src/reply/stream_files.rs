@@ -113,7 +113,12 @@ impl ReplyStream {
                     self.journal_sent(&sent, true).await;
                     self.item_done(&format!("f{n}")).await;
                 }
-                Err(Failed::Retry(e)) => return Err(e),
+                Err(Failed::Retry(e)) => {
+                    if let ChannelError::RateLimited { .. } = e {
+                        crate::metrics::global().rate_limited(self.channel.name());
+                    }
+                    return Err(e);
+                }
                 Err(Failed::ForGood(e)) if failure == FileFailure::Fail => return Err(e),
                 Err(Failed::ForGood(e)) => {
                     tracing::warn!(error = %e, file = %path, "a file of a reply cannot be sent; left out with a note");

@@ -20,6 +20,7 @@ pub mod client;
 pub mod cron;
 pub mod discovery;
 mod feed;
+mod hosts;
 pub mod methods;
 mod ops;
 mod pairing;

@@ -23,6 +23,9 @@ struct Ops {
     api: Arc<dyn GatewayApi>,
     /// The tokens `/metrics` takes; `None`: open (a loopback listener).
     scrape_tokens: Option<Vec<String>>,
+    /// Held while the gauges are read: scrapes at once wait for each other instead of
+    /// reading the store side by side.
+    reading: tokio::sync::Mutex<()>,
 }
 
 /// The monitoring routes for a listener on `address`; off loopback `/metrics` takes one of
@@ -38,6 +41,7 @@ where
     let ops = Arc::new(Ops {
         api,
         scrape_tokens: scrape_tokens(address, tokens),
+        reading: tokio::sync::Mutex::new(()),
     });
     axum::Router::new()
         .route("/metrics", get(metrics))
@@ -77,7 +81,10 @@ async fn metrics(State(ops): State<Arc<Ops>>, headers: HeaderMap) -> Response {
     if !may_scrape(ops.scrape_tokens.as_deref(), &headers) {
         return (StatusCode::UNAUTHORIZED, "missing or wrong token\n").into_response();
     }
-    let gauges = ops.api.gauges().await;
+    let gauges = {
+        let _one_at_a_time = ops.reading.lock().await;
+        ops.api.gauges().await
+    };
     match crate::metrics::global().render(&gauges) {
         Ok(text) => ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response(),
         Err(_) => (

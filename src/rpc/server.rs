@@ -103,6 +103,11 @@ impl RpcServer {
                 &shared.operator_token,
                 stop.clone(),
             ));
+        let hosts = super::hosts::Hosts::new(shared.methods.api.config().rpc.host_names());
+        let app = app.layer(axum::middleware::from_fn_with_state(
+            Arc::new(hosts),
+            super::hosts::check,
+        ));
         let graceful = stop.clone();
         let task = tokio::spawn(async move {
             let served = axum::serve(listener, app)

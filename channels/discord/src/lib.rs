@@ -22,6 +22,7 @@
 
 mod catch_up;
 mod command_intake;
+mod connection;
 mod errors;
 mod handler;
 mod intake;
@@ -333,6 +334,11 @@ impl Channel for DiscordChannel {
                 *client.ws_url.lock().await = self.settings.gateway_url.clone();
             }
             let shards = client.shard_manager.clone();
+            tokio::spawn(connection::watch(
+                shards.clone(),
+                self.state.clone(),
+                shutdown.clone(),
+            ));
             tokio::select! {
                 result = client.start() => result.map_err(channel_error),
                 _ = shutdown.cancelled() => {

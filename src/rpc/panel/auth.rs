@@ -156,17 +156,19 @@ pub(super) fn clear_cookie() -> String {
 }
 
 /// Whether a state-changing request comes from the panel's own pages: its `Origin` (or, when
-/// absent, its `Referer`) names the host it was sent to. A request with neither passes (old
-/// browsers and scripts send none; the CSRF token still guards it).
-pub(super) fn same_origin(headers: &HeaderMap) -> bool {
+/// absent, its `Referer`) names the host it was sent to, or is `public` (`[rpc] public_url`'s
+/// origin, for a reverse proxy that rewrites `Host`). A request with neither header passes
+/// (old browsers and scripts send none; the CSRF token still guards it).
+pub(super) fn same_origin(headers: &HeaderMap, public: Option<&str>) -> bool {
     let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
         return false;
     };
     let ours = |origin: &str| {
-        origin
-            .strip_prefix("http://")
-            .or_else(|| origin.strip_prefix("https://"))
-            .is_some_and(|rest| rest == host)
+        public.is_some_and(|p| origin.eq_ignore_ascii_case(p))
+            || origin
+                .strip_prefix("http://")
+                .or_else(|| origin.strip_prefix("https://"))
+                .is_some_and(|rest| rest == host)
     };
     if let Some(origin) = headers.get(header::ORIGIN) {
         return origin.to_str().is_ok_and(ours);
@@ -271,28 +273,53 @@ mod tests {
         assert!(access.session(&h).is_none());
     }
 
+    fn same_origin_here(headers: &HeaderMap) -> bool {
+        same_origin(headers, None)
+    }
+
+    #[test]
+    fn the_public_urls_origin_passes_behind_a_proxy() {
+        let proxied = [
+            ("host", "127.0.0.1:18789"),
+            ("origin", "https://chela.example.com"),
+        ];
+        let public = Some("https://chela.example.com");
+        assert!(!same_origin(&headers(&proxied), None));
+        assert!(same_origin(&headers(&proxied), public));
+        let other = [
+            ("host", "127.0.0.1:18789"),
+            ("origin", "https://evil.example.com"),
+        ];
+        assert!(!same_origin(&headers(&other), public));
+        let referer = [
+            ("host", "127.0.0.1:18789"),
+            ("referer", "https://chela.example.com/panel/pairing"),
+        ];
+        assert!(same_origin(&headers(&referer), public));
+    }
+
     #[test]
     fn only_the_panels_own_origin_passes() {
         let host = ("host", "127.0.0.1:18789");
-        assert!(same_origin(&headers(&[host])));
-        assert!(same_origin(&headers(&[
+        assert!(same_origin_here(&headers(&[host])));
+        assert!(same_origin_here(&headers(&[
             host,
             ("origin", "http://127.0.0.1:18789")
         ])));
-        assert!(!same_origin(&headers(&[
+        assert!(!same_origin_here(&headers(&[
             host,
             ("origin", "http://evil.example")
         ])));
-        assert!(!same_origin(&headers(&[host, ("origin", "null")])));
-        assert!(same_origin(&headers(&[
+        assert!(!same_origin_here(&headers(&[host, ("origin", "null")])));
+        assert!(same_origin_here(&headers(&[
             host,
             ("referer", "http://127.0.0.1:18789/panel/pairing")
         ])));
-        assert!(!same_origin(&headers(&[
+        assert!(!same_origin_here(&headers(&[
             host,
             ("referer", "http://127.0.0.1:18789.evil.example/x")
         ])));
-        assert!(!same_origin(&headers(&[(
+        assert!(!same_origin_here(&headers(&[(
             "origin",
             "http://127.0.0.1:18789"
         )])));

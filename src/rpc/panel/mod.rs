@@ -41,6 +41,8 @@ struct Panel {
     api: Arc<dyn GatewayApi>,
     access: Access,
     started: std::time::Instant,
+    /// `[rpc] public_url`'s origin: form posts from it are the panel's own.
+    public_origin: Option<String>,
     /// Ends the event streams when the server stops.
     stop: tokio_util::sync::CancellationToken,
 }
@@ -57,8 +59,10 @@ pub fn router(
     if !api.config().rpc.panel {
         return axum::Router::new();
     }
+    let public_origin = api.config().rpc.public_origin();
     let panel = Arc::new(Panel {
         api,
+        public_origin,
         access: Access::new(token.to_owned(), operator_token.to_owned()),
         started: std::time::Instant::now(),
         stop,
@@ -99,7 +103,7 @@ async fn serve(
         Method::GET if path == "/panel/events" => transcript::events(&panel, &query, &login),
         Method::GET => pages::get(&panel, &viewer, path, &query).await,
         Method::POST => {
-            if !auth::same_origin(&headers) {
+            if !auth::same_origin(&headers, panel.public_origin.as_deref()) {
                 tracing::warn!(path, "panel: cross-site request refused");
                 return plain(StatusCode::FORBIDDEN, "cross-site request refused\n");
             }
@@ -133,7 +137,7 @@ fn refused(method: &Method) -> Response {
 
 /// `POST /panel/login`: the token of the form; a cookie on success.
 async fn login(panel: &Panel, headers: &HeaderMap, body: &[u8]) -> Response {
-    if !auth::same_origin(headers) {
+    if !auth::same_origin(headers, panel.public_origin.as_deref()) {
         return plain(StatusCode::FORBIDDEN, "cross-site request refused\n");
     }
     let fields = form(body);

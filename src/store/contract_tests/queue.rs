@@ -75,13 +75,16 @@ pub(crate) async fn pending_turns_are_removed_and_cleared(h: &dyn Harness) {
     let a = store.enqueue(&turn("s", "1")).await.unwrap();
     let b = store.enqueue(&turn("s", "2")).await.unwrap();
     let c = store.enqueue(&turn("s", "3")).await.unwrap();
+    assert_eq!(store.pending_count().unwrap(), 3);
     assert!(store.is_pending(a).unwrap());
     assert!(store.remove_pending(a).unwrap());
+    assert_eq!(store.pending_count().unwrap(), 2);
     assert!(!store.remove_pending(a).unwrap());
     assert!(!store.is_pending(a).unwrap());
     store.clear_pending(&[b, c]).await.unwrap();
     let store = h.reopen(store);
     assert!(store.all_pending().unwrap().is_empty());
+    assert_eq!(store.pending_count().unwrap(), 0);
     assert!(!store.is_pending(b).unwrap());
 }
 

@@ -72,6 +72,12 @@ pub trait BaseStore {
     fn cluster_nodes(&self) -> Result<Vec<NodeInfo>, StoreError> {
         Ok(Vec::new())
     }
+
+    /// Bytes the store takes inside its database (`/metrics`); `None` for an embedded
+    /// store, whose folder on disk is measured instead.
+    fn stored_bytes(&self) -> Result<Option<u64>, StoreError> {
+        Ok(None)
+    }
 }
 
 /// A whole store: every concern, shareable across tasks. Implemented for every type that

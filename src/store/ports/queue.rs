@@ -70,6 +70,11 @@ pub trait QueueStore {
     /// Every pending turn, by seq (oldest first).
     fn all_pending(&self) -> Result<Vec<(u64, PendingTurn)>, StoreError>;
 
+    /// How many turns are pending (`/metrics`); without decoding them where the engine can.
+    fn pending_count(&self) -> Result<u64, StoreError> {
+        self.all_pending().map(|p| p.len() as u64)
+    }
+
     /// The pending turns of session `key`, oldest first.
     fn pending_for(&self, key: &str) -> Result<Vec<(u64, PendingTurn)>, StoreError> {
         let mut out = self.all_pending()?;

@@ -230,6 +230,13 @@ impl BaseStore for PgStore {
         let _ = self.node.set(node.to_owned());
     }
 
+    fn stored_bytes(&self) -> Result<Option<u64>, StoreError> {
+        self.blocking(move |c| async move {
+            let row = c.query_one(STORED_BYTES_SQL, &[]).await.map_err(pg_err)?;
+            Ok(Some(unbig(row.get(0))))
+        })
+    }
+
     fn cluster_nodes(&self) -> Result<Vec<crate::store::NodeInfo>, StoreError> {
         self.blocking(move |c| async move {
             let rows = c.query(cluster::NODES_SQL, &[]).await.map_err(pg_err)?;
@@ -237,6 +244,12 @@ impl BaseStore for PgStore {
         })
     }
 }
+
+/// The bytes of every table (with its indexes and TOAST) in the schema holding chela's
+/// `sessions` table.
+const STORED_BYTES_SQL: &str = "SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0)::bigint \
+     FROM pg_class c WHERE c.relkind = 'r' AND c.relnamespace = \
+     (SELECT relnamespace FROM pg_class WHERE oid = to_regclass('sessions'))";
 
 /// Parses the store URL `url` (set by `setting`), with chela's connect timeout and
 /// application name unless the URL sets them.

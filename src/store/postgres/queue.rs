@@ -143,6 +143,16 @@ impl QueueStore for PgStore {
         })
     }
 
+    fn pending_count(&self) -> Result<u64, StoreError> {
+        self.blocking(move |c| async move {
+            let row = c
+                .query_one("SELECT count(*) FROM pending", &[])
+                .await
+                .map_err(pg_err)?;
+            Ok(unbig(row.get(0)))
+        })
+    }
+
     fn pending_for(&self, key: &str) -> Result<Vec<(u64, PendingTurn)>, StoreError> {
         let key = key.to_owned();
         self.blocking(move |c| async move {

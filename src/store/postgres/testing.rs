@@ -106,6 +106,21 @@ mod tests {
     use crate::store::{SCHEMA_VERSION, StoreError};
 
     #[test]
+    fn stored_bytes_measure_the_stores_own_schema() {
+        let store = PgHarness::new().fresh();
+        let empty = store.stored_bytes().unwrap().unwrap();
+        assert!(empty > 0, "the tables and indexes take pages");
+        // Random text: TOAST compresses repeated bytes to almost nothing.
+        let noise: Vec<String> = (0..8000)
+            .map(|_| uuid::Uuid::new_v4().simple().to_string())
+            .collect();
+        let json = serde_json::to_vec(&noise).unwrap();
+        store.put_settings_json("big", &json).unwrap();
+        let grown = store.stored_bytes().unwrap().unwrap();
+        assert!(grown > empty, "{grown} after a write, {empty} before");
+    }
+
+    #[test]
     fn a_newer_schema_is_refused_with_a_clear_error() {
         let url = fresh_schema();
         drop(crate::store::PgStore::open(&url, "store.url").unwrap());

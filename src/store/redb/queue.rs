@@ -3,7 +3,7 @@
 //! exactly-once steps, each one transaction followed by a group-committed flush.
 
 use chela_channel::Conversation;
-use redb::WriteTransaction;
+use redb::{ReadableTableMetadata, WriteTransaction};
 
 use super::{
     DEDUPE, FINISHED, OUTBOX, PENDING, RedbStore, StoreError, be_u64, db_err, decode, encode, get,
@@ -60,6 +60,15 @@ impl QueueStore for RedbStore {
             .iter()
             .map(|(k, v)| Ok((be_u64("pending", k)?, decode("pending", v)?)))
             .collect()
+    }
+
+    fn pending_count(&self) -> Result<u64, StoreError> {
+        self.read(|tx| {
+            tx.open_table(PENDING)
+                .map_err(db_err)?
+                .len()
+                .map_err(db_err)
+        })
     }
 
     fn settle_turn<'a>(

@@ -46,6 +46,10 @@ impl QueueStore for SledStore {
         self.read_pending()
     }
 
+    fn pending_count(&self) -> Result<u64, StoreError> {
+        Ok(self.inner.pending.len() as u64)
+    }
+
     fn settle_turn<'a>(
         &'a self,
         run: &'a RunRecord,

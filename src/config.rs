@@ -13,6 +13,7 @@
 #[macro_use]
 mod macros;
 mod acp;
+mod agents;
 mod channels;
 mod cluster;
 mod cron;
@@ -36,6 +37,7 @@ mod tests;
 use std::path::{Path, PathBuf};
 
 pub use acp::{AcpConfig, BUILTIN_HARNESSES, HarnessConfig, NonInteractive, PermissionMode};
+pub use agents::{AgentEntry, Binding};
 pub use channels::{
     AccessConfig, ChannelsConfig, CommandsConfig, DiscordConfig, DmPolicy, GroupPolicy, Streaming,
     TelegramConfig,
@@ -175,6 +177,14 @@ impl Config {
             *dir = resolve(dir);
         }
         self.agent.managed_skills_dir = resolve(&self.agent.managed_skills_dir);
+        let beside = self.agent.workspace.parent().map(Path::to_path_buf);
+        for agent in &mut self.agents {
+            agent.workspace = Some(match (&agent.workspace, &beside) {
+                (Some(w), _) => resolve(w),
+                (None, Some(dir)) => dir.join(format!("workspace-{}", agent.id)),
+                (None, None) => resolve(Path::new(&format!("workspace-{}", agent.id))),
+            });
+        }
         let exec = &mut self.tools.exec;
         for dir in exec
             .allow_read
@@ -284,6 +294,9 @@ impl Config {
             }
         }
         if let Err((key, message)) = self.hooks.check() {
+            return invalid(&key, message);
+        }
+        if let Err((key, message)) = agents::check(&self.agent.id, &self.agents, &self.bindings) {
             return invalid(&key, message);
         }
         if let Err((key, message)) = self.check_urls() {

@@ -1,5 +1,6 @@
 //! The agent run: context, model streaming, tools, events.
 
+mod agents;
 pub mod approval;
 pub mod compact;
 pub mod context;
@@ -20,6 +21,8 @@ use crate::agent::run::Agent;
 use crate::agent::tools::ToolContext;
 use crate::config::Config;
 use crate::store::Store;
+
+pub use agents::Agents;
 
 /// The provider settings `config` asks for, with environment fallbacks applied.
 pub fn provider_settings(config: &Config) -> ProviderSettings {

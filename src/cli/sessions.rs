@@ -117,7 +117,13 @@ fn print_list(sessions: &[SessionMeta]) {
         let updated = humantime::format_rfc3339_seconds(
             std::time::UNIX_EPOCH + std::time::Duration::from_millis(s.updated_ms),
         );
-        println!("{}\t{} entries\tupdated {}", s.key, s.entries, updated);
+        let agent = chela::domain::session_key::SessionKey::parse(&s.key)
+            .map(|k| k.agent)
+            .unwrap_or_default();
+        println!(
+            "{}\tagent {}\t{} entries\tupdated {}",
+            s.key, agent, s.entries, updated
+        );
     }
 }
 

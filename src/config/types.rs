@@ -50,6 +50,12 @@ pub struct Config {
     pub cron: Vec<super::cron::CronEntry>,
     /// `[heartbeat]`: a periodic turn that reads `HEARTBEAT.md`.
     pub heartbeat: super::cron::HeartbeatConfig,
+    /// `[[agents]]`: more agents beside `[agent]` (the default one).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<super::agents::AgentEntry>,
+    /// `[[bindings]]`: which chats go to which agent.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bindings: Vec<super::agents::Binding>,
     /// The folder the config file is in (relative paths were resolved against it); set by
     /// loading, never read from the file. The exec sandbox keeps it out of reach.
     #[serde(skip)]
@@ -258,6 +264,8 @@ pub struct AgentConfig {
     pub bootstrap_total_max_chars: usize,
     /// Extra skill folders, searched after the bundled skills.
     pub skills_dirs: Vec<PathBuf>,
+    /// Only these skills (by name) are offered; empty: every skill found.
+    pub skills: Vec<String>,
     /// Tokens of `model.context_window` kept free for the answer: a prompt estimated above
     /// the window minus this is compacted first.
     pub compaction_reserve_tokens: u64,
@@ -280,6 +288,7 @@ impl Default for AgentConfig {
             bootstrap_max_chars: 20_000,
             bootstrap_total_max_chars: 150_000,
             skills_dirs: Vec::new(),
+            skills: Vec::new(),
             compaction_reserve_tokens: 20_000,
             managed_skills_dir: PathBuf::from("~/.chela/skills"),
             shutdown_grace_s: 10,

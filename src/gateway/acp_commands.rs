@@ -214,7 +214,8 @@ pub async fn start_binding(
         });
     }
     let cwd = match cwd {
-        Some(requested) => resolve_cwd(ctx.workspace(), &requested).map_err(BindError::BadCwd)?,
+        Some(requested) => resolve_cwd(ctx.workspace(&ctx.session_key(from)), &requested)
+            .map_err(BindError::BadCwd)?,
         None => {
             let path = ctx.acp().default_cwd(name);
             std::fs::create_dir_all(&path).map_err(|source| BindError::CreateCwd {

@@ -25,12 +25,12 @@ pub trait CommandContext: Send + Sync {
     fn store(&self) -> &Store;
     /// Coding-agent bindings and their processes.
     fn acp(&self) -> &AcpManager;
-    /// The configured model provider.
-    fn provider(&self) -> &Arc<dyn Provider>;
+    /// The model backend of session `key`'s agent.
+    fn provider(&self, key: &str) -> &Arc<dyn Provider>;
     /// `[model] models`: the names `/model` may choose (empty: any).
     fn allowed_models(&self) -> &[String];
-    /// The agent's workspace.
-    fn workspace(&self) -> &Path;
+    /// The workspace of session `key`'s agent.
+    fn workspace(&self, key: &str) -> &Path;
     /// The session key of `inbound` (for a conversation a command opens).
     fn session_key(&self, inbound: &Inbound) -> String;
     /// The channel named `name`, if it runs (to open a thread).
@@ -70,16 +70,16 @@ impl CommandContext for CoreCommands {
         &self.0.acp
     }
 
-    fn provider(&self) -> &Arc<dyn Provider> {
-        &self.0.agent.provider
+    fn provider(&self, key: &str) -> &Arc<dyn Provider> {
+        &self.0.agents.for_key(key).provider
     }
 
     fn allowed_models(&self) -> &[String] {
         &self.0.config.model.models
     }
 
-    fn workspace(&self) -> &Path {
-        &self.0.config.agent.workspace
+    fn workspace(&self, key: &str) -> &Path {
+        &self.0.agents.for_key(key).tool_context.workspace
     }
 
     fn session_key(&self, inbound: &Inbound) -> String {
@@ -108,6 +108,8 @@ impl CommandContext for CoreCommands {
 
     fn compactor(&self, key: String) -> Compactor {
         let core = self.0.clone();
-        Box::new(move |cancel| Box::pin(async move { core.agent.compact(&key, 0, &cancel).await }))
+        Box::new(move |cancel| {
+            Box::pin(async move { core.agents.for_key(&key).compact(&key, 0, &cancel).await })
+        })
     }
 }

@@ -143,9 +143,17 @@ async fn compact(ctx: &dyn CommandContext, key: &str) -> String {
     }
 }
 
+/// The agent id of session `key` (`agent:<id>:...`).
+fn agent_of(key: &str) -> String {
+    crate::domain::session_key::SessionKey::parse(key)
+        .map(|k| k.agent)
+        .unwrap_or_else(|_| "?".to_owned())
+}
+
 async fn status(ctx: &dyn CommandContext, key: &str) -> String {
     let mut lines = vec![
         format!("Session: {key}"),
+        format!("Agent: {}", agent_of(key)),
         format!("Model: {}", model_line(ctx, key)),
     ];
     match ctx.lanes().status(key).await {
@@ -191,7 +199,7 @@ fn next_runs(ctx: &dyn CommandContext, key: &str) -> Vec<String> {
 
 /// `provider/model` of session `key`, saying whether it is the session's own choice.
 fn model_line(ctx: &dyn CommandContext, key: &str) -> String {
-    let provider = ctx.provider();
+    let provider = ctx.provider(key);
     match crate::agent::model_choice::chosen(ctx.store(), key) {
         Some(model) => format!(
             "{}/{model} (this conversation's; default {})",
@@ -232,13 +240,13 @@ async fn model(ctx: &dyn CommandContext, key: &str, args: &str) -> String {
     }
     // The transcript says from where on answers came from which model (SPEC 6); the entry
     // is the lane's to write, after a run going on.
-    let provider = ctx.provider();
+    let provider = ctx.provider(key);
     let kind = crate::store::EntryKind::ModelChange {
         provider: provider.name().to_owned(),
         model_id: choice.unwrap_or(provider.model()).to_owned(),
     };
     let (store, owned_key) = (ctx.store().clone(), key.to_owned());
-    let cwd = ctx.workspace().display().to_string();
+    let cwd = ctx.workspace(key).display().to_string();
     let write = move || {
         store.ensure_session(&owned_key, &cwd)?;
         store.append(&owned_key, kind).map(|_| ())

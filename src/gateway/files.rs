@@ -69,6 +69,8 @@ pub enum FileRefusal {
 #[derive(Debug, Clone)]
 pub struct FilePolicy {
     workspace: PathBuf,
+    /// The workspaces of the `[[agents]]` agents, by id ([`FilePolicy::for_session`]).
+    others: Vec<(String, PathBuf)>,
     private: Vec<PathBuf>,
     /// (device, inode) of chela's own files, so a hard link to one is refused too.
     private_ids: Vec<(u64, u64)>,
@@ -92,6 +94,7 @@ impl FilePolicy {
             .collect();
         FilePolicy {
             workspace,
+            others: Vec::new(),
             private,
             private_ids,
         }
@@ -100,10 +103,32 @@ impl FilePolicy {
     /// The policy of `config`: its workspace; its store, token, high-water and config files
     /// kept in.
     pub fn from_config(config: &Config) -> FilePolicy {
-        FilePolicy::new(
+        let mut policy = FilePolicy::new(
             config.agent.workspace.clone(),
             crate::sandbox::child::hidden(config),
-        )
+        );
+        policy.others = config
+            .agents
+            .iter()
+            .filter_map(|a| Some((a.id.clone(), a.workspace.clone()?)))
+            .collect();
+        policy
+    }
+
+    /// This policy for session `key`: the workspace of its agent (`agent:<id>:`).
+    pub fn for_session(&self, key: &str) -> FilePolicy {
+        let agent = crate::domain::session_key::SessionKey::parse(key).map(|k| k.agent);
+        let own = self
+            .others
+            .iter()
+            .find(|(id, _)| agent.as_deref() == Ok(id.as_str()));
+        match own {
+            Some((_, workspace)) => FilePolicy {
+                workspace: workspace.clone(),
+                ..self.clone()
+            },
+            None => self.clone(),
+        }
     }
 
     /// The workspace.

@@ -320,8 +320,8 @@ impl RouteFacts for Core {
         self.acp.binding(key).map(|b| b.owner)
     }
 
-    fn is_skill(&self, name: &str) -> bool {
-        let skills = &self.agent.skill_names;
+    fn is_skill(&self, key: &str, name: &str) -> bool {
+        let skills = &self.agents.for_key(key).skill_names;
         skills.iter().any(|skill| skill.eq_ignore_ascii_case(name))
     }
 

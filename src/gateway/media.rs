@@ -148,7 +148,8 @@ impl Files<'_> {
         relative: String,
     ) -> (String, Option<ContentBlock>) {
         let limit = core.config.media.max_bytes();
-        let file = core.agent.tool_context.workspace.join(&relative);
+        let workspace = &core.agents.for_key(self.key).tool_context.workspace;
+        let file = workspace.join(&relative);
         let channel = core.channel(&self.target.channel);
         let size = match fetch_once_until(channel, attachment, &file, limit, self.cancel).await {
             Ok(size) => size,

@@ -35,7 +35,6 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::provider::ProviderError;
-use crate::agent::run::Agent;
 use crate::config::Config;
 use crate::lane::{LaneSettings, Lanes};
 use crate::store::{Store, StoreError};
@@ -87,8 +86,8 @@ pub struct Core {
     pub store: Store,
     /// The session lanes.
     pub lanes: Lanes,
-    /// The agent.
-    pub agent: Agent,
+    /// The agents: the default one and those of `[[agents]]`.
+    pub agents: crate::agent::Agents,
     /// Coding-agent bindings and their processes.
     pub acp: crate::acp::AcpManager,
     /// Permission questions waiting for an answer in the chat.
@@ -123,15 +122,16 @@ pub struct Core {
 /// when none is named: the terminal user's direct session.
 pub fn default_session_key(config: &crate::config::Config) -> String {
     let user = config.terminal.resolved_user();
+    let conversation = Conversation {
+        channel: "terminal".into(),
+        account: "default".into(),
+        kind: chela_channel::ChatKind::Direct,
+        chat_id: user.clone(),
+        thread_id: None,
+    };
     crate::domain::session_key::build(
-        &config.agent.id,
-        &Conversation {
-            channel: "terminal".into(),
-            account: "default".into(),
-            kind: chela_channel::ChatKind::Direct,
-            chat_id: user.clone(),
-            thread_id: None,
-        },
+        config.agent_id_for(&conversation, &user),
+        &conversation,
         &user,
         config.session.dm_scope,
         &config.session.identity_links,
@@ -148,7 +148,8 @@ impl Core {
     /// The session key of an inbound message (SPEC 1.2).
     pub fn session_key(&self, inbound: &Inbound) -> String {
         crate::domain::session_key::build(
-            &self.config.agent.id,
+            self.config
+                .agent_id_for(&inbound.conversation, &inbound.sender.id),
             &inbound.conversation,
             &inbound.sender.id,
             self.config.session.dm_scope,
@@ -276,6 +277,7 @@ impl Gateway {
         let cluster = join_cluster(&config, &store).await?;
         let shutdown = CancellationToken::new();
         let provider = crate::agent::provider(&config)?;
+        let providers = crate::agent::Agents::providers(&config)?;
         let saved_history = store.group_histories().unwrap_or_else(|e| {
             tracing::warn!(error = %e, "cannot read the saved group history");
             Vec::new()
@@ -300,7 +302,7 @@ impl Gateway {
         // (runner, spawner, sessions, approvals, permission askers) point back at it: they
         // get a weak handle while it is built, so nothing is filled in afterwards.
         let core = Arc::new_cyclic(|weak: &std::sync::Weak<Core>| {
-            let ports = crate::agent::AgentPorts {
+            let ports = || crate::agent::AgentPorts {
                 spawner: Some(Arc::new(spawner::GatewaySpawner { core: weak.clone() })),
                 sessions: Some(Arc::new(sessions_api::GatewaySessions {
                     core: weak.clone(),
@@ -308,8 +310,9 @@ impl Gateway {
                 approver: Some(Arc::new(approvals::ChatApprover { core: weak.clone() })),
                 cron: Some(Arc::new(cron::port::GatewayCron { core: weak.clone() })),
             };
-            let agent =
-                crate::agent::build(&config, store.clone(), shutdown.clone(), provider, ports);
+            let agents = crate::agent::Agents::build(
+                &config, &store, &shutdown, provider, providers, &ports,
+            );
             let asker: Arc<dyn crate::acp::manager::AskerFor> =
                 Arc::new(ask::ChatAskers { core: weak.clone() });
             let live_bus = broadcast::channel(live::LIVE_BUFFER).0;
@@ -325,7 +328,7 @@ impl Gateway {
                 rpc,
                 lanes: lanes_for(&config, &store, weak),
                 store,
-                agent,
+                agents,
                 live: live_bus.clone(),
                 feed: match cluster_feed {
                     true => broadcast::channel(live::LIVE_BUFFER).0,

@@ -36,6 +36,8 @@ pub const SETTLE_WAIT: Duration = Duration::from_secs(10);
 pub struct Delivery {
     /// Its outbox id.
     pub id: u64,
+    /// The session it answers (whose agent's workspace its files come from).
+    pub session_key: String,
     /// Where it goes.
     pub to: Conversation,
     /// The final text.
@@ -56,6 +58,7 @@ impl Delivery {
     pub fn recorded(entry: OutboxEntry, take_back: Option<ReplyJournal>) -> Delivery {
         Delivery {
             id: entry.id,
+            session_key: entry.session_key,
             to: entry.conversation,
             text: entry.text,
             created_ms: entry.created_ms,
@@ -263,7 +266,7 @@ impl Inner {
         }
         let (text, paths) = files::split(&delivery.text);
         let opener = Opener {
-            files: self.files.clone(),
+            files: self.files.for_session(&delivery.session_key),
             channel: channel.name().to_owned(),
             max_bytes: channel.max_file_bytes(),
         };

@@ -68,6 +68,7 @@ impl Setup {
             .await
             .unwrap();
         let outcome = self.outbox.submit_watched(Delivery {
+            session_key: "agent:main:main".to_owned(),
             id,
             to: direct_chat(),
             text: text.to_owned(),

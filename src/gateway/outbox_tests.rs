@@ -129,6 +129,7 @@ async fn submit(outbox: &Outbox, store: &Store, to: &str, text: &str) -> u64 {
         .await
         .unwrap();
     outbox.submit(Delivery {
+        session_key: "agent:main:main".to_owned(),
         id,
         to: chat(to),
         text: text.to_owned(),
@@ -211,6 +212,7 @@ async fn a_chats_finals_keep_their_order_and_another_chat_is_not_held() {
     }
     for (id, to, text) in ids {
         outbox.submit(Delivery {
+            session_key: "agent:main:main".to_owned(),
             id,
             to: chat(to),
             text: text.to_owned(),
@@ -347,6 +349,7 @@ async fn a_file_gone_by_send_time_is_dead_lettered_and_the_queue_goes_on() {
         .await
         .unwrap();
     let outcome = outbox.submit_watched(Delivery {
+        session_key: "agent:main:main".to_owned(),
         id,
         to: chat("a"),
         text,

@@ -151,7 +151,7 @@ async fn run_turn(
     let outcome = if core.acp.binding(&key).is_some() {
         core.acp.run(request).await
     } else {
-        core.agent.run(request).await
+        core.agents.for_key(&key).run(request).await
     };
     crate::metrics::global().run_ended(outcome_label(&outcome.status));
     let mut seqs = turn.seqs.clone();
@@ -292,6 +292,7 @@ async fn settle(
     {
         Ok(id) => core.outbox.submit(Delivery {
             id,
+            session_key: key.to_owned(),
             to: turn.target.clone(),
             text,
             created_ms: crate::domain::message::now_ms(),
@@ -309,10 +310,14 @@ async fn settle(
 fn final_files(core: &Core, key: &str, to: &Conversation) -> super::files::FinalFiles {
     let channel = core.channel(&to.channel);
     super::files::FinalFiles {
-        policy: core.outbox.files().clone(),
+        policy: core.outbox.files().for_session(key),
         channel: to.channel.clone(),
         max_bytes: channel.and_then(|c| c.max_file_bytes()),
-        may_send: core.agent.allowed_for(key, Some(to)).allows("message"),
+        may_send: core
+            .agents
+            .for_key(key)
+            .allowed_for(key, Some(to))
+            .allows("message"),
         own_media: format!("media/{}", super::media::safe_key(key)),
     }
 }

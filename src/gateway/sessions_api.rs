@@ -172,6 +172,7 @@ async fn send_files(
         let (path, _) = core
             .outbox
             .files()
+            .for_session(key)
             .open_blocking(requested, channel.name(), channel.max_file_bytes())
             .await
             .map_err(|e| ToolRefusal::Refused(e.to_string()))?;
@@ -206,6 +207,7 @@ async fn send_files(
         .map_err(|e| forget(e.into()))?;
     let outcome = core.outbox.submit_watched(Delivery {
         id,
+        session_key: key.to_owned(),
         to,
         text,
         created_ms: now,

@@ -38,7 +38,7 @@ pub trait RouteFacts: Sync {
     /// `commands.allow_from`: when not empty, the only senders whose commands count.
     fn command_allow_from(&self) -> &[String];
     /// Whether a loaded skill is called `name` (`/NAME` then goes to the model).
-    fn is_skill(&self, name: &str) -> bool;
+    fn is_skill(&self, key: &str, name: &str) -> bool;
     /// Whether `sender_id` administers the group `conv` (asked of the platform).
     fn is_group_admin<'a>(
         &'a self,
@@ -123,7 +123,7 @@ pub async fn route(key: &str, inbound: &Inbound, facts: &dyn RouteFacts) -> Rout
     }
     // In a conversation bound to a coding agent, `/name` may be the agent's own command.
     match commands::unknown_name(&inbound.text) {
-        Some(name) if !facts.is_skill(&name) && facts.binding_owner(key).is_none() => {
+        Some(name) if !facts.is_skill(key, &name) && facts.binding_owner(key).is_none() => {
             Route::Unknown(name)
         }
         _ => Route::Turn,

@@ -160,7 +160,12 @@ pub fn load(config: &Config) -> Vec<Skill> {
             _ => tracing::debug!(skill = %f.name, "{}", f.status.describe()),
         }
     }
-    loaded(&found)
+    let only = &config.agent.skills;
+    let mut skills = loaded(&found);
+    if !only.is_empty() {
+        skills.retain(|s| only.iter().any(|name| name.eq_ignore_ascii_case(&s.name)));
+    }
+    skills
 }
 
 #[cfg(test)]

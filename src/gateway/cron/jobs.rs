@@ -254,7 +254,7 @@ pub fn resolve_target(config: &Config, t: &TargetConfig) -> (String, Option<Conv
         thread_id: None,
     };
     let key = crate::domain::session_key::build(
-        &config.agent.id,
+        config.agent_id_for(&conversation, &conversation.chat_id),
         &conversation,
         &conversation.chat_id,
         config.session.dm_scope,

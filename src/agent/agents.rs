@@ -1,0 +1,82 @@
+//! The agents behind one gateway: the default one (`[agent]`) and one per `[[agents]]`
+//! entry. A session's agent is named by its key (`agent:<id>:...`).
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::provider::{Provider, ProviderError};
+use super::run::Agent;
+use super::{AgentPorts, build, provider};
+use crate::config::Config;
+use crate::store::Store;
+
+/// Every agent of a gateway.
+pub struct Agents {
+    default: Agent,
+    others: Vec<Agent>,
+}
+
+impl Agents {
+    /// The model backend of each `[[agents]]` entry of `config`, in order (fails on one it
+    /// cannot set up).
+    pub fn providers(config: &Config) -> Result<Vec<Arc<dyn Provider>>, ProviderError> {
+        config
+            .agents
+            .iter()
+            .filter_map(|entry| config.for_agent(&entry.id))
+            .map(|own| provider(&own))
+            .collect()
+    }
+
+    /// Builds the default agent of `config` on `provider` and each `[[agents]]` entry on
+    /// its own of `providers` ([`Agents::providers`]); `ports` makes the gateway-side ports
+    /// of each.
+    pub fn build(
+        config: &Config,
+        store: &Store,
+        shutdown: &CancellationToken,
+        provider: Arc<dyn Provider>,
+        providers: Vec<Arc<dyn Provider>>,
+        ports: &dyn Fn() -> AgentPorts,
+    ) -> Agents {
+        let default = build(config, store.clone(), shutdown.clone(), provider, ports());
+        let others = config
+            .agents
+            .iter()
+            .filter_map(|entry| config.for_agent(&entry.id))
+            .zip(providers)
+            .map(|(own, provider)| build(&own, store.clone(), shutdown.clone(), provider, ports()))
+            .collect();
+        Agents { default, others }
+    }
+
+    /// Only `agent`, as the default.
+    pub fn one(agent: Agent) -> Agents {
+        Agents {
+            default: agent,
+            others: Vec::new(),
+        }
+    }
+
+    /// The default agent (`[agent]`).
+    pub fn default_agent(&self) -> &Agent {
+        &self.default
+    }
+
+    /// The agent with id `id`, if there is one.
+    pub fn by_id(&self, id: &str) -> Option<&Agent> {
+        std::iter::once(&self.default)
+            .chain(&self.others)
+            .find(|a| a.id == id)
+    }
+
+    /// The agent of session `key` (its `agent:<id>:` part); the default agent for a key of
+    /// an agent no longer configured, or one that does not parse.
+    pub fn for_key(&self, key: &str) -> &Agent {
+        crate::domain::session_key::SessionKey::parse(key)
+            .ok()
+            .and_then(|k| self.by_id(&k.agent))
+            .unwrap_or(&self.default)
+    }
+}

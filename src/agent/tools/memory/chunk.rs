@@ -118,7 +118,7 @@ mod tests {
             "a later chunk keeps its heading"
         );
         // One paragraph of 1,000 words on 10 lines: cut every 400 words.
-        let text = "word ".repeat(100).repeat(1).to_owned() + "\n";
+        let text = "word ".repeat(100) + "\n";
         let text = text.repeat(10);
         assert_eq!(spans(&text), [(1, 4), (5, 8), (9, 10)]);
         for chunk in chunks(&text) {

@@ -1,11 +1,12 @@
 //! End-to-end: in `chela chat` (the terminal channel) the fake model calls `memory_search`
 //! and gets a result citing the note's file and lines, then `memory_get` reads those lines;
-//! the model is told about MEMORY.md and today's daily note.
+//! the model is told about MEMORY.md and today's daily note. A long `chela agent` session
+//! gets one silent flush turn right before its first summary, never delivered nor kept.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
-use common::{KEY, Setup, messages, text_of};
+use common::{KEY, Setup, last_user_text, messages, text_of};
 use serde_json::Value;
 
 fn notes(setup: &Setup) {
@@ -97,4 +98,67 @@ async fn the_model_searches_memory_and_gets_cited_lines() {
     let system = calls[0]["messages"][0]["content"].as_str().unwrap();
     assert!(system.contains("## Memory"), "{system}");
     assert!(system.contains("MEMORY.md") && system.contains("memory/YYYY-MM-DD.md"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_flush_turn_comes_before_the_first_summary() {
+    let s = Setup::start(
+        common::Provider::OpenAi,
+        "steer",
+        200,
+        "context_window = 4300",
+    )
+    .await;
+    let config = std::fs::read_to_string(s.config()).unwrap();
+    let config = config.replace("[agent]\n", "[agent]\ncompaction_reserve_tokens = 500\n");
+    std::fs::write(s.config(), config).unwrap();
+    let filler = "the quick brown fox jumps over the lazy dog ".repeat(8);
+    let summary = |b: &Value| last_user_text(b).contains("<conversation>");
+    let mut turn = 0;
+    while !s.model_calls().iter().any(summary) {
+        assert!(turn < 20, "no compaction after 20 turns");
+        let (status, json) = s.agent_json(&format!("turn {turn}: {filler}")).await;
+        assert!(status.success(), "{json}");
+        // Every answer is the turn's own, never the flush turn's.
+        assert_eq!(
+            json["text"].as_str().unwrap(),
+            format!("ok: turn {turn}: {}", filler.trim_end())
+        );
+        turn += 1;
+    }
+    let calls = s.model_calls();
+    let flush = calls
+        .iter()
+        .position(|b| last_user_text(b).starts_with("Pre-compaction memory flush"))
+        .expect("a flush request");
+    let first_summary = calls.iter().position(summary).unwrap();
+    assert_eq!(
+        flush + 1,
+        first_summary,
+        "the flush comes right before the summary"
+    );
+    assert_eq!(
+        calls
+            .iter()
+            .filter(|b| last_user_text(b).starts_with("Pre-compaction"))
+            .count(),
+        1
+    );
+    // It offered only the file and memory tools, and nothing of it is in the transcript.
+    let offered: Vec<&str> = calls[flush]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert_eq!(
+        offered,
+        ["read", "ls", "write", "edit", "memory_search", "memory_get"]
+    );
+    let exported = s.export(KEY).await;
+    assert!(
+        !exported
+            .iter()
+            .any(|e| e.to_string().contains("Pre-compaction"))
+    );
 }

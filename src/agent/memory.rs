@@ -9,7 +9,7 @@
 //! transcript, it sends no run events, and its text (normally [`NO_REPLY`]) is not delivered.
 //! It runs at most once per compaction cycle of a session (a cycle ends with the next
 //! summary; kept in memory, so a restart may flush once more), only when the prompt still
-//! fits the model's window, and never when `[memory] flush = false`.
+//! fits the model's window with the flush prompts added, and never when `[memory] flush = false`.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -17,7 +17,7 @@ use std::sync::{Mutex, PoisonError};
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::compact::{estimate_prompt, is_summary, split_point};
+use crate::agent::compact::{estimate_prompt, is_summary, split_point, tokens_of_chars};
 use crate::agent::policy::Allowed;
 use crate::agent::provider::{ProviderEvent, ProviderRequest, ToolSpec};
 use crate::agent::run::Agent;
@@ -156,7 +156,10 @@ impl Agent {
         }
         let base = self.base_tokens();
         let estimate = estimate_prompt(base, messages);
-        if estimate <= settings.threshold() || estimate > settings.context_window {
+        // The flush call adds its prompts to the window: it must still fit.
+        let today = self.memory.config.today();
+        let extra = tokens_of_chars(flush_prompt(&today).len() + FLUSH_SYSTEM.len()) + 16;
+        if estimate <= settings.threshold() || estimate + extra > settings.context_window {
             return None;
         }
         split_point(messages, settings.keep_tokens(base))?;

@@ -156,10 +156,13 @@ impl Agent {
         }
         let base = self.base_tokens();
         let estimate = estimate_prompt(base, messages);
+        if estimate <= settings.threshold() {
+            return None;
+        }
         // The flush call adds its prompts to the window: it must still fit.
         let today = self.memory.config.today();
         let extra = tokens_of_chars(flush_prompt(&today).len() + FLUSH_SYSTEM.len()) + 16;
-        if estimate <= settings.threshold() || estimate + extra > settings.context_window {
+        if estimate + extra > settings.context_window {
             return None;
         }
         split_point(messages, settings.keep_tokens(base))?;

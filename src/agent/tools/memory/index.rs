@@ -18,7 +18,7 @@ pub const MEMORY_FILE: &str = "MEMORY.md";
 pub const MEMORY_DIR: &str = "memory";
 /// Folder depth under `memory/` that is indexed.
 const MAX_DEPTH: usize = 8;
-/// Files larger than this are left out of the index (MiB).
+/// Files larger than this (bytes, 8 MiB) are left out of the index.
 const MAX_FILE_BYTES: u64 = 8 << 20;
 /// Most files indexed in one workspace.
 const MAX_FILES: usize = 10_000;

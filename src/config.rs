@@ -23,6 +23,7 @@ mod error;
 mod hooks;
 mod log;
 mod media;
+mod memory;
 mod overrides;
 pub mod redact;
 mod rpc;
@@ -52,6 +53,7 @@ pub use error::{ConfigError, Location, ParseEnumError};
 pub use hooks::{HookConfig, HooksConfig};
 pub use log::LogConfig;
 pub use media::{MediaConfig, Vision};
+pub use memory::MemoryConfig;
 pub use overrides::ENV_OVERRIDES;
 pub use redact::REDACTED;
 pub use rpc::{DEFAULT_RPC_LISTEN, RpcConfig, discovery_path_for};
@@ -130,6 +132,7 @@ impl Config {
             .check()
             .and(config.delivery.check())
             .and(config.media.check())
+            .and(config.memory.check())
             .and(config.cluster.check(config.store.is_postgres()))
             .and(cron::check(&config.cron, &config.heartbeat));
         if let Err((key, message)) = checked {

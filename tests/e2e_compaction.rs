@@ -9,9 +9,9 @@ use common::{KEY, Provider, Setup, assert_paired, last_user_text, messages, text
 use serde_json::Value;
 
 /// The context window of these tests, in tokens (the fake model counts body chars / 4; the
-/// system prompt and tool schemas alone take about 1,700 of them, a turn about 200), so
+/// system prompt and tool schemas alone take about 2,200 of them, a turn about 200), so
 /// the session compacts every few turns.
-const WINDOW: u64 = 3_700;
+const WINDOW: u64 = 4_300;
 /// Tokens kept free.
 const RESERVE: u64 = 500;
 
@@ -28,6 +28,9 @@ async fn setup(window: u64, reserve: u64) -> Setup {
         "[agent]\n",
         &format!("[agent]\ncompaction_reserve_tokens = {reserve}\n"),
     );
+    // The memory flush before a compaction is sent at the uncompacted size (e2e_memory and
+    // the agent's memory tests cover it); these tests check every prompt against the window.
+    let config = format!("{config}[memory]\nflush = false\n");
     std::fs::write(s.config(), config).unwrap();
     s
 }

@@ -475,10 +475,10 @@ impl Agent {
     }
 
     /// Estimated tokens of the system prompt and tool list of every call.
-    fn base_tokens(&self) -> u64 {
+    pub(crate) fn base_tokens(&self) -> u64 {
         let specs: Vec<ToolSpec> = self.tools.iter().map(|t| t.spec()).collect();
         // Every tool, listed in the prompt too: a run offered fewer stays below this.
-        let system = crate::agent::context::with_tools(&self.system_prompt, &specs);
+        let system = self.system_for(&specs);
         base_tokens(&system, &specs)
     }
 }

@@ -401,6 +401,7 @@ fn agent(model: Arc<TestModel>, context_window: u64, reserve_tokens: u64) -> Age
             reserve_tokens,
         },
         hooks: Default::default(),
+        memory: Default::default(),
     }
 }
 

@@ -6,6 +6,7 @@ pub mod compact;
 pub mod context;
 pub mod hooks;
 pub mod media;
+pub mod memory;
 pub mod model_choice;
 pub mod policy;
 pub mod provider;
@@ -93,6 +94,7 @@ pub fn build(
         api: ports.cron,
     }));
     tools.extend(tools::web::tools(&config.tools.web));
+    tools.extend(tools::memory::tools());
     let skills = skills::load(config);
     let system_prompt = context::system_prompt(&context::PromptParts {
         identity: &config.agent.identity,
@@ -133,6 +135,7 @@ pub fn build(
             context_window: config.model.context_window,
             reserve_tokens: config.agent.compaction_reserve_tokens,
         },
+        memory: memory::MemorySettings::new(&config.memory),
         hooks: hooks::Hooks::new(config.hooks.clone(), config.agent.workspace.clone()).confined_by(
             crate::sandbox::ChildSandbox::announced(
                 config.hooks.sandbox,

@@ -287,6 +287,28 @@ mod tests {
     }
 
     #[test]
+    fn memory_tools_come_with_coding_and_full_and_group_memory_names_both() {
+        let memory = ["memory_search", "memory_get"];
+        for (profile, has) in [
+            (ToolProfile::Minimal, false),
+            (ToolProfile::Messaging, false),
+            (ToolProfile::Coding, true),
+            (ToolProfile::Full, true),
+        ] {
+            let p = policy(&format!("[tools]\nprofile = \"{profile}\"\n"));
+            let dm = p.resolve(&Scope::of(DM));
+            for tool in memory {
+                assert_eq!(dm.allows(tool), has, "{profile}: {tool}");
+            }
+        }
+        let p = policy("[tools]\ngroup_profile = \"minimal\"\nallow = [\"group:memory\"]\n");
+        assert_eq!(names(&p.resolve(&Scope::of(GROUP))), memory);
+        let p = policy("[tools]\ndeny = [\"group:memory\"]\n");
+        let dm = p.resolve(&Scope::of(DM));
+        assert!(!dm.allows("memory_search") && !dm.allows("memory_get") && dm.allows("read"));
+    }
+
+    #[test]
     fn deny_wins_over_allow_and_groups_expand() {
         let p = policy(
             r#"

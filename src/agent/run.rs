@@ -118,6 +118,8 @@ pub struct Agent {
     pub compaction: crate::agent::compact::CompactionSettings,
     /// Commands run before and after each tool call and around each run.
     pub hooks: crate::agent::hooks::Hooks,
+    /// `[memory]`: the prompt's memory section and the flush before a compaction.
+    pub memory: crate::agent::memory::MemorySettings,
     /// Names of the loaded skills (`/NAME` of one is a message for the model, not an
     /// unknown command).
     pub skill_names: Vec<String>,
@@ -302,6 +304,17 @@ impl Turn<'_> {
                 }
                 self.steered_seqs.extend(s.seqs);
             }
+            let flush = crate::agent::memory::FlushRun {
+                key: &self.key,
+                run_id: &self.run_id,
+                allowed: &self.allowed,
+                model: self.model.as_deref(),
+                cancel: &self.cancel,
+            };
+            let gave_up = self.compaction_gave_up;
+            self.agent
+                .flush_before_compaction(&flush, &self.messages, gave_up)
+                .await;
             self.agent
                 .compact_before_call(
                     &self.key,
@@ -366,7 +379,7 @@ impl Turn<'_> {
         )
         .await;
         let request = ProviderRequest {
-            system: crate::agent::context::with_tools(&self.agent.system_prompt, &tools),
+            system: self.agent.system_for(&tools),
             messages,
             tools,
             max_tokens: self.agent.max_tokens,

@@ -231,6 +231,7 @@ impl Harness {
             shutdown: Default::default(),
             compaction: Default::default(),
             hooks: Default::default(),
+            memory: Default::default(),
         };
         Harness {
             agent: Arc::new(agent),

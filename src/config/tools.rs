@@ -89,6 +89,8 @@ pub const TOOL_NAMES: &[&str] = &[
     "cron",
     "web_fetch",
     "web_search",
+    "memory_search",
+    "memory_get",
 ];
 
 /// Names that stand for several tools in `allow` and `deny` (`"*"` stands for all).
@@ -101,6 +103,7 @@ pub const TOOL_GROUPS: &[(&str, &[&str])] = &[
     ),
     ("group:messaging", &["message"]),
     ("group:web", &["web_fetch", "web_search"]),
+    ("group:memory", &["memory_search", "memory_get"]),
 ];
 
 impl ToolProfile {
@@ -127,6 +130,8 @@ impl ToolProfile {
                 "sessions_spawn",
                 "web_fetch",
                 "web_search",
+                "memory_search",
+                "memory_get",
             ],
             ToolProfile::Full => TOOL_NAMES,
         }

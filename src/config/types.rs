@@ -45,6 +45,8 @@ pub struct Config {
     pub media: super::media::MediaConfig,
     /// `[log]`: a log file besides stderr, rotated by size.
     pub log: super::log::LogConfig,
+    /// `[memory]`: durable notes in the workspace and the flush before a compaction.
+    pub memory: super::memory::MemoryConfig,
     /// `[[cron]]`: scheduled jobs kept in the config.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cron: Vec<super::cron::CronEntry>,

@@ -24,6 +24,7 @@
 
 mod engine;
 mod entry;
+pub mod foreign;
 mod import;
 pub mod migrate;
 mod ports;

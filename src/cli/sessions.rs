@@ -1,6 +1,6 @@
 //! `chela sessions list|show|export|import`.
 
-use std::io::{BufReader, Write};
+use std::io::{BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -79,17 +79,18 @@ pub async fn run(loaded: LoadedConfig, command: SessionsCommand) -> ExitCode {
             }
         },
         SessionsCommand::Import { key, input } => {
-            let imported = match input {
-                Some(path) => match std::fs::File::open(&path) {
-                    Ok(file) => store.import(&key, BufReader::new(file)),
-                    Err(e) => {
-                        eprintln!("chela: cannot open {}: {e}", path.display());
-                        return ExitCode::from(2);
-                    }
-                },
-                None => store.import(&key, std::io::stdin().lock()),
+            let mut text = Vec::new();
+            let read = match &input {
+                Some(path) => std::fs::File::open(path)
+                    .and_then(|file| BufReader::new(file).read_to_end(&mut text)),
+                None => std::io::stdin().lock().read_to_end(&mut text),
             };
-            imported.map(|n| eprintln!("imported {n} entries into {key}"))
+            if let Err(e) = read {
+                let from = input.map_or("stdin".into(), |p| p.display().to_string());
+                eprintln!("chela: cannot read {from}: {e}");
+                return ExitCode::from(2);
+            }
+            import(&store, &key, &text).map(|n| eprintln!("imported {n} entries into {key}"))
         }
     };
     let flushed = store.flush().await;
@@ -100,6 +101,34 @@ pub async fn run(loaded: LoadedConfig, command: SessionsCommand) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Imports `text`: as chela's own transcript when it is one (kept byte for byte), else as an
+/// OpenClaw or pi transcript converted to chela's schema, listing on stderr what was not
+/// carried over.
+fn import(store: &Store, key: &str, text: &[u8]) -> Result<usize, StoreError> {
+    let strict = match store.import(key, text) {
+        Err(e @ StoreError::InvalidImport { .. }) => e,
+        other => return other,
+    };
+    let Ok(utf8) = std::str::from_utf8(text) else {
+        return Err(strict);
+    };
+    let converted = match chela::store::foreign::convert_jsonl(utf8) {
+        Ok(converted) => converted,
+        Err(foreign) => {
+            eprintln!("chela: not an OpenClaw/pi transcript either: {foreign}");
+            return Err(strict);
+        }
+    };
+    let jsonl = converted
+        .to_jsonl()
+        .map_err(|e| StoreError::Encode(e.to_string()))?;
+    let n = store.import(key, &jsonl[..])?;
+    for (kind, count) in &converted.not_carried {
+        eprintln!("not carried over: {count} × {kind}");
+    }
+    Ok(n)
 }
 
 /// A session key in its canonical form, or why it is not one (`sessions import` must not

@@ -27,6 +27,7 @@ mod entry;
 pub mod foreign;
 mod import;
 pub mod migrate;
+pub mod pi_export;
 mod ports;
 mod postgres;
 mod redb;

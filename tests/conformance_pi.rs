@@ -41,7 +41,15 @@ async fn load_with_pi(home: &Path, key: &str) -> Value {
     let file = home.join("export.jsonl");
     chela(
         home,
-        &["sessions", "export", key, "--format", "pi", "--out", file.to_str().unwrap()],
+        &[
+            "sessions",
+            "export",
+            key,
+            "--format",
+            "pi",
+            "--out",
+            file.to_str().unwrap(),
+        ],
     )
     .await;
     let dir = install_dir();
@@ -52,7 +60,11 @@ async fn load_with_pi(home: &Path, key: &str) -> Value {
         .output()
         .await
         .expect("node runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -61,7 +73,12 @@ fn texts(loaded: &Value) -> Vec<(String, String)> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|m| (m["role"].as_str().unwrap().to_string(), m["text"].as_str().unwrap().to_string()))
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap().to_string(),
+                m["text"].as_str().unwrap().to_string(),
+            )
+        })
         .collect()
 }
 
@@ -71,7 +88,11 @@ async fn pi_loads_the_export_of_imported_pi_and_openclaw_files() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let key = "agent:main:terminal:direct:pi";
     let pi_file = fixtures.join("pi/branched-v3.jsonl");
-    chela(home.path(), &["sessions", "import", key, "--in", pi_file.to_str().unwrap()]).await;
+    chela(
+        home.path(),
+        &["sessions", "import", key, "--in", pi_file.to_str().unwrap()],
+    )
+    .await;
     let loaded = load_with_pi(home.path(), key).await;
     assert_eq!(
         texts(&loaded),
@@ -80,7 +101,10 @@ async fn pi_loads_the_export_of_imported_pi_and_openclaw_files() {
             ("assistant".into(), "ok: hello as a plain string".into()),
             ("user".into(), "Remember to be brief.".into()),
             ("user".into(), "second try on another branch".into()),
-            ("assistant".into(), "ok: second try on another branch".into()),
+            (
+                "assistant".into(),
+                "ok: second try on another branch".into()
+            ),
         ]
     );
     assert_eq!(loaded["messages"][1]["api"], "openai-completions");
@@ -88,14 +112,21 @@ async fn pi_loads_the_export_of_imported_pi_and_openclaw_files() {
 
     let key = "agent:main:terminal:direct:oc";
     let oc_file = fixtures.join("openclaw/session-v4.jsonl");
-    chela(home.path(), &["sessions", "import", key, "--in", oc_file.to_str().unwrap()]).await;
+    chela(
+        home.path(),
+        &["sessions", "import", key, "--in", oc_file.to_str().unwrap()],
+    )
+    .await;
     let loaded = load_with_pi(home.path(), key).await;
     let users: Vec<String> = texts(&loaded)
         .into_iter()
         .filter(|(role, _)| role == "user")
         .map(|(_, text)| text)
         .collect();
-    assert_eq!(users, ["hello there", "second turn", "/reset", "after reset"]);
+    assert_eq!(
+        users,
+        ["hello there", "second turn", "/reset", "after reset"]
+    );
 }
 
 #[tokio::test]
@@ -116,7 +147,11 @@ async fn pi_sees_nothing_from_before_a_reset() {
     let file = home.path().join("chela.jsonl");
     std::fs::write(&file, transcript).unwrap();
     let key = "agent:main:terminal:direct:r";
-    chela(home.path(), &["sessions", "import", key, "--in", file.to_str().unwrap()]).await;
+    chela(
+        home.path(),
+        &["sessions", "import", key, "--in", file.to_str().unwrap()],
+    )
+    .await;
     let loaded = load_with_pi(home.path(), key).await;
     assert_eq!(
         texts(&loaded),

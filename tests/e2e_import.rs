@@ -38,23 +38,39 @@ async fn import_openclaw_writes_config_sessions_and_pairing() {
     // A copy: the import must not need to write into OpenClaw's folder.
     let state = home.path().join("oc");
     copy_dir(&fixture("openclaw/state"), &state);
-    let out = chela(home.path(), &["import", "openclaw", state.to_str().unwrap()]).await;
+    let out = chela(
+        home.path(),
+        &["import", "openclaw", state.to_str().unwrap()],
+    )
+    .await;
     let text = stdout(&out);
     assert!(out.status.success(), "{text}\n{}", stderr(&out));
     assert!(text.contains("sessions imported: 2, entries: 12"), "{text}");
     assert!(text.contains("paired senders carried over: 3"), "{text}");
     assert!(text.contains("agent ops: chela runs one agent"), "{text}");
     assert!(text.contains("× thinking_level_change"), "{text}");
-    assert!(text.contains("+ token = \"123456:telegram-fixture-token\""), "{text}");
+    assert!(
+        text.contains("+ token = \"123456:telegram-fixture-token\""),
+        "{text}"
+    );
 
     let config = std::fs::read_to_string(home.path().join(".chela/config.toml")).unwrap();
-    assert!(config.contains("base_url = \"http://127.0.0.1:18991/v1\""), "{config}");
+    assert!(
+        config.contains("base_url = \"http://127.0.0.1:18991/v1\""),
+        "{config}"
+    );
     assert!(config.contains("mode = \"collect\""), "{config}");
 
     let list = chela(home.path(), &["sessions", "list"]).await;
     let listed = stdout(&list);
-    assert!(listed.contains("agent:main:telegram:direct:12345\t3 entries"), "{listed}");
-    assert!(listed.contains("agent:main:terminal:direct:fixture-one\t9 entries"), "{listed}");
+    assert!(
+        listed.contains("agent:main:telegram:direct:12345\t3 entries"),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("agent:main:terminal:direct:fixture-one\t9 entries"),
+        "{listed}"
+    );
     let show = chela(
         home.path(),
         &["sessions", "show", "agent:main:terminal:direct:fixture-one"],
@@ -73,14 +89,29 @@ async fn import_openclaw_writes_config_sessions_and_pairing() {
     let store = chela::store::Store::open_config(&config.config).unwrap();
     assert!(store.is_paired("telegram", "default", "12345").unwrap());
     assert!(store.is_paired("telegram", "default", "67890").unwrap());
-    assert!(store.is_paired("discord", "default", "111222333444555666").unwrap());
-    assert!(!store.is_paired("telegram", "default", "111222333444555666").unwrap());
+    assert!(
+        store
+            .is_paired("discord", "default", "111222333444555666")
+            .unwrap()
+    );
+    assert!(
+        !store
+            .is_paired("telegram", "default", "111222333444555666")
+            .unwrap()
+    );
     drop(store);
 
     // Again: the config is there (unchanged: nothing to write) and the sessions exist.
-    let again = chela(home.path(), &["import", "openclaw", state.to_str().unwrap()]).await;
+    let again = chela(
+        home.path(),
+        &["import", "openclaw", state.to_str().unwrap()],
+    )
+    .await;
     let text = stdout(&again);
-    assert!(text.contains("already holds the imported settings"), "{text}");
+    assert!(
+        text.contains("already holds the imported settings"),
+        "{text}"
+    );
     assert!(text.contains("sessions imported: 0"), "{text}");
 }
 
@@ -91,18 +122,32 @@ async fn a_different_config_is_not_replaced_without_force() {
     std::fs::create_dir_all(config.parent().unwrap()).unwrap();
     std::fs::write(&config, "[queue]\ncap = 3\n").unwrap();
     let state = fixture("openclaw/state");
-    let out = chela(home.path(), &["import", "openclaw", state.to_str().unwrap()]).await;
+    let out = chela(
+        home.path(),
+        &["import", "openclaw", state.to_str().unwrap()],
+    )
+    .await;
     let text = stdout(&out);
     assert!(text.contains("- cap = 3"), "{text}");
-    assert!(text.contains("left as it is (--force replaces it)"), "{text}");
-    assert_eq!(std::fs::read_to_string(&config).unwrap(), "[queue]\ncap = 3\n");
+    assert!(
+        text.contains("left as it is (--force replaces it)"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        "[queue]\ncap = 3\n"
+    );
     let forced = chela(
         home.path(),
         &["import", "openclaw", state.to_str().unwrap(), "--force"],
     )
     .await;
     assert!(forced.status.success(), "{}", stderr(&forced));
-    assert!(std::fs::read_to_string(&config).unwrap().contains("cap = 10"));
+    assert!(
+        std::fs::read_to_string(&config)
+            .unwrap()
+            .contains("cap = 10")
+    );
 }
 
 #[tokio::test]

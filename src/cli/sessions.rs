@@ -192,7 +192,9 @@ fn write_export(jsonl: &[u8], format: &str, out: Option<PathBuf>) -> ExitCode {
         Some(path) => std::fs::write(path, &text),
         None => {
             let mut stdout = std::io::stdout().lock();
-            stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush())
+            stdout
+                .write_all(text.as_bytes())
+                .and_then(|()| stdout.flush())
         }
     };
     match written {

@@ -99,7 +99,10 @@ pub fn convert_values(values: Vec<Value>) -> Result<Converted, ForeignError> {
     for (id, _, value) in &items {
         let kind_name = value["type"].as_str().unwrap_or("untyped").to_string();
         if !active.contains(id.as_str()) {
-            bump(&mut not_carried, format!("off the active branch: {kind_name}"));
+            bump(
+                &mut not_carried,
+                format!("off the active branch: {kind_name}"),
+            );
             continue;
         }
         let Some(kind) = entry_kind(value, &mut not_carried) else {

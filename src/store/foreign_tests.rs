@@ -108,7 +108,9 @@ fn openclaw_v4_session_with_string_content_and_uuid_ids_imports() {
     let first_model = items(&converted)
         .into_iter()
         .find_map(|item| match &item.kind {
-            EntryKind::Message(Message::Assistant(a)) => Some((a.provider.clone(), a.model.clone())),
+            EntryKind::Message(Message::Assistant(a)) => {
+                Some((a.provider.clone(), a.model.clone()))
+            }
             _ => None,
         });
     assert_eq!(first_model, Some(("fake".into(), "fake-1".into())));
@@ -116,7 +118,12 @@ fn openclaw_v4_session_with_string_content_and_uuid_ids_imports() {
     store
         .import("agent:main:main", &converted.to_jsonl().unwrap()[..])
         .unwrap();
-    assert!(store.render_text("agent:main:main").unwrap().contains("after reset"));
+    assert!(
+        store
+            .render_text("agent:main:main")
+            .unwrap()
+            .contains("after reset")
+    );
 }
 
 #[test]
@@ -162,7 +169,9 @@ mod round_trip {
         let parent = parent.map(|p| format!("{p:08x}"));
         let ts = format!("2026-01-01T00:00:{:02}.000Z", n % 60);
         let mut v = match kind {
-            0 => json!({"type": "message", "message": {"role": "user", "content": text, "timestamp": n}}),
+            0 => {
+                json!({"type": "message", "message": {"role": "user", "content": text, "timestamp": n}})
+            }
             1 => json!({"type": "message", "message": {"role": "user",
                 "content": [{"type": "text", "text": text}, {"type": "image", "data": "AAAA", "mimeType": "image/png"}],
                 "timestamp": n}}),
@@ -173,7 +182,9 @@ mod round_trip {
                           "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
                 "stopReason": "stop", "timestamp": n}}),
             3 => json!({"type": "model_change", "provider": "p", "modelId": text}),
-            4 => json!({"type": "custom_message", "customType": "x", "content": text, "display": true}),
+            4 => {
+                json!({"type": "custom_message", "customType": "x", "content": text, "display": true})
+            }
             5 => json!({"type": "thinking_level_change", "thinkingLevel": "low"}),
             6 => json!({"type": "label", "targetId": "00000000", "label": text}),
             _ => json!({"type": "custom", "customType": "x", "data": {"t": text}}),
@@ -187,7 +198,12 @@ mod round_trip {
     /// A generated tree as JSONL: each entry's parent is the one before it or, with a branch,
     /// any earlier entry.
     fn tree() -> impl Strategy<Value = (u64, Vec<Value>)> {
-        let one = (any::<bool>(), any::<prop::sample::Index>(), 0u8..8, "[a-z ]{0,12}");
+        let one = (
+            any::<bool>(),
+            any::<prop::sample::Index>(),
+            0u8..8,
+            "[a-z ]{0,12}",
+        );
         (3u64..=4, prop::collection::vec(one, 1..24)).prop_map(|(version, specs)| {
             let lines = specs
                 .iter()

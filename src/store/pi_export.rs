@@ -82,7 +82,10 @@ mod tests {
             "\n",
         );
         let out = to_pi(text).unwrap();
-        let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let lines: Vec<Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         assert_eq!(lines.len(), 3);
         assert!(!out.contains("before"));
         assert_eq!(lines[1]["id"], "3");

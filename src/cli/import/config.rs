@@ -19,7 +19,10 @@ pub fn map(openclaw: &Value, dir: &std::path::Path) -> Mapped {
     let mut out = Table::new();
     let mut not_carried = Vec::new();
     let (agent_id, agent) = default_agent(&openclaw["agents"]);
-    not_carried.extend(other_agents_for_agents_table(&openclaw["agents"], &agent_id));
+    not_carried.extend(other_agents_for_agents_table(
+        &openclaw["agents"],
+        &agent_id,
+    ));
     let defaults = &openclaw["agents"]["defaults"];
     let model_ref = model_ref(&agent["model"]).or_else(|| model_ref(&defaults["model"]));
     if let Some(model) = model_ref.and_then(|r| model_table(openclaw, &r, &mut not_carried)) {
@@ -27,7 +30,9 @@ pub fn map(openclaw: &Value, dir: &std::path::Path) -> Mapped {
     }
     let mut agent_table = Table::new();
     agent_table.insert("id".into(), agent_id.clone().into());
-    let workspace = agent["workspace"].as_str().or(defaults["workspace"].as_str());
+    let workspace = agent["workspace"]
+        .as_str()
+        .or(defaults["workspace"].as_str());
     if let Some(workspace) = workspace {
         let workspace = match workspace.strip_prefix("~/.openclaw/") {
             Some(rest) => dir.join(rest).display().to_string(),
@@ -49,7 +54,10 @@ pub fn map(openclaw: &Value, dir: &std::path::Path) -> Mapped {
         }
     }
     if let Some(others) = openclaw["channels"].as_object() {
-        for name in others.keys().filter(|k| !matches!(k.as_str(), "telegram" | "discord")) {
+        for name in others
+            .keys()
+            .filter(|k| !matches!(k.as_str(), "telegram" | "discord"))
+        {
             not_carried.push(format!("channels.{name}: chela has no {name} channel"));
         }
     }
@@ -108,11 +116,18 @@ pub fn other_agents_for_agents_table(agents: &Value, default_id: &str) -> Vec<St
         ids.extend(entries.keys().cloned());
     }
     if let Some(list) = agents["list"].as_array() {
-        ids.extend(list.iter().filter_map(|a| a["id"].as_str().map(str::to_string)));
+        ids.extend(
+            list.iter()
+                .filter_map(|a| a["id"].as_str().map(str::to_string)),
+        );
     }
     ids.into_iter()
         .filter(|id| id != default_id)
-        .map(|id| format!("agent {id}: chela runs one agent ([agent]); only {default_id} was carried over"))
+        .map(|id| {
+            format!(
+                "agent {id}: chela runs one agent ([agent]); only {default_id} was carried over"
+            )
+        })
         .collect()
 }
 
@@ -152,7 +167,10 @@ fn model_table(openclaw: &Value, model_ref: &str, not_carried: &mut Vec<String>)
         .as_array()
         .and_then(|models| models.iter().find(|m| m["id"] == model));
     if let Some(entry) = entry {
-        for (from, to) in [("maxTokens", "max_tokens"), ("contextWindow", "context_window")] {
+        for (from, to) in [
+            ("maxTokens", "max_tokens"),
+            ("contextWindow", "context_window"),
+        ] {
             if let Some(n) = entry[from].as_i64() {
                 table.insert(to.into(), n.into());
             }
@@ -189,7 +207,9 @@ fn channel(name: &str, source: &Value, token_key: &str) -> (Table, Vec<String>) 
             "channels.{name}.tokenFile: put the token in [channels.{name}] token or its env variable"
         ));
     }
-    let dm_policy = source["dmPolicy"].as_str().or(source["dm"]["policy"].as_str());
+    let dm_policy = source["dmPolicy"]
+        .as_str()
+        .or(source["dm"]["policy"].as_str());
     if let Some(policy) = dm_policy {
         table.insert("dm_policy".into(), policy.into());
     }
@@ -202,7 +222,10 @@ fn channel(name: &str, source: &Value, token_key: &str) -> (Table, Vec<String>) 
         )),
         None => {}
     }
-    for (from, to) in [("allowFrom", "allow_from"), ("groupAllowFrom", "group_allow_from")] {
+    for (from, to) in [
+        ("allowFrom", "allow_from"),
+        ("groupAllowFrom", "group_allow_from"),
+    ] {
         if let Some(ids) = source[from].as_array() {
             let ids: Vec<Toml> = ids.iter().map(|v| id_text(v).into()).collect();
             table.insert(to.into(), Toml::Array(ids));
@@ -216,7 +239,9 @@ fn channel(name: &str, source: &Value, token_key: &str) -> (Table, Vec<String>) 
         skipped.push("channels.discord.guilds.*: per-guild settings (only the guild ids)".into());
     }
     if source["accounts"].is_object() {
-        skipped.push(format!("channels.{name}.accounts: chela runs one bot per channel"));
+        skipped.push(format!(
+            "channels.{name}.accounts: chela runs one bot per channel"
+        ));
     }
     (table, skipped)
 }
@@ -239,17 +264,31 @@ mod tests {
         let text = include_str!("../../../tests/fixtures/openclaw/state/openclaw.json");
         let openclaw: Value = json5::from_str(text).unwrap();
         let mapped = map(&openclaw, std::path::Path::new("/oc"));
-        assert_eq!(mapped.toml.contains("workspace = \"/oc/workspace\""), true);
+        assert!(mapped.toml.contains("workspace = \"/oc/workspace\""), "{}", mapped.toml);
         let table: Table = toml::from_str(&mapped.toml).unwrap();
         assert_eq!(table["model"]["provider"].as_str(), Some("openai"));
-        assert_eq!(table["model"]["base_url"].as_str(), Some("http://127.0.0.1:18991/v1"));
+        assert_eq!(
+            table["model"]["base_url"].as_str(),
+            Some("http://127.0.0.1:18991/v1")
+        );
         assert_eq!(table["model"]["model"].as_str(), Some("fake-1"));
         assert_eq!(table["queue"]["mode"].as_str(), Some("collect"));
         let telegram = &table["channels"]["telegram"];
-        assert_eq!(telegram["token"].as_str(), Some("123456:telegram-fixture-token"));
+        assert_eq!(
+            telegram["token"].as_str(),
+            Some("123456:telegram-fixture-token")
+        );
         assert_eq!(telegram["group_policy"].as_str(), Some("open"));
-        assert_eq!(table["channels"]["discord"]["dm_policy"].as_str(), Some("allowlist"));
-        assert!(mapped.not_carried.iter().any(|l| l.starts_with("agent ops:")));
+        assert_eq!(
+            table["channels"]["discord"]["dm_policy"].as_str(),
+            Some("allowlist")
+        );
+        assert!(
+            mapped
+                .not_carried
+                .iter()
+                .any(|l| l.starts_with("agent ops:"))
+        );
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("config.toml");
         std::fs::write(&path, &mapped.toml).unwrap();

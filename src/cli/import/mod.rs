@@ -30,7 +30,11 @@ pub enum ImportCommand {
 }
 
 /// Runs an import.
-pub async fn run(loaded: LoadedConfig, explicit: Option<&Path>, command: ImportCommand) -> ExitCode {
+pub async fn run(
+    loaded: LoadedConfig,
+    explicit: Option<&Path>,
+    command: ImportCommand,
+) -> ExitCode {
     let ImportCommand::Openclaw { dir, force } = command;
     let dir = dir.unwrap_or_else(|| dirs::home_dir().unwrap_or_default().join(".openclaw"));
     if !dir.is_dir() {
@@ -117,11 +121,17 @@ fn write_config(
     not_carried.extend(mapped.not_carried);
     let existing = std::fs::read_to_string(target).ok();
     if existing.as_deref() == Some(mapped.toml.as_str()) {
-        println!("config: {} already holds the imported settings", target.display());
+        println!(
+            "config: {} already holds the imported settings",
+            target.display()
+        );
         return Ok(false);
     }
     if let Some(existing) = &existing {
-        println!("config: {} differs from the imported one:", target.display());
+        println!(
+            "config: {} differs from the imported one:",
+            target.display()
+        );
         print!("{}", diff(existing, &mapped.toml));
         if !force {
             println!("config: left as it is (--force replaces it)");
@@ -183,7 +193,9 @@ fn import_sessions(
             println!("session {} -> {key}", session.key);
         }
         if session.unreadable > 0 {
-            *skipped.entry("unreadable transcript row".into()).or_default() += session.unreadable;
+            *skipped
+                .entry("unreadable transcript row".into())
+                .or_default() += session.unreadable;
         }
         let converted = match foreign::convert_values(session.lines) {
             Ok(converted) => converted,
@@ -195,7 +207,9 @@ fn import_sessions(
         for (kind, n) in &converted.not_carried {
             *skipped.entry(kind.clone()).or_default() += n;
         }
-        let jsonl = converted.to_jsonl().map_err(|e| StoreError::Encode(e.to_string()))?;
+        let jsonl = converted
+            .to_jsonl()
+            .map_err(|e| StoreError::Encode(e.to_string()))?;
         match store.import(&key, &jsonl[..]) {
             Ok(n) => totals = (totals.0 + 1, totals.1 + n),
             Err(e @ StoreError::SessionExists { .. }) => {
@@ -221,7 +235,13 @@ fn chela_key(key: &str, agent_id: &str) -> String {
     };
     let peer: String = rest
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c.to_ascii_lowercase() } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
         .collect();
     let candidate = format!("agent:{agent}:terminal:direct:{peer}");
     SessionKey::parse(&candidate)
@@ -243,23 +263,33 @@ async fn import_pairing(
             "telegram" => &loaded.config.channels.telegram.account,
             "discord" => &loaded.config.channels.discord.account,
             _ => {
-                not_carried.push(format!("pairing {channel}:{sender}: chela has no {channel} channel"));
+                not_carried.push(format!(
+                    "pairing {channel}:{sender}: chela has no {channel} channel"
+                ));
                 continue;
             }
         };
         if account != "default" && &account != chela_account {
-            not_carried.push(format!("pairing {channel}:{sender} of account {account}: chela runs one {channel} bot"));
+            not_carried.push(format!(
+                "pairing {channel}:{sender} of account {account}: chela runs one {channel} bot"
+            ));
             continue;
         }
         let now = now_ms();
         let code = match store.request_pairing(&channel, chela_account, &sender, &sender, now)? {
             PairingOutcome::New(code) | PairingOutcome::Existing(code) => code,
             PairingOutcome::TooMany => {
-                not_carried.push(format!("pairing {channel}:{sender}: too many pending codes"));
+                not_carried.push(format!(
+                    "pairing {channel}:{sender}: too many pending codes"
+                ));
                 continue;
             }
         };
-        if store.approve_pairing(&channel, &code, now, false).await?.is_some() {
+        if store
+            .approve_pairing(&channel, &code, now, false)
+            .await?
+            .is_some()
+        {
             paired += 1;
         }
     }

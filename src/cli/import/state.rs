@@ -70,7 +70,9 @@ fn sqlite_sessions(db: &Path) -> Result<Vec<ForeignSession>, StateError> {
     };
     let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(err)?;
     let mut windows = conn
-        .prepare("SELECT session_id, session_key FROM session_windows ORDER BY session_key, created_at")
+        .prepare(
+            "SELECT session_id, session_key FROM session_windows ORDER BY session_key, created_at",
+        )
         .map_err(err)?;
     let windows: Vec<(String, String)> = windows
         .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
@@ -115,8 +117,15 @@ fn sqlite_sessions(db: &Path) -> Result<Vec<ForeignSession>, StateError> {
 /// Appends a later window of the same key: a `reset` entry, then its entries (the header
 /// dropped), the first re-parented onto the reset so the leaf's chain spans both.
 fn append_window(session: &mut ForeignSession, lines: Vec<Value>) {
-    let last_id = session.lines.last().and_then(|v| v["id"].as_str()).map(str::to_string);
-    let timestamp = lines.first().map(|h| h["timestamp"].clone()).unwrap_or(Value::Null);
+    let last_id = session
+        .lines
+        .last()
+        .and_then(|v| v["id"].as_str())
+        .map(str::to_string);
+    let timestamp = lines
+        .first()
+        .map(|h| h["timestamp"].clone())
+        .unwrap_or(Value::Null);
     let reset_id = format!("reset-{}", session.lines.len());
     session.lines.push(serde_json::json!({
         "type": "reset", "id": reset_id, "parentId": last_id, "timestamp": timestamp,
@@ -152,12 +161,22 @@ fn jsonl_sessions(agent_dir: &Path) -> Result<Vec<ForeignSession>, StateError> {
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or(Value::Null);
-    let agent = agent_dir.file_name().and_then(|n| n.to_str()).unwrap_or("main");
+    let agent = agent_dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("main");
     let mut out = Vec::new();
     let mut files: Vec<_> = read.flatten().map(|e| e.path()).collect();
     files.sort();
-    for path in files.into_iter().filter(|p| p.extension().is_some_and(|e| e == "jsonl")) {
-        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
+    for path in files
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+    {
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default()
+            .to_string();
         let key = index
             .as_object()
             .and_then(|m| m.iter().find(|(_, v)| v["sessionId"] == stem.as_str()))
@@ -209,7 +228,10 @@ pub fn approvals(dir: &Path) -> Result<Vec<Approval>, StateError> {
     }
     if let Ok(read) = std::fs::read_dir(dir.join("credentials")) {
         for path in read.flatten().map(|e| e.path()) {
-            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
             let Some(channel) = name.strip_suffix("-allowFrom.json") else {
                 continue;
             };

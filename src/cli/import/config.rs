@@ -264,7 +264,11 @@ mod tests {
         let text = include_str!("../../../tests/fixtures/openclaw/state/openclaw.json");
         let openclaw: Value = json5::from_str(text).unwrap();
         let mapped = map(&openclaw, std::path::Path::new("/oc"));
-        assert!(mapped.toml.contains("workspace = \"/oc/workspace\""), "{}", mapped.toml);
+        assert!(
+            mapped.toml.contains("workspace = \"/oc/workspace\""),
+            "{}",
+            mapped.toml
+        );
         let table: Table = toml::from_str(&mapped.toml).unwrap();
         assert_eq!(table["model"]["provider"].as_str(), Some("openai"));
         assert_eq!(

@@ -249,3 +249,113 @@ pub fn approvals(dir: &Path) -> Result<Vec<Approval>, StateError> {
     out.dedup();
     Ok(out)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = r#"{"type":"session","version":4,"id":"w","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#;
+
+    fn message(id: &str, parent: Option<&str>, text: &str) -> String {
+        serde_json::json!({"type": "message", "id": id, "parentId": parent,
+            "timestamp": "2026-01-01T00:00:01.000Z",
+            "message": {"role": "user", "content": text, "timestamp": 1}})
+        .to_string()
+    }
+
+    #[test]
+    fn windows_of_one_key_are_joined_by_a_reset_and_compressed_rows_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let agent = dir.path().join("agents/main/agent");
+        std::fs::create_dir_all(&agent).unwrap();
+        let conn = Connection::open(agent.join("openclaw-agent.sqlite")).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE session_windows (session_id TEXT, session_key TEXT, created_at INTEGER);
+             CREATE TABLE transcript_events (session_id TEXT, seq INTEGER, event_json TEXT, event_zstd BLOB);
+             INSERT INTO session_windows VALUES ('w1', 'agent:main:main', 1), ('w2', 'agent:main:main', 2);",
+        )
+        .unwrap();
+        let rows = [
+            ("w1", 0, HEADER.to_string()),
+            ("w1", 1, message("a", None, "first window")),
+            ("w2", 0, HEADER.to_string()),
+            ("w2", 1, message("b", None, "second window")),
+        ];
+        for (window, seq, json) in rows {
+            if seq == 1 && window == "w2" {
+                let zstd = ruzstd::encoding::compress_to_vec(
+                    json.as_bytes(),
+                    ruzstd::encoding::CompressionLevel::Fastest,
+                );
+                conn.execute(
+                    "INSERT INTO transcript_events VALUES (?1, ?2, NULL, ?3)",
+                    rusqlite::params![window, seq, zstd],
+                )
+                .unwrap();
+            } else {
+                conn.execute(
+                    "INSERT INTO transcript_events VALUES (?1, ?2, ?3, NULL)",
+                    rusqlite::params![window, seq, json],
+                )
+                .unwrap();
+            }
+        }
+        drop(conn);
+        let sessions = sessions(dir.path()).unwrap();
+        assert_eq!(sessions.len(), 1);
+        assert_eq!(sessions[0].unreadable, 0);
+        let converted = chela::store::foreign::convert_values(sessions[0].lines.clone()).unwrap();
+        let kinds: Vec<&str> = converted
+            .entries
+            .iter()
+            .skip(1)
+            .map(|e| match e {
+                chela::store::Entry::Item(item) => item.kind.type_name(),
+                chela::store::Entry::Session(_) => "session",
+            })
+            .collect();
+        assert_eq!(kinds, ["message", "reset", "message"]);
+        assert!(
+            converted.not_carried.is_empty(),
+            "{:?}",
+            converted.not_carried
+        );
+    }
+
+    #[test]
+    fn older_jsonl_sessions_and_allow_from_files_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let sessions_dir = dir.path().join("agents/main/sessions");
+        std::fs::create_dir_all(&sessions_dir).unwrap();
+        std::fs::write(
+            sessions_dir.join("sessions.json"),
+            r#"{"agent:main:telegram:direct:7": {"sessionId": "abc"}}"#,
+        )
+        .unwrap();
+        std::fs::write(
+            sessions_dir.join("abc.jsonl"),
+            format!("{HEADER}\n{}\n", message("a", None, "hi")),
+        )
+        .unwrap();
+        let credentials = dir.path().join("credentials");
+        std::fs::create_dir_all(&credentials).unwrap();
+        std::fs::write(
+            credentials.join("telegram-allowFrom.json"),
+            r#"{"version":1,"allowFrom":["7", 8]}"#,
+        )
+        .unwrap();
+        let found = sessions(dir.path()).unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].key, "agent:main:telegram:direct:7");
+        assert_eq!(found[0].lines.len(), 2);
+        let approvals = approvals(dir.path()).unwrap();
+        assert_eq!(
+            approvals,
+            [
+                ("telegram".into(), "default".into(), "7".into()),
+                ("telegram".into(), "default".into(), "8".into()),
+            ]
+        );
+    }
+}

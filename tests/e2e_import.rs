@@ -54,6 +54,13 @@ async fn import_openclaw_writes_config_sessions_and_pairing() {
         "{text}"
     );
 
+    let kept = home
+        .path()
+        .join(".chela/imported/openclaw/agent_main_terminal_direct_fixture-one.jsonl");
+    let kept = std::fs::read_to_string(kept).unwrap();
+    assert!(kept.contains("\"thinking_level_change\""), "{kept}");
+    assert_eq!(kept.lines().count(), 16);
+
     let config = std::fs::read_to_string(home.path().join(".chela/config.toml")).unwrap();
     assert!(
         config.contains("base_url = \"http://127.0.0.1:18991/v1\""),

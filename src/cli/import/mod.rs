@@ -71,7 +71,14 @@ pub async fn run(
             return ExitCode::from(2);
         }
     };
-    let imported = import_sessions(&store, &dir, &loaded.config.agent.id, &mut not_carried);
+    let keep_dir = loaded.base_dir.join("imported").join("openclaw");
+    let imported = import_sessions(
+        &store,
+        &dir,
+        &loaded.config.agent.id,
+        &keep_dir,
+        &mut not_carried,
+    );
     let paired = import_pairing(&store, &dir, &loaded, &mut not_carried).await;
     let flushed = store.flush().await;
     let (sessions, entries) = match imported.and_then(|s| paired.map(|p| (s, p))) {
@@ -178,15 +185,19 @@ fn diff(old: &str, new: &str) -> String {
 }
 
 /// Imports every session transcript; returns (sessions, entries).
+/// A transcript with entries chela could not hold is also kept whole, as OpenClaw wrote it,
+/// in `keep_dir/<key>.jsonl`.
 fn import_sessions(
     store: &Store,
     dir: &Path,
     agent_id: &str,
+    keep_dir: &Path,
     not_carried: &mut Vec<String>,
 ) -> Result<(usize, usize), StoreError> {
     let sessions = state::sessions(dir).map_err(|e| StoreError::Encode(e.to_string()))?;
     let mut totals = (0, 0);
     let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
+    let mut kept = None;
     for session in sessions {
         let key = chela_key(&session.key, agent_id);
         if key != session.key {
@@ -197,6 +208,7 @@ fn import_sessions(
                 .entry("unreadable transcript row".into())
                 .or_default() += session.unreadable;
         }
+        let original: String = session.lines.iter().map(|v| format!("{v}\n")).collect();
         let converted = match foreign::convert_values(session.lines) {
             Ok(converted) => converted,
             Err(e) => {
@@ -206,6 +218,13 @@ fn import_sessions(
         };
         for (kind, n) in &converted.not_carried {
             *skipped.entry(kind.clone()).or_default() += n;
+        }
+        if !converted.not_carried.is_empty() {
+            let file = keep_dir.join(format!("{}.jsonl", key.replace(':', "_")));
+            std::fs::create_dir_all(keep_dir)
+                .and_then(|()| std::fs::write(&file, &original))
+                .map_err(StoreError::from)?;
+            kept = Some(keep_dir);
         }
         let jsonl = converted
             .to_jsonl()
@@ -219,6 +238,12 @@ fn import_sessions(
         }
     }
     not_carried.extend(skipped.into_iter().map(|(kind, n)| format!("{n} × {kind}")));
+    if let Some(kept) = kept {
+        println!(
+            "whole transcripts, with what chela cannot hold, kept in {}",
+            kept.display()
+        );
+    }
     Ok(totals)
 }
 

@@ -8,9 +8,10 @@ cd "$(dirname "$0")/.."
 # The conformance tests run third-party emulators from npm, each pinned by the
 # package-lock.json of its folder: telegram-test-api (tests/conformance/telegram),
 # discord-digital-twin (tests/conformance/discord), and real ACP coding agents with acpx
-# (tests/conformance/acp: codex-acp, claude-agent-acp). Reinstall a folder when its node_modules
+# (tests/conformance/acp: codex-acp, claude-agent-acp), and pi's session loader
+# (tests/conformance/pi). Reinstall a folder when its node_modules
 # is missing or was installed from another lockfile than the one checked out.
-for conformance in tests/conformance/telegram tests/conformance/discord tests/conformance/acp; do
+for conformance in tests/conformance/telegram tests/conformance/discord tests/conformance/acp tests/conformance/pi; do
     stamp="$conformance/node_modules/.chela-lockfile.sha256"
     want="$(sha256sum "$conformance/package-lock.json" | cut -d' ' -f1)"
     if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then

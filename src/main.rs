@@ -53,6 +53,11 @@ enum Command {
         #[command(subcommand)]
         command: cli::sessions::SessionsCommand,
     },
+    /// Move over from another gateway: `chela import openclaw [DIR]`.
+    Import {
+        #[command(subcommand)]
+        command: cli::import::ImportCommand,
+    },
     /// Approve or reject people who asked to message the bot directly.
     Pairing {
         #[command(subcommand)]
@@ -175,6 +180,9 @@ fn main() -> ExitCode {
                 json,
             } => cli::agent::agent(loaded, message, session, json).await,
             Command::Sessions { command } => cli::sessions::run(loaded, command).await,
+            Command::Import { command } => {
+                cli::import::run(loaded, args.config.as_deref(), command).await
+            }
             Command::Store { command } => cli::store::run(loaded, command),
             Command::Pairing { command } => cli::pairing::run(loaded, command).await,
             Command::Cron { command } => cli::cron::run(loaded, command).await,

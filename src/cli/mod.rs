@@ -6,6 +6,7 @@ pub mod chat;
 pub mod config;
 pub mod cron;
 pub mod doctor;
+pub mod import;
 pub mod logfile;
 pub mod pairing;
 pub mod panel;

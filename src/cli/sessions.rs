@@ -1,6 +1,6 @@
 //! `chela sessions list|show|export|import`.
 
-use std::io::{BufReader, Write};
+use std::io::{BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -25,6 +25,10 @@ pub enum SessionsCommand {
         /// Output file (default: stdout).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// chela: the whole transcript as stored (imports back byte for byte); pi: what pi and
+        /// OpenClaw load (from the last reset on, with `api` and `usage.cost`).
+        #[arg(long, default_value = "chela", value_parser = ["chela", "pi"])]
+        format: String,
     },
     /// Read a JSONL transcript into a new session.
     Import {
@@ -57,39 +61,26 @@ pub async fn run(loaded: LoadedConfig, command: SessionsCommand) -> ExitCode {
     let result = match command {
         SessionsCommand::List => store.list_sessions().map(|sessions| print_list(&sessions)),
         SessionsCommand::Show { key } => store.render_text(&key).map(|text| print!("{text}")),
-        SessionsCommand::Export { key, out } => match out {
-            Some(path) => match std::fs::File::create(&path) {
-                Ok(file) => {
-                    let mut writer = std::io::BufWriter::new(file);
-                    store.export(&key, &mut writer).map(|_| {
-                        let _ = writer.flush();
-                    })
-                }
-                Err(e) => {
-                    eprintln!("chela: cannot create {}: {e}", path.display());
-                    return ExitCode::from(2);
-                }
-            },
-            None => {
-                let stdout = std::io::stdout();
-                let mut lock = stdout.lock();
-                store.export(&key, &mut lock).map(|_| {
-                    let _ = lock.flush();
-                })
+        SessionsCommand::Export { key, out, format } => {
+            let mut buf = Vec::new();
+            match store.export(&key, &mut buf) {
+                Ok(_) => return write_export(&buf, &format, out),
+                Err(e) => Err(e),
             }
-        },
+        }
         SessionsCommand::Import { key, input } => {
-            let imported = match input {
-                Some(path) => match std::fs::File::open(&path) {
-                    Ok(file) => store.import(&key, BufReader::new(file)),
-                    Err(e) => {
-                        eprintln!("chela: cannot open {}: {e}", path.display());
-                        return ExitCode::from(2);
-                    }
-                },
-                None => store.import(&key, std::io::stdin().lock()),
+            let mut text = Vec::new();
+            let read = match &input {
+                Some(path) => std::fs::File::open(path)
+                    .and_then(|file| BufReader::new(file).read_to_end(&mut text)),
+                None => std::io::stdin().lock().read_to_end(&mut text),
             };
-            imported.map(|n| eprintln!("imported {n} entries into {key}"))
+            if let Err(e) = read {
+                let from = input.map_or("stdin".into(), |p| p.display().to_string());
+                eprintln!("chela: cannot read {from}: {e}");
+                return ExitCode::from(2);
+            }
+            import(&store, &key, &text).map(|n| eprintln!("imported {n} entries into {key}"))
         }
     };
     let flushed = store.flush().await;
@@ -100,6 +91,34 @@ pub async fn run(loaded: LoadedConfig, command: SessionsCommand) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Imports `text`: as chela's own transcript when it is one (kept byte for byte), else as an
+/// OpenClaw or pi transcript converted to chela's schema, listing on stderr what was not
+/// carried over.
+fn import(store: &Store, key: &str, text: &[u8]) -> Result<usize, StoreError> {
+    let strict = match store.import(key, text) {
+        Err(e @ StoreError::InvalidImport { .. }) => e,
+        other => return other,
+    };
+    let Ok(utf8) = std::str::from_utf8(text) else {
+        return Err(strict);
+    };
+    let converted = match chela::store::foreign::convert_jsonl(utf8) {
+        Ok(converted) => converted,
+        Err(foreign) => {
+            eprintln!("chela: not an OpenClaw/pi transcript either: {foreign}");
+            return Err(strict);
+        }
+    };
+    let jsonl = converted
+        .to_jsonl()
+        .map_err(|e| StoreError::Encode(e.to_string()))?;
+    let n = store.import(key, &jsonl[..])?;
+    for (kind, count) in &converted.not_carried {
+        eprintln!("not carried over: {count} × {kind}");
+    }
+    Ok(n)
 }
 
 /// A session key in its canonical form, or why it is not one (`sessions import` must not
@@ -131,7 +150,9 @@ fn print_list(sessions: &[SessionMeta]) {
 async fn transcript_through_rpc(loaded: &LoadedConfig, command: SessionsCommand) -> ExitCode {
     let (method, field, key, out) = match command {
         SessionsCommand::Show { key } => ("sessions.show", "text", key, None),
-        SessionsCommand::Export { key, out } => ("sessions.export", "jsonl", key, out),
+        SessionsCommand::Export { key, out, format } => {
+            ("sessions.export", "jsonl", key, Some((out, format)))
+        }
         SessionsCommand::List | SessionsCommand::Import { .. } => return ExitCode::from(2),
     };
     let result = async {
@@ -151,16 +172,43 @@ async fn transcript_through_rpc(loaded: &LoadedConfig, command: SessionsCommand)
         Err(e) => return super::rpc::report(&e),
     };
     match out {
-        Some(path) => match std::fs::write(&path, text) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("chela: cannot write {}: {e}", path.display());
-                ExitCode::from(2)
-            }
-        },
+        Some((out, format)) => write_export(text.as_bytes(), &format, out),
         None => {
             print!("{text}");
             ExitCode::SUCCESS
+        }
+    }
+}
+
+/// Writes an exported transcript in `format` to `out` (stdout when `None`).
+fn write_export(jsonl: &[u8], format: &str, out: Option<PathBuf>) -> ExitCode {
+    let text = String::from_utf8_lossy(jsonl);
+    let text = if format == "pi" {
+        match chela::store::pi_export::to_pi(&text) {
+            Ok(text) => text,
+            Err(e) => {
+                eprintln!("chela: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        text.into_owned()
+    };
+    let written = match &out {
+        Some(path) => std::fs::write(path, &text),
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout
+                .write_all(text.as_bytes())
+                .and_then(|()| stdout.flush())
+        }
+    };
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let to = out.map_or("stdout".into(), |p| p.display().to_string());
+            eprintln!("chela: cannot write {to}: {e}");
+            ExitCode::from(2)
         }
     }
 }

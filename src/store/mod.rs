@@ -24,8 +24,10 @@
 
 mod engine;
 mod entry;
+pub mod foreign;
 mod import;
 pub mod migrate;
+pub mod pi_export;
 mod ports;
 mod postgres;
 mod redb;

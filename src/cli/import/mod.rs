@@ -1,0 +1,322 @@
+//! `chela import openclaw [DIR]`: moving over from an OpenClaw state folder (config,
+//! transcripts, pairing approvals). Nothing it cannot carry over is dropped silently: the
+//! summary lists it.
+
+mod config;
+mod state;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use chela::config::{Config, LoadedConfig};
+use chela::domain::message::now_ms;
+use chela::domain::session_key::SessionKey;
+use chela::store::foreign;
+use chela::store::{PairingOutcome, Store, StoreError};
+use clap::Subcommand;
+
+/// What to import.
+#[derive(Subcommand)]
+pub enum ImportCommand {
+    /// An OpenClaw state folder: config, session transcripts, pairing approvals.
+    Openclaw {
+        /// The folder (default: ~/.openclaw).
+        dir: Option<PathBuf>,
+        /// Replace an existing chela config file that differs.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// Runs an import.
+pub async fn run(
+    loaded: LoadedConfig,
+    explicit: Option<&Path>,
+    command: ImportCommand,
+) -> ExitCode {
+    let ImportCommand::Openclaw { dir, force } = command;
+    let dir = dir.unwrap_or_else(|| dirs::home_dir().unwrap_or_default().join(".openclaw"));
+    if !dir.is_dir() {
+        eprintln!("chela: {} is not a folder", dir.display());
+        return ExitCode::from(2);
+    }
+    let mut not_carried: Vec<String> = Vec::new();
+    let target = explicit
+        .map(Path::to_path_buf)
+        .or(loaded.source.clone())
+        .unwrap_or_else(|| loaded.base_dir.join("config.toml"));
+    let loaded = match write_config(&dir, &target, force, &mut not_carried) {
+        Ok(true) => match Config::load(Some(&target)) {
+            Ok(reloaded) => reloaded,
+            Err(e) => {
+                eprintln!("chela: the written config does not load: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+        Ok(false) => loaded,
+        Err(message) => {
+            eprintln!("chela: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let store = match Store::open_config(&loaded.config) {
+        Ok(store) => store,
+        Err(e @ StoreError::Locked { .. }) => {
+            eprintln!("chela: {e}; stop the gateway first (the import writes to the store)");
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            eprintln!("chela: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let keep_dir = loaded.base_dir.join("imported").join("openclaw");
+    let imported = import_sessions(
+        &store,
+        &dir,
+        &loaded.config.agent.id,
+        &keep_dir,
+        &mut not_carried,
+    );
+    let paired = import_pairing(&store, &dir, &loaded, &mut not_carried).await;
+    let flushed = store.flush().await;
+    let (sessions, entries) = match imported.and_then(|s| paired.map(|p| (s, p))) {
+        Ok(((sessions, entries), paired)) => {
+            println!("paired senders carried over: {paired}");
+            (sessions, entries)
+        }
+        Err(e) => {
+            eprintln!("chela: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("sessions imported: {sessions}, entries: {entries}");
+    if not_carried.is_empty() {
+        println!("everything was carried over");
+    } else {
+        println!("not carried over:");
+        for line in &not_carried {
+            println!("  - {line}");
+        }
+    }
+    match flushed {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("chela: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Writes the mapped config to `target` unless a different file is there (then a diff is
+/// printed and, without `force`, nothing is written). True when it was written.
+fn write_config(
+    dir: &Path,
+    target: &Path,
+    force: bool,
+    not_carried: &mut Vec<String>,
+) -> Result<bool, String> {
+    let source = dir.join("openclaw.json");
+    let Ok(text) = std::fs::read_to_string(&source) else {
+        not_carried.push(format!("config: no {}", source.display()));
+        return Ok(false);
+    };
+    let openclaw: serde_json::Value =
+        json5::from_str(&text).map_err(|e| format!("{}: {e}", source.display()))?;
+    let mapped = config::map(&openclaw, dir);
+    not_carried.extend(mapped.not_carried);
+    let existing = std::fs::read_to_string(target).ok();
+    if existing.as_deref() == Some(mapped.toml.as_str()) {
+        println!(
+            "config: {} already holds the imported settings",
+            target.display()
+        );
+        return Ok(false);
+    }
+    if let Some(existing) = &existing {
+        println!(
+            "config: {} differs from the imported one:",
+            target.display()
+        );
+        print!("{}", diff(existing, &mapped.toml));
+        if !force {
+            println!("config: left as it is (--force replaces it)");
+            return Ok(false);
+        }
+    } else {
+        print!("{}", diff("", &mapped.toml));
+    }
+    if let Some(parent) = target.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    }
+    std::fs::write(target, &mapped.toml).map_err(|e| format!("{}: {e}", target.display()))?;
+    println!("config: wrote {}", target.display());
+    Ok(true)
+}
+
+/// A line diff (`-` old, `+` new, ` ` both) by longest common subsequence.
+fn diff(old: &str, new: &str) -> String {
+    let (a, b): (Vec<&str>, Vec<&str>) = (old.lines().collect(), new.lines().collect());
+    let mut lcs = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j, mut out) = (0, 0, String::new());
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            out.push_str(&format!("  {}\n", a[i]));
+            (i, j) = (i + 1, j + 1);
+        } else if j < b.len() && (i == a.len() || lcs[i][j + 1] >= lcs[i + 1][j]) {
+            out.push_str(&format!("+ {}\n", b[j]));
+            j += 1;
+        } else {
+            out.push_str(&format!("- {}\n", a[i]));
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Imports every session transcript; returns (sessions, entries).
+/// A transcript with entries chela could not hold is also kept whole, as OpenClaw wrote it,
+/// in `keep_dir/<key>.jsonl`.
+fn import_sessions(
+    store: &Store,
+    dir: &Path,
+    agent_id: &str,
+    keep_dir: &Path,
+    not_carried: &mut Vec<String>,
+) -> Result<(usize, usize), StoreError> {
+    let sessions = state::sessions(dir).map_err(|e| StoreError::Encode(e.to_string()))?;
+    let mut totals = (0, 0);
+    let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
+    let mut kept = None;
+    for session in sessions {
+        let key = chela_key(&session.key, agent_id);
+        if key != session.key {
+            println!("session {} -> {key}", session.key);
+        }
+        if session.unreadable > 0 {
+            *skipped
+                .entry("unreadable transcript row".into())
+                .or_default() += session.unreadable;
+        }
+        let original: String = session.lines.iter().map(|v| format!("{v}\n")).collect();
+        let converted = match foreign::convert_values(session.lines) {
+            Ok(converted) => converted,
+            Err(e) => {
+                not_carried.push(format!("session {} ({}): {e}", session.key, session.origin));
+                continue;
+            }
+        };
+        for (kind, n) in &converted.not_carried {
+            *skipped.entry(kind.clone()).or_default() += n;
+        }
+        if !converted.not_carried.is_empty() {
+            let file = keep_dir.join(format!("{}.jsonl", key.replace(':', "_")));
+            std::fs::create_dir_all(keep_dir)
+                .and_then(|()| std::fs::write(&file, &original))
+                .map_err(StoreError::from)?;
+            kept = Some(keep_dir);
+        }
+        let jsonl = converted
+            .to_jsonl()
+            .map_err(|e| StoreError::Encode(e.to_string()))?;
+        match store.import(&key, &jsonl[..]) {
+            Ok(n) => totals = (totals.0 + 1, totals.1 + n),
+            Err(e @ StoreError::SessionExists { .. }) => {
+                not_carried.push(format!("session {}: {e}", session.key));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    not_carried.extend(skipped.into_iter().map(|(kind, n)| format!("{n} × {kind}")));
+    if let Some(kept) = kept {
+        println!(
+            "whole transcripts, with what chela cannot hold, kept in {}",
+            kept.display()
+        );
+    }
+    Ok(totals)
+}
+
+/// The chela session key for OpenClaw's `key`: the same when chela's grammar reads it, else a
+/// terminal DM of the agent named after it (`agent:<a>:terminal:direct:<rest>`).
+fn chela_key(key: &str, agent_id: &str) -> String {
+    if let Ok(parsed) = SessionKey::parse(key) {
+        return parsed.to_string();
+    }
+    let mut parts = key.splitn(3, ':');
+    let (agent, rest) = match (parts.next(), parts.next(), parts.next()) {
+        (Some("agent"), Some(agent), Some(rest)) => (agent, rest),
+        _ => (agent_id, key),
+    };
+    let peer: String = rest
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let candidate = format!("agent:{agent}:terminal:direct:{peer}");
+    SessionKey::parse(&candidate)
+        .map(|k| k.to_string())
+        .unwrap_or_else(|_| format!("agent:{agent_id}:terminal:direct:{peer}"))
+}
+
+/// Approves every paired sender on Telegram and Discord; returns how many.
+async fn import_pairing(
+    store: &Store,
+    dir: &Path,
+    loaded: &LoadedConfig,
+    not_carried: &mut Vec<String>,
+) -> Result<usize, StoreError> {
+    let approvals = state::approvals(dir).map_err(|e| StoreError::Encode(e.to_string()))?;
+    let mut paired = 0;
+    for (channel, account, sender) in approvals {
+        let chela_account = match channel.as_str() {
+            "telegram" => &loaded.config.channels.telegram.account,
+            "discord" => &loaded.config.channels.discord.account,
+            _ => {
+                not_carried.push(format!(
+                    "pairing {channel}:{sender}: chela has no {channel} channel"
+                ));
+                continue;
+            }
+        };
+        if account != "default" && &account != chela_account {
+            not_carried.push(format!(
+                "pairing {channel}:{sender} of account {account}: chela runs one {channel} bot"
+            ));
+            continue;
+        }
+        let now = now_ms();
+        let code = match store.request_pairing(&channel, chela_account, &sender, &sender, now)? {
+            PairingOutcome::New(code) | PairingOutcome::Existing(code) => code,
+            PairingOutcome::TooMany => {
+                not_carried.push(format!(
+                    "pairing {channel}:{sender}: too many pending codes"
+                ));
+                continue;
+            }
+        };
+        if store
+            .approve_pairing(&channel, &code, now, false)
+            .await?
+            .is_some()
+        {
+            paired += 1;
+        }
+    }
+    Ok(paired)
+}

@@ -1,0 +1,204 @@
+//! End-to-end: moving over from OpenClaw and pi (issue #17) with the `chela` binary and an
+//! empty HOME: `chela import openclaw` on a real OpenClaw 2026.9.6 state folder
+//! (tests/fixtures/openclaw), and `chela sessions import|show|export` on real OpenClaw and pi
+//! session files.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::{chela_command, run_to_end};
+
+/// Runs `chela <args>` with HOME `home`.
+async fn chela(home: &Path, args: &[&str]) -> Output {
+    let mut cmd = chela_command(home);
+    cmd.args(args);
+    run_to_end(cmd).await
+}
+
+fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(rel)
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[tokio::test]
+async fn import_openclaw_writes_config_sessions_and_pairing() {
+    let home = tempfile::tempdir().unwrap();
+    // A copy: the import must not need to write into OpenClaw's folder.
+    let state = home.path().join("oc");
+    copy_dir(&fixture("openclaw/state"), &state);
+    let out = chela(
+        home.path(),
+        &["import", "openclaw", state.to_str().unwrap()],
+    )
+    .await;
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}\n{}", stderr(&out));
+    assert!(text.contains("sessions imported: 2, entries: 12"), "{text}");
+    assert!(text.contains("paired senders carried over: 3"), "{text}");
+    assert!(text.contains("agent ops: chela runs one agent"), "{text}");
+    assert!(text.contains("× thinking_level_change"), "{text}");
+    assert!(
+        text.contains("+ token = \"123456:telegram-fixture-token\""),
+        "{text}"
+    );
+
+    let kept = home
+        .path()
+        .join(".chela/imported/openclaw/agent_main_terminal_direct_fixture-one.jsonl");
+    let kept = std::fs::read_to_string(kept).unwrap();
+    assert!(kept.contains("\"thinking_level_change\""), "{kept}");
+    assert_eq!(kept.lines().count(), 16);
+
+    let config = std::fs::read_to_string(home.path().join(".chela/config.toml")).unwrap();
+    assert!(
+        config.contains("base_url = \"http://127.0.0.1:18991/v1\""),
+        "{config}"
+    );
+    assert!(config.contains("mode = \"collect\""), "{config}");
+
+    let list = chela(home.path(), &["sessions", "list"]).await;
+    let listed = stdout(&list);
+    assert!(
+        listed.contains("agent:main:telegram:direct:12345\t3 entries"),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("agent:main:terminal:direct:fixture-one\t9 entries"),
+        "{listed}"
+    );
+    let show = chela(
+        home.path(),
+        &["sessions", "show", "agent:main:terminal:direct:fixture-one"],
+    )
+    .await;
+    assert!(stdout(&show).contains("after reset"), "{}", stdout(&show));
+
+    // Pairing carried over: the store knows the approved senders.
+    let mut config = chela::config::Config::load_with_env(
+        Some(&home.path().join(".chela/config.toml")),
+        &|_| None,
+    )
+    .unwrap();
+    // The default store path follows the process's HOME: point it at the test's.
+    config.config.store.path = home.path().join(".chela/data");
+    let store = chela::store::Store::open_config(&config.config).unwrap();
+    assert!(store.is_paired("telegram", "default", "12345").unwrap());
+    assert!(store.is_paired("telegram", "default", "67890").unwrap());
+    assert!(
+        store
+            .is_paired("discord", "default", "111222333444555666")
+            .unwrap()
+    );
+    assert!(
+        !store
+            .is_paired("telegram", "default", "111222333444555666")
+            .unwrap()
+    );
+    drop(store);
+
+    // Again: the config is there (unchanged: nothing to write) and the sessions exist.
+    let again = chela(
+        home.path(),
+        &["import", "openclaw", state.to_str().unwrap()],
+    )
+    .await;
+    let text = stdout(&again);
+    assert!(
+        text.contains("already holds the imported settings"),
+        "{text}"
+    );
+    assert!(text.contains("sessions imported: 0"), "{text}");
+}
+
+#[tokio::test]
+async fn a_different_config_is_not_replaced_without_force() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join(".chela/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "[queue]\ncap = 3\n").unwrap();
+    let state = fixture("openclaw/state");
+    let out = chela(
+        home.path(),
+        &["import", "openclaw", state.to_str().unwrap()],
+    )
+    .await;
+    let text = stdout(&out);
+    assert!(text.contains("- cap = 3"), "{text}");
+    assert!(
+        text.contains("left as it is (--force replaces it)"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        "[queue]\ncap = 3\n"
+    );
+    let forced = chela(
+        home.path(),
+        &["import", "openclaw", state.to_str().unwrap(), "--force"],
+    )
+    .await;
+    assert!(forced.status.success(), "{}", stderr(&forced));
+    assert!(
+        std::fs::read_to_string(&config)
+            .unwrap()
+            .contains("cap = 10")
+    );
+}
+
+#[tokio::test]
+async fn real_openclaw_and_pi_files_import_show_and_export() {
+    let home = tempfile::tempdir().unwrap();
+    for (key, file, shown) in [
+        (
+            "agent:main:terminal:direct:oc",
+            "openclaw/session-v4.jsonl",
+            "second turn",
+        ),
+        (
+            "agent:main:terminal:direct:pi",
+            "pi/branched-v3.jsonl",
+            "second try on another branch",
+        ),
+    ] {
+        let path = fixture(file);
+        let out = chela(
+            home.path(),
+            &["sessions", "import", key, "--in", path.to_str().unwrap()],
+        )
+        .await;
+        assert!(out.status.success(), "{file}: {}", stderr(&out));
+        assert!(stderr(&out).contains("not carried over: 1 × thinking_level_change"));
+        let show = chela(home.path(), &["sessions", "show", key]).await;
+        assert!(stdout(&show).contains(shown), "{}", stdout(&show));
+        let export = chela(home.path(), &["sessions", "export", key]).await;
+        let exported = stdout(&export);
+        let header: serde_json::Value =
+            serde_json::from_str(exported.lines().next().unwrap()).unwrap();
+        assert_eq!(header["version"], 4);
+        assert!(exported.contains(shown));
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}

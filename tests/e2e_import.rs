@@ -47,7 +47,8 @@ async fn import_openclaw_writes_config_sessions_and_pairing() {
     assert!(out.status.success(), "{text}\n{}", stderr(&out));
     assert!(text.contains("sessions imported: 2, entries: 12"), "{text}");
     assert!(text.contains("paired senders carried over: 3"), "{text}");
-    assert!(text.contains("agent ops: chela runs one agent"), "{text}");
+    // The second agent becomes an [[agents]] entry.
+    assert!(text.contains("+ id = \"ops\""), "{text}");
     assert!(text.contains("× thinking_level_change"), "{text}");
     assert!(
         text.contains("+ token = \"123456:telegram-fixture-token\""),
@@ -71,11 +72,11 @@ async fn import_openclaw_writes_config_sessions_and_pairing() {
     let list = chela(home.path(), &["sessions", "list"]).await;
     let listed = stdout(&list);
     assert!(
-        listed.contains("agent:main:telegram:direct:12345\t3 entries"),
+        listed.contains("agent:main:telegram:direct:12345\tagent main\t3 entries"),
         "{listed}"
     );
     assert!(
-        listed.contains("agent:main:terminal:direct:fixture-one\t9 entries"),
+        listed.contains("agent:main:terminal:direct:fixture-one\tagent main\t9 entries"),
         "{listed}"
     );
     let show = chela(

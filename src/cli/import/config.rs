@@ -19,12 +19,16 @@ pub fn map(openclaw: &Value, dir: &std::path::Path) -> Mapped {
     let mut out = Table::new();
     let mut not_carried = Vec::new();
     let (agent_id, agent) = default_agent(&openclaw["agents"]);
-    not_carried.extend(other_agents_for_agents_table(
-        &openclaw["agents"],
-        &agent_id,
-    ));
     let defaults = &openclaw["agents"]["defaults"];
     let model_ref = model_ref(&agent["model"]).or_else(|| model_ref(&defaults["model"]));
+    let provider = model_ref
+        .as_deref()
+        .and_then(|r| r.split_once('/'))
+        .map(|p| p.0);
+    let (agents, ids, skipped) = super::agents::agents(openclaw, &agent_id, provider, dir);
+    not_carried.extend(skipped);
+    let (bindings, skipped) = super::agents::bindings(&openclaw["bindings"], &ids);
+    not_carried.extend(skipped);
     if let Some(model) = model_ref.and_then(|r| model_table(openclaw, &r, &mut not_carried)) {
         out.insert("model".into(), Toml::Table(model));
     }
@@ -34,13 +38,15 @@ pub fn map(openclaw: &Value, dir: &std::path::Path) -> Mapped {
         .as_str()
         .or(defaults["workspace"].as_str());
     if let Some(workspace) = workspace {
-        let workspace = match workspace.strip_prefix("~/.openclaw/") {
-            Some(rest) => dir.join(rest).display().to_string(),
-            None => workspace.to_string(),
-        };
-        agent_table.insert("workspace".into(), workspace.into());
+        agent_table.insert("workspace".into(), openclaw_path(workspace, dir).into());
     }
     out.insert("agent".into(), Toml::Table(agent_table));
+    if !agents.is_empty() {
+        out.insert("agents".into(), Toml::Array(agents));
+    }
+    if !bindings.is_empty() {
+        out.insert("bindings".into(), Toml::Array(bindings));
+    }
     if let Some(queue) = queue(&openclaw["messages"]["queue"]) {
         out.insert("queue".into(), Toml::Table(queue));
     }
@@ -68,7 +74,7 @@ pub fn map(openclaw: &Value, dir: &std::path::Path) -> Mapped {
         for key in top.keys() {
             if !matches!(
                 key.as_str(),
-                "agents" | "models" | "messages" | "channels" | "meta" | "wizard"
+                "agents" | "bindings" | "models" | "messages" | "channels" | "meta" | "wizard"
             ) {
                 not_carried.push(format!("{key}: no chela counterpart"));
             }
@@ -107,32 +113,16 @@ fn default_agent(agents: &Value) -> (String, Value) {
     ("main".into(), Value::Null)
 }
 
-/// The agents besides the default one. chela's config holds one `[agent]` today; when
-/// `[[agents]]` exists this is where each would be mapped to an entry. For now each is listed
-/// as not carried over.
-pub fn other_agents_for_agents_table(agents: &Value, default_id: &str) -> Vec<String> {
-    let mut ids: Vec<String> = Vec::new();
-    if let Some(entries) = agents["entries"].as_object() {
-        ids.extend(entries.keys().cloned());
+/// A path in OpenClaw's config: one under `~/.openclaw/` is taken to be under `dir`.
+pub fn openclaw_path(path: &str, dir: &std::path::Path) -> String {
+    match path.strip_prefix("~/.openclaw/") {
+        Some(rest) => dir.join(rest).display().to_string(),
+        None => path.to_string(),
     }
-    if let Some(list) = agents["list"].as_array() {
-        ids.extend(
-            list.iter()
-                .filter_map(|a| a["id"].as_str().map(str::to_string)),
-        );
-    }
-    ids.into_iter()
-        .filter(|id| id != default_id)
-        .map(|id| {
-            format!(
-                "agent {id}: chela runs one agent ([agent]); only {default_id} was carried over"
-            )
-        })
-        .collect()
 }
 
 /// `provider/model` from a model setting (a string or `{ primary }`).
-fn model_ref(model: &Value) -> Option<String> {
+pub fn model_ref(model: &Value) -> Option<String> {
     model
         .as_str()
         .or_else(|| model["primary"].as_str())
@@ -287,12 +277,9 @@ mod tests {
             table["channels"]["discord"]["dm_policy"].as_str(),
             Some("allowlist")
         );
-        assert!(
-            mapped
-                .not_carried
-                .iter()
-                .any(|l| l.starts_with("agent ops:"))
-        );
+        let ops = &table["agents"].as_array().unwrap()[0];
+        assert_eq!(ops["id"].as_str(), Some("ops"));
+        assert_eq!(ops["workspace"].as_str(), Some("/oc/workspace-ops"));
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("config.toml");
         std::fs::write(&path, &mapped.toml).unwrap();

@@ -2,6 +2,7 @@
 //! transcripts, pairing approvals). Nothing it cannot carry over is dropped silently: the
 //! summary lists it.
 
+mod agents;
 mod config;
 mod state;
 

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::agent::provider::{BoxFuture, EventStream, ProviderError};
-use crate::agent::run::{RunRequest, RunStatus};
+use crate::agent::run::RunStatus;
 use crate::agent::tools::{Tool, ToolContext, ToolOutput};
 use crate::domain::message::{AssistantMessage, ToolCall, Usage, now_ms};
 use crate::store::{Entry, Store};
@@ -406,25 +406,7 @@ fn agent(model: Arc<TestModel>, context_window: u64, reserve_tokens: u64) -> Age
 }
 
 async fn run(agent: &Agent, text: &str) -> (RunStatus, Vec<RunEvent>) {
-    let (_steer_tx, steer) = mpsc::channel(4);
-    let (events, mut rx) = mpsc::channel(10_000);
-    let outcome = agent
-        .run(RunRequest {
-            session_key: KEY.into(),
-            run_id: String::new(),
-            text: text.into(),
-            media: Vec::new(),
-            cancel: CancellationToken::new(),
-            steer,
-            steer_files: None,
-            events,
-            reply_to: None,
-        })
-        .await;
-    let mut seen = Vec::new();
-    while let Ok(e) = rx.try_recv() {
-        seen.push(e);
-    }
+    let (outcome, seen) = crate::agent::test_support::run_collecting(agent, KEY, text).await;
     (outcome.status, seen)
 }
 

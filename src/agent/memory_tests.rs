@@ -5,12 +5,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::sync::mpsc;
 
 use super::*;
 use crate::agent::compact::{CompactionSettings, SUMMARY_SYSTEM};
 use crate::agent::provider::{BoxFuture, EventStream, Provider, ProviderError};
-use crate::agent::run::{RunRequest, RunStatus};
+use crate::agent::run::RunStatus;
 use crate::domain::events::RunEvent;
 use crate::domain::message::text_of;
 use crate::store::{Entry, EntryKind, Store};
@@ -182,25 +181,7 @@ fn fill(agent: &Agent, tokens: u64) {
 }
 
 async fn run(agent: &Agent, text: &str) -> (RunStatus, String, Vec<RunEvent>) {
-    let (_steer_tx, steer) = mpsc::channel(4);
-    let (events, mut rx) = mpsc::channel(10_000);
-    let outcome = agent
-        .run(RunRequest {
-            session_key: KEY.into(),
-            run_id: String::new(),
-            text: text.into(),
-            media: Vec::new(),
-            cancel: CancellationToken::new(),
-            steer,
-            steer_files: None,
-            events,
-            reply_to: None,
-        })
-        .await;
-    let mut seen = Vec::new();
-    while let Ok(e) = rx.try_recv() {
-        seen.push(e);
-    }
+    let (outcome, seen) = crate::agent::test_support::run_collecting(agent, KEY, text).await;
     (outcome.status, outcome.text, seen)
 }
 

@@ -12,6 +12,8 @@ pub mod policy;
 pub mod provider;
 pub mod run;
 pub mod skills;
+#[cfg(test)]
+pub(crate) mod test_support;
 pub mod tools;
 
 use std::time::Duration;

@@ -158,6 +158,42 @@ async fn a_different_config_is_not_replaced_without_force() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_gateway_is_named_before_anything_is_written() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join(".chela/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "[model]\nprovider = \"echo\"\n").unwrap();
+    let mut cmd = chela_command(home.path());
+    // No model is called; the gateway only needs one configured to start.
+    cmd.args(["gateway"])
+        .env("RUST_LOG", "info")
+        .env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+        .env("OPENAI_API_KEY", "unused");
+    let gateway = common::Chat::spawn(cmd);
+    gateway.wait_stderr_line("chela ready").await;
+    let state = fixture("openclaw/state");
+    let out = chela(
+        home.path(),
+        &["import", "openclaw", state.to_str().unwrap(), "--force"],
+    )
+    .await;
+    gateway.signal("TERM");
+    let done = gateway.finish().await;
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("stop the gateway first"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        "[model]\nprovider = \"echo\"\n",
+        "the config is left as it was"
+    );
+    assert!(done.status.success(), "{}", done.stderr);
+}
+
 #[tokio::test]
 async fn real_openclaw_and_pi_files_import_show_and_export() {
     let home = tempfile::tempdir().unwrap();

@@ -42,6 +42,12 @@ pub async fn run(
         eprintln!("chela: {} is not a folder", dir.display());
         return ExitCode::from(2);
     }
+    // A running gateway holds the store: refuse before anything is written. The imported
+    // config leaves `[store]` as it is, so this is the store the import writes to.
+    if let Err(e @ StoreError::Locked { .. }) = Store::open_config(&loaded.config) {
+        eprintln!("chela: {e}; stop the gateway first (the import writes to the store)");
+        return ExitCode::from(2);
+    }
     let mut not_carried: Vec<String> = Vec::new();
     let target = explicit
         .map(Path::to_path_buf)

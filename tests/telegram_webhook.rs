@@ -83,7 +83,19 @@ async fn webhook_updates_need_the_secret_and_are_answered() {
             Duration::from_secs(20),
         )
         .await;
-    // The redelivered update is one message in the metrics too.
+    // `/new` with text: one message, though it leaves a turn behind the command.
+    let new = r#"{"update_id": 9, "message": {"message_id": 5, "date": 1700000001,
+        "chat": {"id": 42, "type": "private", "first_name": "Ann"},
+        "from": {"id": 42, "is_bot": false, "first_name": "Ann"}, "text": "/new again"}}"#;
+    assert_eq!(post(&listen, "/tg/hook", "s3cret", new).await, 200);
+    let again = tg
+        .wait_for(
+            |t| t.sent(42).iter().any(|m| m.text == "ok: again"),
+            Duration::from_secs(20),
+        )
+        .await;
+    assert!(again, "sent: {:?}", tg.sent(42));
+    // The redelivered update is one message in the metrics too, and so is `/new again`.
     let line = gateway.wait_stderr_line("rpc listening on ").await;
     let rpc = line.split("rpc listening on ").nth(1).unwrap().trim();
     let metrics = reqwest::get(format!("http://{rpc}/metrics"))
@@ -96,9 +108,15 @@ async fn webhook_updates_need_the_secret_and_are_answered() {
     let done = gateway.finish().await;
     assert!(answered, "sent: {:?}\nstderr: {}", tg.sent(42), done.stderr);
     assert!(
-        metrics.contains("\nchela_inbound_messages_total{channel=\"telegram\"} 1\n"),
+        metrics.contains("\nchela_inbound_messages_total{channel=\"telegram\"} 2\n"),
         "{metrics}"
     );
-    assert_eq!(tg.sent(42).len(), 1, "{:?}", tg.sent(42));
-    assert_eq!(setup.model_calls().len(), 1);
+    let hello = tg
+        .sent(42)
+        .iter()
+        .filter(|m| m.text == "ok: hello hook")
+        .count();
+    assert_eq!(hello, 1, "{:?}", tg.sent(42));
+    // hello hook, again.
+    assert_eq!(setup.model_calls().len(), 2);
 }

@@ -76,8 +76,8 @@ impl RpcConfig {
             .iter()
             .map(|h| h.trim().to_owned())
             .chain(public)
+            .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
             .filter(|h| !h.is_empty())
-            .map(|h| h.to_ascii_lowercase())
             .collect()
     }
 

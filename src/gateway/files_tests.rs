@@ -203,3 +203,26 @@ fn file_lines_after_an_open_code_fence_are_still_file_lines() {
     assert_eq!(paths, ["/ws/a.png"]);
     assert_eq!(body, "see\n```rust\nfn main() {}\n```");
 }
+
+#[test]
+fn a_sessions_files_come_from_its_agents_workspace() {
+    let (dir, mut policy) = setup();
+    let coder = dir.path().join("ws-coder");
+    std::fs::create_dir_all(&coder).unwrap();
+    std::fs::write(coder.join("patch.diff"), b"diff").unwrap();
+    policy.others = vec![("coder".to_owned(), coder.clone())];
+    let theirs = policy.for_session("agent:coder:telegram:direct:42");
+    assert_eq!(theirs.workspace(), coder.as_path());
+    assert!(theirs.resolve("patch.diff").is_ok());
+    assert!(theirs.resolve("out/chart.png").is_err());
+    let main = policy.for_session("agent:main:telegram:direct:42");
+    assert!(main.resolve("out/chart.png").is_ok());
+    assert!(main.resolve("patch.diff").is_err());
+    // A key that does not parse keeps the default agent's workspace.
+    assert!(
+        policy
+            .for_session("garbage")
+            .resolve("out/chart.png")
+            .is_ok()
+    );
+}

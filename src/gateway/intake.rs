@@ -274,8 +274,9 @@ async fn run_command(
         }
         let commands = super::command_context::CoreCommands(core.clone());
         let first = super::commands::handle(&commands, &key, &inbound, command).await;
+        // The turn a command leaves (`/new <text>`) was counted with the command.
         if let Some(first) = first
-            && let Err(e) = enqueue(&core, key, first).await
+            && let Err(e) = enqueue_counted(&core, key, first, false).await
         {
             core.say(
                 &inbound.conversation,
@@ -457,6 +458,16 @@ async fn enqueue(
     key: String,
     inbound: Inbound,
 ) -> Result<Option<u64>, SinkError> {
+    enqueue_counted(core, key, inbound, true).await
+}
+
+/// [`enqueue`], counting a new message in the inbound metric when `count`.
+async fn enqueue_counted(
+    core: &Arc<Core>,
+    key: String,
+    inbound: Inbound,
+    count: bool,
+) -> Result<Option<u64>, SinkError> {
     let dedupe = crate::store::dedupe_key(&inbound);
     let channel = inbound.conversation.channel.clone();
     let pending = PendingTurn {
@@ -465,7 +476,7 @@ async fn enqueue(
         queued_ms: crate::domain::message::now_ms(),
     };
     let queued = enqueue_keyed(core, pending, &dedupe).await?;
-    if queued.is_some() {
+    if count && queued.is_some() {
         // Counted once it is known to be new: a redelivery is not a second message.
         crate::metrics::global().inbound(&channel);
     }

@@ -148,7 +148,12 @@ impl Files<'_> {
         relative: String,
     ) -> (String, Option<ContentBlock>) {
         let limit = core.config.media.max_bytes();
-        let workspace = &core.agents.for_key(self.key).tool_context.workspace;
+        // A coding agent's turn reads its pictures from the default agent's workspace (the
+        // ACP manager's); every other turn from its own agent's.
+        let workspace = match core.acp.binding(self.key) {
+            Some(_) => &core.agents.default_agent().tool_context.workspace,
+            None => &core.agents.for_key(self.key).tool_context.workspace,
+        };
         let file = workspace.join(&relative);
         let channel = core.channel(&self.target.channel);
         let size = match fetch_once_until(channel, attachment, &file, limit, self.cancel).await {

@@ -172,7 +172,7 @@ async fn send_files(
         let (path, _) = core
             .outbox
             .files()
-            .for_session(key)
+            .for_session(&request.from)
             .open_blocking(requested, channel.name(), channel.max_file_bytes())
             .await
             .map_err(|e| ToolRefusal::Refused(e.to_string()))?;
@@ -207,7 +207,8 @@ async fn send_files(
         .map_err(|e| forget(e.into()))?;
     let outcome = core.outbox.submit_watched(Delivery {
         id,
-        session_key: key.to_owned(),
+        // The files are the sending agent's: its workspace is where they are opened again.
+        session_key: request.from.clone(),
         to,
         text,
         created_ms: now,

@@ -131,7 +131,10 @@ async fn once(
     cancel: &CancellationToken,
 ) -> Result<String, ToolRefusal> {
     let cwd = match &request.cwd {
-        Some(cwd) => resolve_cwd(&core.config.agent.workspace, cwd)?,
+        Some(cwd) => {
+            let parent = core.agents.for_key(&request.parent_session);
+            resolve_cwd(&parent.tool_context.workspace, cwd)?
+        }
         None => {
             let cwd = core.acp.default_cwd(name);
             std::fs::create_dir_all(&cwd)

@@ -38,9 +38,10 @@ pub fn routes<S>(
 where
     S: Clone + Send + Sync + 'static,
 {
+    let proxied = api.config().rpc.public_origin().is_some();
     let ops = Arc::new(Ops {
         api,
-        scrape_tokens: scrape_tokens(address, tokens),
+        scrape_tokens: scrape_tokens(address, proxied, tokens),
         reading: tokio::sync::Mutex::new(()),
     });
     axum::Router::new()
@@ -50,9 +51,10 @@ where
         .with_state(ops)
 }
 
-/// The tokens `/metrics` takes on a listener at `address`: none asked on loopback.
-fn scrape_tokens(address: SocketAddr, tokens: Vec<String>) -> Option<Vec<String>> {
-    (!address.ip().is_loopback()).then_some(tokens)
+/// The tokens `/metrics` takes on a listener at `address`: none asked on loopback, unless a
+/// reverse proxy makes it reachable from outside (`proxied`: `[rpc] public_url` is set).
+fn scrape_tokens(address: SocketAddr, proxied: bool, tokens: Vec<String>) -> Option<Vec<String>> {
+    (proxied || !address.ip().is_loopback()).then_some(tokens)
 }
 
 /// Whether a request with `headers` may scrape.
@@ -110,11 +112,14 @@ mod tests {
     #[test]
     fn loopback_scrapes_freely_other_addresses_need_a_token() {
         let tokens = vec!["client".to_owned(), "operator".to_owned()];
-        let loopback = scrape_tokens("127.0.0.1:8080".parse().unwrap(), tokens.clone());
+        let loopback = scrape_tokens("127.0.0.1:8080".parse().unwrap(), false, tokens.clone());
         assert!(may_scrape(loopback.as_deref(), &HeaderMap::new()));
-        let v6 = scrape_tokens("[::1]:8080".parse().unwrap(), tokens.clone());
+        let v6 = scrape_tokens("[::1]:8080".parse().unwrap(), false, tokens.clone());
         assert!(may_scrape(v6.as_deref(), &HeaderMap::new()));
-        let open = scrape_tokens("0.0.0.0:8080".parse().unwrap(), tokens);
+        let proxied = scrape_tokens("127.0.0.1:8080".parse().unwrap(), true, tokens.clone());
+        assert!(!may_scrape(proxied.as_deref(), &HeaderMap::new()));
+        assert!(may_scrape(proxied.as_deref(), &with_bearer("client")));
+        let open = scrape_tokens("0.0.0.0:8080".parse().unwrap(), false, tokens);
         assert!(!may_scrape(open.as_deref(), &HeaderMap::new()));
         assert!(!may_scrape(open.as_deref(), &with_bearer("wrong")));
         assert!(may_scrape(open.as_deref(), &with_bearer("client")));

@@ -34,9 +34,14 @@ pub(crate) async fn watch(shards: Arc<ShardManager>, state: Arc<State>, stop: Ca
             .await
             .values()
             .any(|runner| runner.stage == ConnectionStage::Connected);
+        let was_down = down >= DOWN_LOOKS;
         down = next_down(down, up);
         if down >= DOWN_LOOKS {
             state.set_connected(false);
+        } else if up && was_down {
+            // Marked down by these looks, connected again (READY or RESUMED may have come
+            // before the runner's stage said so).
+            state.set_connected(true);
         }
     }
 }

@@ -205,7 +205,7 @@ pub fn history_file(loaded: &LoadedConfig) -> std::path::PathBuf {
 
 /// The line shown when an interactive chat starts: model, session, how to leave.
 fn banner(gateway: &chela::gateway::Gateway, key: &str, options: &ChatOptions) -> String {
-    let provider = &gateway.core().agents.default_agent().provider;
+    let provider = &gateway.core().agents.for_key(key).provider;
     let chosen = chela::agent::model_choice::chosen(&gateway.core().store, key);
     let model = options.model.clone().or(chosen);
     format!(

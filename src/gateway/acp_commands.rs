@@ -122,7 +122,8 @@ async fn spawn(
     label: Option<String>,
 ) -> String {
     let name = harness_name.unwrap_or_else(|| ctx.acp().config().default_agent.clone());
-    match start_binding(ctx, inbound, &name, placement, cwd, label).await {
+    let key = ctx.session_key(inbound);
+    match start_binding(ctx, inbound, &key, &name, placement, cwd, label).await {
         Ok(started) if started.in_new_thread => format!(
             "Started {name} ({}) in a new thread, folder {}.",
             started.agent,
@@ -194,10 +195,12 @@ pub struct Started {
 }
 
 /// Binds harness `name` for the conversation of `from` (or a new thread under it), starting
-/// the agent and its session.
+/// the agent and its session; a relative `cwd` is taken in the workspace of the agent of
+/// session `key` (the one asking).
 pub async fn start_binding(
     ctx: &dyn CommandContext,
     from: &Inbound,
+    key: &str,
     name: &str,
     placement: Placement,
     cwd: Option<String>,
@@ -214,8 +217,9 @@ pub async fn start_binding(
         });
     }
     let cwd = match cwd {
-        Some(requested) => resolve_cwd(ctx.workspace(&ctx.session_key(from)), &requested)
-            .map_err(BindError::BadCwd)?,
+        Some(requested) => {
+            resolve_cwd(ctx.workspace(key), &requested).map_err(BindError::BadCwd)?
+        }
         None => {
             let path = ctx.acp().default_cwd(name);
             std::fs::create_dir_all(&path).map_err(|source| BindError::CreateCwd {

@@ -92,6 +92,7 @@ async fn in_thread(
     let started = start_binding(
         &super::command_context::CoreCommands(core.clone()),
         &from,
+        &request.parent_session,
         name,
         Placement::ThreadAuto,
         request.cwd.clone(),

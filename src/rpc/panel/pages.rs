@@ -195,6 +195,7 @@ fn sessions(panel: &Panel, query: &HashMap<String, String>) -> Page {
         .take(SESSIONS_SHOWN)
         .map(|s| {
             let model = crate::agent::model_choice::chosen(store, &s.key)
+                .or_else(|| agent_model(config, &s.key))
                 .unwrap_or_else(|| default_model.clone());
             let mode = store
                 .get_settings::<LaneSettings>(&s.key)
@@ -363,6 +364,14 @@ fn mask(text: &str) -> String {
         }
     }
     out
+}
+
+/// The model of session `key`'s agent when an `[[agents]]` entry sets one.
+fn agent_model(config: &crate::config::Config, key: &str) -> Option<String> {
+    let agent = crate::domain::session_key::SessionKey::parse(key)
+        .ok()?
+        .agent;
+    config.agents.iter().find(|a| a.id == agent)?.model.clone()
 }
 
 #[cfg(test)]

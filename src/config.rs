@@ -299,7 +299,12 @@ impl Config {
         if let Err((key, message)) = self.hooks.check() {
             return invalid(&key, message);
         }
-        if let Err((key, message)) = agents::check(&self.agent.id, &self.agents, &self.bindings) {
+        if let Err((key, message)) = agents::check(
+            &self.agent.id,
+            &self.agent.workspace,
+            &self.agents,
+            &self.bindings,
+        ) {
             return invalid(&key, message);
         }
         if let Err((key, message)) = self.check_urls() {

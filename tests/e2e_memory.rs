@@ -2,6 +2,7 @@
 //! and gets a result citing the note's file and lines, then `memory_get` reads those lines;
 //! the model is told about MEMORY.md and today's daily note. A long `chela agent` session
 //! gets one silent flush turn right before its first summary, never delivered nor kept.
+//! `/compact` in the chat flushes first too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -160,5 +161,34 @@ async fn a_silent_flush_turn_comes_before_the_first_summary() {
         !exported
             .iter()
             .any(|e| e.to_string().contains("Pre-compaction"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_asked_for_in_the_chat_flushes_first() {
+    let s = Setup::start(common::Provider::OpenAi, "steer", 200, "").await;
+    for turn in 0..3 {
+        let (status, json) = s.agent_json(&format!("turn {turn}")).await;
+        assert!(status.success(), "{json}");
+    }
+    let out = s.run(&["agent", "--message", "/compact"]).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("Compacted:"),
+        "{stdout}"
+    );
+    let calls = s.model_calls();
+    let flush = calls
+        .iter()
+        .position(|b| last_user_text(b).starts_with("Pre-compaction memory flush"))
+        .expect("a flush request before /compact's summary");
+    let summary = calls
+        .iter()
+        .position(|b| last_user_text(b).contains("<conversation>"))
+        .unwrap();
+    assert_eq!(
+        flush + 1,
+        summary,
+        "the flush comes right before the summary"
     );
 }

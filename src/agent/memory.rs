@@ -166,6 +166,49 @@ impl Agent {
             return None;
         }
         split_point(messages, settings.keep_tokens(base))?;
+        self.claimed_flush(run, messages).await
+    }
+
+    /// Before `/compact` of session `key` (the owner asked, whatever the window's size): the
+    /// flush turn when `[memory] flush` is on, there is something to summarize, the flush
+    /// prompts still fit the window and the session has not flushed in this cycle yet.
+    pub(crate) async fn flush_before_command_compaction(
+        &self,
+        key: &str,
+        cancel: &CancellationToken,
+    ) -> Option<Flushed> {
+        if !self.memory.flush {
+            return None;
+        }
+        let messages = match self.store.window(key) {
+            Ok(messages) => messages,
+            Err(e) => {
+                tracing::warn!(session = key, error = %e, "no memory flush: cannot read the window");
+                return None;
+            }
+        };
+        split_point(&messages, 0)?;
+        let today = self.memory.config.today();
+        let extra = tokens_of_chars(flush_prompt(&today).len() + FLUSH_SYSTEM.len()) + 16;
+        if estimate_prompt(self.base_tokens(), &messages) + extra > self.compaction.context_window {
+            return None;
+        }
+        let allowed = self.allowed_for(key, None);
+        let model = crate::agent::model_choice::chosen(&self.store, key);
+        let run_id = format!("compact-{}", crate::domain::message::now_ms());
+        let run = FlushRun {
+            key,
+            run_id: &run_id,
+            allowed: &allowed,
+            model: model.as_deref(),
+            cancel,
+        };
+        self.claimed_flush(&run, &messages).await
+    }
+
+    /// Runs the flush turn of `run` over `messages` when its policy lets it write and the
+    /// session has not flushed in this compaction cycle; logs what it did.
+    async fn claimed_flush(&self, run: &FlushRun<'_>, messages: &[Message]) -> Option<Flushed> {
         let tools = self.flush_tools(run.allowed);
         if tools.is_empty() || !self.memory.claim(run.key, cycle_of(messages)) {
             return None;

@@ -273,3 +273,58 @@ async fn no_flush_when_turned_off_or_when_the_run_cannot_write() {
     assert_eq!(model.kinds(), ["summary", "chat"]);
     assert!(!ws.path().join("memory").exists());
 }
+
+#[tokio::test]
+async fn compact_asked_for_flushes_first_once_per_cycle_even_below_the_threshold() {
+    let ws = tempfile::tempdir().unwrap();
+    let model = Model::new(false);
+    let agent = agent(model.clone(), ws.path(), true);
+    let cancel = CancellationToken::new();
+    // One turn: nothing to summarize, so no flush.
+    run(&agent, "hello").await;
+    assert!(
+        agent
+            .flush_before_command_compaction(KEY, &cancel)
+            .await
+            .is_none()
+    );
+    // Far below the automatic threshold, `/compact` still flushes first.
+    let below = agent.base_tokens() + 600;
+    assert!(below < 4_000, "{below}");
+    fill(&agent, below);
+    let done = agent.flush_before_command_compaction(KEY, &cancel).await;
+    assert_eq!(
+        done.map(|d| d.tools),
+        Some(vec!["write".to_owned()]),
+        "{:?}",
+        model.kinds()
+    );
+    let note = ws.path().join(format!("memory/{}.md", model.today));
+    assert_eq!(
+        std::fs::read_to_string(note).unwrap(),
+        "- Dana prefers tea\n"
+    );
+    // Not twice in the same cycle; the compaction that follows starts a new one.
+    assert!(
+        agent
+            .flush_before_command_compaction(KEY, &cancel)
+            .await
+            .is_none()
+    );
+    agent.compact(KEY, 0, &cancel).await.unwrap().unwrap();
+    run(&agent, "more").await;
+    assert!(
+        agent
+            .flush_before_command_compaction(KEY, &cancel)
+            .await
+            .is_some()
+    );
+    // Turned off: none.
+    let off = self::agent(Model::new(false), ws.path(), false);
+    fill(&off, below);
+    assert!(
+        off.flush_before_command_compaction(KEY, &cancel)
+            .await
+            .is_none()
+    );
+}

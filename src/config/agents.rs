@@ -5,7 +5,7 @@
 //! chats it matches to an agent; the most specific matching binding wins, and a chat no
 //! binding matches goes to the default agent.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use chela_channel::{ChatKind, Conversation};
 use serde::{Deserialize, Serialize};
@@ -187,13 +187,15 @@ impl super::Config {
     }
 }
 
-/// Checks `[[agents]]` and `[[bindings]]` beside the default agent `default_id`:
-/// `Err((key, message))` names the key at fault.
+/// Checks `[[agents]]` and `[[bindings]]` beside the default agent `default_id` working in
+/// `default_workspace`: `Err((key, message))` names the key at fault.
 pub fn check(
     default_id: &str,
+    default_workspace: &Path,
     agents: &[AgentEntry],
     bindings: &[Binding],
 ) -> Result<(), (String, String)> {
+    check_workspaces(default_workspace, agents)?;
     let mut ids = vec![default_id];
     for (i, agent) in agents.iter().enumerate() {
         if !crate::domain::session_key::is_valid_agent_id(&agent.id) {
@@ -230,6 +232,35 @@ pub fn check(
                 "names nothing to match: set channel, account, peer, group or thread".to_owned(),
             ));
         }
+    }
+    Ok(())
+}
+
+/// Refuses two agents whose workspaces are the same folder or one inside the other: each
+/// agent's file tools, memory and skills would reach the other's files.
+fn check_workspaces(
+    default_workspace: &Path,
+    agents: &[AgentEntry],
+) -> Result<(), (String, String)> {
+    let mut seen: Vec<(String, &Path)> = vec![("agent.workspace".to_owned(), default_workspace)];
+    for (i, agent) in agents.iter().enumerate() {
+        let Some(workspace) = agent.workspace.as_deref() else {
+            continue;
+        };
+        if let Some((other, _)) = seen
+            .iter()
+            .find(|(_, w)| w.starts_with(workspace) || workspace.starts_with(w))
+        {
+            return Err((
+                format!("agents[{i}].workspace"),
+                format!(
+                    "{} overlaps {other}: each agent needs a folder of its own, \
+                     not inside another's",
+                    workspace.display()
+                ),
+            ));
+        }
+        seen.push((format!("agents[{i}].workspace"), workspace));
     }
     Ok(())
 }
@@ -354,22 +385,74 @@ group = "55"
             ..AgentEntry::default()
         };
         let to = |id: &str| binding(id, |b| b.channel = Some("discord".into()));
-        assert!(check("main", &[agent("coder")], &[to("coder"), to("main")]).is_ok());
+        assert!(
+            check(
+                "main",
+                Path::new("/w"),
+                &[agent("coder")],
+                &[to("coder"), to("main")]
+            )
+            .is_ok()
+        );
         assert_eq!(
-            check("main", &[agent("Bad")], &[]).unwrap_err().0,
+            check("main", Path::new("/w"), &[agent("Bad")], &[])
+                .unwrap_err()
+                .0,
             "agents[0].id"
         );
         assert_eq!(
-            check("main", &[agent("main")], &[]).unwrap_err().0,
+            check("main", Path::new("/w"), &[agent("main")], &[])
+                .unwrap_err()
+                .0,
             "agents[0].id"
         );
         assert_eq!(
-            check("main", &[agent("coder")], &[to("nobody")])
+            check("main", Path::new("/w"), &[agent("coder")], &[to("nobody")])
                 .unwrap_err()
                 .0,
             "bindings[0].agent"
         );
         let empty = binding("main", |_| {});
-        assert_eq!(check("main", &[], &[empty]).unwrap_err().0, "bindings[0]");
+        assert_eq!(
+            check("main", Path::new("/w"), &[], &[empty]).unwrap_err().0,
+            "bindings[0]"
+        );
+    }
+
+    #[test]
+    fn two_agents_may_not_share_or_nest_workspaces() {
+        let at = |id: &str, w: &str| AgentEntry {
+            id: id.to_owned(),
+            workspace: Some(PathBuf::from(w)),
+            ..AgentEntry::default()
+        };
+        let w = Path::new("/srv/ws");
+        assert!(check("main", w, &[at("a", "/srv/ws-a"), at("b", "/srv/b")], &[]).is_ok());
+        for (agents, key, other) in [
+            (
+                vec![at("a", "/srv/ws")],
+                "agents[0].workspace",
+                "agent.workspace",
+            ),
+            (
+                vec![at("a", "/srv/ws/a")],
+                "agents[0].workspace",
+                "agent.workspace",
+            ),
+            (
+                vec![at("a", "/srv")],
+                "agents[0].workspace",
+                "agent.workspace",
+            ),
+            (
+                vec![at("a", "/x/a"), at("b", "/x/a/b")],
+                "agents[1].workspace",
+                "agents[0].workspace",
+            ),
+        ] {
+            let (at_fault, message) = check("main", w, &agents, &[]).unwrap_err();
+            assert_eq!(at_fault, key);
+            assert!(message.contains(other), "{message}");
+        }
     }
 }

@@ -193,6 +193,10 @@ pub struct ToolsConfig {
     pub exec_approvals: ExecApprovals,
     /// Seconds the owner has to answer an approval before it is denied.
     pub approval_timeout_s: u64,
+    /// Whether the session tools (`message` to a target, `sessions_list`,
+    /// `sessions_history`) reach the sessions of other `[[agents]]` too; by default an agent
+    /// sees only its own.
+    pub cross_agent_sessions: bool,
     /// Overrides per channel (`telegram`, `discord`, `terminal`).
     pub channels: BTreeMap<String, ToolScopeConfig>,
     /// Overrides per group chat, keyed `"<channel>:<chat id>"`.
@@ -214,6 +218,7 @@ impl Default for ToolsConfig {
             deny: Vec::new(),
             exec_approvals: ExecApprovals::Off,
             approval_timeout_s: 300,
+            cross_agent_sessions: false,
             channels: BTreeMap::new(),
             groups: BTreeMap::new(),
             exec: ExecConfig::default(),

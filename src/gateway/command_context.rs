@@ -109,7 +109,11 @@ impl CommandContext for CoreCommands {
     fn compactor(&self, key: String) -> Compactor {
         let core = self.0.clone();
         Box::new(move |cancel| {
-            Box::pin(async move { core.agents.for_key(&key).compact(&key, 0, &cancel).await })
+            Box::pin(async move {
+                let agent = core.agents.for_key(&key);
+                agent.flush_before_command_compaction(&key, &cancel).await;
+                agent.compact(&key, 0, &cancel).await
+            })
         })
     }
 }

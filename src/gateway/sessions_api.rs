@@ -65,9 +65,10 @@ impl SessionsApi for GatewaySessions {
         })
     }
 
-    fn list(&self, limit: usize) -> Result<Vec<String>, ToolRefusal> {
+    fn list(&self, from: &str, limit: usize) -> Result<Vec<String>, ToolRefusal> {
         let core = self.core.upgrade().ok_or(ToolRefusal::ShuttingDown)?;
         let mut sessions = core.store.list_sessions()?;
+        sessions.retain(|s| sees(&core, from, &s.key));
         sessions.sort_by_key(|s| std::cmp::Reverse(s.updated_ms));
         let now = crate::domain::message::now_ms();
         Ok(sessions
@@ -100,8 +101,9 @@ impl SessionsApi for GatewaySessions {
             .collect())
     }
 
-    fn history(&self, key: &str, limit: usize) -> Result<Vec<String>, ToolRefusal> {
+    fn history(&self, from: &str, key: &str, limit: usize) -> Result<Vec<String>, ToolRefusal> {
         let core = self.core.upgrade().ok_or(ToolRefusal::ShuttingDown)?;
+        check_sees(&core, from, key)?;
         let window = core.store.window(key)?;
         let lines: Vec<String> = window
             .iter()
@@ -123,6 +125,26 @@ impl SessionsApi for GatewaySessions {
     }
 }
 
+/// Whether the session tools of session `from` reach session `key`: the sessions of the same
+/// agent (a key of an agent no longer configured counts as the default agent's), or every
+/// session with `[tools] cross_agent_sessions`.
+fn sees(core: &Core, from: &str, key: &str) -> bool {
+    core.config.tools.cross_agent_sessions
+        || core.agents.for_key(from).id == core.agents.for_key(key).id
+}
+
+/// [`sees`] as a refusal naming the other agent.
+fn check_sees(core: &Core, from: &str, key: &str) -> Result<(), ToolRefusal> {
+    if sees(core, from, key) {
+        return Ok(());
+    }
+    Err(ToolRefusal::Refused(format!(
+        "session {key} belongs to agent {:?}; this agent reaches only its own sessions \
+         ([tools] cross_agent_sessions is off)",
+        core.agents.for_key(key).id
+    )))
+}
+
 /// The session and conversation a send goes to: `target`'s last conversation, or the run's
 /// own (`reply_to`) when there is no target.
 fn destination(
@@ -137,6 +159,7 @@ fn destination(
             (from, to)
         }
         Some(key) => {
+            check_sees(core, &from, &key)?;
             let to = core.store.target(&key)?.ok_or_else(|| {
                 format!(
                     "unknown session {key:?}: it has never replied in a chat (see sessions_list)"

@@ -111,3 +111,56 @@ async fn a_send_refused_for_good_leaves_no_mark_so_the_run_may_try_again() {
     assert!(again.starts_with("sent 1 file(s)"), "{again}");
     assert_eq!(channel.uploads().len(), 1, "the second try delivered it");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_reaches_only_its_own_sessions_unless_cross_agent_is_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mine = "agent:main:test:direct:7";
+    let theirs = "agent:coder:test:direct:8";
+    for cross in [false, true] {
+        let mut config = Config::default();
+        config.model.provider = ProviderKind::Echo;
+        config.store.path = dir.path().join(format!("store-{cross}"));
+        config.agent.workspace = dir.path().join("ws");
+        config.agents.push(crate::config::AgentEntry {
+            id: "coder".into(),
+            workspace: Some(dir.path().join("ws-coder")),
+            ..Default::default()
+        });
+        config.tools.cross_agent_sessions = cross;
+        let channel = TestChannel::new(1_000);
+        let gateway = Gateway::start(config, vec![channel as Arc<dyn Channel>])
+            .await
+            .unwrap();
+        let core = gateway.core();
+        for key in [mine, theirs] {
+            core.store.ensure_session(key, "/").unwrap();
+            core.store
+                .append_message(key, &Message::user("hello"))
+                .unwrap();
+            core.store.set_target(key, &direct_chat()).unwrap();
+        }
+        let api = GatewaySessions {
+            core: Arc::downgrade(core),
+        };
+        let listed = api.list(mine, 10).unwrap().join("\n");
+        assert!(listed.contains(mine), "{listed}");
+        assert_eq!(listed.contains(theirs), cross, "{listed}");
+        let history = api.history(mine, theirs, 10);
+        let sent = api
+            .send(mine.into(), None, Some(theirs.into()), "hi".into())
+            .await;
+        if cross {
+            assert_eq!(history.unwrap(), ["user: hello"]);
+            assert!(sent.is_ok(), "{sent:?}");
+        } else {
+            let refused = history.unwrap_err().to_string();
+            assert!(refused.contains("belongs to agent \"coder\""), "{refused}");
+            let refused = sent.unwrap_err().to_string();
+            assert!(refused.contains("cross_agent_sessions"), "{refused}");
+        }
+        // The other agent sees its own session either way.
+        assert!(api.list(theirs, 10).unwrap().join("\n").contains(theirs));
+        gateway.shutdown().await;
+    }
+}

@@ -39,10 +39,12 @@ pub trait SessionsApi: Send + Sync {
             ))
         })
     }
-    /// The most recently active sessions, newest first, one line each.
-    fn list(&self, limit: usize) -> Result<Vec<String>, ToolRefusal>;
-    /// The last `limit` messages of session `key`, oldest first, one line each.
-    fn history(&self, key: &str, limit: usize) -> Result<Vec<String>, ToolRefusal>;
+    /// The most recently active sessions session `from` may see, newest first, one line
+    /// each.
+    fn list(&self, from: &str, limit: usize) -> Result<Vec<String>, ToolRefusal>;
+    /// The last `limit` messages of session `key` (refused when `from` may not see it),
+    /// oldest first, one line each.
+    fn history(&self, from: &str, key: &str, limit: usize) -> Result<Vec<String>, ToolRefusal>;
 }
 
 /// What the `message` tool asks [`SessionsApi::send_files`] to send.
@@ -210,7 +212,7 @@ impl Tool for SessionsListTool {
                 Ok(api) => api,
                 Err(out) => return out,
             };
-            match api.list(limit) {
+            match api.list(&ctx.session_key, limit) {
                 Ok(lines) if lines.is_empty() => ToolOutput::ok("no sessions"),
                 Ok(lines) => {
                     ToolOutput::ok(truncate::head_tail(&lines.join("\n"), ctx.max_output_chars))
@@ -259,7 +261,7 @@ impl Tool for SessionsHistoryTool {
                 Ok(api) => api,
                 Err(out) => return out,
             };
-            match api.history(&key, limit) {
+            match api.history(&ctx.session_key, &key, limit) {
                 Ok(lines) if lines.is_empty() => ToolOutput::ok(format!("{key}: no messages")),
                 Ok(lines) => {
                     ToolOutput::ok(truncate::head_tail(&lines.join("\n"), ctx.max_output_chars))
@@ -302,11 +304,16 @@ mod tests {
             Box::pin(async { Ok("sent".to_owned()) })
         }
 
-        fn list(&self, limit: usize) -> Result<Vec<String>, ToolRefusal> {
+        fn list(&self, _from: &str, limit: usize) -> Result<Vec<String>, ToolRefusal> {
             Ok((0..limit).map(|i| format!("s{i}")).collect())
         }
 
-        fn history(&self, key: &str, _limit: usize) -> Result<Vec<String>, ToolRefusal> {
+        fn history(
+            &self,
+            _from: &str,
+            key: &str,
+            _limit: usize,
+        ) -> Result<Vec<String>, ToolRefusal> {
             Err(format!("no session {key}").into())
         }
     }

@@ -19,6 +19,8 @@
 //!   (all `user_sends` in one go); time until all replies are present (checked every
 //!   [`LOAD_POLL`]), messages per second, and the chela process's VmHWM afterwards.
 
+mod common;
+
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::process::Stdio;
@@ -148,7 +150,7 @@ impl Gateway {
     /// `chela --config <dir>/config.toml gateway`, HOME = `dir`, a clean environment (no
     /// OPENAI_*, TELEGRAM_*, DISCORD_*, CHELA_* variables).
     fn spawn(dir: &Path, rust_log: &str) -> BenchResult<Gateway> {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_chela"))
+        let mut child = Command::new(common::chela_binary())
             .env_clear()
             .env("HOME", dir)
             .env("USER", "bench")

@@ -13,7 +13,6 @@
 
 mod common;
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -69,9 +68,8 @@ async fn run() -> BenchResult {
     let text = std::fs::read_to_string(&config)?
         .replace("api_key = \"x\"\n", "api_key = \"x\"\nvision = \"off\"\n");
     std::fs::write(&config, text)?;
-    let bin =
-        std::env::var("CHELA_BENCH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_chela").to_owned());
-    let mut child = tg_gateway::spawn(Path::new(&bin), dir.path())?;
+    let bin = common::chela_binary();
+    let mut child = tg_gateway::spawn(&bin, dir.path())?;
     let pid = child.id().ok_or("the gateway has no pid")?.to_string();
     tg_gateway::wait_polling(&tg).await?;
     tokio::time::sleep(SETTLE).await;
@@ -123,8 +121,9 @@ async fn run() -> BenchResult {
     };
     table(
         &format!(
-            "media: {USERS} users send a {} MB photo at once ({bin}, {profile})",
-            PHOTO_BYTES >> 20
+            "media: {USERS} users send a {} MB photo at once ({}, {profile})",
+            PHOTO_BYTES >> 20,
+            bin.display()
         ),
         &[
             row("peak RSS before", mib(before.hwm_kib)),

@@ -20,7 +20,7 @@
 mod common;
 
 use std::collections::VecDeque;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -56,13 +56,6 @@ fn env_or(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// The `chela` binary to measure.
-fn binary() -> PathBuf {
-    std::env::var_os("CHELA_BENCH_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_chela")))
-}
-
 /// A running `chela gateway`; its stderr is drained into a short tail.
 struct Gateway {
     child: Child,
@@ -75,7 +68,7 @@ struct Gateway {
 impl Gateway {
     /// `chela --config <dir>/config.toml gateway` with HOME = `dir` and a clean environment.
     fn spawn(dir: &Path) -> BenchResult<Gateway> {
-        let mut child = Command::new(binary())
+        let mut child = Command::new(common::chela_binary())
             .env_clear()
             .env("HOME", dir)
             .env("USER", "bench")
@@ -265,7 +258,7 @@ async fn bench() -> BenchResult {
     std::fs::write(dir.path().join("config.toml"), config)?;
     let data = dir.path().join("data");
     let mut rows = vec![
-        row("binary", binary().display().to_string()),
+        row("binary", common::chela_binary().display().to_string()),
         row(
             "load",
             format!("{messages} messages over {chats} private chats ({waves} waves)"),

@@ -30,13 +30,6 @@ const IDLE: Duration = Duration::from_secs(3);
 /// The client token.
 const TOKEN: &str = "bench-client-token";
 
-/// The `chela` binary to measure.
-fn binary() -> PathBuf {
-    std::env::var_os("CHELA_BENCH_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_chela")))
-}
-
 /// Writes the config of a gateway in `dir` (echo model, terminal channel, RPC on a free
 /// port) with the panel `on` or off.
 fn config(dir: &Path, on: bool) -> BenchResult<PathBuf> {
@@ -79,7 +72,7 @@ struct Gateway {
 }
 
 async fn start(dir: &Path, config: &Path) -> BenchResult<Gateway> {
-    let mut child = Command::new(binary())
+    let mut child = Command::new(common::chela_binary())
         .arg("--config")
         .arg(config)
         .arg("gateway")
@@ -291,7 +284,7 @@ async fn idle_rss(on: bool) -> BenchResult<(u64, u64)> {
 
 #[tokio::main]
 async fn main() -> BenchResult {
-    println!("binary: {}", binary().display());
+    println!("binary: {}", common::chela_binary().display());
     let mut off = Vec::new();
     let mut on = Vec::new();
     let mut used = Vec::new();

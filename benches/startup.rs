@@ -9,7 +9,7 @@
 //! `elapsed_ms` the binary logs itself. The first [`RSS_RUNS`] runs then idle for
 //! [`IDLE`] and read VmRSS/VmHWM from `/proc/<pid>/status`, send one line on stdin and time
 //! the reply on stdout (a cold first turn), and read the memory again. Every run ends with
-//! SIGTERM, timing the graceful shutdown.
+//! SIGTERM, timing the graceful shutdown. `CHELA_BENCH_BIN` measures another `chela` binary.
 
 mod common;
 
@@ -129,7 +129,7 @@ async fn run_once(fake: &FakeModel, measure_memory: bool) -> BenchResult<Run> {
     );
     std::fs::write(&config, text)?;
     let started = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_chela"))
+    let mut child = Command::new(common::chela_binary())
         .arg("--config")
         .arg(&config)
         .arg("gateway")
@@ -225,7 +225,7 @@ async fn bench() -> BenchResult {
         .filter_map(|r| r.after_turn.map(|m| m.hwm_kib))
         .collect();
     let fmt_mib = |v: Option<u64>| v.map_or_else(|| "n/a".to_string(), mib);
-    let binary = std::fs::metadata(env!("CARGO_BIN_EXE_chela"))?.len();
+    let binary = std::fs::metadata(common::chela_binary())?.len();
     let mut rows = vec![
         row("binary size", mib(binary / 1024)),
         row("runs", RUNS.to_string()),

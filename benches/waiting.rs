@@ -9,7 +9,6 @@
 
 mod common;
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -86,9 +85,8 @@ fn main() -> BenchResult {
             .map(|n| format!("max_concurrent_runs = {n}\n"))
             .unwrap_or_default();
         tg_gateway::write_config(dir.path(), &model, &tg, &max_runs)?;
-        let bin = std::env::var("CHELA_BENCH_BIN")
-            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_chela").to_owned());
-        let mut child = tg_gateway::spawn(Path::new(&bin), dir.path())?;
+        let bin = common::chela_binary();
+        let mut child = tg_gateway::spawn(&bin, dir.path())?;
         tg_gateway::wait_polling(&tg).await?;
         let users: Vec<_> = (1..=USERS)
             .map(|id| tokio::spawn(converse(tg.clone(), 500 + id)))
@@ -107,7 +105,8 @@ fn main() -> BenchResult {
         let whole = Summary::of(&wholes).ok_or("no samples")?;
         table(
             &format!(
-                "waiting: {USERS} users x {PER_USER} messages, a ~1 s model ({bin}, max runs {})",
+                "waiting: {USERS} users x {PER_USER} messages, a ~1 s model ({}, max runs {})",
+                bin.display(),
                 std::env::var("CHELA_BENCH_MAX_RUNS").unwrap_or_else(|_| "default".into())
             ),
             &[

@@ -8,7 +8,16 @@ pub mod capture;
 pub mod model;
 pub mod tg_gateway;
 
+use std::path::PathBuf;
 use std::time::Duration;
+
+/// The `chela` binary a bench runs: `CHELA_BENCH_BIN` (another build, e.g. of an older commit
+/// or another profile, for a before/after figure), else this build's.
+pub fn chela_binary() -> PathBuf {
+    std::env::var_os("CHELA_BENCH_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_chela")))
+}
 
 /// The error type every bench function returns (benches may not `unwrap`).
 pub type BenchResult<T = ()> = Result<T, Box<dyn std::error::Error + Send + Sync>>;

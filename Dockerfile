@@ -38,13 +38,13 @@ RUN set -eu; \
     for bench in $(sed -n '/^\[\[bench\]\]/{n;s/^name = "\(.*\)"/\1/p}' Cargo.toml); do \
         echo 'fn main() {}' > "benches/$bench.rs"; \
     done; \
-    cargo build --release --locked --bin chela; \
+    cargo build --profile dist --locked --bin chela; \
     rm -rf src benches channels/*/src tests/kit/src
 # 2. chela itself. The copied sources may be older than the stubs: touch them so cargo
 #    rebuilds the workspace crates.
 COPY . .
 RUN touch src/lib.rs src/main.rs channels/*/src/lib.rs \
-    && cargo build --release --locked --bin chela
+    && cargo build --profile dist --locked --bin chela
 
 FROM debian:${DEBIAN}-slim
 # ca-certificates for the agent's tools (git, curl in exec); tini reaps the processes the
@@ -56,7 +56,7 @@ RUN groupadd --system chela \
     && useradd --system --gid chela --home-dir /var/lib/chela --create-home \
         --shell /usr/sbin/nologin chela \
     && mkdir -p /etc/chela
-COPY --from=builder /build/target/release/chela /usr/local/bin/chela
+COPY --from=builder /build/target/dist/chela /usr/local/bin/chela
 ENV HOME=/var/lib/chela \
     USER=chela \
     CHELA_CONFIG=/etc/chela/config.toml

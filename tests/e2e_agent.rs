@@ -1,4 +1,5 @@
-//! End-to-end: `chela agent --message ... --json` against a fake model over real sockets.
+//! End-to-end: `chela agent --message ... --json` against a fake model over real sockets (a
+//! command, answering without a run, prints JSON too).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -111,4 +112,15 @@ async fn the_anthropic_provider_answers_and_runs_tools() {
     let second_turn = &calls[1];
     let sent = serde_json::to_string(&second_turn["messages"]).unwrap();
     assert!(sent.contains("ok: hi"), "{sent}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_answers_json_too() {
+    let setup = Setup::openai("steer").await;
+    let (status, json) = setup.agent_json("/whoami").await;
+    assert!(status.success(), "{json}");
+    assert_eq!(json["status"], "ok", "{json}");
+    assert_eq!(json["command"], true, "{json}");
+    assert_eq!(json["sessionKey"], KEY);
+    assert!(!json["text"].as_str().unwrap().is_empty(), "{json}");
 }

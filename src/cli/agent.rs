@@ -83,7 +83,17 @@ pub async fn agent(
     }
     gateway.shutdown().await;
     let Some(record) = last else {
-        // A command (e.g. /status) answers without a run.
+        // A command (e.g. /status) answers without a run: its answer is what the terminal
+        // showed (and, with --json, kept).
+        if json {
+            let answer = json!({
+                "sessionKey": key,
+                "status": "ok",
+                "command": true,
+                "text": terminal.said().join("\n"),
+            });
+            println!("{answer}");
+        }
         return ExitCode::SUCCESS;
     };
     let error = match &record.status {

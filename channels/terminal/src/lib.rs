@@ -47,7 +47,12 @@ pub struct TerminalChannel {
     input: std::sync::Mutex<Option<Input>>,
     /// Lines handed on in order before the input (`chat --new`, `--model`).
     preface: std::sync::Mutex<Vec<String>>,
+    /// When quiet: each message sent, by id, with its latest text (see [`TerminalChannel::said`]).
+    said: std::sync::Mutex<Vec<(String, String)>>,
 }
+
+/// Most messages a quiet terminal keeps for [`TerminalChannel::said`].
+const SAID_MAX: usize = 64;
 
 impl TerminalChannel {
     /// A terminal channel for `user`, printing to stdout.
@@ -73,7 +78,39 @@ impl TerminalChannel {
             quiet,
             input: std::sync::Mutex::new(Some(Input::Stdin)),
             preface: std::sync::Mutex::new(Vec::new()),
+            said: std::sync::Mutex::new(Vec::new()),
         })
+    }
+
+    /// The text of each message a quiet terminal was asked to show, oldest first, as last
+    /// edited (at most the last 64): `chela agent --json` prints a command's answer, which
+    /// comes without a run. Empty when not quiet.
+    pub fn said(&self) -> Vec<String> {
+        let said = self
+            .said
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        said.iter().map(|(_, text)| text.clone()).collect()
+    }
+
+    /// Keeps `text` as the latest of message `id` when quiet.
+    fn keep(&self, id: &str, text: &str) {
+        if !self.quiet {
+            return;
+        }
+        let mut said = self
+            .said
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match said.iter_mut().find(|(kept, _)| kept == id) {
+            Some((_, kept)) => *kept = text.to_owned(),
+            None => {
+                if said.len() == SAID_MAX {
+                    said.remove(0);
+                }
+                said.push((id.to_owned(), text.to_owned()));
+            }
+        }
     }
 
     /// Sets where [`Channel::run`] reads its lines (default [`Input::Stdin`]); `preface`
@@ -232,6 +269,7 @@ impl Channel for TerminalChannel {
     ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
         Box::pin(async move {
             let id = self.next_id.fetch_add(1, Ordering::Relaxed).to_string();
+            self.keep(&id, text);
             let new_id = id.clone();
             self.write(move |screen| {
                 let lead = if screen.open_line { "\n" } else { "" };
@@ -252,6 +290,7 @@ impl Channel for TerminalChannel {
         text: &'a str,
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
         Box::pin(async move {
+            self.keep(&message.message_id, text);
             self.write(|screen| {
                 let same = screen.current.as_deref() == Some(message.message_id.as_str());
                 let out = if same && text.starts_with(&screen.printed) {
@@ -307,6 +346,19 @@ mod tests {
         let mut out = String::new();
         reader.read_to_string(&mut out).await.unwrap();
         assert_eq!(out, "Hello, world\n");
+    }
+
+    #[tokio::test]
+    async fn a_quiet_terminal_keeps_what_it_was_asked_to_show() {
+        let term = TerminalChannel::quiet("me");
+        let to = term.conversation();
+        let first = term.send(&to, "Hel").await.unwrap();
+        term.edit(&to, &first, "Hello").await.unwrap();
+        term.send(&to, "again").await.unwrap();
+        assert_eq!(term.said(), ["Hello", "again"]);
+        let loud = TerminalChannel::with_output("me", Box::new(tokio::io::sink()), false);
+        loud.send(&to, "x").await.unwrap();
+        assert!(loud.said().is_empty());
     }
 
     #[test]

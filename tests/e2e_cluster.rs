@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use chela_testkit::ChatSpec;
-use common::pg::{fresh_store_url, test_url};
+use common::pg::{fresh_store_url, start_node, test_url};
 use common::telegram::{TgConfig, TgSetup};
 use common::{Chat, chela_command};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -327,20 +327,7 @@ async fn with_long_polling_one_node_polls_and_another_takes_over_after_a_kill_9(
     })
     .await;
     let base = std::fs::read_to_string(s.setup.config()).unwrap();
-    let start = |i: usize| {
-        let config = base.replace(
-            "enabled = true",
-            &format!("enabled = true\nnode_id = \"node{i}\""),
-        );
-        let path = s.setup.path(&format!("node{i}.toml"));
-        std::fs::write(&path, config).unwrap();
-        let mut cmd = chela_command(&s.setup.path(""));
-        cmd.arg("--config").arg(&path).arg("gateway");
-        cmd.env("CHELA_STORE_URL", &url)
-            .env("RUST_LOG", "warn,chela::gateway=info")
-            .env("CHELA_STORE_PATH", format!("data{i}"));
-        Chat::spawn(cmd)
-    };
+    let start = |i: usize| start_node(&s.setup, &base, &url, i, "warn,chela::gateway=info");
     let mut nodes: Vec<Option<Chat>> = (0..NODES).map(|i| Some(start(i))).collect();
     let send = |from: i64, to: i64| {
         for n in from..=to {

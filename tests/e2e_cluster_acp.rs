@@ -12,9 +12,8 @@ use std::time::Duration;
 
 use chela_testkit::{ChatSpec, UserSpec};
 use common::acp;
-use common::pg::fresh_store_url;
+use common::pg::{fresh_store_url, start_node};
 use common::telegram::{TgConfig, TgSetup};
-use common::{Chat, chela_command};
 
 /// The owner, in her DM with the bot.
 const ANN: i64 = 7;
@@ -35,20 +34,8 @@ async fn a_bound_dm_resumes_its_agent_session_on_the_node_that_takes_over() {
     .await;
     let files = acp::configure(&s.setup, "approve-reads", "");
     let base = std::fs::read_to_string(s.setup.config()).unwrap();
-    let start = |i: usize| {
-        let config = base.replace(
-            "enabled = true",
-            &format!("enabled = true\nnode_id = \"node{i}\""),
-        );
-        let path = s.setup.path(&format!("node{i}.toml"));
-        std::fs::write(&path, config).unwrap();
-        let mut cmd = chela_command(&s.setup.path(""));
-        cmd.arg("--config").arg(&path).arg("gateway");
-        cmd.env("CHELA_STORE_URL", &url)
-            .env("RUST_LOG", "warn,chela::gateway=info,chela::acp=info")
-            .env("CHELA_STORE_PATH", format!("data{i}"));
-        Chat::spawn(cmd)
-    };
+    let log = "warn,chela::gateway=info,chela::acp=info";
+    let start = |i: usize| start_node(&s.setup, &base, &url, i, log);
     let say = |text: &str| {
         s.tg.user_sends(ChatSpec::private(ANN), UserSpec::new(ANN, "Ann"), text);
     };

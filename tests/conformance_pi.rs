@@ -1,7 +1,7 @@
 //! Conformance: pi's own session loader (`@mariozechner/pi-coding-agent`, pinned in
-//! tests/conformance/pi, installed by scripts/test.sh) loads what `chela sessions export
-//! --format pi` writes: real OpenClaw and pi files imported into chela, and a chela transcript
-//! with a reset (pi sees only what follows it).
+//! tests/conformance/pi, installed by scripts/test.sh) loads what `chela sessions export`
+//! writes, in both formats: real OpenClaw and pi files imported into chela, and a chela
+//! transcript with a reset (pi sees only what follows it; the whole export imports back).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -10,6 +10,9 @@ use std::path::{Path, PathBuf};
 
 use common::{chela_command, run_to_end};
 use serde_json::Value;
+
+/// The export formats, both loaded by pi.
+const FORMATS: [&str; 2] = ["chela", "pi"];
 
 /// The npm folder of pi's package.
 fn install_dir() -> PathBuf {
@@ -36,8 +39,8 @@ async fn chela(home: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Exports `key` for pi into `home` and loads it with pi's loader.
-async fn load_with_pi(home: &Path, key: &str) -> Value {
+/// Exports `key` in `format` into `home` and loads it with pi's loader.
+async fn load_with_pi(home: &Path, key: &str, format: &str) -> Value {
     let file = home.join("export.jsonl");
     chela(
         home,
@@ -46,7 +49,7 @@ async fn load_with_pi(home: &Path, key: &str) -> Value {
             "export",
             key,
             "--format",
-            "pi",
+            format,
             "--out",
             file.to_str().unwrap(),
         ],
@@ -93,22 +96,24 @@ async fn pi_loads_the_export_of_imported_pi_and_openclaw_files() {
         &["sessions", "import", key, "--in", pi_file.to_str().unwrap()],
     )
     .await;
-    let loaded = load_with_pi(home.path(), key).await;
-    assert_eq!(
-        texts(&loaded),
-        [
-            ("user".to_string(), "hello as a plain string".to_string()),
-            ("assistant".into(), "ok: hello as a plain string".into()),
-            ("user".into(), "Remember to be brief.".into()),
-            ("user".into(), "second try on another branch".into()),
-            (
-                "assistant".into(),
-                "ok: second try on another branch".into()
-            ),
-        ]
-    );
-    assert_eq!(loaded["messages"][1]["api"], "openai-completions");
-    assert_eq!(loaded["messages"][1]["usage"]["totalTokens"], 15);
+    for format in FORMATS {
+        let loaded = load_with_pi(home.path(), key, format).await;
+        assert_eq!(
+            texts(&loaded),
+            [
+                ("user".to_string(), "hello as a plain string".to_string()),
+                ("assistant".into(), "ok: hello as a plain string".into()),
+                ("user".into(), "Remember to be brief.".into()),
+                ("user".into(), "second try on another branch".into()),
+                (
+                    "assistant".into(),
+                    "ok: second try on another branch".into()
+                ),
+            ]
+        );
+        assert_eq!(loaded["messages"][1]["api"], "openai-completions");
+        assert_eq!(loaded["messages"][1]["usage"]["totalTokens"], 15);
+    }
 
     let key = "agent:main:terminal:direct:oc";
     let oc_file = fixtures.join("openclaw/session-v4.jsonl");
@@ -117,16 +122,18 @@ async fn pi_loads_the_export_of_imported_pi_and_openclaw_files() {
         &["sessions", "import", key, "--in", oc_file.to_str().unwrap()],
     )
     .await;
-    let loaded = load_with_pi(home.path(), key).await;
-    let users: Vec<String> = texts(&loaded)
-        .into_iter()
-        .filter(|(role, _)| role == "user")
-        .map(|(_, text)| text)
-        .collect();
-    assert_eq!(
-        users,
-        ["hello there", "second turn", "/reset", "after reset"]
-    );
+    for format in FORMATS {
+        let loaded = load_with_pi(home.path(), key, format).await;
+        let users: Vec<String> = texts(&loaded)
+            .into_iter()
+            .filter(|(role, _)| role == "user")
+            .map(|(_, text)| text)
+            .collect();
+        assert_eq!(
+            users,
+            ["hello there", "second turn", "/reset", "after reset"]
+        );
+    }
 }
 
 #[tokio::test]
@@ -152,16 +159,41 @@ async fn pi_sees_nothing_from_before_a_reset() {
         &["sessions", "import", key, "--in", file.to_str().unwrap()],
     )
     .await;
-    let loaded = load_with_pi(home.path(), key).await;
-    assert_eq!(
-        texts(&loaded),
-        [
-            ("user".to_string(), "fresh start".to_string()),
-            ("assistant".into(), "ok: fresh start".into()),
-        ]
-    );
-    assert_eq!(loaded["messages"][1]["api"], "openai-completions");
-    // The default export is still the whole transcript, reset included.
+    for format in FORMATS {
+        let loaded = load_with_pi(home.path(), key, format).await;
+        assert_eq!(
+            texts(&loaded),
+            [
+                ("user".to_string(), "fresh start".to_string()),
+                ("assistant".into(), "ok: fresh start".into()),
+            ],
+            "{format}"
+        );
+        assert_eq!(loaded["messages"][1]["api"], "openai-completions");
+    }
+    // The default export keeps the whole transcript, reset included: the entry after the reset
+    // is a new root, and the answer carries pi's fields.
     let full = chela(home.path(), &["sessions", "export", key]).await;
-    assert_eq!(full, transcript);
+    let lines: Vec<Value> = full
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 5, "{full}");
+    assert!(full.contains("secret before reset"));
+    assert_eq!(lines[3]["parentId"], Value::Null);
+    assert_eq!(lines[4]["parentId"], "00000003");
+    assert_eq!(lines[4]["message"]["usage"]["cost"]["total"], 0);
+    // It imports back whole, and exports the same again.
+    let copy = home.path().join("copy.jsonl");
+    std::fs::write(&copy, &full).unwrap();
+    let again = "agent:main:terminal:direct:r2";
+    chela(
+        home.path(),
+        &["sessions", "import", again, "--in", copy.to_str().unwrap()],
+    )
+    .await;
+    assert_eq!(
+        chela(home.path(), &["sessions", "export", again]).await,
+        full
+    );
 }

@@ -25,8 +25,9 @@ pub enum SessionsCommand {
         /// Output file (default: stdout).
         #[arg(long)]
         out: Option<PathBuf>,
-        /// chela: the whole transcript as stored (imports back byte for byte); pi: what pi and
-        /// OpenClaw load (from the last reset on, with `api` and `usage.cost`).
+        /// chela: the whole transcript, which pi and OpenClaw load (showing what follows the
+        /// last reset) and chela imports back; pi: only what follows the last reset. Both
+        /// with pi's `api` and `usage.cost`.
         #[arg(long, default_value = "chela", value_parser = ["chela", "pi"])]
         format: String,
     },
@@ -184,15 +185,16 @@ async fn transcript_through_rpc(loaded: &LoadedConfig, command: SessionsCommand)
 fn write_export(jsonl: &[u8], format: &str, out: Option<PathBuf>) -> ExitCode {
     let text = String::from_utf8_lossy(jsonl);
     let text = if format == "pi" {
-        match chela::store::pi_export::to_pi(&text) {
-            Ok(text) => text,
-            Err(e) => {
-                eprintln!("chela: {e}");
-                return ExitCode::FAILURE;
-            }
-        }
+        chela::store::pi_export::to_pi(&text)
     } else {
-        text.into_owned()
+        chela::store::pi_export::for_pi_and_chela(&text)
+    };
+    let text = match text {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("chela: {e}");
+            return ExitCode::FAILURE;
+        }
     };
     let written = match &out {
         Some(path) => std::fs::write(path, &text),

@@ -1,6 +1,7 @@
 //! Reading a JSONL transcript for import, the same for every backend: each line is checked
 //! (a version-4 header first, known entry types, ids unique, each `parentId` the previous
-//! entry's id) before anything is stored, and kept byte for byte.
+//! entry's id, or none right after a `reset`, as `chela sessions export` writes it for pi)
+//! before anything is stored, and kept byte for byte.
 
 use std::collections::HashSet;
 use std::io::BufRead;
@@ -28,6 +29,7 @@ pub(crate) fn parse(input: &mut dyn BufRead) -> Result<Parsed, StoreError> {
         created_ms: None,
     };
     let mut ids = HashSet::new();
+    let mut after_reset = false;
     loop {
         buf.clear();
         if input.read_until(b'\n', &mut buf)? == 0 {
@@ -65,7 +67,8 @@ pub(crate) fn parse(input: &mut dyn BufRead) -> Result<Parsed, StoreError> {
             }
             (false, Entry::Session(_)) => return Err(invalid("a second session header".into())),
             (false, Entry::Item(item)) => {
-                if item.parent_id != parsed.last_entry_id {
+                let new_root = after_reset && item.parent_id.is_none();
+                if item.parent_id != parsed.last_entry_id && !new_root {
                     return Err(invalid(format!(
                         "parentId {:?} is not the previous entry's id {:?}",
                         item.parent_id, parsed.last_entry_id
@@ -75,6 +78,7 @@ pub(crate) fn parse(input: &mut dyn BufRead) -> Result<Parsed, StoreError> {
                     return Err(invalid(format!("entry id {} appears twice", item.id)));
                 }
                 parsed.last_entry_id = Some(item.id.clone());
+                after_reset = matches!(item.kind, crate::store::EntryKind::Reset { .. });
                 Some(item.id)
             }
         };
@@ -111,5 +115,30 @@ mod tests {
                 .starts_with(br#"{"type":"session", "version""#)
         );
         assert_eq!(parsed.last_entry_id.as_deref(), Some("00000001"));
+    }
+
+    #[test]
+    fn a_new_root_is_accepted_only_right_after_a_reset() {
+        let header = r#"{"type":"session","version":4,"id":"abc","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/"}"#;
+        let user = |id: &str, parent: &str| {
+            format!(
+                r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"t","message":{{"role":"user","content":[{{"type":"text","text":"hi"}}],"timestamp":1}}}}"#
+            )
+        };
+        let reset = r#"{"type":"reset","id":"2","parentId":"1","timestamp":"t","reason":"/new"}"#;
+        let after_reset = [
+            header.to_owned(),
+            user("1", "null"),
+            reset.into(),
+            user("3", "null"),
+        ];
+        let parsed = parse(&mut after_reset.join("\n").as_bytes()).unwrap();
+        assert_eq!(parsed.last_entry_id.as_deref(), Some("3"));
+        let elsewhere = [header.to_owned(), user("1", "null"), user("2", "null")];
+        let refused = parse(&mut elsewhere.join("\n").as_bytes()).err().unwrap();
+        assert!(
+            refused.to_string().contains("is not the previous entry"),
+            "{refused}"
+        );
     }
 }

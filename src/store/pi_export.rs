@@ -1,7 +1,11 @@
-//! chela's transcript in the form OpenClaw and pi load (`chela sessions export --format pi`):
-//! only what follows the last `reset` (so the other tool does not see messages from before a
-//! `/new` or `/reset`), the first kept entry made the root, and assistant messages given pi's
+//! chela's transcript in the forms OpenClaw and pi load. Both give assistant messages pi's
 //! `api` field and `usage.cost`.
+//! - [`for_pi_and_chela`] (`chela sessions export`): every entry, the entry after each `reset`
+//!   made a new root (`parentId: null`), so pi's active branch, walked from the last entry
+//!   back, starts after the last reset and does not see older messages; pi keeps the older
+//!   entries and the `reset` entries as entries it does not show, and chela imports the file
+//!   back whole.
+//! - [`to_pi`] (`--format pi`): only what follows the last `reset`, its first entry the root.
 
 use serde_json::{Value, json};
 
@@ -41,6 +45,32 @@ pub fn to_pi(text: &str) -> Result<String, ForeignError> {
     Ok(out)
 }
 
+/// Rewrites chela's JSONL `text` so pi and OpenClaw load it and chela imports it back: every
+/// entry kept, the entry after each `reset` a new root, assistant messages with `api` and
+/// `usage.cost`.
+pub fn for_pi_and_chela(text: &str) -> Result<String, ForeignError> {
+    let mut out = String::new();
+    let mut after_reset = false;
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let mut value: Value = serde_json::from_str(line).map_err(|e| ForeignError::NotJson {
+            line: n + 1,
+            reason: e.to_string(),
+        })?;
+        if after_reset {
+            value["parentId"] = Value::Null;
+        }
+        after_reset = value["type"] == "reset";
+        if value["message"]["role"] == "assistant" {
+            for_pi(&mut value["message"]);
+        }
+        push_line(&mut out, &value);
+    }
+    Ok(out)
+}
+
 /// Adds pi's `api` (from the provider) and `usage.cost` to an assistant message.
 fn for_pi(message: &mut Value) {
     if message.get("api").is_none() {
@@ -66,6 +96,36 @@ fn push_line(out: &mut String, value: &Value) {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_whole_export_makes_a_root_after_each_reset_and_keeps_everything() {
+        let text = concat!(
+            r#"{"type":"session","version":4,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/"}"#,
+            "\n",
+            r#"{"type":"message","id":"1","parentId":null,"timestamp":"t","message":{"role":"user","content":[{"type":"text","text":"before"}],"timestamp":1}}"#,
+            "\n",
+            r#"{"type":"reset","id":"2","parentId":"1","timestamp":"t","reason":"/reset"}"#,
+            "\n",
+            r#"{"type":"message","id":"3","parentId":"2","timestamp":"t","message":{"role":"user","content":[{"type":"text","text":"after"}],"timestamp":2}}"#,
+            "\n",
+            r#"{"type":"message","id":"4","parentId":"3","timestamp":"t","message":{"role":"assistant","content":[],"provider":"openai","model":"m","usage":{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3},"stopReason":"stop","timestamp":3}}"#,
+            "\n",
+        );
+        let out = for_pi_and_chela(text).unwrap();
+        let lines: Vec<Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 5);
+        assert_eq!(lines[1]["message"]["content"][0]["text"], "before");
+        assert_eq!(lines[2]["parentId"], "1");
+        assert_eq!(lines[3]["parentId"], Value::Null);
+        assert_eq!(lines[4]["parentId"], "3");
+        assert_eq!(lines[4]["message"]["api"], "openai-completions");
+        assert_eq!(lines[4]["message"]["usage"]["cost"]["total"], 0);
+        // Done twice, it changes nothing more.
+        assert_eq!(for_pi_and_chela(&out).unwrap(), out);
+    }
 
     #[test]
     fn export_starts_after_the_last_reset_with_api_and_cost() {

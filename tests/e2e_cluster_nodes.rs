@@ -238,9 +238,7 @@ async fn rpc(discovery: std::path::PathBuf, method: &str, params: Value) -> Valu
     let (mut socket, _) = tokio_tungstenite::connect_async(url).await.unwrap();
     let request = json!({"id": 1, "method": method, "params": params}).to_string();
     socket
-        .send(tokio_tungstenite::tungstenite::Message::Text(
-            request.into(),
-        ))
+        .send(tokio_tungstenite::tungstenite::Message::Text(request))
         .await
         .unwrap();
     while let Some(Ok(message)) = socket.next().await {

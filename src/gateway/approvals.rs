@@ -3,14 +3,16 @@
 //! with `/approve <id> allow-once|allow-always|deny`. No answer in time denies; `/stop`
 //! ends the wait.
 
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use chela_channel::Conversation;
 use tokio_util::sync::CancellationToken;
 
 use super::Core;
-use super::questions::{NotWaiting, PendingQuestions};
+use super::peers::Answered;
+use super::questions::PendingQuestions;
+use super::remote::Approved;
 use crate::agent::approval::{Approval, Approver};
 use crate::agent::provider::BoxFuture;
 use crate::domain::text::excerpt;
@@ -18,43 +20,71 @@ use crate::domain::text::excerpt;
 /// Exec approvals waiting for an owner's `/approve`.
 pub type Approvals = PendingQuestions<Approval>;
 
-/// Answers approval `id` with `decision`; the text says what happened, for the one who
+/// Answers approval `id` with `decision` here; the text says what happened, for the one who
 /// answered.
+#[cfg(test)]
 fn answer(approvals: &Approvals, id: &str, decision: Approval) -> String {
+    let approved = Approved {
+        outcome: super::remote::answered(approvals.answer(id, decision)),
+        silent: Vec::new(),
+    };
+    answer_text(id, decision, &approved)
+}
+
+/// What answering approval `id` with `decision` did, for the one who answered.
+fn answer_text(id: &str, decision: Approval, approved: &Approved) -> String {
     let what = match decision {
         Approval::AllowAlways => "Allowed, and from now on without asking",
         Approval::Deny => "Denied",
         _ => "Allowed once",
     };
-    match approvals.answer(id, decision) {
-        Ok(command) => format!("{what}: {command}"),
-        Err(NotWaiting::Unknown) => {
-            format!(
+    match &approved.outcome {
+        Answered::Done { command } => format!("{what}: {command}"),
+        Answered::Unknown => {
+            let mut text = format!(
                 "No approval {} is waiting (answered, timed out or stopped).",
                 excerpt(id)
-            )
+            );
+            text.push_str(&silent_note(&approved.silent));
+            text
         }
-        Err(NotWaiting::Gone) => format!("Approval {} is no longer waiting.", excerpt(id)),
+        Answered::Gone => format!("Approval {} is no longer waiting.", excerpt(id)),
     }
 }
 
-/// The `/approve [id decision]` command: answers a request, or lists the waiting ones.
-pub fn command(core: &Core, args: &str) -> String {
+/// Names the nodes that did not answer, if any.
+fn silent_note(silent: &[String]) -> String {
+    match silent {
+        [] => String::new(),
+        nodes => format!(
+            " Node(s) {} did not answer in time: an approval asked there was not reached.",
+            nodes.join(", ")
+        ),
+    }
+}
+
+/// The `/approve [id decision]` command: answers a request, or lists the waiting ones; on a
+/// cluster, those of every node ([`super::remote`]).
+pub async fn command(core: &Arc<Core>, args: &str) -> String {
     let mut words = args.split_whitespace();
     match (words.next(), words.next()) {
         (None, _) => {
-            let waiting = core.approvals.list();
+            let (waiting, silent) = super::remote::waiting_approvals(core).await;
+            let note = silent_note(&silent);
             if waiting.is_empty() {
-                return "No command is waiting for approval.".to_owned();
+                return format!("No command is waiting for approval.{note}");
             }
             let lines: Vec<String> = waiting
                 .iter()
-                .map(|(id, key, command)| format!("{id} ({key}): {command}"))
+                .map(|w| format!("{} ({}): {}", w.id, w.session, w.command))
                 .collect();
-            format!("Waiting for approval:\n{}", lines.join("\n"))
+            format!("Waiting for approval:\n{}{note}", lines.join("\n"))
         }
         (Some(id), Some(word)) => match Approval::parse(word) {
-            Some(decision) => answer(&core.approvals, id, decision),
+            Some(decision) => {
+                let approved = super::remote::approve(core, id, decision).await;
+                answer_text(id, decision, &approved)
+            }
             None => usage(),
         },
         (Some(_), None) => usage(),

@@ -51,12 +51,15 @@ pub struct Cluster {
     state: Mutex<State>,
     /// Wakes [`run`] when a held session is released.
     released: tokio::sync::Notify,
+    /// Calls to the other nodes.
+    peers: super::peers::Peers,
 }
 
 impl Cluster {
     /// A node over `coordinator` with leases of `lease`.
     pub fn new(coordinator: Arc<dyn Coordinator>, lease: Duration) -> Cluster {
         Cluster {
+            peers: super::peers::Peers::new(coordinator.clone()),
             coordinator,
             lease,
             state: Mutex::new(State::default()),
@@ -72,6 +75,11 @@ impl Cluster {
     /// The coordinator (for `status`).
     pub fn coordinator(&self) -> &Arc<dyn Coordinator> {
         &self.coordinator
+    }
+
+    /// Calls to the other nodes ([`super::peers`]).
+    pub fn peers(&self) -> &super::peers::Peers {
+        &self.peers
     }
 
     /// The lease length.

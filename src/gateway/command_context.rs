@@ -39,10 +39,10 @@ pub trait CommandContext: Send + Sync {
     fn answer<'a>(&'a self, inbound: &'a Inbound, text: &'a str) -> BoxFuture<'a, ()>;
     /// Says `text` in `to` outside any run.
     fn say<'a>(&'a self, to: &'a Conversation, text: &'a str) -> BoxFuture<'a, ()>;
-    /// Stops the running sub-agents of session `parent`; how many.
-    fn stop_children<'a>(&'a self, parent: &'a str) -> BoxFuture<'a, usize>;
-    /// `/approve ARGS`: answers an exec approval or lists the waiting ones.
-    fn approve(&self, args: &str) -> String;
+    /// `/stop` for session `key`, with its sub-agents, on the node that runs it.
+    fn stop<'a>(&'a self, key: &'a str) -> BoxFuture<'a, super::remote::Stopped>;
+    /// `/approve ARGS`: answers an exec approval or lists the waiting ones (of every node).
+    fn approve<'a>(&'a self, args: &'a str) -> BoxFuture<'a, String>;
     /// The work of `/compact` for session `key`: summarizes all but the newest turn until
     /// the token fires (the caller runs it as a lane job).
     fn compactor(&self, key: String) -> Compactor;
@@ -98,12 +98,12 @@ impl CommandContext for CoreCommands {
         Box::pin(self.0.say(to, text))
     }
 
-    fn stop_children<'a>(&'a self, parent: &'a str) -> BoxFuture<'a, usize> {
-        Box::pin(super::subagent::stop_children(&self.0, parent))
+    fn stop<'a>(&'a self, key: &'a str) -> BoxFuture<'a, super::remote::Stopped> {
+        Box::pin(super::remote::stop(&self.0, key, true))
     }
 
-    fn approve(&self, args: &str) -> String {
-        super::approvals::command(&self.0, args)
+    fn approve<'a>(&'a self, args: &'a str) -> BoxFuture<'a, String> {
+        Box::pin(super::approvals::command(&self.0, args))
     }
 
     fn compactor(&self, key: String) -> Compactor {

@@ -5,6 +5,7 @@ use std::time::Duration;
 use chela_channel::Inbound;
 
 use super::command_context::CommandContext;
+use super::remote::Stopped;
 use crate::config::{DropPolicy, QueueMode};
 use crate::inbound::commands::{Command, HELP, excerpt};
 use crate::lane::LaneSettings;
@@ -19,28 +20,7 @@ pub async fn handle(
 ) -> Option<Inbound> {
     let to = &inbound.conversation;
     let answer = match command {
-        Command::Stop => {
-            let answer = match ctx.lanes().stop(key).await {
-                Ok(report) if report.stopped_run => match report.cleared {
-                    0 => "Stopped.".to_string(),
-                    n => format!("Stopped. Dropped {n} queued message(s)."),
-                },
-                Ok(report) if report.cleared > 0 => {
-                    format!(
-                        "Nothing running. Dropped {} queued message(s).",
-                        report.cleared
-                    )
-                }
-                Ok(_) => "Nothing to stop.".to_string(),
-                Err(e) => format!("Cannot stop: {e}"),
-            };
-            // Its sub-agents stop too, and their end is not reported back.
-            match ctx.stop_children(key).await {
-                0 => answer,
-                n if answer == "Nothing to stop." => format!("Stopped {n} subagent(s)."),
-                n => format!("{answer} Stopped {n} subagent(s)."),
-            }
-        }
+        Command::Stop => stop_answer(ctx.stop(key).await),
         Command::New(first) => {
             let answer = reset(ctx, key, "new").await;
             ctx.answer(inbound, &answer).await;
@@ -75,7 +55,7 @@ pub async fn handle(
         }
         Command::Session(args) => super::acp_commands::session(ctx, key, &args).await,
         Command::Compact => compact(ctx, key).await,
-        Command::Approve(args) => ctx.approve(&args),
+        Command::Approve(args) => ctx.approve(&args).await,
         Command::Model(args) => model(ctx, key, &args).await,
         Command::Whoami => format!(
             "You are {} (id {}) on {}; session {}",
@@ -91,6 +71,47 @@ pub async fn handle(
     };
     ctx.answer(inbound, &answer).await;
     None
+}
+
+/// `/stop`'s answer: what the stop did, wherever the session runs.
+fn stop_answer(stopped: Stopped) -> String {
+    let (report, children, node) = match stopped {
+        Stopped::Here(report, children) => (report, children, None),
+        Stopped::There(node, Some(done)) => match done {
+            Ok((report, children)) => (Ok(report), children, Some(node)),
+            Err(e) => (Err(e), 0, Some(node)),
+        },
+        Stopped::There(node, None) => {
+            return format!(
+                "The stop was handed to node {node}, which runs this session; it did not confirm in time."
+            );
+        }
+        Stopped::Nowhere => return "Nothing to stop.".to_string(),
+    };
+    let answer = match report {
+        Ok(report) if report.stopped_run => match report.cleared {
+            0 => "Stopped.".to_string(),
+            n => format!("Stopped. Dropped {n} queued message(s)."),
+        },
+        Ok(report) if report.cleared > 0 => {
+            format!(
+                "Nothing running. Dropped {} queued message(s).",
+                report.cleared
+            )
+        }
+        Ok(_) => "Nothing to stop.".to_string(),
+        Err(e) => format!("Cannot stop: {e}"),
+    };
+    // Its sub-agents stop too, and their end is not reported back.
+    let answer = match children {
+        0 => answer,
+        n if answer == "Nothing to stop." => format!("Stopped {n} subagent(s)."),
+        n => format!("{answer} Stopped {n} subagent(s)."),
+    };
+    match node {
+        Some(node) => format!("{answer} (on node {node})"),
+        None => answer,
+    }
 }
 
 /// Stops the session and appends a `reset` entry (nothing is deleted).

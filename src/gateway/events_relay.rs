@@ -184,11 +184,19 @@ fn text_of(event: &mut RunEvent) -> Option<&mut String> {
 }
 
 /// Merges the other nodes' events into `core`'s feed (this node's own are skipped: they
-/// went to the feed directly).
+/// went to the feed directly), and hands the calls between nodes to [`super::peers`].
 async fn merge_remote(core: Weak<Core>, mut remote: tokio::sync::mpsc::UnboundedReceiver<String>) {
     while let Some(payload) = remote.recv().await {
         let Some(core) = core.upgrade() else { return };
         let Some(cluster) = &core.cluster else { return };
+        if super::peers::is_call(&payload) {
+            // A call between nodes shares the channel ([`super::peers`]).
+            if let Some(question) = cluster.peers().take(&payload) {
+                let core = core.clone();
+                tokio::spawn(async move { super::remote::answer(&core, question).await });
+            }
+            continue;
+        }
         match serde_json::from_str::<Batch>(&payload) {
             Ok(batch) if batch.node != cluster.coordinator().node() => {
                 for event in batch.events {

@@ -375,36 +375,14 @@ async fn admit(core: &Arc<Core>, key: &str, mut inbound: Inbound) -> Option<Inbo
         Verdict::Admit => {
             // Framed with group context a command would no longer parse: the context waits
             // for the next turn.
-            if conv.kind != ChatKind::Direct
-                && !slash_command
-                && let Ok(mut history) = core.history.lock()
-            {
-                let framed = history.frame(key, &inbound.text);
-                if framed != inbound.text {
-                    forget_history(core, key);
-                }
-                inbound.text = framed;
+            if conv.kind != ChatKind::Direct && !slash_command {
+                inbound.text = super::group_context::frame(core, key, &inbound.text);
             }
             Some(inbound)
         }
         Verdict::History => {
             tracing::debug!(session = %key, sender = %sender.id, "unmentioned group message kept as context");
-            if let Ok(mut history) = core.history.lock() {
-                let name = if sender.name.is_empty() {
-                    &sender.id
-                } else {
-                    &sender.name
-                };
-                let text = super::media::context_line(&inbound);
-                if let Some(forgotten) = history.remember(key, name, &text) {
-                    forget_history(core, &forgotten);
-                }
-                // Written through, so a restart keeps the context (the channel's cursor
-                // moves past this message once it returns).
-                if let Err(e) = core.store.save_group_history(key, &history.lines(key)) {
-                    tracing::warn!(error = %e, session = %key, "cannot save group history");
-                }
-            }
+            super::group_context::keep(core, key, &inbound);
             None
         }
         Verdict::Pair => {
@@ -441,13 +419,6 @@ async fn admit(core: &Arc<Core>, key: &str, mut inbound: Inbound) -> Option<Inbo
             }
             None
         }
-    }
-}
-
-/// Drops the saved group history of `key` (it was framed into a turn, or made room).
-fn forget_history(core: &Core, key: &str) {
-    if let Err(e) = core.store.clear_group_history(key) {
-        tracing::warn!(error = %e, session = %key, "cannot clear group history");
     }
 }
 

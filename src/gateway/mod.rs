@@ -11,13 +11,16 @@ pub mod commands;
 pub mod cron;
 pub mod events_relay;
 pub mod files;
+mod group_context;
 pub mod intake;
 mod intake_lease;
 pub mod live;
 pub mod media;
 pub mod outbox;
+pub mod peers;
 pub mod questions;
 mod recover;
+pub mod remote;
 mod reply_journal;
 pub mod rpc_api;
 pub mod runner;
@@ -233,7 +236,8 @@ async fn join_cluster(
         "" => format!("node-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]),
         id => id.to_owned(),
     };
-    let Some(coordinator) = Store::coordinator(&config.store, &node).await? else {
+    let alive_s = config.cluster.lease_s;
+    let Some(coordinator) = Store::coordinator(&config.store, &node, alive_s).await? else {
         return Ok(None);
     };
     store.fence(&node);

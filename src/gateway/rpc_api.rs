@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Core;
 use super::intake::Router;
+use super::remote::Stopped;
 use super::status::StatusReport;
 use crate::agent::tools::cron::CronAction;
 use crate::config::Config;
@@ -17,7 +18,7 @@ use crate::inbound::route::Accepted;
 use crate::lane::{LaneError, StopReport};
 use crate::metrics::{Gauges, Readiness};
 use crate::rpc::RpcChannel;
-use crate::rpc::api::GatewayApi;
+use crate::rpc::api::{Aborted, GatewayApi};
 use crate::rpc::cron::CronReply;
 use crate::rpc::protocol::Fault;
 use crate::store::{OutboxEntry, Store};
@@ -58,8 +59,24 @@ impl GatewayApi for CoreApi {
         Box::pin(self.router.accept_tracked(key, inbound))
     }
 
-    fn abort<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<StopReport, LaneError>> {
-        Box::pin(self.core.lanes.stop(key))
+    fn abort<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Aborted, LaneError>> {
+        Box::pin(async move {
+            let here = self.core.cluster.as_ref().map(|c| c.node().to_owned());
+            Ok(match super::remote::stop(&self.core, key, false).await {
+                Stopped::Here(report, _) => Aborted {
+                    report: Some(report?),
+                    node: here,
+                },
+                Stopped::There(node, done) => Aborted {
+                    report: done.transpose()?.map(|(report, _)| report),
+                    node: Some(node),
+                },
+                Stopped::Nowhere => Aborted {
+                    report: Some(StopReport::default()),
+                    node: None,
+                },
+            })
+        })
     }
 
     fn default_session_key(&self) -> String {

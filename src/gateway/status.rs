@@ -47,6 +47,12 @@ pub struct NodeLine {
     pub intakes: Vec<String>,
     /// How long ago its last heartbeat was, in ms (by this machine's clock).
     pub last_seen_ago_ms: u64,
+    /// The chela version it runs (empty: a node from before versions were recorded).
+    #[serde(default)]
+    pub version: String,
+    /// The cluster protocol it speaks (0: a node from before it was recorded).
+    #[serde(default)]
+    pub protocol: u32,
 }
 
 impl NodeLine {
@@ -57,8 +63,30 @@ impl NodeLine {
             id: node.id,
             partitions: node.partitions,
             intakes: node.intakes,
+            version: node.version.version,
+            protocol: node.version.protocol,
         }
     }
+}
+
+/// What the nodes run, one line per version: `  chela 0.1.0 (cluster protocol 1): a, b`.
+fn versions(nodes: &[NodeLine]) -> String {
+    let mut by_version: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for node in nodes {
+        let version = crate::store::NodeVersion {
+            version: node.version.clone(),
+            protocol: node.protocol,
+        };
+        by_version
+            .entry(version.to_string())
+            .or_default()
+            .push(&node.id);
+    }
+    let mut out = String::from("node versions:\n");
+    for (version, ids) in by_version {
+        let _ = writeln!(out, "  {version}: {}", ids.join(", "));
+    }
+    out
 }
 
 /// Sorted partitions as ranges: `0-20, 40, 42-43`.
@@ -233,6 +261,7 @@ impl StatusReport {
             }
         }
         if !self.nodes.is_empty() {
+            out.push_str(&versions(&self.nodes));
             let _ = writeln!(out, "nodes: {}", self.nodes.len());
         }
         for node in &self.nodes {
@@ -311,6 +340,10 @@ mod tests {
                 last_seen_ms: 9_000,
                 partitions,
                 intakes,
+                version: crate::store::NodeVersion {
+                    version: "0.1.0".into(),
+                    protocol: 1,
+                },
             };
             NodeLine::of(info, 10_500)
         };
@@ -343,6 +376,10 @@ mod tests {
                 "nodes: 2\n  a: last heartbeat 1.5 s ago, 24 partitions (0-20, 40, 42-43), \
                  intake:telegram\n  b: last heartbeat 1.5 s ago, 0 partitions\n"
             ),
+            "{text}"
+        );
+        assert!(
+            text.contains("node versions:\n  chela 0.1.0 (cluster protocol 1): a, b\nnodes: 2\n"),
             "{text}"
         );
     }

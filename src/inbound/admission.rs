@@ -86,9 +86,9 @@ pub struct GroupHistory {
 }
 
 /// Messages kept per group.
-const HISTORY_PER_GROUP: usize = 20;
+pub const HISTORY_PER_GROUP: usize = 20;
 /// Groups kept (the least recently touched is forgotten first).
-const HISTORY_GROUPS: usize = 256;
+pub const HISTORY_GROUPS: usize = 256;
 /// Longest kept line.
 const HISTORY_LINE_CHARS: usize = 400;
 
@@ -119,10 +119,7 @@ impl GroupHistory {
     /// group forgotten to make room, if any.
     pub fn remember(&mut self, key: &str, sender: &str, text: &str) -> Option<String> {
         let mut forgotten = None;
-        let line: String = format!("{sender}: {text}")
-            .chars()
-            .take(HISTORY_LINE_CHARS)
-            .collect();
+        let line = history_line(sender, text);
         if !self.groups.contains_key(key) {
             if self.order.len() >= HISTORY_GROUPS
                 && let Some(oldest) = self.order.pop_front()
@@ -146,15 +143,32 @@ impl GroupHistory {
             return text.to_string();
         };
         self.order.retain(|k| k != key);
-        let mut out = String::from("[Recent group messages]\n");
-        for line in lines {
-            out.push_str(&line);
-            out.push('\n');
-        }
-        out.push_str("\n[Current message]\n");
-        out.push_str(text);
-        out
+        frame_lines(lines, text)
     }
+}
+
+/// The kept line of an unmentioned message of `sender` (bounded).
+pub fn history_line(sender: &str, text: &str) -> String {
+    format!("{sender}: {text}")
+        .chars()
+        .take(HISTORY_LINE_CHARS)
+        .collect()
+}
+
+/// `text` framed with the kept `lines` of its group (unchanged when there are none).
+pub fn frame_lines(lines: impl IntoIterator<Item = String>, text: &str) -> String {
+    let mut lines = lines.into_iter().peekable();
+    if lines.peek().is_none() {
+        return text.to_string();
+    }
+    let mut out = String::from("[Recent group messages]\n");
+    for line in lines {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out.push_str("\n[Current message]\n");
+    out.push_str(text);
+    out
 }
 
 #[cfg(test)]

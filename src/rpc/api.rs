@@ -20,12 +20,24 @@ use crate::lane::{LaneError, StopReport};
 use crate::metrics::{Gauges, Readiness};
 use crate::store::{OutboxEntry, Store};
 
+/// What `abort` did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Aborted {
+    /// What the stop did; `None` when it was handed to [`Aborted::node`], which did not
+    /// confirm in time.
+    pub report: Option<StopReport>,
+    /// On a cluster, the node that runs the session (where the stop acted or was handed);
+    /// `None` on a single gateway, or when no node runs the session now.
+    pub node: Option<String>,
+}
+
 /// What the RPC may ask of the gateway.
 pub trait GatewayApi: Send + Sync + 'static {
     /// Accepts `inbound` for session `key` on the path every channel's messages take.
     fn submit(&self, key: String, inbound: Inbound) -> BoxFuture<'_, Result<Accepted, SinkError>>;
-    /// `/stop` for session `key`: queued turns dropped, the run cancelled and settled.
-    fn abort<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<StopReport, LaneError>>;
+    /// `/stop` for session `key`: queued turns dropped, the run cancelled and settled, on
+    /// the node that runs the session.
+    fn abort<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Aborted, LaneError>>;
     /// The session `chela agent` uses when none is named.
     fn default_session_key(&self) -> String;
     /// Every run's events from now on.

@@ -220,19 +220,35 @@ impl Methods {
         }
     }
 
-    /// `abort`: `/stop` for a session: queued turns dropped, the run cancelled and settled.
+    /// `abort`: `/stop` for a session: queued turns dropped, the run cancelled and settled,
+    /// on the node that runs it. On a cluster the answer names that node (`node`); when it
+    /// did not confirm in time, `stoppedRun` and `cleared` are null and `note` says so.
     async fn abort(&self, params: AbortParams) -> Result<Value, Fault> {
         let key = self.session(params.session)?;
-        let report = self
+        let aborted = self
             .api
             .abort(&key)
             .await
             .map_err(|e| Fault::new(UNAVAILABLE, e.to_string()))?;
-        Ok(json!({
+        let mut answer = json!({
             "session": key,
-            "stoppedRun": report.stopped_run,
-            "cleared": report.cleared,
-        }))
+            "stoppedRun": aborted.report.map(|r| r.stopped_run),
+            "cleared": aborted.report.map(|r| r.cleared),
+        });
+        if self.api.runs_elsewhere() {
+            answer["node"] = json!(aborted.node);
+            let note = match (&aborted.node, aborted.report) {
+                (Some(node), None) => Some(format!(
+                    "the stop was handed to node {node}, which runs the session; it did not confirm in time"
+                )),
+                (None, _) => Some("no node runs the session now".to_owned()),
+                (Some(_), Some(_)) => None,
+            };
+            if let Some(note) = note {
+                answer["note"] = json!(note);
+            }
+        }
+        Ok(answer)
     }
 }
 

@@ -52,9 +52,9 @@ pub use entry::{Entry, EntryKind, Item, SessionHeader, TRANSCRIPT_VERSION};
 pub use ports::{
     Backend, BaseStore, Binding, BindingStore, CODE_TTL_MS, Coordinator, CronJob, CronOrigin,
     CronStore, CursorStore, DeliveryStore, Lease, MAX_EVENT_PAYLOAD, MAX_PENDING, NodeInfo,
-    OutboxEntry, PARTITIONS, PairingOutcome, PairingRequest, PairingStore, PendingTurn, QueueStore,
-    ReplyJournal, SUMMARY_HEADING, SessionMeta, SessionStore, StoreFuture, SubagentLink,
-    SubagentState, WindowMessage, dedupe_key, partition_of,
+    NodeVersion, OutboxEntry, PARTITIONS, PROTOCOL, PairingOutcome, PairingRequest, PairingStore,
+    PendingTurn, QueueStore, ReplyJournal, SUMMARY_HEADING, SessionMeta, SessionStore, StoreFuture,
+    SubagentLink, SubagentState, WindowMessage, dedupe_key, partition_of,
 };
 
 /// The high-water file beside store folder `store` (`<store>.highwater`), if it has a name.
@@ -174,6 +174,21 @@ pub enum StoreError {
         /// What the folder holds.
         found: String,
     },
+    /// A live node of the cluster speaks another cluster protocol than this chela: joining
+    /// would mis-handle the commands it queues (or it would mis-handle this node's).
+    #[error(
+        "node {node} of the cluster runs {theirs}, but this is {ours}: nodes of different \
+         cluster protocols cannot share a store. Run the same chela version on every node \
+         (stop {node} first, or start this node with its version)"
+    )]
+    ProtocolMismatch {
+        /// The live node.
+        node: String,
+        /// What it runs.
+        theirs: NodeVersion,
+        /// What this node runs.
+        ours: NodeVersion,
+    },
     /// The database's schema was written by a newer chela.
     #[error(
         "the PostgreSQL store has schema version {found}, newer than this chela's {supported}: \
@@ -288,16 +303,26 @@ impl Store {
     /// connection of its own, which also listens for wake-ups); `None` for a sled store,
     /// which one process holds alone. Must be called inside a tokio runtime, which drives
     /// the connection.
+    ///
+    /// The node joins as [`NodeVersion::current`]; it is refused
+    /// ([`StoreError::ProtocolMismatch`]) while a node seen within `alive_s` seconds speaks
+    /// another cluster protocol.
     pub async fn coordinator(
         config: &crate::config::StoreConfig,
         node: &str,
+        alive_s: u64,
     ) -> Result<Option<Arc<dyn Coordinator>>, StoreError> {
         if !config.is_postgres() {
             return Ok(None);
         }
+        let url = config.url.trim();
+        let joining = self::postgres::Joining {
+            node,
+            version: NodeVersion::current(),
+            alive_s,
+        };
         let coordinator =
-            self::postgres::PgCoordinator::connect(config.url.trim(), config.url_setting(), node)
-                .await?;
+            self::postgres::PgCoordinator::connect(url, config.url_setting(), joining).await?;
         Ok(Some(Arc::new(coordinator)))
     }
 

@@ -179,18 +179,30 @@ async fn abort(panel: &Panel, key: &str) -> Done {
         );
     }
     match panel.api.abort(key).await {
-        Ok(report) => Done::ok(
-            "/panel/live",
-            format!(
-                "Stopped {key}: {} run stopped, {} queued turns dropped.",
-                if report.stopped_run { "a" } else { "no" },
-                report.cleared
-            ),
-        ),
+        Ok(aborted) => Done::ok("/panel/live", aborted_text(key, &aborted)),
         Err(e) => Done::failed(
             StatusCode::SERVICE_UNAVAILABLE,
             "/panel/live",
             e.to_string(),
+        ),
+    }
+}
+
+/// What an abort did, for the panel.
+fn aborted_text(key: &str, aborted: &crate::rpc::api::Aborted) -> String {
+    let on = match &aborted.node {
+        Some(node) => format!(" on node {node}"),
+        None => String::new(),
+    };
+    match aborted.report {
+        Some(report) => format!(
+            "Stopped {key}{on}: {} run stopped, {} queued turns dropped.",
+            if report.stopped_run { "a" } else { "no" },
+            report.cleared
+        ),
+        None => format!(
+            "Stop of {key} handed to node {}; it did not confirm in time.",
+            aborted.node.as_deref().unwrap_or("?")
         ),
     }
 }

@@ -326,3 +326,22 @@ pub(crate) async fn group_history_is_replaced_and_cleared(h: &dyn Harness) {
     store.clear_group_history("none").unwrap();
     assert_eq!(store.group_histories().unwrap().len(), 1);
 }
+
+/// Group lines appended one by one keep the newest `per_group`; taking them forgets them.
+pub(crate) async fn group_lines_are_appended_capped_and_taken_once(h: &dyn Harness) {
+    let store = h.fresh();
+    for i in 0..5 {
+        store
+            .append_group_line("g", &format!("a: m{i}"), 3, 10)
+            .unwrap();
+    }
+    store.append_group_line("h", "b: x", 3, 10).unwrap();
+    store.flush().await.unwrap();
+    let store = h.reopen(store);
+    assert_eq!(
+        store.take_group_history("g").unwrap(),
+        ["a: m2", "a: m3", "a: m4"]
+    );
+    assert!(store.take_group_history("g").unwrap().is_empty());
+    assert_eq!(store.group_histories().unwrap().len(), 1, "h is kept");
+}

@@ -62,6 +62,7 @@ macro_rules! store_contract_tests {
             pairing_codes_expire_and_rejected_codes_do_not_approve,
             cursors_are_durable_and_listed_by_suffix,
             group_history_is_replaced_and_cleared,
+            group_lines_are_appended_capped_and_taken_once,
             sessions_are_created_once_and_listed_by_key,
             settings_round_trip_and_clear,
             transcript_appends_chain_and_refuse_unknown_sessions,

@@ -28,4 +28,40 @@ pub trait CursorStore {
 
     /// Every group's kept lines, by session key.
     fn group_histories(&self) -> Result<Vec<(String, Vec<String>)>, StoreError>;
+
+    /// Appends `line` to the kept lines of group session `key`, keeping the newest
+    /// `per_group`, and forgets the least recently touched groups beyond `groups`: what a
+    /// cluster's nodes use to share the context, so a store shared by several processes
+    /// does it atomically. Buffered. This default, for stores one process
+    /// holds, neither is atomic nor keeps the groups' cap (that process keeps it in memory).
+    fn append_group_line(
+        &self,
+        key: &str,
+        line: &str,
+        per_group: usize,
+        groups: usize,
+    ) -> Result<(), StoreError> {
+        let _ = groups;
+        let mut lines = self
+            .group_histories()?
+            .into_iter()
+            .find_map(|(k, lines)| (k == key).then_some(lines))
+            .unwrap_or_default();
+        lines.push(line.to_owned());
+        let over = lines.len().saturating_sub(per_group);
+        lines.drain(..over);
+        self.save_group_history(key, &lines)
+    }
+
+    /// Returns the kept lines of group session `key` and forgets them; of several processes
+    /// taking at once, one gets them. Buffered.
+    fn take_group_history(&self, key: &str) -> Result<Vec<String>, StoreError> {
+        let lines = self
+            .group_histories()?
+            .into_iter()
+            .find_map(|(k, lines)| (k == key).then_some(lines))
+            .unwrap_or_default();
+        self.clear_group_history(key)?;
+        Ok(lines)
+    }
 }

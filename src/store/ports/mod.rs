@@ -34,7 +34,10 @@ mod sessions;
 use chela_channel::BoxFuture;
 
 pub use bindings::{Binding, BindingStore, SubagentLink, SubagentState};
-pub use cluster::{Coordinator, Lease, MAX_EVENT_PAYLOAD, NodeInfo, PARTITIONS, partition_of};
+pub use cluster::{
+    Coordinator, Lease, MAX_EVENT_PAYLOAD, NodeInfo, NodeVersion, PARTITIONS, PROTOCOL,
+    partition_of,
+};
 pub use cron::{CronJob, CronOrigin, CronStore};
 pub use cursors::CursorStore;
 pub use delivery::{DeliveryStore, OutboxEntry, ReplyJournal};

@@ -17,7 +17,7 @@ use tokio_postgres::{AsyncMessage, Client, NoTls};
 use super::conn::Conn;
 use super::{error_text, parse_config, pg_err, unbig};
 use crate::store::{
-    Coordinator, Lease, NodeInfo, PARTITIONS, StoreError, StoreFuture, partition_of,
+    Coordinator, Lease, NodeInfo, NodeVersion, PARTITIONS, StoreError, StoreFuture, partition_of,
 };
 
 /// The channel `enqueue_unique` notifies with the partition of the turn it queued.
@@ -60,6 +60,8 @@ pub(super) async fn wake(c: &Conn, session: &str) -> Result<(), StoreError> {
 /// One node's coordinator over PostgreSQL.
 pub struct PgCoordinator {
     node: String,
+    /// What this node runs (written again by a heartbeat that finds its row gone).
+    version: NodeVersion,
     config: tokio_postgres::Config,
     client: tokio::sync::Mutex<Option<Client>>,
     wake_tx: mpsc::UnboundedSender<u32>,
@@ -71,14 +73,21 @@ pub struct PgCoordinator {
 }
 
 impl PgCoordinator {
-    /// Connects as node `node`, listens for wake-ups and records the node as started now.
-    /// `setting` names where the URL came from, for the error.
-    pub async fn connect(url: &str, setting: &str, node: &str) -> Result<Self, StoreError> {
+    /// Connects as node `joining.node`, listens for wake-ups and records the node as started
+    /// now with its version, unless a live node speaks another cluster protocol
+    /// ([`StoreError::ProtocolMismatch`]). `setting` names where the URL came from, for the
+    /// error.
+    pub async fn connect(
+        url: &str,
+        setting: &str,
+        joining: Joining<'_>,
+    ) -> Result<Self, StoreError> {
         let config = parse_config(url, setting)?;
         let (wake_tx, wake_rx) = mpsc::unbounded_channel();
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let coordinator = PgCoordinator {
-            node: node.to_owned(),
+            node: joining.node.to_owned(),
+            version: joining.version.clone(),
             config,
             client: tokio::sync::Mutex::new(None),
             wake_tx,
@@ -90,14 +99,11 @@ impl PgCoordinator {
         {
             let mut slot = coordinator.client.lock().await;
             let client = coordinator.connected(&mut slot).await?;
-            client
-                .execute(
-                    "INSERT INTO nodes (id, started, last_seen) VALUES ($1, now(), now()) \
-                     ON CONFLICT (id) DO UPDATE SET started = now(), last_seen = now()",
-                    &[&coordinator.node],
-                )
-                .await
-                .map_err(pg_err)?;
+            client.batch_execute("BEGIN").await.map_err(pg_err)?;
+            let joined = join(client, &joining).await;
+            let end = if joined.is_ok() { "COMMIT" } else { "ROLLBACK" };
+            client.batch_execute(end).await.map_err(pg_err)?;
+            joined?;
         }
         Ok(coordinator)
     }
@@ -184,6 +190,57 @@ impl PgCoordinator {
     }
 }
 
+/// Who joins the cluster: the node's id and what it runs, refused while a node seen within
+/// `alive_s` seconds speaks another protocol.
+#[derive(Debug, Clone)]
+pub struct Joining<'a> {
+    /// The node's id.
+    pub node: &'a str,
+    /// What it runs.
+    pub version: NodeVersion,
+    /// How recent another node's heartbeat must be for it to count as live.
+    pub alive_s: u64,
+}
+
+/// Inside a transaction: refuses `joining` when a live other node speaks another protocol,
+/// else records it (the nodes table locked meanwhile, so two nodes of different protocols
+/// starting together cannot both get in).
+async fn join(client: &Client, joining: &Joining<'_>) -> Result<(), StoreError> {
+    client
+        .batch_execute("LOCK TABLE nodes IN SHARE ROW EXCLUSIVE MODE")
+        .await
+        .map_err(pg_err)?;
+    let protocol = i32::try_from(joining.version.protocol).unwrap_or(i32::MAX);
+    let other = client
+        .query_opt(
+            "SELECT id, version, protocol FROM nodes WHERE id <> $1 AND protocol <> $2 \
+             AND last_seen > now() - make_interval(secs => $3) ORDER BY last_seen DESC LIMIT 1",
+            &[&joining.node, &protocol, &secs(joining.alive_s)],
+        )
+        .await
+        .map_err(pg_err)?;
+    if let Some(row) = other {
+        return Err(StoreError::ProtocolMismatch {
+            node: row.get(0),
+            theirs: NodeVersion {
+                version: row.get(1),
+                protocol: u32::try_from(row.get::<_, i32>(2)).unwrap_or(0),
+            },
+            ours: joining.version.clone(),
+        });
+    }
+    client
+        .execute(
+            "INSERT INTO nodes (id, started, last_seen, version, protocol) \
+             VALUES ($1, now(), now(), $2, $3) ON CONFLICT (id) DO UPDATE SET started = now(), \
+             last_seen = now(), version = excluded.version, protocol = excluded.protocol",
+            &[&joining.node, &joining.version.version, &protocol],
+        )
+        .await
+        .map_err(pg_err)?;
+    Ok(())
+}
+
 /// The leases in `rows` (partition, generation).
 fn leases(rows: Vec<tokio_postgres::Row>) -> Vec<Lease> {
     let mut out: Vec<Lease> = rows
@@ -203,7 +260,7 @@ pub(super) const NODES_SQL: &str = "SELECT n.id, (extract(epoch FROM n.started) 
      coalesce((SELECT array_agg(l.partition ORDER BY l.partition) FROM leases l \
      WHERE l.node = n.id AND l.expires > now()), '{}'), \
      coalesce((SELECT array_agg(i.name::text ORDER BY i.name) FROM intake_leases i \
-     WHERE i.node = n.id AND i.expires > now()), '{}') \
+     WHERE i.node = n.id AND i.expires > now()), '{}'), n.version, n.protocol \
      FROM nodes n ORDER BY n.id";
 
 /// A row of [`NODES_SQL`].
@@ -218,6 +275,10 @@ pub(super) fn node_info(r: &tokio_postgres::Row) -> NodeInfo {
             .map(|p| u32::try_from(p).unwrap_or(0))
             .collect(),
         intakes: r.get(4),
+        version: NodeVersion {
+            version: r.get(5),
+            protocol: u32::try_from(r.get::<_, i32>(6)).unwrap_or(0),
+        },
     }
 }
 
@@ -238,14 +299,20 @@ impl Coordinator for PgCoordinator {
         Box::pin(async move {
             let rows = self
                 .rows(
-                    "WITH beat AS (INSERT INTO nodes (id, started, last_seen) \
-                     VALUES ($1, now(), now()) \
+                    "WITH beat AS (INSERT INTO nodes (id, started, last_seen, version, protocol) \
+                     VALUES ($1, now(), now(), $4, $5) \
                      ON CONFLICT (id) DO UPDATE SET last_seen = now() RETURNING id), \
                      gone AS (DELETE FROM nodes WHERE id <> $1 \
                      AND last_seen < now() - make_interval(secs => $3)) \
                      SELECT count(*) FROM nodes \
                      WHERE id <> $1 AND last_seen > now() - make_interval(secs => $2)",
-                    &[&self.node, &secs(alive_s), &secs(FORGET_NODE_S)],
+                    &[
+                        &self.node,
+                        &secs(alive_s),
+                        &secs(FORGET_NODE_S),
+                        &self.version.version,
+                        &i32::try_from(self.version.protocol).unwrap_or(i32::MAX),
+                    ],
                 )
                 .await?;
             let others: i64 = rows.first().map_or(0, |r| r.get(0));

@@ -5,11 +5,13 @@
 
 use std::time::Duration;
 
-use super::PgCoordinator;
+use super::{Joining, PgCoordinator};
 use crate::domain::run::RunRecord;
 use crate::store::contract_tests::{chat, turn};
 use crate::store::postgres::testing::{admin, test_url, url_with_schema};
-use crate::store::{Coordinator, PARTITIONS, PgStore, Store, StoreError, partition_of};
+use crate::store::{
+    Coordinator, NodeVersion, PARTITIONS, PgStore, Store, StoreError, partition_of,
+};
 
 /// A fresh schema: (its name, its store URL).
 fn schema() -> (String, String) {
@@ -23,8 +25,18 @@ fn schema() -> (String, String) {
 async fn node(url: &str, node: &str) -> (Store, PgCoordinator) {
     let store = PgStore::open_as(url, "test", crate::store::Tenancy::Shared).unwrap();
     crate::store::BaseStore::fence(&store, node);
-    let coordinator = PgCoordinator::connect(url, "test", node).await.unwrap();
+    let coordinator = connect(url, node, NodeVersion::current()).await.unwrap();
     (Store::new(store), coordinator)
+}
+
+/// Node `node`'s coordinator on `url`, joining as `version`.
+async fn connect(url: &str, node: &str, version: NodeVersion) -> Result<PgCoordinator, StoreError> {
+    let joining = Joining {
+        node,
+        version,
+        alive_s: 10,
+    };
+    PgCoordinator::connect(url, "test", joining).await
 }
 
 /// Ends every lease of `node` now, as if it had not renewed in time.
@@ -192,4 +204,88 @@ async fn published_events_reach_every_node_of_the_schema_and_no_other() {
         "the other schema's own only"
     );
     assert!(at_a.try_recv().is_err() && at_b.try_recv().is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_of_another_protocol_is_refused_while_a_live_node_speaks_this_one() {
+    let (schema, url) = schema();
+    let (_a_store, a) = node(&url, "a").await;
+    let newer = NodeVersion {
+        version: "9.9.9".into(),
+        protocol: crate::store::PROTOCOL + 1,
+    };
+    let refused = connect(&url, "b", newer.clone()).await.err().unwrap();
+    let StoreError::ProtocolMismatch { node, theirs, ours } = &refused else {
+        panic!("{refused:?}")
+    };
+    assert_eq!(
+        (node.as_str(), theirs, ours),
+        ("a", &NodeVersion::current(), &newer)
+    );
+    let text = refused.to_string();
+    assert!(text.contains("node a ") && text.contains("9.9.9"), "{text}");
+    // Another build of the same protocol joins; the nodes list what each runs.
+    let other_build = NodeVersion {
+        version: "0.0.1-other".into(),
+        protocol: crate::store::PROTOCOL,
+    };
+    let c = connect(&url, "c", other_build.clone()).await.unwrap();
+    let versions: Vec<(String, NodeVersion)> = c
+        .nodes()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|n| (n.id, n.version))
+        .collect();
+    assert_eq!(
+        versions,
+        [
+            ("a".into(), NodeVersion::current()),
+            ("c".into(), other_build)
+        ]
+    );
+    // A node not seen within the lease does not hold the others back.
+    admin(&format!(
+        "UPDATE {schema}.nodes SET last_seen = now() - interval '30 seconds'"
+    ));
+    drop(a);
+    connect(&url, "b", newer).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_context_is_shared_by_the_nodes_and_kept_within_its_caps() {
+    let (_, url) = schema();
+    let (a, _) = node(&url, "a").await;
+    let (b, _) = node(&url, "b").await;
+    // Both nodes append at once: no line is lost to the other's write.
+    let writers: Vec<_> = [a.clone(), b.clone()]
+        .into_iter()
+        .enumerate()
+        .map(|(n, store)| {
+            std::thread::spawn(move || {
+                for i in 0..10 {
+                    store
+                        .append_group_line("g", &format!("{n}: {i}"), 50, 3)
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.join().unwrap();
+    }
+    let lines = b.take_group_history("g").unwrap();
+    assert_eq!(lines.len(), 20, "{lines:?}");
+    assert!(a.take_group_history("g").unwrap().is_empty(), "taken once");
+    // Past the cap of groups, the least recently touched one is forgotten.
+    for group in ["g1", "g2", "g3", "g4"] {
+        a.append_group_line(group, "x: y", 50, 3).unwrap();
+    }
+    let kept: Vec<String> = b
+        .group_histories()
+        .unwrap()
+        .into_iter()
+        .map(|g| g.0)
+        .collect();
+    assert_eq!(kept, ["g2", "g3", "g4"]);
 }

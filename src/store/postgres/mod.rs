@@ -70,7 +70,7 @@ use conn::Conn;
 
 use super::{BaseStore, StoreError, StoreFuture};
 
-pub use cluster::PgCoordinator;
+pub use cluster::{Joining, PgCoordinator};
 pub use lock::Tenancy;
 pub use schema::SCHEMA_VERSION;
 

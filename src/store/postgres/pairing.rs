@@ -271,6 +271,73 @@ impl CursorStore for PgStore {
         })
     }
 
+    fn append_group_line(
+        &self,
+        key: &str,
+        line: &str,
+        per_group: usize,
+        groups: usize,
+    ) -> Result<(), StoreError> {
+        let (key, line) = (key.to_owned(), line.to_owned());
+        let empty = encode(&Vec::<String>::new())?;
+        let groups = i64::try_from(groups).unwrap_or(i64::MAX);
+        self.blocking(move |c| async move {
+            transaction(&c, async |c: &Conn| {
+                // The row is made first, so that every writer locks the same row.
+                c.execute(
+                    "INSERT INTO group_history (session_key, lines) VALUES ($1, $2) \
+                     ON CONFLICT (session_key) DO NOTHING",
+                    &[&key, &empty],
+                )
+                .await
+                .map_err(pg_err)?;
+                let row = c
+                    .query_one(
+                        "SELECT lines FROM group_history WHERE session_key = $1 FOR UPDATE",
+                        &[&key],
+                    )
+                    .await
+                    .map_err(pg_err)?;
+                let mut lines: Vec<String> = decode("group_history", row.get::<_, &[u8]>(0))?;
+                lines.push(line);
+                let over = lines.len().saturating_sub(per_group);
+                lines.drain(..over);
+                c.execute(
+                    "UPDATE group_history SET lines = $2, touched = now() WHERE session_key = $1",
+                    &[&key, &encode(&lines)?],
+                )
+                .await
+                .map_err(pg_err)?;
+                c.execute(
+                    "DELETE FROM group_history WHERE session_key IN (SELECT session_key \
+                     FROM group_history ORDER BY touched DESC, session_key OFFSET $1)",
+                    &[&groups],
+                )
+                .await
+                .map_err(pg_err)?;
+                Ok(())
+            })
+            .await
+        })
+    }
+
+    fn take_group_history(&self, key: &str) -> Result<Vec<String>, StoreError> {
+        let key = key.to_owned();
+        self.blocking(move |c| async move {
+            let row = c
+                .query_opt(
+                    "DELETE FROM group_history WHERE session_key = $1 RETURNING lines",
+                    &[&key],
+                )
+                .await
+                .map_err(pg_err)?;
+            match row {
+                Some(row) => decode("group_history", row.get::<_, &[u8]>(0)),
+                None => Ok(Vec::new()),
+            }
+        })
+    }
+
     fn group_histories(&self) -> Result<Vec<(String, Vec<String>)>, StoreError> {
         self.blocking(move |c| async move {
             let rows = c

@@ -13,6 +13,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0002_cluster.sql"),
     include_str!("migrations/0003_intake.sql"),
     include_str!("migrations/0004_cron.sql"),
+    include_str!("migrations/0005_versions.sql"),
 ];
 
 /// The schema version this binary writes and reads.

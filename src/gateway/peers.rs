@@ -1,0 +1,266 @@
+//! Calls between the nodes of a cluster: a node asks another (or every other) node to act
+//! where the state lives (stop a session it runs, answer an exec approval it asked) and
+//! gathers the answers for a while. They travel as PostgreSQL notifications on the channel
+//! of the store's schema that the run events use ([`super::events_relay`]): an
+//! [`Envelope`]'s payload starts with [`MARK`], which tells it from an event batch. Best
+//! effort, as the events are: a node that does not answer in time is reported as such, never
+//! guessed at. What is asked and answered is [`remote`](super::remote)'s.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+use crate::store::{Coordinator, MAX_EVENT_PAYLOAD};
+
+/// How long a node waits for the others' answers.
+pub const ANSWER_WITHIN: Duration = Duration::from_secs(5);
+
+/// What a call's payload starts with: the envelope's first field.
+const MARK: &str = "{\"call\":";
+
+/// One call or its answer, as it travels.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Envelope {
+    /// The call's number at the node that made it (first: see [`MARK`]).
+    pub call: u64,
+    /// The node it comes from.
+    pub from: String,
+    /// The node it is for; `None`: every other node.
+    pub to: Option<String>,
+    /// The question, or the answer to call `call` of node `to`.
+    pub body: Body,
+}
+
+/// What is asked, or answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Body {
+    /// Stop session `session` (its run and queued turns) and, with `children`, its
+    /// sub-agents, on the node that runs it.
+    Stop {
+        /// The session key.
+        session: String,
+        /// Whether its sub-agents stop too (`/stop`; the RPC's `abort` does not).
+        children: bool,
+    },
+    /// What [`Body::Stop`] did.
+    Stopped {
+        /// False when the node does not run the session (any more): it did nothing.
+        runs_here: bool,
+        /// The node is shutting down: nothing was stopped.
+        closed: bool,
+        /// Queued turns dropped.
+        cleared: usize,
+        /// Whether a run was cancelled (and settled).
+        stopped_run: bool,
+        /// Sub-agents stopped.
+        children: usize,
+    },
+    /// Answer exec approval `id` with `decision` (as typed after `/approve <id>`).
+    Approve {
+        /// The approval's id.
+        id: String,
+        /// `allow-once`, `allow-always` or `deny`.
+        decision: String,
+    },
+    /// What [`Body::Approve`] did on one node.
+    Approved {
+        /// Whether it reached the one asking.
+        outcome: Answered,
+    },
+    /// The exec approvals waiting on a node.
+    ListApprovals,
+    /// The answer to [`Body::ListApprovals`].
+    Approvals {
+        /// Oldest first.
+        waiting: Vec<WaitingApproval>,
+    },
+}
+
+impl Body {
+    /// Whether this answers a call (else it asks).
+    fn is_answer(&self) -> bool {
+        matches!(
+            self,
+            Body::Stopped { .. } | Body::Approved { .. } | Body::Approvals { .. }
+        )
+    }
+}
+
+/// What became of an answer to an exec approval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Answered {
+    /// It reached the one asking, who runs (or not) `command`.
+    Done {
+        /// The command asked about.
+        command: String,
+    },
+    /// No approval has that id here (answered, timed out or stopped).
+    Unknown,
+    /// The one asking stopped waiting in the meantime.
+    Gone,
+}
+
+/// An exec approval waiting on some node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaitingApproval {
+    /// Its id.
+    pub id: String,
+    /// The session asking.
+    pub session: String,
+    /// The command (shortened to fit a notification).
+    pub command: String,
+}
+
+/// Whether `payload` (from the shared channel) is a call or an answer, not an event batch.
+pub fn is_call(payload: &str) -> bool {
+    payload.starts_with(MARK)
+}
+
+/// This node's side of the calls.
+pub struct Peers {
+    coordinator: Arc<dyn Coordinator>,
+    next: AtomicU64,
+    /// The calls waiting for answers: call number -> where its answers go.
+    calls: Mutex<HashMap<u64, mpsc::UnboundedSender<(String, Body)>>>,
+}
+
+/// Forgets a call when its asker stops waiting.
+struct Pending<'a> {
+    peers: &'a Peers,
+    call: u64,
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut calls) = self.peers.calls.lock() {
+            calls.remove(&self.call);
+        }
+    }
+}
+
+impl Peers {
+    /// Calls over `coordinator`'s notifications.
+    pub fn new(coordinator: Arc<dyn Coordinator>) -> Peers {
+        // Numbered from the clock: a node restarted under the same id does not take the
+        // late answers to its previous life's calls for its own.
+        let first = crate::domain::message::now_ms().saturating_mul(1000);
+        Peers {
+            coordinator,
+            next: AtomicU64::new(first),
+            calls: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// This node's id.
+    pub fn node(&self) -> &str {
+        self.coordinator.node()
+    }
+
+    /// Sends `body` to node `to` (`None`: every other node) and gathers the answers, by
+    /// node, until `expected` came, one of them is `decisive`, or `within` passed.
+    pub async fn ask(
+        &self,
+        to: Option<&str>,
+        body: Body,
+        expected: usize,
+        within: Duration,
+        decisive: impl Fn(&Body) -> bool,
+    ) -> Vec<(String, Body)> {
+        let call = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.insert(call, tx);
+        }
+        let _pending = Pending { peers: self, call };
+        let envelope = Envelope {
+            call,
+            from: self.node().to_owned(),
+            to: to.map(str::to_owned),
+            body,
+        };
+        let mut answers = Vec::new();
+        if expected == 0 || !self.send(&envelope).await {
+            return answers;
+        }
+        let deadline = tokio::time::Instant::now() + within;
+        while let Ok(Some((node, body))) = tokio::time::timeout_at(deadline, rx.recv()).await {
+            if answers.iter().any(|(n, _)| *n == node) {
+                continue;
+            }
+            let done = decisive(&body);
+            answers.push((node, body));
+            if done || answers.len() >= expected {
+                break;
+            }
+        }
+        answers
+    }
+
+    /// Answers call `call` of node `to` with `body`.
+    pub async fn answer(&self, to: &str, call: u64, body: Body) {
+        let envelope = Envelope {
+            call,
+            from: self.node().to_owned(),
+            to: Some(to.to_owned()),
+            body,
+        };
+        self.send(&envelope).await;
+    }
+
+    /// Takes in `payload` from the shared channel: an answer to one of this node's calls
+    /// goes to its asker; a question for this node is returned, to be answered.
+    pub fn take(&self, payload: &str) -> Option<Envelope> {
+        let envelope: Envelope = match serde_json::from_str(payload) {
+            Ok(envelope) => envelope,
+            Err(e) => {
+                tracing::debug!(error = %e, "cluster: a call from another node not understood");
+                return None;
+            }
+        };
+        let me = self.node();
+        if envelope.from == me || envelope.to.as_deref().is_some_and(|to| to != me) {
+            return None;
+        }
+        if !envelope.body.is_answer() {
+            return Some(envelope);
+        }
+        let calls = self.calls.lock().ok()?;
+        if let Some(asker) = calls.get(&envelope.call) {
+            let _ = asker.send((envelope.from, envelope.body));
+        }
+        None
+    }
+
+    /// Publishes `envelope`; false when it could not be sent.
+    async fn send(&self, envelope: &Envelope) -> bool {
+        let payload = match serde_json::to_string(envelope) {
+            Ok(payload) if payload.len() <= MAX_EVENT_PAYLOAD => payload,
+            Ok(payload) => {
+                tracing::warn!(
+                    bytes = payload.len(),
+                    "cluster: a call to another node is too big to send"
+                );
+                return false;
+            }
+            Err(_) => return false,
+        };
+        match self.coordinator.publish_events(payload).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, "cluster: cannot reach the other nodes");
+                false
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+#[path = "peers_tests.rs"]
+mod tests;

@@ -1,0 +1,172 @@
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc;
+
+use super::*;
+use crate::store::{Lease, NodeInfo, StoreFuture};
+
+/// Nodes whose published payloads reach every node (as `NOTIFY` does), the sender included.
+#[derive(Default, Clone)]
+struct Bus(Arc<Mutex<Vec<mpsc::UnboundedSender<String>>>>);
+
+struct Node {
+    id: String,
+    bus: Bus,
+    rx: Mutex<Option<mpsc::UnboundedReceiver<String>>>,
+}
+
+impl Bus {
+    fn node(&self, id: &str) -> Arc<Node> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.0.lock().unwrap().push(tx);
+        Arc::new(Node {
+            id: id.into(),
+            bus: self.clone(),
+            rx: Mutex::new(Some(rx)),
+        })
+    }
+}
+
+impl Coordinator for Node {
+    fn node(&self) -> &str {
+        &self.id
+    }
+    fn heartbeat(&self, _: u64) -> StoreFuture<'_, usize> {
+        Box::pin(async { Ok(1) })
+    }
+    fn renew(&self, _: u64) -> StoreFuture<'_, Vec<Lease>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    fn acquire(&self, _: usize, _: u64) -> StoreFuture<'_, Vec<Lease>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    fn release<'a>(&'a self, _: &'a [u32]) -> StoreFuture<'a, ()> {
+        Box::pin(async { Ok(()) })
+    }
+    fn hold_intake<'a>(&'a self, _: &'a str, _: u64) -> StoreFuture<'a, bool> {
+        Box::pin(async { Ok(true) })
+    }
+    fn release_intake<'a>(&'a self, _: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async { Ok(()) })
+    }
+    fn leave(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async { Ok(()) })
+    }
+    fn nodes(&self) -> StoreFuture<'_, Vec<NodeInfo>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    fn wakeups(&self) -> Option<mpsc::UnboundedReceiver<u32>> {
+        None
+    }
+    fn publish_events(&self, payload: String) -> StoreFuture<'_, ()> {
+        for tx in self.bus.0.lock().unwrap().iter() {
+            let _ = tx.send(payload.clone());
+        }
+        Box::pin(async { Ok(()) })
+    }
+    fn remote_events(&self) -> Option<mpsc::UnboundedReceiver<String>> {
+        self.rx.lock().unwrap().take()
+    }
+}
+
+/// Peers over `node`, each question it takes answered by `reply` (or left unanswered).
+fn serve(node: Arc<Node>, reply: fn(&Body) -> Option<Body>) -> Arc<Peers> {
+    let mut rx = node.remote_events().unwrap();
+    let peers = Arc::new(Peers::new(node));
+    let serving = peers.clone();
+    tokio::spawn(async move {
+        while let Some(payload) = rx.recv().await {
+            assert!(is_call(&payload), "{payload}");
+            if let Some(question) = serving.take(&payload)
+                && let Some(body) = reply(&question.body)
+            {
+                serving.answer(&question.from, question.call, body).await;
+            }
+        }
+    });
+    peers
+}
+
+fn stopped(runs_here: bool) -> Body {
+    Body::Stopped {
+        runs_here,
+        closed: false,
+        cleared: 2,
+        stopped_run: runs_here,
+        children: 0,
+    }
+}
+
+#[tokio::test]
+async fn a_call_to_one_node_is_answered_by_it_alone() {
+    let bus = Bus::default();
+    let a = serve(bus.node("a"), |_| None);
+    let _b = serve(bus.node("b"), |_| Some(stopped(true)));
+    let _c = serve(bus.node("c"), |_| Some(stopped(false)));
+    let stop = Body::Stop {
+        session: "k".into(),
+        children: true,
+    };
+    let answers = a.ask(Some("b"), stop, 1, ANSWER_WITHIN, |_| true).await;
+    assert_eq!(answers, [("b".to_owned(), stopped(true))]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn answers_are_gathered_until_a_decisive_one_or_the_time_is_up() {
+    let bus = Bus::default();
+    let a = serve(bus.node("a"), |_| None);
+    let unknown = |_: &Body| {
+        Some(Body::Approved {
+            outcome: Answered::Unknown,
+        })
+    };
+    let _b = serve(bus.node("b"), unknown);
+    let _c = serve(bus.node("c"), |_| {
+        Some(Body::Approved {
+            outcome: Answered::Done {
+                command: "ls".into(),
+            },
+        })
+    });
+    let approve = || Body::Approve {
+        id: "abc123".into(),
+        decision: "deny".into(),
+    };
+    let decisive = |b: &Body| {
+        matches!(
+            b,
+            Body::Approved {
+                outcome: Answered::Done { .. }
+            }
+        )
+    };
+    let answers = a.ask(None, approve(), 2, ANSWER_WITHIN, decisive).await;
+    assert!(
+        answers.iter().any(|(n, b)| n == "c" && decisive(b)),
+        "{answers:?}"
+    );
+    // A node that never answers: the others' answers once the time is up.
+    let _d = serve(bus.node("d"), |_| None);
+    let started = tokio::time::Instant::now();
+    let answers = a.ask(None, approve(), 3, ANSWER_WITHIN, |_| false).await;
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert!(started.elapsed() >= ANSWER_WITHIN);
+    assert!(
+        a.calls.lock().unwrap().is_empty(),
+        "finished calls are forgotten"
+    );
+}
+
+#[test]
+fn a_call_is_told_from_an_event_batch() {
+    let envelope = Envelope {
+        call: 7,
+        from: "a".into(),
+        to: None,
+        body: Body::ListApprovals,
+    };
+    let text = serde_json::to_string(&envelope).unwrap();
+    assert!(is_call(&text), "{text}");
+    assert!(!is_call(r#"{"node":"a","events":[]}"#));
+    assert_eq!(serde_json::from_str::<Envelope>(&text).unwrap(), envelope);
+}

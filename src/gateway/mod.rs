@@ -242,10 +242,10 @@ async fn join_cluster(
     };
     store.fence(&node);
     tracing::info!(node = %node, lease_s = config.cluster.lease_s, "cluster: joined");
-    Ok(Some(Arc::new(cluster::Cluster::new(
-        coordinator,
-        config.cluster.lease(),
-    ))))
+    let key = coordinator.call_key().await?;
+    let cluster = cluster::Cluster::new(coordinator, config.cluster.lease());
+    cluster.peers().set_key(key);
+    Ok(Some(Arc::new(cluster)))
 }
 
 /// A running gateway.

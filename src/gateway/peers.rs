@@ -5,11 +5,18 @@
 //! [`Envelope`]'s payload starts with [`MARK`], which tells it from an event batch. Best
 //! effort, as the events are: a node that does not answer in time is reported as such, never
 //! guessed at. What is asked and answered is [`remote`](super::remote)'s.
+//!
+//! Every envelope is signed (HMAC-SHA256 with the store's call key, [`Coordinator::call_key`],
+//! which only roles that can read chela's tables know): a role that can merely connect, and
+//! so `NOTIFY` and `LISTEN`, cannot make a node stop a session or answer an approval, and a
+//! call without a valid signature is dropped.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
+
+use hmac::{KeyInit, Mac};
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
@@ -33,7 +40,13 @@ pub struct Envelope {
     pub to: Option<String>,
     /// The question, or the answer to call `call` of node `to`.
     pub body: Body,
+    /// The signature of the envelope without it, hex (empty while it is made).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub sig: String,
 }
+
+/// The signature scheme of the envelopes.
+type Signer = hmac::Hmac<sha2::Sha256>;
 
 /// What is asked, or answered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -128,6 +141,8 @@ pub struct Peers {
     next: AtomicU64,
     /// The calls waiting for answers: call number -> where its answers go.
     calls: Mutex<HashMap<u64, mpsc::UnboundedSender<(String, Body)>>>,
+    /// The key envelopes are signed with ([`Peers::set_key`]); none: nothing is sent or taken.
+    key: OnceLock<Vec<u8>>,
 }
 
 /// Forgets a call when its asker stops waiting.
@@ -154,7 +169,43 @@ impl Peers {
             coordinator,
             next: AtomicU64::new(first),
             calls: Mutex::new(HashMap::new()),
+            key: OnceLock::new(),
         }
+    }
+
+    /// Sets the key envelopes are signed and checked with (the store's call key, read when
+    /// the node joins). An empty key is refused: calls stay off.
+    pub fn set_key(&self, key: Vec<u8>) {
+        if key.is_empty() {
+            tracing::warn!("cluster: the store has no call key; calls between nodes are off");
+            return;
+        }
+        let _ = self.key.set(key);
+    }
+
+    /// The hex signature of `unsigned` (an envelope's JSON without `sig`); `None` without a key.
+    fn sign(&self, unsigned: &str) -> Option<String> {
+        let mut mac = Signer::new_from_slice(self.key.get()?).ok()?;
+        mac.update(unsigned.as_bytes());
+        let bytes = mac.finalize().into_bytes();
+        Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    }
+
+    /// Whether `envelope` carries the signature of its other fields.
+    fn signed(&self, envelope: &Envelope) -> bool {
+        let mut unsigned = envelope.clone();
+        let sig = std::mem::take(&mut unsigned.sig);
+        let Ok(text) = serde_json::to_string(&unsigned) else {
+            return false;
+        };
+        let (Some(key), Some(given)) = (self.key.get(), unhex(&sig)) else {
+            return false;
+        };
+        let Ok(mut mac) = Signer::new_from_slice(key) else {
+            return false;
+        };
+        mac.update(text.as_bytes());
+        mac.verify_slice(&given).is_ok()
     }
 
     /// This node's id.
@@ -183,6 +234,7 @@ impl Peers {
             from: self.node().to_owned(),
             to: to.map(str::to_owned),
             body,
+            sig: String::new(),
         };
         let mut answers = Vec::new();
         if expected == 0 || !self.send(&envelope).await {
@@ -209,6 +261,7 @@ impl Peers {
             from: self.node().to_owned(),
             to: Some(to.to_owned()),
             body,
+            sig: String::new(),
         };
         self.send(&envelope).await;
     }
@@ -227,6 +280,10 @@ impl Peers {
         if envelope.from == me || envelope.to.as_deref().is_some_and(|to| to != me) {
             return None;
         }
+        if !self.signed(&envelope) {
+            tracing::warn!(from = %envelope.from, "cluster: a call without a valid signature was dropped");
+            return None;
+        }
         if !envelope.body.is_answer() {
             return Some(envelope);
         }
@@ -239,7 +296,17 @@ impl Peers {
 
     /// Publishes `envelope`; false when it could not be sent.
     async fn send(&self, envelope: &Envelope) -> bool {
-        let payload = match serde_json::to_string(envelope) {
+        let Ok(unsigned) = serde_json::to_string(envelope) else {
+            return false;
+        };
+        let Some(sig) = self.sign(&unsigned) else {
+            return false;
+        };
+        let signed = Envelope {
+            sig,
+            ..envelope.clone()
+        };
+        let payload = match serde_json::to_string(&signed) {
             Ok(payload) if payload.len() <= MAX_EVENT_PAYLOAD => payload,
             Ok(payload) => {
                 tracing::warn!(
@@ -258,6 +325,17 @@ impl Peers {
             }
         }
     }
+}
+
+/// The bytes of hex text `text`; `None` when it is not hex.
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 #[cfg(test)]

@@ -73,6 +73,7 @@ impl Coordinator for Node {
 fn serve(node: Arc<Node>, reply: fn(&Body) -> Option<Body>) -> Arc<Peers> {
     let mut rx = node.remote_events().unwrap();
     let peers = Arc::new(Peers::new(node));
+    peers.set_key(b"the store's call key".to_vec());
     let serving = peers.clone();
     tokio::spawn(async move {
         while let Some(payload) = rx.recv().await {
@@ -164,9 +165,64 @@ fn a_call_is_told_from_an_event_batch() {
         from: "a".into(),
         to: None,
         body: Body::ListApprovals,
+        sig: String::new(),
     };
     let text = serde_json::to_string(&envelope).unwrap();
     assert!(is_call(&text), "{text}");
     assert!(!is_call(r#"{"node":"a","events":[]}"#));
     assert_eq!(serde_json::from_str::<Envelope>(&text).unwrap(), envelope);
+}
+
+#[tokio::test]
+async fn calls_without_the_stores_key_are_dropped() {
+    let approve = || Body::Approve {
+        id: "abc123".into(),
+        decision: "allow-once".into(),
+    };
+    let bus = Bus::default();
+    let b = bus.node("b");
+    let taker = Peers::new(b.clone());
+    taker.set_key(b"the store's call key".to_vec());
+    let question = Envelope {
+        call: 1,
+        from: "x".into(),
+        to: None,
+        body: approve(),
+        sig: String::new(),
+    };
+    // Unsigned, or signed with another key: dropped.
+    let unsigned = serde_json::to_string(&question).unwrap();
+    assert!(taker.take(&unsigned).is_none());
+    let forger = Peers::new(bus.node("x"));
+    forger.set_key(b"a guessed key".to_vec());
+    let forged = Envelope {
+        sig: forger.sign(&unsigned).unwrap(),
+        ..question.clone()
+    };
+    assert!(
+        taker
+            .take(&serde_json::to_string(&forged).unwrap())
+            .is_none()
+    );
+    // Signed with the store's key: taken.
+    let peer = Peers::new(bus.node("x"));
+    peer.set_key(b"the store's call key".to_vec());
+    let signed = Envelope {
+        sig: peer.sign(&unsigned).unwrap(),
+        ..question
+    };
+    assert_eq!(
+        taker
+            .take(&serde_json::to_string(&signed).unwrap())
+            .map(|e| e.body),
+        Some(approve())
+    );
+    // Without a key nothing is sent.
+    let keyless = Peers::new(bus.node("y"));
+    assert!(
+        keyless
+            .ask(None, approve(), 1, ANSWER_WITHIN, |_| true)
+            .await
+            .is_empty()
+    );
 }

@@ -110,6 +110,11 @@ pub trait Coordinator: Send + Sync {
     /// The wake-ups: the partition of each turn queued through `enqueue_unique` on any node
     /// (best effort: a lost one is found by polling). Only the first call gets them.
     fn wakeups(&self) -> Option<mpsc::UnboundedReceiver<u32>>;
+    /// The key calls between nodes are signed with (shared by every node of the store);
+    /// empty when there is none (calls are then not sent nor taken).
+    fn call_key(&self) -> StoreFuture<'_, Vec<u8>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
     /// Sends `payload` (at most [`MAX_EVENT_PAYLOAD`] bytes) to every node's
     /// [`Coordinator::remote_events`], this one's included (best effort: the RPC's event
     /// feeds of the other nodes). Without a transport it does nothing.

@@ -164,10 +164,7 @@ impl PgCoordinator {
             .query_one("SELECT coalesce(current_schema(), '')", &[])
             .await
             .map_err(pg_err)?;
-        let mut channel = format!("{EVENTS_CHANNEL}.{}", row.get::<_, String>(0));
-        while channel.len() > 63 {
-            channel.pop();
-        }
+        let channel = channel_name(&row.get::<_, String>(0));
         if let Ok(mut slot) = self.events_channel.lock() {
             slot.clone_from(&channel);
         }
@@ -239,6 +236,20 @@ async fn join(client: &Client, joining: &Joining<'_>) -> Result<(), StoreError> 
         .await
         .map_err(pg_err)?;
     Ok(())
+}
+
+/// The notification channel of schema `schema`: [`EVENTS_CHANNEL`]`.<schema>`, or, past
+/// PostgreSQL's 63 bytes, [`EVENTS_CHANNEL`]`.` and a hash of the schema's name (so two long
+/// names that begin alike do not share a channel).
+fn channel_name(schema: &str) -> String {
+    use sha2::Digest;
+    let channel = format!("{EVENTS_CHANNEL}.{schema}");
+    if channel.len() <= 63 {
+        return channel;
+    }
+    let digest = sha2::Sha256::digest(schema.as_bytes());
+    let hash: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{EVENTS_CHANNEL}.{hash}")
 }
 
 /// The leases in `rows` (partition, generation).
@@ -436,6 +447,18 @@ impl Coordinator for PgCoordinator {
 
     fn remote_events(&self) -> Option<mpsc::UnboundedReceiver<String>> {
         self.events_rx.lock().ok()?.take()
+    }
+
+    fn call_key(&self) -> StoreFuture<'_, Vec<u8>> {
+        Box::pin(async move {
+            let rows = self
+                .rows("SELECT key FROM node_call_key LIMIT 1", &[])
+                .await?;
+            Ok(rows
+                .first()
+                .map(|row| row.get::<_, String>(0).into_bytes())
+                .unwrap_or_default())
+        })
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::{Joining, PgCoordinator};
+use super::{Joining, PgCoordinator, channel_name};
 use crate::domain::run::RunRecord;
 use crate::store::contract_tests::{chat, turn};
 use crate::store::postgres::testing::{admin, test_url, url_with_schema};
@@ -288,4 +288,13 @@ async fn group_context_is_shared_by_the_nodes_and_kept_within_its_caps() {
         .map(|g| g.0)
         .collect();
     assert_eq!(kept, ["g2", "g3", "g4"]);
+}
+
+#[test]
+fn long_schema_names_get_channels_of_their_own() {
+    assert_eq!(channel_name("e1"), "chela_events.e1");
+    let a = channel_name(&format!("{}a", "x".repeat(60)));
+    let b = channel_name(&format!("{}b", "x".repeat(60)));
+    assert_ne!(a, b);
+    assert!(a.len() <= 63 && a.starts_with("chela_events."), "{a}");
 }

@@ -8,3 +8,9 @@ ALTER TABLE nodes ADD COLUMN protocol integer NOT NULL DEFAULT 0;
 -- When a group's kept context last changed: beyond the cap, the least recently touched
 -- groups are forgotten first.
 ALTER TABLE group_history ADD COLUMN touched timestamptz NOT NULL DEFAULT now();
+
+-- The key the nodes sign their calls to each other with (HMAC-SHA256 over each
+-- notification): a role that can connect, and so NOTIFY and LISTEN, but not read this table
+-- cannot make or forge calls. Made once, here, from PostgreSQL's strong random source.
+CREATE TABLE node_call_key (key text NOT NULL);
+INSERT INTO node_call_key (key) VALUES (gen_random_uuid()::text || gen_random_uuid()::text);

@@ -144,6 +144,16 @@ impl Config {
         }
         let default_store = config.store.path == StoreConfig::default().path;
         config.resolve_paths(&base_dir, home.as_deref());
+        // On resolved paths (`~`, relative ones, the defaults of `[[agents]]`).
+        if let Err((key, message)) =
+            agents::check_workspaces(&config.agent.workspace, &config.agents)
+        {
+            return Err(ConfigError::Invalid {
+                location: None,
+                key,
+                message,
+            });
+        }
         let notice = match &source {
             Some(_) if default_store => keep_old_store(&mut config, &base_dir),
             _ => None,
@@ -299,12 +309,7 @@ impl Config {
         if let Err((key, message)) = self.hooks.check() {
             return invalid(&key, message);
         }
-        if let Err((key, message)) = agents::check(
-            &self.agent.id,
-            &self.agent.workspace,
-            &self.agents,
-            &self.bindings,
-        ) {
+        if let Err((key, message)) = agents::check(&self.agent.id, &self.agents, &self.bindings) {
             return invalid(&key, message);
         }
         if let Err((key, message)) = self.check_urls() {

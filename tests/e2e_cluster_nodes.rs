@@ -391,11 +391,19 @@ async fn a_node_of_another_cluster_protocol_refuses_to_start() {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    // n0 as a newer chela would record itself.
-    query(&format!(
-        "UPDATE {schema}.nodes SET version = '9.9.9', protocol = 99 WHERE id = 'n0'"
-    ))
-    .await;
+    // n0 as a newer chela would record itself (this must work: checked, not ignored).
+    let (client, connection) = tokio_postgres::connect(&test_url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let updated = client
+        .execute(
+            &format!("UPDATE {schema}.nodes SET version = '9.9.9', protocol = 99 WHERE id = 'n0'"),
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(updated, 1);
     let n1 = common::run_to_end(command(1, "gateway")).await;
     let stderr = String::from_utf8_lossy(&n1.stderr);
     let status = common::run_to_end(command(2, "status")).await;

@@ -13,6 +13,7 @@ use chela::domain::events::RunEvent;
 use chela::domain::run::LiveEvent;
 use chela::domain::session_key::SessionKey;
 use chela::gateway::{Gateway, GatewayError};
+use chela::inbound::route::Accepted;
 use chela::store::StoreError;
 use chela_terminal::TerminalChannel;
 use serde_json::{Value, json};
@@ -62,12 +63,14 @@ pub async fn agent(
     let inbound = terminal.inbound(&message);
     let key = session.unwrap_or_else(|| gateway.core().session_key(&inbound));
     let mut events = gateway.subscribe_events();
-    let accepted = gateway.router().accept_for(key.clone(), inbound).await;
-    if let Err(e) = accepted {
-        eprintln!("chela: {e}");
-        gateway.shutdown().await;
-        return ExitCode::FAILURE;
-    }
+    let command = match gateway.router().accept_tracked(key.clone(), inbound).await {
+        Ok(accepted) => accepted == Accepted::Command,
+        Err(e) => {
+            eprintln!("chela: {e}");
+            gateway.shutdown().await;
+            return ExitCode::FAILURE;
+        }
+    };
     // Sub-agents it spawned report back into this session; their follow-up is the answer.
     chela::gateway::subagent::wait_settled(gateway.core(), &key).await;
     let mut last = None;
@@ -85,7 +88,7 @@ pub async fn agent(
     let Some(record) = last else {
         // A command (e.g. /status) answers without a run: its answer is what the terminal
         // showed (and, with --json, kept).
-        if json {
+        if json && command {
             let answer = json!({
                 "sessionKey": key,
                 "status": "ok",

@@ -187,15 +187,14 @@ impl super::Config {
     }
 }
 
-/// Checks `[[agents]]` and `[[bindings]]` beside the default agent `default_id` working in
-/// `default_workspace`: `Err((key, message))` names the key at fault.
+/// Checks `[[agents]]` and `[[bindings]]` beside the default agent `default_id`:
+/// `Err((key, message))` names the key at fault. (Workspaces: [`check_workspaces`], once
+/// paths are resolved.)
 pub fn check(
     default_id: &str,
-    default_workspace: &Path,
     agents: &[AgentEntry],
     bindings: &[Binding],
 ) -> Result<(), (String, String)> {
-    check_workspaces(default_workspace, agents)?;
     let mut ids = vec![default_id];
     for (i, agent) in agents.iter().enumerate() {
         if !crate::domain::session_key::is_valid_agent_id(&agent.id) {
@@ -237,19 +236,21 @@ pub fn check(
 }
 
 /// Refuses two agents whose workspaces are the same folder or one inside the other: each
-/// agent's file tools, memory and skills would reach the other's files.
-fn check_workspaces(
+/// agent's file tools, memory and skills would reach the other's files. On resolved paths
+/// (absolute; `.` and `..` are taken lexically; symbolic links are not followed).
+pub fn check_workspaces(
     default_workspace: &Path,
     agents: &[AgentEntry],
 ) -> Result<(), (String, String)> {
-    let mut seen: Vec<(String, &Path)> = vec![("agent.workspace".to_owned(), default_workspace)];
+    let mut seen: Vec<(String, PathBuf)> =
+        vec![("agent.workspace".to_owned(), lexical(default_workspace))];
     for (i, agent) in agents.iter().enumerate() {
-        let Some(workspace) = agent.workspace.as_deref() else {
+        let Some(workspace) = agent.workspace.as_deref().map(lexical) else {
             continue;
         };
         if let Some((other, _)) = seen
             .iter()
-            .find(|(_, w)| w.starts_with(workspace) || workspace.starts_with(w))
+            .find(|(_, w)| w.starts_with(&workspace) || workspace.starts_with(w))
         {
             return Err((
                 format!("agents[{i}].workspace"),
@@ -263,6 +264,22 @@ fn check_workspaces(
         seen.push((format!("agents[{i}].workspace"), workspace));
     }
     Ok(())
+}
+
+/// `path` with `.` dropped and each `..` taking away the part before it.
+fn lexical(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -385,38 +402,23 @@ group = "55"
             ..AgentEntry::default()
         };
         let to = |id: &str| binding(id, |b| b.channel = Some("discord".into()));
-        assert!(
-            check(
-                "main",
-                Path::new("/w"),
-                &[agent("coder")],
-                &[to("coder"), to("main")]
-            )
-            .is_ok()
-        );
+        assert!(check("main", &[agent("coder")], &[to("coder"), to("main")]).is_ok());
         assert_eq!(
-            check("main", Path::new("/w"), &[agent("Bad")], &[])
-                .unwrap_err()
-                .0,
+            check("main", &[agent("Bad")], &[]).unwrap_err().0,
             "agents[0].id"
         );
         assert_eq!(
-            check("main", Path::new("/w"), &[agent("main")], &[])
-                .unwrap_err()
-                .0,
+            check("main", &[agent("main")], &[]).unwrap_err().0,
             "agents[0].id"
         );
         assert_eq!(
-            check("main", Path::new("/w"), &[agent("coder")], &[to("nobody")])
+            check("main", &[agent("coder")], &[to("nobody")])
                 .unwrap_err()
                 .0,
             "bindings[0].agent"
         );
         let empty = binding("main", |_| {});
-        assert_eq!(
-            check("main", Path::new("/w"), &[], &[empty]).unwrap_err().0,
-            "bindings[0]"
-        );
+        assert_eq!(check("main", &[], &[empty]).unwrap_err().0, "bindings[0]");
     }
 
     #[test]
@@ -427,7 +429,7 @@ group = "55"
             ..AgentEntry::default()
         };
         let w = Path::new("/srv/ws");
-        assert!(check("main", w, &[at("a", "/srv/ws-a"), at("b", "/srv/b")], &[]).is_ok());
+        assert!(check_workspaces(w, &[at("a", "/srv/ws-a"), at("b", "/srv/b")]).is_ok());
         for (agents, key, other) in [
             (
                 vec![at("a", "/srv/ws")],
@@ -450,7 +452,7 @@ group = "55"
                 "agents[0].workspace",
             ),
         ] {
-            let (at_fault, message) = check("main", w, &agents, &[]).unwrap_err();
+            let (at_fault, message) = check_workspaces(w, &agents).unwrap_err();
             assert_eq!(at_fault, key);
             assert!(message.contains(other), "{message}");
         }

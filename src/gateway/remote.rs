@@ -196,12 +196,17 @@ fn silent(others: Vec<String>, answers: &[(String, Body)]) -> Vec<String> {
 }
 
 /// At most this many approvals, each command at most this many characters, go in one
-/// answer (it must fit in a notification).
+/// answer, and only while their JSON stays within [`LISTED_BYTES`] (it must fit in a
+/// notification, escapes and all).
 const LISTED: usize = 20;
 const LISTED_CHARS: usize = 200;
+const LISTED_BYTES: usize = 6_000;
+/// Most characters of the command an approval's answer names (a heredoc can be long).
+const ANSWERED_CHARS: usize = 300;
 
 /// The approvals waiting here.
 fn local_approvals(core: &Core) -> Vec<WaitingApproval> {
+    let mut bytes = 0;
     core.approvals
         .list()
         .into_iter()
@@ -209,15 +214,29 @@ fn local_approvals(core: &Core) -> Vec<WaitingApproval> {
         .map(|(id, session, command)| WaitingApproval {
             id,
             session,
-            command: command.chars().take(LISTED_CHARS).collect(),
+            command: shortened(&command, LISTED_CHARS),
+        })
+        .take_while(|waiting| {
+            bytes += serde_json::to_string(waiting).map_or(usize::MAX, |j| j.len());
+            bytes <= LISTED_BYTES
         })
         .collect()
 }
 
-/// An answer's outcome on this node.
+/// `text`'s first `most` characters, with `…` when it was longer.
+fn shortened(text: &str, most: usize) -> String {
+    match text.char_indices().nth(most) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
+/// An answer's outcome on this node (the command shortened, so it fits a notification).
 pub(super) fn answered(result: Result<String, NotWaiting>) -> Answered {
     match result {
-        Ok(command) => Answered::Done { command },
+        Ok(command) => Answered::Done {
+            command: shortened(&command, ANSWERED_CHARS),
+        },
         Err(NotWaiting::Unknown) => Answered::Unknown,
         Err(NotWaiting::Gone) => Answered::Gone,
     }
@@ -282,6 +301,18 @@ fn stopped_body(done: Option<Result<(StopReport, usize), LaneError>>) -> Body {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn answers_stay_small_enough_for_a_notification() {
+        let long = "x".repeat(10_000);
+        let Answered::Done { command } = answered(Ok(long)) else {
+            panic!("not done");
+        };
+        assert_eq!(command.chars().count(), ANSWERED_CHARS + 1);
+        assert!(command.ends_with('…'));
+        assert_eq!(shortened("ünïcode", 3), "ünï…");
+        assert_eq!(shortened("short", 10), "short");
+    }
 
     #[test]
     fn decisions_travel_as_the_words_that_parse_back() {

@@ -189,6 +189,21 @@ pub enum StoreError {
         /// What this node runs.
         ours: NodeVersion,
     },
+    /// Nodes of an older chela still hold leases in the store: migrating it would change the
+    /// schema under them.
+    #[error(
+        "node(s) {nodes} still run on this store (they hold leases) and would not know schema \
+         version {supported}, to which this chela would migrate it from {found}: stop them \
+         first (a node killed without stopping lets its leases run out after [cluster] lease_s)"
+    )]
+    UpgradeUnderLiveNodes {
+        /// The nodes holding leases, comma-separated.
+        nodes: String,
+        /// The schema version found.
+        found: i32,
+        /// The version this chela would migrate to.
+        supported: i32,
+    },
     /// The database's schema was written by a newer chela.
     #[error(
         "the PostgreSQL store has schema version {found}, newer than this chela's {supported}: \

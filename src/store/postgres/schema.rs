@@ -43,6 +43,7 @@ pub(super) async fn migrate(client: &Conn) -> Result<(), StoreError> {
                 supported: SCHEMA_VERSION,
             });
         }
+        refuse_upgrade_under_live_nodes(c, found).await?;
         for (n, sql) in MIGRATIONS.iter().enumerate().skip(found.max(0) as usize) {
             c.batch_execute(sql).await.map_err(pg_err)?;
             tracing::info!(version = n + 1, "store: PostgreSQL schema migrated");
@@ -61,6 +62,34 @@ pub(super) async fn migrate(client: &Conn) -> Result<(), StoreError> {
         Ok(())
     })
     .await
+}
+
+/// Refuses to migrate from `found` while nodes hold unexpired leases (a cluster of an older
+/// chela still running: the new schema would change under it, and a refused node would leave
+/// it migrated). The lease tables exist from schema version 2 (`intake_leases` from 3).
+async fn refuse_upgrade_under_live_nodes(c: &Conn, found: i32) -> Result<(), StoreError> {
+    if !(2..SCHEMA_VERSION).contains(&found) {
+        return Ok(());
+    }
+    let intake = if found >= 3 {
+        " UNION SELECT node FROM intake_leases WHERE node IS NOT NULL AND expires > now()"
+    } else {
+        ""
+    };
+    let sql = format!(
+        "SELECT DISTINCT node FROM (SELECT node FROM leases WHERE node IS NOT NULL \
+         AND expires > now(){intake}) AS held ORDER BY node"
+    );
+    let rows = c.query(&sql, &[]).await.map_err(pg_err)?;
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let nodes: Vec<String> = rows.iter().map(|r| r.get::<_, String>(0)).collect();
+    Err(StoreError::UpgradeUnderLiveNodes {
+        nodes: nodes.join(", "),
+        found,
+        supported: SCHEMA_VERSION,
+    })
 }
 
 /// Refuses to go on when chela's tables sit in a schema on the search path other than the

@@ -138,6 +138,31 @@ mod tests {
     }
 
     #[test]
+    fn no_migration_while_nodes_of_the_older_version_hold_leases() {
+        let url = fresh_schema();
+        drop(crate::store::PgStore::open(&url, "store.url").unwrap());
+        let schema = url.rsplit("%3D").next().unwrap().to_owned();
+        // As if the store were one version older and node "old" held a partition.
+        admin(&format!(
+            "UPDATE {schema}.chela_schema SET version = version - 1; \
+             UPDATE {schema}.leases SET node = 'old', expires = now() + interval '1 minute' \
+             WHERE partition = 3"
+        ));
+        let err = crate::store::PgStore::open(&url, "store.url").unwrap_err();
+        assert!(
+            matches!(&err, StoreError::UpgradeUnderLiveNodes { nodes, found, supported }
+                if nodes == "old" && *found == SCHEMA_VERSION - 1 && *supported == SCHEMA_VERSION),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("stop them first"), "{err}");
+        // Nothing was migrated meanwhile.
+        let version = admin_value(&format!(
+            "SELECT max(version)::bigint FROM {schema}.chela_schema"
+        ));
+        assert_eq!(version, i64::from(SCHEMA_VERSION - 1));
+    }
+
+    #[test]
     fn a_schema_added_ahead_of_the_tables_is_refused_instead_of_starting_empty() {
         let base = format!("t{}", uuid::Uuid::new_v4().simple());
         let ahead = format!("{base}_ahead");

@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 
 use crate::store::foreign::ForeignError;
 
-/// Rewrites chela's JSONL `text` for pi and OpenClaw.
-pub fn to_pi(text: &str) -> Result<String, ForeignError> {
+/// The JSON value of each non-blank line of `text`.
+fn values(text: &str) -> Result<Vec<Value>, ForeignError> {
     let mut values = Vec::new();
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -24,6 +24,12 @@ pub fn to_pi(text: &str) -> Result<String, ForeignError> {
         })?;
         values.push(value);
     }
+    Ok(values)
+}
+
+/// Rewrites chela's JSONL `text` for pi and OpenClaw.
+pub fn to_pi(text: &str) -> Result<String, ForeignError> {
+    let values = values(text)?;
     let Some(header) = values.first().filter(|h| h["type"] == "session").cloned() else {
         return Err(ForeignError::NoHeader);
     };
@@ -51,14 +57,7 @@ pub fn to_pi(text: &str) -> Result<String, ForeignError> {
 pub fn for_pi_and_chela(text: &str) -> Result<String, ForeignError> {
     let mut out = String::new();
     let mut after_reset = false;
-    for (n, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let mut value: Value = serde_json::from_str(line).map_err(|e| ForeignError::NotJson {
-            line: n + 1,
-            reason: e.to_string(),
-        })?;
+    for mut value in values(text)? {
         if after_reset {
             value["parentId"] = Value::Null;
         }

@@ -2,14 +2,17 @@
 //! a guild's events to shard `(guild_id >> 22) % num_shards` and direct messages to shard 0
 //! only, so each shard has its own READY, catch-up on history, collector and connection
 //! state; what the shards share (the bot's id, cursors, where channels sit) is
-//! [`crate::state::State`].
+//! the channel's `State` (in `state`, which keeps the shards running here).
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::state::READY_WAIT;
+/// How long a message waits at most for what it needs before it can be taken: the bot's id
+/// (READY, or `GET /users/@me` at start) and the end of its shard's catch-up on history.
+pub const READY_WAIT: Duration = Duration::from_secs(30);
 
 /// The shard of `guild` among `total` shards: `(guild_id >> 22) % total`; shard 0 for direct
 /// messages (`None`).

@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use serenity::http::Http;
 use serenity::model::channel::{Channel as DiscordChannelKind, ChannelType, GuildChannel};
@@ -11,14 +10,11 @@ use serenity::model::id::{ChannelId, GuildId, UserId};
 use tokio::sync::watch;
 
 use crate::normalize::Place;
+pub use crate::shard::READY_WAIT;
 use crate::shard::Shard;
 
 /// Channels remembered before the map is cleared.
 const MAX_PLACES: usize = 10_000;
-
-/// How long a message waits at most for what it needs before it can be taken: the bot's id
-/// (READY, or `GET /users/@me` at start) and the end of the catch-up on history.
-pub const READY_WAIT: Duration = Duration::from_secs(30);
 
 /// Shared state of the Discord channel.
 pub struct State {

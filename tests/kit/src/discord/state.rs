@@ -289,11 +289,15 @@ impl State {
             }
         }
         self.hold_for_ready = false;
-        let (mine, others): (Vec<(u64, u64)>, Vec<(u64, u64)>) =
-            std::mem::take(&mut self.after_ready)
-                .into_iter()
-                .partition(|(channel, _)| super::shards::serves(pair, self.guild_of(*channel)));
-        self.after_ready = others;
+        let held = std::mem::take(&mut self.after_ready);
+        let mut mine = Vec::new();
+        for (channel, message) in held {
+            if super::shards::serves(pair, self.guild_of(channel)) {
+                mine.push((channel, message));
+            } else {
+                self.after_ready.push((channel, message));
+            }
+        }
         for (channel, message) in mine {
             self.dispatch_message("MESSAGE_CREATE", channel, message);
         }

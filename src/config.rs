@@ -265,6 +265,16 @@ impl Config {
                 return invalid(key, "must be at least 1".to_owned());
             }
         }
+        if self.channels.discord.shards > channels::MAX_DISCORD_SHARDS {
+            return invalid(
+                "channels.discord.shards",
+                format!(
+                    "{} is more than {} shards",
+                    self.channels.discord.shards,
+                    channels::MAX_DISCORD_SHARDS
+                ),
+            );
+        }
         if self.agent.bootstrap_max_chars > self.agent.bootstrap_total_max_chars {
             return invalid(
                 "agent.bootstrap_max_chars",

@@ -171,6 +171,7 @@ pub fn platform_channels(
                 channels: discord.channels.clone(),
                 admin_roles: discord.admin_roles.clone(),
                 max_upload_bytes: discord.upload_mb.saturating_mul(1024 * 1024),
+                shards: discord.shard_count(),
             },
         ));
     }

@@ -198,9 +198,22 @@ pub struct DiscordConfig {
     /// Largest file the bot attaches, in MiB: 10 on a server without boosts (Discord's
     /// current limit for bots there); raise it for boosted servers (50 or 100).
     pub upload_mb: u64,
+    /// Gateway shards (0 counts as 1): shard `id` gets the events of the guilds with
+    /// `(guild_id >> 22) % shards == id`, DMs on shard 0. On a cluster each shard is an
+    /// intake lease of its own, so the nodes share them.
+    pub shards: u32,
 }
 
+/// The most `channels.discord.shards` chela takes (Discord wants one shard per 2,500 guilds at
+/// most, so this covers 2.5 million guilds).
+pub const MAX_DISCORD_SHARDS: u32 = 1024;
+
 impl DiscordConfig {
+    /// How many gateway shards run (`shards`, 0 counting as 1).
+    pub fn shard_count(&self) -> u32 {
+        self.shards.max(1)
+    }
+
     /// The admission rules of this channel.
     pub fn access(&self) -> AccessConfig {
         AccessConfig {
@@ -232,6 +245,7 @@ impl Default for DiscordConfig {
             channels: Vec::new(),
             admin_roles: Vec::new(),
             upload_mb: 10,
+            shards: 1,
         }
     }
 }

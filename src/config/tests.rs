@@ -474,3 +474,24 @@ fn bad_hooks_name_key_and_line() {
         "{err}"
     );
 }
+
+#[test]
+fn discord_shards_default_to_one_and_bad_values_name_the_key() {
+    let shards = |text: &str| parse(text).map(|c| c.channels.discord.shard_count());
+    assert_eq!(shards("").unwrap(), 1, "absent: one shard");
+    assert_eq!(shards("[channels.discord]\nshards = 0\n").unwrap(), 1);
+    assert_eq!(shards("[channels.discord]\nshards = 4\n").unwrap(), 4);
+    for bad in ["-1", "\"two\"", "2.5"] {
+        let err = parse(&format!("[channels.discord]\nshards = {bad}\n")).unwrap_err();
+        assert!(
+            err.to_string().contains("channels.discord.shards"),
+            "{bad}: {err}"
+        );
+    }
+    let config = parse("[channels.discord]\nshards = 5000\n").unwrap();
+    let err = config.validate().unwrap_err().to_string();
+    assert!(
+        err.contains("channels.discord.shards") && err.contains("1024"),
+        "{err}"
+    );
+}

@@ -25,6 +25,15 @@ pub fn lease_name(channel: &str) -> String {
     format!("intake:{channel}")
 }
 
+/// Whether intake leases `held` (as the store lists a node's: `intake:telegram`,
+/// `intake:discord#1/2`) include one of channel `channel`'s intake (or of a part of it).
+pub fn runs_here(channel: &str, held: &[String]) -> bool {
+    held.iter().any(|lease| {
+        let name = lease.strip_prefix("intake:").unwrap_or(lease);
+        name.split('#').next() == Some(channel)
+    })
+}
+
 /// Runs `channel`'s intake while this node holds its lease, until `stop` fires.
 pub async fn run_leased(
     channel: Arc<dyn Channel>,

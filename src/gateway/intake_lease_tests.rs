@@ -201,3 +201,15 @@ async fn an_unrenewable_lease_stops_the_intake_before_it_can_expire() {
     stop.cancel();
     task.await.unwrap().unwrap();
 }
+
+#[test]
+fn a_channel_runs_here_when_a_lease_of_it_or_of_one_of_its_parts_is_held() {
+    let held = [
+        "intake:telegram".to_owned(),
+        "intake:discord#1/2".to_owned(),
+    ];
+    assert!(runs_here("telegram", &held));
+    assert!(runs_here("discord", &held));
+    assert!(!runs_here("disc", &held));
+    assert!(!runs_here("discord", &held[..1]));
+}

@@ -14,6 +14,7 @@ pub mod files;
 mod group_context;
 pub mod intake;
 mod intake_lease;
+mod intake_shards;
 pub mod live;
 pub mod media;
 pub mod outbox;
@@ -422,6 +423,10 @@ impl Gateway {
             tasks.spawn(async move {
                 let name = channel.name().to_string();
                 let run = match leased {
+                    // Discord with several shards: a lease per shard, shared by the nodes.
+                    Some((coordinator, lease)) if channel.intake_parts() > 1 => {
+                        intake_shards::run_parts(channel, sink, stop, coordinator, lease).await
+                    }
                     Some((coordinator, lease)) => {
                         intake_lease::run_leased(channel, sink, stop, coordinator, lease).await
                     }
@@ -442,7 +447,7 @@ impl Gateway {
     }
 
     /// On a cluster, the coordinator and lease length under which channel `name`'s intake
-    /// runs on one node at a time: Telegram long polling and Discord (one shard). Other
+    /// runs on one node at a time: Telegram long polling and Discord (each shard). Other
     /// intakes (a Telegram webhook behind a load balancer, the terminal, the RPC) run on
     /// every node.
     fn intake_lease(&self, name: &str) -> Option<(Arc<dyn crate::store::Coordinator>, Duration)> {

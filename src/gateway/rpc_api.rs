@@ -177,7 +177,7 @@ impl GatewayApi for CoreApi {
                     let standby = self.core.intake_is_exclusive(&name)
                         && leased_here
                             .as_ref()
-                            .is_some_and(|held| !held.contains(&name));
+                            .is_some_and(|held| !super::intake_lease::runs_here(&name, held));
                     (name, up || standby)
                 })
                 .collect();

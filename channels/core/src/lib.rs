@@ -258,6 +258,23 @@ pub trait Channel: Send + Sync {
         sink: std::sync::Arc<dyn InboundSink>,
         shutdown: CancellationToken,
     ) -> BoxFuture<'_, Result<(), ChannelError>>;
+    /// How many parts the intake is split into, each of which can run on its own (Discord's
+    /// shards); 1 for most channels. [`Channel::run`] runs them all.
+    fn intake_parts(&self) -> u32 {
+        1
+    }
+    /// Runs part `part` (below [`Channel::intake_parts`]) of the intake until `shutdown`
+    /// fires, handing each message to `sink`: on a cluster, each part runs on the node
+    /// holding its lease. With one part this is [`Channel::run`].
+    fn run_part(
+        &self,
+        part: u32,
+        sink: std::sync::Arc<dyn InboundSink>,
+        shutdown: CancellationToken,
+    ) -> BoxFuture<'_, Result<(), ChannelError>> {
+        let _ = part;
+        self.run(sink, shutdown)
+    }
     /// Whether the channel reaches its platform now: its last attempt to receive got through
     /// (readiness, the gateway's `/readyz`). A channel that needs no connection says `true`.
     fn connected(&self) -> bool {

@@ -5,7 +5,8 @@
 //!
 //! Read: the configured channel allowlist (`channels.discord.channels`) and every channel,
 //! thread or DM chela took a message from before (it has a cursor, see [`crate::seen`]), at
-//! most [`MAX_CHANNELS`] of them, the most recently active first. Bounded: one page of
+//! most [`MAX_CHANNELS`] of them, the most recently active first; of those, each shard reads
+//! the channels of its guilds (DMs: shard 0), as its READY or RESUME says only it is back. Bounded: one page of
 //! [`PER_CHANNEL`] messages per channel, none older than [`WINDOW`]. A DM from someone chela
 //! never heard from cannot be found (Discord has no list of a bot's DMs). Live messages wait
 //! (bounded) until the catch-up is done, so a conversation's older messages go first.
@@ -20,6 +21,7 @@ use serenity::model::channel::{Channel as DiscordChannelKind, Message};
 use serenity::model::id::{ChannelId, GuildId, MessageId};
 
 use crate::intake::Intake;
+use crate::shard::Shard;
 use crate::state::{State, place_of};
 
 /// How far back the catch-up reads.
@@ -53,8 +55,8 @@ pub async fn catch_up(intake: Intake, http: Arc<Http>, _end: EndCatchUp) {
     let count = channels.len();
     let mut pages = futures_util::stream::iter(channels)
         .map(|(channel, last)| {
-            let (http, state) = (http.clone(), state.clone());
-            async move { read(&http, &state, channel, last.max(floor)).await }
+            let (http, state, shard) = (http.clone(), state.clone(), intake.shard.clone());
+            async move { read(&http, &state, &shard, channel, last.max(floor)).await }
         })
         .buffer_unordered(CONCURRENCY);
     let mut read_count = 0usize;
@@ -67,6 +69,7 @@ pub async fn catch_up(intake: Intake, http: Arc<Http>, _end: EndCatchUp) {
     tracing::info!(
         channels = count,
         messages = read_count,
+        shard = intake.shard.id(),
         "discord caught up on history"
     );
 }
@@ -74,7 +77,7 @@ pub async fn catch_up(intake: Intake, http: Arc<Http>, _end: EndCatchUp) {
 /// Ends a catch-up when dropped: made right after [`State::begin_catch_up`] and moved into
 /// the task, so the catch-up ends however the task does (a panic, an abort, or a drop before
 /// it ever ran) and live messages never wait on one that is gone.
-pub struct EndCatchUp(pub Arc<State>);
+pub struct EndCatchUp(pub Arc<Shard>);
 
 impl Drop for EndCatchUp {
     fn drop(&mut self) {
@@ -102,8 +105,8 @@ async fn to_read(state: &State, sink: &dyn chela_channel::InboundSink) -> Vec<(u
 }
 
 /// The messages of `channel` after `after`, oldest first, with their guild set (history
-/// messages come without it); nothing when the channel cannot be read.
-async fn read(http: &Http, state: &State, channel: u64, after: u64) -> Vec<Message> {
+/// messages come without it); nothing when the channel cannot be read or is another shard's.
+async fn read(http: &Http, state: &State, shard: &Shard, channel: u64, after: u64) -> Vec<Message> {
     let id = ChannelId::new(channel.max(1));
     let guild = match state.guild_of(channel) {
         Some(guild) => Some(guild),
@@ -119,6 +122,9 @@ async fn read(http: &Http, state: &State, channel: u64, after: u64) -> Vec<Messa
             }
         },
     };
+    if !shard.owns(guild) {
+        return Vec::new();
+    }
     let page = GetMessages::new()
         .after(MessageId::new(after.max(1)))
         .limit(PER_CHANNEL);

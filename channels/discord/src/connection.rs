@@ -11,7 +11,7 @@ use std::time::Duration;
 use serenity::gateway::{ConnectionStage, ShardManager};
 use tokio_util::sync::CancellationToken;
 
-use crate::state::State;
+use crate::shard::Shard;
 
 /// How often the runners are looked at.
 const LOOK_EVERY: Duration = Duration::from_secs(1);
@@ -19,8 +19,9 @@ const LOOK_EVERY: Duration = Duration::from_secs(1);
 /// (a runner's stage lags its READY by a moment).
 const DOWN_LOOKS: u32 = 2;
 
-/// Marks `state` not connected while no shard runner of `shards` is connected, until `stop`.
-pub(crate) async fn watch(shards: Arc<ShardManager>, state: Arc<State>, stop: CancellationToken) {
+/// Marks `shard` not connected while no shard runner of `shards` (its client's manager) is
+/// connected, until `stop`.
+pub(crate) async fn watch(shards: Arc<ShardManager>, shard: Arc<Shard>, stop: CancellationToken) {
     let mut tick = tokio::time::interval(LOOK_EVERY);
     let mut down = 0u32;
     loop {
@@ -37,11 +38,11 @@ pub(crate) async fn watch(shards: Arc<ShardManager>, state: Arc<State>, stop: Ca
         let was_down = down >= DOWN_LOOKS;
         down = next_down(down, up);
         if down >= DOWN_LOOKS {
-            state.set_connected(false);
+            shard.set_connected(false);
         } else if up && was_down {
             // Marked down by these looks, connected again (READY or RESUMED may have come
             // before the runner's stage said so).
-            state.set_connected(true);
+            shard.set_connected(true);
         }
     }
 }

@@ -27,6 +27,7 @@ use serenity::prelude::{Context, EventHandler};
 use crate::command_intake::CommandIntake;
 use crate::intake::Intake;
 use crate::normalize::Place;
+use crate::shard::Shard;
 use crate::slash::Registrar;
 use crate::state::State;
 
@@ -36,6 +37,8 @@ pub struct Handler {
     pub sink: Arc<dyn InboundSink>,
     /// What the channel knows about the bot and the channels it saw.
     pub state: Arc<State>,
+    /// The shard whose events these are.
+    pub shard: Arc<Shard>,
     /// Takes slash commands in.
     pub commands: Arc<CommandIntake>,
     /// Registers the slash commands once READY gave the application id.
@@ -49,13 +52,14 @@ impl Handler {
         Intake {
             sink: self.sink.clone(),
             state: self.state.clone(),
+            shard: self.shard.clone(),
         }
     }
 
     /// Begins a catch-up on history now (live messages wait for it) and runs it in a task.
     fn catch_up(&self) {
-        self.state.begin_catch_up();
-        let end = crate::catch_up::EndCatchUp(self.state.clone());
+        self.shard.begin_catch_up();
+        let end = crate::catch_up::EndCatchUp(self.shard.clone());
         tokio::spawn(crate::catch_up::catch_up(
             self.intake(),
             self.http.clone(),
@@ -67,15 +71,21 @@ impl Handler {
 #[async_trait]
 impl EventHandler for Handler {
     async fn ready(&self, ctx: Context, ready: Ready) {
-        tracing::info!(bot = %ready.user.name, guilds = ready.guilds.len(), "discord connected");
-        self.state.set_connected(true);
+        tracing::info!(
+            bot = %ready.user.name,
+            guilds = ready.guilds.len(),
+            shard = self.shard.id(),
+            shards = self.shard.total(),
+            "discord connected"
+        );
+        self.shard.set_connected(true);
         self.catch_up();
         self.state.set_bot(ready.user.id);
-        self.state.reset_collected();
-        let state = self.state.clone();
+        self.shard.reset_collected();
+        let shard = self.shard.clone();
         let mut messages = serenity::collector::collect(&ctx.shard, move |event| match event {
             Event::MessageCreate(created) => {
-                state.note_collected(created.message.id.get());
+                shard.note_collected(created.message.id.get());
                 Some(created.message.clone())
             }
             _ => None,
@@ -93,15 +103,15 @@ impl EventHandler for Handler {
     }
 
     async fn resume(&self, _ctx: Context, _event: ResumedEvent) {
-        tracing::info!("discord resumed");
-        self.state.set_connected(true);
+        tracing::info!(shard = self.shard.id(), "discord resumed");
+        self.shard.set_connected(true);
         self.catch_up();
     }
 
     async fn shard_stage_update(&self, _ctx: Context, event: ShardStageUpdateEvent) {
         // Connected again is announced by READY or RESUMED, which come after this stage.
         if event.new != ConnectionStage::Connected {
-            self.state.set_connected(false);
+            self.shard.set_connected(false);
         }
     }
 
@@ -123,7 +133,7 @@ impl EventHandler for Handler {
     }
 
     async fn message(&self, _ctx: Context, message: Message) {
-        if self.state.collected(message.id.get()) {
+        if self.shard.collected(message.id.get()) {
             return;
         }
         self.intake().take(message).await;

@@ -8,6 +8,7 @@ use chela_channel::InboundSink;
 use serenity::model::channel::Message;
 
 use crate::normalize::{Place, normalize};
+use crate::shard::Shard;
 use crate::state::State;
 
 /// Hands one message on: allowlists, where it sits, normalization, the sink.
@@ -16,12 +17,14 @@ pub(crate) struct Intake {
     pub(crate) sink: Arc<dyn InboundSink>,
     /// The bot, channels, allowlists, cursors.
     pub(crate) state: Arc<State>,
+    /// The shard the messages come through (its catch-up under way).
+    pub(crate) shard: Arc<Shard>,
 }
 
 impl Intake {
     /// Takes a live message, after a catch-up under way (bounded wait).
     pub(crate) async fn take(&self, message: Message) {
-        if !self.state.caught_up().await {
+        if !self.shard.caught_up().await {
             tracing::warn!(
                 "discord: the catch-up on history is still running; taking a live message anyway"
             );
@@ -155,6 +158,7 @@ mod tests {
         let intake = Intake {
             sink: sink.clone(),
             state: state.clone(),
+            shard: Arc::new(Shard::new(0, 1)),
         };
         (sink, state, intake)
     }
@@ -186,18 +190,19 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn live_messages_wait_for_the_catch_up_under_way() {
         let (sink, state, intake) = setup();
+        let shard = intake.shard.clone();
         state.set_bot(UserId::new(1));
-        state.hold_until_ready();
+        shard.hold_until_ready();
         let task = tokio::spawn(async move { intake.take(dm("live")).await });
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(
             sink.0.lock().unwrap().is_empty(),
             "held until READY's catch-up"
         );
-        state.begin_catch_up();
+        shard.begin_catch_up();
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(sink.0.lock().unwrap().is_empty(), "the catch-up runs");
-        state.end_catch_up();
+        shard.end_catch_up();
         task.await.unwrap();
         assert_eq!(sink.0.lock().unwrap().len(), 1);
     }
@@ -258,6 +263,7 @@ mod tests {
         let intake = Intake {
             sink: sink.clone(),
             state: state.clone(),
+            shard: Arc::new(Shard::new(0, 1)),
         };
         let message = |id: u64, text: &str| {
             let mut m = dm(text);

@@ -3,6 +3,8 @@
 //! Module map:
 //! - [`normalize`]: Discord messages -> normalized inbound records (channels, threads, DMs).
 //! - [`interaction`]: slash-command interactions -> normalized inbound records.
+//! - `run`: the gateway connection, each shard on a serenity client of its own.
+//! - [`shard`]: what one shard remembers (its READY, catch-up, collector, connection).
 //! - `handler`: the serenity event handler (normalize and hand on, nothing else).
 //! - `catch_up`: after READY and RESUME, what was posted meanwhile is read from history.
 //! - `seen`: the last message taken per channel, kept as a durable cursor.
@@ -31,7 +33,9 @@ mod message_rest;
 mod nonce;
 pub mod normalize;
 mod pending;
+mod run;
 mod seen;
+pub mod shard;
 mod slash;
 mod state;
 mod upload;
@@ -45,14 +49,11 @@ use serenity::builder::{
     Builder, CreateAllowedMentions, CreateInteractionResponseFollowup, CreateMessage, CreateThread,
     EditInteractionResponse, EditMessage,
 };
-use serenity::client::ClientBuilder;
 use serenity::http::{Http, HttpBuilder};
 use serenity::model::channel::{ChannelType, MessageReference, Nonce};
 use serenity::model::id::{ChannelId, GuildId, MessageId, UserId};
-use serenity::prelude::GatewayIntents;
 use tokio_util::sync::CancellationToken;
 
-use command_intake::CommandIntake;
 use errors::channel_error;
 use message_rest::MessageRest;
 use normalize::Place;
@@ -92,6 +93,9 @@ pub struct DiscordSettings {
     pub admin_roles: Vec<u64>,
     /// Largest file the bot attaches, in bytes.
     pub max_upload_bytes: u64,
+    /// Gateway shards (0 counts as 1): shard `id` IDENTIFYs with `[id, shards]` and gets the
+    /// events of the guilds with `(guild_id >> 22) % shards == id`, DMs on shard 0.
+    pub shards: u32,
 }
 
 /// The Discord channel.
@@ -104,6 +108,8 @@ pub struct DiscordChannel {
     /// Interactions awaiting their private answer.
     pending: Arc<Pending>,
     registrar: Arc<Registrar>,
+    /// When the shards may IDENTIFY.
+    starts: run::Starts,
 }
 
 impl DiscordChannel {
@@ -127,6 +133,7 @@ impl DiscordChannel {
         Arc::new(DiscordChannel {
             registrar: Arc::new(Registrar::new(http.clone())),
             pending: Arc::new(Pending::default()),
+            starts: run::Starts::default(),
             http,
             rest,
             settings,
@@ -295,58 +302,20 @@ impl Channel for DiscordChannel {
         sink: Arc<dyn InboundSink>,
         shutdown: CancellationToken,
     ) -> BoxFuture<'_, Result<(), ChannelError>> {
-        Box::pin(async move {
-            let intents = GatewayIntents::GUILDS
-                | GatewayIntents::GUILD_MESSAGES
-                | GatewayIntents::DIRECT_MESSAGES
-                | GatewayIntents::MESSAGE_CONTENT;
-            let commands = Arc::new(CommandIntake {
-                sink: sink.clone(),
-                state: self.state.clone(),
-                pending: self.pending.clone(),
-                http: self.http.clone(),
-            });
-            // Live messages wait for the first READY's catch-up; the bot's id is asked at once,
-            // so a message that reaches the handler before READY's does is not held up by it.
-            self.state.hold_until_ready();
-            match self.http.get_current_user().await {
-                Ok(me) => self.state.set_bot(me.id),
-                Err(e) => tracing::debug!(error = %e, "discord: cannot ask who the bot is yet"),
-            }
-            tokio::spawn(state::State::keep_saving_cursors(
-                self.state.clone(),
-                sink.clone(),
-                shutdown.clone(),
-            ));
-            let handler = handler::Handler {
-                sink,
-                state: self.state.clone(),
-                commands,
-                registrar: self.registrar.clone(),
-                http: self.http.clone(),
-            };
-            let http = build_http(&self.settings, self.rest.client());
-            let mut client = ClientBuilder::new_with_http(http, intents)
-                .event_handler(handler)
-                .await
-                .map_err(channel_error)?;
-            if !self.settings.gateway_url.is_empty() {
-                *client.ws_url.lock().await = self.settings.gateway_url.clone();
-            }
-            let shards = client.shard_manager.clone();
-            tokio::spawn(connection::watch(
-                shards.clone(),
-                self.state.clone(),
-                shutdown.clone(),
-            ));
-            tokio::select! {
-                result = client.start() => result.map_err(channel_error),
-                _ = shutdown.cancelled() => {
-                    shards.shutdown_all().await;
-                    Ok(())
-                }
-            }
-        })
+        Box::pin(self.run_all(sink, shutdown))
+    }
+
+    fn intake_parts(&self) -> u32 {
+        self.shards()
+    }
+
+    fn run_part(
+        &self,
+        part: u32,
+        sink: Arc<dyn InboundSink>,
+        shutdown: CancellationToken,
+    ) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(self.run_shard(part, sink, shutdown))
     }
 
     fn send<'a>(

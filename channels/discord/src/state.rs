@@ -2,8 +2,7 @@
 //! or thread under a parent, and its guild), and the allowlists. Bounded.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
 
 use serenity::http::Http;
 use serenity::model::channel::{Channel as DiscordChannelKind, ChannelType, GuildChannel};
@@ -11,26 +10,17 @@ use serenity::model::id::{ChannelId, GuildId, UserId};
 use tokio::sync::watch;
 
 use crate::normalize::Place;
+pub use crate::shard::READY_WAIT;
+use crate::shard::Shard;
 
 /// Channels remembered before the map is cleared.
 const MAX_PLACES: usize = 10_000;
 
-/// How long a message waits at most for what it needs before it can be taken: the bot's id
-/// (READY, or `GET /users/@me` at start) and the end of the catch-up on history.
-pub const READY_WAIT: Duration = Duration::from_secs(30);
-
 /// Shared state of the Discord channel.
 pub struct State {
     bot: watch::Sender<Option<UserId>>,
-    /// True while a catch-up on channel history runs: live messages wait for it, so a
-    /// conversation's older messages are taken first.
-    catching_up: watch::Sender<usize>,
-    /// Set until the first READY took over the hold on live messages made at start.
-    initial_hold: std::sync::atomic::AtomicBool,
     /// The last message taken per channel.
     seen: crate::seen::Seen,
-    /// Id of the first message the current collector saw: later ones are its to hand on.
-    first_collected: Mutex<Option<u64>>,
     places: Mutex<HashMap<u64, (Place, Option<u64>)>>,
     /// The bot's roles per guild (for role mentions), looked up once.
     bot_roles: Mutex<HashMap<u64, Vec<u64>>>,
@@ -38,9 +28,8 @@ pub struct State {
     guilds: Vec<u64>,
     channels: Vec<u64>,
     http: std::sync::Arc<Http>,
-    /// Whether the gateway connection is up (READY or RESUMED, and no stage change since
-    /// that left the connected stage).
-    connected: std::sync::atomic::AtomicBool,
+    /// The shards this process runs now.
+    shards: Mutex<Vec<Arc<Shard>>>,
 }
 
 impl State {
@@ -53,29 +42,38 @@ impl State {
     ) -> Self {
         State {
             bot: watch::channel(None).0,
-            catching_up: watch::channel(0).0,
-            initial_hold: std::sync::atomic::AtomicBool::new(false),
             seen: crate::seen::Seen::new(&account),
-            first_collected: Mutex::new(None),
             places: Mutex::new(HashMap::new()),
             bot_roles: Mutex::new(HashMap::new()),
             account,
             guilds,
             channels,
             http,
-            connected: std::sync::atomic::AtomicBool::new(false),
+            shards: Mutex::new(Vec::new()),
         }
     }
 
-    /// Records whether the gateway connection is up.
-    pub fn set_connected(&self, up: bool) {
-        self.connected
-            .store(up, std::sync::atomic::Ordering::Relaxed);
+    /// Notes that `shard` runs here until [`State::stopped`].
+    pub fn running(&self, shard: Arc<Shard>) {
+        if let Ok(mut shards) = self.shards.lock() {
+            shards.retain(|s| s.id() != shard.id());
+            shards.push(shard);
+        }
     }
 
-    /// Whether the gateway connection is up.
+    /// Notes that shard `id` no longer runs here.
+    pub fn stopped(&self, id: u32) {
+        if let Ok(mut shards) = self.shards.lock() {
+            shards.retain(|s| s.id() != id);
+        }
+    }
+
+    /// Whether the gateway connection is up: some shard runs here and every shard that does
+    /// is connected.
     pub fn connected(&self) -> bool {
-        self.connected.load(std::sync::atomic::Ordering::Relaxed)
+        self.shards
+            .lock()
+            .is_ok_and(|s| !s.is_empty() && s.iter().all(|shard| shard.connected()))
     }
 
     /// Records the bot's user id.
@@ -91,36 +89,6 @@ impl State {
         found.ok().and_then(|r| r.ok().and_then(|id| *id))
     }
 
-    /// Holds live messages until the first READY's catch-up is done (called at start, before
-    /// the gateway connects).
-    pub fn hold_until_ready(&self) {
-        use std::sync::atomic::Ordering;
-        if !self.initial_hold.swap(true, Ordering::SeqCst) {
-            self.catching_up.send_modify(|n| *n += 1);
-        }
-    }
-
-    /// A catch-up on history begins: live messages wait until [`State::end_catch_up`]. The
-    /// first one takes over the hold made at start.
-    pub fn begin_catch_up(&self) {
-        use std::sync::atomic::Ordering;
-        if !self.initial_hold.swap(false, Ordering::SeqCst) {
-            self.catching_up.send_modify(|n| *n += 1);
-        }
-    }
-
-    /// A catch-up on history ended.
-    pub fn end_catch_up(&self) {
-        self.catching_up.send_modify(|n| *n = n.saturating_sub(1));
-    }
-
-    /// Waits (at most [`READY_WAIT`]) until no catch-up runs; false when it timed out.
-    pub async fn caught_up(&self) -> bool {
-        let mut rx = self.catching_up.subscribe();
-        let done = tokio::time::timeout(READY_WAIT, rx.wait_for(|n| *n == 0)).await;
-        matches!(done, Ok(Ok(_)))
-    }
-
     /// The last message taken per channel.
     pub fn seen(&self) -> &crate::seen::Seen {
         &self.seen
@@ -129,31 +97,6 @@ impl State {
     /// The configured channel allowlist (caught up after a restart).
     pub fn configured_channels(&self) -> &[u64] {
         &self.channels
-    }
-
-    /// A new collector is about to be registered: until it sees a message, the handler
-    /// hands messages on itself.
-    pub fn reset_collected(&self) {
-        if let Ok(mut first) = self.first_collected.lock() {
-            *first = None;
-        }
-    }
-
-    /// Called by the collector (in gateway order) for every message it sees.
-    pub fn note_collected(&self, id: u64) {
-        if let Ok(mut first) = self.first_collected.lock() {
-            first.get_or_insert(id);
-        }
-    }
-
-    /// Whether the collector took (or will take) message `id`. Snowflakes grow with time, and
-    /// the collector sees a message before its handler call is spawned.
-    pub fn collected(&self, id: u64) -> bool {
-        self.first_collected
-            .lock()
-            .ok()
-            .and_then(|f| *f)
-            .is_some_and(|first| id >= first)
     }
 
     /// The bot's role ids in `guild`, asked once over REST (empty when that fails).

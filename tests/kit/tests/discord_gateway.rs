@@ -89,6 +89,11 @@ impl Client {
 
     /// IDENTIFY with `intents`; returns the READY payload.
     async fn identify(&mut self, intents: u64) -> Value {
+        self.identify_shard(intents, [0, 1]).await
+    }
+
+    /// IDENTIFY with `intents` as shard `shard` (`[id, num_shards]`); returns READY.
+    async fn identify_shard(&mut self, intents: u64, shard: [u32; 2]) -> Value {
         self.send(json!({
             "op": 2,
             "d": {
@@ -97,7 +102,7 @@ impl Client {
                 "properties": { "os": "linux", "browser": "test", "device": "test" },
                 "compress": false,
                 "large_threshold": 250,
-                "shard": [0, 1],
+                "shard": shard,
             },
         }))
         .await;
@@ -459,4 +464,67 @@ async fn shorter_heartbeat_interval_and_shutdown_end_connections() {
     assert_eq!(fake.open_connections(), 1);
     fake.shutdown().await.unwrap();
     assert!(matches!(client.next().await, Seen::Reset | Seen::Closed(_)));
+}
+
+#[tokio::test]
+async fn each_shard_gets_the_events_of_its_guilds_and_dms_go_to_shard_zero() {
+    // (guild_id >> 22) % 2: guild 4 << 22 is shard 0's, 5 << 22 shard 1's.
+    const EVEN: u64 = 4 << 22;
+    const ODD: u64 = 5 << 22;
+    let fake = FakeDiscord::start().await.unwrap();
+    fake.set_recommended_shards(2);
+    fake.add_guild(EVEN, "even");
+    fake.add_guild(ODD, "odd");
+    let (mut zero, _) = Client::connect(&fake).await;
+    let (mut one, _) = Client::connect(&fake).await;
+    let ready = zero.identify_shard(ALL, [0, 2]).await;
+    assert_eq!(ready["d"]["shard"], json!([0, 2]));
+    assert_eq!(
+        ready["d"]["guilds"],
+        json!([{ "id": EVEN.to_string(), "unavailable": true }])
+    );
+    let ready = one.identify_shard(ALL, [1, 2]).await;
+    assert_eq!(
+        ready["d"]["guilds"],
+        json!([{ "id": ODD.to_string(), "unavailable": true }])
+    );
+    assert_eq!(
+        one.recv_dispatch("GUILD_CREATE").await["d"]["id"],
+        ODD.to_string()
+    );
+    assert_eq!(
+        zero.recv_dispatch("GUILD_CREATE").await["d"]["id"],
+        EVEN.to_string()
+    );
+    assert_eq!(fake.connected_shards(), vec![[0, 2], [1, 2]]);
+
+    fake.user_sends(ChannelSpec::guild_text(ODD, ODD + 1), alice(), "to odd");
+    fake.user_sends(ChannelSpec::guild_text(EVEN, EVEN + 1), alice(), "to even");
+    fake.user_sends(ChannelSpec::dm(700), alice(), "direct");
+    let got = |d: Value| d["d"]["content"].as_str().unwrap().to_owned();
+    assert_eq!(got(one.recv_dispatch("MESSAGE_CREATE").await), "to odd");
+    assert_eq!(got(zero.recv_dispatch("MESSAGE_CREATE").await), "to even");
+    assert_eq!(got(zero.recv_dispatch("MESSAGE_CREATE").await), "direct");
+    let odd: Vec<String> = fake
+        .shard_dispatches(1)
+        .iter()
+        .filter(|d| d["t"] == "MESSAGE_CREATE")
+        .map(|d| got(d.clone()))
+        .collect();
+    assert_eq!(
+        odd,
+        ["to odd"],
+        "shard 1 got neither the even guild's nor the DM"
+    );
+
+    let bot = reqwest::Client::new()
+        .get(format!("{}/api/v10/gateway/bot", fake.rest_url()))
+        .header("Authorization", format!("Bot {}", FakeDiscord::TOKEN))
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    assert_eq!(bot["shards"], 2);
 }

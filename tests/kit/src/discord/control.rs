@@ -33,11 +33,12 @@ impl FakeDiscord {
         self.kick_all(Kick::Close(code))
     }
 
-    /// Ends the session and sends op 9 (Invalid Session, `d: false`) on every open connection:
-    /// the client must IDENTIFY anew; a RESUME of the old session gets op 9 again. What is
-    /// dispatched until the next READY is lost. Returns how many connections were told.
+    /// Ends the sessions (of every shard) and sends op 9 (Invalid Session, `d: false`) on every
+    /// open connection: the client must IDENTIFY anew; a RESUME of an old session gets op 9
+    /// again. What is dispatched until the next READY is lost. Returns how many connections
+    /// were told.
     pub fn invalid_session(&self) -> usize {
-        self.shared.lock().session = None;
+        self.shared.lock().sessions.clear();
         self.kick_all(Kick::InvalidSession)
     }
 
@@ -52,6 +53,11 @@ impl FakeDiscord {
     /// enabled them). `MESSAGE_CONTENT` is always allowed.
     pub fn allow_privileged_intents(&self, allow: bool) {
         self.shared.lock().privileged_allowed = allow;
+    }
+
+    /// Sets the number of shards `GET /gateway/bot` recommends (default 1).
+    pub fn set_recommended_shards(&self, shards: u32) {
+        self.shared.lock().recommended_shards = shards.max(1);
     }
 
     /// Sets the `heartbeat_interval` later HELLOs announce (default 41.25 s).

@@ -1,5 +1,6 @@
 //! The gateway: a WebSocket at `/gateway` speaking Discord's JSON protocol (text frames, no
-//! compression). HELLO on connect, IDENTIFY starts a session (READY, GUILD_CREATE), heartbeats
+//! compression). HELLO on connect, IDENTIFY starts a session of its shard (READY,
+//! GUILD_CREATE of the shard's guilds), heartbeats
 //! are acked, RESUME replays what the session dispatched after the client's `seq` and ends
 //! with RESUMED, and tests can drop, close, invalidate or ask to reconnect.
 
@@ -137,9 +138,11 @@ impl Connection {
         let kick = state.kicks.remove(&self.conn);
         let mut outgoing = Vec::new();
         let mut taken_over = false;
-        if let (Some(mine), Some(session)) = (&self.session, &state.session)
-            && *mine == session.id
-        {
+        let session = self
+            .session
+            .as_ref()
+            .and_then(|mine| state.sessions.values().find(|s| s.id == *mine));
+        if let Some(session) = session {
             if session.conn == Some(self.conn) {
                 let from = usize::try_from(self.cursor).unwrap_or(usize::MAX);
                 outgoing = session
@@ -193,8 +196,8 @@ impl Connection {
             let mut state = self.shared.lock();
             state.identify_count += 1;
             state.intents = Some(intents);
-            state.start_session(self.conn, intents, data.get("shard").cloned());
-            self.session = state.session.as_ref().map(|s| s.id.clone());
+            let id = state.start_session(self.conn, intents, data.get("shard").cloned());
+            self.session = Some(id);
             self.cursor = 0;
         }
         self.shared.touch();
@@ -210,8 +213,9 @@ impl Connection {
         let replay = {
             let mut state = self.shared.lock();
             let conn = self.conn;
-            match &mut state.session {
-                Some(session) if session.id == wanted && seq <= session.seq => {
+            let session = state.sessions.values_mut().find(|s| s.id == wanted);
+            match session {
+                Some(session) if seq <= session.seq => {
                     session.conn = Some(conn);
                     let from = usize::try_from(seq).unwrap_or(usize::MAX);
                     let mut replay = session.log.get(from..).map(<[Value]>::to_vec);

@@ -173,15 +173,22 @@ impl FakeDiscord {
         self.shared.lock().intents
     }
 
-    /// Whether a session is live on an open connection (after READY or RESUMED, until the
-    /// connection ends or the session is invalidated).
+    /// Whether a session (of any shard) is live on an open connection (after READY or
+    /// RESUMED, until the connection ends or the session is invalidated).
     pub fn connected(&self) -> bool {
+        !self.connected_shards().is_empty()
+    }
+
+    /// The shards (`[id, num_shards]`, `[0, 1]` for a client that named none) whose session
+    /// is live on an open connection, by shard id.
+    pub fn connected_shards(&self) -> Vec<[u32; 2]> {
         let state = self.shared.lock();
         state
-            .session
-            .as_ref()
-            .and_then(|s| s.conn)
-            .is_some_and(|conn| state.open.contains(&conn))
+            .sessions
+            .values()
+            .filter(|s| s.conn.is_some_and(|conn| state.open.contains(&conn)))
+            .map(|s| s.shard)
+            .collect()
     }
 
     /// How many gateway connections are open (identified or not).
@@ -189,18 +196,23 @@ impl FakeDiscord {
         self.shared.lock().open.len()
     }
 
-    /// The current session id, if any.
+    /// The current session id of shard 0 (the only one without sharding), if any.
     pub fn session_id(&self) -> Option<String> {
-        self.shared.lock().session.as_ref().map(|s| s.id.clone())
+        self.shared.lock().sessions.get(&0).map(|s| s.id.clone())
     }
 
-    /// Every dispatch of the current session (`{"op":0,"t":..,"s":..,"d":..}`), in order,
-    /// after intent filtering (what the client was or will be sent).
+    /// Every dispatch of shard 0's current session (`{"op":0,"t":..,"s":..,"d":..}`), in
+    /// order, after intent filtering (what the client was or will be sent).
     pub fn dispatches(&self) -> Vec<Value> {
+        self.shard_dispatches(0)
+    }
+
+    /// Every dispatch of the current session of shard `shard`, as [`FakeDiscord::dispatches`].
+    pub fn shard_dispatches(&self, shard: u32) -> Vec<Value> {
         let state = self.shared.lock();
         state
-            .session
-            .as_ref()
+            .sessions
+            .get(&shard)
             .map(|s| s.log.clone())
             .unwrap_or_default()
     }

@@ -23,6 +23,13 @@
 //! are the bot's. Dispatches happen only while a session exists (they queue while its
 //! connection is down, for RESUME); with no session they are lost.
 //!
+//! Shards: IDENTIFY's `shard: [id, num_shards]` starts a session of that shard (one per shard
+//! id, each on its own connection); a guild's events go only to the session of shard
+//! `(guild_id >> 22) % num_shards` ([`shard_of`]), DMs and events without a guild only to shard
+//! 0's; READY lists the shard's guilds. `GET /gateway/bot` answers `shards` as set with
+//! [`FakeDiscord::set_recommended_shards`] (1). [`FakeDiscord::connected_shards`] tells which
+//! shards are connected.
+//!
 //! REST (header `Authorization: Bot <token>`, else 401 `{"code":0,"message":"401:
 //! Unauthorized"}`; errors are `{"code":N,"message":"..."}`, validation errors add Discord's
 //! `errors` tree; unknown routes 404 `{"code":0,"message":"404: Not Found"}`):
@@ -83,6 +90,7 @@ mod limits;
 mod message;
 mod messages;
 mod rest;
+mod shards;
 mod state;
 mod types;
 mod users;
@@ -95,6 +103,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+pub use shards::shard_of;
 use state::Shared;
 pub use types::{
     AttachmentSpec, BotMessage, ChannelKind, ChannelSpec, InteractionInfo, MessageOptions,

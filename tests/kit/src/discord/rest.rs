@@ -181,7 +181,7 @@ fn route(
         ["gateway", "bot"] => only(&m, M::GET, || {
             Ok(Reply::Json(json!({
                 "url": shared.lock().gateway_url,
-                "shards": 1,
+                "shards": shared.lock().recommended_shards,
                 "session_start_limit": {
                     "total": 1000, "remaining": 999, "reset_after": 14_400_000, "max_concurrency": 1,
                 },

@@ -69,11 +69,13 @@ impl Channel {
     }
 }
 
-/// The gateway session: what READY started, every dispatch since (for RESUME) and the
-/// connection it is bound to.
+/// A gateway session: what READY started, every dispatch since (for RESUME) and the
+/// connection it is bound to. One per shard.
 #[derive(Debug, Clone)]
 pub(crate) struct Session {
     pub(crate) id: String,
+    /// The shard it serves: `[id, num_shards]` from IDENTIFY (`[0, 1]` without one).
+    pub(crate) shard: [u32; 2],
     pub(crate) seq: u64,
     /// Every dispatch payload (`op`, `t`, `s`, `d`) in sequence order.
     pub(crate) log: Vec<Value>,
@@ -121,7 +123,11 @@ pub(crate) struct State {
     pub(crate) channels: BTreeMap<u64, Channel>,
     pub(crate) users: BTreeMap<u64, UserSpec>,
     last_id: u64,
-    pub(crate) session: Option<Session>,
+    /// The live sessions, by shard id: a guild's events go to the session of its shard
+    /// (`(guild_id >> 22) % num_shards`), DMs to shard 0's.
+    pub(crate) sessions: BTreeMap<u32, Session>,
+    /// The `shards` `GET /gateway/bot` recommends (1 unless a test sets it).
+    pub(crate) recommended_shards: u32,
     sessions_made: u64,
     pub(crate) identify_count: usize,
     pub(crate) resume_count: usize,
@@ -173,7 +179,8 @@ impl State {
             channels: BTreeMap::new(),
             users: BTreeMap::new(),
             last_id: 0,
-            session: None,
+            sessions: BTreeMap::new(),
+            recommended_shards: 1,
             sessions_made: 0,
             identify_count: 0,
             resume_count: 0,
@@ -219,28 +226,40 @@ impl State {
     pub(crate) fn close_connection(&mut self, id: u64) {
         self.open.remove(&id);
         self.kicks.remove(&id);
-        if let Some(session) = &mut self.session
-            && session.conn == Some(id)
-        {
-            session.conn = None;
+        for session in self.sessions.values_mut() {
+            if session.conn == Some(id) {
+                session.conn = None;
+            }
         }
     }
 
-    /// Starts a new session for connection `conn` with `intents`: READY, then GUILD_CREATE
-    /// for every known guild (with `GUILDS`).
-    pub(crate) fn start_session(&mut self, conn: u64, intents: u64, shard: Option<Value>) {
+    /// Starts a new session for connection `conn` with `intents` on `shard` (`[id, total]`,
+    /// `[0, 1]` when IDENTIFY named none), replacing that shard's session: READY, then
+    /// GUILD_CREATE for every known guild of the shard (with `GUILDS`); returns its id.
+    pub(crate) fn start_session(
+        &mut self,
+        conn: u64,
+        intents: u64,
+        shard: Option<Value>,
+    ) -> String {
         self.sessions_made += 1;
         let id = format!("{:016x}{:016x}", json::now_ms(), self.sessions_made);
-        self.session = Some(Session {
-            id: id.clone(),
-            seq: 0,
-            log: Vec::new(),
-            intents,
-            conn: Some(conn),
-        });
+        let pair = super::shards::pair_of(shard.as_ref());
+        self.sessions.insert(
+            pair[0],
+            Session {
+                id: id.clone(),
+                shard: pair,
+                seq: 0,
+                log: Vec::new(),
+                intents,
+                conn: Some(conn),
+            },
+        );
         let guilds: Vec<Value> = self
             .guilds
             .keys()
+            .filter(|g| super::shards::serves(pair, Some(**g)))
             .map(|g| json!({ "id": g.to_string(), "unavailable": true }))
             .collect();
         let mut ready = json!({
@@ -262,21 +281,59 @@ impl State {
         if let Some(shard) = shard {
             ready["shard"] = shard;
         }
-        self.dispatch("READY", ready, Gate::Always);
+        self.dispatch_to(pair[0], "READY", ready, Gate::Always);
         let ids: Vec<u64> = self.guilds.keys().copied().collect();
         for guild in ids {
-            self.dispatch_guild_create(guild);
+            if super::shards::serves(pair, Some(guild)) {
+                self.dispatch_guild_create(guild);
+            }
         }
         self.hold_for_ready = false;
-        for (channel, message) in std::mem::take(&mut self.after_ready) {
+        let held = std::mem::take(&mut self.after_ready);
+        let mut mine = Vec::new();
+        for (channel, message) in held {
+            if super::shards::serves(pair, self.guild_of(channel)) {
+                mine.push((channel, message));
+            } else {
+                self.after_ready.push((channel, message));
+            }
+        }
+        for (channel, message) in mine {
             self.dispatch_message("MESSAGE_CREATE", channel, message);
         }
+        id
     }
 
-    /// Appends a dispatch to the session's log if there is a session and `gate` lets it
-    /// through; returns its sequence number.
-    pub(crate) fn dispatch(&mut self, kind: &str, mut data: Value, gate: Gate) -> Option<u64> {
-        let session = self.session.as_mut()?;
+    /// The guild of channel `id`, if it is a guild's.
+    pub(crate) fn guild_of(&self, id: u64) -> Option<u64> {
+        self.channels.get(&id).and_then(|c| c.spec.guild_id)
+    }
+
+    /// Appends a dispatch to the log of the session of the shard it belongs to (the guild's
+    /// in `guild_id`, or `id` for GUILD_CREATE; shard 0 without a guild) if there is one and
+    /// `gate` lets it through; returns its sequence number.
+    pub(crate) fn dispatch(&mut self, kind: &str, data: Value, gate: Gate) -> Option<u64> {
+        let field = if kind == "GUILD_CREATE" {
+            "id"
+        } else {
+            "guild_id"
+        };
+        let guild = data
+            .get(field)
+            .and_then(Value::as_str)
+            .and_then(|g| g.parse::<u64>().ok());
+        let shard = self
+            .sessions
+            .values()
+            .find(|s| super::shards::serves(s.shard, guild))
+            .map(|s| s.shard[0])?;
+        self.dispatch_to(shard, kind, data, gate)
+    }
+
+    /// Appends a dispatch to the log of shard `shard`'s session if there is one and `gate`
+    /// lets it through; returns its sequence number.
+    fn dispatch_to(&mut self, shard: u32, kind: &str, mut data: Value, gate: Gate) -> Option<u64> {
+        let session = self.sessions.get_mut(&shard)?;
         let has = |intent: u64| session.intents & intent == intent;
         match gate {
             Gate::Always => {}

@@ -1,0 +1,325 @@
+//! Intakes split into parts that each run on their own (Discord's gateway shards), on a
+//! cluster: every part is an intake lease of its own, `intake:<channel>#<part>/<parts>`
+//! (`intake:discord#1/4`), and the nodes share them as they share the session partitions.
+//!
+//! [`run_parts`] keeps one loop per node: every tick (a fifth of the lease) it renews the
+//! leases of the parts it runs, counts the nodes alive (a heartbeat within a lease of the
+//! newest one), gives back the parts over its fair share (the parts over the nodes alive,
+//! rounded up; the highest-numbered first, so a node that joins gets some) and asks for free
+//! or expired parts up to that share. It runs exactly the parts it holds: each under a
+//! token of its own, stopped when the lease is lost (another node holds it) or could not be
+//! renewed for the time a lease is trusted (the lease less a tick), before it can expire in
+//! the database. When a node dies, its parts' leases expire and the others take them over;
+//! what arrived meanwhile is read again by the part's new holder (Discord: the catch-up on
+//! history after READY). A part that ends by itself (a fatal error) ends the whole intake, as
+//! it does on one node. A graceful stop gives every lease back at once.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chela_channel::{Channel, ChannelError, InboundSink};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::store::{Coordinator, NodeInfo};
+
+/// The lease name of part `part` of `parts` of `channel`'s intake.
+pub fn part_lease_name(channel: &str, part: u32, parts: u32) -> String {
+    format!(
+        "{}#{part}/{parts}",
+        super::intake_lease::lease_name(channel)
+    )
+}
+
+/// A node's share of `parts` when `alive` nodes run: the parts over the nodes, rounded up.
+pub fn share(parts: u32, alive: usize) -> usize {
+    (parts as usize).div_ceil(alive.max(1))
+}
+
+/// How many nodes are alive, this one (`me`) included: the others whose last heartbeat is
+/// within `lease` of the newest one (the database's clock, so the nodes' clocks need not
+/// agree).
+pub fn alive(nodes: &[NodeInfo], me: &str, lease: Duration) -> usize {
+    let newest = nodes.iter().map(|n| n.last_seen_ms).max().unwrap_or(0);
+    let window = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
+    let others = nodes
+        .iter()
+        .filter(|n| n.id != me && n.last_seen_ms.saturating_add(window) >= newest)
+        .count();
+    others + 1
+}
+
+/// What one round does with the parts: which to give back, which to ask for (in order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// Held parts over the share, highest first.
+    pub give_back: Vec<u32>,
+    /// Parts not held (nor still stopping) to ask for, lowest first, while under the share.
+    pub ask: Vec<u32>,
+}
+
+/// The round's plan for a node holding `held` (and still stopping `stopping`) of `parts`,
+/// with a share of `share`.
+pub fn plan(parts: u32, held: &BTreeSet<u32>, stopping: &BTreeSet<u32>, share: usize) -> Plan {
+    let give_back = held
+        .iter()
+        .rev()
+        .take(held.len().saturating_sub(share))
+        .copied()
+        .collect();
+    let ask = if held.len() < share {
+        (0..parts)
+            .filter(|p| !held.contains(p) && !stopping.contains(p))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Plan { give_back, ask }
+}
+
+/// A part running here.
+struct Running {
+    token: CancellationToken,
+    task: JoinHandle<Result<(), ChannelError>>,
+    /// Until when its lease is trusted without a renewal.
+    trusted_until: Instant,
+}
+
+/// The parts of one channel's intake on this node.
+struct Parts {
+    channel: Arc<dyn Channel>,
+    sink: Arc<dyn InboundSink>,
+    coordinator: Arc<dyn Coordinator>,
+    stop: CancellationToken,
+    lease: Duration,
+    parts: u32,
+    running: BTreeMap<u32, Running>,
+    /// Parts stopped and not yet ended (their lease is given back once they have, when
+    /// `true`).
+    stopping: BTreeMap<u32, JoinHandle<()>>,
+    /// Parts that ended, sent by their task.
+    ended: mpsc::UnboundedSender<u32>,
+    /// The nodes alive at the last count.
+    alive: usize,
+}
+
+/// Runs the parts of `channel`'s intake this node holds leases of, until `stop` fires or a
+/// part ends by itself (its result is returned).
+pub async fn run_parts(
+    channel: Arc<dyn Channel>,
+    sink: Arc<dyn InboundSink>,
+    stop: CancellationToken,
+    coordinator: Arc<dyn Coordinator>,
+    lease: Duration,
+) -> Result<(), ChannelError> {
+    let (ended, mut ended_rx) = mpsc::unbounded_channel();
+    let mut parts = Parts {
+        parts: channel.intake_parts(),
+        channel,
+        sink,
+        coordinator,
+        stop: stop.clone(),
+        lease,
+        running: BTreeMap::new(),
+        stopping: BTreeMap::new(),
+        ended,
+        alive: 1,
+    };
+    let tick = lease / 5;
+    let outcome = loop {
+        parts.round().await;
+        tokio::select! {
+            () = stop.cancelled() => break Ok(()),
+            () = tokio::time::sleep(tick) => {}
+            Some(part) = ended_rx.recv() => {
+                if let Some(result) = parts.ended_by_itself(part).await {
+                    break result;
+                }
+            }
+        }
+    };
+    parts.stop_all().await;
+    outcome
+}
+
+impl Parts {
+    fn tick(&self) -> Duration {
+        self.lease / 5
+    }
+
+    fn lease_secs(&self) -> u64 {
+        self.lease.as_secs_f64().ceil().max(1.0) as u64
+    }
+
+    fn name(&self, part: u32) -> String {
+        part_lease_name(self.channel.name(), part, self.parts)
+    }
+
+    /// One round: renew, count the nodes, give back what is over the share, take up to it.
+    async fn round(&mut self) {
+        self.renew().await;
+        self.stopping.retain(|_, task| !task.is_finished());
+        let nodes = tokio::time::timeout(self.tick(), self.coordinator.nodes()).await;
+        match nodes {
+            Ok(Ok(nodes)) => self.alive = alive(&nodes, self.coordinator.node(), self.lease),
+            Ok(Err(e)) => tracing::debug!(error = %e, "cluster: cannot count the nodes"),
+            Err(_) => tracing::debug!("cluster: counting the nodes timed out"),
+        }
+        let share = share(self.parts, self.alive);
+        let held: BTreeSet<u32> = self.running.keys().copied().collect();
+        let stopping: BTreeSet<u32> = self.stopping.keys().copied().collect();
+        let plan = plan(self.parts, &held, &stopping, share);
+        for part in plan.give_back {
+            tracing::info!(
+                channel = self.channel.name(),
+                part,
+                share,
+                "cluster: giving an intake part back (over this node's share)"
+            );
+            self.halt(part, true);
+        }
+        let started = Instant::now();
+        let mut wanted = share.saturating_sub(self.running.len());
+        for part in plan.ask {
+            if wanted == 0 || started.elapsed() >= self.tick() || self.stop.is_cancelled() {
+                break;
+            }
+            let asked = Instant::now();
+            let answer = tokio::time::timeout(
+                self.tick(),
+                self.coordinator
+                    .hold_intake(&self.name(part), self.lease_secs()),
+            )
+            .await;
+            match answer {
+                Ok(Ok(true)) => {
+                    self.start(part, asked);
+                    wanted -= 1;
+                }
+                Ok(Ok(false)) => {}
+                Ok(Err(e)) => tracing::debug!(error = %e, "cluster: cannot ask for an intake part"),
+                Err(_) => tracing::debug!("cluster: asking for an intake part timed out"),
+            }
+        }
+    }
+
+    /// Renews the held leases (all at once); stops the parts whose lease another node holds
+    /// or could not be renewed for as long as it is trusted.
+    async fn renew(&mut self) {
+        let asked = Instant::now();
+        let names: Vec<(u32, String)> = self.running.keys().map(|p| (*p, self.name(*p))).collect();
+        let lease_s = self.lease_secs();
+        let tick = self.tick();
+        let coordinator = self.coordinator.clone();
+        let answers = futures_util::future::join_all(names.iter().map(|(part, name)| {
+            let coordinator = coordinator.clone();
+            async move {
+                let answer = tokio::time::timeout(tick, coordinator.hold_intake(name, lease_s));
+                (*part, answer.await)
+            }
+        }))
+        .await;
+        let trust = self.lease.saturating_sub(tick);
+        for (part, answer) in answers {
+            let Some(running) = self.running.get_mut(&part) else {
+                continue;
+            };
+            match answer {
+                Ok(Ok(true)) => running.trusted_until = asked + trust,
+                Ok(Ok(false)) => {
+                    tracing::warn!(
+                        channel = self.channel.name(),
+                        part,
+                        "cluster: another node holds this intake part now; stopping it here"
+                    );
+                    self.halt(part, false);
+                }
+                _ if Instant::now() >= running.trusted_until => {
+                    tracing::warn!(
+                        channel = self.channel.name(),
+                        part,
+                        "cluster: the intake part's lease could not be renewed in time; stopping it"
+                    );
+                    self.halt(part, false);
+                }
+                _ => tracing::debug!(part, "cluster: cannot renew an intake part's lease yet"),
+            }
+        }
+    }
+
+    /// Starts part `part`, whose lease was won by a request sent at `asked`.
+    fn start(&mut self, part: u32, asked: Instant) {
+        tracing::info!(
+            channel = self.channel.name(),
+            part,
+            parts = self.parts,
+            "cluster: this node now runs an intake part"
+        );
+        let token = self.stop.child_token();
+        let (channel, sink, ended) = (self.channel.clone(), self.sink.clone(), self.ended.clone());
+        let run_token = token.clone();
+        let task = tokio::spawn(async move {
+            let result = channel.run_part(part, sink, run_token).await;
+            let _ = ended.send(part);
+            result
+        });
+        let trusted_until = asked + self.lease.saturating_sub(self.tick());
+        self.running.insert(
+            part,
+            Running {
+                token,
+                task,
+                trusted_until,
+            },
+        );
+    }
+
+    /// Stops part `part`; once it ended, gives its lease back when `release`.
+    fn halt(&mut self, part: u32, release: bool) {
+        let Some(running) = self.running.remove(&part) else {
+            return;
+        };
+        running.token.cancel();
+        let (coordinator, name) = (self.coordinator.clone(), self.name(part));
+        let done = tokio::spawn(async move {
+            let _ = running.task.await;
+            if release && let Err(e) = coordinator.release_intake(&name).await {
+                tracing::debug!(error = %e, "cluster: cannot give an intake part back");
+            }
+        });
+        self.stopping.insert(part, done);
+    }
+
+    /// Part `part` ended: when it was not stopped here, it ended by itself, and its result
+    /// ends the intake.
+    async fn ended_by_itself(&mut self, part: u32) -> Option<Result<(), ChannelError>> {
+        let running = self.running.get(&part)?;
+        if running.token.is_cancelled() {
+            return None;
+        }
+        let running = self.running.remove(&part)?;
+        let result = running.task.await.unwrap_or(Ok(()));
+        if let Err(e) = self.coordinator.release_intake(&self.name(part)).await {
+            tracing::debug!(error = %e, "cluster: cannot give an intake part back");
+        }
+        Some(result)
+    }
+
+    /// Stops every part and gives every lease back.
+    async fn stop_all(&mut self) {
+        let parts: Vec<u32> = self.running.keys().copied().collect();
+        for part in parts {
+            self.halt(part, true);
+        }
+        for (_, task) in std::mem::take(&mut self.stopping) {
+            let _ = task.await;
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "intake_shards_tests.rs"]
+mod tests;

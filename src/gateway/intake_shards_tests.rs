@@ -1,0 +1,388 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use chela_channel::{Conversation, Inbound, Limits, SentMessage, SinkError};
+use futures_util::future::BoxFuture;
+
+use super::*;
+use crate::store::{Lease, StoreFuture};
+
+const LEASE: Duration = Duration::from_secs(10);
+
+fn node(id: &str, last_seen_ms: u64) -> NodeInfo {
+    NodeInfo {
+        id: id.into(),
+        started_ms: 0,
+        last_seen_ms,
+        partitions: Vec::new(),
+        intakes: Vec::new(),
+    }
+}
+
+#[test]
+fn a_node_takes_its_share_of_the_parts_over_the_nodes_alive() {
+    assert_eq!(share(2, 1), 2);
+    assert_eq!(share(2, 2), 1);
+    assert_eq!(
+        share(2, 3),
+        1,
+        "a node may run none, but never more than a share"
+    );
+    assert_eq!(share(5, 2), 3);
+    assert_eq!(share(4, 0), 4);
+    assert_eq!(part_lease_name("discord", 2, 4), "intake:discord#2/4");
+}
+
+#[test]
+fn nodes_alive_are_those_seen_within_a_lease_of_the_newest() {
+    let nodes = [node("a", 100_000), node("b", 95_000), node("c", 80_000)];
+    assert_eq!(
+        alive(&nodes, "a", LEASE),
+        2,
+        "c was last seen 20 s before a"
+    );
+    assert_eq!(
+        alive(&nodes, "me", LEASE),
+        3,
+        "before its first heartbeat this node counts"
+    );
+    assert_eq!(alive(&[], "me", LEASE), 1);
+}
+
+#[test]
+fn the_plan_gives_back_the_highest_parts_over_the_share_and_asks_for_free_ones() {
+    let set = |v: &[u32]| v.iter().copied().collect::<BTreeSet<u32>>();
+    assert_eq!(
+        plan(4, &set(&[0, 1, 2, 3]), &set(&[]), 2),
+        Plan {
+            give_back: vec![3, 2],
+            ask: vec![]
+        }
+    );
+    assert_eq!(
+        plan(4, &set(&[1]), &set(&[2]), 2),
+        Plan {
+            give_back: vec![],
+            ask: vec![0, 3]
+        },
+        "a part still stopping is not asked for"
+    );
+    assert_eq!(
+        plan(2, &set(&[0]), &set(&[]), 1),
+        Plan {
+            give_back: vec![],
+            ask: vec![]
+        }
+    );
+}
+
+/// The leases table and the heartbeats the nodes share, on tokio's (paused) clock.
+#[derive(Default)]
+struct Table {
+    leases: HashMap<String, (String, Instant)>,
+    seen: HashMap<String, Instant>,
+    /// The database is unreachable.
+    down: bool,
+}
+
+/// One node's view of the [`Table`].
+struct Node {
+    id: String,
+    table: Arc<Mutex<Table>>,
+    base: Instant,
+}
+
+impl Coordinator for Node {
+    fn node(&self) -> &str {
+        &self.id
+    }
+    fn heartbeat(&self, _: u64) -> StoreFuture<'_, usize> {
+        Box::pin(async { Ok(1) })
+    }
+    fn renew(&self, _: u64) -> StoreFuture<'_, Vec<Lease>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    fn acquire(&self, _: usize, _: u64) -> StoreFuture<'_, Vec<Lease>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    fn release<'a>(&'a self, _: &'a [u32]) -> StoreFuture<'a, ()> {
+        Box::pin(async { Ok(()) })
+    }
+    fn hold_intake<'a>(&'a self, name: &'a str, lease_s: u64) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let now = Instant::now();
+            let mut table = self.table.lock().unwrap();
+            if table.down {
+                return Err(crate::store::StoreError::Db("unreachable".into()));
+            }
+            let free = match table.leases.get(name) {
+                Some((holder, expires)) => *holder == self.id || *expires <= now,
+                None => true,
+            };
+            if free {
+                let until = now + Duration::from_secs(lease_s);
+                table.leases.insert(name.into(), (self.id.clone(), until));
+            }
+            Ok(free)
+        })
+    }
+    fn release_intake<'a>(&'a self, name: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let mut table = self.table.lock().unwrap();
+            if table.leases.get(name).is_some_and(|(h, _)| *h == self.id) {
+                table.leases.remove(name);
+            }
+            Ok(())
+        })
+    }
+    fn leave(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async { Ok(()) })
+    }
+    /// Counting the nodes stands for this node's heartbeat too (its cluster loop beats as
+    /// long as it lives).
+    fn nodes(&self) -> StoreFuture<'_, Vec<NodeInfo>> {
+        Box::pin(async move {
+            let mut table = self.table.lock().unwrap();
+            if table.down {
+                return Err(crate::store::StoreError::Db("unreachable".into()));
+            }
+            table.seen.insert(self.id.clone(), Instant::now());
+            let base = self.base;
+            Ok(table
+                .seen
+                .iter()
+                .map(|(id, at)| node(id, at.duration_since(base).as_millis() as u64))
+                .collect())
+        })
+    }
+    fn wakeups(&self) -> Option<mpsc::UnboundedReceiver<u32>> {
+        None
+    }
+}
+
+/// A channel of `parts` parts; records which parts run on which node.
+struct Sharded {
+    parts: u32,
+    node: String,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Channel for Sharded {
+    fn name(&self) -> &str {
+        "discord"
+    }
+    fn limits(&self) -> Limits {
+        Limits {
+            max_chars: 2000,
+            max_lines: None,
+            edit_interval_ms: 0,
+            group_edit_interval_ms: 0,
+            threads: false,
+        }
+    }
+    fn intake_parts(&self) -> u32 {
+        self.parts
+    }
+    fn run(
+        &self,
+        _: Arc<dyn InboundSink>,
+        _: CancellationToken,
+    ) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(async { Err(ChannelError::Unsupported("run")) })
+    }
+    fn run_part(
+        &self,
+        part: u32,
+        _sink: Arc<dyn InboundSink>,
+        shutdown: CancellationToken,
+    ) -> BoxFuture<'_, Result<(), ChannelError>> {
+        Box::pin(async move {
+            self.log
+                .lock()
+                .unwrap()
+                .push(format!("{} +{part}", self.node));
+            shutdown.cancelled().await;
+            self.log
+                .lock()
+                .unwrap()
+                .push(format!("{} -{part}", self.node));
+            Ok(())
+        })
+    }
+    fn send<'a>(
+        &'a self,
+        _: &'a Conversation,
+        _: &'a str,
+    ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
+        Box::pin(async { Err(ChannelError::Unsupported("send")) })
+    }
+    fn edit<'a>(
+        &'a self,
+        _: &'a Conversation,
+        _: &'a SentMessage,
+        _: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async { Err(ChannelError::Unsupported("edit")) })
+    }
+}
+
+struct NoSink;
+
+impl InboundSink for NoSink {
+    fn accept(&self, _: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// A cluster of nodes over one table, each running a two-part channel.
+struct Cluster {
+    table: Arc<Mutex<Table>>,
+    log: Arc<Mutex<Vec<String>>>,
+    base: Instant,
+}
+
+impl Cluster {
+    fn new() -> Cluster {
+        Cluster {
+            table: Arc::default(),
+            log: Arc::default(),
+            base: Instant::now(),
+        }
+    }
+
+    /// Starts node `id`: its stop token and task.
+    fn start(&self, id: &str) -> (CancellationToken, JoinHandle<Result<(), ChannelError>>) {
+        let coordinator = Arc::new(Node {
+            id: id.into(),
+            table: self.table.clone(),
+            base: self.base,
+        });
+        let channel = Arc::new(Sharded {
+            parts: 2,
+            node: id.into(),
+            log: self.log.clone(),
+        });
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(run_parts(
+            channel,
+            Arc::new(NoSink),
+            stop.clone(),
+            coordinator,
+            LEASE,
+        ));
+        (stop, task)
+    }
+
+    /// Which node holds each part's unexpired lease.
+    fn holders(&self) -> Vec<Option<String>> {
+        let now = Instant::now();
+        let table = self.table.lock().unwrap();
+        (0..2)
+            .map(|p| {
+                table
+                    .leases
+                    .get(&part_lease_name("discord", p, 2))
+                    .filter(|(_, expires)| *expires > now)
+                    .map(|(node, _)| node.clone())
+            })
+            .collect()
+    }
+
+    /// The parts running on each node now, from the log.
+    fn running(&self) -> BTreeMap<String, BTreeSet<u32>> {
+        let mut running: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
+        for line in self.log.lock().unwrap().iter() {
+            let (node, event) = line.split_once(' ').unwrap();
+            let part: u32 = event[1..].parse().unwrap();
+            let parts = running.entry(node.to_owned()).or_default();
+            if event.starts_with('+') {
+                parts.insert(part);
+            } else {
+                parts.remove(&part);
+            }
+        }
+        running.retain(|_, parts| !parts.is_empty());
+        running
+    }
+}
+
+fn on(pairs: &[(&str, &[u32])]) -> BTreeMap<String, BTreeSet<u32>> {
+    pairs
+        .iter()
+        .map(|(n, p)| ((*n).to_owned(), p.iter().copied().collect()))
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn nodes_share_the_parts_and_a_dead_nodes_parts_move_after_the_lease() {
+    let cluster = Cluster::new();
+    // Alone, a node runs every part.
+    let (a_stop, a) = cluster.start("a");
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(cluster.running(), on(&[("a", &[0, 1])]));
+
+    // A second node: the first gives back its part over the new share, the second takes it.
+    let (_b_stop, b) = cluster.start("b");
+    tokio::time::sleep(LEASE).await;
+    assert_eq!(cluster.running(), on(&[("a", &[0]), ("b", &[1])]));
+    assert_eq!(cluster.holders(), [Some("a".into()), Some("b".into())]);
+
+    // "kill -9" of a: its loop and its part stop at once, nothing is given back.
+    a.abort();
+    drop(a_stop);
+    cluster.log.lock().unwrap().push("a -0".into());
+    // Within the lease its part is still its own: nobody runs it twice.
+    tokio::time::sleep(LEASE - LEASE / 5).await;
+    assert_eq!(cluster.running(), on(&[("b", &[1])]));
+    // After the lease (and a round or two), b runs both.
+    tokio::time::sleep(LEASE / 5 * 3).await;
+    assert_eq!(cluster.running(), on(&[("b", &[0, 1])]));
+    assert_eq!(cluster.holders(), [Some("b".into()), Some("b".into())]);
+    assert!(!b.is_finished());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_graceful_stop_gives_every_part_back_at_once() {
+    let cluster = Cluster::new();
+    let (stop, task) = cluster.start("a");
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(cluster.holders(), [Some("a".into()), Some("a".into())]);
+    stop.cancel();
+    task.await.unwrap().unwrap();
+    assert!(cluster.running().is_empty());
+    assert_eq!(cluster.holders(), [None, None]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_part_whose_lease_another_node_took_stops_here() {
+    let cluster = Cluster::new();
+    let (_stop, _task) = cluster.start("a");
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    // Another node took part 1 (this node was paused past its lease).
+    let far = Instant::now() + LEASE * 100;
+    cluster
+        .table
+        .lock()
+        .unwrap()
+        .leases
+        .insert(part_lease_name("discord", 1, 2), ("z".into(), far));
+    tokio::time::sleep(LEASE / 5 + Duration::from_millis(10)).await;
+    assert_eq!(cluster.running(), on(&[("a", &[0])]));
+}
+
+#[tokio::test(start_paused = true)]
+async fn parts_whose_lease_cannot_be_renewed_stop_before_it_can_expire() {
+    let cluster = Cluster::new();
+    let (_stop, _task) = cluster.start("a");
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(cluster.running(), on(&[("a", &[0, 1])]));
+    // The database is gone: the parts go on while their lease is trusted (the lease less a
+    // tick since it was won), and stop before it could expire.
+    cluster.table.lock().unwrap().down = true;
+    tokio::time::sleep(LEASE - LEASE / 5 - Duration::from_millis(20)).await;
+    assert_eq!(cluster.running(), on(&[("a", &[0, 1])]));
+    tokio::time::sleep(LEASE / 5 - Duration::from_millis(10)).await;
+    assert!(cluster.running().is_empty(), "{:?}", cluster.running());
+}

@@ -1,0 +1,206 @@
+//! End-to-end, Discord with `[channels.discord] shards = 2` on two `chela gateway` nodes
+//! sharing one PostgreSQL (`[cluster] enabled`): each node runs one shard (its intake lease,
+//! `intake:discord#<id>/2`), messages in guilds of both shards are answered once, and after a
+//! kill -9 of a node its shard moves to the other, which answers what was sent meanwhile
+//! (read from history after its READY) once. Needs `CHELA_TEST_PG_URL` (scripts/test.sh).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use chela_testkit::discord::{ChannelSpec, UserSpec, shard_of};
+use common::discord::{DcConfig, DcSetup};
+use common::pg::{fresh_store_url, test_url};
+use common::{Chat, chela_command};
+
+/// A guild of shard 0 and one of shard 1 (of 2), with a text channel each.
+const EVEN: u64 = 2_000 << 22;
+const ODD: u64 = 2_001 << 22;
+const NODES: usize = 2;
+const WAIT: Duration = Duration::from_secs(60);
+
+fn ann() -> UserSpec {
+    UserSpec::new(7401, "ann")
+}
+
+/// The texts of the bot's messages in `channel`, trimmed.
+fn texts(s: &DcSetup, channel: u64) -> Vec<String> {
+    s.texts(channel)
+        .iter()
+        .map(|t| t.trim_end().into())
+        .collect()
+}
+
+/// The unexpired Discord shard leases: (lease name, node), by name.
+async fn shard_holders(schema: &str) -> Vec<(String, String)> {
+    let (client, connection) = tokio_postgres::connect(&test_url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let sql = format!(
+        "SELECT name, node FROM {schema}.intake_leases WHERE name LIKE 'intake:discord#%' \
+         AND node IS NOT NULL AND expires > now() ORDER BY name"
+    );
+    // Not migrated yet: nobody holds anything.
+    let rows = client.query(&sql, &[]).await.unwrap_or_default();
+    rows.iter().map(|r| (r.get(0), r.get(1))).collect()
+}
+
+/// [`shard_holders`] from a synchronous predicate.
+fn holders_now(schema: &str) -> Vec<(String, String)> {
+    let schema = schema.to_owned();
+    std::thread::spawn(move || {
+        tokio::runtime::Runtime::new()
+            .unwrap()
+            .block_on(shard_holders(&schema))
+    })
+    .join()
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_run_a_shard_each_and_a_killed_nodes_shard_moves() {
+    assert_eq!((shard_of(Some(EVEN), 2), shard_of(Some(ODD), 2)), (0, 1));
+    let url = fresh_store_url().await;
+    let schema = url.rsplit("%3D").next().unwrap().to_owned();
+    let s = DcSetup::with(DcConfig {
+        mode: "followup",
+        discord: "group_policy = \"open\"\ndm_policy = \"open\"\nshards = 2",
+        ..DcConfig::default()
+    })
+    .await;
+    s.dc.add_guild(EVEN, "even");
+    s.dc.add_guild(ODD, "odd");
+    let base = std::fs::read_to_string(s.setup.config()).unwrap();
+    let start = |i: usize| {
+        let config =
+            format!("{base}\n[cluster]\nenabled = true\nlease_s = 3\nnode_id = \"node{i}\"\n");
+        let path = s.setup.path(&format!("node{i}.toml"));
+        std::fs::write(&path, config).unwrap();
+        let mut cmd = chela_command(&s.setup.path(""));
+        cmd.arg("--config").arg(&path).arg("gateway");
+        cmd.env("CHELA_STORE_URL", &url)
+            .env("RUST_LOG", "warn,chela::gateway=info,chela_discord=info")
+            .env("CHELA_STORE_PATH", format!("data{i}"));
+        Chat::spawn(cmd)
+    };
+    let mut nodes: Vec<Option<Chat>> = (0..NODES).map(|i| Some(start(i))).collect();
+
+    // Each node runs one shard: two leases, two holders, both shards connected.
+    let spread =
+        s.dc.wait_for(
+            |d| {
+                let held = holders_now(&schema);
+                d.connected_shards() == [[0, 2], [1, 2]]
+                    && held.len() == 2
+                    && held[0].1 != held[1].1
+            },
+            WAIT,
+        )
+        .await;
+    assert!(
+        spread,
+        "shards not spread: {:?}",
+        shard_holders(&schema).await
+    );
+
+    let (even, odd, dm) = (EVEN + 1, ODD + 1, 3_500_001);
+    s.mention(ChannelSpec::guild_text(EVEN, even), ann(), "first even");
+    s.mention(ChannelSpec::guild_text(ODD, odd), ann(), "first odd");
+    s.dc.user_sends(ChannelSpec::dm(dm), UserSpec::new(7402, "bo"), "first dm");
+    let answered =
+        s.dc.wait_for(
+            |_| {
+                texts(&s, even) == ["ok: first even"]
+                    && texts(&s, odd) == ["ok: first odd"]
+                    && texts(&s, dm) == ["ok: first dm"]
+            },
+            WAIT,
+        )
+        .await;
+    assert!(
+        answered,
+        "{:?} {:?} {:?}",
+        texts(&s, even),
+        texts(&s, odd),
+        texts(&s, dm)
+    );
+
+    // kill -9 the node running shard 1; a message to its guild is sent while it is gone.
+    let held = shard_holders(&schema).await;
+    let victim = held
+        .iter()
+        .find(|(name, _)| name == "intake:discord#1/2")
+        .map(|(_, node)| node.clone())
+        .unwrap();
+    let v: usize = victim.trim_start_matches("node").parse().unwrap();
+    let survivor = format!("node{}", 1 - v);
+    nodes[v].take().unwrap().kill().await;
+    let killed = Instant::now();
+    s.mention(ChannelSpec::guild_text(ODD, odd), ann(), "while gone");
+    let moved =
+        s.dc.wait_for(
+            |_| {
+                holders_now(&schema)
+                    .iter()
+                    .all(|(_, node)| *node == survivor)
+            },
+            WAIT,
+        )
+        .await;
+    let moved_after = killed.elapsed();
+    let again = s.dc.wait_for(|_| texts(&s, odd).len() >= 2, WAIT).await;
+    let answered_after = killed.elapsed();
+    // A little longer: a second answer would show now.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    // `chela status` (beside the running node: a cluster shares the store) shows its shards.
+    let mut status = chela_command(&s.setup.path(""));
+    status
+        .arg("--config")
+        .arg(s.setup.path(&format!("node{}.toml", 1 - v)))
+        .arg("status")
+        .env("CHELA_STORE_URL", &url)
+        .env("CHELA_STORE_PATH", "data-status");
+    let status = common::run_to_end(status).await;
+    let status = String::from_utf8_lossy(&status.stdout).into_owned();
+    let mut stderr = String::new();
+    for node in nodes.into_iter().flatten() {
+        node.signal("TERM");
+        stderr.push_str(&node.finish().await.stderr);
+    }
+    assert!(
+        moved,
+        "shard 1 did not move to {survivor}: {:?}\n{stderr}",
+        shard_holders(&schema).await
+    );
+    assert!(
+        again,
+        "not answered after the kill: {:?}\n{stderr}",
+        texts(&s, odd)
+    );
+    assert_eq!(
+        texts(&s, odd),
+        ["ok: first odd", "ok: while gone"],
+        "{stderr}"
+    );
+    assert_eq!(texts(&s, even), ["ok: first even"]);
+    assert_eq!(texts(&s, dm), ["ok: first dm"]);
+    let asked = s.asked().concat();
+    for text in ["first even", "first odd", "first dm", "while gone"] {
+        assert_eq!(common::count(&asked, text), 1, "{text} asked once: {asked}");
+    }
+    let line = status
+        .lines()
+        .find(|l| l.starts_with(&format!("  {survivor}: last heartbeat")))
+        .unwrap_or_default();
+    assert!(
+        line.contains("intake:discord#0/2") && line.contains("intake:discord#1/2"),
+        "{status}"
+    );
+    eprintln!(
+        "discord shards: {victim} killed; shard 1 held by {survivor} after {moved_after:?}, \
+         the message sent meanwhile answered after {answered_after:?} (lease_s = 3)"
+    );
+}

@@ -18,6 +18,7 @@ fn node(id: &str, last_seen_ms: u64) -> NodeInfo {
         last_seen_ms,
         partitions: Vec::new(),
         intakes: Vec::new(),
+        version: crate::store::NodeVersion::current(),
     }
 }
 

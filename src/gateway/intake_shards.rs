@@ -8,8 +8,9 @@
 //! rounded up; the highest-numbered first, so a node that joins gets some) and asks for free
 //! or expired parts up to that share. It runs exactly the parts it holds: each under a
 //! token of its own, stopped when the lease is lost (another node holds it) or could not be
-//! renewed for the time a lease is trusted (the lease less a tick), before it can expire in
-//! the database. When a node dies, its parts' leases expire and the others take them over;
+//! renewed for the time a lease is trusted (the lease less a tick): checked between the
+//! round's calls and by a timer between rounds, so even when the database's calls hang
+//! (each waits at most a tick) a part stops by the time its lease could expire. When a node dies, its parts' leases expire and the others take them over;
 //! what arrived meanwhile is read again by the part's new holder (Discord: the catch-up on
 //! history after READY). A part that ends by itself (a fatal error) ends the whole intake, as
 //! it does on one node. A graceful stop gives every lease back at once.
@@ -82,6 +83,8 @@ pub fn plan(parts: u32, held: &BTreeSet<u32>, stopping: &BTreeSet<u32>, share: u
 
 /// A part running here.
 struct Running {
+    /// Which run of the part this is (its task reports its end with it).
+    run: u64,
     token: CancellationToken,
     task: JoinHandle<Result<(), ChannelError>>,
     /// Until when its lease is trusted without a renewal.
@@ -100,8 +103,10 @@ struct Parts {
     /// Parts stopped and not yet ended (their lease is given back once they have, when
     /// `true`).
     stopping: BTreeMap<u32, JoinHandle<()>>,
-    /// Parts that ended, sent by their task.
-    ended: mpsc::UnboundedSender<u32>,
+    /// Parts that ended, sent by their task with the number of their run.
+    ended: mpsc::UnboundedSender<(u32, u64)>,
+    /// The number of the next run started.
+    next_run: u64,
     /// The nodes alive at the last count.
     alive: usize,
 }
@@ -126,16 +131,21 @@ pub async fn run_parts(
         running: BTreeMap::new(),
         stopping: BTreeMap::new(),
         ended,
+        next_run: 0,
         alive: 1,
     };
     let tick = lease / 5;
     let outcome = loop {
         parts.round().await;
+        // A part whose lease is no longer trusted stops then, even when the next round is
+        // late (the coordinator's calls hang): before its lease can expire in the database.
+        let untrusted = parts.first_untrusted();
         tokio::select! {
             () = stop.cancelled() => break Ok(()),
             () = tokio::time::sleep(tick) => {}
-            Some(part) = ended_rx.recv() => {
-                if let Some(result) = parts.ended_by_itself(part).await {
+            () = tokio::time::sleep_until(untrusted) => parts.halt_untrusted(),
+            Some((part, run)) = ended_rx.recv() => {
+                if let Some(result) = parts.ended_by_itself(part, run).await {
                     break result;
                 }
             }
@@ -160,9 +170,12 @@ impl Parts {
 
     /// One round: renew, count the nodes, give back what is over the share, take up to it.
     async fn round(&mut self) {
+        self.halt_untrusted();
         self.renew().await;
+        self.halt_untrusted();
         self.stopping.retain(|_, task| !task.is_finished());
         let nodes = tokio::time::timeout(self.tick(), self.coordinator.nodes()).await;
+        self.halt_untrusted();
         match nodes {
             Ok(Ok(nodes)) => self.alive = alive(&nodes, self.coordinator.node(), self.lease),
             Ok(Err(e)) => tracing::debug!(error = %e, "cluster: cannot count the nodes"),
@@ -184,6 +197,7 @@ impl Parts {
         let started = Instant::now();
         let mut wanted = share.saturating_sub(self.running.len());
         for part in plan.ask {
+            self.halt_untrusted();
             if wanted == 0 || started.elapsed() >= self.tick() || self.stop.is_cancelled() {
                 break;
             }
@@ -203,6 +217,34 @@ impl Parts {
                 Ok(Err(e)) => tracing::debug!(error = %e, "cluster: cannot ask for an intake part"),
                 Err(_) => tracing::debug!("cluster: asking for an intake part timed out"),
             }
+        }
+    }
+
+    /// When the first running part's lease stops being trusted (far away when none runs).
+    fn first_untrusted(&self) -> Instant {
+        self.running
+            .values()
+            .map(|r| r.trusted_until)
+            .min()
+            .unwrap_or_else(|| Instant::now() + self.lease)
+    }
+
+    /// Stops the parts whose lease is no longer trusted (not renewed in time).
+    fn halt_untrusted(&mut self) {
+        let now = Instant::now();
+        let late: Vec<u32> = self
+            .running
+            .iter()
+            .filter(|(_, r)| r.trusted_until <= now)
+            .map(|(part, _)| *part)
+            .collect();
+        for part in late {
+            tracing::warn!(
+                channel = self.channel.name(),
+                part,
+                "cluster: the intake part's lease could not be renewed in time; stopping it"
+            );
+            self.halt(part, false);
         }
     }
 
@@ -261,15 +303,18 @@ impl Parts {
         let token = self.stop.child_token();
         let (channel, sink, ended) = (self.channel.clone(), self.sink.clone(), self.ended.clone());
         let run_token = token.clone();
+        let run = self.next_run;
+        self.next_run += 1;
         let task = tokio::spawn(async move {
             let result = channel.run_part(part, sink, run_token).await;
-            let _ = ended.send(part);
+            let _ = ended.send((part, run));
             result
         });
         let trusted_until = asked + self.lease.saturating_sub(self.tick());
         self.running.insert(
             part,
             Running {
+                run,
                 token,
                 task,
                 trusted_until,
@@ -293,11 +338,12 @@ impl Parts {
         self.stopping.insert(part, done);
     }
 
-    /// Part `part` ended: when it was not stopped here, it ended by itself, and its result
-    /// ends the intake.
-    async fn ended_by_itself(&mut self, part: u32) -> Option<Result<(), ChannelError>> {
+    /// Run `run` of part `part` ended: when it is the part's current run and was not
+    /// stopped here, it ended by itself, and its result ends the intake. (The end of an
+    /// earlier run, stopped, is not taken for the end of a later one started since.)
+    async fn ended_by_itself(&mut self, part: u32, run: u64) -> Option<Result<(), ChannelError>> {
         let running = self.running.get(&part)?;
-        if running.token.is_cancelled() {
+        if running.run != run || running.token.is_cancelled() {
             return None;
         }
         let running = self.running.remove(&part)?;

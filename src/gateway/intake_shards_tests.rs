@@ -86,6 +86,8 @@ struct Table {
     seen: HashMap<String, Instant>,
     /// The database is unreachable.
     down: bool,
+    /// The database's calls hang.
+    hangs: bool,
 }
 
 /// One node's view of the [`Table`].
@@ -113,6 +115,10 @@ impl Coordinator for Node {
     }
     fn hold_intake<'a>(&'a self, name: &'a str, lease_s: u64) -> StoreFuture<'a, bool> {
         Box::pin(async move {
+            let hangs = self.table.lock().unwrap().hangs;
+            if hangs {
+                std::future::pending::<()>().await;
+            }
             let now = Instant::now();
             let mut table = self.table.lock().unwrap();
             if table.down {
@@ -145,6 +151,10 @@ impl Coordinator for Node {
     /// long as it lives).
     fn nodes(&self) -> StoreFuture<'_, Vec<NodeInfo>> {
         Box::pin(async move {
+            let hangs = self.table.lock().unwrap().hangs;
+            if hangs {
+                std::future::pending::<()>().await;
+            }
             let mut table = self.table.lock().unwrap();
             if table.down {
                 return Err(crate::store::StoreError::Db("unreachable".into()));
@@ -385,5 +395,17 @@ async fn parts_whose_lease_cannot_be_renewed_stop_before_it_can_expire() {
     tokio::time::sleep(LEASE - LEASE / 5 - Duration::from_millis(20)).await;
     assert_eq!(cluster.running(), on(&[("a", &[0, 1])]));
     tokio::time::sleep(LEASE / 5 - Duration::from_millis(10)).await;
+    assert!(cluster.running().is_empty(), "{:?}", cluster.running());
+}
+
+#[tokio::test(start_paused = true)]
+async fn parts_stop_before_their_lease_can_expire_even_when_the_database_hangs() {
+    let cluster = Cluster::new();
+    let (_stop, _task) = cluster.start("a");
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(cluster.running(), on(&[("a", &[0, 1])]));
+    // Every call now waits until its timeout (a tick): the rounds take several ticks each.
+    cluster.table.lock().unwrap().hangs = true;
+    tokio::time::sleep(LEASE - Duration::from_millis(5)).await;
     assert!(cluster.running().is_empty(), "{:?}", cluster.running());
 }

@@ -10,8 +10,13 @@
 //! then with the storm of issue #10 (30% 429s with `retry_after` 1 s, 4% JSON 500s, 3% HTML
 //! 502s, 2% dropped connections on sends, edits and deletes). Also reported: the storm's
 //! fault counts, and replies missing or duplicated at the end.
+//!
+//! Both drains run twice: with a model that answers at once, where the drain is bounded below
+//! by the 429s' `retry_after` (about 17 one-second waits per chat, against well under a
+//! second fault-free), and with a model that takes [`SLOW_MODEL_MS`] per answer (the fake's
+//! `after` directive), where the storm's waits overlap the next turns because delivery does
+//! not hold the session's lane. `CHELA_BENCH_BIN` measures another `chela` binary.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use chela_testkit::telegram::{ChatSpec, Faults, UserSpec};
@@ -27,6 +32,8 @@ const CHATS: i64 = 5;
 const PER_CHAT: usize = 40;
 /// Longest wait for the drain (reported as partial after it).
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(300);
+/// The slow model's time per answer, in ms.
+const SLOW_MODEL_MS: u64 = 250;
 /// How often the drain checks for its replies.
 const POLL: Duration = Duration::from_millis(5);
 
@@ -50,8 +57,9 @@ struct Drain {
     faults: String,
 }
 
-/// One drain of [`CHATS`] x [`PER_CHAT`] messages, with `faults` injected if given.
-async fn drain(faults: Option<Faults>) -> BenchResult<Drain> {
+/// One drain of [`CHATS`] x [`PER_CHAT`] messages, with `faults` injected if given and each
+/// answer taking `model_ms` (0: at once).
+async fn drain(faults: Option<Faults>, model_ms: u64) -> BenchResult<Drain> {
     let model = FakeModel::start().await?;
     let tg = FakeTelegram::start().await?;
     let dir = tempfile::tempdir()?;
@@ -64,10 +72,14 @@ async fn drain(faults: Option<Faults>) -> BenchResult<Drain> {
     for k in 0..PER_CHAT {
         for &id in &ids {
             let (chat, user) = (ChatSpec::private(id), UserSpec::new(id, &format!("U{id}")));
-            tg.user_sends(chat, user, &format!("c{id} m{k:02}"));
+            let text = match model_ms {
+                0 => format!("c{id} m{k:02}"),
+                ms => format!("after {ms} c{id} m{k:02}"),
+            };
+            tg.user_sends(chat, user, &text);
         }
     }
-    let mut child = tg_gateway::spawn(Path::new(env!("CARGO_BIN_EXE_chela")), dir.path())?;
+    let mut child = tg_gateway::spawn(&common::chela_binary(), dir.path())?;
     tg_gateway::wait_polling(&tg).await?;
     let t0 = Instant::now();
     let total = ids.len() * PER_CHAT;
@@ -130,21 +142,24 @@ fn main() -> BenchResult {
             "chela storm bench: release `chela gateway` vs FakeTelegram, {CHATS} chats x \
              {PER_CHAT} messages, queue mode followup"
         );
-        let clean = drain(None).await?;
-        let stormy = drain(Some(storm())).await?;
-        for (name, d) in [("fault-free", &clean), ("storm", &stormy)] {
+        for model_ms in [0, SLOW_MODEL_MS] {
+            let clean = drain(None, model_ms).await?;
+            let stormy = drain(Some(storm()), model_ms).await?;
+            println!("model answering in {model_ms} ms:");
+            for (name, d) in [("fault-free", &clean), ("storm", &stormy)] {
+                println!(
+                    "  {name:<10}  drain {:>8.2} s  delivered {}/{total}  duplicated {}  faults: {}",
+                    d.took.as_secs_f64(),
+                    d.delivered,
+                    d.duplicated,
+                    d.faults
+                );
+            }
             println!(
-                "{name:<10}  drain {:>8.2} s  delivered {}/{total}  duplicated {}  faults: {}",
-                d.took.as_secs_f64(),
-                d.delivered,
-                d.duplicated,
-                d.faults
+                "  storm / fault-free drain: {:.2}x",
+                stormy.took.as_secs_f64() / clean.took.as_secs_f64().max(1e-9)
             );
         }
-        println!(
-            "storm / fault-free drain: {:.2}x",
-            stormy.took.as_secs_f64() / clean.took.as_secs_f64().max(1e-9)
-        );
         Ok(())
     })
 }

@@ -147,6 +147,11 @@ impl Script {
                 delay: Duration::from_millis(ms),
                 ..Answer::default()
             }),
+            Some(Directive::After(ms, text)) => Reply::Answer(Answer {
+                chunks: vec![format!("ok: {text}")],
+                delay: Duration::from_millis(ms),
+                ..Answer::default()
+            }),
             Some(Directive::Stall) => Reply::Answer(Answer {
                 chunks: vec!["thinking...".to_owned()],
                 stall: true,
@@ -192,6 +197,8 @@ enum Directive<'a> {
     /// `run` (false) or `escalate` (true) with the command.
     Run(&'a str, bool),
     Slow(u64, u64),
+    /// `after <ms> <text>`: `ok: <text>` in one delta, after a real delay of `ms`.
+    After(u64, &'a str),
     Stall,
     Error(StatusCode),
     RateLimit(u64),
@@ -234,6 +241,10 @@ impl<'a> Directive<'a> {
             "slow" => {
                 let (ms, n) = rest.split_once(char::is_whitespace)?;
                 Some(Directive::Slow(ms.parse().ok()?, n.trim().parse().ok()?))
+            }
+            "after" => {
+                let (ms, text) = rest.split_once(char::is_whitespace)?;
+                Some(Directive::After(ms.parse().ok()?, text.trim()))
             }
             "stall" => Some(Directive::Stall),
             "verbatim" if !rest.is_empty() => Some(Directive::Verbatim(rest)),
@@ -439,6 +450,8 @@ mod tests {
             "tool x [1]",
             "tools {}",
             "slow 5",
+            "after 5",
+            "after x y",
             "error 200",
             "long x",
             "escalate",
@@ -448,6 +461,15 @@ mod tests {
             };
             assert_eq!(answer.full_text(), format!("ok: {text}"));
         }
+    }
+
+    #[test]
+    fn after_answers_its_text_in_one_delta_after_the_delay() {
+        let Reply::Answer(answer) = reply("after 250 c1 m02", &[]) else {
+            panic!("no answer")
+        };
+        assert_eq!(answer.chunks, ["ok: c1 m02"]);
+        assert_eq!(answer.delay, Duration::from_millis(250));
     }
 
     #[test]

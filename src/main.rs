@@ -157,6 +157,9 @@ fn main() -> ExitCode {
     // `chela gateway` also logs to `[log] file`, when set.
     let also = matches!(args.command, Command::Gateway).then_some(&loaded.config.log);
     cli::init_logging(default_log, verbosity, log_file.as_deref(), also);
+    if matches!(args.command, Command::Gateway | Command::Chat(_)) {
+        cli::allocator::give_back_idle_memory();
+    }
     if let Some(notice) = &loaded.notice {
         eprintln!("chela: {notice}");
     }

@@ -2,6 +2,7 @@
 
 pub mod acp;
 pub mod agent;
+pub mod allocator;
 pub mod chat;
 pub mod config;
 pub mod cron;

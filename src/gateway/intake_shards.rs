@@ -33,7 +33,7 @@ use crate::store::Coordinator;
 #[path = "intake_shards_plan.rs"]
 mod shares;
 
-pub use shares::{Plan, View, layout_name, part_lease_name, part_of, plan, share, view};
+pub use shares::{View, layout_name, part_lease_name, plan, share, view};
 
 /// A part running here.
 struct Running {

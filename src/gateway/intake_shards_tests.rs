@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use chela_channel::{Conversation, Inbound, Limits, SentMessage, SinkError};
 use futures_util::future::BoxFuture;
 
+use super::shares::{Plan, part_of};
 use super::*;
 use crate::store::{Lease, NodeInfo, StoreFuture};
 

@@ -47,6 +47,20 @@ async fn shard_holders(schema: &str) -> Vec<(String, String)> {
     rows.iter().map(|r| (r.get(0), r.get(1))).collect()
 }
 
+/// The nodes advertising the layout `discord#/2` (an unexpired row), by id.
+async fn advertising(schema: &str) -> Vec<String> {
+    let (client, connection) = tokio_postgres::connect(&test_url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let sql = format!(
+        "SELECT node FROM {schema}.intake_layouts WHERE layout = 'discord#/2' \
+         AND expires > now() ORDER BY node"
+    );
+    let rows = client.query(&sql, &[]).await.unwrap();
+    rows.iter().map(|r| r.get(0)).collect()
+}
+
 /// [`shard_holders`] from a synchronous predicate.
 fn holders_now(schema: &str) -> Vec<(String, String)> {
     let schema = schema.to_owned();
@@ -104,6 +118,8 @@ async fn two_nodes_run_a_shard_each_and_a_killed_nodes_shard_moves() {
         "shards not spread: {:?}",
         shard_holders(&schema).await
     );
+    // Both run the layout, and say so (the share counts the nodes that do).
+    assert_eq!(advertising(&schema).await, ["node0", "node1"]);
 
     let (even, odd, dm) = (EVEN + 1, ODD + 1, 3_500_001);
     s.mention(ChannelSpec::guild_text(EVEN, even), ann(), "first even");
@@ -150,6 +166,7 @@ async fn two_nodes_run_a_shard_each_and_a_killed_nodes_shard_moves() {
         )
         .await;
     let moved_after = killed.elapsed();
+    let advertised_after = advertising(&schema).await;
     let again = s.dc.wait_for(|_| texts(&s, odd).len() >= 2, WAIT).await;
     let answered_after = killed.elapsed();
     // A little longer: a second answer would show now.
@@ -184,6 +201,11 @@ async fn two_nodes_run_a_shard_each_and_a_killed_nodes_shard_moves() {
         texts(&s, odd),
         ["ok: first odd", "ok: while gone"],
         "{stderr}"
+    );
+    assert_eq!(
+        advertised_after,
+        [survivor.clone()],
+        "the dead node's advert expired with its leases"
     );
     assert_eq!(texts(&s, even), ["ok: first even"]);
     assert_eq!(texts(&s, dm), ["ok: first dm"]);

@@ -1,19 +1,22 @@
 //! Intakes split into parts that each run on their own (Discord's gateway shards), on a
 //! cluster: every part is an intake lease of its own, `intake:<channel>#<part>/<parts>`
-//! (`intake:discord#1/4`), and the nodes share them as they share the session partitions.
+//! (`intake:discord#1/4`), and the nodes that run the same layout (`discord#/4`) share them.
 //!
 //! [`run_parts`] keeps one loop per node: every tick (a fifth of the lease) it renews the
-//! leases of the parts it runs, counts the nodes alive (a heartbeat within a lease of the
-//! newest one), gives back the parts over its fair share (the parts over the nodes alive,
-//! rounded up; the highest-numbered first, so a node that joins gets some) and asks for free
-//! or expired parts up to that share. It runs exactly the parts it holds: each under a
-//! token of its own, stopped when the lease is lost (another node holds it) or could not be
-//! renewed for the time a lease is trusted (the lease less a tick): checked between the
-//! round's calls and by a timer between rounds, so even when the database's calls hang
-//! (each waits at most a tick) a part stops by the time its lease could expire. When a node dies, its parts' leases expire and the others take them over;
-//! what arrived meanwhile is read again by the part's new holder (Discord: the catch-up on
-//! history after READY). A part that ends by itself (a fatal error) ends the whole intake, as
-//! it does on one node. A graceful stop gives every lease back at once.
+//! leases of the parts it runs, advertises the layout (for a lease: a node whose loop ended
+//! or stalled stops counting), counts the nodes advertising it, gives back the parts over
+//! its share while another of those nodes is below its share (the highest-numbered first, so
+//! a node that joins gets some) and asks for free or expired parts up to its share, or over
+//! it while no other node would take them (`intake_shards_plan.rs`). It runs exactly the
+//! parts it holds: each under a token of its own, stopped when the lease is lost (another
+//! node holds it) or could not be renewed for the time a lease is trusted (the lease less a
+//! tick): checked between the round's calls and by a timer between rounds, so even when the
+//! database's calls hang (each waits at most a tick) a part stops by the time its lease
+//! could expire. When a node dies, its parts' leases and its advert expire and the others
+//! take its parts over; what arrived meanwhile is read again by the part's new holder
+//! (Discord: the catch-up on history after READY). A part that ends by itself (a fatal
+//! error) ends the whole intake, as it does on one node, and the node stops advertising the
+//! layout. A graceful stop gives every lease back at once.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -25,61 +28,12 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::store::{Coordinator, NodeInfo};
+use crate::store::Coordinator;
 
-/// The lease name of part `part` of `parts` of `channel`'s intake.
-pub fn part_lease_name(channel: &str, part: u32, parts: u32) -> String {
-    format!(
-        "{}#{part}/{parts}",
-        super::intake_lease::lease_name(channel)
-    )
-}
+#[path = "intake_shards_plan.rs"]
+mod shares;
 
-/// A node's share of `parts` when `alive` nodes run: the parts over the nodes, rounded up.
-pub fn share(parts: u32, alive: usize) -> usize {
-    (parts as usize).div_ceil(alive.max(1))
-}
-
-/// How many nodes are alive, this one (`me`) included: the others whose last heartbeat is
-/// within `lease` of the newest one (the database's clock, so the nodes' clocks need not
-/// agree).
-pub fn alive(nodes: &[NodeInfo], me: &str, lease: Duration) -> usize {
-    let newest = nodes.iter().map(|n| n.last_seen_ms).max().unwrap_or(0);
-    let window = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
-    let others = nodes
-        .iter()
-        .filter(|n| n.id != me && n.last_seen_ms.saturating_add(window) >= newest)
-        .count();
-    others + 1
-}
-
-/// What one round does with the parts: which to give back, which to ask for (in order).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Plan {
-    /// Held parts over the share, highest first.
-    pub give_back: Vec<u32>,
-    /// Parts not held (nor still stopping) to ask for, lowest first, while under the share.
-    pub ask: Vec<u32>,
-}
-
-/// The round's plan for a node holding `held` (and still stopping `stopping`) of `parts`,
-/// with a share of `share`.
-pub fn plan(parts: u32, held: &BTreeSet<u32>, stopping: &BTreeSet<u32>, share: usize) -> Plan {
-    let give_back = held
-        .iter()
-        .rev()
-        .take(held.len().saturating_sub(share))
-        .copied()
-        .collect();
-    let ask = if held.len() < share {
-        (0..parts)
-            .filter(|p| !held.contains(p) && !stopping.contains(p))
-            .collect()
-    } else {
-        Vec::new()
-    };
-    Plan { give_back, ask }
-}
+pub use shares::{View, layout_name, part_lease_name, plan, share, view};
 
 /// A part running here.
 struct Running {
@@ -107,8 +61,8 @@ struct Parts {
     ended: mpsc::UnboundedSender<(u32, u64)>,
     /// The number of the next run started.
     next_run: u64,
-    /// The nodes alive at the last count.
-    alive: usize,
+    /// The nodes running this layout at the last count.
+    view: View,
 }
 
 /// Runs the parts of `channel`'s intake this node holds leases of, until `stop` fires or a
@@ -132,7 +86,7 @@ pub async fn run_parts(
         stopping: BTreeMap::new(),
         ended,
         next_run: 0,
-        alive: 1,
+        view: View::alone(),
     };
     let tick = lease / 5;
     let outcome = loop {
@@ -152,6 +106,7 @@ pub async fn run_parts(
         }
     };
     parts.stop_all().await;
+    parts.withdraw().await;
     outcome
 }
 
@@ -168,23 +123,57 @@ impl Parts {
         part_lease_name(self.channel.name(), part, self.parts)
     }
 
-    /// One round: renew, count the nodes, give back what is over the share, take up to it.
+    fn layout(&self) -> String {
+        layout_name(self.channel.name(), self.parts)
+    }
+
+    /// Advertises the layout for a lease and counts the nodes that run it (the view is
+    /// kept when the count fails).
+    async fn look(&mut self) {
+        let (layout, lease_s, tick) = (self.layout(), self.lease_secs(), self.tick());
+        let coordinator = self.coordinator.clone();
+        let advertised = tokio::time::timeout(tick, coordinator.advertise_layout(&layout, lease_s));
+        let nodes = tokio::time::timeout(tick, coordinator.nodes());
+        let (advertised, nodes) = futures_util::future::join(advertised, nodes).await;
+        match advertised {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::debug!(error = %e, "cluster: cannot advertise an intake layout"),
+            Err(_) => tracing::debug!("cluster: advertising an intake layout timed out"),
+        }
+        match nodes {
+            Ok(Ok(nodes)) => {
+                self.view = view(&nodes, coordinator.node(), self.channel.name(), self.parts);
+            }
+            Ok(Err(e)) => tracing::debug!(error = %e, "cluster: cannot count the nodes"),
+            Err(_) => tracing::debug!("cluster: counting the nodes timed out"),
+        }
+    }
+
+    /// Stops advertising the layout (the intake ended); its advert expires otherwise.
+    async fn withdraw(&self) {
+        let layout = self.layout();
+        let withdrawn =
+            tokio::time::timeout(self.tick(), self.coordinator.withdraw_layout(&layout)).await;
+        if !matches!(withdrawn, Ok(Ok(()))) {
+            tracing::debug!(
+                "cluster: cannot withdraw an intake layout; it expires after the lease"
+            );
+        }
+    }
+
+    /// One round: renew, count the nodes, give back what is over the share, take up to it
+    /// (or over it when nobody else would).
     async fn round(&mut self) {
         self.halt_untrusted();
         self.renew().await;
         self.halt_untrusted();
         self.stopping.retain(|_, task| !task.is_finished());
-        let nodes = tokio::time::timeout(self.tick(), self.coordinator.nodes()).await;
+        self.look().await;
         self.halt_untrusted();
-        match nodes {
-            Ok(Ok(nodes)) => self.alive = alive(&nodes, self.coordinator.node(), self.lease),
-            Ok(Err(e)) => tracing::debug!(error = %e, "cluster: cannot count the nodes"),
-            Err(_) => tracing::debug!("cluster: counting the nodes timed out"),
-        }
-        let share = share(self.parts, self.alive);
+        let share = share(self.parts, self.view.runners);
         let held: BTreeSet<u32> = self.running.keys().copied().collect();
         let stopping: BTreeSet<u32> = self.stopping.keys().copied().collect();
-        let plan = plan(self.parts, &held, &stopping, share);
+        let plan = plan(self.parts, &held, &stopping, share, &self.view);
         for part in plan.give_back {
             tracing::info!(
                 channel = self.channel.name(),
@@ -195,7 +184,7 @@ impl Parts {
             self.halt(part, true);
         }
         let started = Instant::now();
-        let mut wanted = share.saturating_sub(self.running.len());
+        let mut wanted = plan.room;
         for part in plan.ask {
             self.halt_untrusted();
             if wanted == 0 || started.elapsed() >= self.tick() || self.stop.is_cancelled() {

@@ -6,8 +6,9 @@ use std::sync::Mutex;
 use chela_channel::{Conversation, Inbound, Limits, SentMessage, SinkError};
 use futures_util::future::BoxFuture;
 
+use super::shares::{Plan, part_of};
 use super::*;
-use crate::store::{Lease, StoreFuture};
+use crate::store::{Lease, NodeInfo, StoreFuture};
 
 const LEASE: Duration = Duration::from_secs(10);
 
@@ -18,12 +19,26 @@ fn node(id: &str, last_seen_ms: u64) -> NodeInfo {
         last_seen_ms,
         partitions: Vec::new(),
         intakes: Vec::new(),
+        layouts: Vec::new(),
         version: crate::store::NodeVersion::current(),
     }
 }
 
+/// Node `id` holding the leases `intakes` and advertising `layouts`.
+fn runner(id: &str, intakes: &[&str], layouts: &[&str]) -> NodeInfo {
+    NodeInfo {
+        intakes: intakes.iter().map(|s| (*s).to_owned()).collect(),
+        layouts: layouts.iter().map(|s| (*s).to_owned()).collect(),
+        ..node(id, 0)
+    }
+}
+
+fn set(v: &[u32]) -> BTreeSet<u32> {
+    v.iter().copied().collect()
+}
+
 #[test]
-fn a_node_takes_its_share_of_the_parts_over_the_nodes_alive() {
+fn a_node_takes_its_share_of_the_parts_over_the_nodes_running_them() {
     assert_eq!(share(2, 1), 2);
     assert_eq!(share(2, 2), 1);
     assert_eq!(
@@ -34,49 +49,100 @@ fn a_node_takes_its_share_of_the_parts_over_the_nodes_alive() {
     assert_eq!(share(5, 2), 3);
     assert_eq!(share(4, 0), 4);
     assert_eq!(part_lease_name("discord", 2, 4), "intake:discord#2/4");
+    assert_eq!(layout_name("discord", 4), "discord#/4");
+    assert_eq!(part_of("intake:discord#2/4", "discord", 4), Some(2));
+    assert_eq!(part_of("intake:discord#2/3", "discord", 4), None);
+    assert_eq!(part_of("intake:discord#4/4", "discord", 4), None);
+    assert_eq!(part_of("intake:discord", "discord", 4), None);
+    assert_eq!(part_of("intake:telegram#1/4", "discord", 4), None);
 }
 
 #[test]
-fn nodes_alive_are_those_seen_within_a_lease_of_the_newest() {
-    let nodes = [node("a", 100_000), node("b", 95_000), node("c", 80_000)];
-    assert_eq!(
-        alive(&nodes, "a", LEASE),
-        2,
-        "c was last seen 20 s before a"
-    );
-    assert_eq!(
-        alive(&nodes, "me", LEASE),
-        3,
-        "before its first heartbeat this node counts"
-    );
-    assert_eq!(alive(&[], "me", LEASE), 1);
+fn only_the_nodes_advertising_the_layout_count() {
+    let nodes = [
+        runner("me", &["intake:discord#0/2"], &["discord#/2"]),
+        runner("b", &["intake:discord#1/2"], &["discord#/2"]),
+        runner("no-discord", &["intake:telegram"], &[]),
+        runner("three", &["intake:discord#0/3"], &["discord#/3"]),
+        // Its intake ended; its lease has not expired yet.
+        runner("ended", &["intake:discord#1/2"], &[]),
+    ];
+    let seen = view(&nodes, "me", "discord", 2);
+    assert_eq!(seen.runners, 2, "{seen:?}");
+    assert_eq!(seen.others_held, [1]);
+    assert_eq!(seen.taken, set(&[1]));
+    assert_eq!(view(&[], "me", "discord", 2), View::alone());
 }
 
 #[test]
 fn the_plan_gives_back_the_highest_parts_over_the_share_and_asks_for_free_ones() {
-    let set = |v: &[u32]| v.iter().copied().collect::<BTreeSet<u32>>();
+    // b runs the layout and holds nothing: it would take what is given back.
+    let below = View {
+        runners: 2,
+        others_held: vec![0],
+        taken: set(&[]),
+    };
     assert_eq!(
-        plan(4, &set(&[0, 1, 2, 3]), &set(&[]), 2),
+        plan(4, &set(&[0, 1, 2, 3]), &set(&[]), 2, &below),
         Plan {
             give_back: vec![3, 2],
-            ask: vec![]
+            ask: vec![],
+            room: 0,
         }
     );
     assert_eq!(
-        plan(4, &set(&[1]), &set(&[2]), 2),
+        plan(4, &set(&[1]), &set(&[2]), 2, &below),
         Plan {
             give_back: vec![],
-            ask: vec![0, 3]
+            ask: vec![0, 3],
+            room: 1,
         },
         "a part still stopping is not asked for"
     );
+    let at_share = View {
+        runners: 2,
+        others_held: vec![1],
+        taken: set(&[1]),
+    };
     assert_eq!(
-        plan(2, &set(&[0]), &set(&[]), 1),
+        plan(2, &set(&[0]), &set(&[]), 1, &at_share),
         Plan {
             give_back: vec![],
-            ask: vec![]
-        }
+            ask: vec![],
+            room: 2,
+        },
+        "nothing free: nothing asked for"
     );
+}
+
+#[test]
+fn a_free_part_nobody_else_would_take_is_taken_over_the_share_and_kept() {
+    // Every other node running the layout is at its share (1 of 3 over 3 nodes); part 2 is
+    // free (its holder did not advertise the layout): taken over the share.
+    let full = View {
+        runners: 3,
+        others_held: vec![1, 1],
+        taken: set(&[0, 1]),
+    };
+    let taken = plan(3, &set(&[]), &set(&[]), 1, &full);
+    assert_eq!(taken.ask, [2]);
+    assert!(taken.room >= 1);
+    let over = plan(4, &set(&[2, 3]), &set(&[]), 1, &full);
+    assert_eq!(
+        over.give_back,
+        Vec::<u32>::new(),
+        "kept: nobody below its share would take it"
+    );
+    // Once another node is below its share, the part over the share goes back, and no free
+    // part is taken over the share.
+    let joined = View {
+        runners: 4,
+        others_held: vec![1, 1, 0],
+        taken: set(&[0, 1]),
+    };
+    let back = plan(4, &set(&[2, 3]), &set(&[]), 1, &joined);
+    assert_eq!(back.give_back, [3]);
+    assert_eq!(plan(4, &set(&[2]), &set(&[]), 1, &joined).room, 0);
 }
 
 /// The leases table and the heartbeats the nodes share, on tokio's (paused) clock.
@@ -84,6 +150,10 @@ fn the_plan_gives_back_the_highest_parts_over_the_share_and_asks_for_free_ones()
 struct Table {
     leases: HashMap<String, (String, Instant)>,
     seen: HashMap<String, Instant>,
+    /// The layouts advertised (layout, node) until when.
+    adverts: HashMap<(String, String), Instant>,
+    /// Nodes whose heartbeat goes on by itself (their cluster loop lives).
+    beating: BTreeSet<String>,
     /// The database is unreachable.
     down: bool,
     /// The database's calls hang.
@@ -147,6 +217,26 @@ impl Coordinator for Node {
     fn leave(&self) -> StoreFuture<'_, ()> {
         Box::pin(async { Ok(()) })
     }
+    fn advertise_layout<'a>(&'a self, layout: &'a str, lease_s: u64) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let mut table = self.table.lock().unwrap();
+            if table.down {
+                return Err(crate::store::StoreError::Db("unreachable".into()));
+            }
+            let until = Instant::now() + Duration::from_secs(lease_s);
+            table
+                .adverts
+                .insert((layout.to_owned(), self.id.clone()), until);
+            Ok(())
+        })
+    }
+    fn withdraw_layout<'a>(&'a self, layout: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let mut table = self.table.lock().unwrap();
+            table.adverts.remove(&(layout.to_owned(), self.id.clone()));
+            Ok(())
+        })
+    }
     /// Counting the nodes stands for this node's heartbeat too (its cluster loop beats as
     /// long as it lives).
     fn nodes(&self) -> StoreFuture<'_, Vec<NodeInfo>> {
@@ -159,12 +249,30 @@ impl Coordinator for Node {
             if table.down {
                 return Err(crate::store::StoreError::Db("unreachable".into()));
             }
-            table.seen.insert(self.id.clone(), Instant::now());
+            let now = Instant::now();
+            table.seen.insert(self.id.clone(), now);
+            for id in table.beating.clone() {
+                table.seen.insert(id, now);
+            }
             let base = self.base;
             Ok(table
                 .seen
                 .iter()
-                .map(|(id, at)| node(id, at.duration_since(base).as_millis() as u64))
+                .map(|(id, at)| NodeInfo {
+                    intakes: table
+                        .leases
+                        .iter()
+                        .filter(|(_, (holder, until))| holder == id && *until > now)
+                        .map(|(name, _)| name.clone())
+                        .collect(),
+                    layouts: table
+                        .adverts
+                        .iter()
+                        .filter(|((_, node), until)| node == id && **until > now)
+                        .map(|((layout, _), _)| layout.clone())
+                        .collect(),
+                    ..node(id, at.duration_since(base).as_millis() as u64)
+                })
                 .collect())
         })
     }
@@ -178,6 +286,8 @@ struct Sharded {
     parts: u32,
     node: String,
     log: Arc<Mutex<Vec<String>>>,
+    /// Every part ends at once with a fatal error (a bad token).
+    fails: bool,
 }
 
 impl Channel for Sharded {
@@ -210,6 +320,9 @@ impl Channel for Sharded {
         shutdown: CancellationToken,
     ) -> BoxFuture<'_, Result<(), ChannelError>> {
         Box::pin(async move {
+            if self.fails {
+                return Err(ChannelError::Unsupported("a bad token"));
+            }
             self.log
                 .lock()
                 .unwrap()
@@ -265,15 +378,26 @@ impl Cluster {
 
     /// Starts node `id`: its stop token and task.
     fn start(&self, id: &str) -> (CancellationToken, JoinHandle<Result<(), ChannelError>>) {
+        self.start_with(id, 2, false)
+    }
+
+    /// Starts node `id` running a channel of `parts` parts (each of which `fails` at once).
+    fn start_with(
+        &self,
+        id: &str,
+        parts: u32,
+        fails: bool,
+    ) -> (CancellationToken, JoinHandle<Result<(), ChannelError>>) {
         let coordinator = Arc::new(Node {
             id: id.into(),
             table: self.table.clone(),
             base: self.base,
         });
         let channel = Arc::new(Sharded {
-            parts: 2,
+            parts,
             node: id.into(),
             log: self.log.clone(),
+            fails,
         });
         let stop = CancellationToken::new();
         let task = tokio::spawn(run_parts(
@@ -408,4 +532,53 @@ async fn parts_stop_before_their_lease_can_expire_even_when_the_database_hangs()
     cluster.table.lock().unwrap().hangs = true;
     tokio::time::sleep(LEASE - Duration::from_millis(5)).await;
     assert!(cluster.running().is_empty(), "{:?}", cluster.running());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_node_without_the_intake_does_not_lower_the_share() {
+    let cluster = Cluster::new();
+    // Node "web" is alive (its heartbeat goes on) but runs no Discord.
+    cluster.table.lock().unwrap().beating.insert("web".into());
+    let (_stop, _task) = cluster.start("a");
+    tokio::time::sleep(LEASE * 3).await;
+    assert_eq!(cluster.running(), on(&[("a", &[0, 1])]));
+    assert_eq!(cluster.holders(), [Some("a".into()), Some("a".into())]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_node_with_another_number_of_parts_does_not_lower_the_share() {
+    let cluster = Cluster::new();
+    let (_a_stop, _a) = cluster.start("a");
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    // b runs Discord in 3 shards: leases of other names, another layout.
+    let (_b_stop, _b) = cluster.start_with("b", 3, false);
+    tokio::time::sleep(LEASE * 3).await;
+    let running = cluster.running();
+    assert_eq!(running.get("a"), Some(&set(&[0, 1])), "{running:?}");
+    assert_eq!(running.get("b"), Some(&set(&[0, 1, 2])), "{running:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_parts_of_a_node_whose_intake_ended_are_taken_by_the_others() {
+    let cluster = Cluster::new();
+    let (_a_stop, _a) = cluster.start("a");
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    // b's heartbeat goes on, but each of its parts ends at once with a fatal error.
+    cluster.table.lock().unwrap().beating.insert("b".into());
+    let (_b_stop, b) = cluster.start_with("b", 2, true);
+    tokio::time::sleep(LEASE * 3).await;
+    assert!(b.is_finished(), "b's intake ended");
+    assert!(b.await.unwrap().is_err());
+    assert_eq!(cluster.running(), on(&[("a", &[0, 1])]));
+    assert_eq!(cluster.holders(), [Some("a".into()), Some("a".into())]);
+    assert!(
+        cluster
+            .table
+            .lock()
+            .unwrap()
+            .adverts
+            .keys()
+            .all(|(_, node)| node != "b"),
+        "b no longer advertises the layout"
+    );
 }

@@ -340,6 +340,7 @@ mod tests {
                 last_seen_ms: 9_000,
                 partitions,
                 intakes,
+                layouts: Vec::new(),
                 version: crate::store::NodeVersion {
                     version: "0.1.0".into(),
                     protocol: 1,

@@ -4,13 +4,17 @@
 //! through the same intake as live ones (dedupe drops what was taken already).
 //!
 //! Read: the configured channel allowlist (`channels.discord.channels`) and every channel,
-//! thread or DM chela took a message from before (it has a cursor, see [`crate::seen`]), at
-//! most [`MAX_CHANNELS`] of them, the most recently active first; of those, each shard reads
-//! the channels of its guilds (DMs: shard 0), as its READY or RESUME says only it is back. Bounded: one page of
-//! [`PER_CHANNEL`] messages per channel, none older than [`WINDOW`]. A DM from someone chela
-//! never heard from cannot be found (Discord has no list of a bot's DMs). Live messages wait
-//! (bounded) until the catch-up is done, so a conversation's older messages go first.
+//! thread or DM chela took a message from before (it has a cursor, see [`crate::seen`]); each
+//! shard keeps the channels of its guilds (DMs: shard 0), as its READY or RESUME says only it
+//! is back, and of those reads at most [`MAX_CHANNELS`], the most recently active first.
+//! Where a channel sits is known without asking Discord (kept beside its cursor, see
+//! [`crate::guilds`]); a channel whose place is not known yet is looked up once. Bounded: one
+//! page of [`PER_CHANNEL`] messages per channel, none older than [`WINDOW`]. A DM from
+//! someone chela never heard from cannot be found (Discord has no list of a bot's DMs). Live
+//! messages wait (bounded) until the catch-up is done, so a conversation's older messages go
+//! first.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -20,6 +24,7 @@ use serenity::http::Http;
 use serenity::model::channel::{Channel as DiscordChannelKind, Message};
 use serenity::model::id::{ChannelId, GuildId, MessageId};
 
+use crate::guilds::Guild;
 use crate::intake::Intake;
 use crate::shard::Shard;
 use crate::state::{State, place_of};
@@ -28,7 +33,7 @@ use crate::state::{State, place_of};
 pub const WINDOW: Duration = Duration::from_secs(15 * 60);
 /// Messages read per channel at most (one page).
 pub const PER_CHANNEL: u8 = 100;
-/// Channels read at most.
+/// Channels read at most by one shard.
 pub const MAX_CHANNELS: usize = 500;
 /// Channels read at the same time.
 const CONCURRENCY: usize = 4;
@@ -50,13 +55,13 @@ fn now_ms() -> u64 {
 /// caller began with [`State::begin_catch_up`].
 pub async fn catch_up(intake: Intake, http: Arc<Http>, _end: EndCatchUp) {
     let state = intake.state.clone();
-    let channels = to_read(&state, intake.sink.as_ref()).await;
+    let channels = to_read(&state, &intake.shard, intake.sink.as_ref()).await;
     let floor = snowflake_at(now_ms().saturating_sub(WINDOW.as_millis() as u64));
     let count = channels.len();
     let mut pages = futures_util::stream::iter(channels)
-        .map(|(channel, last)| {
+        .map(|channel| {
             let (http, state, shard) = (http.clone(), state.clone(), intake.shard.clone());
-            async move { read(&http, &state, &shard, channel, last.max(floor)).await }
+            async move { read(&http, &state, &shard, channel, floor).await }
         })
         .buffer_unordered(CONCURRENCY);
     let mut read_count = 0usize;
@@ -85,53 +90,104 @@ impl Drop for EndCatchUp {
     }
 }
 
-/// The channels to read with the last message taken in each (0: none).
-async fn to_read(state: &State, sink: &dyn chela_channel::InboundSink) -> Vec<(u64, u64)> {
+/// A channel to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ToRead {
+    channel: u64,
+    /// The last message taken in it (0: none).
+    last: u64,
+    /// Where it sits, when known (`Some(None)`: a DM).
+    guild: Option<Guild>,
+}
+
+/// The channels `shard` reads: the configured ones, then those with a cursor, the most
+/// recently active first; another shard's left out (known without a look-up), then at most
+/// [`MAX_CHANNELS`].
+async fn to_read(
+    state: &State,
+    shard: &Shard,
+    sink: &dyn chela_channel::InboundSink,
+) -> Vec<ToRead> {
+    state.channel_guilds().load(sink).await;
     let known = state.seen().load(sink).await;
-    let mut out: Vec<(u64, u64)> = state
+    let configured = state
         .configured_channels()
         .iter()
-        .map(|c| (*c, state.seen().last(*c).unwrap_or(0)))
-        .collect();
-    for (channel, last) in known {
+        .map(|c| (*c, state.seen().last(*c).unwrap_or(0)));
+    let mut listed = HashSet::new();
+    let mut out = Vec::new();
+    for (channel, last) in configured.chain(known) {
         if out.len() >= MAX_CHANNELS {
             break;
         }
-        if !out.iter().any(|(c, _)| *c == channel) {
-            out.push((channel, last));
+        if !listed.insert(channel) {
+            continue;
         }
+        let guild = state
+            .channel_guilds()
+            .of(channel)
+            .or_else(|| state.guild_of(channel).map(Some));
+        if guild.is_some_and(|guild| !shard.owns(guild)) {
+            continue;
+        }
+        out.push(ToRead {
+            channel,
+            last,
+            guild,
+        });
     }
     out
 }
 
-/// The messages of `channel` after `after`, oldest first, with their guild set (history
-/// messages come without it); nothing when the channel cannot be read or is another shard's.
-async fn read(http: &Http, state: &State, shard: &Shard, channel: u64, after: u64) -> Vec<Message> {
-    let id = ChannelId::new(channel.max(1));
-    let guild = match state.guild_of(channel) {
-        Some(guild) => Some(guild),
-        None => match http.get_channel(id).await {
-            Ok(DiscordChannelKind::Guild(c)) => {
-                state.remember(channel, place_of(&c), Some(c.guild_id.get()));
-                Some(c.guild_id.get())
-            }
-            Ok(_) => None,
-            Err(e) => {
-                tracing::debug!(error = %e, channel, "discord: cannot look up a channel to catch up");
-                return Vec::new();
-            }
+/// Where `channel` sits, asked once over REST and remembered; `None` when it cannot be
+/// asked.
+async fn look_up(http: &Http, state: &State, channel: u64) -> Option<Guild> {
+    let guild = match http.get_channel(ChannelId::new(channel.max(1))).await {
+        Ok(DiscordChannelKind::Guild(c)) => {
+            state.remember(channel, place_of(&c), Some(c.guild_id.get()));
+            Some(c.guild_id.get())
+        }
+        Ok(_) => None,
+        Err(e) => {
+            tracing::debug!(error = %e, channel, "discord: cannot look up a channel to catch up");
+            return None;
+        }
+    };
+    state.channel_guilds().note(channel, guild);
+    Some(guild)
+}
+
+/// The messages of `channel` after its last one (none older than `floor`), oldest first,
+/// with their guild set (history messages come without it); nothing when the channel cannot
+/// be read or is another shard's.
+async fn read(
+    http: &Http,
+    state: &State,
+    shard: &Shard,
+    channel: ToRead,
+    floor: u64,
+) -> Vec<Message> {
+    let guild = match channel.guild {
+        Some(guild) => guild,
+        None => match look_up(http, state, channel.channel).await {
+            Some(guild) => guild,
+            None => return Vec::new(),
         },
     };
     if !shard.owns(guild) {
         return Vec::new();
     }
+    let (id, after) = (
+        ChannelId::new(channel.channel.max(1)),
+        channel.last.max(floor),
+    );
     let page = GetMessages::new()
         .after(MessageId::new(after.max(1)))
         .limit(PER_CHANNEL);
     let mut messages = match id.messages(http, page).await {
         Ok(messages) => messages,
         Err(e) => {
-            tracing::warn!(error = %e, channel, "discord: cannot read a channel's history");
+            tracing::warn!(error = %e, channel = channel.channel, "discord: cannot read a channel's history");
             return Vec::new();
         }
     };
@@ -143,8 +199,95 @@ async fn read(http: &Http, state: &State, shard: &Shard, channel: u64, after: u6
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+
+    use chela_channel::{BoxFuture, Inbound, InboundSink, SinkError};
+
     use super::*;
+
+    /// Saved cursors, by name.
+    #[derive(Default)]
+    struct Cursors(Mutex<HashMap<String, i64>>);
+
+    impl InboundSink for Cursors {
+        fn accept(&self, _: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
+            Box::pin(async { Ok(()) })
+        }
+        fn cursors<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Vec<(String, i64)>> {
+            let all = self.0.lock().unwrap().clone();
+            Box::pin(async move {
+                all.into_iter()
+                    .filter(|(k, _)| k.starts_with(prefix))
+                    .collect()
+            })
+        }
+    }
+
+    /// A guild of shard 0 and one of shard 1 (of 2).
+    const EVEN: u64 = 1_000 << 22;
+    const ODD: u64 = 1_001 << 22;
+
+    /// Cursors of: a DM, the most recently active; 600 channels of the even guild; 5 of the
+    /// odd guild; a channel whose guild was never recorded (an older chela's cursor).
+    fn cursors() -> Cursors {
+        let sink = Cursors::default();
+        let mut saved = sink.0.lock().unwrap();
+        let mut add = |channel: u64, last: i64, guild: Option<u64>| {
+            saved.insert(format!("discord:default:last:{channel}"), last);
+            if let Some(guild) = guild {
+                saved.insert(format!("discord:default:guild:{channel}"), guild as i64);
+            }
+        };
+        for c in 0..600 {
+            add(10_000 + c, 1_000_000 + c as i64, Some(EVEN));
+        }
+        for c in 0..5 {
+            add(20_000 + c, 1_000 + c as i64, Some(ODD));
+        }
+        add(30_000, 2_000_000, Some(0));
+        add(40_000, 10, None);
+        drop(saved);
+        sink
+    }
+
+    fn state() -> State {
+        let http = Arc::new(Http::new("token"));
+        State::new("default".into(), vec![], vec![], http)
+    }
+
+    #[tokio::test]
+    async fn a_shard_keeps_its_own_channels_before_the_cap_and_no_dm_but_shard_zero() {
+        let sink = cursors();
+        let odd = to_read(&state(), &Shard::new(1, 2), &sink).await;
+        let mut channels: Vec<u64> = odd.iter().map(|c| c.channel).collect();
+        channels.sort_unstable();
+        assert_eq!(
+            channels,
+            [20_000, 20_001, 20_002, 20_003, 20_004, 40_000],
+            "its 5 channels (behind 600 more recent ones of the other shard), the unknown one \
+             (looked up), not the DM"
+        );
+        assert!(
+            odd.iter()
+                .filter(|c| c.channel != 40_000)
+                .all(|c| c.guild == Some(Some(ODD))),
+            "known without a look-up: {odd:?}"
+        );
+        let even = to_read(&state(), &Shard::new(0, 2), &sink).await;
+        assert_eq!(even.len(), MAX_CHANNELS, "capped");
+        assert!(
+            even.iter()
+                .all(|c| c.channel < 20_000 || c.channel == 30_000)
+        );
+        assert!(
+            even.iter()
+                .any(|c| c.channel == 30_000 && c.guild == Some(None)),
+            "the DM is shard 0's, known as one"
+        );
+    }
 
     #[test]
     fn snowflakes_of_an_instant_order_with_discords_ids() {

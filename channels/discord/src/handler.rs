@@ -56,11 +56,12 @@ impl Handler {
         }
     }
 
-    /// Begins a catch-up on history now (live messages wait for it) and runs it in a task.
+    /// Begins a catch-up on history now (live messages wait for it) and runs it in a task
+    /// of the shard's (it ends when the shard stops).
     fn catch_up(&self) {
         self.shard.begin_catch_up();
         let end = crate::catch_up::EndCatchUp(self.shard.clone());
-        tokio::spawn(crate::catch_up::catch_up(
+        self.shard.spawn(crate::catch_up::catch_up(
             self.intake(),
             self.http.clone(),
             end,
@@ -91,10 +92,11 @@ impl EventHandler for Handler {
             _ => None,
         });
         let intake = self.intake();
-        // A collector lives as long as its shard runner. After a new READY on the same runner
-        // the old one may still deliver: every collector hands messages on in gateway order,
-        // and dedupe keeps the second copy of a message out.
-        tokio::spawn(async move {
+        // A collector lives as long as its shard runner, and at most as long as the shard.
+        // After a new READY on the same runner the old one may still deliver: every collector
+        // hands messages on in gateway order, and dedupe keeps the second copy of a message
+        // out.
+        self.shard.spawn(async move {
             while let Some(message) = messages.next().await {
                 intake.take(message).await;
             }

@@ -44,6 +44,7 @@ impl Intake {
             return;
         };
         let (channel, id) = (message.channel_id.get(), message.id.get());
+        let guild = message.guild_id.map(|g| g.get());
         let handed = self.hand_on(message, bot).await;
         // Past what was taken and what is never taken (the bot's own, other bots'), so a
         // channel's catch-up is not stuck behind them; not past a refused intake. Only a
@@ -58,8 +59,13 @@ impl Intake {
         if handed == Handed::Failed {
             self.state.seen().hold(channel, id);
         }
-        if passed && self.state.seen().note(channel, id) {
-            self.state.seen().save(self.sink.as_ref()).await;
+        if !passed {
+            return;
+        }
+        // Where the channel sits is kept beside its cursor (the catch-up's shard filter).
+        self.state.channel_guilds().note(channel, guild);
+        if self.state.seen().note(channel, id) {
+            self.state.save_cursors(self.sink.as_ref()).await;
         }
     }
 
@@ -185,6 +191,7 @@ mod tests {
         assert_eq!(taken.len(), 1);
         assert_eq!(taken[0].text, "early");
         assert_eq!(state.seen().last(9), Some(5), "the cursor moved past it");
+        assert_eq!(state.channel_guilds().of(9), Some(None), "known as a DM");
     }
 
     #[tokio::test(start_paused = true)]

@@ -8,6 +8,7 @@
 //! - `handler`: the serenity event handler (normalize and hand on, nothing else).
 //! - `catch_up`: after READY and RESUME, what was posted meanwhile is read from history.
 //! - `seen`: the last message taken per channel, kept as a durable cursor.
+//! - `guilds`: the guild of each channel with a cursor (none: a DM), kept beside it.
 //! - `command_intake`: slash commands acknowledged (deferred, private) and handed on.
 //! - `slash`: which slash commands are registered, once READY gave the application id.
 //! - `pending`: interaction tokens awaiting their private answer.
@@ -26,6 +27,7 @@ mod catch_up;
 mod command_intake;
 mod connection;
 mod errors;
+mod guilds;
 mod handler;
 mod intake;
 pub mod interaction;

@@ -113,16 +113,29 @@ impl DiscordChannel {
         IDENTIFY_WINDOW / u32::try_from(*concurrency).unwrap_or(u32::MAX).max(1)
     }
 
-    /// Runs shard `id` until `shutdown` or until its client ends.
+    /// Runs shard `id` until `shutdown` or until its client ends; returns once every task
+    /// it started ended too.
     pub(crate) async fn run_shard(
         &self,
         id: u32,
         sink: Arc<dyn InboundSink>,
         shutdown: CancellationToken,
     ) -> Result<(), ChannelError> {
-        let shard = Arc::new(Shard::new(id, self.shards()));
+        let shard = Arc::new(Shard::under(id, self.shards(), &shutdown));
         self.state.running(shard.clone());
         let _running = Running(self.state.clone(), id);
+        let result = self.connect_shard(shard.clone(), sink).await;
+        shard.stop().await;
+        result
+    }
+
+    /// Connects `shard` and runs it until it stops or its client ends.
+    async fn connect_shard(
+        &self,
+        shard: Arc<Shard>,
+        sink: Arc<dyn InboundSink>,
+    ) -> Result<(), ChannelError> {
+        let (id, shutdown) = (shard.id(), shard.stopping());
         // Live messages wait for the first READY's catch-up; the bot's id is asked at once,
         // so a message that reaches the handler before READY's does is not held up by it.
         shard.hold_until_ready();
@@ -130,7 +143,7 @@ impl DiscordChannel {
             Ok(me) => self.state.set_bot(me.id),
             Err(e) => tracing::debug!(error = %e, "discord: cannot ask who the bot is yet"),
         }
-        tokio::spawn(state::State::keep_saving_cursors(
+        shard.track(state::State::keep_saving_cursors(
             self.state.clone(),
             sink.clone(),
             shutdown.clone(),
@@ -167,7 +180,7 @@ impl DiscordChannel {
             *client.ws_url.lock().await = self.settings.gateway_url.clone();
         }
         let manager = client.shard_manager.clone();
-        tokio::spawn(connection::watch(
+        shard.track(connection::watch(
             manager.clone(),
             shard.clone(),
             shutdown.clone(),
@@ -179,12 +192,12 @@ impl DiscordChannel {
                 "discord: starting a shard"
             );
         }
-        tokio::select! {
+        let result = tokio::select! {
             result = client.start_shard(id, shard.total()) => result.map_err(channel_error),
-            _ = shutdown.cancelled() => {
-                manager.shutdown_all().await;
-                Ok(())
-            }
-        }
+            _ = shutdown.cancelled() => Ok(()),
+        };
+        // Whichever way it ended, the shard's runner goes (and with it its collectors).
+        manager.shutdown_all().await;
+        result
     }
 }

@@ -3,12 +3,20 @@
 //! only, so each shard has its own READY, catch-up on history, collector and connection
 //! state; what the shards share (the bot's id, cursors, where channels sit) is
 //! the channel's `State` (in `state`, which keeps the shards running here).
+//!
+//! The tasks a shard starts (its cursor saver, its connection watch, its catch-ups, its
+//! collectors) are its own ([`Shard::spawn`], [`Shard::track`]): when the shard stops (its
+//! lease lost or given back on a cluster, or the channel stopped), [`Shard::stop`] cancels
+//! them and waits until they ended, so none outlives the shard.
 
+use std::future::Future;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 /// How long a message waits at most for what it needs before it can be taken: the bot's id
 /// (READY, or `GET /users/@me` at start) and the end of its shard's catch-up on history.
@@ -37,11 +45,20 @@ pub struct Shard {
     /// Whether its gateway connection is up (READY or RESUMED, and no stage change since
     /// that left the connected stage).
     connected: AtomicBool,
+    /// Fires when the shard stops: its tasks end.
+    stop: CancellationToken,
+    /// Its tasks.
+    tasks: TaskTracker,
 }
 
 impl Shard {
     /// Shard `id` of `total` (at least 1).
     pub fn new(id: u32, total: u32) -> Shard {
+        Shard::under(id, total, &CancellationToken::new())
+    }
+
+    /// Shard `id` of `total`, stopped too when `parent` fires.
+    pub fn under(id: u32, total: u32, parent: &CancellationToken) -> Shard {
         Shard {
             id,
             total: total.max(1),
@@ -49,7 +66,44 @@ impl Shard {
             initial_hold: AtomicBool::new(false),
             first_collected: Mutex::new(None),
             connected: AtomicBool::new(false),
+            stop: parent.child_token(),
+            tasks: TaskTracker::new(),
         }
+    }
+
+    /// The token that fires when the shard stops.
+    pub fn stopping(&self) -> CancellationToken {
+        self.stop.clone()
+    }
+
+    /// Runs `task` as one of the shard's: dropped (at its next await) when the shard stops.
+    pub fn spawn<F>(&self, task: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let stop = self.stop.clone();
+        self.tasks.spawn(async move {
+            tokio::select! {
+                () = stop.cancelled() => {}
+                () = task => {}
+            }
+        });
+    }
+
+    /// Runs `task` as one of the shard's, which ends by itself once [`Shard::stopping`]
+    /// fires (a cursor saver that saves once more first).
+    pub fn track<F>(&self, task: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        self.tasks.spawn(task);
+    }
+
+    /// Stops the shard: its tasks are cancelled, and this waits until every one ended.
+    pub async fn stop(&self) {
+        self.stop.cancel();
+        self.tasks.close();
+        self.tasks.wait().await;
     }
 
     /// Its id.
@@ -132,8 +186,67 @@ impl Shard {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+
+    /// Notes when it is dropped (its task ended, however).
+    struct Dropped(Arc<AtomicBool>);
+
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stopped_shards_tasks_end_before_stop_returns() {
+        let channel = CancellationToken::new();
+        let shard = Arc::new(Shard::under(1, 2, &channel));
+        let (stuck, saved) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        // A collector or catch-up waiting forever (for a message, a slow REST call).
+        let guard = Dropped(stuck.clone());
+        shard.spawn(async move {
+            let _guard = guard;
+            std::future::pending::<()>().await;
+        });
+        // A saver: ends by itself on the shard's token, saving once more.
+        let (stop, done) = (shard.stopping(), saved.clone());
+        shard.track(async move {
+            stop.cancelled().await;
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            done.store(true, Ordering::SeqCst);
+        });
+        // A catch-up under way: stopping ends it, so nothing waits on it.
+        shard.begin_catch_up();
+        let end = crate::catch_up::EndCatchUp(shard.clone());
+        shard.spawn(async move {
+            let _end = end;
+            std::future::pending::<()>().await;
+        });
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert!(!stuck.load(Ordering::SeqCst) && !saved.load(Ordering::SeqCst));
+        assert!(!channel.is_cancelled());
+        shard.stop().await;
+        assert!(stuck.load(Ordering::SeqCst), "the stuck task was dropped");
+        assert!(saved.load(Ordering::SeqCst), "the saver ended by itself");
+        assert!(shard.caught_up().await, "the catch-up ended with its task");
+        assert!(!channel.is_cancelled(), "the other shards go on");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_shard_stops_with_its_channel() {
+        let channel = CancellationToken::new();
+        let shard = Shard::under(0, 2, &channel);
+        assert!(!shard.stopping().is_cancelled());
+        channel.cancel();
+        assert!(shard.stopping().is_cancelled());
+    }
 
     #[test]
     fn guilds_go_to_the_shard_of_their_id_and_dms_to_shard_zero() {

@@ -21,6 +21,8 @@ pub struct State {
     bot: watch::Sender<Option<UserId>>,
     /// The last message taken per channel.
     seen: crate::seen::Seen,
+    /// The guild of each channel with a cursor.
+    channel_guilds: crate::guilds::Guilds,
     places: Mutex<HashMap<u64, (Place, Option<u64>)>>,
     /// The bot's roles per guild (for role mentions), looked up once.
     bot_roles: Mutex<HashMap<u64, Vec<u64>>>,
@@ -43,6 +45,7 @@ impl State {
         State {
             bot: watch::channel(None).0,
             seen: crate::seen::Seen::new(&account),
+            channel_guilds: crate::guilds::Guilds::new(&account),
             places: Mutex::new(HashMap::new()),
             bot_roles: Mutex::new(HashMap::new()),
             account,
@@ -92,6 +95,17 @@ impl State {
     /// The last message taken per channel.
     pub fn seen(&self) -> &crate::seen::Seen {
         &self.seen
+    }
+
+    /// The guild of each channel with a cursor.
+    pub fn channel_guilds(&self) -> &crate::guilds::Guilds {
+        &self.channel_guilds
+    }
+
+    /// Saves the moved cursors and the guilds of new channels.
+    pub async fn save_cursors(&self, sink: &dyn chela_channel::InboundSink) {
+        self.channel_guilds.save(sink).await;
+        self.seen.save(sink).await;
     }
 
     /// The configured channel allowlist (caught up after a restart).
@@ -205,8 +219,8 @@ impl State {
                 _ = shutdown.cancelled() => break,
                 _ = tokio::time::sleep(crate::seen::SAVE_EVERY) => {}
             }
-            state.seen().save(sink.as_ref()).await;
+            state.save_cursors(sink.as_ref()).await;
         }
-        state.seen().save(sink.as_ref()).await;
+        state.save_cursors(sink.as_ref()).await;
     }
 }

@@ -75,6 +75,9 @@ pub struct NodeInfo {
     pub partitions: Vec<u32>,
     /// The intakes whose unexpired lease it holds (`telegram`, `discord`).
     pub intakes: Vec<String>,
+    /// The layouts of intakes split into parts whose parts it runs now (`discord#/4`, an
+    /// unexpired [`Coordinator::advertise_layout`]).
+    pub layouts: Vec<String>,
     /// What it runs.
     pub version: NodeVersion,
 }
@@ -105,6 +108,18 @@ pub trait Coordinator: Send + Sync {
     fn release_intake<'a>(&'a self, name: &'a str) -> StoreFuture<'a, ()>;
     /// Gives every lease back and removes this node's heartbeat (graceful shutdown).
     fn leave(&self) -> StoreFuture<'_, ()>;
+    /// Says for `lease_s` seconds that this node runs the parts of the intake layout `layout`
+    /// (`discord#/4`: Discord's intake in 4 shards), listed in its [`NodeInfo::layouts`]
+    /// meanwhile; renewed as long as it does. Without a store that records it, nothing.
+    fn advertise_layout<'a>(&'a self, layout: &'a str, lease_s: u64) -> StoreFuture<'a, ()> {
+        let _ = (layout, lease_s);
+        Box::pin(async { Ok(()) })
+    }
+    /// Stops saying that this node runs the parts of `layout` (its intake ended).
+    fn withdraw_layout<'a>(&'a self, layout: &'a str) -> StoreFuture<'a, ()> {
+        let _ = layout;
+        Box::pin(async { Ok(()) })
+    }
     /// Every node with its heartbeat and unexpired leases, by id.
     fn nodes(&self) -> StoreFuture<'_, Vec<NodeInfo>>;
     /// The wake-ups: the partition of each turn queued through `enqueue_unique` on any node

@@ -265,13 +265,16 @@ fn leases(rows: Vec<tokio_postgres::Row>) -> Vec<Lease> {
     out
 }
 
-/// Every node with its heartbeat and unexpired leases (partitions, intakes), by id.
+/// Every node with its heartbeat, unexpired leases (partitions, intakes) and intake layouts,
+/// by id.
 pub(super) const NODES_SQL: &str = "SELECT n.id, (extract(epoch FROM n.started) * 1000)::bigint, \
      (extract(epoch FROM n.last_seen) * 1000)::bigint, \
      coalesce((SELECT array_agg(l.partition ORDER BY l.partition) FROM leases l \
      WHERE l.node = n.id AND l.expires > now()), '{}'), \
      coalesce((SELECT array_agg(i.name::text ORDER BY i.name) FROM intake_leases i \
-     WHERE i.node = n.id AND i.expires > now()), '{}'), n.version, n.protocol \
+     WHERE i.node = n.id AND i.expires > now()), '{}'), n.version, n.protocol, \
+     coalesce((SELECT array_agg(a.layout::text ORDER BY a.layout) FROM intake_layouts a \
+     WHERE a.node = n.id AND a.expires > now()), '{}') \
      FROM nodes n ORDER BY n.id";
 
 /// A row of [`NODES_SQL`].
@@ -286,6 +289,7 @@ pub(super) fn node_info(r: &tokio_postgres::Row) -> NodeInfo {
             .map(|p| u32::try_from(p).unwrap_or(0))
             .collect(),
         intakes: r.get(4),
+        layouts: r.get(7),
         version: NodeVersion {
             version: r.get(5),
             protocol: u32::try_from(r.get::<_, i32>(6)).unwrap_or(0),
@@ -411,10 +415,38 @@ impl Coordinator for PgCoordinator {
         Box::pin(async move {
             self.rows(
                 "WITH gone AS (DELETE FROM nodes WHERE id = $1), \
+                 layouts AS (DELETE FROM intake_layouts WHERE node = $1), \
                  intakes AS (UPDATE intake_leases SET node = NULL, expires = '-infinity' \
                  WHERE node = $1) \
                  UPDATE leases SET node = NULL, expires = '-infinity' WHERE node = $1",
                 &[&self.node],
+            )
+            .await?;
+            Ok(())
+        })
+    }
+
+    fn advertise_layout<'a>(&'a self, layout: &'a str, lease_s: u64) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            // Rows left by nodes that died are removed once they are long expired.
+            self.rows(
+                "WITH old AS (DELETE FROM intake_layouts \
+                 WHERE expires < now() - make_interval(secs => $4)) \
+                 INSERT INTO intake_layouts (layout, node, expires) \
+                 VALUES ($1, $2, now() + make_interval(secs => $3)) \
+                 ON CONFLICT (layout, node) DO UPDATE SET expires = excluded.expires",
+                &[&layout, &self.node, &secs(lease_s), &secs(FORGET_NODE_S)],
+            )
+            .await?;
+            Ok(())
+        })
+    }
+
+    fn withdraw_layout<'a>(&'a self, layout: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            self.rows(
+                "DELETE FROM intake_layouts WHERE layout = $1 AND node = $2",
+                &[&layout, &self.node],
             )
             .await?;
             Ok(())
@@ -465,3 +497,7 @@ impl Coordinator for PgCoordinator {
 #[cfg(test)]
 #[path = "cluster_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "cluster_layouts_tests.rs"]
+mod layouts_tests;

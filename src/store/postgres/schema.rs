@@ -14,6 +14,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0003_intake.sql"),
     include_str!("migrations/0004_cron.sql"),
     include_str!("migrations/0005_versions.sql"),
+    include_str!("migrations/0006_layouts.sql"),
 ];
 
 /// The schema version this binary writes and reads.

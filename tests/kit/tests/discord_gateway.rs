@@ -528,3 +528,32 @@ async fn each_shard_gets_the_events_of_its_guilds_and_dms_go_to_shard_zero() {
         .unwrap();
     assert_eq!(bot["shards"], 2);
 }
+
+#[tokio::test]
+async fn shards_of_another_num_shards_have_sessions_of_their_own() {
+    // Guild 6 << 22: shard 0 of 2 and shard 0 of 3 both serve it.
+    const GUILD6: u64 = 6 << 22;
+    let fake = FakeDiscord::start().await.unwrap();
+    fake.add_guild(GUILD6, "six");
+    let (mut two, _) = Client::connect(&fake).await;
+    let (mut three, _) = Client::connect(&fake).await;
+    two.identify_shard(ALL, [0, 2]).await;
+    three.identify_shard(ALL, [0, 3]).await;
+    assert_eq!(
+        fake.connected_shards(),
+        vec![[0, 2], [0, 3]],
+        "the second IDENTIFY did not replace the first's session"
+    );
+    fake.user_sends(ChannelSpec::guild_text(GUILD6, GUILD6 + 1), alice(), "hi");
+    let got = |d: Value| d["d"]["content"].as_str().unwrap().to_owned();
+    assert_eq!(got(two.recv_dispatch("MESSAGE_CREATE").await), "hi");
+    assert_eq!(got(three.recv_dispatch("MESSAGE_CREATE").await), "hi");
+    for shard in [[0, 2], [0, 3]] {
+        let created = fake
+            .layout_dispatches(shard)
+            .iter()
+            .filter(|d| d["t"] == "MESSAGE_CREATE")
+            .count();
+        assert_eq!(created, 1, "{shard:?}");
+    }
+}

@@ -180,7 +180,7 @@ impl FakeDiscord {
     }
 
     /// The shards (`[id, num_shards]`, `[0, 1]` for a client that named none) whose session
-    /// is live on an open connection, by shard id.
+    /// is live on an open connection, in order.
     pub fn connected_shards(&self) -> Vec<[u32; 2]> {
         let state = self.shared.lock();
         state
@@ -196,9 +196,12 @@ impl FakeDiscord {
         self.shared.lock().open.len()
     }
 
-    /// The current session id of shard 0 (the only one without sharding), if any.
+    /// The current session id of shard 0 (the only one without sharding; of the fewest
+    /// shards when clients of several `num_shards` connected), if any.
     pub fn session_id(&self) -> Option<String> {
-        self.shared.lock().sessions.get(&0).map(|s| s.id.clone())
+        let state = self.shared.lock();
+        let session = state.sessions.values().find(|s| s.shard[0] == 0);
+        session.map(|s| s.id.clone())
     }
 
     /// Every dispatch of shard 0's current session (`{"op":0,"t":..,"s":..,"d":..}`), in
@@ -207,14 +210,20 @@ impl FakeDiscord {
         self.shard_dispatches(0)
     }
 
-    /// Every dispatch of the current session of shard `shard`, as [`FakeDiscord::dispatches`].
+    /// Every dispatch of the current session of shard `shard` (of the fewest shards when
+    /// clients of several `num_shards` connected), as [`FakeDiscord::dispatches`].
     pub fn shard_dispatches(&self, shard: u32) -> Vec<Value> {
         let state = self.shared.lock();
-        state
-            .sessions
-            .get(&shard)
-            .map(|s| s.log.clone())
-            .unwrap_or_default()
+        let session = state.sessions.values().find(|s| s.shard[0] == shard);
+        session.map(|s| s.log.clone()).unwrap_or_default()
+    }
+
+    /// Every dispatch of the current session of shard `[id, num_shards]`, as
+    /// [`FakeDiscord::dispatches`].
+    pub fn layout_dispatches(&self, shard: [u32; 2]) -> Vec<Value> {
+        let state = self.shared.lock();
+        let session = state.sessions.get(&shard);
+        session.map(|s| s.log.clone()).unwrap_or_default()
     }
 
     /// Every payload clients sent over the gateway (IDENTIFY, heartbeats, RESUME, ...).

@@ -23,8 +23,9 @@
 //! are the bot's. Dispatches happen only while a session exists (they queue while its
 //! connection is down, for RESUME); with no session they are lost.
 //!
-//! Shards: IDENTIFY's `shard: [id, num_shards]` starts a session of that shard (one per shard
-//! id, each on its own connection); a guild's events go only to the session of shard
+//! Shards: IDENTIFY's `shard: [id, num_shards]` starts a session of that shard (one per
+//! `[id, num_shards]`, each on its own connection, so clients of another `num_shards` do not
+//! replace each other's); a guild's events go only to the sessions of shard
 //! `(guild_id >> 22) % num_shards` ([`shard_of`]), DMs and events without a guild only to shard
 //! 0's; READY lists the shard's guilds. `GET /gateway/bot` answers `shards` as set with
 //! [`FakeDiscord::set_recommended_shards`] (1). [`FakeDiscord::connected_shards`] tells which

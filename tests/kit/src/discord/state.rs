@@ -123,9 +123,10 @@ pub(crate) struct State {
     pub(crate) channels: BTreeMap<u64, Channel>,
     pub(crate) users: BTreeMap<u64, UserSpec>,
     last_id: u64,
-    /// The live sessions, by shard id: a guild's events go to the session of its shard
-    /// (`(guild_id >> 22) % num_shards`), DMs to shard 0's.
-    pub(crate) sessions: BTreeMap<u32, Session>,
+    /// The live sessions, by shard (`[id, num_shards]`): a guild's events go to the session
+    /// of its shard (`(guild_id >> 22) % num_shards`), DMs to shard 0's; clients of another
+    /// `num_shards` have sessions of their own (each gets the events its shard serves).
+    pub(crate) sessions: BTreeMap<[u32; 2], Session>,
     /// The `shards` `GET /gateway/bot` recommends (1 unless a test sets it).
     pub(crate) recommended_shards: u32,
     sessions_made: u64,
@@ -246,7 +247,7 @@ impl State {
         let id = format!("{:016x}{:016x}", json::now_ms(), self.sessions_made);
         let pair = super::shards::pair_of(shard.as_ref());
         self.sessions.insert(
-            pair[0],
+            pair,
             Session {
                 id: id.clone(),
                 shard: pair,
@@ -281,7 +282,7 @@ impl State {
         if let Some(shard) = shard {
             ready["shard"] = shard;
         }
-        self.dispatch_to(pair[0], "READY", ready, Gate::Always);
+        self.dispatch_to(pair, "READY", ready, Gate::Always);
         let ids: Vec<u64> = self.guilds.keys().copied().collect();
         for guild in ids {
             if super::shards::serves(pair, Some(guild)) {
@@ -322,17 +323,27 @@ impl State {
             .get(field)
             .and_then(Value::as_str)
             .and_then(|g| g.parse::<u64>().ok());
-        let shard = self
+        let shards: Vec<[u32; 2]> = self
             .sessions
-            .values()
-            .find(|s| super::shards::serves(s.shard, guild))
-            .map(|s| s.shard[0])?;
-        self.dispatch_to(shard, kind, data, gate)
+            .keys()
+            .filter(|shard| super::shards::serves(**shard, guild))
+            .copied()
+            .collect();
+        shards
+            .into_iter()
+            .filter_map(|shard| self.dispatch_to(shard, kind, data.clone(), gate))
+            .reduce(|first, _| first)
     }
 
     /// Appends a dispatch to the log of shard `shard`'s session if there is one and `gate`
     /// lets it through; returns its sequence number.
-    fn dispatch_to(&mut self, shard: u32, kind: &str, mut data: Value, gate: Gate) -> Option<u64> {
+    fn dispatch_to(
+        &mut self,
+        shard: [u32; 2],
+        kind: &str,
+        mut data: Value,
+        gate: Gate,
+    ) -> Option<u64> {
         let session = self.sessions.get_mut(&shard)?;
         let has = |intent: u64| session.intents & intent == intent;
         match gate {

@@ -204,7 +204,7 @@ async fn two_nodes_run_a_shard_each_and_a_killed_nodes_shard_moves() {
     );
     assert_eq!(
         advertised_after,
-        [survivor.clone()],
+        std::slice::from_ref(&survivor),
         "the dead node's advert expired with its leases"
     );
     assert_eq!(texts(&s, even), ["ok: first even"]);

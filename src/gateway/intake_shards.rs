@@ -105,8 +105,10 @@ pub async fn run_parts(
             }
         }
     };
-    parts.stop_all().await;
+    // Withdrawn first, so that the others may take the parts over as soon as their leases
+    // are given back (the leases stay exclusive meanwhile).
     parts.withdraw().await;
+    parts.stop_all().await;
     outcome
 }
 
@@ -317,11 +319,11 @@ impl Parts {
             return;
         };
         running.token.cancel();
-        let (coordinator, name) = (self.coordinator.clone(), self.name(part));
+        let (coordinator, name, tick) = (self.coordinator.clone(), self.name(part), self.tick());
         let done = tokio::spawn(async move {
             let _ = running.task.await;
-            if release && let Err(e) = coordinator.release_intake(&name).await {
-                tracing::debug!(error = %e, "cluster: cannot give an intake part back");
+            if release {
+                give_back(coordinator.as_ref(), &name, tick).await;
             }
         });
         self.stopping.insert(part, done);
@@ -337,9 +339,7 @@ impl Parts {
         }
         let running = self.running.remove(&part)?;
         let result = running.task.await.unwrap_or(Ok(()));
-        if let Err(e) = self.coordinator.release_intake(&self.name(part)).await {
-            tracing::debug!(error = %e, "cluster: cannot give an intake part back");
-        }
+        give_back(self.coordinator.as_ref(), &self.name(part), self.tick()).await;
         Some(result)
     }
 
@@ -352,6 +352,16 @@ impl Parts {
         for (_, task) in std::mem::take(&mut self.stopping) {
             let _ = task.await;
         }
+    }
+}
+
+/// Gives lease `name` back, waiting at most `within` (a tick): a hanging database must not
+/// hold the loop that renews the other parts, nor a stop. A lease not given back expires.
+async fn give_back(coordinator: &dyn Coordinator, name: &str, within: Duration) {
+    match tokio::time::timeout(within, coordinator.release_intake(name)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::debug!(error = %e, "cluster: cannot give an intake part back"),
+        Err(_) => tracing::debug!("cluster: giving an intake part back timed out; it expires"),
     }
 }
 

@@ -207,6 +207,10 @@ impl Coordinator for Node {
     }
     fn release_intake<'a>(&'a self, name: &'a str) -> StoreFuture<'a, ()> {
         Box::pin(async move {
+            let hangs = self.table.lock().unwrap().hangs;
+            if hangs {
+                std::future::pending::<()>().await;
+            }
             let mut table = self.table.lock().unwrap();
             if table.leases.get(name).is_some_and(|(h, _)| *h == self.id) {
                 table.leases.remove(name);
@@ -232,6 +236,10 @@ impl Coordinator for Node {
     }
     fn withdraw_layout<'a>(&'a self, layout: &'a str) -> StoreFuture<'a, ()> {
         Box::pin(async move {
+            let hangs = self.table.lock().unwrap().hangs;
+            if hangs {
+                std::future::pending::<()>().await;
+            }
             let mut table = self.table.lock().unwrap();
             table.adverts.remove(&(layout.to_owned(), self.id.clone()));
             Ok(())
@@ -488,6 +496,19 @@ async fn a_graceful_stop_gives_every_part_back_at_once() {
     task.await.unwrap().unwrap();
     assert!(cluster.running().is_empty());
     assert_eq!(cluster.holders(), [None, None]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_graceful_stop_ends_even_when_the_database_hangs() {
+    let cluster = Cluster::new();
+    let (stop, task) = cluster.start("a");
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(cluster.running(), on(&[("a", &[0, 1])]));
+    cluster.table.lock().unwrap().hangs = true;
+    stop.cancel();
+    let ended = tokio::time::timeout(LEASE, task).await;
+    assert!(ended.is_ok(), "the stop waited on the database");
+    assert!(cluster.running().is_empty());
 }
 
 #[tokio::test(start_paused = true)]

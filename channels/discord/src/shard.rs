@@ -22,6 +22,9 @@ use tokio_util::task::TaskTracker;
 /// (READY, or `GET /users/@me` at start) and the end of its shard's catch-up on history.
 pub const READY_WAIT: Duration = Duration::from_secs(30);
 
+/// How long stopping a shard waits at most for its tasks to end.
+pub const STOP_WAIT: Duration = Duration::from_secs(5);
+
 /// The shard of `guild` among `total` shards: `(guild_id >> 22) % total`; shard 0 for direct
 /// messages (`None`).
 pub fn shard_of(guild: Option<u64>, total: u32) -> u32 {
@@ -99,11 +102,21 @@ impl Shard {
         self.tasks.spawn(task);
     }
 
-    /// Stops the shard: its tasks are cancelled, and this waits until every one ended.
+    /// Stops the shard: its tasks are cancelled, and this waits until every one ended, at
+    /// most [`STOP_WAIT`] (the cursor saver's last save may hang on a store that does not
+    /// answer; the part must still end so that it can be run again).
     pub async fn stop(&self) {
         self.stop.cancel();
         self.tasks.close();
-        self.tasks.wait().await;
+        if tokio::time::timeout(STOP_WAIT, self.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                shard = self.id,
+                "discord: a stopped shard's tasks did not end in time; going on without them"
+            );
+        }
     }
 
     /// Its id.

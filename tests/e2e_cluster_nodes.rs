@@ -333,7 +333,8 @@ async fn approve_in_a_conversation_of_another_node_answers_the_approval() {
         listed,
         format!("Waiting for approval:\n{id} ({}): {command}", dm_key(asker))
     );
-    assert_eq!(answered, format!("Allowed once: {command}"));
+    // The answer names the node that asked (and alone acted on) the approval.
+    assert_eq!(answered, format!("Allowed once on node n0: {command}"));
     assert!(ran.starts_with("done: crossed"), "{ran}");
     assert!(
         late.contains(&format!("No approval {id} is waiting")),

@@ -22,6 +22,7 @@ pub mod peers;
 pub mod questions;
 mod recover;
 pub mod remote;
+pub mod remote_approvals;
 mod reply_journal;
 pub mod rpc_api;
 pub mod runner;

@@ -73,7 +73,8 @@ pub struct NodeInfo {
     pub last_seen_ms: u64,
     /// The partitions whose unexpired lease it holds.
     pub partitions: Vec<u32>,
-    /// The intakes whose unexpired lease it holds (`telegram`, `discord`).
+    /// The names of the intake leases it holds unexpired, as [`Coordinator::hold_intake`]
+    /// took them: `intake:telegram`, `intake:discord`, `intake:discord#1/2` (a shard).
     pub intakes: Vec<String>,
     /// What it runs.
     pub version: NodeVersion,

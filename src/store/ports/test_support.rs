@@ -45,8 +45,6 @@ pub struct FakeCoordinator {
     pub intake_asks: Mutex<Vec<(String, u64)>>,
     /// Intake leases given back.
     pub intakes_released: AtomicUsize,
-    /// Calls of [`Coordinator::acquire`].
-    pub acquires: AtomicUsize,
 }
 
 impl FakeCoordinator {
@@ -87,7 +85,6 @@ impl Coordinator for FakeCoordinator {
         Box::pin(async { Ok(Vec::new()) })
     }
     fn acquire(&self, _: usize, _: u64) -> StoreFuture<'_, Vec<Lease>> {
-        self.acquires.fetch_add(1, Ordering::SeqCst);
         Box::pin(async { Ok(Vec::new()) })
     }
     fn release<'a>(&'a self, _: &'a [u32]) -> StoreFuture<'a, ()> {

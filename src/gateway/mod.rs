@@ -27,6 +27,7 @@ mod reply_journal;
 pub mod rpc_api;
 pub mod runner;
 pub mod sessions_api;
+mod settle_again;
 pub mod spawner;
 pub mod status;
 pub mod subagent;

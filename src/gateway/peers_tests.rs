@@ -3,8 +3,22 @@ use std::sync::Arc;
 use super::*;
 use crate::store::test_support::{Bus, FakeCoordinator};
 
+/// How a node answers the questions it takes.
+#[derive(Clone, Copy)]
+enum Reply {
+    /// With what the function says (nothing: left unanswered).
+    With(fn(&Body) -> Option<Body>),
+    /// Dispatched ([`Peers::dispatch`]) to handlers that never end.
+    Stuck,
+}
+
 /// Peers over `node`, each question it takes answered by `reply` (or left unanswered).
 fn serve(node: Arc<FakeCoordinator>, reply: fn(&Body) -> Option<Body>) -> Arc<Peers> {
+    listen(node, Reply::With(reply))
+}
+
+/// Peers over `node` answering the questions it takes as `reply` says.
+fn listen(node: Arc<FakeCoordinator>, reply: Reply) -> Arc<Peers> {
     let mut rx = node.remote_events().unwrap();
     let peers = Arc::new(Peers::new(node));
     peers.set_key(b"the store's call key".to_vec());
@@ -12,10 +26,16 @@ fn serve(node: Arc<FakeCoordinator>, reply: fn(&Body) -> Option<Body>) -> Arc<Pe
     tokio::spawn(async move {
         while let Some(payload) = rx.recv().await {
             assert!(is_call(&payload), "{payload}");
-            if let Some(question) = serving.take(&payload)
-                && let Some(body) = reply(&question.body)
-            {
-                serving.answer(&question.from, question.call, body).await;
+            let Some(question) = serving.take(&payload) else {
+                continue;
+            };
+            match reply {
+                Reply::With(answer) => {
+                    if let Some(body) = answer(&question.body) {
+                        serving.answer(&question.from, question.call, body).await;
+                    }
+                }
+                Reply::Stuck => serving.dispatch(&question, std::future::pending()).await,
             }
         }
     });
@@ -173,30 +193,11 @@ async fn calls_without_the_stores_key_are_dropped() {
     );
 }
 
-/// Peers over `node` whose questions are dispatched ([`Peers::dispatch`]) to handlers that
-/// never end.
-fn serve_stuck(node: Arc<FakeCoordinator>) -> Arc<Peers> {
-    let mut rx = node.remote_events().unwrap();
-    let peers = Arc::new(Peers::new(node));
-    peers.set_key(b"the store's call key".to_vec());
-    let serving = peers.clone();
-    tokio::spawn(async move {
-        while let Some(payload) = rx.recv().await {
-            if let Some(question) = serving.take(&payload) {
-                serving
-                    .dispatch(&question, std::future::pending::<()>())
-                    .await;
-            }
-        }
-    });
-    peers
-}
-
 #[tokio::test(start_paused = true)]
 async fn calls_over_the_bound_are_refused_as_busy() {
     let bus = Bus::default();
     let a = serve(bus.node("a"), |_| None);
-    let _b = serve_stuck(bus.node("b"));
+    let _b = listen(bus.node("b"), Reply::Stuck);
     let list = || Body::ListApprovals {
         session: None,
         id: None,

@@ -297,8 +297,13 @@ async fn settle(
     {
         Ok(id) => Some(id),
         Err(e) => {
-            super::settle_again::recorded_after(&core.store, &e, record, keep, &turn.target, &text)
-                .await
+            let done = super::settle_again::Final {
+                record,
+                keep_record: keep,
+                to: &turn.target,
+                text: &text,
+            };
+            super::settle_again::recorded_after(&core.store, &e, &done).await
         }
     };
     if let Some(id) = settled {

@@ -24,16 +24,28 @@ pub enum Settled {
     Unknown(StoreError),
 }
 
-/// Looks at run `record`'s turns again after its `settle_turn` failed with `error` (the
-/// arguments are those of that call); see the module's doc.
-pub async fn settle_again(
-    store: &Store,
-    error: &StoreError,
-    record: &RunRecord,
-    keep_record: bool,
-    to: &Conversation,
-    text: &str,
-) -> Settled {
+/// A final as `settle_turn` takes it.
+#[derive(Clone, Copy)]
+pub struct Final<'a> {
+    /// The run.
+    pub record: &'a RunRecord,
+    /// Whether its record is kept.
+    pub keep_record: bool,
+    /// Where the final goes.
+    pub to: &'a Conversation,
+    /// Its text.
+    pub text: &'a str,
+}
+
+/// Looks at `done`'s turns again after its `settle_turn` failed with `error`; see the
+/// module's doc.
+pub async fn settle_again(store: &Store, error: &StoreError, done: &Final<'_>) -> Settled {
+    let Final {
+        record,
+        keep_record,
+        to,
+        text,
+    } = *done;
     if matches!(error, StoreError::NotOwner { .. }) {
         // The lease is gone: another node runs the session now; nothing to recheck here.
         return Settled::Fenced;
@@ -59,16 +71,9 @@ pub async fn settle_again(
 
 /// [`settle_again`] after `settle_turn` failed with `error`, logged: the outbox id of the
 /// final to deliver, if there is one.
-pub async fn recorded_after(
-    store: &Store,
-    error: &StoreError,
-    record: &RunRecord,
-    keep_record: bool,
-    to: &Conversation,
-    text: &str,
-) -> Option<u64> {
+pub async fn recorded_after(store: &Store, error: &StoreError, done: &Final<'_>) -> Option<u64> {
     tracing::error!(error = %error, "cannot record the final reply; looking again once the store answers");
-    match settle_again(store, error, record, keep_record, to, text).await {
+    match settle_again(store, error, done).await {
         Settled::Recorded(id) => Some(id),
         Settled::Nothing | Settled::Fenced => None,
         Settled::Unknown(e) => {
@@ -90,6 +95,16 @@ mod tests {
         (dir, store)
     }
 
+    fn final_of<'a>(record: &'a RunRecord, text: &'a str) -> Final<'a> {
+        static TO: std::sync::LazyLock<Conversation> = std::sync::LazyLock::new(|| chat("42"));
+        Final {
+            record,
+            keep_record: false,
+            to: &TO,
+            text,
+        }
+    }
+
     fn lost() -> StoreError {
         StoreError::Db("connection closed".into())
     }
@@ -99,7 +114,7 @@ mod tests {
         let (_dir, store) = store();
         let seq = store.enqueue(&turn("s", "1")).await.unwrap();
         let record = RunRecord::for_test("run-1", "s", &[seq]);
-        let settled = settle_again(&store, &lost(), &record, false, &chat("42"), "hi").await;
+        let settled = settle_again(&store, &lost(), &final_of(&record, "hi")).await;
         let Settled::Recorded(id) = settled else {
             panic!("{settled:?}");
         };
@@ -122,7 +137,7 @@ mod tests {
             .settle_turn(&record, false, &chat("42"), "hi")
             .await
             .unwrap();
-        let settled = settle_again(&store, &lost(), &record, false, &chat("42"), "hi").await;
+        let settled = settle_again(&store, &lost(), &final_of(&record, "hi")).await;
         assert!(
             matches!(settled, Settled::Recorded(found) if found == id),
             "{settled:?}"
@@ -135,7 +150,7 @@ mod tests {
             .settle_turn(&blank, false, &chat("42"), "")
             .await
             .unwrap();
-        let settled = settle_again(&store, &lost(), &blank, false, &chat("42"), "").await;
+        let settled = settle_again(&store, &lost(), &final_of(&blank, "")).await;
         assert!(matches!(settled, Settled::Nothing), "{settled:?}");
     }
 
@@ -148,7 +163,7 @@ mod tests {
             session: "s".into(),
             partition: 1,
         };
-        let settled = settle_again(&store, &fenced, &record, false, &chat("42"), "hi").await;
+        let settled = settle_again(&store, &fenced, &final_of(&record, "hi")).await;
         assert!(matches!(settled, Settled::Fenced), "{settled:?}");
         assert!(store.is_pending(seq).unwrap(), "left to the lease's holder");
     }

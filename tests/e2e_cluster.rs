@@ -11,76 +11,18 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use chela_testkit::ChatSpec;
-use common::pg::{fresh_store_url, start_node, test_url};
+use common::cluster::{SECRET, free_port, post_once, proxy, query, update};
+use common::pg::{fresh_store_url, start_node};
 use common::telegram::{TgConfig, TgSetup};
 use common::{Chat, chela_command};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 
 const NODES: usize = 3;
 const CHATS: i64 = 50;
 const MESSAGES: i64 = 20;
-const SECRET: &str = "s3cret";
-
-/// A free local port.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A round-robin TCP proxy on `listener` over `backends`; a backend that refuses the
-/// connection (a killed node) is skipped.
-fn proxy(listener: TcpListener, backends: Vec<String>) {
-    let next = Arc::new(AtomicUsize::new(0));
-    tokio::spawn(async move {
-        while let Ok((mut inbound, _)) = listener.accept().await {
-            let (backends, next) = (backends.clone(), next.clone());
-            tokio::spawn(async move {
-                for _ in 0..backends.len() {
-                    let i = next.fetch_add(1, Ordering::Relaxed) % backends.len();
-                    if let Ok(mut outbound) = TcpStream::connect(&backends[i]).await {
-                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
-                        return;
-                    }
-                }
-            });
-        }
-    });
-}
-
-/// POSTs update `body` to the webhook at `addr`; the HTTP status, 0 when the connection failed.
-async fn post(addr: &str, body: &str) -> u16 {
-    let Ok(mut stream) = TcpStream::connect(addr).await else {
-        return 0;
-    };
-    let request = format!(
-        "POST /tg/hook HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         X-Telegram-Bot-Api-Secret-Token: {SECRET}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    if stream.write_all(request.as_bytes()).await.is_err() {
-        return 0;
-    }
-    let mut response = String::new();
-    let _ = tokio::time::timeout(
-        Duration::from_secs(20),
-        stream.read_to_string(&mut response),
-    )
-    .await;
-    response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0)
-}
-
 /// The text of message `n` in `chat`.
 fn text(chat: i64, n: i64) -> String {
     format!("m{chat}-{n}")
@@ -89,14 +31,8 @@ fn text(chat: i64, n: i64) -> String {
 /// Telegram's side: each chat's updates in order, each retried until acknowledged.
 async fn send_chat(proxy: String, chat: i64) {
     for n in 1..=MESSAGES {
-        let body = format!(
-            r#"{{"update_id": {}, "message": {{"message_id": {n}, "date": 1700000000,
-            "chat": {{"id": {chat}, "type": "private", "first_name": "U{chat}"}},
-            "from": {{"id": {chat}, "is_bot": false, "first_name": "U{chat}"}}, "text": "{}"}}}}"#,
-            chat * 1000 + n,
-            text(chat, n)
-        );
-        while post(&proxy, &body).await != 200 {
+        let body = update(chat, chat, n, &text(chat, n), false);
+        while post_once(&proxy, &body).await != 200 {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
@@ -166,21 +102,13 @@ fn check_replies(s: &TgSetup, chats: i64, messages: i64, at_kill: &[usize], stde
 
 /// Who holds the unexpired leases: (node, partitions) by node.
 async fn holders(schema: &str) -> Vec<(String, i64)> {
-    let (client, connection) = tokio_postgres::connect(&test_url(), tokio_postgres::NoTls)
+    let sql = format!(
+        "SELECT node, count(*) FROM {schema}.leases WHERE node IS NOT NULL \
+         AND expires > now() GROUP BY node ORDER BY node"
+    );
+    // Not migrated yet: nobody holds anything.
+    query(&sql)
         .await
-        .unwrap();
-    tokio::spawn(connection);
-    client
-        .query(
-            &format!(
-                "SELECT node, count(*) FROM {schema}.leases WHERE node IS NOT NULL \
-                 AND expires > now() GROUP BY node ORDER BY node"
-            ),
-            &[],
-        )
-        .await
-        // Not migrated yet: nobody holds anything.
-        .unwrap_or_default()
         .iter()
         .map(|r| (r.get(0), r.get(1)))
         .collect()
@@ -298,17 +226,12 @@ async fn three_nodes_answer_every_message_once_in_order_across_a_kill_9() {
 
 /// The node holding the unexpired Telegram intake lease, if any.
 async fn intake_holder(schema: &str) -> Option<String> {
-    let (client, connection) = tokio_postgres::connect(&test_url(), tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
     let sql = format!(
         "SELECT node FROM {schema}.intake_leases \
          WHERE name = 'intake:telegram' AND node IS NOT NULL AND expires > now()"
     );
     // Not migrated yet: nobody holds it.
-    let rows = client.query(&sql, &[]).await.unwrap_or_default();
-    rows.first().map(|r| r.get(0))
+    query(&sql).await.first().map(|r| r.get(0))
 }
 
 /// Chats and messages per chat of the long-polling test.
@@ -424,25 +347,6 @@ async fn readyz(discovery: &std::path::Path) -> (u16, String) {
         .await
         .unwrap();
     (answer.status().as_u16(), answer.text().await.unwrap())
-}
-
-/// Rows of `sql` on the test database.
-async fn query(sql: &str) -> Vec<tokio_postgres::Row> {
-    let (client, connection) = tokio_postgres::connect(&test_url(), tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    client.query(sql, &[]).await.unwrap()
-}
-
-/// An update with `text` from private chat `chat`.
-fn update(chat: i64, n: i64, text: &str) -> String {
-    format!(
-        r#"{{"update_id": {}, "message": {{"message_id": {n}, "date": 1700000000,
-        "chat": {{"id": {chat}, "type": "private", "first_name": "U{chat}"}},
-        "from": {{"id": {chat}, "is_bot": false, "first_name": "U{chat}"}}, "text": "{text}"}}}}"#,
-        chat * 1000 + n
-    )
 }
 
 /// Subscribes to the run events of the gateway whose discovery file is `discovery` (its
@@ -571,7 +475,7 @@ async fn a_stop_sent_through_another_node_stops_the_run_where_it_runs() {
     }
 
     // A long answer starts on whichever node runs the chat's session.
-    while post(&listens[0], &update(CHAT, 1, "slow 300 100")).await != 200 {
+    while post_once(&listens[0], &update(CHAT, CHAT, 1, "slow 300 100", false)).await != 200 {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let streaming =
@@ -596,7 +500,7 @@ async fn a_stop_sent_through_another_node_stops_the_run_where_it_runs() {
 
     // The next message right behind the /stop: it runs after the command, not dropped by it.
     for (n, text) in [(2, "/stop"), (3, "hello")] {
-        while post(&listens[other], &update(CHAT, n, text)).await != 200 {
+        while post_once(&listens[other], &update(CHAT, CHAT, n, text, false)).await != 200 {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }

@@ -6,13 +6,13 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use chela_channel::Conversation;
+use chela_channel::{ChatKind, Conversation};
 use tokio_util::sync::CancellationToken;
 
 use super::Core;
 use super::peers::Answered;
 use super::questions::PendingQuestions;
-use super::remote::Approved;
+use super::remote_approvals::{Approved, Listed, approval_tag};
 use crate::agent::approval::{Approval, Approver};
 use crate::agent::provider::BoxFuture;
 use crate::domain::text::excerpt;
@@ -24,9 +24,9 @@ pub type Approvals = PendingQuestions<Approval>;
 /// answered.
 #[cfg(test)]
 fn answer(approvals: &Approvals, id: &str, decision: Approval) -> String {
-    let approved = Approved {
-        outcome: super::remote::answered(approvals.answer(id, decision)),
-        silent: Vec::new(),
+    let approved = Approved::At {
+        node: None,
+        outcome: super::remote_approvals::answered(approvals.answer(id, decision)),
     };
     answer_text(id, decision, &approved)
 }
@@ -38,57 +38,114 @@ fn answer_text(id: &str, decision: Approval, approved: &Approved) -> String {
         Approval::Deny => "Denied",
         _ => "Allowed once",
     };
-    match &approved.outcome {
-        Answered::Done { command } => format!("{what}: {command}"),
-        Answered::Unknown => {
-            let mut text = format!(
-                "No approval {} is waiting (answered, timed out or stopped).",
-                excerpt(id)
-            );
-            text.push_str(&silent_note(&approved.silent));
-            text
+    let id = excerpt(id);
+    match approved {
+        Approved::At { node, outcome } => {
+            let on = node
+                .as_deref()
+                .map(|n| format!(" on node {n}"))
+                .unwrap_or_default();
+            match outcome {
+                Answered::Done { command } => format!("{what}{on}: {command}"),
+                Answered::Unknown => {
+                    format!("No approval {id} is waiting{on} (answered, timed out or stopped).")
+                }
+                Answered::Gone => format!("Approval {id} is no longer waiting{on}."),
+            }
         }
-        Answered::Gone => format!("Approval {} is no longer waiting.", excerpt(id)),
+        Approved::Unconfirmed { node } => format!(
+            "The answer to approval {id} was handed to node {node}, which holds it; it did not confirm in time (it may have been answered)."
+        ),
+        Approved::NotHanded { node, busy: true } => format!(
+            "Node {node}, which holds approval {id}, was too busy to take the answer: nothing was answered. Try again."
+        ),
+        Approved::NotHanded { node, busy: false } => format!(
+            "The answer to approval {id} could not be handed to node {node}, which holds it (the database could not be reached): nothing was answered."
+        ),
+        Approved::Missing { silent, unsent } => format!(
+            "No approval {id} is waiting (answered, timed out or stopped).{}",
+            silent_note(silent, *unsent)
+        ),
+        Approved::Ambiguous { nodes } => {
+            let each: Vec<String> = nodes
+                .iter()
+                .map(|n| format!("/approve {id}@{n} <decision>"))
+                .collect();
+            format!(
+                "An approval {id} is waiting on each of the nodes {}: nothing was answered. Name the node: {}.",
+                nodes.join(", "),
+                each.join(" or ")
+            )
+        }
     }
 }
 
-/// Names the nodes that did not answer, if any.
-fn silent_note(silent: &[String]) -> String {
-    match silent {
+/// Names the nodes that did not answer, if any, and says when the others could not be
+/// asked.
+fn silent_note(silent: &[String], unsent: bool) -> String {
+    let mut note = match silent {
         [] => String::new(),
         nodes => format!(
-            " Node(s) {} did not answer in time: an approval asked there was not reached.",
+            " Node(s) {} did not answer (in time, or too busy): an approval asked there was not reached.",
             nodes.join(", ")
         ),
+    };
+    if unsent {
+        note.push_str(" The other nodes could not be asked (the database could not be reached).");
     }
+    note
 }
 
-/// The `/approve [id decision]` command: answers a request, or lists the waiting ones; on a
-/// cluster, those of every node ([`super::remote`]).
-pub async fn command(core: &Arc<Core>, args: &str) -> String {
+/// Which approvals a bare `/approve` lists in conversation `to` of session `key`: in a
+/// direct conversation (an owner's own: only owners may `/approve`) all of them; in a group
+/// or channel, where everyone reads the answer, only that session's.
+fn listed_session<'a>(to: &Conversation, key: &'a str) -> Option<&'a str> {
+    (to.kind != ChatKind::Direct).then_some(key)
+}
+
+/// The `/approve [id decision]` command from conversation `to` of session `key`: answers a
+/// request, or lists the waiting ones ([`listed_session`]); on a cluster, those of every
+/// node ([`super::remote_approvals`]).
+pub async fn command(core: &Arc<Core>, key: &str, to: &Conversation, args: &str) -> String {
     let mut words = args.split_whitespace();
     match (words.next(), words.next()) {
         (None, _) => {
-            let (waiting, silent) = super::remote::waiting_approvals(core).await;
-            let note = silent_note(&silent);
-            if waiting.is_empty() {
-                return format!("No command is waiting for approval.{note}");
-            }
-            let lines: Vec<String> = waiting
-                .iter()
-                .map(|w| format!("{} ({}): {}", w.id, w.session, w.command))
-                .collect();
-            format!("Waiting for approval:\n{}{note}", lines.join("\n"))
+            let session = listed_session(to, key);
+            list_text(
+                &super::remote_approvals::waiting_approvals(core, session).await,
+                session,
+            )
         }
         (Some(id), Some(word)) => match Approval::parse(word) {
             Some(decision) => {
-                let approved = super::remote::approve(core, id, decision).await;
+                let approved = super::remote_approvals::approve(core, id, decision).await;
                 answer_text(id, decision, &approved)
             }
             None => usage(),
         },
         (Some(_), None) => usage(),
     }
+}
+
+/// The text of a bare `/approve`: what `listed` gathered (of session `session` only).
+fn list_text(listed: &Listed, session: Option<&str>) -> String {
+    let note = silent_note(&listed.silent, listed.unsent);
+    let whose = match session {
+        Some(_) => " in this conversation",
+        None => "",
+    };
+    if listed.waiting.is_empty() {
+        return format!("No command is waiting for approval{whose}.{note}");
+    }
+    let lines: Vec<String> = listed
+        .waiting
+        .iter()
+        .map(|w| match session {
+            Some(_) => format!("{}: {}", w.id, w.command),
+            None => format!("{} ({}): {}", w.id, w.session, w.command),
+        })
+        .collect();
+    format!("Waiting for approval{whose}:\n{}{note}", lines.join("\n"))
 }
 
 fn usage() -> String {
@@ -124,7 +181,10 @@ impl Approver for ChatApprover {
                 return Approval::NoOneToAsk;
             }
             let timeout = Duration::from_secs(core.config.tools.approval_timeout_s);
-            let (id, answer) = core.approvals.open(&key, &command);
+            let tag = core.cluster.as_ref().map(|c| approval_tag(c.node()));
+            let (id, answer) =
+                core.approvals
+                    .open_tagged(tag.as_deref().unwrap_or(""), &key, &command);
             let text = format!(
                 "🔐 Approval needed to run:\n{command}\nAn owner replies /approve {id} allow-once, /approve {id} allow-always or /approve {id} deny (no answer in {} denies).",
                 humantime::format_duration(timeout)
@@ -189,5 +249,87 @@ mod tests {
         let (id, _answered) = approvals.open("k", "rm x");
         approvals.forget(&id);
         assert!(answer(&approvals, &id, Approval::AllowOnce).starts_with("No approval"));
+    }
+
+    fn conversation(kind: ChatKind) -> Conversation {
+        Conversation {
+            channel: "telegram".into(),
+            account: "default".into(),
+            kind,
+            chat_id: "-100".into(),
+            thread_id: None,
+        }
+    }
+
+    #[test]
+    fn a_bare_approve_in_a_group_lists_only_that_conversations_session() {
+        let group = conversation(ChatKind::Group);
+        assert_eq!(listed_session(&group, "g"), Some("g"));
+        assert_eq!(
+            listed_session(&conversation(ChatKind::Channel), "c"),
+            Some("c")
+        );
+        assert_eq!(listed_session(&conversation(ChatKind::Direct), "d"), None);
+        let waiting = |id: &str, session: &str| super::super::peers::WaitingApproval {
+            id: id.into(),
+            session: session.into(),
+            command: "ls".into(),
+        };
+        let listed = Listed {
+            waiting: vec![waiting("ab1234", "g")],
+            silent: vec!["n2".into()],
+            unsent: false,
+        };
+        let text = list_text(&listed, Some("g"));
+        assert!(
+            text.starts_with("Waiting for approval in this conversation:\nab1234: ls"),
+            "{text}"
+        );
+        assert!(text.contains("n2 did not answer"), "{text}");
+        let all = list_text(&listed, None);
+        assert!(
+            all.starts_with("Waiting for approval:\nab1234 (g): ls"),
+            "{all}"
+        );
+        let none = list_text(&Listed::default(), Some("g"));
+        assert_eq!(
+            none,
+            "No command is waiting for approval in this conversation."
+        );
+    }
+
+    #[test]
+    fn every_outcome_names_what_happened() {
+        let text = |approved: Approved| answer_text("ab1234", Approval::Deny, &approved);
+        assert_eq!(
+            text(Approved::At {
+                node: Some("n1".into()),
+                outcome: Answered::Done {
+                    command: "ls".into()
+                }
+            }),
+            "Denied on node n1: ls"
+        );
+        assert!(
+            text(Approved::Unconfirmed { node: "n1".into() }).contains("did not confirm in time")
+        );
+        let unsent = text(Approved::NotHanded {
+            node: "n1".into(),
+            busy: false,
+        });
+        assert!(
+            unsent.contains("could not be handed to node n1"),
+            "{unsent}"
+        );
+        assert!(unsent.contains("nothing was answered"), "{unsent}");
+        let ambiguous = text(Approved::Ambiguous {
+            nodes: vec!["n1".into(), "n2".into()],
+        });
+        assert!(ambiguous.contains("/approve ab1234@n2"), "{ambiguous}");
+        let missing = text(Approved::Missing {
+            silent: Vec::new(),
+            unsent: true,
+        });
+        assert!(missing.contains("could not be asked"), "{missing}");
     }
 }

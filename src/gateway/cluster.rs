@@ -25,7 +25,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::Core;
-use crate::store::{Coordinator, Lease, PARTITIONS, partition_of};
+use crate::store::{Coordinator, Lease, NodeInfo, NodeVersion, PARTITIONS, PROTOCOL, partition_of};
 
 /// A partition this node holds, as it knows it.
 #[derive(Debug, Clone, Copy)]
@@ -42,6 +42,9 @@ struct State {
     submitted: HashMap<u64, (u32, Instant)>,
     /// Sessions whose queued command is being carried out: their later messages wait.
     busy: HashSet<String>,
+    /// A live node speaking another cluster protocol, seen at the last heartbeat: while
+    /// there is one, this node takes no new partition and no turn.
+    foreign: Option<String>,
 }
 
 /// This node's membership.
@@ -138,7 +141,7 @@ impl Cluster {
         let Ok(mut state) = self.state.lock() else {
             return false;
         };
-        if state.busy.contains(key) {
+        if state.busy.contains(key) || state.foreign.is_some() {
             return false;
         }
         let held = state
@@ -150,6 +153,51 @@ impl Cluster {
         }
         state.submitted.insert(seq, (partition, Instant::now()));
         true
+    }
+
+    /// Looks for a live node speaking another cluster protocol (two nodes may join at the
+    /// same moment, or a node of another protocol come back under an id seen before): while
+    /// there is one, this node takes no new partition and hands no turn to a lane, as it
+    /// could misread what that node queues; it logs an error naming it once, and goes on by
+    /// itself when that node is gone. True while there is one. When the nodes cannot be
+    /// read, the last answer stands.
+    pub async fn check_protocols(&self) -> bool {
+        let nodes = match self.coordinator.nodes().await {
+            Ok(nodes) => nodes,
+            Err(e) => {
+                tracing::warn!(error = %e, "cluster: cannot read the other nodes' versions");
+                return self.state.lock().map_or(true, |s| s.foreign.is_some());
+            }
+        };
+        let foreign = foreign_node(&nodes, self.node(), self.lease);
+        let Ok(mut state) = self.state.lock() else {
+            return true;
+        };
+        match foreign {
+            Some(other) => {
+                if state.foreign.as_deref() != Some(other.id.as_str()) {
+                    tracing::error!(
+                        node = %other.id,
+                        theirs = %other.version,
+                        ours = %NodeVersion::current(),
+                        "cluster: node {} runs {}, another cluster protocol than this node's {}; \
+                         this node takes no partition and no turn until it is gone (stop the \
+                         nodes of one version)",
+                        other.id,
+                        other.version,
+                        NodeVersion::current()
+                    );
+                }
+                state.foreign = Some(other.id.clone());
+                true
+            }
+            None => {
+                if let Some(gone) = state.foreign.take() {
+                    tracing::info!(node = %gone, "cluster: no live node speaks another protocol any more; taking turns again");
+                }
+                false
+            }
+        }
     }
 
     /// Takes in what the database says this node holds after a renewal that started at
@@ -232,6 +280,18 @@ impl Cluster {
             })
             .unwrap_or_default()
     }
+}
+
+/// Of `nodes`, one other than `me` seen within `lease` of the newest heartbeat (the
+/// database's clock) that speaks another cluster protocol than this binary.
+fn foreign_node<'a>(nodes: &'a [NodeInfo], me: &str, lease: Duration) -> Option<&'a NodeInfo> {
+    let newest = nodes.iter().map(|n| n.last_seen_ms).max()?;
+    let lease_ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
+    nodes.iter().find(|n| {
+        n.id != me
+            && n.version.protocol != PROTOCOL
+            && newest.saturating_sub(n.last_seen_ms) < lease_ms
+    })
 }
 
 /// The node's share of the partitions when `alive` nodes are.
@@ -348,7 +408,9 @@ async fn maintain(core: &Arc<Core>, cluster: &Cluster) {
     };
     let share = share(alive);
     let held = cluster.held().len();
-    if held < share {
+    if cluster.check_protocols().await {
+        // Nothing new is taken (nor given back) while a node of another protocol lives.
+    } else if held < share {
         let asked = Instant::now();
         match cluster.coordinator.acquire(share - held, lease_s).await {
             Ok(taken) if !taken.is_empty() => fresh.extend(cluster.took(&taken, asked)),

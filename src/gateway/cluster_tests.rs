@@ -3,46 +3,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::{Cluster, share};
-use crate::store::{Coordinator, Lease, NodeInfo, StoreFuture, partition_of};
+use crate::store::test_support::{FakeCoordinator, node_info};
+use crate::store::{Lease, NodeVersion, PROTOCOL, partition_of};
 
-/// A coordinator that is never called (the tests drive the node's view directly).
-struct Idle;
-
-impl Coordinator for Idle {
-    fn node(&self) -> &str {
-        "n"
-    }
-    fn heartbeat(&self, _: u64) -> StoreFuture<'_, usize> {
-        Box::pin(async { Ok(1) })
-    }
-    fn renew(&self, _: u64) -> StoreFuture<'_, Vec<Lease>> {
-        Box::pin(async { Ok(Vec::new()) })
-    }
-    fn acquire(&self, _: usize, _: u64) -> StoreFuture<'_, Vec<Lease>> {
-        Box::pin(async { Ok(Vec::new()) })
-    }
-    fn release<'a>(&'a self, _: &'a [u32]) -> StoreFuture<'a, ()> {
-        Box::pin(async { Ok(()) })
-    }
-    fn hold_intake<'a>(&'a self, _: &'a str, _: u64) -> StoreFuture<'a, bool> {
-        Box::pin(async { Ok(true) })
-    }
-    fn release_intake<'a>(&'a self, _: &'a str) -> StoreFuture<'a, ()> {
-        Box::pin(async { Ok(()) })
-    }
-    fn leave(&self) -> StoreFuture<'_, ()> {
-        Box::pin(async { Ok(()) })
-    }
-    fn nodes(&self) -> StoreFuture<'_, Vec<NodeInfo>> {
-        Box::pin(async { Ok(Vec::new()) })
-    }
-    fn wakeups(&self) -> Option<mpsc::UnboundedReceiver<u32>> {
-        None
-    }
+/// A coordinator that holds nothing (the tests drive the node's view directly).
+fn idle() -> Arc<FakeCoordinator> {
+    Arc::new(FakeCoordinator::new("n"))
 }
 
 fn lease(partition: u32, generation: u64) -> Lease {
@@ -62,7 +31,7 @@ fn the_share_is_the_partitions_over_the_nodes_alive() {
 
 #[tokio::test(start_paused = true)]
 async fn a_turn_is_claimed_once_and_only_while_its_lease_is_trusted() {
-    let cluster = Cluster::new(Arc::new(Idle), Duration::from_secs(10));
+    let cluster = Cluster::new(idle(), Duration::from_secs(10));
     let key = "agent:main:telegram:default:direct:7";
     let p = partition_of(key);
     assert!(!cluster.claim(1, key), "not held");
@@ -89,7 +58,7 @@ async fn a_turn_is_claimed_once_and_only_while_its_lease_is_trusted() {
 
 #[tokio::test(start_paused = true)]
 async fn settled_turns_are_forgotten_but_not_ones_handed_over_after_the_read() {
-    let cluster = Cluster::new(Arc::new(Idle), Duration::from_secs(10));
+    let cluster = Cluster::new(idle(), Duration::from_secs(10));
     let key = "k";
     cluster.renewed(&[lease(partition_of(key), 1)], Instant::now());
     assert!(cluster.claim(1, key));
@@ -107,7 +76,7 @@ async fn settled_turns_are_forgotten_but_not_ones_handed_over_after_the_read() {
 
 #[tokio::test(start_paused = true)]
 async fn a_session_held_by_a_command_has_its_later_messages_wait() {
-    let cluster = Cluster::new(Arc::new(Idle), Duration::from_secs(10));
+    let cluster = Cluster::new(idle(), Duration::from_secs(10));
     let key = "agent:main:telegram:default:direct:7";
     let other = "agent:main:telegram:default:direct:8";
     cluster.renewed(
@@ -122,4 +91,31 @@ async fn a_session_held_by_a_command_has_its_later_messages_wait() {
     cluster.release(key);
     woken.await;
     assert!(cluster.claim(2, key), "after the command it goes");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_live_node_of_another_protocol_stops_turns_here_until_it_is_gone() {
+    let coordinator = idle();
+    let older = NodeVersion {
+        version: "0.0.9".into(),
+        protocol: PROTOCOL - 1,
+    };
+    let cluster = Cluster::new(coordinator.clone(), Duration::from_secs(10));
+    let key = "agent:main:telegram:default:direct:7";
+    cluster.renewed(&[lease(partition_of(key), 1)], Instant::now());
+    let set_nodes = |old_seen_ms: u64| {
+        *coordinator.nodes.lock().unwrap() = vec![
+            node_info("n", 100_000, NodeVersion::current()),
+            node_info("old", old_seen_ms, older.clone()),
+            node_info("same", 99_000, NodeVersion::current()),
+        ];
+    };
+    // Both joined at once: the other node lives and speaks another protocol.
+    set_nodes(99_500);
+    assert!(cluster.check_protocols().await);
+    assert!(!cluster.claim(1, key), "no turn while it lives");
+    // Not seen within a lease of the newest heartbeat: gone; turns run here again.
+    set_nodes(85_000);
+    assert!(!cluster.check_protocols().await);
+    assert!(cluster.claim(1, key));
 }

@@ -55,7 +55,7 @@ pub async fn handle(
         }
         Command::Session(args) => super::acp_commands::session(ctx, key, &args).await,
         Command::Compact => compact(ctx, key).await,
-        Command::Approve(args) => ctx.approve(&args).await,
+        Command::Approve(args) => ctx.approve(key, to, &args).await,
         Command::Model(args) => model(ctx, key, &args).await,
         Command::Whoami => format!(
             "You are {} (id {}) on {}; session {}",
@@ -87,6 +87,7 @@ fn stop_answer(stopped: Stopped) -> String {
             );
         }
         Stopped::Nowhere => return "Nothing to stop.".to_string(),
+        Stopped::NotHanded(node, busy) => return not_handed(&node, busy),
     };
     let answer = match report {
         Ok(report) if report.stopped_run => match report.cleared {
@@ -111,6 +112,18 @@ fn stop_answer(stopped: Stopped) -> String {
     match node {
         Some(node) => format!("{answer} (on node {node})"),
         None => answer,
+    }
+}
+
+/// A stop that never reached node `node`, which runs the session: nothing was stopped.
+fn not_handed(node: &str, busy: bool) -> String {
+    match busy {
+        true => format!(
+            "Node {node}, which runs this session, was too busy to take the stop: nothing was stopped. Try again."
+        ),
+        false => format!(
+            "The stop could not be handed to node {node}, which runs this session (the database could not be reached): nothing was stopped."
+        ),
     }
 }
 

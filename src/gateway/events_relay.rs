@@ -192,8 +192,10 @@ async fn merge_remote(core: Weak<Core>, mut remote: tokio::sync::mpsc::Unbounded
         if super::peers::is_call(&payload) {
             // A call between nodes shares the channel ([`super::peers`]).
             if let Some(question) = cluster.peers().take(&payload) {
-                let core = core.clone();
-                tokio::spawn(async move { super::remote::answer(&core, question).await });
+                let handler = core.clone();
+                let asked = question.clone();
+                let handle = async move { super::remote::answer(&handler, asked).await };
+                cluster.peers().dispatch(&question, handle).await;
             }
             continue;
         }

@@ -27,10 +27,12 @@ pub fn lease_name(channel: &str) -> String {
 
 /// Whether intake leases `held` (as the store lists a node's: `intake:telegram`,
 /// `intake:discord#1/2`) include one of channel `channel`'s intake (or of a part of it).
+/// Only intake lease names count: a name without the `intake:` prefix is none.
 pub fn runs_here(channel: &str, held: &[String]) -> bool {
     held.iter().any(|lease| {
-        let name = lease.strip_prefix("intake:").unwrap_or(lease);
-        name.split('#').next() == Some(channel)
+        lease
+            .strip_prefix("intake:")
+            .is_some_and(|name| name.split('#').next() == Some(channel))
     })
 }
 

@@ -1,69 +1,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
 use chela_channel::{Conversation, Inbound, Limits, SentMessage, SinkError};
 use futures_util::future::BoxFuture;
-use tokio::sync::mpsc;
 
 use super::*;
-use crate::store::{Lease, NodeInfo, StoreError, StoreFuture};
+use crate::store::test_support::FakeCoordinator;
 
 const LEASE: Duration = Duration::from_secs(10);
-
-/// The intake lease as the test sets it: held by another node or not; the store reachable
-/// or not. Counts renewals and releases.
-#[derive(Default)]
-struct Intake {
-    other_holds: AtomicBool,
-    unreachable: AtomicBool,
-    asked: AtomicUsize,
-    released: AtomicUsize,
-}
-
-impl Coordinator for Intake {
-    fn node(&self) -> &str {
-        "me"
-    }
-    fn heartbeat(&self, _: u64) -> StoreFuture<'_, usize> {
-        Box::pin(async { Ok(1) })
-    }
-    fn renew(&self, _: u64) -> StoreFuture<'_, Vec<Lease>> {
-        Box::pin(async { Ok(Vec::new()) })
-    }
-    fn acquire(&self, _: usize, _: u64) -> StoreFuture<'_, Vec<Lease>> {
-        Box::pin(async { Ok(Vec::new()) })
-    }
-    fn release<'a>(&'a self, _: &'a [u32]) -> StoreFuture<'a, ()> {
-        Box::pin(async { Ok(()) })
-    }
-    fn hold_intake<'a>(&'a self, name: &'a str, lease_s: u64) -> StoreFuture<'a, bool> {
-        Box::pin(async move {
-            assert_eq!((name, lease_s), ("intake:poller", 10));
-            self.asked.fetch_add(1, Ordering::SeqCst);
-            if self.unreachable.load(Ordering::SeqCst) {
-                return Err(StoreError::Db("unreachable".into()));
-            }
-            Ok(!self.other_holds.load(Ordering::SeqCst))
-        })
-    }
-    fn release_intake<'a>(&'a self, _: &'a str) -> StoreFuture<'a, ()> {
-        Box::pin(async {
-            self.released.fetch_add(1, Ordering::SeqCst);
-            Ok(())
-        })
-    }
-    fn leave(&self) -> StoreFuture<'_, ()> {
-        Box::pin(async { Ok(()) })
-    }
-    fn nodes(&self) -> StoreFuture<'_, Vec<NodeInfo>> {
-        Box::pin(async { Ok(Vec::new()) })
-    }
-    fn wakeups(&self) -> Option<mpsc::UnboundedReceiver<u32>> {
-        None
-    }
-}
 
 /// A channel whose intake runs until stopped, recording each start and stop.
 #[derive(Default)]
@@ -129,7 +75,7 @@ impl InboundSink for NoSink {
 
 /// Starts `run_leased` for a fresh poller over `intake`.
 fn start(
-    intake: &Arc<Intake>,
+    intake: &Arc<FakeCoordinator>,
 ) -> (
     Arc<Poller>,
     CancellationToken,
@@ -154,12 +100,21 @@ async fn advance(d: Duration) {
 
 #[tokio::test(start_paused = true)]
 async fn the_intake_runs_only_while_this_node_holds_the_lease() {
-    let intake = Arc::new(Intake::default());
+    let intake = Arc::new(FakeCoordinator::new("me"));
     intake.other_holds.store(true, Ordering::SeqCst);
     let (poller, stop, task) = start(&intake);
     advance(LEASE * 3).await;
     assert!(poller.log().is_empty(), "ran while another node held it");
-    assert!(intake.asked.load(Ordering::SeqCst) >= 10, "it kept asking");
+    assert!(intake.asked() >= 10, "it kept asking");
+    assert!(
+        intake
+            .intake_asks
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|(name, lease_s)| (name.as_str(), *lease_s) == ("intake:poller", 10)),
+        "the channel's lease, for the lease's length"
+    );
 
     // The other node died: its lease expired, and this node takes the intake over.
     intake.other_holds.store(false, Ordering::SeqCst);
@@ -182,12 +137,12 @@ async fn the_intake_runs_only_while_this_node_holds_the_lease() {
     stop.cancel();
     task.await.unwrap().unwrap();
     assert_eq!(poller.log(), ["start", "stop", "start", "stop"]);
-    assert_eq!(intake.released.load(Ordering::SeqCst), 1);
+    assert_eq!(intake.intakes_released.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test(start_paused = true)]
 async fn an_unrenewable_lease_stops_the_intake_before_it_can_expire() {
-    let intake = Arc::new(Intake::default());
+    let intake = Arc::new(FakeCoordinator::new("me"));
     let (poller, stop, task) = start(&intake);
     advance(Duration::from_millis(1)).await;
     assert_eq!(poller.log(), ["start"]);
@@ -212,4 +167,10 @@ fn a_channel_runs_here_when_a_lease_of_it_or_of_one_of_its_parts_is_held() {
     assert!(runs_here("discord", &held));
     assert!(!runs_here("disc", &held));
     assert!(!runs_here("discord", &held[..1]));
+    let unprefixed = ["telegram".to_owned(), "discord#1/2".to_owned()];
+    assert!(
+        !runs_here("telegram", &unprefixed),
+        "not intake lease names"
+    );
+    assert!(!runs_here("discord", &unprefixed));
 }

@@ -352,7 +352,12 @@ impl Inner {
     async fn delivered(&self, delivery: &Delivery) {
         self.counters.delivered.fetch_add(1, Ordering::Relaxed);
         crate::metrics::global().reply_delivered(&delivery.to.channel);
-        let marked = self.store.mark_delivered(delivery.id);
+        // Marking is idempotent: when the answer was lost (a connection dropped meanwhile),
+        // once more, after the store reconnected (its calls wait for that).
+        let marked = self.store.mark_delivered(delivery.id).or_else(|e| {
+            self.store_error(&e, "cannot mark a reply delivered; once more");
+            self.store.mark_delivered(delivery.id)
+        });
         if let Err(e) = marked.and(self.store.flush().await) {
             self.store_error(&e, "cannot mark a reply delivered");
             // The journal stays, so a restart takes the sent reply back before resending.

@@ -19,7 +19,7 @@ use std::time::Duration;
 use hmac::{KeyInit, Mac};
 
 use serde::{Deserialize, Serialize};
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 use crate::store::{Coordinator, MAX_EVENT_PAYLOAD};
 
@@ -28,6 +28,16 @@ pub const ANSWER_WITHIN: Duration = Duration::from_secs(5);
 
 /// What a call's payload starts with: the envelope's first field.
 const MARK: &str = "{\"call\":";
+
+/// At most this many calls from other nodes are handled at once; one more is refused with
+/// [`Body::Busy`] (the asker reports the node as busy instead of waiting out the answer).
+pub const CALLS_AT_ONCE: usize = 16;
+
+/// A call that could not be handed to the other nodes: no call key, too big for a
+/// notification, or the database could not be reached. Nobody received it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the call could not be sent to the other nodes")]
+pub struct NotSent;
 
 /// One call or its answer, as it travels.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,13 +95,23 @@ pub enum Body {
         /// Whether it reached the one asking.
         outcome: Answered,
     },
-    /// The exec approvals waiting on a node.
-    ListApprovals,
+    /// The exec approvals waiting on a node (of session `session` only, or with id `id`
+    /// only, when given).
+    ListApprovals {
+        /// Only this session's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session: Option<String>,
+        /// Only the one with this id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+    },
     /// The answer to [`Body::ListApprovals`].
     Approvals {
         /// Oldest first.
         waiting: Vec<WaitingApproval>,
     },
+    /// The answer of a node handling [`CALLS_AT_ONCE`] calls already: nothing was done.
+    Busy,
 }
 
 impl Body {
@@ -99,7 +119,7 @@ impl Body {
     fn is_answer(&self) -> bool {
         matches!(
             self,
-            Body::Stopped { .. } | Body::Approved { .. } | Body::Approvals { .. }
+            Body::Stopped { .. } | Body::Approved { .. } | Body::Approvals { .. } | Body::Busy
         )
     }
 }
@@ -143,6 +163,8 @@ pub struct Peers {
     calls: Mutex<HashMap<u64, mpsc::UnboundedSender<(String, Body)>>>,
     /// The key envelopes are signed with ([`Peers::set_key`]); none: nothing is sent or taken.
     key: OnceLock<Vec<u8>>,
+    /// The calls from other nodes being handled ([`CALLS_AT_ONCE`]).
+    handling: Arc<Semaphore>,
 }
 
 /// Forgets a call when its asker stops waiting.
@@ -170,6 +192,7 @@ impl Peers {
             next: AtomicU64::new(first),
             calls: Mutex::new(HashMap::new()),
             key: OnceLock::new(),
+            handling: Arc::new(Semaphore::new(CALLS_AT_ONCE)),
         }
     }
 
@@ -214,7 +237,9 @@ impl Peers {
     }
 
     /// Sends `body` to node `to` (`None`: every other node) and gathers the answers, by
-    /// node, until `expected` came, one of them is `decisive`, or `within` passed.
+    /// node, until `expected` came, one of them is `decisive`, or `within` passed;
+    /// [`NotSent`] when the call could not be handed over at all (with `expected` 0 nothing
+    /// is sent and nothing is answered).
     pub async fn ask(
         &self,
         to: Option<&str>,
@@ -222,7 +247,7 @@ impl Peers {
         expected: usize,
         within: Duration,
         decisive: impl Fn(&Body) -> bool,
-    ) -> Vec<(String, Body)> {
+    ) -> Result<Vec<(String, Body)>, NotSent> {
         let call = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, mut rx) = mpsc::unbounded_channel();
         if let Ok(mut calls) = self.calls.lock() {
@@ -237,8 +262,11 @@ impl Peers {
             sig: String::new(),
         };
         let mut answers = Vec::new();
-        if expected == 0 || !self.send(&envelope).await {
-            return answers;
+        if expected == 0 {
+            return Ok(answers);
+        }
+        if !self.send(&envelope).await {
+            return Err(NotSent);
         }
         let deadline = tokio::time::Instant::now() + within;
         while let Ok(Some((node, body))) = tokio::time::timeout_at(deadline, rx.recv()).await {
@@ -251,7 +279,30 @@ impl Peers {
                 break;
             }
         }
-        answers
+        Ok(answers)
+    }
+
+    /// Handles `question` (a call from another node) with `handle`, in a task of its own,
+    /// while fewer than [`CALLS_AT_ONCE`] are handled; otherwise answers it [`Body::Busy`]
+    /// at once (waiting at most [`ANSWER_WITHIN`] for the database: the asker has given up
+    /// by then).
+    pub async fn dispatch<F>(&self, question: &Envelope, handle: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        match self.handling.clone().try_acquire_owned() {
+            Ok(permit) => {
+                tokio::spawn(handled(handle, permit));
+            }
+            Err(_) => {
+                tracing::warn!(
+                    from = %question.from,
+                    "cluster: {CALLS_AT_ONCE} calls from other nodes are being handled; one more was refused as busy"
+                );
+                let busy = self.answer(&question.from, question.call, Body::Busy);
+                let _ = tokio::time::timeout(ANSWER_WITHIN, busy).await;
+            }
+        }
     }
 
     /// Answers call `call` of node `to` with `body`.
@@ -325,6 +376,12 @@ impl Peers {
             }
         }
     }
+}
+
+/// Runs `handle`, holding `permit` until it ends.
+async fn handled(handle: impl Future<Output = ()>, permit: OwnedSemaphorePermit) {
+    handle.await;
+    drop(permit);
 }
 
 /// The bytes of hex text `text`; `None` when it is not hex.

@@ -1,76 +1,24 @@
-use std::sync::{Arc, Mutex};
-
-use tokio::sync::mpsc;
+use std::sync::Arc;
 
 use super::*;
-use crate::store::{Lease, NodeInfo, StoreFuture};
+use crate::store::test_support::{Bus, FakeCoordinator};
 
-/// Nodes whose published payloads reach every node (as `NOTIFY` does), the sender included.
-#[derive(Default, Clone)]
-struct Bus(Arc<Mutex<Vec<mpsc::UnboundedSender<String>>>>);
-
-struct Node {
-    id: String,
-    bus: Bus,
-    rx: Mutex<Option<mpsc::UnboundedReceiver<String>>>,
-}
-
-impl Bus {
-    fn node(&self, id: &str) -> Arc<Node> {
-        let (tx, rx) = mpsc::unbounded_channel();
-        self.0.lock().unwrap().push(tx);
-        Arc::new(Node {
-            id: id.into(),
-            bus: self.clone(),
-            rx: Mutex::new(Some(rx)),
-        })
-    }
-}
-
-impl Coordinator for Node {
-    fn node(&self) -> &str {
-        &self.id
-    }
-    fn heartbeat(&self, _: u64) -> StoreFuture<'_, usize> {
-        Box::pin(async { Ok(1) })
-    }
-    fn renew(&self, _: u64) -> StoreFuture<'_, Vec<Lease>> {
-        Box::pin(async { Ok(Vec::new()) })
-    }
-    fn acquire(&self, _: usize, _: u64) -> StoreFuture<'_, Vec<Lease>> {
-        Box::pin(async { Ok(Vec::new()) })
-    }
-    fn release<'a>(&'a self, _: &'a [u32]) -> StoreFuture<'a, ()> {
-        Box::pin(async { Ok(()) })
-    }
-    fn hold_intake<'a>(&'a self, _: &'a str, _: u64) -> StoreFuture<'a, bool> {
-        Box::pin(async { Ok(true) })
-    }
-    fn release_intake<'a>(&'a self, _: &'a str) -> StoreFuture<'a, ()> {
-        Box::pin(async { Ok(()) })
-    }
-    fn leave(&self) -> StoreFuture<'_, ()> {
-        Box::pin(async { Ok(()) })
-    }
-    fn nodes(&self) -> StoreFuture<'_, Vec<NodeInfo>> {
-        Box::pin(async { Ok(Vec::new()) })
-    }
-    fn wakeups(&self) -> Option<mpsc::UnboundedReceiver<u32>> {
-        None
-    }
-    fn publish_events(&self, payload: String) -> StoreFuture<'_, ()> {
-        for tx in self.bus.0.lock().unwrap().iter() {
-            let _ = tx.send(payload.clone());
-        }
-        Box::pin(async { Ok(()) })
-    }
-    fn remote_events(&self) -> Option<mpsc::UnboundedReceiver<String>> {
-        self.rx.lock().unwrap().take()
-    }
+/// How a node answers the questions it takes.
+#[derive(Clone, Copy)]
+enum Reply {
+    /// With what the function says (nothing: left unanswered).
+    With(fn(&Body) -> Option<Body>),
+    /// Dispatched ([`Peers::dispatch`]) to handlers that never end.
+    Stuck,
 }
 
 /// Peers over `node`, each question it takes answered by `reply` (or left unanswered).
-fn serve(node: Arc<Node>, reply: fn(&Body) -> Option<Body>) -> Arc<Peers> {
+fn serve(node: Arc<FakeCoordinator>, reply: fn(&Body) -> Option<Body>) -> Arc<Peers> {
+    listen(node, Reply::With(reply))
+}
+
+/// Peers over `node` answering the questions it takes as `reply` says.
+fn listen(node: Arc<FakeCoordinator>, reply: Reply) -> Arc<Peers> {
     let mut rx = node.remote_events().unwrap();
     let peers = Arc::new(Peers::new(node));
     peers.set_key(b"the store's call key".to_vec());
@@ -78,10 +26,16 @@ fn serve(node: Arc<Node>, reply: fn(&Body) -> Option<Body>) -> Arc<Peers> {
     tokio::spawn(async move {
         while let Some(payload) = rx.recv().await {
             assert!(is_call(&payload), "{payload}");
-            if let Some(question) = serving.take(&payload)
-                && let Some(body) = reply(&question.body)
-            {
-                serving.answer(&question.from, question.call, body).await;
+            let Some(question) = serving.take(&payload) else {
+                continue;
+            };
+            match reply {
+                Reply::With(answer) => {
+                    if let Some(body) = answer(&question.body) {
+                        serving.answer(&question.from, question.call, body).await;
+                    }
+                }
+                Reply::Stuck => serving.dispatch(&question, std::future::pending()).await,
             }
         }
     });
@@ -108,7 +62,10 @@ async fn a_call_to_one_node_is_answered_by_it_alone() {
         session: "k".into(),
         children: true,
     };
-    let answers = a.ask(Some("b"), stop, 1, ANSWER_WITHIN, |_| true).await;
+    let answers = a
+        .ask(Some("b"), stop, 1, ANSWER_WITHIN, |_| true)
+        .await
+        .unwrap();
     assert_eq!(answers, [("b".to_owned(), stopped(true))]);
 }
 
@@ -141,7 +98,10 @@ async fn answers_are_gathered_until_a_decisive_one_or_the_time_is_up() {
             }
         )
     };
-    let answers = a.ask(None, approve(), 2, ANSWER_WITHIN, decisive).await;
+    let answers = a
+        .ask(None, approve(), 2, ANSWER_WITHIN, decisive)
+        .await
+        .unwrap();
     assert!(
         answers.iter().any(|(n, b)| n == "c" && decisive(b)),
         "{answers:?}"
@@ -149,7 +109,10 @@ async fn answers_are_gathered_until_a_decisive_one_or_the_time_is_up() {
     // A node that never answers: the others' answers once the time is up.
     let _d = serve(bus.node("d"), |_| None);
     let started = tokio::time::Instant::now();
-    let answers = a.ask(None, approve(), 3, ANSWER_WITHIN, |_| false).await;
+    let answers = a
+        .ask(None, approve(), 3, ANSWER_WITHIN, |_| false)
+        .await
+        .unwrap();
     assert_eq!(answers.len(), 2, "{answers:?}");
     assert!(started.elapsed() >= ANSWER_WITHIN);
     assert!(
@@ -164,7 +127,10 @@ fn a_call_is_told_from_an_event_batch() {
         call: 7,
         from: "a".into(),
         to: None,
-        body: Body::ListApprovals,
+        body: Body::ListApprovals {
+            session: None,
+            id: None,
+        },
         sig: String::new(),
     };
     let text = serde_json::to_string(&envelope).unwrap();
@@ -217,12 +183,40 @@ async fn calls_without_the_stores_key_are_dropped() {
             .map(|e| e.body),
         Some(approve())
     );
-    // Without a key nothing is sent.
+    // Without a key nothing is sent, and the asker is told so.
     let keyless = Peers::new(bus.node("y"));
-    assert!(
+    assert_eq!(
         keyless
             .ask(None, approve(), 1, ANSWER_WITHIN, |_| true)
-            .await
-            .is_empty()
+            .await,
+        Err(NotSent)
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn calls_over_the_bound_are_refused_as_busy() {
+    let bus = Bus::default();
+    let a = serve(bus.node("a"), |_| None);
+    let _b = listen(bus.node("b"), Reply::Stuck);
+    let list = || Body::ListApprovals {
+        session: None,
+        id: None,
+    };
+    // CALLS_AT_ONCE calls are taken (their handlers never end: no answer in time).
+    let taken: Vec<_> = (0..CALLS_AT_ONCE)
+        .map(|_| {
+            let a = a.clone();
+            tokio::spawn(async move { a.ask(Some("b"), list(), 1, ANSWER_WITHIN, |_| true).await })
+        })
+        .collect();
+    tokio::time::sleep(ANSWER_WITHIN / 2).await;
+    // One more is refused at once, with an answer.
+    let refused = a
+        .ask(Some("b"), list(), 1, ANSWER_WITHIN, |_| true)
+        .await
+        .unwrap();
+    assert_eq!(refused, [("b".to_owned(), Body::Busy)]);
+    for call in taken {
+        assert_eq!(call.await.unwrap(), Ok(Vec::new()), "not answered in time");
+    }
 }

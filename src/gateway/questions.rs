@@ -47,12 +47,26 @@ impl<A> PendingQuestions<A> {
     /// Opens a question of session `session_key` about `summary`; its short id, and where
     /// its answer arrives.
     pub fn open(&self, session_key: &str, summary: &str) -> (String, oneshot::Receiver<A>) {
+        self.open_tagged("", session_key, summary)
+    }
+
+    /// [`PendingQuestions::open`] with an id that starts with `tag` (a node's, so that ids
+    /// of different nodes differ): `tag` and random hex, [`ID_LEN`] characters in all (at
+    /// least four random).
+    pub fn open_tagged(
+        &self,
+        tag: &str,
+        session_key: &str,
+        summary: &str,
+    ) -> (String, oneshot::Receiver<A>) {
         let (tx, rx) = oneshot::channel();
         let Ok(mut waiting) = self.waiting.lock() else {
             return (String::new(), rx);
         };
+        let random = ID_LEN.saturating_sub(tag.len()).max(4);
         let id = loop {
-            let candidate = uuid::Uuid::new_v4().simple().to_string()[..ID_LEN].to_owned();
+            let hex = uuid::Uuid::new_v4().simple().to_string();
+            let candidate = format!("{tag}{}", &hex[..random]);
             if !waiting.iter().any(|w| w.id == candidate) {
                 break candidate;
             }
@@ -64,6 +78,20 @@ impl<A> PendingQuestions<A> {
             answer: tx,
         });
         (id, rx)
+    }
+
+    /// Opens a question with id `id` as given (tests: two nodes holding one id).
+    #[cfg(test)]
+    #[allow(clippy::unwrap_used)]
+    pub fn open_as(&self, id: &str, session_key: &str, summary: &str) -> oneshot::Receiver<A> {
+        let (tx, rx) = oneshot::channel();
+        self.waiting.lock().unwrap().push(Waiting {
+            id: id.to_owned(),
+            session_key: session_key.to_owned(),
+            summary: summary.to_owned(),
+            answer: tx,
+        });
+        rx
     }
 
     /// Forgets question `id` (answered, timed out or given up).
@@ -154,6 +182,16 @@ mod tests {
         assert_eq!(answer.await.unwrap(), 7);
         assert_eq!(q.answer(&id, 8), Err(NotWaiting::Unknown));
         assert!(q.list().is_empty());
+    }
+
+    #[test]
+    fn tagged_ids_start_with_the_tag_and_keep_their_length() {
+        let q = PendingQuestions::<u8>::default();
+        let (id, _answer) = q.open_tagged("zq", "k", "ls");
+        assert!(id.starts_with("zq"), "{id}");
+        assert_eq!(id.len(), ID_LEN);
+        let (id, _answer) = q.open_tagged("longer", "k", "ls");
+        assert_eq!(id.len(), "longer".len() + 4, "{id}");
     }
 
     #[tokio::test]

@@ -8,9 +8,7 @@ use std::sync::Arc;
 
 use super::Core;
 use super::cluster::Cluster;
-use super::peers::{ANSWER_WITHIN, Answered, Body, Envelope, WaitingApproval};
-use super::questions::NotWaiting;
-use crate::agent::approval::Approval;
+use super::peers::{ANSWER_WITHIN, Body, Envelope, NotSent};
 use crate::lane::{LaneError, StopReport};
 use crate::store::partition_of;
 
@@ -25,6 +23,10 @@ pub enum Stopped {
     /// No node holds the session now: nothing of it runs (its queued turns, if any, run
     /// once a node takes it).
     Nowhere,
+    /// The stop could not be handed to node `.0`, which runs the session: nothing was
+    /// stopped. `.1`: the node refused it as busy; else the call could not be sent (the
+    /// database could not be reached).
+    NotHanded(String, bool),
 }
 
 /// Stops session `key` (its run and queued turns; with `children`, its sub-agents) on the
@@ -47,35 +49,49 @@ pub async fn stop(core: &Arc<Core>, key: &str, children: bool) -> Stopped {
             .peers()
             .ask(Some(&owner), body, 1, ANSWER_WITHIN, |_| true)
             .await;
-        match answer.into_iter().next() {
-            Some((
-                _,
-                Body::Stopped {
-                    runs_here: false, ..
-                },
-            )) => continue,
-            Some((_, Body::Stopped { closed: true, .. })) => {
-                return Stopped::There(owner, Some(Err(LaneError::Closed)));
-            }
-            Some((
-                _,
-                Body::Stopped {
-                    cleared,
-                    stopped_run,
-                    children,
-                    ..
-                },
-            )) => {
-                let report = StopReport {
-                    cleared,
-                    stopped_run,
-                };
-                return Stopped::There(owner, Some(Ok((report, children))));
-            }
-            _ => return Stopped::There(owner, None),
+        if let Some(stopped) = stopped_there(owner, answer) {
+            return stopped;
         }
     }
     Stopped::Nowhere
+}
+
+/// What node `owner`'s `answer` to a stop says; `None` when it no longer runs the session
+/// (to be looked up again).
+fn stopped_there(owner: String, answer: Result<Vec<(String, Body)>, NotSent>) -> Option<Stopped> {
+    let answers = match answer {
+        Ok(answers) => answers,
+        Err(NotSent) => return Some(Stopped::NotHanded(owner, false)),
+    };
+    let stopped = match answers.into_iter().next() {
+        Some((
+            _,
+            Body::Stopped {
+                runs_here: false, ..
+            },
+        )) => return None,
+        Some((_, Body::Stopped { closed: true, .. })) => {
+            Stopped::There(owner, Some(Err(LaneError::Closed)))
+        }
+        Some((
+            _,
+            Body::Stopped {
+                cleared,
+                stopped_run,
+                children,
+                ..
+            },
+        )) => {
+            let report = StopReport {
+                cleared,
+                stopped_run,
+            };
+            Stopped::There(owner, Some(Ok((report, children))))
+        }
+        Some((_, Body::Busy)) => Stopped::NotHanded(owner, true),
+        _ => Stopped::There(owner, None),
+    };
+    Some(stopped)
 }
 
 /// Stops session `key` here.
@@ -104,151 +120,26 @@ async fn owner_of(cluster: &Cluster, key: &str) -> Option<String> {
         .map(|n| n.id)
 }
 
-/// The other nodes whose heartbeat is recent (two leases, by this machine's clock): the
-/// ones that should answer a call to every node.
-async fn live_others(cluster: &Cluster) -> Vec<String> {
-    let now = crate::domain::message::now_ms();
+/// The nodes whose heartbeat is within two leases of the newest one's (the database's
+/// clock), this one always among them: the ones that should answer a call.
+pub(super) async fn live_nodes(cluster: &Cluster) -> Vec<String> {
     let recent = 2 * u64::try_from(cluster.lease().as_millis()).unwrap_or(u64::MAX);
-    match cluster.coordinator().nodes().await {
-        Ok(nodes) => nodes
-            .into_iter()
-            .filter(|n| n.id != cluster.node() && now.saturating_sub(n.last_seen_ms) < recent)
-            .map(|n| n.id)
-            .collect(),
+    let me = cluster.node().to_owned();
+    let nodes = match cluster.coordinator().nodes().await {
+        Ok(nodes) => nodes,
         Err(e) => {
             tracing::warn!(error = %e, "cluster: cannot list the other nodes");
-            Vec::new()
+            return vec![me];
         }
-    }
-}
-
-/// What answering an exec approval did, and the live nodes that did not say (they may hold
-/// it).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Approved {
-    /// Where the answer went.
-    pub outcome: Answered,
-    /// Nodes that did not answer in time.
-    pub silent: Vec<String>,
-}
-
-/// Answers exec approval `id` with `decision`, here or on the node that asked it.
-pub async fn approve(core: &Arc<Core>, id: &str, decision: Approval) -> Approved {
-    let here = answered(core.approvals.answer(id, decision));
-    let done = |outcome| Approved {
-        outcome,
-        silent: Vec::new(),
     };
-    let Some(cluster) = core.cluster.as_ref().filter(|_| here == Answered::Unknown) else {
-        return done(here);
-    };
-    let others = live_others(cluster).await;
-    let body = Body::Approve {
-        id: id.to_owned(),
-        decision: decision_word(decision).to_owned(),
-    };
-    let known = |b: &Body| matches!(b, Body::Approved { outcome } if *outcome != Answered::Unknown);
-    let answers = cluster
-        .peers()
-        .ask(None, body, others.len(), ANSWER_WITHIN, known)
-        .await;
-    if let Some((_, Body::Approved { outcome })) = answers.iter().find(|(_, b)| known(b)) {
-        return done(outcome.clone());
-    }
-    Approved {
-        outcome: Answered::Unknown,
-        silent: silent(others, &answers),
-    }
-}
-
-/// The exec approvals waiting on every node (this one's first), with the live nodes that
-/// did not say.
-pub async fn waiting_approvals(core: &Arc<Core>) -> (Vec<WaitingApproval>, Vec<String>) {
-    let mut waiting = local_approvals(core);
-    let Some(cluster) = &core.cluster else {
-        return (waiting, Vec::new());
-    };
-    let others = live_others(cluster).await;
-    let answers = cluster
-        .peers()
-        .ask(
-            None,
-            Body::ListApprovals,
-            others.len(),
-            ANSWER_WITHIN,
-            |_| false,
-        )
-        .await;
-    for (_, body) in &answers {
-        if let Body::Approvals { waiting: theirs } = body {
-            waiting.extend(theirs.iter().cloned());
-        }
-    }
-    (waiting, silent(others, &answers))
-}
-
-/// Of `others`, those without an answer among `answers`.
-fn silent(others: Vec<String>, answers: &[(String, Body)]) -> Vec<String> {
-    others
+    let newest = nodes.iter().map(|n| n.last_seen_ms).max().unwrap_or(0);
+    let mut live: Vec<String> = nodes
         .into_iter()
-        .filter(|n| !answers.iter().any(|(a, _)| a == n))
-        .collect()
-}
-
-/// At most this many approvals, each command at most this many characters, go in one
-/// answer, and only while their JSON stays within [`LISTED_BYTES`] (it must fit in a
-/// notification, escapes and all).
-const LISTED: usize = 20;
-const LISTED_CHARS: usize = 200;
-const LISTED_BYTES: usize = 6_000;
-/// Most characters of the command an approval's answer names (a heredoc can be long).
-const ANSWERED_CHARS: usize = 300;
-
-/// The approvals waiting here.
-fn local_approvals(core: &Core) -> Vec<WaitingApproval> {
-    let mut bytes = 0;
-    core.approvals
-        .list()
-        .into_iter()
-        .take(LISTED)
-        .map(|(id, session, command)| WaitingApproval {
-            id,
-            session,
-            command: shortened(&command, LISTED_CHARS),
-        })
-        .take_while(|waiting| {
-            bytes += serde_json::to_string(waiting).map_or(usize::MAX, |j| j.len());
-            bytes <= LISTED_BYTES
-        })
-        .collect()
-}
-
-/// `text`'s first `most` characters, with `…` when it was longer.
-fn shortened(text: &str, most: usize) -> String {
-    match text.char_indices().nth(most) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_owned(),
-    }
-}
-
-/// An answer's outcome on this node (the command shortened, so it fits a notification).
-pub(super) fn answered(result: Result<String, NotWaiting>) -> Answered {
-    match result {
-        Ok(command) => Answered::Done {
-            command: shortened(&command, ANSWERED_CHARS),
-        },
-        Err(NotWaiting::Unknown) => Answered::Unknown,
-        Err(NotWaiting::Gone) => Answered::Gone,
-    }
-}
-
-/// `decision` as typed after `/approve <id>`.
-fn decision_word(decision: Approval) -> &'static str {
-    match decision {
-        Approval::AllowAlways => "allow-always",
-        Approval::AllowOnce => "allow-once",
-        _ => "deny",
-    }
+        .filter(|n| n.id != me && newest.saturating_sub(n.last_seen_ms) < recent)
+        .map(|n| n.id)
+        .collect();
+    live.insert(0, me);
+    live
 }
 
 /// Answers a call another node made to this one.
@@ -265,16 +156,10 @@ pub(super) async fn answer(core: &Arc<Core>, question: Envelope) {
                 }
             }
         }
-        Body::Approve { id, decision } => {
-            let decision = Approval::parse(&decision).unwrap_or(Approval::Deny);
-            Body::Approved {
-                outcome: answered(core.approvals.answer(&id, decision)),
-            }
-        }
-        Body::ListApprovals => Body::Approvals {
-            waiting: local_approvals(core),
+        body => match super::remote_approvals::answer_call(&core.approvals, body) {
+            Some(answer) => answer,
+            None => return,
         },
-        Body::Stopped { .. } | Body::Approved { .. } | Body::Approvals { .. } => return,
     };
     cluster
         .peers()
@@ -303,25 +188,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn answers_stay_small_enough_for_a_notification() {
-        let long = "x".repeat(10_000);
-        let Answered::Done { command } = answered(Ok(long)) else {
-            panic!("not done");
-        };
-        assert_eq!(command.chars().count(), ANSWERED_CHARS + 1);
-        assert!(command.ends_with('…'));
-        assert_eq!(shortened("ünïcode", 3), "ünï…");
-        assert_eq!(shortened("short", 10), "short");
-    }
-
-    #[test]
-    fn decisions_travel_as_the_words_that_parse_back() {
-        for decision in [Approval::AllowOnce, Approval::AllowAlways, Approval::Deny] {
-            assert_eq!(Approval::parse(decision_word(decision)), Some(decision));
-        }
-    }
-
-    #[test]
     fn a_stop_answer_says_whether_it_ran_here() {
         assert!(matches!(
             stopped_body(None),
@@ -348,5 +214,23 @@ mod tests {
             stopped_body(Some(Err(LaneError::Closed))),
             Body::Stopped { closed: true, .. }
         ));
+    }
+
+    #[test]
+    fn a_stop_not_sent_is_told_from_one_not_confirmed() {
+        let owner = || "b".to_owned();
+        assert!(matches!(
+            stopped_there(owner(), Err(NotSent)),
+            Some(Stopped::NotHanded(node, false)) if node == "b"
+        ));
+        assert!(matches!(
+            stopped_there(owner(), Ok(Vec::new())),
+            Some(Stopped::There(node, None)) if node == "b"
+        ));
+        assert!(matches!(
+            stopped_there(owner(), Ok(vec![(owner(), Body::Busy)])),
+            Some(Stopped::NotHanded(_, true))
+        ));
+        assert!(stopped_there(owner(), Ok(vec![(owner(), stopped_body(None))])).is_none());
     }
 }

@@ -66,14 +66,30 @@ impl GatewayApi for CoreApi {
                 Stopped::Here(report, _) => Aborted {
                     report: Some(report?),
                     node: here,
+                    not_handed: None,
                 },
                 Stopped::There(node, done) => Aborted {
                     report: done.transpose()?.map(|(report, _)| report),
                     node: Some(node),
+                    not_handed: None,
                 },
                 Stopped::Nowhere => Aborted {
                     report: Some(StopReport::default()),
                     node: None,
+                    not_handed: None,
+                },
+                Stopped::NotHanded(node, busy) => Aborted {
+                    report: None,
+                    node: Some(node),
+                    not_handed: Some(
+                        match busy {
+                            true => "the node was too busy to take it",
+                            false => {
+                                "the call could not be sent (the database could not be reached)"
+                            }
+                        }
+                        .to_owned(),
+                    ),
                 },
             })
         })

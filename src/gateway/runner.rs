@@ -18,6 +18,7 @@ use crate::agent::run::{RunOutcome, RunRequest, RunStatus, Steer};
 use crate::domain::events::RunEvent;
 use crate::lane::{QueuedTurn, Runner};
 use crate::reply::{Streamed, stream_events};
+use crate::store::StoreError;
 
 /// Events buffered between a run and its reply stream.
 const EVENT_BUFFER: usize = 256;
@@ -261,11 +262,14 @@ async fn settle(
         } else {
             tracing::error!(channel = %turn.target.channel, "no channel to reply on; reply dropped");
         }
-        if let Err(e) = core
-            .store
-            .finish_run(record, keeps_record(turn, record))
-            .await
-        {
+        let keep = keeps_record(turn, record);
+        // Settling is idempotent: when the answer was lost (a connection dropped during
+        // COMMIT), once more, after the store reconnected (its calls wait for that).
+        let mut finished = core.store.finish_run(record, keep).await;
+        if !matches!(finished, Ok(()) | Err(StoreError::NotOwner { .. })) {
+            finished = core.store.finish_run(record, keep).await;
+        }
+        if let Err(e) = finished {
             tracing::error!(error = %e, "cannot settle a run whose reply goes nowhere; it runs again at the next start");
         }
         return;
@@ -285,12 +289,25 @@ async fn settle(
     // File lines of the answer are checked now: what the outbox reads as one was allowed.
     let text = super::files::check_final(final_files(core, key, &turn.target), text).await;
     // Once the final is durable the lane is free: the outbox worker delivers it.
-    match core
+    let keep = keeps_record(turn, record);
+    let settled = match core
         .store
-        .settle_turn(record, keeps_record(turn, record), &turn.target, &text)
+        .settle_turn(record, keep, &turn.target, &text)
         .await
     {
-        Ok(id) => core.outbox.submit(Delivery {
+        Ok(id) => Some(id),
+        Err(e) => {
+            let done = super::settle_again::Final {
+                record,
+                keep_record: keep,
+                to: &turn.target,
+                text: &text,
+            };
+            super::settle_again::recorded_after(&core.store, &e, &done).await
+        }
+    };
+    if let Some(id) = settled {
+        core.outbox.submit(Delivery {
             id,
             session_key: key.to_owned(),
             to: turn.target.clone(),
@@ -299,8 +316,7 @@ async fn settle(
             run_id: Some(run_id.clone()),
             stream: Some(streamed.reply),
             take_back: None,
-        }),
-        Err(e) => tracing::error!(error = %e, "cannot record the final reply"),
+        });
     }
 }
 

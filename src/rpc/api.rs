@@ -29,6 +29,9 @@ pub struct Aborted {
     /// On a cluster, the node that runs the session (where the stop acted or was handed);
     /// `None` on a single gateway, or when no node runs the session now.
     pub node: Option<String>,
+    /// Why the stop never reached [`Aborted::node`] (nothing was stopped there): it could
+    /// not be sent, or the node refused it as busy. `None` when it was handed over.
+    pub not_handed: Option<String>,
 }
 
 /// What the RPC may ask of the gateway.

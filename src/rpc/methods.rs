@@ -238,6 +238,10 @@ impl Methods {
         if self.api.runs_elsewhere() {
             answer["node"] = json!(aborted.node);
             let note = match (&aborted.node, aborted.report) {
+                (Some(node), None) if aborted.not_handed.is_some() => Some(format!(
+                    "the stop could not be handed to node {node}, which runs the session ({}): nothing was stopped",
+                    aborted.not_handed.as_deref().unwrap_or_default()
+                )),
                 (Some(node), None) => Some(format!(
                     "the stop was handed to node {node}, which runs the session; it did not confirm in time"
                 )),

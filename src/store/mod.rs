@@ -49,6 +49,8 @@ pub use self::redb::RedbStore;
 pub use self::sled::{CACHE_CAPACITY, SledStore};
 pub use engine::{holds_redb, holds_sled, resolve as resolve_engine};
 pub use entry::{Entry, EntryKind, Item, SessionHeader, TRANSCRIPT_VERSION};
+#[cfg(test)]
+pub(crate) use ports::test_support;
 pub use ports::{
     Backend, BaseStore, Binding, BindingStore, CODE_TTL_MS, Coordinator, CronJob, CronOrigin,
     CronStore, CursorStore, DeliveryStore, Lease, MAX_EVENT_PAYLOAD, MAX_PENDING, NodeInfo,

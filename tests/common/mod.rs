@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod acp;
+pub mod cluster;
 pub mod discord;
 pub mod pg;
 pub mod telegram;

@@ -194,6 +194,9 @@ fn aborted_text(key: &str, aborted: &crate::rpc::api::Aborted) -> String {
         Some(node) => format!(" on node {node}"),
         None => String::new(),
     };
+    if let (Some(node), Some(why)) = (&aborted.node, &aborted.not_handed) {
+        return format!("Stop of {key} not handed to node {node} ({why}): nothing was stopped.");
+    }
     match aborted.report {
         Some(report) => format!(
             "Stopped {key}{on}: {} run stopped, {} queued turns dropped.",

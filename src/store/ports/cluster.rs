@@ -22,7 +22,7 @@ pub fn partition_of(key: &str) -> u32 {
 /// The cluster protocol this chela speaks: what the rows it queues and the notifications it
 /// sends to the other nodes mean. Bumped whenever that changes; a node refuses to join a
 /// cluster where a live node speaks another one (the chela version alone may differ).
-pub const PROTOCOL: u32 = 1;
+pub const PROTOCOL: u32 = 2;
 
 /// What a node runs: its chela version and the cluster protocol it speaks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,7 +73,8 @@ pub struct NodeInfo {
     pub last_seen_ms: u64,
     /// The partitions whose unexpired lease it holds.
     pub partitions: Vec<u32>,
-    /// The intakes whose unexpired lease it holds (`telegram`, `discord`).
+    /// The names of the intake leases it holds unexpired, as [`Coordinator::hold_intake`]
+    /// took them: `intake:telegram`, `intake:discord`, `intake:discord#1/2` (a shard).
     pub intakes: Vec<String>,
     /// The layouts of intakes split into parts whose parts it runs now (`discord#/4`, an
     /// unexpired [`Coordinator::advertise_layout`]).

@@ -30,6 +30,8 @@ mod delivery;
 mod pairing;
 mod queue;
 mod sessions;
+#[cfg(test)]
+pub(crate) mod test_support;
 
 use chela_channel::BoxFuture;
 

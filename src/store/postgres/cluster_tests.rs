@@ -290,6 +290,32 @@ async fn group_context_is_shared_by_the_nodes_and_kept_within_its_caps() {
     assert_eq!(kept, ["g2", "g3", "g4"]);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writers_of_different_groups_over_the_cap_do_not_deadlock() {
+    let (_, url) = schema();
+    let (a, _) = node(&url, "a").await;
+    let (b, _) = node(&url, "b").await;
+    // Four writers (two per node, each node's on its own connections), each touching five
+    // groups of its own in turn, over a cap of 15 groups: writes trim the oldest groups,
+    // often another writer's, which it may be writing at that moment.
+    let writers: Vec<_> = [a.clone(), a, b.clone(), b]
+        .into_iter()
+        .enumerate()
+        .map(|(n, store)| {
+            std::thread::spawn(move || {
+                for i in 0..300 {
+                    let group = format!("g{n}-{}", i % 5);
+                    store.append_group_line(&group, &format!("{n}: {i}"), 5, 15)?;
+                }
+                Ok::<(), StoreError>(())
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.join().unwrap().unwrap();
+    }
+}
+
 #[test]
 fn long_schema_names_get_channels_of_their_own() {
     assert_eq!(channel_name("e1"), "chela_events.e1");

@@ -10,6 +10,11 @@ use crate::store::ports::new_code;
 use crate::store::{CODE_TTL_MS, CursorStore, MAX_PENDING, PairingOutcome, PairingRequest};
 use crate::store::{PairingStore, StoreError, StoreFuture, decode, encode};
 
+/// The first key of the advisory lock that serializes the writers of `group_history`
+/// ("chgh"; the second is the schema's hash). Not `lock.rs`'s ("chla"), which the store
+/// holds for as long as it is open.
+const GROUP_HISTORY_LOCK: i32 = 0x6368_6768;
+
 /// Takes the transaction's advisory lock named `name`.
 async fn lock(c: &Conn, name: &str) -> Result<(), StoreError> {
     c.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&name])
@@ -283,6 +288,15 @@ impl CursorStore for PgStore {
         let groups = i64::try_from(groups).unwrap_or(i64::MAX);
         self.blocking(move |c| async move {
             transaction(&c, async |c: &Conn| {
+                // Writers of this schema's group history take turns: each locks its group's
+                // row and its trim deletes other groups' rows, so two writers at the cap
+                // would otherwise each wait for the row the other holds (a deadlock).
+                c.execute(
+                    "SELECT pg_advisory_xact_lock($1, hashtext(coalesce(current_schema(), '')))",
+                    &[&GROUP_HISTORY_LOCK],
+                )
+                .await
+                .map_err(pg_err)?;
                 // The row is made first, so that every writer locks the same row.
                 c.execute(
                     "INSERT INTO group_history (session_key, lines) VALUES ($1, $2) \

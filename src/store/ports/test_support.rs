@@ -1,0 +1,132 @@
+//! A test double of [`Coordinator`] for the gateway's cluster tests: a node that holds no
+//! partition, answers [`Coordinator::nodes`] with what the test sets, takes or is refused
+//! the intake leases as the test says (and records each ask), and, on a [`Bus`], sends its
+//! notifications to every node of the bus, itself included, as `NOTIFY` does.
+
+#![allow(clippy::unwrap_used)]
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc;
+
+use super::cluster::{Coordinator, Lease, NodeInfo, NodeVersion};
+use super::{StoreError, StoreFuture};
+
+/// Nodes whose published payloads reach every node of the bus, the sender included.
+#[derive(Default, Clone)]
+pub struct Bus(Arc<Mutex<Vec<mpsc::UnboundedSender<String>>>>);
+
+impl Bus {
+    /// A node `id` on this bus.
+    pub fn node(&self, id: &str) -> Arc<FakeCoordinator> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.0.lock().unwrap().push(tx);
+        let mut node = FakeCoordinator::new(id);
+        node.bus = Some(self.clone());
+        node.events = Mutex::new(Some(rx));
+        Arc::new(node)
+    }
+}
+
+/// One node's coordinator, as the test sets it.
+#[derive(Default)]
+pub struct FakeCoordinator {
+    id: String,
+    bus: Option<Bus>,
+    events: Mutex<Option<mpsc::UnboundedReceiver<String>>>,
+    /// What [`Coordinator::nodes`] answers.
+    pub nodes: Mutex<Vec<NodeInfo>>,
+    /// Another node holds every intake lease.
+    pub other_holds: AtomicBool,
+    /// The store cannot be reached: asking for an intake lease fails.
+    pub unreachable: AtomicBool,
+    /// Each intake lease asked for: its name and length (s).
+    pub intake_asks: Mutex<Vec<(String, u64)>>,
+    /// Intake leases given back.
+    pub intakes_released: AtomicUsize,
+}
+
+impl FakeCoordinator {
+    /// Node `id`, alone (its notifications go nowhere).
+    pub fn new(id: &str) -> FakeCoordinator {
+        FakeCoordinator {
+            id: id.to_owned(),
+            ..FakeCoordinator::default()
+        }
+    }
+
+    /// How many times an intake lease was asked for.
+    pub fn asked(&self) -> usize {
+        self.intake_asks.lock().unwrap().len()
+    }
+}
+
+/// Node `id` as the store lists it: seen at `last_seen_ms`, running `version`.
+pub fn node_info(id: &str, last_seen_ms: u64, version: NodeVersion) -> NodeInfo {
+    NodeInfo {
+        id: id.into(),
+        started_ms: 0,
+        last_seen_ms,
+        partitions: Vec::new(),
+        intakes: Vec::new(),
+        version,
+    }
+}
+
+impl Coordinator for FakeCoordinator {
+    fn node(&self) -> &str {
+        &self.id
+    }
+    fn heartbeat(&self, _: u64) -> StoreFuture<'_, usize> {
+        Box::pin(async { Ok(1) })
+    }
+    fn renew(&self, _: u64) -> StoreFuture<'_, Vec<Lease>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    fn acquire(&self, _: usize, _: u64) -> StoreFuture<'_, Vec<Lease>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    fn release<'a>(&'a self, _: &'a [u32]) -> StoreFuture<'a, ()> {
+        Box::pin(async { Ok(()) })
+    }
+    fn hold_intake<'a>(&'a self, name: &'a str, lease_s: u64) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            self.intake_asks
+                .lock()
+                .unwrap()
+                .push((name.to_owned(), lease_s));
+            if self.unreachable.load(Ordering::SeqCst) {
+                return Err(StoreError::Db("unreachable".into()));
+            }
+            Ok(!self.other_holds.load(Ordering::SeqCst))
+        })
+    }
+    fn release_intake<'a>(&'a self, _: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async {
+            self.intakes_released.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        })
+    }
+    fn leave(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async { Ok(()) })
+    }
+    fn nodes(&self) -> StoreFuture<'_, Vec<NodeInfo>> {
+        let nodes = self.nodes.lock().unwrap().clone();
+        Box::pin(async move { Ok(nodes) })
+    }
+    fn wakeups(&self) -> Option<mpsc::UnboundedReceiver<u32>> {
+        None
+    }
+    fn publish_events(&self, payload: String) -> StoreFuture<'_, ()> {
+        if let Some(bus) = &self.bus {
+            for tx in bus.0.lock().unwrap().iter() {
+                let _ = tx.send(payload.clone());
+            }
+        }
+        Box::pin(async { Ok(()) })
+    }
+    fn remote_events(&self) -> Option<mpsc::UnboundedReceiver<String>> {
+        self.events.lock().unwrap().take()
+    }
+}

@@ -1,0 +1,128 @@
+//! Helpers of the cluster end-to-end tests (several `chela gateway` nodes on one
+//! PostgreSQL): free ports for the nodes' webhook listeners, a round-robin proxy in front
+//! of them, posting Telegram updates to a webhook as Telegram does, and reading the store's
+//! tables.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use chela_testkit::FakeTelegram;
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use super::pg::test_url;
+
+/// The webhook secret the nodes' configs set (`webhook_secret`).
+pub const SECRET: &str = "s3cret";
+
+/// A free local port.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A round-robin TCP proxy on `listener` over `backends`; a backend that refuses the
+/// connection (a killed node) is skipped.
+pub fn proxy(listener: TcpListener, backends: Vec<String>) {
+    let next = Arc::new(AtomicUsize::new(0));
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            let (backends, next) = (backends.clone(), next.clone());
+            tokio::spawn(async move {
+                for _ in 0..backends.len() {
+                    let i = next.fetch_add(1, Ordering::Relaxed) % backends.len();
+                    if let Ok(mut outbound) = TcpStream::connect(&backends[i]).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                        return;
+                    }
+                }
+            });
+        }
+    });
+}
+
+/// POSTs update `body` once to the webhook at `addr` (with [`SECRET`]); the HTTP status,
+/// 0 when the connection failed.
+pub async fn post_once(addr: &str, body: &str) -> u16 {
+    let Ok(mut stream) = TcpStream::connect(addr).await else {
+        return 0;
+    };
+    let request = format!(
+        "POST /tg/hook HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         X-Telegram-Bot-Api-Secret-Token: {SECRET}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    if stream.write_all(request.as_bytes()).await.is_err() {
+        return 0;
+    }
+    let mut response = String::new();
+    let _ = tokio::time::timeout(
+        Duration::from_secs(20),
+        stream.read_to_string(&mut response),
+    )
+    .await;
+    response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+/// POSTs update `body` to the webhook at `addr` until it is acknowledged with 200 (as
+/// Telegram retries), every 200 ms; panics after 100 tries.
+pub async fn post(addr: &str, body: &str) {
+    for _ in 0..100 {
+        if post_once(addr, body).await == 200 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("the webhook at {addr} did not take {body}");
+}
+
+/// Update `n` of `chat` (private when positive, a group otherwise) from user `from`, with
+/// a leading mention of the bot when `mention`; its update id is `|chat| * 1000 + n`.
+pub fn update(chat: i64, from: i64, n: i64, text: &str, mention: bool) -> String {
+    let kind = if chat > 0 {
+        format!(r#""type": "private", "first_name": "U{chat}""#)
+    } else {
+        r#""type": "group", "title": "Team""#.to_owned()
+    };
+    let (text, entities) = if mention {
+        let handle = format!("@{}", FakeTelegram::BOT_USERNAME);
+        let entity = json!([{"type": "mention", "offset": 0, "length": handle.len()}]);
+        (
+            format!("{handle} {text}"),
+            format!(r#", "entities": {entity}"#),
+        )
+    } else {
+        (text.to_owned(), String::new())
+    };
+    let text = serde_json::to_string(&text).unwrap();
+    format!(
+        r#"{{"update_id": {}, "message": {{"message_id": {n}, "date": 1700000000,
+        "chat": {{"id": {chat}, {kind}}},
+        "from": {{"id": {from}, "is_bot": false, "first_name": "U{from}"}}, "text": {text}{entities}}}}}"#,
+        chat.abs() * 1000 + n
+    )
+}
+
+/// Rows of `sql` on the test database; none when it fails (the store's schema is not
+/// migrated yet).
+pub async fn query(sql: &str) -> Vec<tokio_postgres::Row> {
+    let (client, connection) = tokio_postgres::connect(&test_url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client.query(sql, &[]).await.unwrap_or_default()
+}
+
+/// The schema of a store URL made by [`super::pg::fresh_store_url`].
+pub fn schema_of(url: &str) -> String {
+    url.rsplit("%3D").next().unwrap().to_owned()
+}

@@ -70,6 +70,7 @@ pub fn node_info(id: &str, last_seen_ms: u64, version: NodeVersion) -> NodeInfo 
         last_seen_ms,
         partitions: Vec::new(),
         intakes: Vec::new(),
+        layouts: Vec::new(),
         version,
     }
 }

@@ -283,14 +283,21 @@ impl Cluster {
 }
 
 /// Of `nodes`, one other than `me` seen within `lease` of the newest heartbeat (the
-/// database's clock) that speaks another cluster protocol than this binary.
+/// database's clock) that speaks another cluster protocol than this binary and started
+/// before this node (the start, then the id, breaks a tie): of two such nodes only the later
+/// one stands aside, so two nodes that both check never pause each other forever.
 fn foreign_node<'a>(nodes: &'a [NodeInfo], me: &str, lease: Duration) -> Option<&'a NodeInfo> {
     let newest = nodes.iter().map(|n| n.last_seen_ms).max()?;
     let lease_ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
+    let mine = nodes
+        .iter()
+        .find(|n| n.id == me)
+        .map(|n| (n.started_ms, n.id.as_str()));
     nodes.iter().find(|n| {
         n.id != me
             && n.version.protocol != PROTOCOL
             && newest.saturating_sub(n.last_seen_ms) < lease_ms
+            && mine.is_none_or(|mine| (n.started_ms, n.id.as_str()) < mine)
     })
 }
 

@@ -94,6 +94,31 @@ async fn a_session_held_by_a_command_has_its_later_messages_wait() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn of_two_nodes_of_different_protocols_only_the_later_one_stands_aside() {
+    let coordinator = idle();
+    let other = NodeVersion {
+        version: "9.0.0".into(),
+        protocol: PROTOCOL + 1,
+    };
+    let cluster = Cluster::new(coordinator.clone(), Duration::from_secs(10));
+    let mut me = node_info("n", 100_000, NodeVersion::current());
+    me.started_ms = 50_000;
+    let mut later = node_info("m", 100_000, other);
+    later.started_ms = 60_000;
+    *coordinator.nodes.lock().unwrap() = vec![me.clone(), later.clone()];
+    assert!(
+        !cluster.check_protocols().await,
+        "the later node stands aside, not this one"
+    );
+    later.started_ms = 40_000;
+    *coordinator.nodes.lock().unwrap() = vec![me, later];
+    assert!(
+        cluster.check_protocols().await,
+        "this node started later: it stands aside"
+    );
+}
+
+#[tokio::test]
 async fn a_live_node_of_another_protocol_stops_turns_here_until_it_is_gone() {
     let coordinator = idle();
     let older = NodeVersion {
@@ -104,8 +129,11 @@ async fn a_live_node_of_another_protocol_stops_turns_here_until_it_is_gone() {
     let key = "agent:main:telegram:default:direct:7";
     cluster.renewed(&[lease(partition_of(key), 1)], Instant::now());
     let set_nodes = |old_seen_ms: u64| {
+        // This node started after the other one: it is the one to stand aside.
+        let mut me = node_info("n", 100_000, NodeVersion::current());
+        me.started_ms = 1;
         *coordinator.nodes.lock().unwrap() = vec![
-            node_info("n", 100_000, NodeVersion::current()),
+            me,
             node_info("old", old_seen_ms, older.clone()),
             node_info("same", 99_000, NodeVersion::current()),
         ];

@@ -165,6 +165,9 @@ pub struct Peers {
     key: OnceLock<Vec<u8>>,
     /// The calls from other nodes being handled ([`CALLS_AT_ONCE`]).
     handling: Arc<Semaphore>,
+    /// The stops from other nodes being handled: a pool of their own ([`CALLS_AT_ONCE`]),
+    /// so that slow calls of other kinds never lock a `/stop` out.
+    stopping: Arc<Semaphore>,
 }
 
 /// Forgets a call when its asker stops waiting.
@@ -193,6 +196,7 @@ impl Peers {
             calls: Mutex::new(HashMap::new()),
             key: OnceLock::new(),
             handling: Arc::new(Semaphore::new(CALLS_AT_ONCE)),
+            stopping: Arc::new(Semaphore::new(CALLS_AT_ONCE)),
         }
     }
 
@@ -283,14 +287,18 @@ impl Peers {
     }
 
     /// Handles `question` (a call from another node) with `handle`, in a task of its own,
-    /// while fewer than [`CALLS_AT_ONCE`] are handled; otherwise answers it [`Body::Busy`]
-    /// at once (waiting at most [`ANSWER_WITHIN`] for the database: the asker has given up
-    /// by then).
+    /// while fewer than [`CALLS_AT_ONCE`] of its kind (stops; the others) are handled;
+    /// otherwise answers it [`Body::Busy`] at once (waiting at most [`ANSWER_WITHIN`] for
+    /// the database: the asker has given up by then).
     pub async fn dispatch<F>(&self, question: &Envelope, handle: F)
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        match self.handling.clone().try_acquire_owned() {
+        let pool = match question.body {
+            Body::Stop { .. } => &self.stopping,
+            _ => &self.handling,
+        };
+        match pool.clone().try_acquire_owned() {
             Ok(permit) => {
                 tokio::spawn(handled(handle, permit));
             }

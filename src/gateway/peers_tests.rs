@@ -220,3 +220,35 @@ async fn calls_over_the_bound_are_refused_as_busy() {
         assert_eq!(call.await.unwrap(), Ok(Vec::new()), "not answered in time");
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_stop_is_handled_while_other_calls_fill_the_bound() {
+    let bus = Bus::default();
+    let a = serve(bus.node("a"), |_| None);
+    let _b = listen(bus.node("b"), Reply::Stuck);
+    let list = || Body::ListApprovals {
+        session: None,
+        id: None,
+    };
+    let taken: Vec<_> = (0..CALLS_AT_ONCE)
+        .map(|_| {
+            let a = a.clone();
+            tokio::spawn(async move { a.ask(Some("b"), list(), 1, ANSWER_WITHIN, |_| true).await })
+        })
+        .collect();
+    tokio::time::sleep(ANSWER_WITHIN / 2).await;
+    // A stop has a pool of its own: it is taken (and, stuck like the others, not answered
+    // in time), not refused as busy.
+    let stop = Body::Stop {
+        session: "k".into(),
+        children: false,
+    };
+    let stopped = a
+        .ask(Some("b"), stop, 1, ANSWER_WITHIN, |_| true)
+        .await
+        .unwrap();
+    assert_eq!(stopped, Vec::new(), "not refused as busy");
+    for call in taken {
+        assert_eq!(call.await.unwrap(), Ok(Vec::new()));
+    }
+}

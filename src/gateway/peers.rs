@@ -8,8 +8,9 @@
 //!
 //! Every envelope is signed (HMAC-SHA256 with the store's call key, [`Coordinator::call_key`],
 //! which only roles that can read chela's tables know): a role that can merely connect, and
-//! so `NOTIFY` and `LISTEN`, cannot make a node stop a session or answer an approval, and a
-//! call without a valid signature is dropped.
+//! so `NOTIFY` and `LISTEN`, cannot forge a call, and a call without a valid signature is
+//! dropped. It can, though, copy a signed call it heard and send it again later: envelopes
+//! carry no time or nonce yet (README, limits of the cluster).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -69,16 +69,22 @@ async fn setup(name: &str) -> Setup {
         _ => {
             let config = s.path("claude-config");
             std::fs::create_dir_all(&config).unwrap();
+            // Claude Code makes `<tmp>/claude-<uid>` at start. This test's store lives under
+            // /tmp, so the sandbox lets nothing new be made directly in /tmp (an ancestor of
+            // a hidden path, README "Sandbox"): its temp folder is one made beforehand.
+            let tmp = s.path("claude-tmp");
+            std::fs::create_dir_all(&tmp).unwrap();
             let entry =
                 dir.join("node_modules/@agentclientprotocol/claude-agent-acp/dist/index.js");
             format!(
                 "command = ['node', {}]\nenv = {{ ANTHROPIC_BASE_URL = '{}', \
-                 ANTHROPIC_API_KEY = 'fake', CLAUDE_CONFIG_DIR = {}, \
+                 ANTHROPIC_API_KEY = 'fake', CLAUDE_CONFIG_DIR = {}, CLAUDE_CODE_TMPDIR = {}, \
                  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = '1', DISABLE_TELEMETRY = '1', \
                  DISABLE_AUTOUPDATER = '1', IS_SANDBOX = '1' }}\n",
                 lit(&entry),
                 s.fake.base_url(),
-                lit(&config)
+                lit(&config),
+                lit(&tmp)
             )
         }
     };

@@ -45,6 +45,8 @@ pub struct FakeCoordinator {
     pub intake_asks: Mutex<Vec<(String, u64)>>,
     /// Intake leases given back.
     pub intakes_released: AtomicUsize,
+    /// The layouts advertised now, with their length (s).
+    pub layouts: Mutex<Vec<(String, u64)>>,
 }
 
 impl FakeCoordinator {
@@ -110,6 +112,16 @@ impl Coordinator for FakeCoordinator {
         })
     }
     fn leave(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async { Ok(()) })
+    }
+    fn advertise_layout<'a>(&'a self, layout: &'a str, lease_s: u64) -> StoreFuture<'a, ()> {
+        let mut layouts = self.layouts.lock().unwrap();
+        layouts.retain(|(l, _)| l != layout);
+        layouts.push((layout.to_owned(), lease_s));
+        Box::pin(async { Ok(()) })
+    }
+    fn withdraw_layout<'a>(&'a self, layout: &'a str) -> StoreFuture<'a, ()> {
+        self.layouts.lock().unwrap().retain(|(l, _)| l != layout);
         Box::pin(async { Ok(()) })
     }
     fn nodes(&self) -> StoreFuture<'_, Vec<NodeInfo>> {

@@ -15,6 +15,8 @@ use tokio::time::Instant;
 
 use chela_channel::InboundSink;
 
+use crate::record::{Entry, Record, Stored};
+
 /// How often moved cursors are written.
 pub const SAVE_EVERY: Duration = Duration::from_millis(500);
 /// How long a failed message holds its channel's cursor: the catch-up's reach (its window,
@@ -23,10 +25,19 @@ pub const HOLD_MAX: Duration = Duration::from_secs(15 * 60);
 /// Channels remembered at most (the one with the oldest last message goes first).
 const MAX_CHANNELS: usize = 10_000;
 
+/// A message id, kept as is.
+impl Stored for u64 {
+    fn to_cursor(self) -> Option<i64> {
+        i64::try_from(self).ok()
+    }
+    fn from_cursor(cursor: i64) -> Option<u64> {
+        u64::try_from(cursor).ok()
+    }
+}
+
 /// Last message id per channel id, and whether it moved since the last save.
 pub struct Seen {
-    prefix: String,
-    last: Mutex<HashMap<u64, (u64, bool)>>,
+    last: Record<u64>,
     /// Per channel, the oldest message the sink failed to take: the cursor stays below it
     /// until it is taken (a later catch-up reads it again), so a store error on one message
     /// followed by an accepted one does not skip the first. Kept in memory only: after a
@@ -40,8 +51,7 @@ impl Seen {
     /// Cursors of `account`.
     pub fn new(account: &str) -> Seen {
         Seen {
-            prefix: format!("discord:{account}:last:"),
-            last: Mutex::new(HashMap::new()),
+            last: Record::new(format!("discord:{account}:last:"), "a channel cursor"),
             held: Mutex::new(HashMap::new()),
         }
     }
@@ -77,77 +87,44 @@ impl Seen {
     /// caller then saves at once, so the channel is known to the next start's catch-up).
     pub fn note(&self, channel: u64, id: u64) -> bool {
         let id = self.allowed(channel, id);
-        let Ok(mut last) = self.last.lock() else {
+        let Some(mut last) = self.last.entries() else {
             return false;
         };
         if let Some(entry) = last.get_mut(&channel) {
-            if id > entry.0 {
-                *entry = (id, true);
+            if id > entry.value {
+                *entry = Entry::changed(id);
             }
             return false;
         }
         if last.len() >= MAX_CHANNELS
-            && let Some(oldest) = last.iter().min_by_key(|(_, (id, _))| *id).map(|(c, _)| *c)
+            && let Some(oldest) = last.iter().min_by_key(|(_, e)| e.value).map(|(c, _)| *c)
         {
             last.remove(&oldest);
         }
-        last.insert(channel, (id, true));
+        last.insert(channel, Entry::changed(id));
         true
     }
 
     /// The last message taken in `channel`, if known.
     pub fn last(&self, channel: u64) -> Option<u64> {
-        self.last.lock().ok()?.get(&channel).map(|(id, _)| *id)
+        self.last.get(channel)
     }
 
     /// Reads the saved cursors into memory (a newer one noted meanwhile wins); every known
     /// channel with its last message, newest first.
     pub async fn load(&self, sink: &dyn InboundSink) -> Vec<(u64, u64)> {
-        let saved = sink.cursors(&self.prefix).await;
-        let Ok(mut last) = self.last.lock() else {
+        self.last.load(sink, |here, saved| saved > here).await;
+        let Some(last) = self.last.entries() else {
             return Vec::new();
         };
-        for (name, value) in saved {
-            let channel = name[self.prefix.len().min(name.len())..].parse::<u64>();
-            if let (Ok(channel), Ok(id)) = (channel, u64::try_from(value)) {
-                let entry = last.entry(channel).or_insert((id, false));
-                if id > entry.0 {
-                    *entry = (id, false);
-                }
-            }
-        }
-        let mut all: Vec<(u64, u64)> = last.iter().map(|(c, (id, _))| (*c, *id)).collect();
+        let mut all: Vec<(u64, u64)> = last.iter().map(|(c, e)| (*c, e.value)).collect();
         all.sort_by_key(|b| std::cmp::Reverse(b.1));
         all
     }
 
-    /// Writes the cursors that moved since the last save.
+    /// Writes the cursors that moved since they were last written.
     pub async fn save(&self, sink: &dyn InboundSink) {
-        let moved: Vec<(u64, u64)> = match self.last.lock() {
-            Ok(mut last) => last
-                .iter_mut()
-                .filter(|(_, (_, dirty))| *dirty)
-                .map(|(channel, entry)| {
-                    entry.1 = false;
-                    (*channel, entry.0)
-                })
-                .collect(),
-            Err(_) => return,
-        };
-        for (channel, id) in moved {
-            let Ok(value) = i64::try_from(id) else {
-                continue;
-            };
-            let name = format!("{}{channel}", self.prefix);
-            if let Err(e) = sink.save_cursor(&name, value).await {
-                tracing::warn!(error = %e, channel, "discord: cannot save a channel cursor");
-                if let Ok(mut last) = self.last.lock()
-                    && let Some(entry) = last.get_mut(&channel)
-                {
-                    entry.1 = true;
-                }
-            }
-        }
+        self.last.save(sink).await;
     }
 }
 
@@ -155,50 +132,34 @@ impl Seen {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::record::test_sink::Cursors;
     use chela_channel::{BoxFuture, Inbound, SinkError};
 
-    #[derive(Default)]
-    struct Cursors(Mutex<HashMap<String, i64>>);
+    /// A store whose writes never end: the shard is dropped in the middle of a save.
+    struct Hangs;
 
-    impl InboundSink for Cursors {
+    impl InboundSink for Hangs {
         fn accept(&self, _: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
             Box::pin(async { Ok(()) })
         }
-        fn cursors<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Vec<(String, i64)>> {
-            let all = self.0.lock().unwrap().clone();
-            Box::pin(async move {
-                all.into_iter()
-                    .filter(|(k, _)| k.starts_with(prefix))
-                    .collect()
-            })
-        }
-        fn save_cursor<'a>(
-            &'a self,
-            name: &'a str,
-            value: i64,
-        ) -> BoxFuture<'a, Result<(), SinkError>> {
-            self.0.lock().unwrap().insert(name.to_owned(), value);
-            Box::pin(async { Ok(()) })
+        fn save_cursor<'a>(&'a self, _: &'a str, _: i64) -> BoxFuture<'a, Result<(), SinkError>> {
+            Box::pin(std::future::pending())
         }
     }
 
-    #[tokio::test]
-    async fn cursors_only_move_forward_and_survive_a_new_seen() {
-        let sink = Cursors::default();
+    #[tokio::test(start_paused = true)]
+    async fn a_save_dropped_midway_leaves_what_it_did_not_write_to_the_next_one() {
         let seen = Seen::new("default");
-        assert!(seen.note(10, 500));
-        assert!(!seen.note(10, 400));
-        seen.note(11, 7);
+        assert!(seen.note(10, 500), "a new channel");
+        let cut = tokio::time::timeout(Duration::from_secs(1), seen.save(&Hangs)).await;
+        assert!(cut.is_err(), "the save hung and was dropped");
+        let sink = Cursors::default();
         seen.save(&sink).await;
         assert_eq!(
             sink.0.lock().unwrap().get("discord:default:last:10"),
-            Some(&500)
+            Some(&500),
+            "the channel's first cursor is written by the next save"
         );
-        let again = Seen::new("default");
-        again.note(11, 9);
-        let all = again.load(&sink).await;
-        assert_eq!(all, vec![(10, 500), (11, 9)]);
-        assert_eq!(Seen::new("other").load(&sink).await, vec![]);
     }
 
     #[tokio::test(start_paused = true)]

@@ -157,33 +157,40 @@ pub mod test_sink {
             Box::pin(async { Ok(()) })
         }
     }
+
+    /// A store whose cursor writes fail, or never end (a shard dropped in the middle of a
+    /// save).
+    pub enum Broken {
+        /// Each write fails.
+        Fails,
+        /// Each write hangs.
+        Hangs,
+    }
+
+    impl InboundSink for Broken {
+        fn accept(&self, _: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
+            Box::pin(async { Ok(()) })
+        }
+        fn save_cursor<'a>(&'a self, _: &'a str, _: i64) -> BoxFuture<'a, Result<(), SinkError>> {
+            match self {
+                Broken::Fails => Box::pin(async { Err(SinkError("down".into())) }),
+                Broken::Hangs => Box::pin(std::future::pending()),
+            }
+        }
+    }
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use chela_channel::{BoxFuture, Inbound, SinkError};
-
-    use super::test_sink::Cursors;
+    use super::test_sink::{Broken, Cursors};
     use super::*;
-
-    /// Writes that fail.
-    struct Down;
-
-    impl InboundSink for Down {
-        fn accept(&self, _: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
-            Box::pin(async { Ok(()) })
-        }
-        fn save_cursor<'a>(&'a self, _: &'a str, _: i64) -> BoxFuture<'a, Result<(), SinkError>> {
-            Box::pin(async { Err(SinkError("down".into())) })
-        }
-    }
 
     #[tokio::test]
     async fn a_failed_write_is_tried_again_and_a_written_one_is_not() {
         let record: Record<u64> = Record::new("p:".into(), "a test value");
         record.entries().unwrap().insert(1, Entry::changed(5));
-        record.save(&Down).await;
+        record.save(&Broken::Fails).await;
         let sink = Cursors::default();
         record.save(&sink).await;
         assert_eq!(sink.0.lock().unwrap().get("p:1"), Some(&5));

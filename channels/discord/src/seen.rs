@@ -132,26 +132,13 @@ impl Seen {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::record::test_sink::Cursors;
-    use chela_channel::{BoxFuture, Inbound, SinkError};
-
-    /// A store whose writes never end: the shard is dropped in the middle of a save.
-    struct Hangs;
-
-    impl InboundSink for Hangs {
-        fn accept(&self, _: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
-            Box::pin(async { Ok(()) })
-        }
-        fn save_cursor<'a>(&'a self, _: &'a str, _: i64) -> BoxFuture<'a, Result<(), SinkError>> {
-            Box::pin(std::future::pending())
-        }
-    }
+    use crate::record::test_sink::{Broken, Cursors};
 
     #[tokio::test(start_paused = true)]
     async fn a_save_dropped_midway_leaves_what_it_did_not_write_to_the_next_one() {
         let seen = Seen::new("default");
         assert!(seen.note(10, 500), "a new channel");
-        let cut = tokio::time::timeout(Duration::from_secs(1), seen.save(&Hangs)).await;
+        let cut = tokio::time::timeout(Duration::from_secs(1), seen.save(&Broken::Hangs)).await;
         assert!(cut.is_err(), "the save hung and was dropped");
         let sink = Cursors::default();
         seen.save(&sink).await;

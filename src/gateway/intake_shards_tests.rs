@@ -228,6 +228,20 @@ impl Cluster {
         }
     }
 
+    /// A cluster where node `a` started `after` ago: the cluster, a's stop token and task.
+    async fn with_a(
+        after: Duration,
+    ) -> (
+        Cluster,
+        CancellationToken,
+        JoinHandle<Result<(), ChannelError>>,
+    ) {
+        let cluster = Cluster::new();
+        let (stop, task) = cluster.start("a");
+        tokio::time::sleep(after).await;
+        (cluster, stop, task)
+    }
+
     /// Starts node `id`: its stop token and task.
     fn start(&self, id: &str) -> (CancellationToken, JoinHandle<Result<(), ChannelError>>) {
         self.start_with(id, 2, false)
@@ -328,9 +342,7 @@ async fn nodes_share_the_parts_and_a_dead_nodes_parts_move_after_the_lease() {
 
 #[tokio::test(start_paused = true)]
 async fn a_graceful_stop_gives_every_part_back_at_once() {
-    let cluster = Cluster::new();
-    let (stop, task) = cluster.start("a");
-    tokio::time::sleep(Duration::from_millis(10)).await;
+    let (cluster, stop, task) = Cluster::with_a(Duration::from_millis(10)).await;
     assert_eq!(cluster.holders(), [Some("a".into()), Some("a".into())]);
     stop.cancel();
     task.await.unwrap().unwrap();
@@ -340,9 +352,7 @@ async fn a_graceful_stop_gives_every_part_back_at_once() {
 
 #[tokio::test(start_paused = true)]
 async fn a_graceful_stop_ends_even_when_the_database_hangs() {
-    let cluster = Cluster::new();
-    let (stop, task) = cluster.start("a");
-    tokio::time::sleep(Duration::from_millis(10)).await;
+    let (cluster, stop, task) = Cluster::with_a(Duration::from_millis(10)).await;
     assert_eq!(cluster.running(), on(&[("a", &[0, 1])]));
     cluster.table.lock().unwrap().hangs = true;
     stop.cancel();
@@ -353,9 +363,7 @@ async fn a_graceful_stop_ends_even_when_the_database_hangs() {
 
 #[tokio::test(start_paused = true)]
 async fn a_part_whose_lease_another_node_took_stops_here() {
-    let cluster = Cluster::new();
-    let (_stop, _task) = cluster.start("a");
-    tokio::time::sleep(Duration::from_millis(10)).await;
+    let (cluster, _stop, _task) = Cluster::with_a(Duration::from_millis(10)).await;
     // Another node took part 1 (this node was paused past its lease).
     let far = Instant::now() + LEASE * 100;
     cluster
@@ -370,9 +378,7 @@ async fn a_part_whose_lease_another_node_took_stops_here() {
 
 #[tokio::test(start_paused = true)]
 async fn parts_whose_lease_cannot_be_renewed_stop_before_it_can_expire() {
-    let cluster = Cluster::new();
-    let (_stop, _task) = cluster.start("a");
-    tokio::time::sleep(Duration::from_millis(1)).await;
+    let (cluster, _stop, _task) = Cluster::with_a(Duration::from_millis(1)).await;
     assert_eq!(cluster.running(), on(&[("a", &[0, 1])]));
     // The database is gone: the parts go on while their lease is trusted (the lease less a
     // tick since it was won), and stop before it could expire.
@@ -385,9 +391,7 @@ async fn parts_whose_lease_cannot_be_renewed_stop_before_it_can_expire() {
 
 #[tokio::test(start_paused = true)]
 async fn parts_stop_before_their_lease_can_expire_even_when_the_database_hangs() {
-    let cluster = Cluster::new();
-    let (_stop, _task) = cluster.start("a");
-    tokio::time::sleep(Duration::from_millis(1)).await;
+    let (cluster, _stop, _task) = Cluster::with_a(Duration::from_millis(1)).await;
     assert_eq!(cluster.running(), on(&[("a", &[0, 1])]));
     // Every call now waits until its timeout (a tick): the rounds take several ticks each.
     cluster.table.lock().unwrap().hangs = true;
@@ -408,9 +412,7 @@ async fn a_node_without_the_intake_does_not_lower_the_share() {
 
 #[tokio::test(start_paused = true)]
 async fn a_node_with_another_number_of_parts_does_not_lower_the_share() {
-    let cluster = Cluster::new();
-    let (_a_stop, _a) = cluster.start("a");
-    tokio::time::sleep(Duration::from_millis(10)).await;
+    let (cluster, _a_stop, _a) = Cluster::with_a(Duration::from_millis(10)).await;
     // b runs Discord in 3 shards: leases of other names, another layout.
     let (_b_stop, _b) = cluster.start_with("b", 3, false);
     tokio::time::sleep(LEASE * 3).await;
@@ -421,9 +423,7 @@ async fn a_node_with_another_number_of_parts_does_not_lower_the_share() {
 
 #[tokio::test(start_paused = true)]
 async fn the_parts_of_a_node_whose_intake_ended_are_taken_by_the_others() {
-    let cluster = Cluster::new();
-    let (_a_stop, _a) = cluster.start("a");
-    tokio::time::sleep(Duration::from_millis(10)).await;
+    let (cluster, _a_stop, _a) = Cluster::with_a(Duration::from_millis(10)).await;
     // b's heartbeat goes on, but each of its parts ends at once with a fatal error.
     cluster.table.lock().unwrap().beating.insert("b".into());
     let (_b_stop, b) = cluster.start_with("b", 2, true);

@@ -1,6 +1,6 @@
 //! A value per channel kept durably as the cursors `<prefix><channel id>`, each entry marked
-//! while it changed since it was written: the shape shared by [`crate::seen`] (the last
-//! message taken) and [`crate::guilds`] (where a channel sits).
+//! while it changed since it was written: the shape shared by the channel cursors (the last
+//! message taken) and the channel guilds (where a channel sits).
 //!
 //! An entry stays marked until a write of its current value succeeded, so a save that fails,
 //! or is dropped midway (its shard stopped), leaves what it did not write to the next one.
@@ -183,13 +183,28 @@ pub mod test_sink {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use chela_channel::{BoxFuture, Inbound, SinkError};
+
     use super::test_sink::{Broken, Cursors};
     use super::*;
 
+    /// A value of the test's own.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    struct Id(u64);
+
+    impl Stored for Id {
+        fn to_cursor(self) -> Option<i64> {
+            i64::try_from(self.0).ok()
+        }
+        fn from_cursor(cursor: i64) -> Option<Id> {
+            u64::try_from(cursor).ok().map(Id)
+        }
+    }
+
     #[tokio::test]
     async fn a_failed_write_is_tried_again_and_a_written_one_is_not() {
-        let record: Record<u64> = Record::new("p:".into(), "a test value");
-        record.entries().unwrap().insert(1, Entry::changed(5));
+        let record: Record<Id> = Record::new("p:".into(), "a test value");
+        record.entries().unwrap().insert(1, Entry::changed(Id(5)));
         record.save(&Broken::Fails).await;
         let sink = Cursors::default();
         record.save(&sink).await;
@@ -197,5 +212,34 @@ mod tests {
         sink.0.lock().unwrap().clear();
         record.save(&sink).await;
         assert!(sink.0.lock().unwrap().is_empty(), "written once");
+    }
+
+    /// Saves, and moves the value of channel 1 while its write is under way.
+    struct Moving<'r>(&'r Record<Id>, Cursors);
+
+    impl InboundSink for Moving<'_> {
+        fn accept(&self, _: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
+            Box::pin(async { Ok(()) })
+        }
+        fn save_cursor<'a>(
+            &'a self,
+            name: &'a str,
+            value: i64,
+        ) -> BoxFuture<'a, Result<(), SinkError>> {
+            self.0.entries().unwrap().insert(1, Entry::changed(Id(6)));
+            self.1.save_cursor(name, value)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_value_that_moved_during_its_write_is_written_again() {
+        let record: Record<Id> = Record::new("p:".into(), "a test value");
+        record.entries().unwrap().insert(1, Entry::changed(Id(5)));
+        let moving = Moving(&record, Cursors::default());
+        record.save(&moving).await;
+        assert_eq!(moving.1.0.lock().unwrap().get("p:1"), Some(&5));
+        let sink = Cursors::default();
+        record.save(&sink).await;
+        assert_eq!(sink.0.lock().unwrap().get("p:1"), Some(&6), "still unsaved");
     }
 }

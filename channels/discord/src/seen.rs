@@ -134,6 +134,25 @@ mod tests {
     use super::*;
     use crate::record::test_sink::{Broken, Cursors};
 
+    #[tokio::test]
+    async fn cursors_only_move_forward_and_survive_a_new_seen() {
+        let sink = Cursors::default();
+        let seen = Seen::new("default");
+        assert!(seen.note(10, 500));
+        assert!(!seen.note(10, 400));
+        seen.note(11, 7);
+        seen.save(&sink).await;
+        assert_eq!(
+            sink.0.lock().unwrap().get("discord:default:last:10"),
+            Some(&500)
+        );
+        let again = Seen::new("default");
+        again.note(11, 9);
+        let all = again.load(&sink).await;
+        assert_eq!(all, vec![(10, 500), (11, 9)]);
+        assert_eq!(Seen::new("other").load(&sink).await, vec![]);
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_save_dropped_midway_leaves_what_it_did_not_write_to_the_next_one() {
         let seen = Seen::new("default");

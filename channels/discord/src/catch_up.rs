@@ -330,7 +330,10 @@ mod tests {
         {
             let mut saved = sink.0.lock().unwrap();
             for c in 0..600 {
-                saved.insert(format!("discord:default:last:{}", 10_000 + c), 2_000_000 + c);
+                saved.insert(
+                    format!("discord:default:last:{}", 10_000 + c),
+                    2_000_000 + c,
+                );
                 saved.insert(format!("discord:default:guild:{}", 10_000 + c), ODD as i64);
             }
             saved.insert("discord:default:guild:70001".into(), ODD as i64);

@@ -6,10 +6,10 @@
 
 use chela_channel::InboundSink;
 
-use crate::record::{Entry, Record, Stored};
+use crate::record::{Record, Stored};
 
-/// Channels remembered at most (past that the saved ones are forgotten, the unsaved ones
-/// kept; a load or a look-up fills it again).
+/// Channels remembered at most (past that a saved one is forgotten, an unsaved one only when
+/// none is saved; a load or a look-up fills it again).
 const MAX_CHANNELS: usize = 10_000;
 
 /// Where a channel sits: its guild, or `None` for a DM.
@@ -36,29 +36,19 @@ impl Guilds {
     /// The guilds of `account`'s channels.
     pub fn new(account: &str) -> Guilds {
         Guilds {
-            known: Record::new(format!("discord:{account}:guild:"), "a channel's guild"),
+            known: Record::new(
+                format!("discord:{account}:guild:"),
+                "a channel's guild",
+                MAX_CHANNELS,
+                |_| 0,
+            ),
         }
     }
 
-    /// Notes that `channel` sits in `guild` (to be saved when new here). At the cap the
-    /// saved entries go (the store has them); the unsaved ones stay until written.
+    /// Notes that `channel` sits in `guild` (to be saved when new here or moved). At the cap
+    /// a saved entry goes (the store has it); an unsaved one stays until written.
     pub fn note(&self, channel: u64, guild: Guild) {
-        let Some(mut known) = self.known.entries() else {
-            return;
-        };
-        if known.get(&channel).is_some_and(|e| e.value == guild) {
-            return;
-        }
-        if known.len() >= MAX_CHANNELS && !known.contains_key(&channel) {
-            known.retain(|_, e| e.dirty);
-            // Every one unsaved (the store is failing): one goes, so memory stays bounded.
-            if known.len() >= MAX_CHANNELS
-                && let Some(any) = known.keys().next().copied()
-            {
-                known.remove(&any);
-            }
-        }
-        known.insert(channel, Entry::changed(guild));
+        self.known.note(channel, guild, |here| *here != guild);
     }
 
     /// Where `channel` sits, if known (`Some(None)`: a DM).
@@ -81,7 +71,7 @@ impl Guilds {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::record::test_sink::Cursors;
+    use crate::record::test_sink::{Broken, Cursors};
 
     #[tokio::test]
     async fn guilds_and_dms_are_saved_and_known_again_after_a_restart() {
@@ -115,13 +105,17 @@ mod tests {
     async fn at_the_cap_saved_guilds_go_and_unsaved_ones_stay() {
         let sink = Cursors::default();
         let guilds = Guilds::new("default");
-        for channel in 0..MAX_CHANNELS as u64 - 1 {
+        let full = MAX_CHANNELS as u64 - 1;
+        for channel in 0..full {
             guilds.note(channel, Some(1 << 22));
         }
         guilds.save(&sink).await;
         // Not saved yet (the record is full with it); then one past the cap.
         guilds.note(1_000_000, Some(2 << 22));
         guilds.note(1_000_001, Some(3 << 22));
+        assert_eq!(guilds.known.len(), MAX_CHANNELS, "bounded");
+        let saved_kept = (0..full).filter(|c| guilds.of(*c).is_some()).count();
+        assert_eq!(saved_kept, MAX_CHANNELS - 2, "a saved one was forgotten");
         assert_eq!(guilds.of(1_000_000), Some(Some(2 << 22)), "unsaved: kept");
         assert_eq!(guilds.of(1_000_001), Some(Some(3 << 22)));
         sink.0.lock().unwrap().clear();
@@ -129,5 +123,26 @@ mod tests {
         let saved = sink.0.lock().unwrap();
         assert_eq!(saved.get("discord:default:guild:1000000"), Some(&(2 << 22)));
         assert_eq!(saved.get("discord:default:guild:1000001"), Some(&(3 << 22)));
+    }
+
+    #[tokio::test]
+    async fn while_saves_fail_the_record_stays_bounded() {
+        let guilds = Guilds::new("default");
+        for channel in 0..MAX_CHANNELS as u64 + 50 {
+            guilds.note(channel, Some(1 << 22));
+            if channel % 1_000 == 0 {
+                guilds.save(&Broken::Fails).await;
+            }
+        }
+        assert_eq!(
+            guilds.known.len(),
+            MAX_CHANNELS,
+            "all unsaved, bounded all the same"
+        );
+        assert_eq!(
+            guilds.of(MAX_CHANNELS as u64 + 49),
+            Some(Some(1 << 22)),
+            "the newest noted is known"
+        );
     }
 }

@@ -15,14 +15,15 @@ use tokio::time::Instant;
 
 use chela_channel::InboundSink;
 
-use crate::record::{Entry, Record, Stored};
+use crate::record::{Record, Stored};
 
 /// How often moved cursors are written.
 pub const SAVE_EVERY: Duration = Duration::from_millis(500);
 /// How long a failed message holds its channel's cursor: the catch-up's reach (its window,
 /// `catch_up::WINDOW`, which uses this module).
 pub const HOLD_MAX: Duration = Duration::from_secs(15 * 60);
-/// Channels remembered at most (the one with the oldest last message goes first).
+/// Channels remembered at most (past that, the saved cursor of the oldest last message goes
+/// first; an unsaved one only when none is saved).
 const MAX_CHANNELS: usize = 10_000;
 
 /// A message id, kept as is.
@@ -51,7 +52,12 @@ impl Seen {
     /// Cursors of `account`.
     pub fn new(account: &str) -> Seen {
         Seen {
-            last: Record::new(format!("discord:{account}:last:"), "a channel cursor"),
+            last: Record::new(
+                format!("discord:{account}:last:"),
+                "a channel cursor",
+                MAX_CHANNELS,
+                |last| *last,
+            ),
             held: Mutex::new(HashMap::new()),
         }
     }
@@ -87,22 +93,7 @@ impl Seen {
     /// caller then saves at once, so the channel is known to the next start's catch-up).
     pub fn note(&self, channel: u64, id: u64) -> bool {
         let id = self.allowed(channel, id);
-        let Some(mut last) = self.last.entries() else {
-            return false;
-        };
-        if let Some(entry) = last.get_mut(&channel) {
-            if id > entry.value {
-                *entry = Entry::changed(id);
-            }
-            return false;
-        }
-        if last.len() >= MAX_CHANNELS
-            && let Some(oldest) = last.iter().min_by_key(|(_, e)| e.value).map(|(c, _)| *c)
-        {
-            last.remove(&oldest);
-        }
-        last.insert(channel, Entry::changed(id));
-        true
+        self.last.note(channel, id, |here| id > *here)
     }
 
     /// The last message taken in `channel`, if known.
@@ -114,10 +105,7 @@ impl Seen {
     /// channel with its last message, newest first.
     pub async fn load(&self, sink: &dyn InboundSink) -> Vec<(u64, u64)> {
         self.last.load(sink, |here, saved| saved > here).await;
-        let Some(last) = self.last.entries() else {
-            return Vec::new();
-        };
-        let mut all: Vec<(u64, u64)> = last.iter().map(|(c, e)| (*c, e.value)).collect();
+        let mut all = self.last.all();
         all.sort_by_key(|b| std::cmp::Reverse(b.1));
         all
     }

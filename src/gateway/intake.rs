@@ -540,4 +540,18 @@ impl InboundSink for Router {
                 .map_err(|e| SinkError(e.to_string()))
         })
     }
+
+    fn raise_cursor<'a>(
+        &'a self,
+        name: &'a str,
+        value: i64,
+    ) -> BoxFuture<'a, Result<(), SinkError>> {
+        Box::pin(async move {
+            self.core
+                .store
+                .raise_cursor(name, value)
+                .await
+                .map_err(|e| SinkError(e.to_string()))
+        })
+    }
 }

@@ -20,6 +20,9 @@ pub trait Stored: Copy + PartialEq {
     fn to_cursor(self) -> Option<i64>;
     /// The value of a saved cursor; `None` when it is not one.
     fn from_cursor(cursor: i64) -> Option<Self>;
+    /// Only moves forward: written so that a late write of an older value (another node's)
+    /// leaves a newer saved one as it is.
+    const FORWARD_ONLY: bool = false;
 }
 
 /// One channel's value, and whether it changed since it was last written.
@@ -163,7 +166,12 @@ impl<V: Stored> Record<V> {
                 continue;
             };
             let name = format!("{}{channel}", self.prefix);
-            match sink.save_cursor(&name, cursor).await {
+            let write = if V::FORWARD_ONLY {
+                sink.raise_cursor(&name, cursor)
+            } else {
+                sink.save_cursor(&name, cursor)
+            };
+            match write.await {
                 Ok(()) => self.written(channel, value),
                 Err(e) => {
                     let what = self.what;

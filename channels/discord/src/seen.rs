@@ -26,8 +26,11 @@ pub const HOLD_MAX: Duration = Duration::from_secs(15 * 60);
 /// first; an unsaved one only when none is saved).
 const MAX_CHANNELS: usize = 10_000;
 
-/// A message id, kept as is.
+/// A message id, kept as is; a cursor only moves forward, so a late write of a stopped
+/// shard's older one leaves the newer one its new holder wrote.
 impl Stored for u64 {
+    const FORWARD_ONLY: bool = true;
+
     fn to_cursor(self) -> Option<i64> {
         i64::try_from(self).ok()
     }
@@ -121,6 +124,7 @@ impl Seen {
 mod tests {
     use super::*;
     use crate::record::test_sink::{Broken, Cursors};
+    use chela_channel::{BoxFuture, Inbound, SinkError};
 
     #[tokio::test]
     async fn cursors_only_move_forward_and_survive_a_new_seen() {
@@ -139,6 +143,49 @@ mod tests {
         let all = again.load(&sink).await;
         assert_eq!(all, vec![(10, 500), (11, 9)]);
         assert_eq!(Seen::new("other").load(&sink).await, vec![]);
+    }
+
+    /// A store whose raised cursors keep the larger value, as the stores' do.
+    #[derive(Default)]
+    struct Raising(Cursors);
+
+    impl InboundSink for Raising {
+        fn accept(&self, _: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
+            Box::pin(async { Ok(()) })
+        }
+        fn save_cursor<'a>(
+            &'a self,
+            name: &'a str,
+            value: i64,
+        ) -> BoxFuture<'a, Result<(), SinkError>> {
+            self.0.save_cursor(name, value)
+        }
+        fn raise_cursor<'a>(
+            &'a self,
+            name: &'a str,
+            value: i64,
+        ) -> BoxFuture<'a, Result<(), SinkError>> {
+            let mut saved = self.0.0.lock().unwrap();
+            let cursor = saved.entry(name.to_owned()).or_insert(value);
+            *cursor = (*cursor).max(value);
+            Box::pin(async { Ok(()) })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stopped_shards_late_write_does_not_move_a_cursor_back() {
+        let sink = Raising::default();
+        // The shard stopped before it wrote 500; its new holder (another node) took 600.
+        let stopped = Seen::new("default");
+        stopped.note(10, 500);
+        let holder = Seen::new("default");
+        holder.note(10, 600);
+        holder.save(&sink).await;
+        stopped.save(&sink).await;
+        assert_eq!(
+            sink.0.0.lock().unwrap().get("discord:default:last:10"),
+            Some(&600)
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use chela_testkit::discord::{ChannelSpec, UserSpec, shard_of};
 use common::Chat;
-use common::cluster::{block_on, node_command, query, schema_of, status_command};
+use common::cluster::{block_on, node_command, query, query_checked, schema_of, status_command};
 use common::discord::{DcConfig, DcSetup};
 use common::pg::fresh_store_url;
 
@@ -33,31 +33,46 @@ fn texts(s: &DcSetup, channel: u64) -> Vec<String> {
         .collect()
 }
 
-/// The unexpired Discord shard leases: (lease name, node), by name.
-async fn shard_holders(schema: &str) -> Vec<(String, String)> {
-    let sql = format!(
+/// The query of the unexpired Discord shard leases.
+fn holders_sql(schema: &str) -> String {
+    format!(
         "SELECT name, node FROM {schema}.intake_leases WHERE name LIKE 'intake:discord#%' \
          AND node IS NOT NULL AND expires > now() ORDER BY name"
-    );
-    // Not migrated yet: nobody holds anything.
-    let rows = query(&sql).await;
+    )
+}
+
+/// (lease name, node) of each row.
+fn holders_of(rows: &[tokio_postgres::Row]) -> Vec<(String, String)> {
     rows.iter().map(|r| (r.get(0), r.get(1))).collect()
 }
 
-/// The nodes advertising the layout `discord#/2` (an unexpired row), by id.
-async fn advertising(schema: &str) -> Vec<String> {
-    let sql = format!(
-        "SELECT node FROM {schema}.intake_layouts WHERE layout = 'discord#/2' \
-         AND expires > now() ORDER BY node"
-    );
-    let rows = query(&sql).await;
-    rows.iter().map(|r| r.get(0)).collect()
+/// The unexpired Discord shard leases: (lease name, node), by name (the schema must exist).
+async fn shard_holders(schema: &str) -> Vec<(String, String)> {
+    holders_of(&query_checked(&holders_sql(schema)).await)
 }
 
 /// [`shard_holders`] from a synchronous predicate.
 fn holders_now(schema: &str) -> Vec<(String, String)> {
     let schema = schema.to_owned();
     block_on(async move { shard_holders(&schema).await })
+}
+
+/// [`holders_now`] while the nodes may not have migrated the store yet: nobody holds
+/// anything then.
+fn holders_once_migrated(schema: &str) -> Vec<(String, String)> {
+    let sql = holders_sql(schema);
+    block_on(async move { holders_of(&query(&sql).await) })
+}
+
+/// The nodes advertising the layout `discord#/2` (an unexpired row), by id (the schema must
+/// exist).
+async fn advertising(schema: &str) -> Vec<String> {
+    let sql = format!(
+        "SELECT node FROM {schema}.intake_layouts WHERE layout = 'discord#/2' \
+         AND expires > now() ORDER BY node"
+    );
+    let rows = query_checked(&sql).await;
+    rows.iter().map(|r| r.get(0)).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -87,7 +102,7 @@ async fn two_nodes_run_a_shard_each_and_a_killed_nodes_shard_moves() {
     let spread =
         s.dc.wait_for(
             |d| {
-                let held = holders_now(&schema);
+                let held = holders_once_migrated(&schema);
                 d.connected_shards() == [[0, 2], [1, 2]]
                     && held.len() == 2
                     && held[0].1 != held[1].1

@@ -115,23 +115,31 @@ pub fn update(chat: i64, from: i64, n: i64, text: &str, mention: bool) -> String
     )
 }
 
-/// Rows of `sql` on the test database; none when it fails (the store's schema is not
-/// migrated yet).
-pub async fn query(sql: &str) -> Vec<tokio_postgres::Row> {
+/// A client of the test database.
+async fn connect() -> tokio_postgres::Client {
     let (client, connection) = tokio_postgres::connect(&test_url(), tokio_postgres::NoTls)
         .await
         .unwrap();
     tokio::spawn(connection);
-    client.query(sql, &[]).await.unwrap_or_default()
+    client
+}
+
+/// Rows of `sql` on the test database; none when it fails (the store's schema is not
+/// migrated yet). Where the schema must exist, [`query_checked`].
+pub async fn query(sql: &str) -> Vec<tokio_postgres::Row> {
+    connect().await.query(sql, &[]).await.unwrap_or_default()
+}
+
+/// Rows of `sql` on the test database; fails the test when it fails (where the store's
+/// schema must exist, so that no error reads as "no rows").
+pub async fn query_checked(sql: &str) -> Vec<tokio_postgres::Row> {
+    let rows = connect().await.query(sql, &[]).await;
+    rows.unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
 
 /// Runs `sql` on the test database; how many rows it changed (fails the test when it fails).
 pub async fn execute(sql: &str) -> u64 {
-    let (client, connection) = tokio_postgres::connect(&test_url(), tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    client.execute(sql, &[]).await.unwrap()
+    connect().await.execute(sql, &[]).await.unwrap()
 }
 
 /// Runs `future` to its end on a runtime of its own, in a thread of its own: for a

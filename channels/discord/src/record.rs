@@ -198,12 +198,35 @@ impl<V: Stored> Record<V> {
 pub mod test_sink {
     use std::collections::HashMap;
     use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     use chela_channel::{BoxFuture, Inbound, InboundSink, SinkError};
 
-    /// Saved cursors, by name.
+    /// Saved cursors, by name, and how many writes were made; each write waits a turn
+    /// before it is done (as a store's does), and a raised cursor keeps the larger value (as
+    /// the stores do).
     #[derive(Default)]
-    pub struct Cursors(pub Mutex<HashMap<String, i64>>);
+    pub struct Cursors(pub Mutex<HashMap<String, i64>>, pub AtomicUsize);
+
+    impl Cursors {
+        /// Writes cursor `name` after a turn, the larger of both values when `raise`.
+        fn write(
+            &self,
+            name: &str,
+            value: i64,
+            raise: bool,
+        ) -> BoxFuture<'_, Result<(), SinkError>> {
+            self.1.fetch_add(1, Ordering::SeqCst);
+            let name = name.to_owned();
+            Box::pin(async move {
+                tokio::task::yield_now().await;
+                let mut saved = self.0.lock().unwrap();
+                let cursor = saved.entry(name).or_insert(value);
+                *cursor = if raise { (*cursor).max(value) } else { value };
+                Ok(())
+            })
+        }
+    }
 
     impl InboundSink for Cursors {
         fn accept(&self, _: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
@@ -222,8 +245,14 @@ pub mod test_sink {
             name: &'a str,
             value: i64,
         ) -> BoxFuture<'a, Result<(), SinkError>> {
-            self.0.lock().unwrap().insert(name.to_owned(), value);
-            Box::pin(async { Ok(()) })
+            self.write(name, value, false)
+        }
+        fn raise_cursor<'a>(
+            &'a self,
+            name: &'a str,
+            value: i64,
+        ) -> BoxFuture<'a, Result<(), SinkError>> {
+            self.write(name, value, true)
         }
     }
 
@@ -317,37 +346,16 @@ mod tests {
         assert_eq!(sink.0.lock().unwrap().get("p:1"), Some(&6), "still unsaved");
     }
 
-    /// Counts the writes, each of which waits a turn before it is done (as a store does).
-    #[derive(Default)]
-    struct Slow(Cursors, std::sync::atomic::AtomicUsize);
-
-    impl InboundSink for Slow {
-        fn accept(&self, _: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
-            Box::pin(async { Ok(()) })
-        }
-        fn save_cursor<'a>(
-            &'a self,
-            name: &'a str,
-            value: i64,
-        ) -> BoxFuture<'a, Result<(), SinkError>> {
-            self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            Box::pin(async move {
-                tokio::task::yield_now().await;
-                self.0.save_cursor(name, value).await
-            })
-        }
-    }
-
     #[tokio::test]
     async fn saves_run_one_at_a_time_so_each_change_is_written_once() {
         let record = record(10);
         record.note(1, Id(5), |_| true);
         record.note(2, Id(6), |_| true);
-        let slow = Slow::default();
+        let sink = Cursors::default();
         // The shards of a node saving the one record at the same time.
-        tokio::join!(record.save(&slow), record.save(&slow), record.save(&slow));
-        assert_eq!(slow.1.load(std::sync::atomic::Ordering::SeqCst), 2);
-        assert_eq!(slow.0.0.lock().unwrap().get("p:2"), Some(&6));
+        tokio::join!(record.save(&sink), record.save(&sink), record.save(&sink));
+        assert_eq!(sink.1.load(std::sync::atomic::Ordering::SeqCst), 2);
+        assert_eq!(sink.0.lock().unwrap().get("p:2"), Some(&6));
     }
 
     #[tokio::test]

@@ -14,10 +14,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chela_testkit::ChatSpec;
-use common::cluster::{SECRET, free_port, post_once, proxy, query, update};
-use common::pg::{fresh_store_url, start_node};
+use common::Chat;
+use common::cluster::{
+    SECRET, block_on, free_port, node_command, post_once, proxy, query, schema_of, start_node,
+    status_command, update,
+};
+use common::pg::fresh_store_url;
 use common::telegram::{TgConfig, TgSetup};
-use common::{Chat, chela_command};
 use tokio::net::TcpListener;
 
 const NODES: usize = 3;
@@ -117,7 +120,7 @@ async fn holders(schema: &str) -> Vec<(String, i64)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_nodes_answer_every_message_once_in_order_across_a_kill_9() {
     let url = fresh_store_url().await;
-    let schema = url.rsplit("%3D").next().unwrap().to_owned();
+    let schema = schema_of(&url);
     let s = TgSetup::with(TgConfig {
         mode: "followup",
         telegram: "dm_policy = \"open\"",
@@ -144,13 +147,8 @@ async fn three_nodes_answer_every_message_once_in_order_across_a_kill_9() {
                 listens[i]
             ),
         );
-        let path = s.setup.path(&format!("node{i}.toml"));
-        std::fs::write(&path, config).unwrap();
-        let mut cmd = chela_command(&s.setup.path(""));
-        cmd.arg("--config").arg(&path).arg("gateway");
-        cmd.env("CHELA_STORE_URL", &url)
-            .env("RUST_LOG", "warn,chela::gateway::cluster=info")
-            .env("CHELA_STORE_PATH", format!("data{i}"));
+        let mut cmd = node_command(&s.setup, &config, &url, i, "gateway");
+        cmd.env("RUST_LOG", "warn,chela::gateway::cluster=info");
         Chat::spawn(cmd)
     };
     let mut nodes: Vec<Option<Chat>> = (0..NODES).map(|i| Some(start(i))).collect();
@@ -160,13 +158,7 @@ async fn three_nodes_answer_every_message_once_in_order_across_a_kill_9() {
         s.tg.wait_for(
             |_| {
                 let schema = schema.clone();
-                let held = std::thread::spawn(move || {
-                    tokio::runtime::Runtime::new()
-                        .unwrap()
-                        .block_on(holders(&schema))
-                })
-                .join()
-                .unwrap();
+                let held = block_on(async move { holders(&schema).await });
                 held.len() == NODES && held.iter().map(|h| h.1).sum::<i64>() == 64
             },
             Duration::from_secs(60),
@@ -241,7 +233,7 @@ const POLL_MESSAGES: i64 = 10;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_long_polling_one_node_polls_and_another_takes_over_after_a_kill_9() {
     let url = fresh_store_url().await;
-    let schema = url.rsplit("%3D").next().unwrap().to_owned();
+    let schema = schema_of(&url);
     let s = TgSetup::with(TgConfig {
         mode: "followup",
         telegram: "dm_policy = \"open\"",
@@ -301,14 +293,7 @@ async fn with_long_polling_one_node_polls_and_another_takes_over_after_a_kill_9(
     let new_holder = intake_holder(&schema).await;
     // `chela status` (beside the running nodes: a cluster shares the store) lists the nodes.
     let survivor = (0..NODES).find(|n| *n != i).unwrap();
-    let mut status = chela_command(&s.setup.path(""));
-    status
-        .arg("--config")
-        .arg(s.setup.path(&format!("node{survivor}.toml")))
-        .arg("status")
-        .env("CHELA_STORE_URL", &url)
-        .env("CHELA_STORE_PATH", "data-status");
-    let status = common::run_to_end(status).await;
+    let status = common::run_to_end(status_command(&s.setup, &url, survivor)).await;
     let status = String::from_utf8_lossy(&status.stdout).into_owned();
     let mut stderr = String::new();
     for node in nodes.into_iter().flatten() {
@@ -410,7 +395,7 @@ fn runs_of(frames: &[serde_json::Value], key: &str) -> Vec<(String, String)> {
 async fn a_stop_sent_through_another_node_stops_the_run_where_it_runs() {
     const CHAT: i64 = 77;
     let url = fresh_store_url().await;
-    let schema = url.rsplit("%3D").next().unwrap().to_owned();
+    let schema = schema_of(&url);
     let s = TgSetup::with(TgConfig {
         telegram: "dm_policy = \"open\"",
         tables: "[cluster]\nenabled = true\nlease_s = 5\n",
@@ -437,13 +422,8 @@ async fn a_stop_sent_through_another_node_stops_the_run_where_it_runs() {
                     "lease_s = 5\n",
                     &format!("lease_s = 5\nnode_id = \"n{i}\"\n"),
                 );
-            let path = s.setup.path(&format!("node{i}.toml"));
-            std::fs::write(&path, config).unwrap();
-            let mut cmd = chela_command(&s.setup.path(""));
-            cmd.arg("--config").arg(&path).arg("gateway");
-            cmd.env("CHELA_STORE_URL", &url)
-                .env("RUST_LOG", "warn")
-                .env("CHELA_STORE_PATH", format!("data{i}"));
+            let mut cmd = node_command(&s.setup, &config, &url, i, "gateway");
+            cmd.env("RUST_LOG", "warn");
             Chat::spawn(cmd)
         })
         .collect();
@@ -451,13 +431,7 @@ async fn a_stop_sent_through_another_node_stops_the_run_where_it_runs() {
         s.tg.wait_for(
             |_| {
                 let schema = schema.clone();
-                let held = std::thread::spawn(move || {
-                    tokio::runtime::Runtime::new()
-                        .unwrap()
-                        .block_on(holders(&schema))
-                })
-                .join()
-                .unwrap();
+                let held = block_on(async move { holders(&schema).await });
                 held.len() == 2 && held.iter().map(|h| h.1).sum::<i64>() == 64
             },
             Duration::from_secs(60),

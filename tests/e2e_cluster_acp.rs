@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use chela_testkit::{ChatSpec, UserSpec};
 use common::acp;
-use common::pg::{fresh_store_url, start_node};
+use common::cluster::start_node;
+use common::pg::fresh_store_url;
 use common::telegram::{TgConfig, TgSetup};
 
 /// The owner, in her DM with the bot.

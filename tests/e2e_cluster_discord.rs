@@ -10,9 +10,10 @@ mod common;
 use std::time::{Duration, Instant};
 
 use chela_testkit::discord::{ChannelSpec, UserSpec, shard_of};
+use common::Chat;
+use common::cluster::{block_on, node_command, query, query_checked, schema_of, status_command};
 use common::discord::{DcConfig, DcSetup};
-use common::pg::{fresh_store_url, test_url};
-use common::{Chat, chela_command};
+use common::pg::fresh_store_url;
 
 /// A guild of shard 0 and one of shard 1 (of 2), with a text channel each.
 const EVEN: u64 = 2_000 << 22;
@@ -32,52 +33,53 @@ fn texts(s: &DcSetup, channel: u64) -> Vec<String> {
         .collect()
 }
 
-/// The unexpired Discord shard leases: (lease name, node), by name.
-async fn shard_holders(schema: &str) -> Vec<(String, String)> {
-    let (client, connection) = tokio_postgres::connect(&test_url(), tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    let sql = format!(
+/// The query of the unexpired Discord shard leases.
+fn holders_sql(schema: &str) -> String {
+    format!(
         "SELECT name, node FROM {schema}.intake_leases WHERE name LIKE 'intake:discord#%' \
          AND node IS NOT NULL AND expires > now() ORDER BY name"
-    );
-    // Not migrated yet: nobody holds anything.
-    let rows = client.query(&sql, &[]).await.unwrap_or_default();
+    )
+}
+
+/// (lease name, node) of each row.
+fn holders_of(rows: &[tokio_postgres::Row]) -> Vec<(String, String)> {
     rows.iter().map(|r| (r.get(0), r.get(1))).collect()
 }
 
-/// The nodes advertising the layout `discord#/2` (an unexpired row), by id.
-async fn advertising(schema: &str) -> Vec<String> {
-    let (client, connection) = tokio_postgres::connect(&test_url(), tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    let sql = format!(
-        "SELECT node FROM {schema}.intake_layouts WHERE layout = 'discord#/2' \
-         AND expires > now() ORDER BY node"
-    );
-    let rows = client.query(&sql, &[]).await.unwrap();
-    rows.iter().map(|r| r.get(0)).collect()
+/// The unexpired Discord shard leases: (lease name, node), by name (the schema must exist).
+async fn shard_holders(schema: &str) -> Vec<(String, String)> {
+    holders_of(&query_checked(&holders_sql(schema)).await)
 }
 
 /// [`shard_holders`] from a synchronous predicate.
 fn holders_now(schema: &str) -> Vec<(String, String)> {
     let schema = schema.to_owned();
-    std::thread::spawn(move || {
-        tokio::runtime::Runtime::new()
-            .unwrap()
-            .block_on(shard_holders(&schema))
-    })
-    .join()
-    .unwrap()
+    block_on(async move { shard_holders(&schema).await })
+}
+
+/// [`holders_now`] while the nodes may not have migrated the store yet: nobody holds
+/// anything then.
+fn holders_once_migrated(schema: &str) -> Vec<(String, String)> {
+    let sql = holders_sql(schema);
+    block_on(async move { holders_of(&query(&sql).await) })
+}
+
+/// The nodes advertising the layout `discord#/2` (an unexpired row), by id (the schema must
+/// exist).
+async fn advertising(schema: &str) -> Vec<String> {
+    let sql = format!(
+        "SELECT node FROM {schema}.intake_layouts WHERE layout = 'discord#/2' \
+         AND expires > now() ORDER BY node"
+    );
+    let rows = query_checked(&sql).await;
+    rows.iter().map(|r| r.get(0)).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_nodes_run_a_shard_each_and_a_killed_nodes_shard_moves() {
     assert_eq!((shard_of(Some(EVEN), 2), shard_of(Some(ODD), 2)), (0, 1));
     let url = fresh_store_url().await;
-    let schema = url.rsplit("%3D").next().unwrap().to_owned();
+    let schema = schema_of(&url);
     let s = DcSetup::with(DcConfig {
         mode: "followup",
         discord: "group_policy = \"open\"\ndm_policy = \"open\"\nshards = 2",
@@ -90,13 +92,8 @@ async fn two_nodes_run_a_shard_each_and_a_killed_nodes_shard_moves() {
     let start = |i: usize| {
         let config =
             format!("{base}\n[cluster]\nenabled = true\nlease_s = 3\nnode_id = \"node{i}\"\n");
-        let path = s.setup.path(&format!("node{i}.toml"));
-        std::fs::write(&path, config).unwrap();
-        let mut cmd = chela_command(&s.setup.path(""));
-        cmd.arg("--config").arg(&path).arg("gateway");
-        cmd.env("CHELA_STORE_URL", &url)
-            .env("RUST_LOG", "warn,chela::gateway=info,chela_discord=info")
-            .env("CHELA_STORE_PATH", format!("data{i}"));
+        let mut cmd = node_command(&s.setup, &config, &url, i, "gateway");
+        cmd.env("RUST_LOG", "warn,chela::gateway=info,chela_discord=info");
         Chat::spawn(cmd)
     };
     let mut nodes: Vec<Option<Chat>> = (0..NODES).map(|i| Some(start(i))).collect();
@@ -105,7 +102,7 @@ async fn two_nodes_run_a_shard_each_and_a_killed_nodes_shard_moves() {
     let spread =
         s.dc.wait_for(
             |d| {
-                let held = holders_now(&schema);
+                let held = holders_once_migrated(&schema);
                 d.connected_shards() == [[0, 2], [1, 2]]
                     && held.len() == 2
                     && held[0].1 != held[1].1
@@ -173,14 +170,7 @@ async fn two_nodes_run_a_shard_each_and_a_killed_nodes_shard_moves() {
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     // `chela status` (beside the running node: a cluster shares the store) shows its shards.
-    let mut status = chela_command(&s.setup.path(""));
-    status
-        .arg("--config")
-        .arg(s.setup.path(&format!("node{}.toml", 1 - v)))
-        .arg("status")
-        .env("CHELA_STORE_URL", &url)
-        .env("CHELA_STORE_PATH", "data-status");
-    let status = common::run_to_end(status).await;
+    let status = common::run_to_end(status_command(&s.setup, &url, 1 - v)).await;
     let status = String::from_utf8_lossy(&status.stdout).into_owned();
     let mut stderr = String::new();
     for node in nodes.into_iter().flatten() {

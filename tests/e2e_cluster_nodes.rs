@@ -11,10 +11,10 @@ mod common;
 use std::time::Duration;
 
 use chela_testkit::ChatSpec;
-use common::cluster::{SECRET, free_port, post, query, schema_of, update};
-use common::pg::{fresh_store_url, test_url};
+use common::Chat;
+use common::cluster::{SECRET, execute, free_port, node_command, post, query, schema_of, update};
+use common::pg::fresh_store_url;
 use common::telegram::{TgConfig, TgSetup};
-use common::{Chat, chela_command};
 use serde_json::{Value, json};
 
 /// The session key of the private chat with user `id`.
@@ -77,13 +77,8 @@ impl Nodes {
                 "lease_s = 5\n",
                 &format!("lease_s = 5\nnode_id = \"n{i}\"\n"),
             );
-        let path = self.s.setup.path(&format!("node{i}.toml"));
-        std::fs::write(&path, config).unwrap();
-        let mut cmd = chela_command(&self.s.setup.path(""));
-        cmd.arg("--config").arg(&path).arg("gateway");
-        cmd.env("CHELA_STORE_URL", &self.url)
-            .env("RUST_LOG", "warn")
-            .env("CHELA_STORE_PATH", format!("data{i}"));
+        let mut cmd = node_command(&self.s.setup, &config, &self.url, i, "gateway");
+        cmd.env("RUST_LOG", "warn");
         Chat::spawn(cmd)
     }
 
@@ -291,7 +286,7 @@ async fn a_mention_through_another_node_sees_the_group_context() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_of_another_cluster_protocol_refuses_to_start() {
     let url = fresh_store_url().await;
-    let schema = url.rsplit("%3D").next().unwrap().to_owned();
+    let schema = schema_of(&url);
     let s = TgSetup::with(TgConfig {
         tables: "[cluster]\nenabled = true\nlease_s = 5\n",
         ..TgConfig::default()
@@ -299,17 +294,11 @@ async fn a_node_of_another_cluster_protocol_refuses_to_start() {
     .await;
     let base = std::fs::read_to_string(s.setup.config()).unwrap();
     let command = |i: usize, sub: &str| {
-        let path = s.setup.path(&format!("node{i}.toml"));
         let config = base.replace(
             "lease_s = 5\n",
             &format!("lease_s = 5\nnode_id = \"n{i}\"\n"),
         );
-        std::fs::write(&path, config).unwrap();
-        let mut cmd = chela_command(&s.setup.path(""));
-        cmd.arg("--config").arg(&path).arg(sub);
-        cmd.env("CHELA_STORE_URL", &url)
-            .env("CHELA_STORE_PATH", format!("data{i}"));
-        cmd
+        node_command(&s.setup, &config, &url, i, sub)
     };
     let n0 = Chat::spawn(command(0, "gateway"));
     let sql = format!("SELECT version FROM {schema}.nodes WHERE id = 'n0'");
@@ -320,17 +309,10 @@ async fn a_node_of_another_cluster_protocol_refuses_to_start() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     // n0 as a newer chela would record itself (this must work: checked, not ignored).
-    let (client, connection) = tokio_postgres::connect(&test_url(), tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    let updated = client
-        .execute(
-            &format!("UPDATE {schema}.nodes SET version = '9.9.9', protocol = 99 WHERE id = 'n0'"),
-            &[],
-        )
-        .await
-        .unwrap();
+    let updated = execute(&format!(
+        "UPDATE {schema}.nodes SET version = '9.9.9', protocol = 99 WHERE id = 'n0'"
+    ))
+    .await;
     assert_eq!(updated, 1);
     let n1 = common::run_to_end(command(1, "gateway")).await;
     let stderr = String::from_utf8_lossy(&n1.stderr);

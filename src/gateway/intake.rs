@@ -532,12 +532,19 @@ impl InboundSink for Router {
         name: &'a str,
         value: i64,
     ) -> BoxFuture<'a, Result<(), SinkError>> {
-        Box::pin(async move {
-            self.core
-                .store
-                .set_cursor(name, value)
-                .await
-                .map_err(|e| SinkError(e.to_string()))
-        })
+        Box::pin(async move { sink_result(self.core.store.set_cursor(name, value).await) })
     }
+
+    fn raise_cursor<'a>(
+        &'a self,
+        name: &'a str,
+        value: i64,
+    ) -> BoxFuture<'a, Result<(), SinkError>> {
+        Box::pin(async move { sink_result(self.core.store.raise_cursor(name, value).await) })
+    }
+}
+
+/// A store write's result, as the sink reports it.
+fn sink_result(result: Result<(), crate::store::StoreError>) -> Result<(), SinkError> {
+    result.map_err(|e| SinkError(e.to_string()))
 }

@@ -1,6 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 
 use chela_channel::{Conversation, Inbound, Limits, SentMessage, SinkError};
@@ -8,28 +7,17 @@ use futures_util::future::BoxFuture;
 
 use super::shares::{Plan, part_of};
 use super::*;
-use crate::store::{Lease, NodeInfo, StoreFuture};
+use crate::store::test_support::{FakeCoordinator, LeaseTable, node_info};
+use crate::store::{NodeInfo, NodeVersion};
 
 const LEASE: Duration = Duration::from_secs(10);
-
-fn node(id: &str, last_seen_ms: u64) -> NodeInfo {
-    NodeInfo {
-        id: id.into(),
-        started_ms: 0,
-        last_seen_ms,
-        partitions: Vec::new(),
-        intakes: Vec::new(),
-        layouts: Vec::new(),
-        version: crate::store::NodeVersion::current(),
-    }
-}
 
 /// Node `id` holding the leases `intakes` and advertising `layouts`.
 fn runner(id: &str, intakes: &[&str], layouts: &[&str]) -> NodeInfo {
     NodeInfo {
         intakes: intakes.iter().map(|s| (*s).to_owned()).collect(),
         layouts: layouts.iter().map(|s| (*s).to_owned()).collect(),
-        ..node(id, 0)
+        ..node_info(id, 0, NodeVersion::current())
     }
 }
 
@@ -145,150 +133,6 @@ fn a_free_part_nobody_else_would_take_is_taken_over_the_share_and_kept() {
     assert_eq!(plan(4, &set(&[2]), &set(&[]), 1, &joined).room, 0);
 }
 
-/// The leases table and the heartbeats the nodes share, on tokio's (paused) clock.
-#[derive(Default)]
-struct Table {
-    leases: HashMap<String, (String, Instant)>,
-    seen: HashMap<String, Instant>,
-    /// The layouts advertised (layout, node) until when.
-    adverts: HashMap<(String, String), Instant>,
-    /// Nodes whose heartbeat goes on by itself (their cluster loop lives).
-    beating: BTreeSet<String>,
-    /// The database is unreachable.
-    down: bool,
-    /// The database's calls hang.
-    hangs: bool,
-}
-
-/// One node's view of the [`Table`].
-struct Node {
-    id: String,
-    table: Arc<Mutex<Table>>,
-    base: Instant,
-}
-
-impl Coordinator for Node {
-    fn node(&self) -> &str {
-        &self.id
-    }
-    fn heartbeat(&self, _: u64) -> StoreFuture<'_, usize> {
-        Box::pin(async { Ok(1) })
-    }
-    fn renew(&self, _: u64) -> StoreFuture<'_, Vec<Lease>> {
-        Box::pin(async { Ok(Vec::new()) })
-    }
-    fn acquire(&self, _: usize, _: u64) -> StoreFuture<'_, Vec<Lease>> {
-        Box::pin(async { Ok(Vec::new()) })
-    }
-    fn release<'a>(&'a self, _: &'a [u32]) -> StoreFuture<'a, ()> {
-        Box::pin(async { Ok(()) })
-    }
-    fn hold_intake<'a>(&'a self, name: &'a str, lease_s: u64) -> StoreFuture<'a, bool> {
-        Box::pin(async move {
-            let hangs = self.table.lock().unwrap().hangs;
-            if hangs {
-                std::future::pending::<()>().await;
-            }
-            let now = Instant::now();
-            let mut table = self.table.lock().unwrap();
-            if table.down {
-                return Err(crate::store::StoreError::Db("unreachable".into()));
-            }
-            let free = match table.leases.get(name) {
-                Some((holder, expires)) => *holder == self.id || *expires <= now,
-                None => true,
-            };
-            if free {
-                let until = now + Duration::from_secs(lease_s);
-                table.leases.insert(name.into(), (self.id.clone(), until));
-            }
-            Ok(free)
-        })
-    }
-    fn release_intake<'a>(&'a self, name: &'a str) -> StoreFuture<'a, ()> {
-        Box::pin(async move {
-            let hangs = self.table.lock().unwrap().hangs;
-            if hangs {
-                std::future::pending::<()>().await;
-            }
-            let mut table = self.table.lock().unwrap();
-            if table.leases.get(name).is_some_and(|(h, _)| *h == self.id) {
-                table.leases.remove(name);
-            }
-            Ok(())
-        })
-    }
-    fn leave(&self) -> StoreFuture<'_, ()> {
-        Box::pin(async { Ok(()) })
-    }
-    fn advertise_layout<'a>(&'a self, layout: &'a str, lease_s: u64) -> StoreFuture<'a, ()> {
-        Box::pin(async move {
-            let mut table = self.table.lock().unwrap();
-            if table.down {
-                return Err(crate::store::StoreError::Db("unreachable".into()));
-            }
-            let until = Instant::now() + Duration::from_secs(lease_s);
-            table
-                .adverts
-                .insert((layout.to_owned(), self.id.clone()), until);
-            Ok(())
-        })
-    }
-    fn withdraw_layout<'a>(&'a self, layout: &'a str) -> StoreFuture<'a, ()> {
-        Box::pin(async move {
-            let hangs = self.table.lock().unwrap().hangs;
-            if hangs {
-                std::future::pending::<()>().await;
-            }
-            let mut table = self.table.lock().unwrap();
-            table.adverts.remove(&(layout.to_owned(), self.id.clone()));
-            Ok(())
-        })
-    }
-    /// Counting the nodes stands for this node's heartbeat too (its cluster loop beats as
-    /// long as it lives).
-    fn nodes(&self) -> StoreFuture<'_, Vec<NodeInfo>> {
-        Box::pin(async move {
-            let hangs = self.table.lock().unwrap().hangs;
-            if hangs {
-                std::future::pending::<()>().await;
-            }
-            let mut table = self.table.lock().unwrap();
-            if table.down {
-                return Err(crate::store::StoreError::Db("unreachable".into()));
-            }
-            let now = Instant::now();
-            table.seen.insert(self.id.clone(), now);
-            for id in table.beating.clone() {
-                table.seen.insert(id, now);
-            }
-            let base = self.base;
-            Ok(table
-                .seen
-                .iter()
-                .map(|(id, at)| NodeInfo {
-                    intakes: table
-                        .leases
-                        .iter()
-                        .filter(|(_, (holder, until))| holder == id && *until > now)
-                        .map(|(name, _)| name.clone())
-                        .collect(),
-                    layouts: table
-                        .adverts
-                        .iter()
-                        .filter(|((_, node), until)| node == id && **until > now)
-                        .map(|((layout, _), _)| layout.clone())
-                        .collect(),
-                    ..node(id, at.duration_since(base).as_millis() as u64)
-                })
-                .collect())
-        })
-    }
-    fn wakeups(&self) -> Option<mpsc::UnboundedReceiver<u32>> {
-        None
-    }
-}
-
 /// A channel of `parts` parts; records which parts run on which node.
 struct Sharded {
     parts: u32,
@@ -370,7 +214,7 @@ impl InboundSink for NoSink {
 
 /// A cluster of nodes over one table, each running a two-part channel.
 struct Cluster {
-    table: Arc<Mutex<Table>>,
+    table: Arc<Mutex<LeaseTable>>,
     log: Arc<Mutex<Vec<String>>>,
     base: Instant,
 }
@@ -382,6 +226,20 @@ impl Cluster {
             log: Arc::default(),
             base: Instant::now(),
         }
+    }
+
+    /// A cluster where node `a` started `after` ago: the cluster, a's stop token and task.
+    async fn with_a(
+        after: Duration,
+    ) -> (
+        Cluster,
+        CancellationToken,
+        JoinHandle<Result<(), ChannelError>>,
+    ) {
+        let cluster = Cluster::new();
+        let (stop, task) = cluster.start("a");
+        tokio::time::sleep(after).await;
+        (cluster, stop, task)
     }
 
     /// Starts node `id`: its stop token and task.
@@ -396,11 +254,7 @@ impl Cluster {
         parts: u32,
         fails: bool,
     ) -> (CancellationToken, JoinHandle<Result<(), ChannelError>>) {
-        let coordinator = Arc::new(Node {
-            id: id.into(),
-            table: self.table.clone(),
-            base: self.base,
-        });
+        let coordinator = Arc::new(FakeCoordinator::on_table(id, self.table.clone(), self.base));
         let channel = Arc::new(Sharded {
             parts,
             node: id.into(),
@@ -488,9 +342,7 @@ async fn nodes_share_the_parts_and_a_dead_nodes_parts_move_after_the_lease() {
 
 #[tokio::test(start_paused = true)]
 async fn a_graceful_stop_gives_every_part_back_at_once() {
-    let cluster = Cluster::new();
-    let (stop, task) = cluster.start("a");
-    tokio::time::sleep(Duration::from_millis(10)).await;
+    let (cluster, stop, task) = Cluster::with_a(Duration::from_millis(10)).await;
     assert_eq!(cluster.holders(), [Some("a".into()), Some("a".into())]);
     stop.cancel();
     task.await.unwrap().unwrap();
@@ -500,9 +352,7 @@ async fn a_graceful_stop_gives_every_part_back_at_once() {
 
 #[tokio::test(start_paused = true)]
 async fn a_graceful_stop_ends_even_when_the_database_hangs() {
-    let cluster = Cluster::new();
-    let (stop, task) = cluster.start("a");
-    tokio::time::sleep(Duration::from_millis(10)).await;
+    let (cluster, stop, task) = Cluster::with_a(Duration::from_millis(10)).await;
     assert_eq!(cluster.running(), on(&[("a", &[0, 1])]));
     cluster.table.lock().unwrap().hangs = true;
     stop.cancel();
@@ -513,9 +363,7 @@ async fn a_graceful_stop_ends_even_when_the_database_hangs() {
 
 #[tokio::test(start_paused = true)]
 async fn a_part_whose_lease_another_node_took_stops_here() {
-    let cluster = Cluster::new();
-    let (_stop, _task) = cluster.start("a");
-    tokio::time::sleep(Duration::from_millis(10)).await;
+    let (cluster, _stop, _task) = Cluster::with_a(Duration::from_millis(10)).await;
     // Another node took part 1 (this node was paused past its lease).
     let far = Instant::now() + LEASE * 100;
     cluster
@@ -530,9 +378,7 @@ async fn a_part_whose_lease_another_node_took_stops_here() {
 
 #[tokio::test(start_paused = true)]
 async fn parts_whose_lease_cannot_be_renewed_stop_before_it_can_expire() {
-    let cluster = Cluster::new();
-    let (_stop, _task) = cluster.start("a");
-    tokio::time::sleep(Duration::from_millis(1)).await;
+    let (cluster, _stop, _task) = Cluster::with_a(Duration::from_millis(1)).await;
     assert_eq!(cluster.running(), on(&[("a", &[0, 1])]));
     // The database is gone: the parts go on while their lease is trusted (the lease less a
     // tick since it was won), and stop before it could expire.
@@ -545,9 +391,7 @@ async fn parts_whose_lease_cannot_be_renewed_stop_before_it_can_expire() {
 
 #[tokio::test(start_paused = true)]
 async fn parts_stop_before_their_lease_can_expire_even_when_the_database_hangs() {
-    let cluster = Cluster::new();
-    let (_stop, _task) = cluster.start("a");
-    tokio::time::sleep(Duration::from_millis(1)).await;
+    let (cluster, _stop, _task) = Cluster::with_a(Duration::from_millis(1)).await;
     assert_eq!(cluster.running(), on(&[("a", &[0, 1])]));
     // Every call now waits until its timeout (a tick): the rounds take several ticks each.
     cluster.table.lock().unwrap().hangs = true;
@@ -568,9 +412,7 @@ async fn a_node_without_the_intake_does_not_lower_the_share() {
 
 #[tokio::test(start_paused = true)]
 async fn a_node_with_another_number_of_parts_does_not_lower_the_share() {
-    let cluster = Cluster::new();
-    let (_a_stop, _a) = cluster.start("a");
-    tokio::time::sleep(Duration::from_millis(10)).await;
+    let (cluster, _a_stop, _a) = Cluster::with_a(Duration::from_millis(10)).await;
     // b runs Discord in 3 shards: leases of other names, another layout.
     let (_b_stop, _b) = cluster.start_with("b", 3, false);
     tokio::time::sleep(LEASE * 3).await;
@@ -581,9 +423,7 @@ async fn a_node_with_another_number_of_parts_does_not_lower_the_share() {
 
 #[tokio::test(start_paused = true)]
 async fn the_parts_of_a_node_whose_intake_ended_are_taken_by_the_others() {
-    let cluster = Cluster::new();
-    let (_a_stop, _a) = cluster.start("a");
-    tokio::time::sleep(Duration::from_millis(10)).await;
+    let (cluster, _a_stop, _a) = Cluster::with_a(Duration::from_millis(10)).await;
     // b's heartbeat goes on, but each of its parts ends at once with a fatal error.
     cluster.table.lock().unwrap().beating.insert("b".into());
     let (_b_stop, b) = cluster.start_with("b", 2, true);

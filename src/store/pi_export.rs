@@ -96,20 +96,24 @@ fn push_line(out: &mut String, value: &Value) {
 mod tests {
     use super::*;
 
+    /// A transcript of a message, a reset, a message and an answer from `provider`.
+    fn with_reset(provider: &str) -> String {
+        [
+            r#"{"type":"session","version":4,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/"}"#,
+            r#"{"type":"message","id":"1","parentId":null,"timestamp":"t","message":{"role":"user","content":[{"type":"text","text":"before"}],"timestamp":1}}"#,
+            r#"{"type":"reset","id":"2","parentId":"1","timestamp":"t","reason":"/reset"}"#,
+            r#"{"type":"message","id":"3","parentId":"2","timestamp":"t","message":{"role":"user","content":[{"type":"text","text":"after"}],"timestamp":2}}"#,
+            &format!(
+                r#"{{"type":"message","id":"4","parentId":"3","timestamp":"t","message":{{"role":"assistant","content":[],"provider":"{provider}","model":"m","usage":{{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3}},"stopReason":"stop","timestamp":3}}}}"#
+            ),
+        ]
+        .map(|line| format!("{line}\n"))
+        .concat()
+    }
+
     #[test]
     fn the_whole_export_makes_a_root_after_each_reset_and_keeps_everything() {
-        let text = concat!(
-            r#"{"type":"session","version":4,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/"}"#,
-            "\n",
-            r#"{"type":"message","id":"1","parentId":null,"timestamp":"t","message":{"role":"user","content":[{"type":"text","text":"before"}],"timestamp":1}}"#,
-            "\n",
-            r#"{"type":"reset","id":"2","parentId":"1","timestamp":"t","reason":"/reset"}"#,
-            "\n",
-            r#"{"type":"message","id":"3","parentId":"2","timestamp":"t","message":{"role":"user","content":[{"type":"text","text":"after"}],"timestamp":2}}"#,
-            "\n",
-            r#"{"type":"message","id":"4","parentId":"3","timestamp":"t","message":{"role":"assistant","content":[],"provider":"openai","model":"m","usage":{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3},"stopReason":"stop","timestamp":3}}"#,
-            "\n",
-        );
+        let text = &with_reset("openai");
         let out = for_pi_and_chela(text).unwrap();
         let lines: Vec<Value> = out
             .lines()
@@ -128,18 +132,7 @@ mod tests {
 
     #[test]
     fn export_starts_after_the_last_reset_with_api_and_cost() {
-        let text = concat!(
-            r#"{"type":"session","version":4,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/"}"#,
-            "\n",
-            r#"{"type":"message","id":"1","parentId":null,"timestamp":"t","message":{"role":"user","content":[{"type":"text","text":"before"}],"timestamp":1}}"#,
-            "\n",
-            r#"{"type":"reset","id":"2","parentId":"1","timestamp":"t","reason":"/reset"}"#,
-            "\n",
-            r#"{"type":"message","id":"3","parentId":"2","timestamp":"t","message":{"role":"user","content":[{"type":"text","text":"after"}],"timestamp":2}}"#,
-            "\n",
-            r#"{"type":"message","id":"4","parentId":"3","timestamp":"t","message":{"role":"assistant","content":[],"provider":"anthropic","model":"m","usage":{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3},"stopReason":"stop","timestamp":3}}"#,
-            "\n",
-        );
+        let text = &with_reset("anthropic");
         let out = to_pi(text).unwrap();
         let lines: Vec<Value> = out
             .lines()

@@ -1,8 +1,9 @@
 //! Helpers of the cluster end-to-end tests (several `chela gateway` nodes on one
 //! PostgreSQL): free ports for the nodes' webhook listeners, a round-robin proxy in front
-//! of them, posting Telegram updates to a webhook as Telegram does, and reading the store's
-//! tables.
+//! of them, posting Telegram updates to a webhook as Telegram does, starting the nodes, and
+//! reading the store's tables.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -11,8 +12,10 @@ use chela_testkit::FakeTelegram;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::process::Command;
 
 use super::pg::test_url;
+use super::{Chat, Setup};
 
 /// The webhook secret the nodes' configs set (`webhook_secret`).
 pub const SECRET: &str = "s3cret";
@@ -112,14 +115,76 @@ pub fn update(chat: i64, from: i64, n: i64, text: &str, mention: bool) -> String
     )
 }
 
-/// Rows of `sql` on the test database; none when it fails (the store's schema is not
-/// migrated yet).
-pub async fn query(sql: &str) -> Vec<tokio_postgres::Row> {
+/// A client of the test database.
+async fn connect() -> tokio_postgres::Client {
     let (client, connection) = tokio_postgres::connect(&test_url(), tokio_postgres::NoTls)
         .await
         .unwrap();
     tokio::spawn(connection);
-    client.query(sql, &[]).await.unwrap_or_default()
+    client
+}
+
+/// Rows of `sql` on the test database; none when it fails (the store's schema is not
+/// migrated yet). Where the schema must exist, [`query_checked`].
+pub async fn query(sql: &str) -> Vec<tokio_postgres::Row> {
+    connect().await.query(sql, &[]).await.unwrap_or_default()
+}
+
+/// Rows of `sql` on the test database; fails the test when it fails (where the store's
+/// schema must exist, so that no error reads as "no rows").
+pub async fn query_checked(sql: &str) -> Vec<tokio_postgres::Row> {
+    let rows = connect().await.query(sql, &[]).await;
+    rows.unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+/// Runs `sql` on the test database; how many rows it changed (fails the test when it fails).
+pub async fn execute(sql: &str) -> u64 {
+    connect().await.execute(sql, &[]).await.unwrap()
+}
+
+/// Runs `future` to its end on a runtime of its own, in a thread of its own: for a
+/// synchronous predicate (`wait_for`'s) that reads the store.
+pub fn block_on<T: Send + 'static>(future: impl Future<Output = T> + Send + 'static) -> T {
+    std::thread::spawn(move || tokio::runtime::Runtime::new().unwrap().block_on(future))
+        .join()
+        .unwrap()
+}
+
+/// `chela --config node{i}.toml <sub>` in `setup`, having written `config` there, on the
+/// store `url` with its local files under `data{i}`.
+pub fn node_command(setup: &Setup, config: &str, url: &str, i: usize, sub: &str) -> Command {
+    let path = setup.path(&format!("node{i}.toml"));
+    std::fs::write(&path, config).expect("write the node's config");
+    let mut cmd = super::chela_command(&setup.path(""));
+    cmd.arg("--config").arg(&path).arg(sub);
+    cmd.env("CHELA_STORE_URL", url)
+        .env("CHELA_STORE_PATH", format!("data{i}"));
+    cmd
+}
+
+/// `chela status` beside the nodes (a cluster shares the store), with node `i`'s config
+/// (written already) and local files of its own.
+pub fn status_command(setup: &Setup, url: &str, i: usize) -> Command {
+    let mut cmd = super::chela_command(&setup.path(""));
+    cmd.arg("--config")
+        .arg(setup.path(&format!("node{i}.toml")))
+        .arg("status")
+        .env("CHELA_STORE_URL", url)
+        .env("CHELA_STORE_PATH", "data-status");
+    cmd
+}
+
+/// Starts `chela gateway` as cluster node `node{i}` of `setup`: its config is `base` (the
+/// setup's, with `[cluster] enabled = true`) with `node_id` added, its store `url`, its local
+/// files under `data{i}` and its log filter `rust_log`.
+pub fn start_node(setup: &Setup, base: &str, url: &str, i: usize, rust_log: &str) -> Chat {
+    let config = base.replace(
+        "enabled = true",
+        &format!("enabled = true\nnode_id = \"node{i}\""),
+    );
+    let mut cmd = node_command(setup, &config, url, i, "gateway");
+    cmd.env("RUST_LOG", rust_log);
+    Chat::spawn(cmd)
 }
 
 /// The schema of a store URL made by [`super::pg::fresh_store_url`].

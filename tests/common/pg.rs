@@ -29,27 +29,3 @@ pub async fn fresh_store_url() -> String {
     let sep = if url.contains('?') { '&' } else { '?' };
     format!("{url}{sep}options=-csearch_path%3D{schema}")
 }
-
-/// Starts `chela gateway` as cluster node `node{i}` of `setup`: its config is `base` (the
-/// setup's, with `[cluster] enabled = true`) with `node_id` added, its store `url`, its local
-/// files under `data{i}` and its log filter `rust_log`.
-pub fn start_node(
-    setup: &super::Setup,
-    base: &str,
-    url: &str,
-    i: usize,
-    rust_log: &str,
-) -> super::Chat {
-    let config = base.replace(
-        "enabled = true",
-        &format!("enabled = true\nnode_id = \"node{i}\""),
-    );
-    let path = setup.path(&format!("node{i}.toml"));
-    std::fs::write(&path, config).expect("write the node's config");
-    let mut cmd = super::chela_command(&setup.path(""));
-    cmd.arg("--config").arg(&path).arg("gateway");
-    cmd.env("CHELA_STORE_URL", url)
-        .env("RUST_LOG", rust_log)
-        .env("CHELA_STORE_PATH", format!("data{i}"));
-    super::Chat::spawn(cmd)
-}

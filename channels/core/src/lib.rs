@@ -244,6 +244,16 @@ pub trait InboundSink: Send + Sync {
         let _ = (name, value);
         Box::pin(async { Ok(()) })
     }
+    /// Saves a platform cursor durably unless a larger one is saved already (one that only
+    /// moves forward, written by several processes). This default saves it as
+    /// [`save_cursor`](InboundSink::save_cursor) does: right for a sink with one writer.
+    fn raise_cursor<'a>(
+        &'a self,
+        name: &'a str,
+        value: i64,
+    ) -> BoxFuture<'a, Result<(), SinkError>> {
+        self.save_cursor(name, value)
+    }
 }
 
 /// A chat platform adapter.

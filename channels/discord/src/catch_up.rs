@@ -6,7 +6,8 @@
 //! Read: the configured channel allowlist (`channels.discord.channels`) and every channel,
 //! thread or DM chela took a message from before (it has a cursor, see [`crate::seen`]); each
 //! shard keeps the channels of its guilds (DMs: shard 0), as its READY or RESUME says only it
-//! is back, and of those reads at most [`MAX_CHANNELS`], the most recently active first.
+//! is back, and of those reads at most [`MAX_CHANNELS`]: the configured ones first, then its
+//! own known ones, the most recently active first, then those whose guild is not known yet.
 //! Where a channel sits is known without asking Discord (kept beside its cursor, see
 //! [`crate::guilds`]); a channel whose place is not known yet is looked up once. Bounded: one
 //! page of [`PER_CHANNEL`] messages per channel, none older than [`WINDOW`]. A DM from
@@ -100,9 +101,12 @@ struct ToRead {
     guild: Option<Guild>,
 }
 
-/// The channels `shard` reads: the configured ones, then those with a cursor, the most
-/// recently active first; another shard's left out (known without a look-up), then at most
-/// [`MAX_CHANNELS`].
+/// The channels `shard` reads, at most [`MAX_CHANNELS`]: first the configured ones, whether
+/// their guild is known or not (one not known yet is looked up by [`read`], which keeps it
+/// only when it is this shard's); then its own known channels with a cursor, the most
+/// recently active first; then those whose guild is not known yet (to be looked up: right
+/// after an upgrade, mostly other shards'), so these never crowd its own out of the cap.
+/// Another shard's known channels are left out (without a look-up).
 async fn to_read(
     state: &State,
     shard: &Shard,
@@ -115,28 +119,45 @@ async fn to_read(
         .iter()
         .map(|c| (*c, state.seen().last(*c).unwrap_or(0)));
     let mut listed = HashSet::new();
-    let mut out = Vec::new();
-    for (channel, last) in configured.chain(known) {
-        if out.len() >= MAX_CHANNELS {
+    let (mut first, mut unknown) = (Vec::new(), Vec::new());
+    for (channel, last) in configured {
+        if first.len() < MAX_CHANNELS && listed.insert(channel) {
+            let to_read = to_read_of(state, channel, last);
+            if to_read.guild.is_none_or(|guild| shard.owns(guild)) {
+                first.push(to_read);
+            }
+        }
+    }
+    for (channel, last) in known {
+        if first.len() >= MAX_CHANNELS {
             break;
         }
         if !listed.insert(channel) {
             continue;
         }
-        let guild = state
-            .channel_guilds()
-            .of(channel)
-            .or_else(|| state.guild_of(channel).map(Some));
-        if guild.is_some_and(|guild| !shard.owns(guild)) {
-            continue;
+        let to_read = to_read_of(state, channel, last);
+        match to_read.guild {
+            Some(guild) if shard.owns(guild) => first.push(to_read),
+            Some(_) => {}
+            None => unknown.push(to_read),
         }
-        out.push(ToRead {
-            channel,
-            last,
-            guild,
-        });
     }
-    out
+    first.extend(unknown);
+    first.truncate(MAX_CHANNELS);
+    first
+}
+
+/// `channel` to read after message `last`, with its guild when known.
+fn to_read_of(state: &State, channel: u64, last: u64) -> ToRead {
+    let guild = state
+        .channel_guilds()
+        .of(channel)
+        .or_else(|| state.guild_of(channel).map(Some));
+    ToRead {
+        channel,
+        last,
+        guild,
+    }
 }
 
 /// Where `channel` sits, asked once over REST and remembered; `None` when it cannot be
@@ -201,30 +222,8 @@ async fn read(
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use std::collections::HashMap;
-    use std::sync::Mutex;
-
-    use chela_channel::{BoxFuture, Inbound, InboundSink, SinkError};
-
     use super::*;
-
-    /// Saved cursors, by name.
-    #[derive(Default)]
-    struct Cursors(Mutex<HashMap<String, i64>>);
-
-    impl InboundSink for Cursors {
-        fn accept(&self, _: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
-            Box::pin(async { Ok(()) })
-        }
-        fn cursors<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Vec<(String, i64)>> {
-            let all = self.0.lock().unwrap().clone();
-            Box::pin(async move {
-                all.into_iter()
-                    .filter(|(k, _)| k.starts_with(prefix))
-                    .collect()
-            })
-        }
-    }
+    use crate::record::test_sink::Cursors;
 
     /// A guild of shard 0 and one of shard 1 (of 2).
     const EVEN: u64 = 1_000 << 22;
@@ -287,6 +286,75 @@ mod tests {
                 .any(|c| c.channel == 30_000 && c.guild == Some(None)),
             "the DM is shard 0's, known as one"
         );
+    }
+
+    #[tokio::test]
+    async fn channels_of_unknown_guild_do_not_crowd_a_shards_own_out_of_the_cap() {
+        // Right after an upgrade: 600 channels more recently active whose guild was never
+        // recorded (most of them another shard's), and 5 known ones of the odd guild.
+        let sink = Cursors::default();
+        {
+            let mut saved = sink.0.lock().unwrap();
+            for c in 0..600 {
+                saved.insert(
+                    format!("discord:default:last:{}", 50_000 + c),
+                    2_000_000 + c,
+                );
+            }
+            for c in 0..5 {
+                saved.insert(format!("discord:default:last:{}", 20_000 + c), 1_000 + c);
+                saved.insert(format!("discord:default:guild:{}", 20_000 + c), ODD as i64);
+            }
+        }
+        let odd = to_read(&state(), &Shard::new(1, 2), &sink).await;
+        assert_eq!(odd.len(), MAX_CHANNELS, "capped");
+        let mut own: Vec<u64> = odd.iter().take(5).map(|c| c.channel).collect();
+        own.sort_unstable();
+        assert_eq!(
+            own,
+            [20_000, 20_001, 20_002, 20_003, 20_004],
+            "its own known channels first: {odd:?}"
+        );
+        assert!(
+            odd[5..].iter().all(|c| c.guild.is_none()),
+            "then the unknown ones (looked up)"
+        );
+    }
+
+    #[tokio::test]
+    async fn configured_channels_come_first_whatever_their_guild_status() {
+        // 600 known channels of the odd guild, more recently active than any configured one;
+        // configured: one quiet with no cursor and no known guild, one of the odd guild, one
+        // of the even guild (another shard's).
+        let sink = Cursors::default();
+        {
+            let mut saved = sink.0.lock().unwrap();
+            for c in 0..600 {
+                saved.insert(
+                    format!("discord:default:last:{}", 10_000 + c),
+                    2_000_000 + c,
+                );
+                saved.insert(format!("discord:default:guild:{}", 10_000 + c), ODD as i64);
+            }
+            saved.insert("discord:default:guild:70001".into(), ODD as i64);
+            saved.insert("discord:default:guild:70002".into(), EVEN as i64);
+        }
+        let http = Arc::new(Http::new("token"));
+        let state = State::new("default".into(), vec![], vec![70_000, 70_001, 70_002], http);
+        let odd = to_read(&state, &Shard::new(1, 2), &sink).await;
+        assert_eq!(odd.len(), MAX_CHANNELS, "capped");
+        assert_eq!(
+            odd[..2].iter().map(|c| c.channel).collect::<Vec<_>>(),
+            [70_000, 70_001],
+            "configured first, the unknown one too (looked up): {:?}",
+            &odd[..3]
+        );
+        assert_eq!(odd[0].guild, None, "to be looked up");
+        assert!(
+            odd.iter().all(|c| c.channel != 70_002),
+            "another shard's configured channel left out"
+        );
+        assert!(odd[2..].iter().all(|c| c.guild == Some(Some(ODD))));
     }
 
     #[test]

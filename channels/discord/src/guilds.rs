@@ -4,93 +4,66 @@
 //! where each one sits (a DM, which only shard 0 reads, is never looked up by the others).
 //! Channels whose cursor is older than this record are looked up once, then known.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
 use chela_channel::InboundSink;
 
-/// Channels remembered at most (past that the memory starts again; look-ups fill it).
+use crate::record::{Record, Stored};
+
+/// Channels remembered at most (past that a saved one is forgotten, an unsaved one only when
+/// none is saved; a load or a look-up fills it again).
 const MAX_CHANNELS: usize = 10_000;
 
 /// Where a channel sits: its guild, or `None` for a DM.
 pub type Guild = Option<u64>;
 
+/// A guild id, or 0 for a DM.
+impl Stored for Guild {
+    fn to_cursor(self) -> Option<i64> {
+        i64::try_from(self.unwrap_or(0)).ok()
+    }
+    fn from_cursor(cursor: i64) -> Option<Guild> {
+        u64::try_from(cursor)
+            .ok()
+            .map(|guild| (guild != 0).then_some(guild))
+    }
+}
+
 /// The guild of each channel, and whether it was saved.
 pub struct Guilds {
-    prefix: String,
-    known: Mutex<HashMap<u64, (Guild, bool)>>,
+    known: Record<Guild>,
 }
 
 impl Guilds {
     /// The guilds of `account`'s channels.
     pub fn new(account: &str) -> Guilds {
         Guilds {
-            prefix: format!("discord:{account}:guild:"),
-            known: Mutex::new(HashMap::new()),
+            known: Record::new(
+                format!("discord:{account}:guild:"),
+                "a channel's guild",
+                MAX_CHANNELS,
+                |_| 0,
+            ),
         }
     }
 
-    /// Notes that `channel` sits in `guild` (to be saved when new here).
+    /// Notes that `channel` sits in `guild` (to be saved when new here or moved). At the cap
+    /// a saved entry goes (the store has it); an unsaved one stays until written.
     pub fn note(&self, channel: u64, guild: Guild) {
-        let Ok(mut known) = self.known.lock() else {
-            return;
-        };
-        if known.get(&channel).is_some_and(|(g, _)| *g == guild) {
-            return;
-        }
-        if known.len() >= MAX_CHANNELS {
-            known.clear();
-        }
-        known.insert(channel, (guild, true));
+        self.known.note(channel, guild, |here| *here != guild);
     }
 
     /// Where `channel` sits, if known (`Some(None)`: a DM).
     pub fn of(&self, channel: u64) -> Option<Guild> {
-        self.known.lock().ok()?.get(&channel).map(|(g, _)| *g)
+        self.known.get(channel)
     }
 
     /// Reads the saved guilds into memory (what is known here already wins).
     pub async fn load(&self, sink: &dyn InboundSink) {
-        let saved = sink.cursors(&self.prefix).await;
-        let Ok(mut known) = self.known.lock() else {
-            return;
-        };
-        for (name, value) in saved {
-            let channel = name[self.prefix.len().min(name.len())..].parse::<u64>();
-            if let (Ok(channel), Ok(guild)) = (channel, u64::try_from(value)) {
-                let guild = (guild != 0).then_some(guild);
-                known.entry(channel).or_insert((guild, false));
-            }
-        }
+        self.known.load(sink, |_, _| false).await;
     }
 
-    /// Writes the guilds noted since the last save.
+    /// Writes the guilds noted since they were last written.
     pub async fn save(&self, sink: &dyn InboundSink) {
-        let new: Vec<(u64, Guild)> = match self.known.lock() {
-            Ok(mut known) => known
-                .iter_mut()
-                .filter(|(_, (_, dirty))| *dirty)
-                .map(|(channel, entry)| {
-                    entry.1 = false;
-                    (*channel, entry.0)
-                })
-                .collect(),
-            Err(_) => return,
-        };
-        for (channel, guild) in new {
-            let Ok(value) = i64::try_from(guild.unwrap_or(0)) else {
-                continue;
-            };
-            let name = format!("{}{channel}", self.prefix);
-            if let Err(e) = sink.save_cursor(&name, value).await {
-                tracing::warn!(error = %e, channel, "discord: cannot save a channel's guild");
-                if let Ok(mut known) = self.known.lock()
-                    && let Some(entry) = known.get_mut(&channel)
-                {
-                    entry.1 = true;
-                }
-            }
-        }
+        self.known.save(sink).await;
     }
 }
 
@@ -98,32 +71,7 @@ impl Guilds {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use chela_channel::{BoxFuture, Inbound, SinkError};
-
-    #[derive(Default)]
-    struct Cursors(Mutex<HashMap<String, i64>>);
-
-    impl InboundSink for Cursors {
-        fn accept(&self, _: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
-            Box::pin(async { Ok(()) })
-        }
-        fn cursors<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Vec<(String, i64)>> {
-            let all = self.0.lock().unwrap().clone();
-            Box::pin(async move {
-                all.into_iter()
-                    .filter(|(k, _)| k.starts_with(prefix))
-                    .collect()
-            })
-        }
-        fn save_cursor<'a>(
-            &'a self,
-            name: &'a str,
-            value: i64,
-        ) -> BoxFuture<'a, Result<(), SinkError>> {
-            self.0.lock().unwrap().insert(name.to_owned(), value);
-            Box::pin(async { Ok(()) })
-        }
-    }
+    use crate::record::test_sink::{Broken, Cursors};
 
     #[tokio::test]
     async fn guilds_and_dms_are_saved_and_known_again_after_a_restart() {
@@ -151,5 +99,50 @@ mod tests {
         again.note(10, Some(7 << 22));
         again.save(&sink).await;
         assert!(sink.0.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn at_the_cap_saved_guilds_go_and_unsaved_ones_stay() {
+        let sink = Cursors::default();
+        let guilds = Guilds::new("default");
+        let full = MAX_CHANNELS as u64 - 1;
+        for channel in 0..full {
+            guilds.note(channel, Some(1 << 22));
+        }
+        guilds.save(&sink).await;
+        // Not saved yet (the record is full with it); then one past the cap.
+        guilds.note(1_000_000, Some(2 << 22));
+        guilds.note(1_000_001, Some(3 << 22));
+        assert_eq!(guilds.known.len(), MAX_CHANNELS, "bounded");
+        let saved_kept = (0..full).filter(|c| guilds.of(*c).is_some()).count();
+        assert_eq!(saved_kept, MAX_CHANNELS - 2, "a saved one was forgotten");
+        assert_eq!(guilds.of(1_000_000), Some(Some(2 << 22)), "unsaved: kept");
+        assert_eq!(guilds.of(1_000_001), Some(Some(3 << 22)));
+        sink.0.lock().unwrap().clear();
+        guilds.save(&sink).await;
+        let saved = sink.0.lock().unwrap();
+        assert_eq!(saved.get("discord:default:guild:1000000"), Some(&(2 << 22)));
+        assert_eq!(saved.get("discord:default:guild:1000001"), Some(&(3 << 22)));
+    }
+
+    #[tokio::test]
+    async fn while_saves_fail_the_record_stays_bounded() {
+        let guilds = Guilds::new("default");
+        for channel in 0..MAX_CHANNELS as u64 + 50 {
+            guilds.note(channel, Some(1 << 22));
+            if channel % 1_000 == 0 {
+                guilds.save(&Broken::Fails).await;
+            }
+        }
+        assert_eq!(
+            guilds.known.len(),
+            MAX_CHANNELS,
+            "all unsaved, bounded all the same"
+        );
+        assert_eq!(
+            guilds.of(MAX_CHANNELS as u64 + 49),
+            Some(Some(1 << 22)),
+            "the newest noted is known"
+        );
     }
 }

@@ -35,6 +35,7 @@ mod message_rest;
 mod nonce;
 pub mod normalize;
 mod pending;
+mod record;
 mod run;
 mod seen;
 pub mod shard;

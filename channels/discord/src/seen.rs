@@ -15,18 +15,33 @@ use tokio::time::Instant;
 
 use chela_channel::InboundSink;
 
+use crate::record::{Record, Stored};
+
 /// How often moved cursors are written.
 pub const SAVE_EVERY: Duration = Duration::from_millis(500);
 /// How long a failed message holds its channel's cursor: the catch-up's reach (its window,
 /// `catch_up::WINDOW`, which uses this module).
 pub const HOLD_MAX: Duration = Duration::from_secs(15 * 60);
-/// Channels remembered at most (the one with the oldest last message goes first).
+/// Channels remembered at most (past that, the saved cursor of the oldest last message goes
+/// first; an unsaved one only when none is saved).
 const MAX_CHANNELS: usize = 10_000;
+
+/// A message id, kept as is; a cursor only moves forward, so a late write of a stopped
+/// shard's older one leaves the newer one its new holder wrote.
+impl Stored for u64 {
+    const FORWARD_ONLY: bool = true;
+
+    fn to_cursor(self) -> Option<i64> {
+        i64::try_from(self).ok()
+    }
+    fn from_cursor(cursor: i64) -> Option<u64> {
+        u64::try_from(cursor).ok()
+    }
+}
 
 /// Last message id per channel id, and whether it moved since the last save.
 pub struct Seen {
-    prefix: String,
-    last: Mutex<HashMap<u64, (u64, bool)>>,
+    last: Record<u64>,
     /// Per channel, the oldest message the sink failed to take: the cursor stays below it
     /// until it is taken (a later catch-up reads it again), so a store error on one message
     /// followed by an accepted one does not skip the first. Kept in memory only: after a
@@ -40,8 +55,12 @@ impl Seen {
     /// Cursors of `account`.
     pub fn new(account: &str) -> Seen {
         Seen {
-            prefix: format!("discord:{account}:last:"),
-            last: Mutex::new(HashMap::new()),
+            last: Record::new(
+                format!("discord:{account}:last:"),
+                "a channel cursor",
+                MAX_CHANNELS,
+                |last| *last,
+            ),
             held: Mutex::new(HashMap::new()),
         }
     }
@@ -77,77 +96,26 @@ impl Seen {
     /// caller then saves at once, so the channel is known to the next start's catch-up).
     pub fn note(&self, channel: u64, id: u64) -> bool {
         let id = self.allowed(channel, id);
-        let Ok(mut last) = self.last.lock() else {
-            return false;
-        };
-        if let Some(entry) = last.get_mut(&channel) {
-            if id > entry.0 {
-                *entry = (id, true);
-            }
-            return false;
-        }
-        if last.len() >= MAX_CHANNELS
-            && let Some(oldest) = last.iter().min_by_key(|(_, (id, _))| *id).map(|(c, _)| *c)
-        {
-            last.remove(&oldest);
-        }
-        last.insert(channel, (id, true));
-        true
+        self.last.note(channel, id, |here| id > *here)
     }
 
     /// The last message taken in `channel`, if known.
     pub fn last(&self, channel: u64) -> Option<u64> {
-        self.last.lock().ok()?.get(&channel).map(|(id, _)| *id)
+        self.last.get(channel)
     }
 
     /// Reads the saved cursors into memory (a newer one noted meanwhile wins); every known
     /// channel with its last message, newest first.
     pub async fn load(&self, sink: &dyn InboundSink) -> Vec<(u64, u64)> {
-        let saved = sink.cursors(&self.prefix).await;
-        let Ok(mut last) = self.last.lock() else {
-            return Vec::new();
-        };
-        for (name, value) in saved {
-            let channel = name[self.prefix.len().min(name.len())..].parse::<u64>();
-            if let (Ok(channel), Ok(id)) = (channel, u64::try_from(value)) {
-                let entry = last.entry(channel).or_insert((id, false));
-                if id > entry.0 {
-                    *entry = (id, false);
-                }
-            }
-        }
-        let mut all: Vec<(u64, u64)> = last.iter().map(|(c, (id, _))| (*c, *id)).collect();
+        self.last.load(sink, |here, saved| saved > here).await;
+        let mut all = self.last.all();
         all.sort_by_key(|b| std::cmp::Reverse(b.1));
         all
     }
 
-    /// Writes the cursors that moved since the last save.
+    /// Writes the cursors that moved since they were last written.
     pub async fn save(&self, sink: &dyn InboundSink) {
-        let moved: Vec<(u64, u64)> = match self.last.lock() {
-            Ok(mut last) => last
-                .iter_mut()
-                .filter(|(_, (_, dirty))| *dirty)
-                .map(|(channel, entry)| {
-                    entry.1 = false;
-                    (*channel, entry.0)
-                })
-                .collect(),
-            Err(_) => return,
-        };
-        for (channel, id) in moved {
-            let Ok(value) = i64::try_from(id) else {
-                continue;
-            };
-            let name = format!("{}{channel}", self.prefix);
-            if let Err(e) = sink.save_cursor(&name, value).await {
-                tracing::warn!(error = %e, channel, "discord: cannot save a channel cursor");
-                if let Ok(mut last) = self.last.lock()
-                    && let Some(entry) = last.get_mut(&channel)
-                {
-                    entry.1 = true;
-                }
-            }
-        }
+        self.last.save(sink).await;
     }
 }
 
@@ -155,32 +123,7 @@ impl Seen {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use chela_channel::{BoxFuture, Inbound, SinkError};
-
-    #[derive(Default)]
-    struct Cursors(Mutex<HashMap<String, i64>>);
-
-    impl InboundSink for Cursors {
-        fn accept(&self, _: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
-            Box::pin(async { Ok(()) })
-        }
-        fn cursors<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Vec<(String, i64)>> {
-            let all = self.0.lock().unwrap().clone();
-            Box::pin(async move {
-                all.into_iter()
-                    .filter(|(k, _)| k.starts_with(prefix))
-                    .collect()
-            })
-        }
-        fn save_cursor<'a>(
-            &'a self,
-            name: &'a str,
-            value: i64,
-        ) -> BoxFuture<'a, Result<(), SinkError>> {
-            self.0.lock().unwrap().insert(name.to_owned(), value);
-            Box::pin(async { Ok(()) })
-        }
-    }
+    use crate::record::test_sink::{Broken, Cursors};
 
     #[tokio::test]
     async fn cursors_only_move_forward_and_survive_a_new_seen() {
@@ -199,6 +142,38 @@ mod tests {
         let all = again.load(&sink).await;
         assert_eq!(all, vec![(10, 500), (11, 9)]);
         assert_eq!(Seen::new("other").load(&sink).await, vec![]);
+    }
+
+    #[tokio::test]
+    async fn a_stopped_shards_late_write_does_not_move_a_cursor_back() {
+        // Raised cursors keep the larger value, as the stores' do.
+        let sink = Cursors::default();
+        // The shard stopped before it wrote 500; its new holder (another node) took 600.
+        let stopped = Seen::new("default");
+        stopped.note(10, 500);
+        let holder = Seen::new("default");
+        holder.note(10, 600);
+        holder.save(&sink).await;
+        stopped.save(&sink).await;
+        assert_eq!(
+            sink.0.lock().unwrap().get("discord:default:last:10"),
+            Some(&600)
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_save_dropped_midway_leaves_what_it_did_not_write_to_the_next_one() {
+        let seen = Seen::new("default");
+        assert!(seen.note(10, 500), "a new channel");
+        let cut = tokio::time::timeout(Duration::from_secs(1), seen.save(&Broken::Hangs)).await;
+        assert!(cut.is_err(), "the save hung and was dropped");
+        let sink = Cursors::default();
+        seen.save(&sink).await;
+        assert_eq!(
+            sink.0.lock().unwrap().get("discord:default:last:10"),
+            Some(&500),
+            "the channel's first cursor is written by the next save"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -301,6 +301,35 @@ pub(crate) async fn cursors_are_durable_and_listed_by_suffix(h: &dyn Harness) {
     );
 }
 
+/// A raised cursor only moves forward, and is durable on return.
+pub(crate) async fn raised_cursors_only_move_forward(h: &dyn Harness) {
+    let store = h.fresh();
+    let name = "discord:a:last:1";
+    store.raise_cursor(name, 10).await.unwrap();
+    assert_eq!(
+        store.get_cursor(name).unwrap(),
+        Some(10),
+        "a new one is set"
+    );
+    store.raise_cursor(name, 5).await.unwrap();
+    assert_eq!(
+        store.get_cursor(name).unwrap(),
+        Some(10),
+        "a late older write"
+    );
+    store.raise_cursor(name, 12).await.unwrap();
+    store.set_cursor("discord:a:last:2", 3).await.unwrap();
+    store.raise_cursor("discord:a:last:2", 1).await.unwrap();
+    let store = h.reopen(store);
+    assert_eq!(
+        store.cursors_starting("discord:a:last:").unwrap(),
+        [
+            ("discord:a:last:1".to_string(), 12),
+            ("discord:a:last:2".to_string(), 3)
+        ]
+    );
+}
+
 /// Group lines are replaced per session, cleared, and listed by key.
 pub(crate) async fn group_history_is_replaced_and_cleared(h: &dyn Harness) {
     let store = h.fresh();

@@ -61,6 +61,7 @@ macro_rules! store_contract_tests {
             pairing_codes_approve_once_and_make_one_owner,
             pairing_codes_expire_and_rejected_codes_do_not_approve,
             cursors_are_durable_and_listed_by_suffix,
+            raised_cursors_only_move_forward,
             group_history_is_replaced_and_cleared,
             group_lines_are_appended_capped_and_taken_once,
             sessions_are_created_once_and_listed_by_key,

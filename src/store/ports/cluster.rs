@@ -111,16 +111,11 @@ pub trait Coordinator: Send + Sync {
     fn leave(&self) -> StoreFuture<'_, ()>;
     /// Says for `lease_s` seconds that this node runs the parts of the intake layout `layout`
     /// (`discord#/4`: Discord's intake in 4 shards), listed in its [`NodeInfo::layouts`]
-    /// meanwhile; renewed as long as it does. Without a store that records it, nothing.
-    fn advertise_layout<'a>(&'a self, layout: &'a str, lease_s: u64) -> StoreFuture<'a, ()> {
-        let _ = (layout, lease_s);
-        Box::pin(async { Ok(()) })
-    }
+    /// meanwhile; renewed as long as it does. Required: a coordinator that did not record
+    /// it would make the other nodes count this one out of the layout's share.
+    fn advertise_layout<'a>(&'a self, layout: &'a str, lease_s: u64) -> StoreFuture<'a, ()>;
     /// Stops saying that this node runs the parts of `layout` (its intake ended).
-    fn withdraw_layout<'a>(&'a self, layout: &'a str) -> StoreFuture<'a, ()> {
-        let _ = layout;
-        Box::pin(async { Ok(()) })
-    }
+    fn withdraw_layout<'a>(&'a self, layout: &'a str) -> StoreFuture<'a, ()>;
     /// Every node with its heartbeat and unexpired leases, by id.
     fn nodes(&self) -> StoreFuture<'_, Vec<NodeInfo>>;
     /// The wake-ups: the partition of each turn queued through `enqueue_unique` on any node

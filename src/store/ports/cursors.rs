@@ -20,6 +20,11 @@ pub trait CursorStore {
     /// Sets the cursor called `name`. Durable, together with every write that returned before.
     fn set_cursor<'a>(&'a self, name: &'a str, value: i64) -> StoreFuture<'a, ()>;
 
+    /// Sets the cursor called `name` to `value` unless it holds a larger one (atomically: a
+    /// cursor that only moves forward, whichever of several writers comes last). Durable as
+    /// [`set_cursor`](CursorStore::set_cursor).
+    fn raise_cursor<'a>(&'a self, name: &'a str, value: i64) -> StoreFuture<'a, ()>;
+
     /// Replaces the kept lines of group session `key`. Buffered.
     fn save_group_history(&self, key: &str, lines: &[String]) -> Result<(), StoreError>;
 

@@ -1,7 +1,9 @@
 //! A test double of [`Coordinator`] for the gateway's cluster tests: a node that holds no
 //! partition, answers [`Coordinator::nodes`] with what the test sets, takes or is refused
 //! the intake leases as the test says (and records each ask), and, on a [`Bus`], sends its
-//! notifications to every node of the bus, itself included, as `NOTIFY` does.
+//! notifications to every node of the bus, itself included, as `NOTIFY` does. Made with
+//! [`FakeCoordinator::on_table`], its intake leases, layout adverts and node list are those
+//! of a [`LeaseTable`] shared with other nodes instead.
 
 #![allow(clippy::unwrap_used)]
 
@@ -9,9 +11,14 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use super::cluster::{Coordinator, Lease, NodeInfo, NodeVersion};
 use super::{StoreError, StoreFuture};
+
+mod leases;
+
+pub use leases::LeaseTable;
 
 /// Nodes whose published payloads reach every node of the bus, the sender included.
 #[derive(Default, Clone)]
@@ -35,6 +42,9 @@ pub struct FakeCoordinator {
     id: String,
     bus: Option<Bus>,
     events: Mutex<Option<mpsc::UnboundedReceiver<String>>>,
+    /// The shared table this node's leases, adverts and node list are in, and the instant
+    /// its heartbeats count from.
+    table: Option<(Arc<Mutex<LeaseTable>>, Instant)>,
     /// What [`Coordinator::nodes`] answers.
     pub nodes: Mutex<Vec<NodeInfo>>,
     /// Another node holds every intake lease.
@@ -45,6 +55,8 @@ pub struct FakeCoordinator {
     pub intake_asks: Mutex<Vec<(String, u64)>>,
     /// Intake leases given back.
     pub intakes_released: AtomicUsize,
+    /// The layouts advertised now, with their length (s).
+    pub layouts: Mutex<Vec<(String, u64)>>,
 }
 
 impl FakeCoordinator {
@@ -53,6 +65,14 @@ impl FakeCoordinator {
         FakeCoordinator {
             id: id.to_owned(),
             ..FakeCoordinator::default()
+        }
+    }
+
+    /// Node `id` on `table`, whose heartbeats count from `base`.
+    pub fn on_table(id: &str, table: Arc<Mutex<LeaseTable>>, base: Instant) -> FakeCoordinator {
+        FakeCoordinator {
+            table: Some((table, base)),
+            ..FakeCoordinator::new(id)
         }
     }
 
@@ -97,22 +117,48 @@ impl Coordinator for FakeCoordinator {
                 .lock()
                 .unwrap()
                 .push((name.to_owned(), lease_s));
+            if let Some((table, _)) = &self.table {
+                return leases::hold_intake(table, &self.id, name, lease_s).await;
+            }
             if self.unreachable.load(Ordering::SeqCst) {
                 return Err(StoreError::Db("unreachable".into()));
             }
             Ok(!self.other_holds.load(Ordering::SeqCst))
         })
     }
-    fn release_intake<'a>(&'a self, _: &'a str) -> StoreFuture<'a, ()> {
-        Box::pin(async {
+    fn release_intake<'a>(&'a self, name: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
             self.intakes_released.fetch_add(1, Ordering::SeqCst);
-            Ok(())
+            match &self.table {
+                Some((table, _)) => leases::release_intake(table, &self.id, name).await,
+                None => Ok(()),
+            }
         })
     }
     fn leave(&self) -> StoreFuture<'_, ()> {
         Box::pin(async { Ok(()) })
     }
+    fn advertise_layout<'a>(&'a self, layout: &'a str, lease_s: u64) -> StoreFuture<'a, ()> {
+        if let Some((table, _)) = &self.table {
+            let advertised = leases::advertise(table, &self.id, layout, lease_s);
+            return Box::pin(async { advertised });
+        }
+        let mut layouts = self.layouts.lock().unwrap();
+        layouts.retain(|(l, _)| l != layout);
+        layouts.push((layout.to_owned(), lease_s));
+        Box::pin(async { Ok(()) })
+    }
+    fn withdraw_layout<'a>(&'a self, layout: &'a str) -> StoreFuture<'a, ()> {
+        if let Some((table, _)) = &self.table {
+            return Box::pin(leases::withdraw(table, &self.id, layout));
+        }
+        self.layouts.lock().unwrap().retain(|(l, _)| l != layout);
+        Box::pin(async { Ok(()) })
+    }
     fn nodes(&self) -> StoreFuture<'_, Vec<NodeInfo>> {
+        if let Some((table, base)) = &self.table {
+            return Box::pin(leases::nodes(table, &self.id, *base));
+        }
         let nodes = self.nodes.lock().unwrap().clone();
         Box::pin(async move { Ok(nodes) })
     }

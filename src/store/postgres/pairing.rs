@@ -252,6 +252,20 @@ impl CursorStore for PgStore {
         }))
     }
 
+    fn raise_cursor<'a>(&'a self, name: &'a str, value: i64) -> StoreFuture<'a, ()> {
+        let name = name.to_owned();
+        Box::pin(self.call(move |c| async move {
+            c.execute(
+                "INSERT INTO cursors (name, value) VALUES ($1, $2) \
+                 ON CONFLICT (name) DO UPDATE SET value = GREATEST(cursors.value, EXCLUDED.value)",
+                &[&name, &value],
+            )
+            .await
+            .map_err(pg_err)?;
+            Ok(())
+        }))
+    }
+
     fn save_group_history(&self, key: &str, lines: &[String]) -> Result<(), StoreError> {
         let (key, bytes) = (key.to_owned(), encode(lines)?);
         self.blocking(move |c| async move {

@@ -1,7 +1,7 @@
 //! Platform cursors (`cursors`: name -> big-endian i64) and kept group context
 //! (`group_history`: key -> JSON lines).
 
-use super::{CURSORS, GROUP_HISTORY, RedbStore, StoreError, decode, encode};
+use super::{CURSORS, GROUP_HISTORY, RedbStore, StoreError, db_err, decode, encode, get};
 use crate::store::{CursorStore, StoreFuture};
 
 /// Decodes a stored cursor.
@@ -36,6 +36,26 @@ impl CursorStore for RedbStore {
     fn set_cursor<'a>(&'a self, name: &'a str, value: i64) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             self.insert(CURSORS, name.as_bytes(), &value.to_be_bytes())?;
+            self.sync().await
+        })
+    }
+
+    fn raise_cursor<'a>(&'a self, name: &'a str, value: i64) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            self.write(|tx| {
+                let mut table = tx.open_table(CURSORS).map_err(db_err)?;
+                let old = get(&table, name.as_bytes())?;
+                if old
+                    .map(|old| cursor(&old))
+                    .transpose()?
+                    .is_none_or(|old| old < value)
+                {
+                    table
+                        .insert(name.as_bytes(), &value.to_be_bytes()[..])
+                        .map_err(db_err)?;
+                }
+                Ok(())
+            })?;
             self.sync().await
         })
     }

@@ -55,6 +55,22 @@ impl CursorStore for SledStore {
         })
     }
 
+    /// Raises the cursor called `name` to `value` (an unreadable one is replaced); returns
+    /// once it is on disk.
+    fn raise_cursor<'a>(&'a self, name: &'a str, value: i64) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            self.inner
+                .cursors
+                .fetch_and_update(name, |old| {
+                    let old = old.and_then(|b| <[u8; 8]>::try_from(b).ok());
+                    let kept = old.map(i64::from_be_bytes).filter(|old| *old > value);
+                    Some(kept.unwrap_or(value).to_be_bytes().to_vec())
+                })
+                .map_err(db_err)?;
+            self.sync().await
+        })
+    }
+
     fn save_group_history(&self, key: &str, lines: &[String]) -> Result<(), StoreError> {
         self.write_group_lines(key, lines)
     }

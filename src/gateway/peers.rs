@@ -9,8 +9,9 @@
 //! Every envelope is signed (HMAC-SHA256 with the store's call key, [`Coordinator::call_key`],
 //! which only roles that can read chela's tables know): a role that can merely connect, and
 //! so `NOTIFY` and `LISTEN`, cannot forge a call, and a call without a valid signature is
-//! dropped. It can, though, copy a signed call it heard and send it again later: envelopes
-//! carry no time or nonce yet (README, limits of the cluster).
+//! dropped. Nor can it copy a signed call it heard and send it again: every envelope
+//! carries its send time and a random nonce in its signed part, and a call outside the
+//! freshness window, or taken before, is dropped ([`super::peers_fresh`]).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,6 +23,8 @@ use hmac::{KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
+use super::peers_fresh::Seen;
+use crate::domain::message::now_ms;
 use crate::store::{Coordinator, MAX_EVENT_PAYLOAD};
 
 /// How long a node waits for the others' answers.
@@ -45,6 +48,10 @@ pub struct NotSent;
 pub struct Envelope {
     /// The call's number at the node that made it (first: see [`MARK`]).
     pub call: u64,
+    /// When it was sent: ms since the epoch, by the sender's clock.
+    pub at: u64,
+    /// Random: tells this envelope from a copy of it.
+    pub nonce: String,
     /// The node it comes from.
     pub from: String,
     /// The node it is for; `None`: every other node.
@@ -169,6 +176,8 @@ pub struct Peers {
     /// The stops from other nodes being handled: a pool of their own ([`CALLS_AT_ONCE`]),
     /// so that slow calls of other kinds never lock a `/stop` out.
     stopping: Arc<Semaphore>,
+    /// The envelopes taken within the freshness window ([`super::peers_fresh`]).
+    seen: Mutex<Seen>,
 }
 
 /// Forgets a call when its asker stops waiting.
@@ -190,7 +199,7 @@ impl Peers {
     pub fn new(coordinator: Arc<dyn Coordinator>) -> Peers {
         // Numbered from the clock: a node restarted under the same id does not take the
         // late answers to its previous life's calls for its own.
-        let first = crate::domain::message::now_ms().saturating_mul(1000);
+        let first = now_ms().saturating_mul(1000);
         Peers {
             coordinator,
             next: AtomicU64::new(first),
@@ -198,6 +207,7 @@ impl Peers {
             key: OnceLock::new(),
             handling: Arc::new(Semaphore::new(CALLS_AT_ONCE)),
             stopping: Arc::new(Semaphore::new(CALLS_AT_ONCE)),
+            seen: Mutex::new(Seen::default()),
         }
     }
 
@@ -236,6 +246,39 @@ impl Peers {
         mac.verify_slice(&given).is_ok()
     }
 
+    /// A new envelope of call `call` from this node to `to` (unsigned): sent now, with a
+    /// nonce of its own.
+    fn envelope(&self, call: u64, to: Option<&str>, body: Body) -> Envelope {
+        Envelope {
+            call,
+            at: now_ms(),
+            nonce: uuid::Uuid::new_v4().simple().to_string(),
+            from: self.node().to_owned(),
+            to: to.map(str::to_owned),
+            body,
+            sig: String::new(),
+        }
+    }
+
+    /// Whether `envelope` (signed) is fresh at `now` (ms since the epoch): logs why not.
+    fn fresh(&self, envelope: &Envelope, now: u64) -> bool {
+        let Ok(mut seen) = self.seen.lock() else {
+            return false;
+        };
+        match seen.check(envelope.at, &envelope.from, &envelope.nonce, now) {
+            Ok(()) => true,
+            Err(stale) => {
+                tracing::warn!(
+                    from = %envelope.from,
+                    sent_ms = envelope.at,
+                    now_ms = now,
+                    "cluster: a call from another node was dropped: {stale} (a copy, or the nodes' clocks disagree)"
+                );
+                false
+            }
+        }
+    }
+
     /// This node's id.
     pub fn node(&self) -> &str {
         self.coordinator.node()
@@ -259,13 +302,7 @@ impl Peers {
             calls.insert(call, tx);
         }
         let _pending = Pending { peers: self, call };
-        let envelope = Envelope {
-            call,
-            from: self.node().to_owned(),
-            to: to.map(str::to_owned),
-            body,
-            sig: String::new(),
-        };
+        let envelope = self.envelope(call, to, body);
         let mut answers = Vec::new();
         if expected == 0 {
             return Ok(answers);
@@ -316,19 +353,19 @@ impl Peers {
 
     /// Answers call `call` of node `to` with `body`.
     pub async fn answer(&self, to: &str, call: u64, body: Body) {
-        let envelope = Envelope {
-            call,
-            from: self.node().to_owned(),
-            to: Some(to.to_owned()),
-            body,
-            sig: String::new(),
-        };
+        let envelope = self.envelope(call, Some(to), body);
         self.send(&envelope).await;
     }
 
     /// Takes in `payload` from the shared channel: an answer to one of this node's calls
-    /// goes to its asker; a question for this node is returned, to be answered.
+    /// goes to its asker; a question for this node is returned, to be answered. Either is
+    /// dropped unless signed and fresh ([`super::peers_fresh`]).
     pub fn take(&self, payload: &str) -> Option<Envelope> {
+        self.take_at(payload, now_ms())
+    }
+
+    /// [`Peers::take`] at `now` (ms since the epoch).
+    fn take_at(&self, payload: &str, now: u64) -> Option<Envelope> {
         let envelope: Envelope = match serde_json::from_str(payload) {
             Ok(envelope) => envelope,
             Err(e) => {
@@ -342,6 +379,9 @@ impl Peers {
         }
         if !self.signed(&envelope) {
             tracing::warn!(from = %envelope.from, "cluster: a call without a valid signature was dropped");
+            return None;
+        }
+        if !self.fresh(&envelope, now) {
             return None;
         }
         if !envelope.body.is_answer() {

@@ -125,6 +125,8 @@ async fn answers_are_gathered_until_a_decisive_one_or_the_time_is_up() {
 fn a_call_is_told_from_an_event_batch() {
     let envelope = Envelope {
         call: 7,
+        at: 1,
+        nonce: "n".into(),
         from: "a".into(),
         to: None,
         body: Body::ListApprovals {
@@ -151,6 +153,8 @@ async fn calls_without_the_stores_key_are_dropped() {
     taker.set_key(b"the store's call key".to_vec());
     let question = Envelope {
         call: 1,
+        at: crate::domain::message::now_ms(),
+        nonce: "n1".into(),
         from: "x".into(),
         to: None,
         body: approve(),
@@ -251,4 +255,77 @@ async fn a_stop_is_handled_while_other_calls_fill_the_bound() {
     for call in taken {
         assert_eq!(call.await.unwrap(), Ok(Vec::new()));
     }
+}
+
+/// `question` signed with the store's key, as sent.
+fn signed_payload(question: &Envelope) -> String {
+    let peer = Peers::new(Bus::default().node("x"));
+    peer.set_key(b"the store's call key".to_vec());
+    let unsigned = serde_json::to_string(question).unwrap();
+    let signed = Envelope {
+        sig: peer.sign(&unsigned).unwrap(),
+        ..question.clone()
+    };
+    serde_json::to_string(&signed).unwrap()
+}
+
+#[test]
+fn a_copy_of_a_call_or_an_old_one_is_dropped() {
+    const NOW: u64 = 1_800_000_000_000;
+    let taker = Peers::new(Bus::default().node("b"));
+    taker.set_key(b"the store's call key".to_vec());
+    let stop = |at: u64, nonce: &str| Envelope {
+        call: 1,
+        at,
+        nonce: nonce.into(),
+        from: "x".into(),
+        to: Some("b".into()),
+        body: Body::Stop {
+            session: "k".into(),
+            children: true,
+        },
+        sig: String::new(),
+    };
+    // A fresh call is taken; the same envelope sent again is not, even much later.
+    let fresh = signed_payload(&stop(NOW - 1_000, "n1"));
+    assert!(taker.take_at(&fresh, NOW).is_some());
+    assert!(taker.take_at(&fresh, NOW).is_none(), "a copy");
+    assert!(taker.take_at(&fresh, NOW + 10_000).is_none(), "a copy");
+    assert!(
+        taker.take_at(&fresh, NOW + 3_600_000).is_none(),
+        "an old copy"
+    );
+    // One sent before the window, or after it, is not taken.
+    let old = signed_payload(&stop(NOW - 31_000, "n2"));
+    assert!(taker.take_at(&old, NOW).is_none(), "too old");
+    let ahead = signed_payload(&stop(NOW + 31_000, "n3"));
+    assert!(taker.take_at(&ahead, NOW).is_none(), "from the future");
+    // Another call of the same node, sent just now, is.
+    let next = signed_payload(&stop(NOW, "n4"));
+    assert!(taker.take_at(&next, NOW).is_some());
+    // The time and the nonce are signed: changed, the signature no longer holds.
+    let moved = fresh.replace(&format!("{}", NOW - 1_000), &format!("{NOW}"));
+    assert_ne!(moved, fresh);
+    assert!(taker.take_at(&moved, NOW).is_none(), "time changed");
+    let renamed = fresh.replace("\"n1\"", "\"n9\"");
+    assert_ne!(renamed, fresh);
+    assert!(taker.take_at(&renamed, NOW).is_none(), "nonce changed");
+}
+
+#[tokio::test]
+async fn answers_are_fresh_too() {
+    let bus = Bus::default();
+    let a = serve(bus.node("a"), |_| None);
+    let _b = serve(bus.node("b"), |_| Some(stopped(true)));
+    let stop = || Body::Stop {
+        session: "k".into(),
+        children: false,
+    };
+    // Every envelope a node sends carries a time and a nonce of its own.
+    let answers = a.ask(Some("b"), stop(), 1, ANSWER_WITHIN, |_| true).await;
+    assert_eq!(answers.unwrap().len(), 1);
+    let one = a.envelope(1, None, stop());
+    let two = a.envelope(1, None, stop());
+    assert_ne!(one.nonce, two.nonce);
+    assert!(one.at > 0);
 }

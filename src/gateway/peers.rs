@@ -176,6 +176,8 @@ pub struct Peers {
     /// The stops from other nodes being handled: a pool of their own ([`CALLS_AT_ONCE`]),
     /// so that slow calls of other kinds never lock a `/stop` out.
     stopping: Arc<Semaphore>,
+    /// The busy answers on their way ([`Peers::refuse`]).
+    refusing: Arc<Semaphore>,
     /// The envelopes taken within the freshness window ([`super::peers_fresh`]).
     seen: Mutex<Seen>,
 }
@@ -207,6 +209,7 @@ impl Peers {
             key: OnceLock::new(),
             handling: Arc::new(Semaphore::new(CALLS_AT_ONCE)),
             stopping: Arc::new(Semaphore::new(CALLS_AT_ONCE)),
+            refusing: Arc::new(Semaphore::new(CALLS_AT_ONCE)),
             seen: Mutex::new(Seen::default()),
         }
     }
@@ -326,9 +329,9 @@ impl Peers {
 
     /// Handles `question` (a call from another node) with `handle`, in a task of its own,
     /// while fewer than [`CALLS_AT_ONCE`] of its kind (stops; the others) are handled;
-    /// otherwise answers it [`Body::Busy`] at once (waiting at most [`ANSWER_WITHIN`] for
-    /// the database: the asker has given up by then).
-    pub async fn dispatch<F>(&self, question: &Envelope, handle: F)
+    /// otherwise refuses it ([`Peers::refuse`]). Never waits: the loop taking the calls
+    /// goes on at once.
+    pub fn dispatch<F>(&self, question: &Envelope, handle: F)
     where
         F: Future<Output = ()> + Send + 'static,
     {
@@ -345,10 +348,29 @@ impl Peers {
                     from = %question.from,
                     "cluster: {CALLS_AT_ONCE} calls from other nodes are being handled; one more was refused as busy"
                 );
-                let busy = self.answer(&question.from, question.call, Body::Busy);
-                let _ = tokio::time::timeout(ANSWER_WITHIN, busy).await;
+                self.refuse(question);
             }
         }
+    }
+
+    /// Answers `question` [`Body::Busy`] in a task of its own, waiting at most
+    /// [`ANSWER_WITHIN`] for the database (the asker has given up by then); while
+    /// [`CALLS_AT_ONCE`] such answers are on their way, the refusal is not answered (the
+    /// asker sees no answer in time).
+    fn refuse(&self, question: &Envelope) {
+        let Ok(permit) = self.refusing.clone().try_acquire_owned() else {
+            tracing::debug!(from = %question.from, "cluster: too many busy answers on their way; one is not sent");
+            return;
+        };
+        let busy = self.envelope(question.call, Some(&question.from), Body::Busy);
+        let Some(payload) = self.seal(&busy) else {
+            return;
+        };
+        let coordinator = self.coordinator.clone();
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(ANSWER_WITHIN, publish(&*coordinator, payload)).await;
+            drop(permit);
+        });
     }
 
     /// Answers call `call` of node `to` with `body`.
@@ -396,33 +418,39 @@ impl Peers {
 
     /// Publishes `envelope`; false when it could not be sent.
     async fn send(&self, envelope: &Envelope) -> bool {
-        let Ok(unsigned) = serde_json::to_string(envelope) else {
-            return false;
-        };
-        let Some(sig) = self.sign(&unsigned) else {
-            return false;
-        };
+        match self.seal(envelope) {
+            Some(payload) => publish(&*self.coordinator, payload).await,
+            None => false,
+        }
+    }
+
+    /// The payload of `envelope`, signed; `None` without a key or when it is too big for a
+    /// notification.
+    fn seal(&self, envelope: &Envelope) -> Option<String> {
+        let unsigned = serde_json::to_string(envelope).ok()?;
         let signed = Envelope {
-            sig,
+            sig: self.sign(&unsigned)?,
             ..envelope.clone()
         };
-        let payload = match serde_json::to_string(&signed) {
-            Ok(payload) if payload.len() <= MAX_EVENT_PAYLOAD => payload,
-            Ok(payload) => {
-                tracing::warn!(
-                    bytes = payload.len(),
-                    "cluster: a call to another node is too big to send"
-                );
-                return false;
-            }
-            Err(_) => return false,
-        };
-        match self.coordinator.publish_events(payload).await {
-            Ok(()) => true,
-            Err(e) => {
-                tracing::warn!(error = %e, "cluster: cannot reach the other nodes");
-                false
-            }
+        let payload = serde_json::to_string(&signed).ok()?;
+        if payload.len() > MAX_EVENT_PAYLOAD {
+            tracing::warn!(
+                bytes = payload.len(),
+                "cluster: a call to another node is too big to send"
+            );
+            return None;
+        }
+        Some(payload)
+    }
+}
+
+/// Publishes `payload` over `coordinator`; false when the database could not be reached.
+async fn publish(coordinator: &dyn Coordinator, payload: String) -> bool {
+    match coordinator.publish_events(payload).await {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!(error = %e, "cluster: cannot reach the other nodes");
+            false
         }
     }
 }

@@ -35,7 +35,7 @@ fn listen(node: Arc<FakeCoordinator>, reply: Reply) -> Arc<Peers> {
                         serving.answer(&question.from, question.call, body).await;
                     }
                 }
-                Reply::Stuck => serving.dispatch(&question, std::future::pending()).await,
+                Reply::Stuck => serving.dispatch(&question, std::future::pending()),
             }
         }
     });
@@ -328,4 +328,42 @@ async fn answers_are_fresh_too() {
     let two = a.envelope(1, None, stop());
     assert_ne!(one.nonce, two.nonce);
     assert!(one.at > 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_busy_answer_never_holds_the_loop_taking_the_calls() {
+    let node = Arc::new(FakeCoordinator::new("b"));
+    let peers = Peers::new(node.clone());
+    peers.set_key(b"the store's call key".to_vec());
+    let list = |call: u64| Envelope {
+        call,
+        at: 1,
+        nonce: format!("n{call}"),
+        from: "a".into(),
+        to: Some("b".into()),
+        body: Body::ListApprovals {
+            session: None,
+            id: None,
+        },
+        sig: String::new(),
+    };
+    for call in 0..CALLS_AT_ONCE as u64 {
+        peers.dispatch(&list(call), std::future::pending());
+    }
+    // The database does not answer: every busy answer would wait for it.
+    node.publish_hangs
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let started = tokio::time::Instant::now();
+    for call in 0..3 * CALLS_AT_ONCE as u64 {
+        peers.dispatch(&list(100 + call), std::future::pending());
+    }
+    assert_eq!(started.elapsed(), Duration::ZERO, "nothing was waited for");
+    assert_eq!(
+        peers.refusing.available_permits(),
+        0,
+        "at most CALLS_AT_ONCE busy answers are on their way"
+    );
+    // Each gives up after ANSWER_WITHIN, and makes room.
+    tokio::time::sleep(ANSWER_WITHIN + Duration::from_millis(1)).await;
+    assert_eq!(peers.refusing.available_permits(), CALLS_AT_ONCE);
 }

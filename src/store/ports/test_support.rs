@@ -45,6 +45,8 @@ pub struct FakeCoordinator {
     pub intake_asks: Mutex<Vec<(String, u64)>>,
     /// Intake leases given back.
     pub intakes_released: AtomicUsize,
+    /// Publishing never ends (a database that does not answer): nothing is sent.
+    pub publish_hangs: AtomicBool,
 }
 
 impl FakeCoordinator {
@@ -120,6 +122,9 @@ impl Coordinator for FakeCoordinator {
         None
     }
     fn publish_events(&self, payload: String) -> StoreFuture<'_, ()> {
+        if self.publish_hangs.load(Ordering::SeqCst) {
+            return Box::pin(std::future::pending());
+        }
         if let Some(bus) = &self.bus {
             for tx in bus.0.lock().unwrap().iter() {
                 let _ = tx.send(payload.clone());

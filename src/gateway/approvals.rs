@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::Core;
 use super::peers::Answered;
 use super::questions::PendingQuestions;
-use super::remote_approvals::{Approved, Listed, approval_tag};
+use super::remote_approvals::{Approved, Listed, approval_tag, split_typed};
 use crate::agent::approval::{Approval, Approver};
 use crate::agent::provider::BoxFuture;
 use crate::domain::text::excerpt;
@@ -77,6 +77,9 @@ fn answer_text(id: &str, decision: Approval, approved: &Approved) -> String {
                 each.join(" or ")
             )
         }
+        Approved::Unlooked => format!(
+            "The nodes could not be looked up (the database could not be reached), so approval {id} was not found: nothing was answered. Try again."
+        ),
     }
 }
 
@@ -116,14 +119,29 @@ pub async fn command(core: &Arc<Core>, key: &str, to: &Conversation, args: &str)
                 session,
             )
         }
-        (Some(id), Some(word)) => match Approval::parse(word) {
+        (Some(typed), Some(word)) => match Approval::parse(word) {
             Some(decision) => {
-                let approved = super::remote_approvals::approve(core, id, decision).await;
-                answer_text(id, decision, &approved)
+                let approved = super::remote_approvals::approve(core, typed, decision).await;
+                let (id, named) = split_typed(typed);
+                let alone = core.cluster.is_none();
+                let note = alone_note(named, alone, &core.config.cluster.node_id);
+                format!("{}{note}", answer_text(id, decision, &approved))
             }
             None => usage(),
         },
         (Some(_), None) => usage(),
+    }
+}
+
+/// On a gateway running `alone` (no cluster) as node `me`, what to add when `/approve`
+/// named node `named`: that it was left out, unless it is this gateway's own id.
+fn alone_note(named: Option<&str>, alone: bool, me: &str) -> String {
+    match named {
+        Some(node) if alone && node != me => format!(
+            " (This gateway runs alone, not as a cluster: \"@{}\" was left out.)",
+            excerpt(node)
+        ),
+        _ => String::new(),
     }
 }
 
@@ -134,6 +152,11 @@ fn list_text(listed: &Listed, session: Option<&str>) -> String {
         Some(_) => " in this conversation",
         None => "",
     };
+    if listed.waiting.is_empty() && listed.unsent {
+        return format!(
+            "No command is waiting for approval on this node{whose}; the other nodes could not be asked (the database could not be reached), so what waits there is unknown."
+        );
+    }
     if listed.waiting.is_empty() {
         return format!("No command is waiting for approval{whose}.{note}");
     }
@@ -296,6 +319,31 @@ mod tests {
             none,
             "No command is waiting for approval in this conversation."
         );
+    }
+
+    #[test]
+    fn a_list_that_could_not_reach_the_other_nodes_does_not_read_as_empty() {
+        let listed = Listed {
+            unsent: true,
+            ..Listed::default()
+        };
+        let text = list_text(&listed, None);
+        assert!(
+            !text.starts_with("No command is waiting for approval."),
+            "{text}"
+        );
+        assert!(text.contains("unknown"), "{text}");
+        let failed = answer_text("ab1234", Approval::Deny, &Approved::Unlooked);
+        assert!(failed.contains("could not be looked up"), "{failed}");
+        assert!(failed.contains("nothing was answered"), "{failed}");
+    }
+
+    #[test]
+    fn a_node_named_on_a_lone_gateway_is_left_out_and_said_so() {
+        assert!(alone_note(Some("n1"), true, "").contains("\"@n1\" was left out"));
+        assert_eq!(alone_note(Some("n1"), true, "n1"), "");
+        assert_eq!(alone_note(Some("n1"), false, ""), "", "on a cluster");
+        assert_eq!(alone_note(None, true, ""), "");
     }
 
     #[test]

@@ -87,6 +87,9 @@ fn stop_answer(stopped: Stopped) -> String {
             );
         }
         Stopped::Nowhere => return "Nothing to stop.".to_string(),
+        Stopped::Unknown => {
+            return "Which node runs this session could not be read (the database could not be reached): nothing was stopped. Try again.".to_string();
+        }
         Stopped::NotHanded(node, busy) => return not_handed(&node, busy),
     };
     let answer = match report {

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use super::Core;
 use super::approvals::Approvals;
+use super::cluster::Cluster;
 use super::peers::{ANSWER_WITHIN, Answered, Body, NotSent, Peers, WaitingApproval};
 use super::questions::NotWaiting;
 use crate::agent::approval::Approval;
@@ -74,20 +75,47 @@ pub enum Approved {
         /// The nodes.
         nodes: Vec<String>,
     },
+    /// The live nodes could not be read (the database could not be reached): nothing was
+    /// answered.
+    Unlooked,
 }
 
 /// Answers exec approval `typed` (`<id>` or `<id>@<node>`) with `decision`, here or on
 /// the node that asked it.
 pub async fn approve(core: &Arc<Core>, typed: &str, decision: Approval) -> Approved {
     match &core.cluster {
-        Some(cluster) => {
-            let live = super::remote::live_nodes(cluster).await;
-            approve_among(&core.approvals, cluster.peers(), &live, typed, decision).await
-        }
-        None => Approved::At {
-            node: None,
-            outcome: answered(core.approvals.answer(typed, decision)),
-        },
+        Some(cluster) => approve_in(&core.approvals, cluster, typed, decision).await,
+        None => approve_alone(&core.approvals, typed, decision),
+    }
+}
+
+/// [`approve`] on a single gateway: a `@<node>` is left out (there is one node).
+fn approve_alone(local: &Approvals, typed: &str, decision: Approval) -> Approved {
+    let (id, _) = split_typed(typed);
+    Approved::At {
+        node: None,
+        outcome: answered(local.answer(id, decision)),
+    }
+}
+
+/// [`approve`] on cluster node `cluster`, whose approvals `local` holds.
+async fn approve_in(
+    local: &Approvals,
+    cluster: &Cluster,
+    typed: &str,
+    decision: Approval,
+) -> Approved {
+    match super::remote::live_nodes(cluster).await {
+        Ok(live) => approve_among(local, cluster.peers(), &live, typed, decision).await,
+        Err(_) => Approved::Unlooked,
+    }
+}
+
+/// `typed` (`<id>` or `<id>@<node>`): the id, and the node it names.
+pub fn split_typed(typed: &str) -> (&str, Option<&str>) {
+    match typed.split_once('@') {
+        Some((id, node)) => (id, Some(node)),
+        None => (typed, None),
     }
 }
 
@@ -100,10 +128,7 @@ pub(super) async fn approve_among(
     typed: &str,
     decision: Approval,
 ) -> Approved {
-    let (id, named) = match typed.split_once('@') {
-        Some((id, node)) => (id, Some(node)),
-        None => (typed, None),
-    };
+    let (id, named) = split_typed(typed);
     let me = peers.node();
     let candidates: Vec<String> = match named {
         Some(node) => vec![node.to_owned()],
@@ -209,25 +234,34 @@ pub struct Listed {
     pub waiting: Vec<WaitingApproval>,
     /// Live nodes that did not answer (in time, or as busy).
     pub silent: Vec<String>,
-    /// The other nodes could not be asked (the call was not sent).
+    /// The other nodes could not be looked up or asked (the database could not be
+    /// reached): what waits there is unknown.
     pub unsent: bool,
 }
 
 /// The exec approvals waiting on every node (this one's first), of session `session` only
 /// when given.
 pub async fn waiting_approvals(core: &Arc<Core>, session: Option<&str>) -> Listed {
+    match &core.cluster {
+        Some(cluster) => list_in(&core.approvals, cluster, session).await,
+        None => Listed {
+            waiting: local_approvals(&core.approvals, session, None),
+            ..Listed::default()
+        },
+    }
+}
+
+/// [`waiting_approvals`] on cluster node `cluster`, whose approvals `local` holds.
+async fn list_in(local: &Approvals, cluster: &Cluster, session: Option<&str>) -> Listed {
     let mut listed = Listed {
-        waiting: local_approvals(&core.approvals, session, None),
+        waiting: local_approvals(local, session, None),
         ..Listed::default()
     };
-    let Some(cluster) = &core.cluster else {
+    let Ok(live) = super::remote::live_nodes(cluster).await else {
+        listed.unsent = true;
         return listed;
     };
-    let others: Vec<String> = super::remote::live_nodes(cluster)
-        .await
-        .into_iter()
-        .filter(|n| n != cluster.node())
-        .collect();
+    let others: Vec<String> = live.into_iter().filter(|n| n != cluster.node()).collect();
     let body = Body::ListApprovals {
         session: session.map(str::to_owned),
         id: None,

@@ -210,3 +210,38 @@ fn decisions_travel_as_the_words_that_parse_back() {
         assert_eq!(Approval::parse(decision_word(decision)), Some(decision));
     }
 }
+
+#[test]
+fn a_node_named_on_a_lone_gateway_is_left_out() {
+    let local = Approvals::default();
+    let mut answer = local.open_as("abc123", "k", "ls");
+    let approved = approve_alone(&local, "abc123@n1", Approval::AllowOnce);
+    assert_eq!(
+        approved,
+        Approved::At {
+            node: None,
+            outcome: Answered::Done {
+                command: "ls".into()
+            }
+        }
+    );
+    assert_eq!(answered_with(&mut answer), Some(Approval::AllowOnce));
+}
+
+#[tokio::test]
+async fn nodes_that_cannot_be_read_are_said_so_not_taken_for_none() {
+    use crate::store::test_support::FakeCoordinator;
+    let coordinator = Arc::new(FakeCoordinator::new("a"));
+    coordinator
+        .nodes_fail
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let cluster = Cluster::new(coordinator, std::time::Duration::from_secs(10));
+    let local = Approvals::default();
+    let _mine = local.open_as(&format!("{}0001", approval_tag("a")), "k", "ls");
+    let listed = list_in(&local, &cluster, None).await;
+    assert_eq!(listed.waiting.len(), 1, "this node's own are listed");
+    assert!(listed.unsent, "the others are unknown");
+    let id = format!("{}0002", approval_tag("b"));
+    let approved = approve_in(&local, &cluster, &id, Approval::Deny).await;
+    assert_eq!(approved, Approved::Unlooked);
+}

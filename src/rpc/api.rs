@@ -30,7 +30,8 @@ pub struct Aborted {
     /// `None` on a single gateway, or when no node runs the session now.
     pub node: Option<String>,
     /// Why the stop never reached [`Aborted::node`] (nothing was stopped there): it could
-    /// not be sent, or the node refused it as busy. `None` when it was handed over.
+    /// not be sent, or the node refused it as busy; with no node, which node runs the
+    /// session could not be read. `None` when it was handed over.
     pub not_handed: Option<String>,
 }
 

@@ -45,6 +45,8 @@ pub struct FakeCoordinator {
     pub intake_asks: Mutex<Vec<(String, u64)>>,
     /// Intake leases given back.
     pub intakes_released: AtomicUsize,
+    /// The nodes cannot be read ([`Coordinator::nodes`] fails).
+    pub nodes_fail: AtomicBool,
     /// Publishing never ends (a database that does not answer): nothing is sent.
     pub publish_hangs: AtomicBool,
 }
@@ -115,6 +117,9 @@ impl Coordinator for FakeCoordinator {
         Box::pin(async { Ok(()) })
     }
     fn nodes(&self) -> StoreFuture<'_, Vec<NodeInfo>> {
+        if self.nodes_fail.load(Ordering::SeqCst) {
+            return Box::pin(async { Err(StoreError::Db("unreachable".into())) });
+        }
         let nodes = self.nodes.lock().unwrap().clone();
         Box::pin(async move { Ok(nodes) })
     }

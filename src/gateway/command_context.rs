@@ -45,7 +45,7 @@ pub trait CommandContext: Send + Sync {
     /// lists the waiting ones that conversation may see (of every node).
     fn approve<'a>(
         &'a self,
-        key: &'a str,
+        _key: &'a str,
         to: &'a Conversation,
         args: &'a str,
     ) -> BoxFuture<'a, String>;
@@ -110,11 +110,11 @@ impl CommandContext for CoreCommands {
 
     fn approve<'a>(
         &'a self,
-        key: &'a str,
+        _key: &'a str,
         to: &'a Conversation,
         args: &'a str,
     ) -> BoxFuture<'a, String> {
-        Box::pin(super::approvals::command(&self.0, key, to, args))
+        Box::pin(super::approvals::command(&self.0, to, args))
     }
 
     fn compactor(&self, key: String) -> Compactor {

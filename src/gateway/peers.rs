@@ -103,12 +103,12 @@ pub enum Body {
         /// Whether it reached the one asking.
         outcome: Answered,
     },
-    /// The exec approvals waiting on a node (of session `session` only, or with id `id`
-    /// only, when given).
+    /// The exec approvals waiting on a node (asked in conversation `place` only, or with
+    /// id `id` only, when given).
     ListApprovals {
-        /// Only this session's.
+        /// Only those asked in this conversation ([`super::approvals::place_of`]).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        session: Option<String>,
+        place: Option<String>,
         /// Only the one with this id.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         id: Option<String>,
@@ -140,6 +140,9 @@ pub enum Answered {
     Done {
         /// The command asked about.
         command: String,
+        /// Where it was asked ([`super::approvals::place_of`]).
+        #[serde(default)]
+        place: String,
     },
     /// No approval has that id here (answered, timed out or stopped).
     Unknown,

@@ -83,6 +83,7 @@ async fn answers_are_gathered_until_a_decisive_one_or_the_time_is_up() {
         Some(Body::Approved {
             outcome: Answered::Done {
                 command: "ls".into(),
+                place: String::new(),
             },
         })
     });
@@ -130,7 +131,7 @@ fn a_call_is_told_from_an_event_batch() {
         from: "a".into(),
         to: None,
         body: Body::ListApprovals {
-            session: None,
+            place: None,
             id: None,
         },
         sig: String::new(),
@@ -203,7 +204,7 @@ async fn calls_over_the_bound_are_refused_as_busy() {
     let a = serve(bus.node("a"), |_| None);
     let _b = listen(bus.node("b"), Reply::Stuck);
     let list = || Body::ListApprovals {
-        session: None,
+        place: None,
         id: None,
     };
     // CALLS_AT_ONCE calls are taken (their handlers never end: no answer in time).
@@ -231,7 +232,7 @@ async fn a_stop_is_handled_while_other_calls_fill_the_bound() {
     let a = serve(bus.node("a"), |_| None);
     let _b = listen(bus.node("b"), Reply::Stuck);
     let list = || Body::ListApprovals {
-        session: None,
+        place: None,
         id: None,
     };
     let taken: Vec<_> = (0..CALLS_AT_ONCE)
@@ -342,7 +343,7 @@ async fn a_busy_answer_never_holds_the_loop_taking_the_calls() {
         from: "a".into(),
         to: Some("b".into()),
         body: Body::ListApprovals {
-            session: None,
+            place: None,
             id: None,
         },
         sig: String::new(),

@@ -94,7 +94,7 @@ fn approve_alone(local: &Approvals, typed: &str, decision: Approval) -> Approved
     let (id, _) = split_typed(typed);
     Approved::At {
         node: None,
-        outcome: answered(local.answer(id, decision)),
+        outcome: answered(local.answer_placed(id, decision)),
     }
 }
 
@@ -152,7 +152,7 @@ pub(super) async fn approve_among(
         },
     };
     if holder == me {
-        let outcome = answered(local.answer(id, decision));
+        let outcome = answered(local.answer_placed(id, decision));
         return Approved::At {
             node: Some(holder),
             outcome,
@@ -177,7 +177,7 @@ async fn holders(
     let others: Vec<&String> = candidates.iter().filter(|n| *n != me).collect();
     let asks = others.iter().map(|node| {
         let body = Body::ListApprovals {
-            session: None,
+            place: None,
             id: Some(id.to_owned()),
         };
         peers.ask(Some(node.as_str()), body, 1, ANSWER_WITHIN, |_| true)
@@ -239,22 +239,22 @@ pub struct Listed {
     pub unsent: bool,
 }
 
-/// The exec approvals waiting on every node (this one's first), of session `session` only
-/// when given.
-pub async fn waiting_approvals(core: &Arc<Core>, session: Option<&str>) -> Listed {
+/// The exec approvals waiting on every node (this one's first), of those asked in
+/// conversation `place` ([`super::approvals::place_of`]) only when given.
+pub async fn waiting_approvals(core: &Arc<Core>, place: Option<&str>) -> Listed {
     match &core.cluster {
-        Some(cluster) => list_in(&core.approvals, cluster, session).await,
+        Some(cluster) => list_in(&core.approvals, cluster, place).await,
         None => Listed {
-            waiting: local_approvals(&core.approvals, session, None),
+            waiting: local_approvals(&core.approvals, place, None),
             ..Listed::default()
         },
     }
 }
 
 /// [`waiting_approvals`] on cluster node `cluster`, whose approvals `local` holds.
-async fn list_in(local: &Approvals, cluster: &Cluster, session: Option<&str>) -> Listed {
+async fn list_in(local: &Approvals, cluster: &Cluster, place: Option<&str>) -> Listed {
     let mut listed = Listed {
-        waiting: local_approvals(local, session, None),
+        waiting: local_approvals(local, place, None),
         ..Listed::default()
     };
     let Ok(live) = super::remote::live_nodes(cluster).await else {
@@ -263,7 +263,7 @@ async fn list_in(local: &Approvals, cluster: &Cluster, session: Option<&str>) ->
     };
     let others: Vec<String> = live.into_iter().filter(|n| n != cluster.node()).collect();
     let body = Body::ListApprovals {
-        session: session.map(str::to_owned),
+        place: place.map(str::to_owned),
         id: None,
     };
     let asked = cluster
@@ -298,11 +298,11 @@ pub(super) fn answer_call(local: &Approvals, body: Body) -> Option<Body> {
         Body::Approve { id, decision } => {
             let decision = Approval::parse(&decision).unwrap_or(Approval::Deny);
             Some(Body::Approved {
-                outcome: answered(local.answer(&id, decision)),
+                outcome: answered(local.answer_placed(&id, decision)),
             })
         }
-        Body::ListApprovals { session, id } => Some(Body::Approvals {
-            waiting: local_approvals(local, session.as_deref(), id.as_deref()),
+        Body::ListApprovals { place, id } => Some(Body::Approvals {
+            waiting: local_approvals(local, place.as_deref(), id.as_deref()),
         }),
         _ => None,
     }
@@ -317,17 +317,18 @@ const LISTED_BYTES: usize = 6_000;
 /// Most characters of the command an approval's answer names (a heredoc can be long).
 const ANSWERED_CHARS: usize = 300;
 
-/// The approvals waiting in `local`, of session `session` and with id `id` when given.
+/// The approvals waiting in `local`, asked in conversation `place` and with id `id` when
+/// given.
 fn local_approvals(
     local: &Approvals,
-    session: Option<&str>,
+    place: Option<&str>,
     id: Option<&str>,
 ) -> Vec<WaitingApproval> {
     let mut bytes = 0;
     local
-        .list()
+        .list_in(place)
         .into_iter()
-        .filter(|(i, s, _)| session.is_none_or(|k| k == s) && id.is_none_or(|x| x == i))
+        .filter(|(i, _, _)| id.is_none_or(|x| x == i))
         .take(LISTED)
         .map(|(id, session, command)| WaitingApproval {
             id,
@@ -350,10 +351,11 @@ fn shortened(text: &str, most: usize) -> String {
 }
 
 /// An answer's outcome on this node (the command shortened, so it fits a notification).
-pub(super) fn answered(result: Result<String, NotWaiting>) -> Answered {
+pub(super) fn answered(result: Result<(String, String), NotWaiting>) -> Answered {
     match result {
-        Ok(command) => Answered::Done {
+        Ok((command, place)) => Answered::Done {
             command: shortened(&command, ANSWERED_CHARS),
+            place,
         },
         Err(NotWaiting::Unknown) => Answered::Unknown,
         Err(NotWaiting::Gone) => Answered::Gone,

@@ -78,7 +78,8 @@ async fn an_answer_reaches_only_the_node_whose_tag_starts_the_id() {
         Approved::At {
             node: Some("b".into()),
             outcome: Answered::Done {
-                command: "ls b".into()
+                command: "ls b".into(),
+                place: String::new(),
             }
         }
     );
@@ -159,7 +160,7 @@ async fn an_answer_that_cannot_be_sent_says_so() {
 async fn this_nodes_own_ids_are_answered_here() {
     let bus = Bus::default();
     let (a, on_a) = node(&bus, "a");
-    let (id, answer) = on_a.open_tagged(&approval_tag("a"), "k", "ls");
+    let (id, answer) = on_a.open_tagged(&approval_tag("a"), "k", "ls", "");
     let approved = approve_among(&on_a, &a, &live(&["a", "b"]), &id, Approval::AllowAlways).await;
     assert!(
         matches!(&approved, Approved::At { node: Some(n), outcome: Answered::Done { .. } } if n == "a"),
@@ -169,33 +170,48 @@ async fn this_nodes_own_ids_are_answered_here() {
 }
 
 #[test]
-fn a_listing_keeps_to_the_session_asked_about() {
+fn a_listing_keeps_to_the_conversation_asked_in() {
     let local = Approvals::default();
-    let _one = local.open_as("aa0001", "group-session", "ls");
-    let _two = local.open_as("aa0002", "other-session", "cat secrets");
-    let of_group = local_approvals(&local, Some("group-session"), None);
-    assert_eq!(of_group.len(), 1);
-    assert_eq!(of_group[0].command, "ls");
-    assert_eq!(local_approvals(&local, None, None).len(), 2);
-    let by_id = local_approvals(&local, None, Some("aa0002"));
-    assert_eq!(by_id[0].session, "other-session");
+    let group = "telegram|default|-100|";
+    let _one = local.open_as_in("aa0001", "group-session", "ls", group);
+    // A sub-agent's approval, asked in the group under its own session's key.
+    let _two = local.open_as_in("aa0002", "agent:main:subagent:x", "pwd", group);
+    let _three = local.open_as_in("aa0003", "group-session", "cat secrets", "discord|d|9|");
+    let in_group = local_approvals(&local, Some(group), None);
+    let ids: Vec<&str> = in_group.iter().map(|w| w.id.as_str()).collect();
+    assert_eq!(ids, ["aa0001", "aa0002"]);
+    assert_eq!(local_approvals(&local, None, None).len(), 3);
+    let by_id = local_approvals(&local, None, Some("aa0003"));
+    assert_eq!(by_id[0].command, "cat secrets");
     let answer = answer_call(
         &local,
         Body::ListApprovals {
-            session: Some("group-session".into()),
+            place: Some(group.into()),
             id: None,
         },
     );
     assert!(
-        matches!(&answer, Some(Body::Approvals { waiting }) if waiting.len() == 1),
+        matches!(&answer, Some(Body::Approvals { waiting }) if waiting.len() == 2),
         "{answer:?}"
+    );
+    // An answer says where the approval was asked.
+    let answered = answer_call(
+        &local,
+        Body::Approve {
+            id: "aa0003".into(),
+            decision: "deny".into(),
+        },
+    );
+    assert!(
+        matches!(&answered, Some(Body::Approved { outcome: Answered::Done { place, .. } }) if place == "discord|d|9|"),
+        "{answered:?}"
     );
 }
 
 #[test]
 fn answers_stay_small_enough_for_a_notification() {
     let long = "x".repeat(10_000);
-    let Answered::Done { command } = answered(Ok(long)) else {
+    let Answered::Done { command, .. } = answered(Ok((long, String::new()))) else {
         panic!("not done");
     };
     assert_eq!(command.chars().count(), ANSWERED_CHARS + 1);
@@ -221,7 +237,8 @@ fn a_node_named_on_a_lone_gateway_is_left_out() {
         Approved::At {
             node: None,
             outcome: Answered::Done {
-                command: "ls".into()
+                command: "ls".into(),
+                place: String::new(),
             }
         }
     );

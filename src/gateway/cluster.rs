@@ -12,7 +12,7 @@
 //! Every tick (a fifth of the lease) the node records its heartbeat, renews its leases,
 //! takes free or expired partitions up to its share (the partitions over the nodes alive),
 //! and gives back one partition over its share once nothing of it runs or waits for
-//! delivery here. A partition it takes goes through the restart's recovery
+//! delivery here (all of them while a node of another protocol pauses it). A partition it takes goes through the restart's recovery
 //! (`recover::recover_replies`): undelivered finals resent, cut replies taken back, pending
 //! turns run. A lease is trusted locally until a margin before it ends; the store checks
 //! it again (database clock) when a turn settles and before every delivery attempt, so a
@@ -25,7 +25,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::Core;
-use crate::store::{Coordinator, Lease, NodeInfo, NodeVersion, PARTITIONS, PROTOCOL, partition_of};
+use crate::store::{
+    Coordinator, Lease, NodeInfo, NodeVersion, PARTITIONS, PROTOCOL, Store, partition_of,
+};
 
 /// A partition this node holds, as it knows it.
 #[derive(Debug, Clone, Copy)]
@@ -43,7 +45,8 @@ struct State {
     /// Sessions whose queued command is being carried out: their later messages wait.
     busy: HashSet<String>,
     /// A live node speaking another cluster protocol, seen at the last heartbeat: while
-    /// there is one, this node takes no new partition and no turn.
+    /// there is one, this node takes no new partition and no turn, and gives back those it
+    /// holds.
     foreign: Option<String>,
 }
 
@@ -395,14 +398,30 @@ async fn recv(wakeups: &mut Option<tokio::sync::mpsc::UnboundedReceiver<u32>>) -
     }
 }
 
-/// One tick: heartbeat, renewal, taking a share, giving back what is over it.
+/// One tick: heartbeat, renewal, taking a share, giving back what is over it; the
+/// partitions taken over go through the restart's recovery.
 async fn maintain(core: &Arc<Core>, cluster: &Cluster) {
+    let fresh = keep_share(&core.store, cluster).await;
+    if !fresh.is_empty() {
+        let parts: HashSet<u32> = fresh.into_iter().collect();
+        // Their pending turns go to lanes at the next poll (one loop hands turns over, so a
+        // session's turns keep their order).
+        let _ = super::recover::recover_replies(core, Some(&parts));
+    }
+}
+
+/// [`maintain`]'s leases: heartbeat, renewal, then the share taken, or what is over it
+/// given back; while paused by [`Cluster::check_protocols`], everything held is given back
+/// (as far as nothing of it runs or waits for delivery here) so the other nodes run those
+/// sessions, and the share is taken again when the pause ends. Returns the partitions new
+/// to this node, sorted.
+async fn keep_share(store: &Store, cluster: &Cluster) -> Vec<u32> {
     let lease_s = cluster.lease.as_secs();
     let alive = match cluster.coordinator.heartbeat(lease_s).await {
         Ok(alive) => alive,
         Err(e) => {
             tracing::warn!(error = %e, "cluster: heartbeat failed; this node's leases run out unless it returns");
-            return;
+            return Vec::new();
         }
     };
     let asked = Instant::now();
@@ -410,13 +429,18 @@ async fn maintain(core: &Arc<Core>, cluster: &Cluster) {
         Ok(renewed) => cluster.renewed(&renewed, asked),
         Err(e) => {
             tracing::warn!(error = %e, "cluster: cannot renew the leases");
-            return;
+            return Vec::new();
         }
     };
     let share = share(alive);
     let held = cluster.held().len();
     if cluster.check_protocols().await {
-        // Nothing new is taken (nor given back) while a node of another protocol lives.
+        // Nothing new is taken while a node of another protocol lives, and what is held
+        // goes back.
+        if held > 0 {
+            give_back(store, cluster, held).await;
+            fresh.retain(|p| cluster.held().contains(p));
+        }
     } else if held < share {
         let asked = Instant::now();
         match cluster.coordinator.acquire(share - held, lease_s).await {
@@ -425,23 +449,20 @@ async fn maintain(core: &Arc<Core>, cluster: &Cluster) {
             Err(e) => tracing::warn!(error = %e, "cluster: cannot take partitions"),
         }
     } else if held > share {
-        give_back(core, cluster, held - share).await;
+        give_back(store, cluster, held - share).await;
     }
+    fresh.sort_unstable();
     if !fresh.is_empty() {
-        fresh.sort_unstable();
         tracing::info!(node = cluster.node(), partitions = ?fresh, alive, "cluster: partitions taken over");
-        let parts: HashSet<u32> = fresh.into_iter().collect();
-        // Their pending turns go to lanes at the next poll (one loop hands turns over, so a
-        // session's turns keep their order).
-        let _ = super::recover::recover_replies(core, Some(&parts));
     }
+    fresh
 }
 
 /// Gives back up to `excess` held partitions with nothing running, queued or undelivered
 /// here: each is no longer held here first (so nothing new starts), then checked, then
 /// released.
-async fn give_back(core: &Arc<Core>, cluster: &Cluster, mut excess: usize) {
-    let undelivered: HashSet<u32> = match core.store.undelivered() {
+async fn give_back(store: &Store, cluster: &Cluster, mut excess: usize) {
+    let undelivered: HashSet<u32> = match store.undelivered() {
         Ok(entries) => entries
             .iter()
             .map(|e| partition_of(&e.session_key))
@@ -463,8 +484,8 @@ async fn give_back(core: &Arc<Core>, cluster: &Cluster, mut excess: usize) {
         let busy = cluster
             .submitted_in(partition)
             .into_iter()
-            .any(|seq| core.store.is_pending(seq).unwrap_or(true));
-        let delivering = core.store.undelivered().map_or(true, |entries| {
+            .any(|seq| store.is_pending(seq).unwrap_or(true));
+        let delivering = store.undelivered().map_or(true, |entries| {
             entries
                 .iter()
                 .any(|e| partition_of(&e.session_key) == partition)
@@ -478,7 +499,7 @@ async fn give_back(core: &Arc<Core>, cluster: &Cluster, mut excess: usize) {
         match cluster.coordinator.release(&[partition]).await {
             Ok(()) => tracing::info!(
                 partition,
-                "cluster: partition given back (over this node's share)"
+                "cluster: partition given back (over this node's share, or paused)"
             ),
             Err(e) => {
                 tracing::warn!(error = %e, partition, "cluster: cannot give a partition back; it expires")

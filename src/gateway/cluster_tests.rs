@@ -147,3 +147,40 @@ async fn a_live_node_of_another_protocol_stops_turns_here_until_it_is_gone() {
     assert!(!cluster.check_protocols().await);
     assert!(cluster.claim(1, key));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_paused_node_gives_its_partitions_back_and_takes_its_share_after() {
+    let coordinator = idle();
+    let store = crate::store::Store::temporary().unwrap();
+    let cluster = Cluster::new(coordinator.clone(), Duration::from_secs(10));
+    *coordinator.leases.lock().unwrap() = vec![lease(3, 1), lease(7, 1)];
+    let older = NodeVersion {
+        version: "0.0.9".into(),
+        protocol: PROTOCOL - 1,
+    };
+    let mut me = node_info("n", 100_000, NodeVersion::current());
+    me.started_ms = 50_000;
+    let mut other = node_info("old", 99_500, older);
+    other.started_ms = 40_000;
+    // Alone: it renews what it holds.
+    *coordinator.nodes.lock().unwrap() = vec![me.clone()];
+    assert_eq!(super::keep_share(&store, &cluster).await, vec![3, 7]);
+    assert_eq!(cluster.held(), vec![3, 7]);
+    // A node of another protocol that started earlier lives: paused, it gives them back
+    // (nothing of theirs runs here) instead of renewing them.
+    *coordinator.nodes.lock().unwrap() = vec![me.clone(), other];
+    assert!(super::keep_share(&store, &cluster).await.is_empty());
+    assert!(cluster.held().is_empty(), "{:?}", cluster.held());
+    let mut released = coordinator.released.lock().unwrap().clone();
+    released.sort_unstable();
+    assert_eq!(released, vec![3, 7]);
+    assert!(coordinator.leases.lock().unwrap().is_empty());
+    // Still paused: nothing is taken.
+    *coordinator.free.lock().unwrap() = vec![lease(3, 2), lease(7, 2)];
+    assert!(super::keep_share(&store, &cluster).await.is_empty());
+    assert!(cluster.held().is_empty());
+    // The other node is gone: it takes its share again.
+    *coordinator.nodes.lock().unwrap() = vec![me];
+    assert_eq!(super::keep_share(&store, &cluster).await, vec![3, 7]);
+    assert_eq!(cluster.held(), vec![3, 7]);
+}

@@ -47,6 +47,12 @@ pub struct FakeCoordinator {
     pub intakes_released: AtomicUsize,
     /// The nodes cannot be read ([`Coordinator::nodes`] fails).
     pub nodes_fail: AtomicBool,
+    /// The partition leases this node holds: what [`Coordinator::renew`] answers.
+    pub leases: Mutex<Vec<Lease>>,
+    /// Free partition leases, taken by [`Coordinator::acquire`].
+    pub free: Mutex<Vec<Lease>>,
+    /// Partitions given back ([`Coordinator::release`]).
+    pub released: Mutex<Vec<u32>>,
     /// Publishing never ends (a database that does not answer): nothing is sent.
     pub publish_hangs: AtomicBool,
 }
@@ -87,12 +93,22 @@ impl Coordinator for FakeCoordinator {
         Box::pin(async { Ok(1) })
     }
     fn renew(&self, _: u64) -> StoreFuture<'_, Vec<Lease>> {
-        Box::pin(async { Ok(Vec::new()) })
+        let held = self.leases.lock().unwrap().clone();
+        Box::pin(async move { Ok(held) })
     }
-    fn acquire(&self, _: usize, _: u64) -> StoreFuture<'_, Vec<Lease>> {
-        Box::pin(async { Ok(Vec::new()) })
+    fn acquire(&self, most: usize, _: u64) -> StoreFuture<'_, Vec<Lease>> {
+        let mut free = self.free.lock().unwrap();
+        let most = most.min(free.len());
+        let taken: Vec<Lease> = free.drain(..most).collect();
+        self.leases.lock().unwrap().extend(taken.iter().copied());
+        Box::pin(async move { Ok(taken) })
     }
-    fn release<'a>(&'a self, _: &'a [u32]) -> StoreFuture<'a, ()> {
+    fn release<'a>(&'a self, partitions: &'a [u32]) -> StoreFuture<'a, ()> {
+        self.leases
+            .lock()
+            .unwrap()
+            .retain(|l| !partitions.contains(&l.partition));
+        self.released.lock().unwrap().extend_from_slice(partitions);
         Box::pin(async { Ok(()) })
     }
     fn hold_intake<'a>(&'a self, name: &'a str, lease_s: u64) -> StoreFuture<'a, bool> {

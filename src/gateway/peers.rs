@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use hmac::{KeyInit, Mac};
@@ -23,7 +23,7 @@ use hmac::{KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
-use super::peers_fresh::Seen;
+use super::peers_fresh::{Seen, Stale};
 use crate::domain::message::now_ms;
 use crate::store::{Coordinator, MAX_EVENT_PAYLOAD};
 
@@ -183,7 +183,13 @@ pub struct Peers {
     refusing: Arc<Semaphore>,
     /// The envelopes taken within the freshness window ([`super::peers_fresh`]).
     seen: Mutex<Seen>,
+    /// When (ms since the epoch) a dropped call was last logged at warn ([`STALE_LOG_MS`]).
+    stale_logged: AtomicU64,
 }
+
+/// At most one stale call (not a plain copy) is logged at warn in this long (ms): a
+/// replayer cannot flood the log.
+const STALE_LOG_MS: u64 = 10_000;
 
 /// Forgets a call when its asker stops waiting.
 struct Pending<'a> {
@@ -193,9 +199,12 @@ struct Pending<'a> {
 
 impl Drop for Pending<'_> {
     fn drop(&mut self) {
-        if let Ok(mut calls) = self.peers.calls.lock() {
-            calls.remove(&self.call);
-        }
+        let mut calls = self
+            .peers
+            .calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        calls.remove(&self.call);
     }
 }
 
@@ -203,8 +212,10 @@ impl Peers {
     /// Calls over `coordinator`'s notifications.
     pub fn new(coordinator: Arc<dyn Coordinator>) -> Peers {
         // Numbered from the clock: a node restarted under the same id does not take the
-        // late answers to its previous life's calls for its own.
-        let first = now_ms().saturating_mul(1000);
+        // late answers to its previous life's calls for its own. Nor does it take a copy of
+        // a call sent to its previous life: nothing sent before now is fresh.
+        let start = now_ms();
+        let first = start.saturating_mul(1000);
         Peers {
             coordinator,
             next: AtomicU64::new(first),
@@ -213,7 +224,8 @@ impl Peers {
             handling: Arc::new(Semaphore::new(CALLS_AT_ONCE)),
             stopping: Arc::new(Semaphore::new(CALLS_AT_ONCE)),
             refusing: Arc::new(Semaphore::new(CALLS_AT_ONCE)),
-            seen: Mutex::new(Seen::default()),
+            seen: Mutex::new(Seen::since(start)),
+            stale_logged: AtomicU64::new(0),
         }
     }
 
@@ -266,23 +278,27 @@ impl Peers {
         }
     }
 
-    /// Whether `envelope` (signed) is fresh at `now` (ms since the epoch): logs why not.
+    /// Whether `envelope` (signed) is fresh at `now` (ms since the epoch): logs why not (a
+    /// copy at debug; others at warn, at most once per [`STALE_LOG_MS`]).
     fn fresh(&self, envelope: &Envelope, now: u64) -> bool {
-        let Ok(mut seen) = self.seen.lock() else {
-            return false;
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        let Err(stale) = seen.check(envelope.at, &envelope.from, &envelope.nonce, now) else {
+            return true;
         };
-        match seen.check(envelope.at, &envelope.from, &envelope.nonce, now) {
-            Ok(()) => true,
-            Err(stale) => {
-                tracing::warn!(
-                    from = %envelope.from,
-                    sent_ms = envelope.at,
-                    now_ms = now,
-                    "cluster: a call from another node was dropped: {stale} (a copy, or the nodes' clocks disagree)"
-                );
-                false
-            }
+        let last = self.stale_logged.load(Ordering::Relaxed);
+        let loud = stale != Stale::Seen
+            && now.saturating_sub(last) >= STALE_LOG_MS
+            && self
+                .stale_logged
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok();
+        let (from, sent_ms) = (&envelope.from, envelope.at);
+        if loud {
+            tracing::warn!(%from, sent_ms, now_ms = now, "cluster: a call from another node was dropped: {stale}");
+        } else {
+            tracing::debug!(%from, sent_ms, now_ms = now, "cluster: a call from another node was dropped: {stale}");
         }
+        false
     }
 
     /// This node's id.
@@ -304,9 +320,9 @@ impl Peers {
     ) -> Result<Vec<(String, Body)>, NotSent> {
         let call = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, mut rx) = mpsc::unbounded_channel();
-        if let Ok(mut calls) = self.calls.lock() {
-            calls.insert(call, tx);
-        }
+        (self.calls.lock())
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(call, tx);
         let _pending = Pending { peers: self, call };
         let envelope = self.envelope(call, to, body);
         let mut answers = Vec::new();
@@ -412,7 +428,7 @@ impl Peers {
         if !envelope.body.is_answer() {
             return Some(envelope);
         }
-        let calls = self.calls.lock().ok()?;
+        let calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(asker) = calls.get(&envelope.call) {
             let _ = asker.send((envelope.from, envelope.body));
         }

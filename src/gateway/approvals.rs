@@ -46,7 +46,7 @@ fn answer_text(id: &str, decision: Approval, approved: &Approved) -> String {
                 .map(|n| format!(" on node {n}"))
                 .unwrap_or_default();
             match outcome {
-                Answered::Done { command, .. } if command.is_empty() => format!(
+                Answered::Done { hidden: true, .. } => format!(
                     "{what}{on} (approval {id} was asked in another conversation: its command is not shown here)."
                 ),
                 Answered::Done { command, .. } => format!("{what}{on}: {command}"),
@@ -81,7 +81,7 @@ fn answer_text(id: &str, decision: Approval, approved: &Approved) -> String {
             )
         }
         Approved::Unlooked => format!(
-            "The nodes could not be looked up (the database could not be reached), so approval {id} was not found: nothing was answered. Try again."
+            "Approval {id} is not on this node and the other nodes could not be asked (the database could not be reached), so it was never looked for: nothing was answered. Try again."
         ),
     }
 }
@@ -119,7 +119,7 @@ fn shown_place(to: &Conversation) -> Option<String> {
 }
 
 /// `approved` as shown where only approvals asked in `place` (when given) may show their
-/// command: another conversation's answer is told without it.
+/// command: another conversation's answer is told without it (hidden, and dropped).
 fn hide_other(approved: Approved, place: Option<&str>) -> Approved {
     match approved {
         Approved::At {
@@ -130,6 +130,7 @@ fn hide_other(approved: Approved, place: Option<&str>) -> Approved {
             outcome: Answered::Done {
                 command: String::new(),
                 place: asked,
+                hidden: true,
             },
         },
         approved => approved,
@@ -368,6 +369,7 @@ mod tests {
             outcome: Answered::Done {
                 command: "cat secrets".into(),
                 place: place.into(),
+                hidden: false,
             },
         };
         let text = |approved| answer_text("ab1234", Approval::AllowOnce, &approved);
@@ -393,7 +395,10 @@ mod tests {
         );
         assert!(text.contains("unknown"), "{text}");
         let failed = answer_text("ab1234", Approval::Deny, &Approved::Unlooked);
-        assert!(failed.contains("could not be looked up"), "{failed}");
+        assert!(
+            failed.contains("is not on this node and the other nodes could not be asked"),
+            "{failed}"
+        );
         assert!(failed.contains("nothing was answered"), "{failed}");
     }
 
@@ -414,6 +419,7 @@ mod tests {
                 outcome: Answered::Done {
                     command: "ls".into(),
                     place: String::new(),
+                    hidden: false,
                 }
             }),
             "Denied on node n1: ls"

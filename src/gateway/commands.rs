@@ -55,7 +55,7 @@ pub async fn handle(
         }
         Command::Session(args) => super::acp_commands::session(ctx, key, &args).await,
         Command::Compact => compact(ctx, key).await,
-        Command::Approve(args) => ctx.approve(key, to, &args).await,
+        Command::Approve(args) => ctx.approve(to, &args).await,
         Command::Model(args) => model(ctx, key, &args).await,
         Command::Whoami => format!(
             "You are {} (id {}) on {}; session {}",

@@ -143,6 +143,10 @@ pub enum Answered {
         /// Where it was asked ([`super::approvals::place_of`]).
         #[serde(default)]
         place: String,
+        /// Not to be shown where it is told (asked in another conversation): set by the
+        /// node telling it, never sent.
+        #[serde(skip)]
+        hidden: bool,
     },
     /// No approval has that id here (answered, timed out or stopped).
     Unknown,

@@ -84,6 +84,7 @@ async fn answers_are_gathered_until_a_decisive_one_or_the_time_is_up() {
             outcome: Answered::Done {
                 command: "ls".into(),
                 place: String::new(),
+                hidden: false,
             },
         })
     });

@@ -75,7 +75,8 @@ pub enum Approved {
         /// The nodes.
         nodes: Vec<String>,
     },
-    /// The live nodes could not be read (the database could not be reached): nothing was
+    /// The approval is not on this node, and the live nodes could not be read (the
+    /// database could not be reached), so it was not looked for elsewhere: nothing was
     /// answered.
     Unlooked,
 }
@@ -98,7 +99,9 @@ fn approve_alone(local: &Approvals, typed: &str, decision: Approval) -> Approved
     }
 }
 
-/// [`approve`] on cluster node `cluster`, whose approvals `local` holds.
+/// [`approve`] on cluster node `cluster`, whose approvals `local` holds. When the live
+/// nodes cannot be read, an approval of this node (it holds the id, or `typed` names it)
+/// is still answered here; any other is [`Approved::Unlooked`].
 async fn approve_in(
     local: &Approvals,
     cluster: &Cluster,
@@ -107,7 +110,21 @@ async fn approve_in(
 ) -> Approved {
     match super::remote::live_nodes(cluster).await {
         Ok(live) => approve_among(local, cluster.peers(), &live, typed, decision).await,
-        Err(_) => Approved::Unlooked,
+        Err(_) => {
+            let (id, named) = split_typed(typed);
+            let me = cluster.node();
+            let mine = match named {
+                Some(node) => node == me,
+                None => local.list().iter().any(|(i, _, _)| i == id),
+            };
+            if !mine {
+                return Approved::Unlooked;
+            }
+            Approved::At {
+                node: Some(me.to_owned()),
+                outcome: answered(local.answer_placed(id, decision)),
+            }
+        }
     }
 }
 
@@ -356,6 +373,7 @@ pub(super) fn answered(result: Result<(String, String), NotWaiting>) -> Answered
         Ok((command, place)) => Answered::Done {
             command: shortened(&command, ANSWERED_CHARS),
             place,
+            hidden: false,
         },
         Err(NotWaiting::Unknown) => Answered::Unknown,
         Err(NotWaiting::Gone) => Answered::Gone,

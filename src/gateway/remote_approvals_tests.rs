@@ -80,6 +80,7 @@ async fn an_answer_reaches_only_the_node_whose_tag_starts_the_id() {
             outcome: Answered::Done {
                 command: "ls b".into(),
                 place: String::new(),
+                hidden: false,
             }
         }
     );
@@ -239,6 +240,7 @@ fn a_node_named_on_a_lone_gateway_is_left_out() {
             outcome: Answered::Done {
                 command: "ls".into(),
                 place: String::new(),
+                hidden: false,
             }
         }
     );
@@ -260,5 +262,53 @@ async fn nodes_that_cannot_be_read_are_said_so_not_taken_for_none() {
     assert!(listed.unsent, "the others are unknown");
     let id = format!("{}0002", approval_tag("b"));
     let approved = approve_in(&local, &cluster, &id, Approval::Deny).await;
+    assert_eq!(approved, Approved::Unlooked);
+}
+
+#[tokio::test]
+async fn this_nodes_own_approvals_are_answered_when_the_nodes_cannot_be_read() {
+    use crate::store::test_support::FakeCoordinator;
+    let coordinator = Arc::new(FakeCoordinator::new("a"));
+    coordinator
+        .nodes_fail
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let cluster = Cluster::new(coordinator, std::time::Duration::from_secs(10));
+    let local = Approvals::default();
+    let done = Approved::At {
+        node: Some("a".into()),
+        outcome: Answered::Done {
+            command: "ls".into(),
+            place: String::new(),
+            hidden: false,
+        },
+    };
+    // Held here: answered, by id alone or naming this node.
+    let first = format!("{}0001", approval_tag("a"));
+    let mut answer = local.open_as(&first, "k", "ls");
+    let approved = approve_in(&local, &cluster, &first, Approval::Deny).await;
+    assert_eq!(approved, done);
+    assert_eq!(answered_with(&mut answer), Some(Approval::Deny));
+    let second = format!("{}0002", approval_tag("a"));
+    let mut answer = local.open_as(&second, "k", "ls");
+    let approved = approve_in(
+        &local,
+        &cluster,
+        &format!("{second}@a"),
+        Approval::AllowOnce,
+    )
+    .await;
+    assert_eq!(approved, done);
+    assert_eq!(answered_with(&mut answer), Some(Approval::AllowOnce));
+    // Named here but no longer waiting: said so, not taken for unlooked.
+    let approved = approve_in(&local, &cluster, &format!("{second}@a"), Approval::Deny).await;
+    assert_eq!(
+        approved,
+        Approved::At {
+            node: Some("a".into()),
+            outcome: Answered::Unknown
+        }
+    );
+    // Another node named: not looked for.
+    let approved = approve_in(&local, &cluster, &format!("{second}@b"), Approval::Deny).await;
     assert_eq!(approved, Approved::Unlooked);
 }

@@ -55,6 +55,8 @@ pub struct FakeCoordinator {
     pub released: Mutex<Vec<u32>>,
     /// Publishing never ends (a database that does not answer): nothing is sent.
     pub publish_hangs: AtomicBool,
+    /// How many nodes [`Coordinator::heartbeat`] says are alive (0: this one alone).
+    pub alive: AtomicUsize,
 }
 
 impl FakeCoordinator {
@@ -90,7 +92,8 @@ impl Coordinator for FakeCoordinator {
         &self.id
     }
     fn heartbeat(&self, _: u64) -> StoreFuture<'_, usize> {
-        Box::pin(async { Ok(1) })
+        let alive = self.alive.load(Ordering::SeqCst).max(1);
+        Box::pin(async move { Ok(alive) })
     }
     fn renew(&self, _: u64) -> StoreFuture<'_, Vec<Lease>> {
         let held = self.leases.lock().unwrap().clone();

@@ -121,10 +121,7 @@ async fn of_two_nodes_of_different_protocols_only_the_later_one_stands_aside() {
 #[tokio::test]
 async fn a_live_node_of_another_protocol_stops_turns_here_until_it_is_gone() {
     let coordinator = idle();
-    let older = NodeVersion {
-        version: "0.0.9".into(),
-        protocol: PROTOCOL - 1,
-    };
+    let older = protocol(PROTOCOL - 1);
     let cluster = Cluster::new(coordinator.clone(), Duration::from_secs(10));
     let key = "agent:main:telegram:default:direct:7";
     cluster.renewed(&[lease(partition_of(key), 1)], Instant::now());
@@ -148,16 +145,28 @@ async fn a_live_node_of_another_protocol_stops_turns_here_until_it_is_gone() {
     assert!(cluster.claim(1, key));
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_paused_node_gives_its_partitions_back_and_takes_its_share_after() {
+/// A node (leases of 10 s) over a coordinator holding nothing, with a store, for
+/// `keep_share`.
+fn keeping_a_share() -> (Arc<FakeCoordinator>, crate::store::Store, Cluster) {
     let coordinator = idle();
     let store = crate::store::Store::temporary().unwrap();
     let cluster = Cluster::new(coordinator.clone(), Duration::from_secs(10));
+    (coordinator, store, cluster)
+}
+
+/// A version speaking cluster protocol `protocol`.
+fn protocol(protocol: u32) -> NodeVersion {
+    NodeVersion {
+        version: format!("0.0.{protocol}"),
+        protocol,
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_paused_node_gives_its_partitions_back_and_takes_its_share_after() {
+    let (coordinator, store, cluster) = keeping_a_share();
     *coordinator.leases.lock().unwrap() = vec![lease(3, 1), lease(7, 1)];
-    let older = NodeVersion {
-        version: "0.0.9".into(),
-        protocol: PROTOCOL - 1,
-    };
+    let older = protocol(PROTOCOL - 1);
     let mut me = node_info("n", 100_000, NodeVersion::current());
     me.started_ms = 50_000;
     let mut other = node_info("old", 99_500, older);
@@ -205,13 +214,8 @@ async fn a_paused_node_gives_its_partitions_back_and_takes_its_share_after() {
 
 #[tokio::test(start_paused = true)]
 async fn a_live_node_of_another_protocol_is_left_out_of_the_share() {
-    let coordinator = idle();
-    let store = crate::store::Store::temporary().unwrap();
-    let cluster = Cluster::new(coordinator.clone(), Duration::from_secs(10));
-    let newer = NodeVersion {
-        version: "9.0.0".into(),
-        protocol: PROTOCOL + 1,
-    };
+    let (coordinator, store, cluster) = keeping_a_share();
+    let newer = protocol(PROTOCOL + 1);
     let mut me = node_info("n", 100_000, NodeVersion::current());
     me.started_ms = 50_000;
     // A node of another protocol started after this one: it pauses, this one does not,

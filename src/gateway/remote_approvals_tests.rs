@@ -247,14 +247,18 @@ fn a_node_named_on_a_lone_gateway_is_left_out() {
     assert_eq!(answered_with(&mut answer), Some(Approval::AllowOnce));
 }
 
-#[tokio::test]
-async fn nodes_that_cannot_be_read_are_said_so_not_taken_for_none() {
-    use crate::store::test_support::FakeCoordinator;
-    let coordinator = Arc::new(FakeCoordinator::new("a"));
+/// Cluster node `id` whose store cannot read the nodes.
+fn unreadable(id: &str) -> Cluster {
+    let coordinator = Arc::new(crate::store::test_support::FakeCoordinator::new(id));
     coordinator
         .nodes_fail
         .store(true, std::sync::atomic::Ordering::SeqCst);
-    let cluster = Cluster::new(coordinator, std::time::Duration::from_secs(10));
+    Cluster::new(coordinator, std::time::Duration::from_secs(10))
+}
+
+#[tokio::test]
+async fn nodes_that_cannot_be_read_are_said_so_not_taken_for_none() {
+    let cluster = unreadable("a");
     let local = Approvals::default();
     let _mine = local.open_as(&format!("{}0001", approval_tag("a")), "k", "ls");
     let listed = list_in(&local, &cluster, None).await;
@@ -267,12 +271,7 @@ async fn nodes_that_cannot_be_read_are_said_so_not_taken_for_none() {
 
 #[tokio::test]
 async fn this_nodes_own_approvals_are_answered_when_the_nodes_cannot_be_read() {
-    use crate::store::test_support::FakeCoordinator;
-    let coordinator = Arc::new(FakeCoordinator::new("a"));
-    coordinator
-        .nodes_fail
-        .store(true, std::sync::atomic::Ordering::SeqCst);
-    let cluster = Cluster::new(coordinator, std::time::Duration::from_secs(10));
+    let cluster = unreadable("a");
     let local = Approvals::default();
     let done = Approved::At {
         node: Some("a".into()),

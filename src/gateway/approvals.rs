@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::Core;
 use super::peers::Answered;
 use super::questions::PendingQuestions;
-use super::remote_approvals::{Approved, Listed, approval_tag};
+use super::remote_approvals::{Approved, Listed, approval_tag, split_typed};
 use crate::agent::approval::{Approval, Approver};
 use crate::agent::provider::BoxFuture;
 use crate::domain::text::excerpt;
@@ -26,7 +26,7 @@ pub type Approvals = PendingQuestions<Approval>;
 fn answer(approvals: &Approvals, id: &str, decision: Approval) -> String {
     let approved = Approved::At {
         node: None,
-        outcome: super::remote_approvals::answered(approvals.answer(id, decision)),
+        outcome: super::remote_approvals::answered(approvals.answer_placed(id, decision)),
     };
     answer_text(id, decision, &approved)
 }
@@ -46,7 +46,10 @@ fn answer_text(id: &str, decision: Approval, approved: &Approved) -> String {
                 .map(|n| format!(" on node {n}"))
                 .unwrap_or_default();
             match outcome {
-                Answered::Done { command } => format!("{what}{on}: {command}"),
+                Answered::Done { hidden: true, .. } => format!(
+                    "{what}{on} (approval {id} was asked in another conversation: its command is not shown here)."
+                ),
+                Answered::Done { command, .. } => format!("{what}{on}: {command}"),
                 Answered::Unknown => {
                     format!("No approval {id} is waiting{on} (answered, timed out or stopped).")
                 }
@@ -77,6 +80,9 @@ fn answer_text(id: &str, decision: Approval, approved: &Approved) -> String {
                 each.join(" or ")
             )
         }
+        Approved::Unlooked => format!(
+            "Approval {id} is not on this node and the other nodes could not be asked (the database could not be reached), so it was never looked for: nothing was answered. Try again."
+        ),
     }
 }
 
@@ -96,30 +102,60 @@ fn silent_note(silent: &[String], unsent: bool) -> String {
     note
 }
 
-/// Which approvals a bare `/approve` lists in conversation `to` of session `key`: in a
-/// direct conversation (an owner's own: only owners may `/approve`) all of them; in a group
-/// or channel, where everyone reads the answer, only that session's.
-fn listed_session<'a>(to: &Conversation, key: &'a str) -> Option<&'a str> {
-    (to.kind != ChatKind::Direct).then_some(key)
+/// Where an approval was asked, as approvals record it: conversation `to`'s channel,
+/// account, chat and thread.
+pub fn place_of(to: &Conversation) -> String {
+    let thread = to.thread_id.as_deref().unwrap_or("");
+    format!("{}|{}|{}|{thread}", to.channel, to.account, to.chat_id)
 }
 
-/// The `/approve [id decision]` command from conversation `to` of session `key`: answers a
-/// request, or lists the waiting ones ([`listed_session`]); on a cluster, those of every
-/// node ([`super::remote_approvals`]).
-pub async fn command(core: &Arc<Core>, key: &str, to: &Conversation, args: &str) -> String {
+/// Which approvals a bare `/approve` lists in conversation `to`, and which answers name
+/// their command there: in a direct conversation (an owner's own: only owners may
+/// `/approve`) all of them (`None`); in a group or channel, where everyone reads the
+/// answer, only those asked in that conversation (its [`place_of`]), whichever session
+/// asked (a sub-agent's, a cron job's).
+fn shown_place(to: &Conversation) -> Option<String> {
+    (to.kind != ChatKind::Direct).then(|| place_of(to))
+}
+
+/// `approved` as shown where only approvals asked in `place` (when given) may show their
+/// command: another conversation's answer is told without it (hidden, and dropped).
+fn hide_other(approved: Approved, place: Option<&str>) -> Approved {
+    match approved {
+        Approved::At {
+            node,
+            outcome: Answered::Done { place: asked, .. },
+        } if place.is_some_and(|p| p != asked) => Approved::At {
+            node,
+            outcome: Answered::Done {
+                command: String::new(),
+                place: asked,
+                hidden: true,
+            },
+        },
+        approved => approved,
+    }
+}
+
+/// The `/approve [id decision]` command from conversation `to`: answers a request, or
+/// lists the waiting ones ([`shown_place`]); on a cluster, those of every node
+/// ([`super::remote_approvals`]).
+pub async fn command(core: &Arc<Core>, to: &Conversation, args: &str) -> String {
     let mut words = args.split_whitespace();
+    let place = shown_place(to);
     match (words.next(), words.next()) {
         (None, _) => {
-            let session = listed_session(to, key);
-            list_text(
-                &super::remote_approvals::waiting_approvals(core, session).await,
-                session,
-            )
+            let listed = super::remote_approvals::waiting_approvals(core, place.as_deref()).await;
+            list_text(&listed, place.as_deref())
         }
-        (Some(id), Some(word)) => match Approval::parse(word) {
+        (Some(typed), Some(word)) => match Approval::parse(word) {
             Some(decision) => {
-                let approved = super::remote_approvals::approve(core, id, decision).await;
-                answer_text(id, decision, &approved)
+                let approved = super::remote_approvals::approve(core, typed, decision).await;
+                let approved = hide_other(approved, place.as_deref());
+                let (id, named) = split_typed(typed);
+                let alone = core.cluster.is_none();
+                let note = alone_note(named, alone, &core.config.cluster.node_id);
+                format!("{}{note}", answer_text(id, decision, &approved))
             }
             None => usage(),
         },
@@ -127,20 +163,38 @@ pub async fn command(core: &Arc<Core>, key: &str, to: &Conversation, args: &str)
     }
 }
 
-/// The text of a bare `/approve`: what `listed` gathered (of session `session` only).
-fn list_text(listed: &Listed, session: Option<&str>) -> String {
+/// On a gateway running `alone` (no cluster) as node `me`, what to add when `/approve`
+/// named node `named`: that it was left out, unless it is this gateway's own id.
+fn alone_note(named: Option<&str>, alone: bool, me: &str) -> String {
+    match named {
+        Some(node) if alone && node != me => format!(
+            " (This gateway runs alone, not as a cluster: \"@{}\" was left out.)",
+            excerpt(node)
+        ),
+        _ => String::new(),
+    }
+}
+
+/// The text of a bare `/approve`: what `listed` gathered (asked in `place` only, when
+/// given).
+fn list_text(listed: &Listed, place: Option<&str>) -> String {
     let note = silent_note(&listed.silent, listed.unsent);
-    let whose = match session {
+    let whose = match place {
         Some(_) => " in this conversation",
         None => "",
     };
+    if listed.waiting.is_empty() && listed.unsent {
+        return format!(
+            "No command is waiting for approval on this node{whose}; the other nodes could not be asked (the database could not be reached), so what waits there is unknown."
+        );
+    }
     if listed.waiting.is_empty() {
         return format!("No command is waiting for approval{whose}.{note}");
     }
     let lines: Vec<String> = listed
         .waiting
         .iter()
-        .map(|w| match session {
+        .map(|w| match place {
             Some(_) => format!("{}: {}", w.id, w.command),
             None => format!("{} ({}): {}", w.id, w.session, w.command),
         })
@@ -182,9 +236,12 @@ impl Approver for ChatApprover {
             }
             let timeout = Duration::from_secs(core.config.tools.approval_timeout_s);
             let tag = core.cluster.as_ref().map(|c| approval_tag(c.node()));
-            let (id, answer) =
-                core.approvals
-                    .open_tagged(tag.as_deref().unwrap_or(""), &key, &command);
+            let (id, answer) = core.approvals.open_tagged(
+                tag.as_deref().unwrap_or(""),
+                &key,
+                &command,
+                &place_of(&to),
+            );
             let text = format!(
                 "🔐 Approval needed to run:\n{command}\nAn owner replies /approve {id} allow-once, /approve {id} allow-always or /approve {id} deny (no answer in {} denies).",
                 humantime::format_duration(timeout)
@@ -262,14 +319,19 @@ mod tests {
     }
 
     #[test]
-    fn a_bare_approve_in_a_group_lists_only_that_conversations_session() {
+    fn a_bare_approve_in_a_group_lists_only_what_was_asked_there() {
         let group = conversation(ChatKind::Group);
-        assert_eq!(listed_session(&group, "g"), Some("g"));
-        assert_eq!(
-            listed_session(&conversation(ChatKind::Channel), "c"),
-            Some("c")
+        assert_eq!(shown_place(&group), Some(place_of(&group)));
+        let channel = conversation(ChatKind::Channel);
+        assert_eq!(shown_place(&channel), Some(place_of(&channel)));
+        assert_eq!(shown_place(&conversation(ChatKind::Direct)), None);
+        let mut thread = conversation(ChatKind::Group);
+        thread.thread_id = Some("5".into());
+        assert_ne!(
+            place_of(&thread),
+            place_of(&group),
+            "a thread is a place of its own"
         );
-        assert_eq!(listed_session(&conversation(ChatKind::Direct), "d"), None);
         let waiting = |id: &str, session: &str| super::super::peers::WaitingApproval {
             id: id.into(),
             session: session.into(),
@@ -280,7 +342,8 @@ mod tests {
             silent: vec!["n2".into()],
             unsent: false,
         };
-        let text = list_text(&listed, Some("g"));
+        let here = place_of(&group);
+        let text = list_text(&listed, Some(&here));
         assert!(
             text.starts_with("Waiting for approval in this conversation:\nab1234: ls"),
             "{text}"
@@ -291,11 +354,60 @@ mod tests {
             all.starts_with("Waiting for approval:\nab1234 (g): ls"),
             "{all}"
         );
-        let none = list_text(&Listed::default(), Some("g"));
+        let none = list_text(&Listed::default(), Some(&here));
         assert_eq!(
             none,
             "No command is waiting for approval in this conversation."
         );
+    }
+
+    #[test]
+    fn an_answer_in_a_group_shows_no_other_conversations_command() {
+        let group = place_of(&conversation(ChatKind::Group));
+        let done = |place: &str| Approved::At {
+            node: None,
+            outcome: Answered::Done {
+                command: "cat secrets".into(),
+                place: place.into(),
+                hidden: false,
+            },
+        };
+        let text = |approved| answer_text("ab1234", Approval::AllowOnce, &approved);
+        let elsewhere = text(hide_other(done("telegram|default|42|"), Some(&group)));
+        assert!(!elsewhere.contains("cat secrets"), "{elsewhere}");
+        assert!(elsewhere.starts_with("Allowed once"), "{elsewhere}");
+        let here = text(hide_other(done(&group), Some(&group)));
+        assert_eq!(here, "Allowed once: cat secrets");
+        let direct = text(hide_other(done("telegram|default|42|"), None));
+        assert_eq!(direct, "Allowed once: cat secrets", "an owner's own chat");
+    }
+
+    #[test]
+    fn a_list_that_could_not_reach_the_other_nodes_does_not_read_as_empty() {
+        let listed = Listed {
+            unsent: true,
+            ..Listed::default()
+        };
+        let text = list_text(&listed, None);
+        assert!(
+            !text.starts_with("No command is waiting for approval."),
+            "{text}"
+        );
+        assert!(text.contains("unknown"), "{text}");
+        let failed = answer_text("ab1234", Approval::Deny, &Approved::Unlooked);
+        assert!(
+            failed.contains("is not on this node and the other nodes could not be asked"),
+            "{failed}"
+        );
+        assert!(failed.contains("nothing was answered"), "{failed}");
+    }
+
+    #[test]
+    fn a_node_named_on_a_lone_gateway_is_left_out_and_said_so() {
+        assert!(alone_note(Some("n1"), true, "").contains("\"@n1\" was left out"));
+        assert_eq!(alone_note(Some("n1"), true, "n1"), "");
+        assert_eq!(alone_note(Some("n1"), false, ""), "", "on a cluster");
+        assert_eq!(alone_note(None, true, ""), "");
     }
 
     #[test]
@@ -305,7 +417,9 @@ mod tests {
             text(Approved::At {
                 node: Some("n1".into()),
                 outcome: Answered::Done {
-                    command: "ls".into()
+                    command: "ls".into(),
+                    place: String::new(),
+                    hidden: false,
                 }
             }),
             "Denied on node n1: ls"

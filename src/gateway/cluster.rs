@@ -3,29 +3,32 @@
 //! them back when it stops (README "Running on several machines").
 //!
 //! Every node accepts messages (intake is a durable enqueue, deduplicated by the database);
-//! they are routed (commands, answers, turns) and reach lanes only here, through [`run_pending`], which reads the pending queue of
-//! the partitions this node holds in seq order and hands each turn to its lane once. It runs
-//! when the database wakes the node (`LISTEN`: a turn was queued in one of them) and at every
-//! tick as a safety net. Reading the queue instead of handing a turn over at intake keeps a
+//! they are routed (commands, answers, turns) and reach lanes only here, through
+//! [`run_pending`], which reads the pending queue of the partitions this node holds in seq
+//! order and hands each turn to its lane once. It runs when the database wakes the node
+//! (`LISTEN`: a turn was queued in one of them) and at every tick as a safety net. Reading the queue instead of handing a turn over at intake keeps a
 //! session's turns in order even when its messages arrive at different nodes.
 //!
 //! Every tick (a fifth of the lease) the node records its heartbeat, renews its leases,
-//! takes free or expired partitions up to its share (the partitions over the nodes alive),
-//! and gives back one partition over its share once nothing of it runs or waits for
-//! delivery here. A partition it takes goes through the restart's recovery
+//! takes free or expired partitions up to its share (the partitions over the live nodes
+//! of its protocol), and gives back one partition over its share once nothing of it runs
+//! or waits for delivery here (all of them once a node of another protocol has paused it
+//! for a full lease). A partition it takes goes through the restart's recovery
 //! (`recover::recover_replies`): undelivered finals resent, cut replies taken back, pending
 //! turns run. A lease is trusted locally until a margin before it ends; the store checks
 //! it again (database clock) when a turn settles and before every delivery attempt, so a
 //! node that lost a lease cannot record or send a final for those sessions.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use super::Core;
-use crate::store::{Coordinator, Lease, NodeInfo, NodeVersion, PARTITIONS, PROTOCOL, partition_of};
+use crate::store::{
+    Coordinator, Lease, NodeInfo, NodeVersion, PARTITIONS, PROTOCOL, Store, partition_of,
+};
 
 /// A partition this node holds, as it knows it.
 #[derive(Debug, Clone, Copy)]
@@ -43,8 +46,14 @@ struct State {
     /// Sessions whose queued command is being carried out: their later messages wait.
     busy: HashSet<String>,
     /// A live node speaking another cluster protocol, seen at the last heartbeat: while
-    /// there is one, this node takes no new partition and no turn.
+    /// there is one, this node takes no new partition and no turn, and gives back those it
+    /// holds once paused for a full lease.
     foreign: Option<String>,
+    /// Since when [`State::foreign`] has been some node, without a break.
+    foreign_since: Option<Instant>,
+    /// How many live nodes speak another protocol (paused by this one or pausing it), at
+    /// the last read of the nodes: left out of the share ([`share`]).
+    foreign_live: usize,
 }
 
 /// This node's membership.
@@ -173,6 +182,7 @@ impl Cluster {
         let Ok(mut state) = self.state.lock() else {
             return true;
         };
+        state.foreign_live = foreign_live(&nodes, self.lease);
         match foreign {
             Some(other) => {
                 if state.foreign.as_deref() != Some(other.id.as_str()) {
@@ -189,15 +199,35 @@ impl Cluster {
                     );
                 }
                 state.foreign = Some(other.id.clone());
+                state.foreign_since.get_or_insert_with(Instant::now);
                 true
             }
             None => {
+                state.foreign_since = None;
                 if let Some(gone) = state.foreign.take() {
                     tracing::info!(node = %gone, "cluster: no live node speaks another protocol any more; taking turns again");
                 }
                 false
             }
         }
+    }
+
+    /// Whether [`Cluster::check_protocols`] has paused this node for a full lease without a
+    /// break: only then does it give its partitions back (a pause of a tick or two does not
+    /// move every idle session).
+    fn paused_for_a_lease(&self) -> bool {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state
+            .foreign_since
+            .is_some_and(|t| t.elapsed() >= self.lease)
+    }
+
+    /// How many live nodes spoke another protocol at the last read of the nodes.
+    fn foreign_live(&self) -> usize {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .foreign_live
     }
 
     /// Takes in what the database says this node holds after a renewal that started at
@@ -301,6 +331,21 @@ fn foreign_node<'a>(nodes: &'a [NodeInfo], me: &str, lease: Duration) -> Option<
     })
 }
 
+/// How many of `nodes` are live (seen within `lease` of the newest heartbeat, the
+/// database's clock) and speak another cluster protocol than this binary.
+fn foreign_live(nodes: &[NodeInfo], lease: Duration) -> usize {
+    let Some(newest) = nodes.iter().map(|n| n.last_seen_ms).max() else {
+        return 0;
+    };
+    let lease_ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
+    nodes
+        .iter()
+        .filter(|n| {
+            n.version.protocol != PROTOCOL && newest.saturating_sub(n.last_seen_ms) < lease_ms
+        })
+        .count()
+}
+
 /// The node's share of the partitions when `alive` nodes are.
 pub fn share(alive: usize) -> usize {
     let alive = alive.max(1);
@@ -395,14 +440,31 @@ async fn recv(wakeups: &mut Option<tokio::sync::mpsc::UnboundedReceiver<u32>>) -
     }
 }
 
-/// One tick: heartbeat, renewal, taking a share, giving back what is over it.
+/// One tick: heartbeat, renewal, taking a share, giving back what is over it; the
+/// partitions taken over go through the restart's recovery.
 async fn maintain(core: &Arc<Core>, cluster: &Cluster) {
+    let fresh = keep_share(&core.store, cluster).await;
+    if !fresh.is_empty() {
+        let parts: HashSet<u32> = fresh.into_iter().collect();
+        // Their pending turns go to lanes at the next poll (one loop hands turns over, so a
+        // session's turns keep their order).
+        let _ = super::recover::recover_replies(core, Some(&parts));
+    }
+}
+
+/// [`maintain`]'s leases: heartbeat, renewal, then the share taken, or what is over it
+/// given back; once paused by [`Cluster::check_protocols`] for a full lease, everything
+/// held is given back (as far as nothing of it runs or waits for delivery here) so the
+/// other nodes run those sessions, and the share is taken again when the pause ends. The
+/// share counts the live nodes of this node's protocol only. Returns the partitions new
+/// to this node, sorted.
+async fn keep_share(store: &Store, cluster: &Cluster) -> Vec<u32> {
     let lease_s = cluster.lease.as_secs();
     let alive = match cluster.coordinator.heartbeat(lease_s).await {
         Ok(alive) => alive,
         Err(e) => {
             tracing::warn!(error = %e, "cluster: heartbeat failed; this node's leases run out unless it returns");
-            return;
+            return Vec::new();
         }
     };
     let asked = Instant::now();
@@ -410,13 +472,20 @@ async fn maintain(core: &Arc<Core>, cluster: &Cluster) {
         Ok(renewed) => cluster.renewed(&renewed, asked),
         Err(e) => {
             tracing::warn!(error = %e, "cluster: cannot renew the leases");
-            return;
+            return Vec::new();
         }
     };
-    let share = share(alive);
     let held = cluster.held().len();
-    if cluster.check_protocols().await {
-        // Nothing new is taken (nor given back) while a node of another protocol lives.
+    let paused = cluster.check_protocols().await;
+    // A node of another protocol takes no partition from this one: it does not count.
+    let share = share(alive.saturating_sub(cluster.foreign_live()));
+    if paused {
+        // Nothing new is taken while a node of another protocol lives, and what is held
+        // goes back once that lasted a full lease.
+        if held > 0 && cluster.paused_for_a_lease() {
+            give_back(store, cluster, held).await;
+            fresh.retain(|p| cluster.held().contains(p));
+        }
     } else if held < share {
         let asked = Instant::now();
         match cluster.coordinator.acquire(share - held, lease_s).await {
@@ -425,23 +494,20 @@ async fn maintain(core: &Arc<Core>, cluster: &Cluster) {
             Err(e) => tracing::warn!(error = %e, "cluster: cannot take partitions"),
         }
     } else if held > share {
-        give_back(core, cluster, held - share).await;
+        give_back(store, cluster, held - share).await;
     }
+    fresh.sort_unstable();
     if !fresh.is_empty() {
-        fresh.sort_unstable();
         tracing::info!(node = cluster.node(), partitions = ?fresh, alive, "cluster: partitions taken over");
-        let parts: HashSet<u32> = fresh.into_iter().collect();
-        // Their pending turns go to lanes at the next poll (one loop hands turns over, so a
-        // session's turns keep their order).
-        let _ = super::recover::recover_replies(core, Some(&parts));
     }
+    fresh
 }
 
 /// Gives back up to `excess` held partitions with nothing running, queued or undelivered
 /// here: each is no longer held here first (so nothing new starts), then checked, then
 /// released.
-async fn give_back(core: &Arc<Core>, cluster: &Cluster, mut excess: usize) {
-    let undelivered: HashSet<u32> = match core.store.undelivered() {
+async fn give_back(store: &Store, cluster: &Cluster, mut excess: usize) {
+    let undelivered: HashSet<u32> = match store.undelivered() {
         Ok(entries) => entries
             .iter()
             .map(|e| partition_of(&e.session_key))
@@ -463,8 +529,8 @@ async fn give_back(core: &Arc<Core>, cluster: &Cluster, mut excess: usize) {
         let busy = cluster
             .submitted_in(partition)
             .into_iter()
-            .any(|seq| core.store.is_pending(seq).unwrap_or(true));
-        let delivering = core.store.undelivered().map_or(true, |entries| {
+            .any(|seq| store.is_pending(seq).unwrap_or(true));
+        let delivering = store.undelivered().map_or(true, |entries| {
             entries
                 .iter()
                 .any(|e| partition_of(&e.session_key) == partition)
@@ -478,7 +544,7 @@ async fn give_back(core: &Arc<Core>, cluster: &Cluster, mut excess: usize) {
         match cluster.coordinator.release(&[partition]).await {
             Ok(()) => tracing::info!(
                 partition,
-                "cluster: partition given back (over this node's share)"
+                "cluster: partition given back (over this node's share, or paused)"
             ),
             Err(e) => {
                 tracing::warn!(error = %e, partition, "cluster: cannot give a partition back; it expires")

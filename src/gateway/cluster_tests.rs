@@ -121,10 +121,7 @@ async fn of_two_nodes_of_different_protocols_only_the_later_one_stands_aside() {
 #[tokio::test]
 async fn a_live_node_of_another_protocol_stops_turns_here_until_it_is_gone() {
     let coordinator = idle();
-    let older = NodeVersion {
-        version: "0.0.9".into(),
-        protocol: PROTOCOL - 1,
-    };
+    let older = protocol(PROTOCOL - 1);
     let cluster = Cluster::new(coordinator.clone(), Duration::from_secs(10));
     let key = "agent:main:telegram:default:direct:7";
     cluster.renewed(&[lease(partition_of(key), 1)], Instant::now());
@@ -146,4 +143,99 @@ async fn a_live_node_of_another_protocol_stops_turns_here_until_it_is_gone() {
     set_nodes(85_000);
     assert!(!cluster.check_protocols().await);
     assert!(cluster.claim(1, key));
+}
+
+/// A node (leases of 10 s) over a coordinator holding nothing, with a store, for
+/// `keep_share`.
+fn keeping_a_share() -> (Arc<FakeCoordinator>, crate::store::Store, Cluster) {
+    let coordinator = idle();
+    let store = crate::store::Store::temporary().unwrap();
+    let cluster = Cluster::new(coordinator.clone(), Duration::from_secs(10));
+    (coordinator, store, cluster)
+}
+
+/// A version speaking cluster protocol `protocol`.
+fn protocol(protocol: u32) -> NodeVersion {
+    NodeVersion {
+        version: format!("0.0.{protocol}"),
+        protocol,
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_paused_node_gives_its_partitions_back_and_takes_its_share_after() {
+    let (coordinator, store, cluster) = keeping_a_share();
+    *coordinator.leases.lock().unwrap() = vec![lease(3, 1), lease(7, 1)];
+    let older = protocol(PROTOCOL - 1);
+    let mut me = node_info("n", 100_000, NodeVersion::current());
+    me.started_ms = 50_000;
+    let mut other = node_info("old", 99_500, older);
+    other.started_ms = 40_000;
+    // Alone: it renews what it holds.
+    *coordinator.nodes.lock().unwrap() = vec![me.clone()];
+    assert_eq!(super::keep_share(&store, &cluster).await, vec![3, 7]);
+    assert_eq!(cluster.held(), vec![3, 7]);
+    // A node of another protocol that started earlier lives: paused, it keeps renewing
+    // them for a lease (a short pause moves no session)...
+    let tick = Duration::from_secs(2);
+    *coordinator.nodes.lock().unwrap() = vec![me.clone(), other.clone()];
+    for _ in 0..5 {
+        assert!(super::keep_share(&store, &cluster).await.is_empty());
+        assert_eq!(cluster.held(), vec![3, 7], "given back after a short pause");
+        tokio::time::advance(tick).await;
+    }
+    assert!(coordinator.released.lock().unwrap().is_empty());
+    // ... a break in the pause starts the lease again ...
+    *coordinator.nodes.lock().unwrap() = vec![me.clone()];
+    assert!(super::keep_share(&store, &cluster).await.is_empty());
+    *coordinator.nodes.lock().unwrap() = vec![me.clone(), other];
+    for _ in 0..5 {
+        assert!(super::keep_share(&store, &cluster).await.is_empty());
+        assert_eq!(cluster.held(), vec![3, 7], "the pause was broken");
+        tokio::time::advance(tick).await;
+    }
+    // ... then, paused a full lease, it gives them back (nothing of theirs runs here)
+    // instead of renewing them.
+    assert!(super::keep_share(&store, &cluster).await.is_empty());
+    assert!(cluster.held().is_empty(), "{:?}", cluster.held());
+    let mut released = coordinator.released.lock().unwrap().clone();
+    released.sort_unstable();
+    assert_eq!(released, vec![3, 7]);
+    assert!(coordinator.leases.lock().unwrap().is_empty());
+    // Still paused: nothing is taken.
+    *coordinator.free.lock().unwrap() = vec![lease(3, 2), lease(7, 2)];
+    assert!(super::keep_share(&store, &cluster).await.is_empty());
+    assert!(cluster.held().is_empty());
+    // The other node is gone: it takes its share again.
+    *coordinator.nodes.lock().unwrap() = vec![me];
+    assert_eq!(super::keep_share(&store, &cluster).await, vec![3, 7]);
+    assert_eq!(cluster.held(), vec![3, 7]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_live_node_of_another_protocol_is_left_out_of_the_share() {
+    let (coordinator, store, cluster) = keeping_a_share();
+    let newer = protocol(PROTOCOL + 1);
+    let mut me = node_info("n", 100_000, NodeVersion::current());
+    me.started_ms = 50_000;
+    // A node of another protocol started after this one: it pauses, this one does not,
+    // and takes every partition rather than half of them.
+    let mut other = node_info("new", 99_500, newer);
+    other.started_ms = 60_000;
+    *coordinator.nodes.lock().unwrap() = vec![me.clone(), other];
+    coordinator
+        .alive
+        .store(2, std::sync::atomic::Ordering::SeqCst);
+    *coordinator.free.lock().unwrap() = (0..40).map(|p| lease(p, 1)).collect();
+    assert_eq!(super::keep_share(&store, &cluster).await.len(), 40);
+    assert_eq!(cluster.held().len(), 40);
+    // A node of this protocol counts.
+    let peer = node_info("peer", 99_800, NodeVersion::current());
+    *coordinator.nodes.lock().unwrap() = vec![me, peer];
+    let mut over = cluster.held().len();
+    for _ in 0..10 {
+        super::keep_share(&store, &cluster).await;
+        over = cluster.held().len();
+    }
+    assert_eq!(over, 32, "half of the partitions");
 }

@@ -41,14 +41,9 @@ pub trait CommandContext: Send + Sync {
     fn say<'a>(&'a self, to: &'a Conversation, text: &'a str) -> BoxFuture<'a, ()>;
     /// `/stop` for session `key`, with its sub-agents, on the node that runs it.
     fn stop<'a>(&'a self, key: &'a str) -> BoxFuture<'a, super::remote::Stopped>;
-    /// `/approve ARGS` from conversation `to` of session `key`: answers an exec approval or
-    /// lists the waiting ones that conversation may see (of every node).
-    fn approve<'a>(
-        &'a self,
-        key: &'a str,
-        to: &'a Conversation,
-        args: &'a str,
-    ) -> BoxFuture<'a, String>;
+    /// `/approve ARGS` from conversation `to`: answers an exec approval or lists the
+    /// waiting ones that conversation may see (of every node).
+    fn approve<'a>(&'a self, to: &'a Conversation, args: &'a str) -> BoxFuture<'a, String>;
     /// The work of `/compact` for session `key`: summarizes all but the newest turn until
     /// the token fires (the caller runs it as a lane job).
     fn compactor(&self, key: String) -> Compactor;
@@ -108,13 +103,8 @@ impl CommandContext for CoreCommands {
         Box::pin(super::remote::stop(&self.0, key, true))
     }
 
-    fn approve<'a>(
-        &'a self,
-        key: &'a str,
-        to: &'a Conversation,
-        args: &'a str,
-    ) -> BoxFuture<'a, String> {
-        Box::pin(super::approvals::command(&self.0, key, to, args))
+    fn approve<'a>(&'a self, to: &'a Conversation, args: &'a str) -> BoxFuture<'a, String> {
+        Box::pin(super::approvals::command(&self.0, to, args))
     }
 
     fn compactor(&self, key: String) -> Compactor {

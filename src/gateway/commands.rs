@@ -55,7 +55,7 @@ pub async fn handle(
         }
         Command::Session(args) => super::acp_commands::session(ctx, key, &args).await,
         Command::Compact => compact(ctx, key).await,
-        Command::Approve(args) => ctx.approve(key, to, &args).await,
+        Command::Approve(args) => ctx.approve(to, &args).await,
         Command::Model(args) => model(ctx, key, &args).await,
         Command::Whoami => format!(
             "You are {} (id {}) on {}; session {}",
@@ -87,6 +87,9 @@ fn stop_answer(stopped: Stopped) -> String {
             );
         }
         Stopped::Nowhere => return "Nothing to stop.".to_string(),
+        Stopped::Unknown => {
+            return "Which node runs this session could not be read (the database could not be reached): nothing was stopped. Try again.".to_string();
+        }
         Stopped::NotHanded(node, busy) => return not_handed(&node, busy),
     };
     let answer = match report {

@@ -195,7 +195,7 @@ async fn merge_remote(core: Weak<Core>, mut remote: tokio::sync::mpsc::Unbounded
                 let handler = core.clone();
                 let asked = question.clone();
                 let handle = async move { super::remote::answer(&handler, asked).await };
-                cluster.peers().dispatch(&question, handle).await;
+                cluster.peers().dispatch(&question, handle);
             }
             continue;
         }

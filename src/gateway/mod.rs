@@ -19,6 +19,7 @@ pub mod live;
 pub mod media;
 pub mod outbox;
 pub mod peers;
+mod peers_fresh;
 pub mod questions;
 mod recover;
 pub mod remote;

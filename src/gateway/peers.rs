@@ -9,12 +9,13 @@
 //! Every envelope is signed (HMAC-SHA256 with the store's call key, [`Coordinator::call_key`],
 //! which only roles that can read chela's tables know): a role that can merely connect, and
 //! so `NOTIFY` and `LISTEN`, cannot forge a call, and a call without a valid signature is
-//! dropped. It can, though, copy a signed call it heard and send it again later: envelopes
-//! carry no time or nonce yet (README, limits of the cluster).
+//! dropped. Nor can it copy a signed call it heard and send it again: every envelope
+//! carries its send time and a random nonce in its signed part, and a call outside the
+//! freshness window, or taken before, is dropped ([`super::peers_fresh`]).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use hmac::{KeyInit, Mac};
@@ -22,6 +23,8 @@ use hmac::{KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
+use super::peers_fresh::{Seen, Stale};
+use crate::domain::message::now_ms;
 use crate::store::{Coordinator, MAX_EVENT_PAYLOAD};
 
 /// How long a node waits for the others' answers.
@@ -45,6 +48,10 @@ pub struct NotSent;
 pub struct Envelope {
     /// The call's number at the node that made it (first: see [`MARK`]).
     pub call: u64,
+    /// When it was sent: ms since the epoch, by the sender's clock.
+    pub at: u64,
+    /// Random: tells this envelope from a copy of it.
+    pub nonce: String,
     /// The node it comes from.
     pub from: String,
     /// The node it is for; `None`: every other node.
@@ -96,12 +103,12 @@ pub enum Body {
         /// Whether it reached the one asking.
         outcome: Answered,
     },
-    /// The exec approvals waiting on a node (of session `session` only, or with id `id`
-    /// only, when given).
+    /// The exec approvals waiting on a node (asked in conversation `place` only, or with
+    /// id `id` only, when given).
     ListApprovals {
-        /// Only this session's.
+        /// Only those asked in this conversation ([`super::approvals::place_of`]).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        session: Option<String>,
+        place: Option<String>,
         /// Only the one with this id.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         id: Option<String>,
@@ -133,6 +140,13 @@ pub enum Answered {
     Done {
         /// The command asked about.
         command: String,
+        /// Where it was asked ([`super::approvals::place_of`]).
+        #[serde(default)]
+        place: String,
+        /// Not to be shown where it is told (asked in another conversation): set by the
+        /// node telling it, never sent.
+        #[serde(skip)]
+        hidden: bool,
     },
     /// No approval has that id here (answered, timed out or stopped).
     Unknown,
@@ -169,7 +183,17 @@ pub struct Peers {
     /// The stops from other nodes being handled: a pool of their own ([`CALLS_AT_ONCE`]),
     /// so that slow calls of other kinds never lock a `/stop` out.
     stopping: Arc<Semaphore>,
+    /// The busy answers on their way ([`Peers::refuse`]).
+    refusing: Arc<Semaphore>,
+    /// The envelopes taken within the freshness window ([`super::peers_fresh`]).
+    seen: Mutex<Seen>,
+    /// When (ms since the epoch) a dropped call was last logged at warn ([`STALE_LOG_MS`]).
+    stale_logged: AtomicU64,
 }
+
+/// At most one stale call (not a plain copy) is logged at warn in this long (ms): a
+/// replayer cannot flood the log.
+const STALE_LOG_MS: u64 = 10_000;
 
 /// Forgets a call when its asker stops waiting.
 struct Pending<'a> {
@@ -179,9 +203,12 @@ struct Pending<'a> {
 
 impl Drop for Pending<'_> {
     fn drop(&mut self) {
-        if let Ok(mut calls) = self.peers.calls.lock() {
-            calls.remove(&self.call);
-        }
+        let mut calls = self
+            .peers
+            .calls
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        calls.remove(&self.call);
     }
 }
 
@@ -189,8 +216,10 @@ impl Peers {
     /// Calls over `coordinator`'s notifications.
     pub fn new(coordinator: Arc<dyn Coordinator>) -> Peers {
         // Numbered from the clock: a node restarted under the same id does not take the
-        // late answers to its previous life's calls for its own.
-        let first = crate::domain::message::now_ms().saturating_mul(1000);
+        // late answers to its previous life's calls for its own. Nor does it take a copy of
+        // a call sent to its previous life: nothing sent before now is fresh.
+        let start = now_ms();
+        let first = start.saturating_mul(1000);
         Peers {
             coordinator,
             next: AtomicU64::new(first),
@@ -198,6 +227,9 @@ impl Peers {
             key: OnceLock::new(),
             handling: Arc::new(Semaphore::new(CALLS_AT_ONCE)),
             stopping: Arc::new(Semaphore::new(CALLS_AT_ONCE)),
+            refusing: Arc::new(Semaphore::new(CALLS_AT_ONCE)),
+            seen: Mutex::new(Seen::since(start)),
+            stale_logged: AtomicU64::new(0),
         }
     }
 
@@ -236,6 +268,43 @@ impl Peers {
         mac.verify_slice(&given).is_ok()
     }
 
+    /// A new envelope of call `call` from this node to `to` (unsigned): sent now, with a
+    /// nonce of its own.
+    fn envelope(&self, call: u64, to: Option<&str>, body: Body) -> Envelope {
+        Envelope {
+            call,
+            at: now_ms(),
+            nonce: uuid::Uuid::new_v4().simple().to_string(),
+            from: self.node().to_owned(),
+            to: to.map(str::to_owned),
+            body,
+            sig: String::new(),
+        }
+    }
+
+    /// Whether `envelope` (signed) is fresh at `now` (ms since the epoch): logs why not (a
+    /// copy at debug; others at warn, at most once per [`STALE_LOG_MS`]).
+    fn fresh(&self, envelope: &Envelope, now: u64) -> bool {
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        let Err(stale) = seen.check(envelope.at, &envelope.from, &envelope.nonce, now) else {
+            return true;
+        };
+        let last = self.stale_logged.load(Ordering::Relaxed);
+        let loud = stale != Stale::Seen
+            && now.saturating_sub(last) >= STALE_LOG_MS
+            && self
+                .stale_logged
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok();
+        let (from, sent_ms) = (&envelope.from, envelope.at);
+        if loud {
+            tracing::warn!(%from, sent_ms, now_ms = now, "cluster: a call from another node was dropped: {stale}");
+        } else {
+            tracing::debug!(%from, sent_ms, now_ms = now, "cluster: a call from another node was dropped: {stale}");
+        }
+        false
+    }
+
     /// This node's id.
     pub fn node(&self) -> &str {
         self.coordinator.node()
@@ -255,17 +324,11 @@ impl Peers {
     ) -> Result<Vec<(String, Body)>, NotSent> {
         let call = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, mut rx) = mpsc::unbounded_channel();
-        if let Ok(mut calls) = self.calls.lock() {
-            calls.insert(call, tx);
-        }
+        (self.calls.lock())
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(call, tx);
         let _pending = Pending { peers: self, call };
-        let envelope = Envelope {
-            call,
-            from: self.node().to_owned(),
-            to: to.map(str::to_owned),
-            body,
-            sig: String::new(),
-        };
+        let envelope = self.envelope(call, to, body);
         let mut answers = Vec::new();
         if expected == 0 {
             return Ok(answers);
@@ -289,9 +352,9 @@ impl Peers {
 
     /// Handles `question` (a call from another node) with `handle`, in a task of its own,
     /// while fewer than [`CALLS_AT_ONCE`] of its kind (stops; the others) are handled;
-    /// otherwise answers it [`Body::Busy`] at once (waiting at most [`ANSWER_WITHIN`] for
-    /// the database: the asker has given up by then).
-    pub async fn dispatch<F>(&self, question: &Envelope, handle: F)
+    /// otherwise refuses it ([`Peers::refuse`]). Never waits: the loop taking the calls
+    /// goes on at once.
+    pub fn dispatch<F>(&self, question: &Envelope, handle: F)
     where
         F: Future<Output = ()> + Send + 'static,
     {
@@ -308,27 +371,46 @@ impl Peers {
                     from = %question.from,
                     "cluster: {CALLS_AT_ONCE} calls from other nodes are being handled; one more was refused as busy"
                 );
-                let busy = self.answer(&question.from, question.call, Body::Busy);
-                let _ = tokio::time::timeout(ANSWER_WITHIN, busy).await;
+                self.refuse(question);
             }
         }
     }
 
+    /// Answers `question` [`Body::Busy`] in a task of its own, waiting at most
+    /// [`ANSWER_WITHIN`] for the database (the asker has given up by then); while
+    /// [`CALLS_AT_ONCE`] such answers are on their way, the refusal is not answered (the
+    /// asker sees no answer in time).
+    fn refuse(&self, question: &Envelope) {
+        let Ok(permit) = self.refusing.clone().try_acquire_owned() else {
+            tracing::debug!(from = %question.from, "cluster: too many busy answers on their way; one is not sent");
+            return;
+        };
+        let busy = self.envelope(question.call, Some(&question.from), Body::Busy);
+        let Some(payload) = self.seal(&busy) else {
+            return;
+        };
+        let coordinator = self.coordinator.clone();
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(ANSWER_WITHIN, publish(&*coordinator, payload)).await;
+            drop(permit);
+        });
+    }
+
     /// Answers call `call` of node `to` with `body`.
     pub async fn answer(&self, to: &str, call: u64, body: Body) {
-        let envelope = Envelope {
-            call,
-            from: self.node().to_owned(),
-            to: Some(to.to_owned()),
-            body,
-            sig: String::new(),
-        };
+        let envelope = self.envelope(call, Some(to), body);
         self.send(&envelope).await;
     }
 
     /// Takes in `payload` from the shared channel: an answer to one of this node's calls
-    /// goes to its asker; a question for this node is returned, to be answered.
+    /// goes to its asker; a question for this node is returned, to be answered. Either is
+    /// dropped unless signed and fresh ([`super::peers_fresh`]).
     pub fn take(&self, payload: &str) -> Option<Envelope> {
+        self.take_at(payload, now_ms())
+    }
+
+    /// [`Peers::take`] at `now` (ms since the epoch).
+    fn take_at(&self, payload: &str, now: u64) -> Option<Envelope> {
         let envelope: Envelope = match serde_json::from_str(payload) {
             Ok(envelope) => envelope,
             Err(e) => {
@@ -344,10 +426,13 @@ impl Peers {
             tracing::warn!(from = %envelope.from, "cluster: a call without a valid signature was dropped");
             return None;
         }
+        if !self.fresh(&envelope, now) {
+            return None;
+        }
         if !envelope.body.is_answer() {
             return Some(envelope);
         }
-        let calls = self.calls.lock().ok()?;
+        let calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(asker) = calls.get(&envelope.call) {
             let _ = asker.send((envelope.from, envelope.body));
         }
@@ -356,33 +441,39 @@ impl Peers {
 
     /// Publishes `envelope`; false when it could not be sent.
     async fn send(&self, envelope: &Envelope) -> bool {
-        let Ok(unsigned) = serde_json::to_string(envelope) else {
-            return false;
-        };
-        let Some(sig) = self.sign(&unsigned) else {
-            return false;
-        };
+        match self.seal(envelope) {
+            Some(payload) => publish(&*self.coordinator, payload).await,
+            None => false,
+        }
+    }
+
+    /// The payload of `envelope`, signed; `None` without a key or when it is too big for a
+    /// notification.
+    fn seal(&self, envelope: &Envelope) -> Option<String> {
+        let unsigned = serde_json::to_string(envelope).ok()?;
         let signed = Envelope {
-            sig,
+            sig: self.sign(&unsigned)?,
             ..envelope.clone()
         };
-        let payload = match serde_json::to_string(&signed) {
-            Ok(payload) if payload.len() <= MAX_EVENT_PAYLOAD => payload,
-            Ok(payload) => {
-                tracing::warn!(
-                    bytes = payload.len(),
-                    "cluster: a call to another node is too big to send"
-                );
-                return false;
-            }
-            Err(_) => return false,
-        };
-        match self.coordinator.publish_events(payload).await {
-            Ok(()) => true,
-            Err(e) => {
-                tracing::warn!(error = %e, "cluster: cannot reach the other nodes");
-                false
-            }
+        let payload = serde_json::to_string(&signed).ok()?;
+        if payload.len() > MAX_EVENT_PAYLOAD {
+            tracing::warn!(
+                bytes = payload.len(),
+                "cluster: a call to another node is too big to send"
+            );
+            return None;
+        }
+        Some(payload)
+    }
+}
+
+/// Publishes `payload` over `coordinator`; false when the database could not be reached.
+async fn publish(coordinator: &dyn Coordinator, payload: String) -> bool {
+    match coordinator.publish_events(payload).await {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!(error = %e, "cluster: cannot reach the other nodes");
+            false
         }
     }
 }

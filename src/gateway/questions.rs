@@ -16,6 +16,9 @@ struct Waiting<A> {
     id: String,
     session_key: String,
     summary: String,
+    /// Where it was asked (a conversation's [place](super::approvals::place_of)); empty
+    /// when not said.
+    place: String,
     answer: oneshot::Sender<A>,
 }
 
@@ -47,17 +50,18 @@ impl<A> PendingQuestions<A> {
     /// Opens a question of session `session_key` about `summary`; its short id, and where
     /// its answer arrives.
     pub fn open(&self, session_key: &str, summary: &str) -> (String, oneshot::Receiver<A>) {
-        self.open_tagged("", session_key, summary)
+        self.open_tagged("", session_key, summary, "")
     }
 
     /// [`PendingQuestions::open`] with an id that starts with `tag` (a node's, so that ids
     /// of different nodes differ): `tag` and random hex, [`ID_LEN`] characters in all (at
-    /// least four random).
+    /// least four random), asked in `place`.
     pub fn open_tagged(
         &self,
         tag: &str,
         session_key: &str,
         summary: &str,
+        place: &str,
     ) -> (String, oneshot::Receiver<A>) {
         let (tx, rx) = oneshot::channel();
         let Ok(mut waiting) = self.waiting.lock() else {
@@ -75,6 +79,7 @@ impl<A> PendingQuestions<A> {
             id: id.clone(),
             session_key: session_key.to_owned(),
             summary: summary.to_owned(),
+            place: place.to_owned(),
             answer: tx,
         });
         (id, rx)
@@ -84,11 +89,25 @@ impl<A> PendingQuestions<A> {
     #[cfg(test)]
     #[allow(clippy::unwrap_used)]
     pub fn open_as(&self, id: &str, session_key: &str, summary: &str) -> oneshot::Receiver<A> {
+        self.open_as_in(id, session_key, summary, "")
+    }
+
+    /// [`PendingQuestions::open_as`] asked in `place` (tests).
+    #[cfg(test)]
+    #[allow(clippy::unwrap_used)]
+    pub fn open_as_in(
+        &self,
+        id: &str,
+        session_key: &str,
+        summary: &str,
+        place: &str,
+    ) -> oneshot::Receiver<A> {
         let (tx, rx) = oneshot::channel();
         self.waiting.lock().unwrap().push(Waiting {
             id: id.to_owned(),
             session_key: session_key.to_owned(),
             summary: summary.to_owned(),
+            place: place.to_owned(),
             answer: tx,
         });
         rx
@@ -110,11 +129,16 @@ impl<A> PendingQuestions<A> {
 
     /// Answers question `id`; its summary when the answer reached the one asking.
     pub fn answer(&self, id: &str, answer: A) -> Result<String, NotWaiting> {
+        self.answer_placed(id, answer).map(|(summary, _)| summary)
+    }
+
+    /// [`PendingQuestions::answer`]: its summary and where it was asked.
+    pub fn answer_placed(&self, id: &str, answer: A) -> Result<(String, String), NotWaiting> {
         let question = self.take(|w| w.id == id).ok_or(NotWaiting::Unknown)?;
         question
             .answer
             .send(answer)
-            .map(|()| question.summary)
+            .map(|()| (question.summary, question.place))
             .map_err(|_| NotWaiting::Gone)
     }
 
@@ -132,10 +156,16 @@ impl<A> PendingQuestions<A> {
 
     /// The waiting questions: id, session and summary, in the order they were asked.
     pub fn list(&self) -> Vec<(String, String, String)> {
+        self.list_in(None)
+    }
+
+    /// [`PendingQuestions::list`], of the questions asked in `place` only when given.
+    pub fn list_in(&self, place: Option<&str>) -> Vec<(String, String, String)> {
         self.waiting
             .lock()
             .map(|w| {
                 w.iter()
+                    .filter(|q| place.is_none_or(|p| p == q.place))
                     .map(|q| (q.id.clone(), q.session_key.clone(), q.summary.clone()))
                     .collect()
             })
@@ -187,10 +217,10 @@ mod tests {
     #[test]
     fn tagged_ids_start_with_the_tag_and_keep_their_length() {
         let q = PendingQuestions::<u8>::default();
-        let (id, _answer) = q.open_tagged("zq", "k", "ls");
+        let (id, _answer) = q.open_tagged("zq", "k", "ls", "");
         assert!(id.starts_with("zq"), "{id}");
         assert_eq!(id.len(), ID_LEN);
-        let (id, _answer) = q.open_tagged("longer", "k", "ls");
+        let (id, _answer) = q.open_tagged("longer", "k", "ls", "");
         assert_eq!(id.len(), "longer".len() + 4, "{id}");
     }
 

@@ -10,7 +10,7 @@ use super::Core;
 use super::cluster::Cluster;
 use super::peers::{ANSWER_WITHIN, Body, Envelope, NotSent};
 use crate::lane::{LaneError, StopReport};
-use crate::store::partition_of;
+use crate::store::{StoreError, partition_of};
 
 /// What stopping a session did.
 #[derive(Debug)]
@@ -23,6 +23,9 @@ pub enum Stopped {
     /// No node holds the session now: nothing of it runs (its queued turns, if any, run
     /// once a node takes it).
     Nowhere,
+    /// Which node runs the session could not be read (the database could not be
+    /// reached): nothing was stopped.
+    Unknown,
     /// The stop could not be handed to node `.0`, which runs the session: nothing was
     /// stopped. `.1`: the node refused it as busy; else the call could not be sent (the
     /// database could not be reached).
@@ -37,8 +40,10 @@ pub async fn stop(core: &Arc<Core>, key: &str, children: bool) -> Stopped {
     };
     // A partition that moves meanwhile is looked up once more.
     for _ in 0..2 {
-        let Some(owner) = owner_of(cluster, key).await else {
-            return Stopped::Nowhere;
+        let owner = match owner_of(cluster, key).await {
+            Ok(Some(owner)) => owner,
+            Ok(None) => return Stopped::Nowhere,
+            Err(_) => return Stopped::Unknown,
         };
         if owner == cluster.node() {
             return stop_here(core, key, children).await;
@@ -104,34 +109,28 @@ async fn stop_here(core: &Arc<Core>, key: &str, children: bool) -> Stopped {
     Stopped::Here(report, stopped)
 }
 
-/// The node holding the partition of session `key` now, if any.
-async fn owner_of(cluster: &Cluster, key: &str) -> Option<String> {
+/// The node holding the partition of session `key` now, if any; an error when the nodes
+/// could not be read.
+async fn owner_of(cluster: &Cluster, key: &str) -> Result<Option<String>, StoreError> {
     let partition = partition_of(key);
-    let nodes = match cluster.coordinator().nodes().await {
-        Ok(nodes) => nodes,
-        Err(e) => {
-            tracing::warn!(error = %e, "cluster: cannot read which node runs a session");
-            return None;
-        }
-    };
-    nodes
+    let nodes = cluster.coordinator().nodes().await.inspect_err(|e| {
+        tracing::warn!(error = %e, "cluster: cannot read which node runs a session");
+    })?;
+    Ok(nodes
         .into_iter()
         .find(|n| n.partitions.contains(&partition))
-        .map(|n| n.id)
+        .map(|n| n.id))
 }
 
 /// The nodes whose heartbeat is within two leases of the newest one's (the database's
-/// clock), this one always among them: the ones that should answer a call.
-pub(super) async fn live_nodes(cluster: &Cluster) -> Vec<String> {
+/// clock), this one always among them: the ones that should answer a call. An error when
+/// the nodes could not be read (who else lives is unknown).
+pub(super) async fn live_nodes(cluster: &Cluster) -> Result<Vec<String>, StoreError> {
     let recent = 2 * u64::try_from(cluster.lease().as_millis()).unwrap_or(u64::MAX);
     let me = cluster.node().to_owned();
-    let nodes = match cluster.coordinator().nodes().await {
-        Ok(nodes) => nodes,
-        Err(e) => {
-            tracing::warn!(error = %e, "cluster: cannot list the other nodes");
-            return vec![me];
-        }
-    };
+    let nodes = cluster.coordinator().nodes().await.inspect_err(|e| {
+        tracing::warn!(error = %e, "cluster: cannot list the other nodes");
+    })?;
     let newest = nodes.iter().map(|n| n.last_seen_ms).max().unwrap_or(0);
     let mut live: Vec<String> = nodes
         .into_iter()
@@ -139,7 +138,7 @@ pub(super) async fn live_nodes(cluster: &Cluster) -> Vec<String> {
         .map(|n| n.id)
         .collect();
     live.insert(0, me);
-    live
+    Ok(live)
 }
 
 /// Answers a call another node made to this one.
@@ -232,5 +231,17 @@ mod tests {
             Some(Stopped::NotHanded(_, true))
         ));
         assert!(stopped_there(owner(), Ok(vec![(owner(), stopped_body(None))])).is_none());
+    }
+
+    #[tokio::test]
+    async fn nodes_that_cannot_be_read_are_an_error_not_nobody() {
+        use crate::store::test_support::FakeCoordinator;
+        let coordinator = Arc::new(FakeCoordinator::new("n"));
+        coordinator
+            .nodes_fail
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let cluster = Cluster::new(coordinator, std::time::Duration::from_secs(10));
+        assert!(owner_of(&cluster, "k").await.is_err());
+        assert!(live_nodes(&cluster).await.is_err());
     }
 }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use super::Core;
 use super::approvals::Approvals;
+use super::cluster::Cluster;
 use super::peers::{ANSWER_WITHIN, Answered, Body, NotSent, Peers, WaitingApproval};
 use super::questions::NotWaiting;
 use crate::agent::approval::Approval;
@@ -74,20 +75,64 @@ pub enum Approved {
         /// The nodes.
         nodes: Vec<String>,
     },
+    /// The approval is not on this node, and the live nodes could not be read (the
+    /// database could not be reached), so it was not looked for elsewhere: nothing was
+    /// answered.
+    Unlooked,
 }
 
 /// Answers exec approval `typed` (`<id>` or `<id>@<node>`) with `decision`, here or on
 /// the node that asked it.
 pub async fn approve(core: &Arc<Core>, typed: &str, decision: Approval) -> Approved {
     match &core.cluster {
-        Some(cluster) => {
-            let live = super::remote::live_nodes(cluster).await;
-            approve_among(&core.approvals, cluster.peers(), &live, typed, decision).await
+        Some(cluster) => approve_in(&core.approvals, cluster, typed, decision).await,
+        None => approve_alone(&core.approvals, typed, decision),
+    }
+}
+
+/// [`approve`] on a single gateway: a `@<node>` is left out (there is one node).
+fn approve_alone(local: &Approvals, typed: &str, decision: Approval) -> Approved {
+    let (id, _) = split_typed(typed);
+    Approved::At {
+        node: None,
+        outcome: answered(local.answer_placed(id, decision)),
+    }
+}
+
+/// [`approve`] on cluster node `cluster`, whose approvals `local` holds. When the live
+/// nodes cannot be read, an approval of this node (it holds the id, or `typed` names it)
+/// is still answered here; any other is [`Approved::Unlooked`].
+async fn approve_in(
+    local: &Approvals,
+    cluster: &Cluster,
+    typed: &str,
+    decision: Approval,
+) -> Approved {
+    match super::remote::live_nodes(cluster).await {
+        Ok(live) => approve_among(local, cluster.peers(), &live, typed, decision).await,
+        Err(_) => {
+            let (id, named) = split_typed(typed);
+            let me = cluster.node();
+            let mine = match named {
+                Some(node) => node == me,
+                None => local.list().iter().any(|(i, _, _)| i == id),
+            };
+            if !mine {
+                return Approved::Unlooked;
+            }
+            Approved::At {
+                node: Some(me.to_owned()),
+                outcome: answered(local.answer_placed(id, decision)),
+            }
         }
-        None => Approved::At {
-            node: None,
-            outcome: answered(core.approvals.answer(typed, decision)),
-        },
+    }
+}
+
+/// `typed` (`<id>` or `<id>@<node>`): the id, and the node it names.
+pub fn split_typed(typed: &str) -> (&str, Option<&str>) {
+    match typed.split_once('@') {
+        Some((id, node)) => (id, Some(node)),
+        None => (typed, None),
     }
 }
 
@@ -100,10 +145,7 @@ pub(super) async fn approve_among(
     typed: &str,
     decision: Approval,
 ) -> Approved {
-    let (id, named) = match typed.split_once('@') {
-        Some((id, node)) => (id, Some(node)),
-        None => (typed, None),
-    };
+    let (id, named) = split_typed(typed);
     let me = peers.node();
     let candidates: Vec<String> = match named {
         Some(node) => vec![node.to_owned()],
@@ -127,7 +169,7 @@ pub(super) async fn approve_among(
         },
     };
     if holder == me {
-        let outcome = answered(local.answer(id, decision));
+        let outcome = answered(local.answer_placed(id, decision));
         return Approved::At {
             node: Some(holder),
             outcome,
@@ -152,7 +194,7 @@ async fn holders(
     let others: Vec<&String> = candidates.iter().filter(|n| *n != me).collect();
     let asks = others.iter().map(|node| {
         let body = Body::ListApprovals {
-            session: None,
+            place: None,
             id: Some(id.to_owned()),
         };
         peers.ask(Some(node.as_str()), body, 1, ANSWER_WITHIN, |_| true)
@@ -209,27 +251,36 @@ pub struct Listed {
     pub waiting: Vec<WaitingApproval>,
     /// Live nodes that did not answer (in time, or as busy).
     pub silent: Vec<String>,
-    /// The other nodes could not be asked (the call was not sent).
+    /// The other nodes could not be looked up or asked (the database could not be
+    /// reached): what waits there is unknown.
     pub unsent: bool,
 }
 
-/// The exec approvals waiting on every node (this one's first), of session `session` only
-/// when given.
-pub async fn waiting_approvals(core: &Arc<Core>, session: Option<&str>) -> Listed {
+/// The exec approvals waiting on every node (this one's first), of those asked in
+/// conversation `place` ([`super::approvals::place_of`]) only when given.
+pub async fn waiting_approvals(core: &Arc<Core>, place: Option<&str>) -> Listed {
+    match &core.cluster {
+        Some(cluster) => list_in(&core.approvals, cluster, place).await,
+        None => Listed {
+            waiting: local_approvals(&core.approvals, place, None),
+            ..Listed::default()
+        },
+    }
+}
+
+/// [`waiting_approvals`] on cluster node `cluster`, whose approvals `local` holds.
+async fn list_in(local: &Approvals, cluster: &Cluster, place: Option<&str>) -> Listed {
     let mut listed = Listed {
-        waiting: local_approvals(&core.approvals, session, None),
+        waiting: local_approvals(local, place, None),
         ..Listed::default()
     };
-    let Some(cluster) = &core.cluster else {
+    let Ok(live) = super::remote::live_nodes(cluster).await else {
+        listed.unsent = true;
         return listed;
     };
-    let others: Vec<String> = super::remote::live_nodes(cluster)
-        .await
-        .into_iter()
-        .filter(|n| n != cluster.node())
-        .collect();
+    let others: Vec<String> = live.into_iter().filter(|n| n != cluster.node()).collect();
     let body = Body::ListApprovals {
-        session: session.map(str::to_owned),
+        place: place.map(str::to_owned),
         id: None,
     };
     let asked = cluster
@@ -264,11 +315,11 @@ pub(super) fn answer_call(local: &Approvals, body: Body) -> Option<Body> {
         Body::Approve { id, decision } => {
             let decision = Approval::parse(&decision).unwrap_or(Approval::Deny);
             Some(Body::Approved {
-                outcome: answered(local.answer(&id, decision)),
+                outcome: answered(local.answer_placed(&id, decision)),
             })
         }
-        Body::ListApprovals { session, id } => Some(Body::Approvals {
-            waiting: local_approvals(local, session.as_deref(), id.as_deref()),
+        Body::ListApprovals { place, id } => Some(Body::Approvals {
+            waiting: local_approvals(local, place.as_deref(), id.as_deref()),
         }),
         _ => None,
     }
@@ -283,17 +334,18 @@ const LISTED_BYTES: usize = 6_000;
 /// Most characters of the command an approval's answer names (a heredoc can be long).
 const ANSWERED_CHARS: usize = 300;
 
-/// The approvals waiting in `local`, of session `session` and with id `id` when given.
+/// The approvals waiting in `local`, asked in conversation `place` and with id `id` when
+/// given.
 fn local_approvals(
     local: &Approvals,
-    session: Option<&str>,
+    place: Option<&str>,
     id: Option<&str>,
 ) -> Vec<WaitingApproval> {
     let mut bytes = 0;
     local
-        .list()
+        .list_in(place)
         .into_iter()
-        .filter(|(i, s, _)| session.is_none_or(|k| k == s) && id.is_none_or(|x| x == i))
+        .filter(|(i, _, _)| id.is_none_or(|x| x == i))
         .take(LISTED)
         .map(|(id, session, command)| WaitingApproval {
             id,
@@ -316,10 +368,12 @@ fn shortened(text: &str, most: usize) -> String {
 }
 
 /// An answer's outcome on this node (the command shortened, so it fits a notification).
-pub(super) fn answered(result: Result<String, NotWaiting>) -> Answered {
+pub(super) fn answered(result: Result<(String, String), NotWaiting>) -> Answered {
     match result {
-        Ok(command) => Answered::Done {
+        Ok((command, place)) => Answered::Done {
             command: shortened(&command, ANSWERED_CHARS),
+            place,
+            hidden: false,
         },
         Err(NotWaiting::Unknown) => Answered::Unknown,
         Err(NotWaiting::Gone) => Answered::Gone,

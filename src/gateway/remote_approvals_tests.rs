@@ -78,7 +78,9 @@ async fn an_answer_reaches_only_the_node_whose_tag_starts_the_id() {
         Approved::At {
             node: Some("b".into()),
             outcome: Answered::Done {
-                command: "ls b".into()
+                command: "ls b".into(),
+                place: String::new(),
+                hidden: false,
             }
         }
     );
@@ -159,7 +161,7 @@ async fn an_answer_that_cannot_be_sent_says_so() {
 async fn this_nodes_own_ids_are_answered_here() {
     let bus = Bus::default();
     let (a, on_a) = node(&bus, "a");
-    let (id, answer) = on_a.open_tagged(&approval_tag("a"), "k", "ls");
+    let (id, answer) = on_a.open_tagged(&approval_tag("a"), "k", "ls", "");
     let approved = approve_among(&on_a, &a, &live(&["a", "b"]), &id, Approval::AllowAlways).await;
     assert!(
         matches!(&approved, Approved::At { node: Some(n), outcome: Answered::Done { .. } } if n == "a"),
@@ -169,33 +171,48 @@ async fn this_nodes_own_ids_are_answered_here() {
 }
 
 #[test]
-fn a_listing_keeps_to_the_session_asked_about() {
+fn a_listing_keeps_to_the_conversation_asked_in() {
     let local = Approvals::default();
-    let _one = local.open_as("aa0001", "group-session", "ls");
-    let _two = local.open_as("aa0002", "other-session", "cat secrets");
-    let of_group = local_approvals(&local, Some("group-session"), None);
-    assert_eq!(of_group.len(), 1);
-    assert_eq!(of_group[0].command, "ls");
-    assert_eq!(local_approvals(&local, None, None).len(), 2);
-    let by_id = local_approvals(&local, None, Some("aa0002"));
-    assert_eq!(by_id[0].session, "other-session");
+    let group = "telegram|default|-100|";
+    let _one = local.open_as_in("aa0001", "group-session", "ls", group);
+    // A sub-agent's approval, asked in the group under its own session's key.
+    let _two = local.open_as_in("aa0002", "agent:main:subagent:x", "pwd", group);
+    let _three = local.open_as_in("aa0003", "group-session", "cat secrets", "discord|d|9|");
+    let in_group = local_approvals(&local, Some(group), None);
+    let ids: Vec<&str> = in_group.iter().map(|w| w.id.as_str()).collect();
+    assert_eq!(ids, ["aa0001", "aa0002"]);
+    assert_eq!(local_approvals(&local, None, None).len(), 3);
+    let by_id = local_approvals(&local, None, Some("aa0003"));
+    assert_eq!(by_id[0].command, "cat secrets");
     let answer = answer_call(
         &local,
         Body::ListApprovals {
-            session: Some("group-session".into()),
+            place: Some(group.into()),
             id: None,
         },
     );
     assert!(
-        matches!(&answer, Some(Body::Approvals { waiting }) if waiting.len() == 1),
+        matches!(&answer, Some(Body::Approvals { waiting }) if waiting.len() == 2),
         "{answer:?}"
+    );
+    // An answer says where the approval was asked.
+    let answered = answer_call(
+        &local,
+        Body::Approve {
+            id: "aa0003".into(),
+            decision: "deny".into(),
+        },
+    );
+    assert!(
+        matches!(&answered, Some(Body::Approved { outcome: Answered::Done { place, .. } }) if place == "discord|d|9|"),
+        "{answered:?}"
     );
 }
 
 #[test]
 fn answers_stay_small_enough_for_a_notification() {
     let long = "x".repeat(10_000);
-    let Answered::Done { command } = answered(Ok(long)) else {
+    let Answered::Done { command, .. } = answered(Ok((long, String::new()))) else {
         panic!("not done");
     };
     assert_eq!(command.chars().count(), ANSWERED_CHARS + 1);
@@ -209,4 +226,88 @@ fn decisions_travel_as_the_words_that_parse_back() {
     for decision in [Approval::AllowOnce, Approval::AllowAlways, Approval::Deny] {
         assert_eq!(Approval::parse(decision_word(decision)), Some(decision));
     }
+}
+
+#[test]
+fn a_node_named_on_a_lone_gateway_is_left_out() {
+    let local = Approvals::default();
+    let mut answer = local.open_as("abc123", "k", "ls");
+    let approved = approve_alone(&local, "abc123@n1", Approval::AllowOnce);
+    assert_eq!(
+        approved,
+        Approved::At {
+            node: None,
+            outcome: Answered::Done {
+                command: "ls".into(),
+                place: String::new(),
+                hidden: false,
+            }
+        }
+    );
+    assert_eq!(answered_with(&mut answer), Some(Approval::AllowOnce));
+}
+
+/// Cluster node `id` whose store cannot read the nodes.
+fn unreadable(id: &str) -> Cluster {
+    let coordinator = Arc::new(crate::store::test_support::FakeCoordinator::new(id));
+    coordinator
+        .nodes_fail
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    Cluster::new(coordinator, std::time::Duration::from_secs(10))
+}
+
+#[tokio::test]
+async fn nodes_that_cannot_be_read_are_said_so_not_taken_for_none() {
+    let cluster = unreadable("a");
+    let local = Approvals::default();
+    let _mine = local.open_as(&format!("{}0001", approval_tag("a")), "k", "ls");
+    let listed = list_in(&local, &cluster, None).await;
+    assert_eq!(listed.waiting.len(), 1, "this node's own are listed");
+    assert!(listed.unsent, "the others are unknown");
+    let id = format!("{}0002", approval_tag("b"));
+    let approved = approve_in(&local, &cluster, &id, Approval::Deny).await;
+    assert_eq!(approved, Approved::Unlooked);
+}
+
+#[tokio::test]
+async fn this_nodes_own_approvals_are_answered_when_the_nodes_cannot_be_read() {
+    let cluster = unreadable("a");
+    let local = Approvals::default();
+    let done = Approved::At {
+        node: Some("a".into()),
+        outcome: Answered::Done {
+            command: "ls".into(),
+            place: String::new(),
+            hidden: false,
+        },
+    };
+    // Held here: answered, by id alone or naming this node.
+    let first = format!("{}0001", approval_tag("a"));
+    let mut answer = local.open_as(&first, "k", "ls");
+    let approved = approve_in(&local, &cluster, &first, Approval::Deny).await;
+    assert_eq!(approved, done);
+    assert_eq!(answered_with(&mut answer), Some(Approval::Deny));
+    let second = format!("{}0002", approval_tag("a"));
+    let mut answer = local.open_as(&second, "k", "ls");
+    let approved = approve_in(
+        &local,
+        &cluster,
+        &format!("{second}@a"),
+        Approval::AllowOnce,
+    )
+    .await;
+    assert_eq!(approved, done);
+    assert_eq!(answered_with(&mut answer), Some(Approval::AllowOnce));
+    // Named here but no longer waiting: said so, not taken for unlooked.
+    let approved = approve_in(&local, &cluster, &format!("{second}@a"), Approval::Deny).await;
+    assert_eq!(
+        approved,
+        Approved::At {
+            node: Some("a".into()),
+            outcome: Answered::Unknown
+        }
+    );
+    // Another node named: not looked for.
+    let approved = approve_in(&local, &cluster, &format!("{second}@b"), Approval::Deny).await;
+    assert_eq!(approved, Approved::Unlooked);
 }

@@ -78,6 +78,14 @@ impl GatewayApi for CoreApi {
                     node: None,
                     not_handed: None,
                 },
+                Stopped::Unknown => Aborted {
+                    report: None,
+                    node: None,
+                    not_handed: Some(
+                        "which node runs the session could not be read (the database could not be reached)"
+                            .to_owned(),
+                    ),
+                },
                 Stopped::NotHanded(node, busy) => Aborted {
                     report: None,
                     node: Some(node),

@@ -30,7 +30,8 @@ pub struct Aborted {
     /// `None` on a single gateway, or when no node runs the session now.
     pub node: Option<String>,
     /// Why the stop never reached [`Aborted::node`] (nothing was stopped there): it could
-    /// not be sent, or the node refused it as busy. `None` when it was handed over.
+    /// not be sent, or the node refused it as busy; with no node, which node runs the
+    /// session could not be read. `None` when it was handed over.
     pub not_handed: Option<String>,
 }
 
@@ -39,7 +40,9 @@ pub trait GatewayApi: Send + Sync + 'static {
     /// Accepts `inbound` for session `key` on the path every channel's messages take.
     fn submit(&self, key: String, inbound: Inbound) -> BoxFuture<'_, Result<Accepted, SinkError>>;
     /// `/stop` for session `key`: queued turns dropped, the run cancelled and settled, on
-    /// the node that runs the session.
+    /// the node that runs the session. When which node runs it could not be read (the
+    /// database could not be reached), nothing is stopped and [`Aborted::not_handed`] says
+    /// so, with no node.
     fn abort<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Aborted, LaneError>>;
     /// The session `chela agent` uses when none is named.
     fn default_session_key(&self) -> String;

@@ -245,6 +245,10 @@ impl Methods {
                 (Some(node), None) => Some(format!(
                     "the stop was handed to node {node}, which runs the session; it did not confirm in time"
                 )),
+                (None, None) if aborted.not_handed.is_some() => Some(format!(
+                    "{}: nothing was stopped",
+                    aborted.not_handed.as_deref().unwrap_or_default()
+                )),
                 (None, _) => Some("no node runs the session now".to_owned()),
                 (Some(_), Some(_)) => None,
             };

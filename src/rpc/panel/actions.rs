@@ -194,8 +194,16 @@ fn aborted_text(key: &str, aborted: &crate::rpc::api::Aborted) -> String {
         Some(node) => format!(" on node {node}"),
         None => String::new(),
     };
-    if let (Some(node), Some(why)) = (&aborted.node, &aborted.not_handed) {
-        return format!("Stop of {key} not handed to node {node} ({why}): nothing was stopped.");
+    match (&aborted.node, &aborted.not_handed) {
+        (Some(node), Some(why)) => {
+            return format!(
+                "Stop of {key} not handed to node {node} ({why}): nothing was stopped."
+            );
+        }
+        (None, Some(why)) => {
+            return format!("Stop of {key} not sent ({why}): nothing was stopped.");
+        }
+        _ => {}
     }
     match aborted.report {
         Some(report) => format!(

@@ -22,7 +22,7 @@ pub fn partition_of(key: &str) -> u32 {
 /// The cluster protocol this chela speaks: what the rows it queues and the notifications it
 /// sends to the other nodes mean. Bumped whenever that changes; a node refuses to join a
 /// cluster where a live node speaks another one (the chela version alone may differ).
-pub const PROTOCOL: u32 = 2;
+pub const PROTOCOL: u32 = 3;
 
 /// What a node runs: its chela version and the cluster protocol it speaks.
 #[derive(Debug, Clone, PartialEq, Eq)]

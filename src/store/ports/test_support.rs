@@ -57,6 +57,18 @@ pub struct FakeCoordinator {
     pub intakes_released: AtomicUsize,
     /// The layouts advertised now, with their length (s).
     pub layouts: Mutex<Vec<(String, u64)>>,
+    /// The nodes cannot be read ([`Coordinator::nodes`] fails).
+    pub nodes_fail: AtomicBool,
+    /// The partition leases this node holds: what [`Coordinator::renew`] answers.
+    pub leases: Mutex<Vec<Lease>>,
+    /// Free partition leases, taken by [`Coordinator::acquire`].
+    pub free: Mutex<Vec<Lease>>,
+    /// Partitions given back ([`Coordinator::release`]).
+    pub released: Mutex<Vec<u32>>,
+    /// Publishing never ends (a database that does not answer): nothing is sent.
+    pub publish_hangs: AtomicBool,
+    /// How many nodes [`Coordinator::heartbeat`] says are alive (0: this one alone).
+    pub alive: AtomicUsize,
 }
 
 impl FakeCoordinator {
@@ -100,15 +112,26 @@ impl Coordinator for FakeCoordinator {
         &self.id
     }
     fn heartbeat(&self, _: u64) -> StoreFuture<'_, usize> {
-        Box::pin(async { Ok(1) })
+        let alive = self.alive.load(Ordering::SeqCst).max(1);
+        Box::pin(async move { Ok(alive) })
     }
     fn renew(&self, _: u64) -> StoreFuture<'_, Vec<Lease>> {
-        Box::pin(async { Ok(Vec::new()) })
+        let held = self.leases.lock().unwrap().clone();
+        Box::pin(async move { Ok(held) })
     }
-    fn acquire(&self, _: usize, _: u64) -> StoreFuture<'_, Vec<Lease>> {
-        Box::pin(async { Ok(Vec::new()) })
+    fn acquire(&self, most: usize, _: u64) -> StoreFuture<'_, Vec<Lease>> {
+        let mut free = self.free.lock().unwrap();
+        let most = most.min(free.len());
+        let taken: Vec<Lease> = free.drain(..most).collect();
+        self.leases.lock().unwrap().extend(taken.iter().copied());
+        Box::pin(async move { Ok(taken) })
     }
-    fn release<'a>(&'a self, _: &'a [u32]) -> StoreFuture<'a, ()> {
+    fn release<'a>(&'a self, partitions: &'a [u32]) -> StoreFuture<'a, ()> {
+        self.leases
+            .lock()
+            .unwrap()
+            .retain(|l| !partitions.contains(&l.partition));
+        self.released.lock().unwrap().extend_from_slice(partitions);
         Box::pin(async { Ok(()) })
     }
     fn hold_intake<'a>(&'a self, name: &'a str, lease_s: u64) -> StoreFuture<'a, bool> {
@@ -156,6 +179,9 @@ impl Coordinator for FakeCoordinator {
         Box::pin(async { Ok(()) })
     }
     fn nodes(&self) -> StoreFuture<'_, Vec<NodeInfo>> {
+        if self.nodes_fail.load(Ordering::SeqCst) {
+            return Box::pin(async { Err(StoreError::Db("unreachable".into())) });
+        }
         if let Some((table, base)) = &self.table {
             return Box::pin(leases::nodes(table, &self.id, *base));
         }
@@ -166,6 +192,9 @@ impl Coordinator for FakeCoordinator {
         None
     }
     fn publish_events(&self, payload: String) -> StoreFuture<'_, ()> {
+        if self.publish_hangs.load(Ordering::SeqCst) {
+            return Box::pin(std::future::pending());
+        }
         if let Some(bus) = &self.bus {
             for tx in bus.0.lock().unwrap().iter() {
                 let _ = tx.send(payload.clone());

@@ -96,7 +96,18 @@ impl TurnQueue {
 
     /// The next turn in followup order; an overflow summary, if any, comes first.
     pub fn pop_next(&mut self) -> Option<QueuedTurn> {
-        self.take_overflow().or_else(|| self.turns.pop_front())
+        let next = self.take_overflow().or_else(|| self.turns.pop_front());
+        self.release_if_empty();
+        next
+    }
+
+    /// Gives an emptied queue's buffer back. A lane outlives its last turn by a minute, and
+    /// a buffer of a few turns (about 1 KiB) kept by each of thousands of lanes that ran once
+    /// was the largest single share of a busy gateway's memory (issue #11).
+    fn release_if_empty(&mut self) {
+        if self.turns.is_empty() {
+            self.turns = std::collections::VecDeque::new();
+        }
     }
 
     /// The next collect batch: every queued turn from the front that shares the first one's
@@ -116,6 +127,7 @@ impl TurnQueue {
                 batch.push(next);
             }
         }
+        self.release_if_empty();
         if batch.len() == 1 {
             return batch.pop();
         }
@@ -149,7 +161,7 @@ impl TurnQueue {
     pub fn clear(&mut self) -> Vec<u64> {
         let mut seqs: Vec<u64> = std::mem::take(&mut self.overflow_seqs);
         self.overflow.clear();
-        for turn in self.turns.drain(..) {
+        for turn in std::mem::take(&mut self.turns) {
             seqs.extend(turn.seqs);
         }
         seqs
@@ -215,6 +227,23 @@ mod tests {
             quote: None,
             files: Vec::new(),
         }
+    }
+
+    #[test]
+    fn an_emptied_queue_keeps_no_buffer() {
+        let mut q = TurnQueue::default();
+        q.push(turn(1, "one", "c"), 20, DropPolicy::Summarize);
+        q.push(turn(2, "two", "c"), 20, DropPolicy::Summarize);
+        assert!(q.pop_next().is_some());
+        assert!(q.turns.capacity() > 0, "a turn still waits");
+        assert!(q.pop_next().is_some());
+        assert_eq!(q.turns.capacity(), 0);
+        q.push(turn(3, "three", "c"), 20, DropPolicy::Summarize);
+        assert!(q.pop_collected().is_some());
+        assert_eq!(q.turns.capacity(), 0);
+        q.push(turn(4, "four", "c"), 20, DropPolicy::Summarize);
+        assert_eq!(q.clear(), vec![4]);
+        assert_eq!(q.turns.capacity(), 0);
     }
 
     #[test]

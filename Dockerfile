@@ -24,6 +24,7 @@ WORKDIR /build
 # 1. The dependencies alone: the manifests and empty crate roots. This layer (most of the
 #    build time) is reused until Cargo.toml or Cargo.lock change.
 COPY Cargo.toml Cargo.lock ./
+COPY .cargo .cargo
 COPY channels/core/Cargo.toml channels/core/
 COPY channels/discord/Cargo.toml channels/discord/
 COPY channels/telegram/Cargo.toml channels/telegram/

@@ -16,8 +16,8 @@ use std::time::Duration;
 use chela_testkit::ChatSpec;
 use common::Chat;
 use common::cluster::{
-    SECRET, block_on, free_port, node_command, post_once, proxy, query, schema_of, start_node,
-    status_command, update,
+    SECRET, block_on, free_port, node_command, post, post_once, proxy, query, schema_of,
+    start_node, status_command, update,
 };
 use common::pg::fresh_store_url;
 use common::telegram::{TgConfig, TgSetup};
@@ -35,7 +35,12 @@ fn text(chat: i64, n: i64) -> String {
 async fn send_chat(proxy: String, chat: i64) {
     for n in 1..=MESSAGES {
         let body = update(chat, chat, n, &text(chat, n), false);
+        // Bounded (about 2 minutes, longer than any failover here) so a node that never
+        // takes updates fails the test instead of hanging it.
+        let mut tries = 0;
         while post_once(&proxy, &body).await != 200 {
+            tries += 1;
+            assert!(tries < 600, "the proxy at {proxy} never took {body}");
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
@@ -449,9 +454,7 @@ async fn a_stop_sent_through_another_node_stops_the_run_where_it_runs() {
     }
 
     // A long answer starts on whichever node runs the chat's session.
-    while post_once(&listens[0], &update(CHAT, CHAT, 1, "slow 300 100", false)).await != 200 {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    post(&listens[0], &update(CHAT, CHAT, 1, "slow 300 100", false)).await;
     let streaming =
         s.tg.wait_for(
             |_| s.texts(CHAT).iter().any(|t| t.contains("tick 1 ")),
@@ -474,9 +477,7 @@ async fn a_stop_sent_through_another_node_stops_the_run_where_it_runs() {
 
     // The next message right behind the /stop: it runs after the command, not dropped by it.
     for (n, text) in [(2, "/stop"), (3, "hello")] {
-        while post_once(&listens[other], &update(CHAT, CHAT, n, text, false)).await != 200 {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        post(&listens[other], &update(CHAT, CHAT, n, text, false)).await;
     }
     let stopped =
         s.tg.wait_for(

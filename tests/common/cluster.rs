@@ -20,13 +20,21 @@ use super::{Chat, Setup};
 /// The webhook secret the nodes' configs set (`webhook_secret`).
 pub const SECRET: &str = "s3cret";
 
-/// A free local port.
+/// A free local port below the kernel's ephemeral range (32768 and up on Linux), so no
+/// outgoing connection (a node's PostgreSQL pool, say) can take it between this check and
+/// the node's own bind. Ports are tried from a start that differs per process.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::AtomicU16;
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let start = (std::process::id() % 10_000) as u16;
+    for _ in 0..12_000 {
+        let offset = (start + NEXT.fetch_add(1, Ordering::Relaxed)) % 12_000;
+        let port = 20_000 + offset;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port between 20000 and 32000");
 }
 
 /// A round-robin TCP proxy on `listener` over `backends`; a backend that refuses the

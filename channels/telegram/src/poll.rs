@@ -131,7 +131,7 @@ fn excerpt(value: &serde_json::Value) -> String {
 }
 
 /// Sleeps for the backoff (doubling it); true when shutdown fired meanwhile.
-async fn pause(backoff: &mut Duration, shutdown: &CancellationToken) -> bool {
+pub(crate) async fn pause(backoff: &mut Duration, shutdown: &CancellationToken) -> bool {
     let wait = *backoff;
     *backoff = (*backoff * 2).min(MAX_BACKOFF);
     tokio::select! {

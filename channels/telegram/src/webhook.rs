@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -16,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::errors::channel_error;
 use crate::normalize::normalize;
+use crate::poll::pause;
 
 /// The header Telegram puts the secret token in.
 const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
@@ -50,16 +52,12 @@ pub async fn serve(
     let url = reqwest::Url::parse(&settings.url)
         .map_err(|_| ChannelError::Rejected(format!("bad webhook url {}", settings.url)))?;
     let path = url.path().to_string();
-    let listener = tokio::net::TcpListener::bind(settings.listen)
-        .await
-        .map_err(|e| {
-            ChannelError::Transport(format!("cannot listen on {}: {e}", settings.listen))
-        })?;
-    bot.set_webhook(url)
-        .secret_token(settings.secret.clone())
-        .allowed_updates(vec![AllowedUpdate::Message])
-        .await
-        .map_err(channel_error)?;
+    let Some(listener) = bind_when_free(settings.listen, &shutdown).await else {
+        return Ok(());
+    };
+    if !register(bot, url, &settings.secret, &shutdown).await? {
+        return Ok(());
+    }
     tracing::info!(listen = %settings.listen, path = %path, "telegram webhook registered");
     let hook = Arc::new(Hook {
         me,
@@ -74,6 +72,58 @@ pub async fn serve(
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await
         .map_err(|e| ChannelError::Transport(e.to_string()))
+}
+
+/// Binds `listen`, trying again with backoff while the address is taken (another process
+/// or an old socket may still hold it): a node without its listener would look healthy
+/// and take nothing. `None` when shutdown fired first.
+async fn bind_when_free(
+    listen: SocketAddr,
+    shutdown: &CancellationToken,
+) -> Option<tokio::net::TcpListener> {
+    let mut backoff = Duration::from_millis(500);
+    loop {
+        match tokio::net::TcpListener::bind(listen).await {
+            Ok(listener) => return Some(listener),
+            Err(e) => tracing::warn!(
+                listen = %listen,
+                error = %e,
+                "telegram webhook: cannot listen yet; retrying"
+            ),
+        }
+        if pause(&mut backoff, shutdown).await {
+            return None;
+        }
+    }
+}
+
+/// Calls `setWebhook`, trying again with backoff on rate limits and transport errors; a
+/// refusal (a bad URL, say) is returned. `Ok(false)` when shutdown fired first.
+async fn register(
+    bot: &Bot,
+    url: reqwest::Url,
+    secret: &str,
+    shutdown: &CancellationToken,
+) -> Result<bool, ChannelError> {
+    let mut backoff = Duration::from_millis(500);
+    loop {
+        let set = bot
+            .set_webhook(url.clone())
+            .secret_token(secret.to_string())
+            .allowed_updates(vec![AllowedUpdate::Message])
+            .await
+            .map_err(channel_error);
+        match set {
+            Ok(_) => return Ok(true),
+            Err(e) if e.is_retryable() => {
+                tracing::warn!(error = %e, "telegram setWebhook failed; retrying")
+            }
+            Err(e) => return Err(e),
+        }
+        if pause(&mut backoff, shutdown).await {
+            return Ok(false);
+        }
+    }
 }
 
 async fn receive(
@@ -113,5 +163,42 @@ async fn receive(
             tracing::error!(error = %e, "telegram webhook: inbound not accepted");
             StatusCode::SERVICE_UNAVAILABLE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn the_listener_is_bound_once_its_address_is_free() {
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = taken.local_addr().unwrap();
+        let shutdown = CancellationToken::new();
+        let stop = shutdown.clone();
+        let binding = tokio::spawn(async move { bind_when_free(addr, &stop).await });
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert!(
+            !binding.is_finished(),
+            "the wait ended while the address was taken"
+        );
+        drop(taken);
+        let listener = binding
+            .await
+            .unwrap()
+            .expect("bound once the address was free");
+        assert_eq!(listener.local_addr().unwrap(), addr);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn shutdown_ends_the_wait_for_a_taken_address() {
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let shutdown = CancellationToken::new();
+        let stop = shutdown.clone();
+        let addr = taken.local_addr().unwrap();
+        let binding = tokio::spawn(async move { bind_when_free(addr, &stop).await });
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        shutdown.cancel();
+        assert!(binding.await.unwrap().is_none());
     }
 }

@@ -136,6 +136,18 @@ pub(crate) struct Shared {
     pub(crate) lanes: Mutex<HashMap<String, mpsc::Sender<LaneMsg>>>,
 }
 
+/// The settings stored for `key` (its `/queue` override), else `defaults`; an unreadable
+/// override is logged and the defaults used.
+pub(crate) fn stored_settings(store: &Store, key: &str, defaults: LaneSettings) -> LaneSettings {
+    match store.get_settings::<LaneSettings>(key) {
+        Ok(settings) => settings.unwrap_or(defaults),
+        Err(e) => {
+            tracing::warn!(error = %e, session = key, "cannot read queue settings; using the defaults");
+            defaults
+        }
+    }
+}
+
 /// The set of lanes, keyed by session key.
 #[derive(Clone)]
 pub struct Lanes {
@@ -169,12 +181,7 @@ impl Lanes {
 
     /// The settings a session uses: its `/queue` override, else the defaults.
     pub fn settings_for(&self, key: &str) -> LaneSettings {
-        self.shared
-            .store
-            .get_settings::<LaneSettings>(key)
-            .ok()
-            .flatten()
-            .unwrap_or(self.defaults)
+        stored_settings(&self.shared.store, key, self.defaults)
     }
 
     /// The global defaults.
@@ -280,11 +287,15 @@ impl Lanes {
     ) -> Result<LaneSettings, LaneError> {
         let effective = match settings {
             Some(s) => {
-                let _ = self.shared.store.put_settings(key, &s);
+                if let Err(e) = self.shared.store.put_settings(key, &s) {
+                    tracing::warn!(error = %e, session = key, "cannot save queue settings");
+                }
                 s
             }
             None => {
-                let _ = self.shared.store.clear_settings(key);
+                if let Err(e) = self.shared.store.clear_settings(key) {
+                    tracing::warn!(error = %e, session = key, "cannot clear queue settings");
+                }
                 self.defaults
             }
         };
@@ -375,10 +386,11 @@ impl Lanes {
             lanes.retain(|_, tx| !tx.is_closed());
         }
         let (tx, rx) = mpsc::channel(MAILBOX);
-        let settings = self.settings_for(key);
+        // The lane reads its settings itself, outside this lock: on PostgreSQL that read is
+        // a round trip, and every other session's messages wait for this lock.
         self.tasks.spawn(task::lane(
             key.to_string(),
-            settings,
+            self.defaults,
             rx,
             self.shared.clone(),
         ));

@@ -18,7 +18,9 @@ use crate::config::QueueMode;
 const STEER_BUFFER: usize = 16;
 /// A lane with nothing to do for this long ends its task (it is restarted on the next
 /// message, with its settings read back from the store), so idle sessions cost no memory.
-const IDLE_EXIT: std::time::Duration = std::time::Duration::from_secs(60);
+/// Short: a lane holds nothing between turns that a restart (a task, a mailbox and one
+/// store read) would not rebuild, while thousands of live lanes hold about 2.4 KB each.
+pub(super) const IDLE_EXIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 struct Active {
     cancel: CancellationToken,
@@ -45,10 +47,11 @@ struct Lane {
 /// Runs one lane until its mailbox closes or the gateway shuts down.
 pub(super) async fn lane(
     key: String,
-    settings: LaneSettings,
+    defaults: LaneSettings,
     mut rx: mpsc::Receiver<LaneMsg>,
     shared: Arc<Shared>,
 ) {
+    let settings = super::stored_settings(&shared.store, &key, defaults);
     let mut lane = Lane {
         key,
         settings,

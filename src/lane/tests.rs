@@ -635,8 +635,8 @@ fn a_lane_message_is_small_since_every_mailbox_allocates_blocks_of_them() {
     );
 }
 
-/// How long an idle lane lives (issue #11: idle lanes go after about a minute), in ms.
-const LANE_IDLE_MS: u64 = 60_000;
+/// How long an idle lane lives (issue #11: idle lanes go soon after their last turn), in ms.
+const LANE_IDLE_MS: u64 = task::IDLE_EXIT.as_millis() as u64;
 
 /// How many lane tasks run, and how many mailboxes the lane map holds.
 fn lanes_alive(lanes: &Lanes) -> (usize, usize) {
@@ -644,12 +644,14 @@ fn lanes_alive(lanes: &Lanes) -> (usize, usize) {
 }
 
 #[tokio::test(start_paused = true)]
-async fn an_idle_lane_ends_after_a_minute_and_the_next_turn_runs_once_in_a_new_one() {
+async fn an_idle_lane_ends_after_its_idle_time_and_the_next_turn_runs_once_in_a_new_one() {
     let mut h = Harness::new(settings(QueueMode::Followup), 8);
     h.submit("k", [turn(1, "a")]).await;
     h.finish_runs("k", 1).await;
     assert_eq!(lanes_alive(&h.lanes), (1, 1));
-    settle_ms(LANE_IDLE_MS + 1_000).await;
+    settle_ms(LANE_IDLE_MS - 100).await;
+    assert_eq!(lanes_alive(&h.lanes), (1, 1), "ended before its idle time");
+    settle_ms(200).await;
     assert_eq!(
         lanes_alive(&h.lanes),
         (0, 0),

@@ -164,12 +164,12 @@ impl Cluster {
         true
     }
 
-    /// Looks for a live node speaking another cluster protocol (two nodes may join at the
-    /// same moment, or a node of another protocol come back under an id seen before): while
-    /// there is one, this node takes no new partition and hands no turn to a lane, as it
-    /// could misread what that node queues; it logs an error naming it once, and goes on by
-    /// itself when that node is gone. True while there is one. When the nodes cannot be
-    /// read, the last answer stands.
+    /// Looks whether the cluster speaks another protocol than this node: the cluster's
+    /// protocol is the oldest live node's (two nodes may join at the same moment, or a node
+    /// of another protocol come back under an id seen before). While it is another one, this
+    /// node takes no new partition and hands no turn to a lane, as it could misread what the
+    /// others queue; it logs an error naming that node once, and goes on by itself when it is
+    /// gone. True while paused. When the nodes cannot be read, the last answer stands.
     pub async fn check_protocols(&self) -> bool {
         let nodes = match self.coordinator.nodes().await {
             Ok(nodes) => nodes,
@@ -312,23 +312,20 @@ impl Cluster {
     }
 }
 
-/// Of `nodes`, one other than `me` seen within `lease` of the newest heartbeat (the
-/// database's clock) that speaks another cluster protocol than this binary and started
-/// before this node (the start, then the id, breaks a tie): of two such nodes only the later
-/// one stands aside, so two nodes that both check never pause each other forever.
+/// The oldest of `nodes` seen within `lease` of the newest heartbeat (the database's clock;
+/// the start, then the id, breaks a tie), when it is not `me` and speaks another cluster
+/// protocol than this binary: the cluster follows the oldest live node's protocol, so only
+/// nodes of another protocol than that one stand aside (with A and B on one protocol and X,
+/// started between them, on another, X pauses and A and B go on), and of two nodes that both
+/// check, never both.
 fn foreign_node<'a>(nodes: &'a [NodeInfo], me: &str, lease: Duration) -> Option<&'a NodeInfo> {
     let newest = nodes.iter().map(|n| n.last_seen_ms).max()?;
     let lease_ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
-    let mine = nodes
+    let oldest = nodes
         .iter()
-        .find(|n| n.id == me)
-        .map(|n| (n.started_ms, n.id.as_str()));
-    nodes.iter().find(|n| {
-        n.id != me
-            && n.version.protocol != PROTOCOL
-            && newest.saturating_sub(n.last_seen_ms) < lease_ms
-            && mine.is_none_or(|mine| (n.started_ms, n.id.as_str()) < mine)
-    })
+        .filter(|n| n.id == me || newest.saturating_sub(n.last_seen_ms) < lease_ms)
+        .min_by(|a, b| (a.started_ms, a.id.as_str()).cmp(&(b.started_ms, b.id.as_str())))?;
+    (oldest.id != me && oldest.version.protocol != PROTOCOL).then_some(oldest)
 }
 
 /// How many of `nodes` are live (seen within `lease` of the newest heartbeat, the

@@ -118,6 +118,36 @@ async fn of_two_nodes_of_different_protocols_only_the_later_one_stands_aside() {
     );
 }
 
+#[tokio::test(start_paused = true)]
+async fn the_oldest_live_nodes_protocol_is_the_clusters_so_only_the_others_stand_aside() {
+    let coordinator = idle();
+    let cluster = Cluster::new(coordinator.clone(), Duration::from_secs(10));
+    let node = |id: &str, started_ms: u64, version: NodeVersion| {
+        let mut node = node_info(id, 100_000, version);
+        node.started_ms = started_ms;
+        node
+    };
+    // A (this protocol) is oldest, X (another) started next, then this node: X stands
+    // aside, not this node.
+    *coordinator.nodes.lock().unwrap() = vec![
+        node("a", 10_000, NodeVersion::current()),
+        node("x", 20_000, protocol(PROTOCOL + 1)),
+        node("n", 30_000, NodeVersion::current()),
+    ];
+    assert!(
+        !cluster.check_protocols().await,
+        "this node speaks the oldest node's protocol"
+    );
+    // The oldest node speaks another protocol: this node stands aside, even though a node
+    // of its own protocol started before it.
+    *coordinator.nodes.lock().unwrap() = vec![
+        node("a", 10_000, protocol(PROTOCOL + 1)),
+        node("b", 20_000, NodeVersion::current()),
+        node("n", 30_000, NodeVersion::current()),
+    ];
+    assert!(cluster.check_protocols().await);
+}
+
 #[tokio::test]
 async fn a_live_node_of_another_protocol_stops_turns_here_until_it_is_gone() {
     let coordinator = idle();

@@ -65,6 +65,12 @@ impl Guilds {
     pub async fn save(&self, sink: &dyn InboundSink) {
         self.known.save(sink).await;
     }
+
+    /// Writes `channel`'s guild now if it is not written yet, beside a save under way (a
+    /// channel's guild never changes, so two writes of it cannot undo each other).
+    pub async fn save_one(&self, sink: &dyn InboundSink, channel: u64) {
+        self.known.save_one(sink, channel).await;
+    }
 }
 
 #[cfg(test)]

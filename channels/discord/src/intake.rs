@@ -65,7 +65,9 @@ impl Intake {
         // Where the channel sits is kept beside its cursor (the catch-up's shard filter).
         self.state.channel_guilds().note(channel, guild);
         if self.state.seen().note(channel, id) {
-            self.state.save_cursors(self.sink.as_ref()).await;
+            self.state
+                .save_first_cursor(self.sink.as_ref(), channel)
+                .await;
         }
     }
 

@@ -160,23 +160,41 @@ impl<V: Stored> Record<V> {
             None => return,
         };
         for (channel, value) in changed {
-            let Some(cursor) = value.to_cursor() else {
-                // Never writable: not tried again.
-                self.written(channel, value);
-                continue;
-            };
-            let name = format!("{}{channel}", self.prefix);
-            let write = if V::FORWARD_ONLY {
-                sink.raise_cursor(&name, cursor)
-            } else {
-                sink.save_cursor(&name, cursor)
-            };
-            match write.await {
-                Ok(()) => self.written(channel, value),
-                Err(e) => {
-                    let what = self.what;
-                    tracing::warn!(error = %e, channel, "discord: cannot save {what}");
-                }
+            self.write(sink, channel, value).await;
+        }
+    }
+
+    /// Writes `channel`'s value now if it is not written yet, beside a save under way rather
+    /// than after it (a new channel's first cursor, which the catch-up after a restart needs
+    /// to know the channel). Only for values whose writes cannot undo each other in any
+    /// order: forward-only ones, and those written once (a channel's guild).
+    pub async fn save_one(&self, sink: &dyn InboundSink, channel: u64) {
+        let value = self
+            .entries()
+            .and_then(|entries| entries.get(&channel).filter(|e| e.dirty).map(|e| e.value));
+        if let Some(value) = value {
+            self.write(sink, channel, value).await;
+        }
+    }
+
+    /// Writes `value` of `channel`; marks it written once the write succeeded.
+    async fn write(&self, sink: &dyn InboundSink, channel: u64, value: V) {
+        let Some(cursor) = value.to_cursor() else {
+            // Never writable: not tried again.
+            self.written(channel, value);
+            return;
+        };
+        let name = format!("{}{channel}", self.prefix);
+        let write = if V::FORWARD_ONLY {
+            sink.raise_cursor(&name, cursor)
+        } else {
+            sink.save_cursor(&name, cursor)
+        };
+        match write.await {
+            Ok(()) => self.written(channel, value),
+            Err(e) => {
+                let what = self.what;
+                tracing::warn!(error = %e, channel, "discord: cannot save {what}");
             }
         }
     }
@@ -281,6 +299,9 @@ pub mod test_sink {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+
     use chela_channel::{BoxFuture, Inbound, SinkError};
 
     use super::test_sink::{Broken, Cursors};
@@ -302,6 +323,25 @@ mod tests {
     /// A record of at most `cap` values, the higher the worthier.
     fn record(cap: usize) -> Record<Id> {
         Record::new("p:".into(), "a test value", cap, |id| id.0)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_channels_value_is_written_beside_a_save_under_way_and_only_it() {
+        let record = record(10);
+        record.note(1, Id(5), |_| true);
+        record.note(2, Id(7), |_| true);
+        let sink = Cursors::default();
+        let under_way = record.saving.lock().await;
+        let one = tokio::time::timeout(Duration::from_secs(60), record.save_one(&sink, 2));
+        assert!(one.await.is_ok(), "waited for the save under way");
+        drop(under_way);
+        assert_eq!(
+            *sink.0.lock().unwrap(),
+            HashMap::from([("p:2".to_string(), 7)])
+        );
+        record.save(&sink).await;
+        assert_eq!(sink.0.lock().unwrap().get("p:1"), Some(&5));
+        assert_eq!(sink.1.load(Ordering::SeqCst), 2, "channel 2 written once");
     }
 
     #[tokio::test]

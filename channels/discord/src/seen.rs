@@ -117,6 +117,11 @@ impl Seen {
     pub async fn save(&self, sink: &dyn InboundSink) {
         self.last.save(sink).await;
     }
+
+    /// Writes `channel`'s cursor now if it is not written yet, beside a save under way.
+    pub async fn save_one(&self, sink: &dyn InboundSink, channel: u64) {
+        self.last.save_one(sink, channel).await;
+    }
 }
 
 #[cfg(test)]

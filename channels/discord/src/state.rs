@@ -108,6 +108,14 @@ impl State {
         self.seen.save(sink).await;
     }
 
+    /// Saves a new channel's guild and first cursor now, beside a save under way (the
+    /// catch-up after a restart knows the channel from them); the other moved cursors are
+    /// left to the periodic save.
+    pub async fn save_first_cursor(&self, sink: &dyn chela_channel::InboundSink, channel: u64) {
+        self.channel_guilds.save_one(sink, channel).await;
+        self.seen.save_one(sink, channel).await;
+    }
+
     /// The configured channel allowlist (caught up after a restart).
     pub fn configured_channels(&self) -> &[u64] {
         &self.channels

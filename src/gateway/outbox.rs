@@ -3,7 +3,8 @@
 //! start-up recovery hands over what the previous process left. Each conversation gets its
 //! finals in the order they were handed over, independently of every other conversation and
 //! of the session's lane: transport errors, 429s and 5xx are retried with capped exponential
-//! backoff and jitter (a 429 waits its `retry_after`) until the reply is delivered or older
+//! backoff and jitter (a 429 waits its `retry_after`, and ends a run of server failures: the
+//! backoff after it starts afresh) until the reply is delivered or older
 //! than `[delivery] ttl`, when it goes to the dead letters. A reply the platform refuses for
 //! good is dead-lettered at once.
 
@@ -330,6 +331,9 @@ impl Inner {
                     }
                     let wait = match e {
                         ChannelError::RateLimited { retry_after_ms } => {
+                            // The platform answered, and said when: a server failure after
+                            // this one starts its backoff afresh.
+                            backoff.reset();
                             Duration::from_millis(retry_after_ms)
                         }
                         _ => backoff.next(),

@@ -182,6 +182,30 @@ async fn a_429_waits_its_retry_after_and_a_5xx_backs_off() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_429_between_two_5xx_starts_the_backoff_afresh() {
+    let channel = Scripted::new();
+    let limited = ChannelError::RateLimited {
+        retry_after_ms: 1_000,
+    };
+    channel.refuse("a", [transport(), limited, transport()]);
+    let (outbox, store) = outbox(&channel, Duration::from_secs(600));
+    submit(&outbox, &store, "a", "hello").await;
+    outbox.idle().await;
+
+    let at: Vec<u128> = channel.sends().iter().map(|(at, _, _)| *at).collect();
+    assert_eq!(at.len(), 4, "{:?}", channel.sends());
+    assert!((250..=500).contains(&at[1]), "first backoff {} ms", at[1]);
+    assert_eq!(at[2] - at[1], 1_000, "the 429's retry_after, exactly");
+    // The API answered in between: the second 5xx waits the first backoff again, not twice it.
+    let again = at[3] - at[2];
+    assert!(
+        (250..=500).contains(&again),
+        "backoff after the 429 {again} ms"
+    );
+    assert!(store.undelivered().unwrap().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_chats_finals_keep_their_order_and_another_chat_is_not_held() {
     let channel = Scripted::new();
     // Chat a's first final meets a long 429 and then an error; chat slow's platform hangs.

@@ -210,9 +210,19 @@ fn start_reply(
     let (quote, accepted_ms) = (turn.quote.clone(), turn.queued_ms);
     let task = tokio::spawn(async move {
         // The conversation's earlier finals go first: this reply's previews must not show
-        // above the answer before it (bounded, like a notice's wait).
-        outbox.settled_within(&to).await;
-        stream_events(channel, to, quote, journal, events_rx, accepted_ms).await
+        // above the answer before it (bounded, like a notice's wait). Only the previews wait:
+        // the run's end does not, so delivery never holds the lane.
+        let earlier = outbox.settled_within(&to);
+        stream_events(
+            channel,
+            to.clone(),
+            quote,
+            journal,
+            events_rx,
+            accepted_ms,
+            earlier,
+        )
+        .await
     });
     (Some(task), Some(reply_tx))
 }

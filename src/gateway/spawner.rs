@@ -156,7 +156,15 @@ async fn once(
             let (tx, rx) = mpsc::channel(EVENT_BUFFER);
             (
                 Some(tx),
-                Some(tokio::spawn(stream_events(channel, to, None, None, rx, 0))),
+                Some(tokio::spawn(stream_events(
+                    channel,
+                    to,
+                    None,
+                    None,
+                    rx,
+                    0,
+                    std::future::ready(()),
+                ))),
             )
         }
         None => (None, None),

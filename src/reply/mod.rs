@@ -73,7 +73,10 @@ impl Streamed {
 
 /// Consumes a run's events into a preview stream until the run ends. The caller then
 /// records the final and calls [`ReplyStream::finish`]. `journal` is told of each new message;
-/// `accepted_ms` is when the message answered was accepted (0: unknown).
+/// `accepted_ms` is when the message answered was accepted (0: unknown). No preview goes out
+/// before `earlier` is done (the conversation's earlier finals are delivered), so none shows
+/// above the answer before it; the events are consumed meanwhile, so the run's end is not held
+/// by those finals (its final queues behind them in the outbox).
 pub async fn stream_events(
     channel: Arc<dyn Channel>,
     to: Conversation,
@@ -81,11 +84,12 @@ pub async fn stream_events(
     journal: Option<Arc<dyn SentJournal>>,
     events: mpsc::Receiver<RunEvent>,
     accepted_ms: u64,
+    earlier: impl Future<Output = ()> + Send,
 ) -> Streamed {
     let reply = ReplyStream::quoting(channel.clone(), to.clone(), quote)
         .journaled(journal)
         .accepted_at(accepted_ms);
-    stream_into(reply, channel, to, events).await
+    stream_into(reply, channel, to, events, earlier).await
 }
 
 /// Consumes a run's events into `reply` (see [`stream_events`]).
@@ -94,17 +98,23 @@ async fn stream_into(
     channel: Arc<dyn Channel>,
     to: Conversation,
     mut events: mpsc::Receiver<RunEvent>,
+    earlier: impl Future<Output = ()> + Send,
 ) -> Streamed {
     let mut sent = Vec::new();
-    let _ = channel.typing(&to).await;
-    let mut next_typing = Instant::now() + TYPING_EVERY;
+    // Beside the events, never before them: an indicator the platform is slow to answer
+    // (or one its client retries) holds neither the reply nor the turn.
+    let typing = show_typing(channel, to);
+    tokio::pin!(typing, earlier);
+    let mut may_preview = false;
     let ending = loop {
-        let due = reply.preview_due();
+        let due = reply.preview_due().filter(|_| may_preview);
         tokio::select! {
+            () = &mut earlier, if !may_preview => may_preview = true,
             event = events.recv() => match event {
                 Some(RunEvent::Assistant { delta }) => {
                     reply.push(&delta);
-                    if reply.preview_due().is_some_and(|at| at <= Instant::now()) {
+                    let now = Instant::now();
+                    if may_preview && reply.preview_due().is_some_and(|at| at <= now) {
                         reply.preview().await;
                     }
                 }
@@ -119,16 +129,22 @@ async fn stream_into(
                 None => break Ending::Closed,
             },
             _ = sleep_until_opt(due), if due.is_some() => reply.preview().await,
-            _ = tokio::time::sleep_until(next_typing) => {
-                let _ = channel.typing(&to).await;
-                next_typing = Instant::now() + TYPING_EVERY;
-            }
+            never = &mut typing => match never {},
         }
     };
     Streamed {
         reply,
         ending,
         sent,
+    }
+}
+
+/// Shows the typing indicator in `to` while a run goes (until dropped), refreshed every
+/// [`TYPING_EVERY`]; a failed indicator is not retried before the next refresh.
+async fn show_typing(channel: Arc<dyn Channel>, to: Conversation) -> std::convert::Infallible {
+    loop {
+        let _ = channel.typing(&to).await;
+        tokio::time::sleep(TYPING_EVERY).await;
     }
 }
 
@@ -241,6 +257,88 @@ mod typing_tests {
             self.typing.fetch_add(1, Ordering::SeqCst);
             Box::pin(std::future::pending())
         }
+    }
+
+    fn slow_chat() -> Conversation {
+        Conversation {
+            channel: "slow".into(),
+            account: "default".into(),
+            kind: ChatKind::Direct,
+            chat_id: "1".into(),
+            thread_id: None,
+        }
+    }
+
+    /// Streams `events` (then the run's end) into `channel`, previews held until `earlier`.
+    fn streaming(
+        channel: Arc<dyn Channel>,
+        to: Conversation,
+        earlier: impl Future<Output = ()> + Send + 'static,
+    ) -> (
+        mpsc::Sender<RunEvent>,
+        tokio::task::JoinHandle<Result<Streamed, tokio::time::error::Elapsed>>,
+    ) {
+        let (tx, rx) = mpsc::channel(16);
+        let stream = stream_events(channel, to, None, None, rx, 0, earlier);
+        // Far longer than anything here takes on the paused clock, so a hang fails.
+        let task = tokio::spawn(tokio::time::timeout(Duration::from_secs(600), stream));
+        (tx, task)
+    }
+
+    fn end() -> RunEvent {
+        RunEvent::Lifecycle(Lifecycle::End {
+            text: String::new(),
+            aborted: false,
+        })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_typing_indicator_that_never_answers_does_not_hold_the_reply() {
+        let channel = Arc::new(SlowTyping::default());
+        let (tx, task) = streaming(channel.clone(), slow_chat(), std::future::ready(()));
+        tx.send(RunEvent::Assistant { delta: "ok".into() })
+            .await
+            .unwrap();
+        tx.send(end()).await.unwrap();
+        let streamed = task.await.unwrap().expect("the reply ends with its run");
+        assert_eq!(streamed.ending, Ending::End { aborted: false });
+        assert_eq!(streamed.final_text(), "ok");
+        assert_eq!(channel.typing.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn previews_wait_for_the_earlier_finals_and_the_runs_end_does_not() {
+        let text = "an answer long enough to be previewed at once";
+        // The earlier finals never get out: no preview, and the reply still ends.
+        let channel = crate::test_channel::TestChannel::new(1_000);
+        let to = crate::test_channel::direct_chat();
+        let (tx, task) = streaming(channel.clone(), to.clone(), std::future::pending());
+        tx.send(RunEvent::Assistant { delta: text.into() })
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        tx.send(end()).await.unwrap();
+        let streamed = task.await.unwrap().expect("the end waits for no final");
+        assert_eq!(streamed.final_text(), text);
+        assert!(channel.calls().is_empty(), "{:?}", channel.calls());
+
+        // They get out while the run goes: the preview follows them.
+        let channel = crate::test_channel::TestChannel::new(1_000);
+        let (delivered, earlier) = tokio::sync::oneshot::channel::<()>();
+        let earlier = async move {
+            let _ = earlier.await;
+        };
+        let (tx, task) = streaming(channel.clone(), to, earlier);
+        tx.send(RunEvent::Assistant { delta: text.into() })
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(channel.calls().is_empty(), "{:?}", channel.calls());
+        delivered.send(()).unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(channel.calls(), [format!("send {text}")]);
+        tx.send(end()).await.unwrap();
+        task.await.unwrap().unwrap();
     }
 
     #[tokio::test(start_paused = true)]

@@ -210,9 +210,10 @@ fn start_reply(
     let (quote, accepted_ms) = (turn.quote.clone(), turn.queued_ms);
     let task = tokio::spawn(async move {
         // The conversation's earlier finals go first: this reply's previews must not show
-        // above the answer before it (bounded, like a notice's wait). Only the previews wait:
-        // the run's end does not, so delivery never holds the lane.
-        let earlier = outbox.settled_within(&to);
+        // above the answer before it, however long those finals are retried (until their
+        // ttl). Only the previews wait: the run's end does not, so delivery never holds the
+        // lane, and a reply whose previews waited throughout is sent whole as its final.
+        let earlier = outbox.settled(&to);
         stream_events(
             channel,
             to.clone(),

@@ -108,7 +108,11 @@ async fn stream_into(
     let mut may_preview = false;
     let ending = loop {
         let due = reply.preview_due().filter(|_| may_preview);
+        // Biased, the indicator first: it starts with the run even when events are already
+        // waiting, and a held preview goes out before the next event is read.
         tokio::select! {
+            biased;
+            never = &mut typing => match never {},
             () = &mut earlier, if !may_preview => may_preview = true,
             event = events.recv() => match event {
                 Some(RunEvent::Assistant { delta }) => {
@@ -129,7 +133,6 @@ async fn stream_into(
                 None => break Ending::Closed,
             },
             _ = sleep_until_opt(due), if due.is_some() => reply.preview().await,
-            never = &mut typing => match never {},
         }
     };
     Streamed {

@@ -109,7 +109,7 @@ async fn stream_into(
     let ending = loop {
         let due = reply.preview_due().filter(|_| may_preview);
         // Biased, the indicator first: it starts with the run even when events are already
-        // waiting, and a held preview goes out before the next event is read.
+        // waiting.
         tokio::select! {
             biased;
             never = &mut typing => match never {},

@@ -173,6 +173,7 @@ async fn a_long_reply_under_discords_rate_limit_is_delivered_whole() {
         chars >= 12000 && texts.last().is_some_and(|t| t.trim_end().ends_with('.'))
     })
     .await;
+    s.wait_settled().await;
     gw.stop().await;
 
     let key = format!("agent:main:discord:channel:{CHAN}");
@@ -250,6 +251,7 @@ async fn a_spent_bucket_is_waited_out_before_discord_must_refuse() {
         chars >= 5000 && texts.last().is_some_and(|t| t.trim_end().ends_with('.'))
     })
     .await;
+    s.wait_settled().await;
     gw.stop().await;
 
     assert!(s.texts(CHAN).len() >= 3, "{:#?}", s.texts(CHAN));

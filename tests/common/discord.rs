@@ -158,6 +158,22 @@ impl DcSetup {
         list
     }
 
+    /// Waits (at most about a minute) until `chela status`, answered by the running gateway,
+    /// shows no pending turn and no undelivered reply: a reply's last text can be in the fake
+    /// before its final is marked delivered (under a rate limit, its last edits are paced).
+    pub async fn wait_settled(&self) {
+        let mut status = String::new();
+        for _ in 0..300 {
+            let (ok, now) = self.cli(&["status"]).await;
+            if ok && now.contains("pending turns: 0") && now.contains("undelivered replies: 0") {
+                return;
+            }
+            status = now;
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        panic!("never settled: {status}");
+    }
+
     /// Asserts `chela status` shows no pending turn and no undelivered reply.
     pub async fn assert_settled(&self) {
         let (ok, status) = self.cli(&["status"]).await;

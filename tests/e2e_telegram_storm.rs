@@ -78,3 +78,45 @@ async fn a_fault_storm_over_five_chats_delivers_every_reply_once_and_in_order() 
     assert!(status.contains("undelivered replies: 0"), "{status}");
     assert!(status.contains("dead letters: 0"), "{status}");
 }
+
+/// How long the first reply of the lane test is refused with a 429.
+const HELD_S: u64 = 5;
+
+/// A final waiting out a 429 holds neither its session's lane nor the next turns: the third
+/// message reaches the model while the first reply still waits, and all three replies still
+/// arrive in order. (When the end of a turn waited for the earlier finals, the second turn
+/// ended only after the first reply went out, so the third started only then.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_final_waiting_out_a_429_does_not_hold_the_next_turns() {
+    let s = TgSetup::with(TgConfig {
+        mode: "followup",
+        telegram: "allow_from = [\"42\"]",
+        ..TgConfig::default()
+    })
+    .await;
+    s.tg.inject_429(1, HELD_S);
+    let (chat, ann) = dm(42, "Ann");
+    let mut gw = s.gateway();
+    s.tg.user_sends(chat.clone(), ann.clone(), "message 1");
+    gw.wait(&s, "the first reply refused", |s| {
+        s.tg.call_count("sendMessage") >= 1
+    })
+    .await;
+    for i in 2..=3 {
+        s.tg.user_sends(chat.clone(), ann.clone(), &format!("message {i}"));
+    }
+    gw.wait(&s, "the third turn at the model", |s| s.asked().len() >= 3)
+        .await;
+    assert!(
+        s.texts(42).is_empty(),
+        "the first reply was to wait out its {HELD_S} s 429: {:?}",
+        s.texts(42)
+    );
+    gw.wait(&s, "all three replies", |s| s.texts(42).len() >= 3)
+        .await;
+    gw.stop().await;
+    assert_eq!(
+        s.texts(42),
+        ["ok: message 1", "ok: message 2", "ok: message 3"]
+    );
+}

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use chela_testkit::telegram::{ChatSpec, UserSpec};
 use chela_testkit::{FakeModel, FakeTelegram};
-use common::{BenchResult, Memory, mib, row, table};
+use common::{BenchResult, Memory, env_or, mib, row, table};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 
@@ -47,14 +47,6 @@ const POLL: Duration = Duration::from_millis(200);
 const FIRST_CHAT: i64 = 100_000;
 /// Log lines kept for error messages.
 const LOG_TAIL: usize = 30;
-
-/// A setting from the environment, else `default`.
-fn env_or(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// A running `chela gateway`; its stderr is drained into a short tail.
 struct Gateway {

@@ -19,6 +19,14 @@ pub fn chela_binary() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_chela")))
 }
 
+/// A count from the environment variable `name`, else `default`.
+pub fn env_or(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// The error type every bench function returns (benches may not `unwrap`).
 pub type BenchResult<T = ()> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 

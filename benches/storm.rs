@@ -6,21 +6,22 @@
 //!
 //! [`CHATS`] users each send [`PER_CHAT`] messages at once (all waiting before the gateway's
 //! first poll); the drain is the time from the gateway's first `getUpdates` until every reply
-//! `ok: <text>` is in the fake. Measured twice, each with a fresh gateway and fake: fault-free,
-//! then with the storm of issue #10 (30% 429s with `retry_after` 1 s, 4% JSON 500s, 3% HTML
+//! `ok: <text>` is in the fake. Each drain has a fresh gateway and fake: fault-free, or with
+//! the storm of issue #10 (30% 429s with `retry_after` 1 s, 4% JSON 500s, 3% HTML
 //! 502s, 2% dropped connections on sends, edits and deletes). Also reported: the storm's
 //! fault counts, and replies missing or duplicated at the end.
 //!
-//! Both drains run twice: with a model that answers at once, where the drain is bounded below
-//! by the 429s' `retry_after` (about 17 one-second waits per chat, against well under a
-//! second fault-free), and with a model that takes [`SLOW_MODEL_MS`] per answer (the fake's
+//! Everything runs for two models: one that answers at once, where the drain is bounded below
+//! by the 429s' `retry_after` (about 20 one-second waits per chat, against well under a
+//! second fault-free), and one that takes [`SLOW_MODEL_MS`] per answer (the fake's
 //! `after` directive), where the storm's waits overlap the next turns because delivery does
 //! not hold the session's lane. `CHELA_BENCH_BIN` measures another `chela` binary.
 //!
 //! Which chat the storm's 429s hit depends on timing, and the unluckiest chat sets the drain,
 //! so one storm drain is a single draw: each model runs [`ROUNDS`] storm drains (seeds
 //! [`SEED`], `SEED + 1`, ...; `CHELA_BENCH_STORM_ROUNDS` sets how many) against one fault-free
-//! drain, and the median ratio is reported beside each round's.
+//! drain, and the median ratio (the upper of the middle two for an even count) is reported
+//! beside each round's.
 
 use std::time::{Duration, Instant};
 

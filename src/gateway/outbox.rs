@@ -24,8 +24,9 @@ use crate::domain::message::now_ms;
 use crate::reply::{FileFailure, FileOpener, FileProgress, ReplyStream};
 use crate::store::{OutboxEntry, ReplyJournal, Store, StoreError};
 
-/// The first retry after a server failure or a dropped connection waits about this long (most
-/// are over at once; a longer outage soon reaches the cap) ...
+/// The first retry after a server failure or a dropped connection waits up to this long (at
+/// least half of it, [`Backoff`]; most such failures are over at once, and a longer outage
+/// soon reaches the cap) ...
 const MIN_BACKOFF: Duration = Duration::from_millis(200);
 /// ... doubling up to this.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);

@@ -7,7 +7,7 @@
 #   benches/run.sh startup    # only the binary start-up/memory bench
 #   benches/run.sh channels   # Telegram and Discord adapters against the fakes
 #   benches/run.sh acp        # ACP coding agents: chela's cost over the agent alone
-#   benches/run.sh storm      # reply delivery: fault-free vs fault-storm drain of 200 replies
+#   benches/run.sh storm      # reply delivery: fault-free vs 5 fault-storm drains of 200 replies (about 6 min)
 #   benches/run.sh memory     # RSS and store size over 40,000 messages in 5,000 chats (not in the default set)
 #   benches/run.sh waiting    # 20 users x 5 messages with a ~1 s model: first text and whole answer
 #   benches/run.sh media      # 20 users send a 5 MB photo at once: peak RSS, photo to model call

@@ -43,7 +43,7 @@ const SLOW_MODEL_MS: u64 = 250;
 /// How often the drain checks for its replies.
 const POLL: Duration = Duration::from_millis(5);
 /// Storm drains per model (`CHELA_BENCH_STORM_ROUNDS`).
-const ROUNDS: usize = 3;
+const ROUNDS: usize = 5;
 /// The first round's seed; each next round takes the next one.
 const SEED: u64 = 0x5EED;
 

@@ -467,3 +467,69 @@ async fn pairing_needs_the_operator_token_of_the_discovery_file() {
     assert!(stderr.contains("no pending code ABCD1234"), "{stderr}");
     stop(chat).await;
 }
+
+/// The discovery file of the gateway of `setup`, once written.
+async fn discovery(setup: &Setup) -> chela::rpc::discovery::Discovery {
+    let path = setup.path("data.rpc");
+    common::wait_until("the discovery file", || {
+        chela::rpc::discovery::read(&path).is_some()
+    })
+    .await;
+    chela::rpc::discovery::read(&path).unwrap()
+}
+
+/// Runs the turn `message` in session `agent:main:main` through `rpc`; returns its text.
+async fn turn_text(rpc: &mut RpcClient, message: &str) -> String {
+    let params = json!({"session": "agent:main:main", "message": message});
+    let accepted = rpc.call("agent", params).await.unwrap();
+    let done = rpc
+        .call(
+            "agent.wait",
+            json!({"runId": accepted["runId"], "timeoutMs": 20_000}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done["status"], "ok", "{done}");
+    done["text"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_operator_tokens_run_posts_into_a_chat_through_the_message_tool() {
+    use common::telegram::{TgConfig, TgSetup, dm};
+    let ann_key = "agent:main:telegram:direct:42";
+    let s = TgSetup::with(TgConfig {
+        telegram: "allow_from = [\"42\"]",
+        tables: &format!("[rpc]\ntoken = \"{TOKEN}\"\n"),
+        ..TgConfig::default()
+    })
+    .await;
+    let mut gw = s.gateway();
+    let (chat, ann) = dm(42, "Ann");
+    s.tg.user_sends(chat, ann, "hello");
+    gw.wait(&s, "Ann's answer", |s| s.texts(42) == ["ok: hello"])
+        .await;
+    let found = discovery(&s.setup).await;
+    let post = |text: &str| format!(r#"tool message {{"text": "{text}", "target": "{ann_key}"}}"#);
+
+    let mut client = RpcClient::connect(&found.address, TOKEN).await.unwrap();
+    let refused = turn_text(&mut client, &post("from the client token")).await;
+    assert!(refused.contains("not your conversation"), "{refused}");
+    assert_eq!(s.texts(42), ["ok: hello"], "the client token's run posted");
+
+    let operator = found.operator_token.unwrap();
+    let mut op = RpcClient::connect(&found.address, &operator).await.unwrap();
+    let sent = turn_text(&mut op, &post("from the operator token")).await;
+    assert!(sent.contains(&format!("sent to {ann_key}")), "{sent}");
+    gw.wait(&s, "the operator's message in Ann's chat", |s| {
+        s.texts(42).iter().any(|t| t == "from the operator token")
+    })
+    .await;
+    client.close().await;
+    op.close().await;
+    gw.stop().await;
+    assert!(
+        !s.texts(42).iter().any(|t| t.contains("client token")),
+        "{:?}",
+        s.texts(42)
+    );
+}

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use chela_channel::{ChatKind, Conversation};
 use serde::{Deserialize, Serialize};
 
-use super::tools::ToolProfile;
+use super::tools::{SessionsReach, ToolProfile};
 
 /// One `[[agents]]` entry: what differs from the default agent.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -42,6 +42,9 @@ pub struct AgentEntry {
     /// Tools taken away; default `[tools] deny`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools_deny: Option<Vec<String>>,
+    /// Which sessions its runs reach through the session tools; default `[tools] sessions`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools_sessions: Option<SessionsReach>,
 }
 
 /// One `[[bindings]]` entry: chats that go to `agent`. Every field set must match; an
@@ -183,7 +186,20 @@ impl super::Config {
         if let Some(deny) = &entry.tools_deny {
             tools.deny = deny.clone();
         }
+        if let Some(reach) = entry.tools_sessions {
+            tools.sessions = reach;
+        }
         Some(config)
+    }
+
+    /// `[tools] sessions` as agent `id` sees it: its `[[agents]]` entry's `tools_sessions`,
+    /// else `[tools] sessions` (the default agent, or an id no entry has).
+    pub fn sessions_reach(&self, id: &str) -> SessionsReach {
+        self.agents
+            .iter()
+            .find(|a| a.id == id)
+            .and_then(|a| a.tools_sessions)
+            .unwrap_or(self.tools.sessions)
     }
 }
 
@@ -363,6 +379,7 @@ id = "coder"
 model = "codex"
 identity = "You are Coder."
 tool_profile = "coding"
+tools_sessions = "all"
 skills = ["review"]
 [[agents]]
 id = "quiet"
@@ -389,6 +406,10 @@ group = "55"
         assert_eq!(quiet.model.model, "base");
         assert_eq!(quiet.tools.profile, ToolProfile::Messaging);
         assert!(config.for_agent("main").is_none());
+        assert_eq!(coder.tools.sessions, SessionsReach::All);
+        assert_eq!(quiet.tools.sessions, SessionsReach::Own);
+        let reach = ["main", "coder", "quiet"].map(|id| config.sessions_reach(id));
+        assert_eq!(reach, [SessionsReach::Own, SessionsReach::All, SessionsReach::Own]);
         let channel = conversation("discord", ChatKind::Channel, "55", None);
         assert_eq!(config.agent_id_for(&channel, "1"), "coder");
         let other = conversation("discord", ChatKind::Channel, "56", None);

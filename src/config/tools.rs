@@ -42,6 +42,21 @@ pub enum ExecApprovals {
 
 named_enum!(ExecApprovals, "exec approvals", [Off => "off", Ask => "ask"]);
 
+/// Which sessions the session tools (`message` to a target, `sessions_list`,
+/// `sessions_history`) of a run reach when not every message of the run came from an owner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SessionsReach {
+    /// The run's own session and the sub-agent sessions it started; an owner's run reaches
+    /// every session (of its agent, unless `cross_agent_sessions`).
+    #[default]
+    Own,
+    /// Every session of its agent, whoever asked (the operator opened them).
+    All,
+}
+
+named_enum!(SessionsReach, "sessions reach", [Own => "own", All => "all"]);
+
 /// How the processes chela starts for the agent are confined (`[tools.exec]`, `[acp]`,
 /// `[hooks]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -197,6 +212,9 @@ pub struct ToolsConfig {
     /// `sessions_history`) reach the sessions of other `[[agents]]` too; by default an agent
     /// sees only its own.
     pub cross_agent_sessions: bool,
+    /// `own` | `all`: which sessions a run not wholly asked by owners reaches through the
+    /// session tools (`[[agents]] tools_sessions` per agent).
+    pub sessions: SessionsReach,
     /// Overrides per channel (`telegram`, `discord`, `terminal`).
     pub channels: BTreeMap<String, ToolScopeConfig>,
     /// Overrides per group chat, keyed `"<channel>:<chat id>"`.
@@ -219,6 +237,7 @@ impl Default for ToolsConfig {
             exec_approvals: ExecApprovals::Off,
             approval_timeout_s: 300,
             cross_agent_sessions: false,
+            sessions: SessionsReach::Own,
             channels: BTreeMap::new(),
             groups: BTreeMap::new(),
             exec: ExecConfig::default(),

@@ -21,6 +21,7 @@ pub mod outbox;
 pub mod peers;
 mod peers_fresh;
 pub mod questions;
+pub mod reach;
 mod recover;
 pub mod remote;
 pub mod remote_approvals;

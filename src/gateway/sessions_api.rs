@@ -1,7 +1,7 @@
 //! The gateway's [`SessionsApi`]: what the `message`, `sessions_list` and `sessions_history`
-//! tools do. A session can be messaged once it has replied somewhere (the store remembers
-//! where); text sent to the run's own conversation is kept so the final reply does not repeat
-//! it.
+//! tools do. Which sessions a run reaches is [`Reach`]'s rule. A session can be messaged once
+//! it has replied somewhere (the store remembers where); text sent to the run's own
+//! conversation is kept so the final reply does not repeat it.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -9,10 +9,11 @@ use std::time::Duration;
 use chela_channel::Conversation;
 
 use super::outbox::Delivery;
+use super::reach::Reach;
 use super::{Core, files};
 use crate::agent::provider::BoxFuture;
 use crate::agent::tools::refusal::ToolRefusal;
-use crate::agent::tools::sessions::{FileSend, SessionsApi};
+use crate::agent::tools::sessions::{Caller, FileSend, SessionsApi};
 use crate::domain::message::{Message, now_ms, text_of};
 use crate::store::SubagentState;
 
@@ -32,15 +33,14 @@ pub struct GatewaySessions {
 impl SessionsApi for GatewaySessions {
     fn send(
         &self,
-        from: String,
-        reply_to: Option<Conversation>,
+        caller: Caller,
         target: Option<String>,
         text: String,
     ) -> BoxFuture<'static, Result<String, ToolRefusal>> {
         let core = self.core.clone();
         Box::pin(async move {
             let core = core.upgrade().ok_or(ToolRefusal::ShuttingDown)?;
-            let (key, to) = destination(&core, from, reply_to, target)?;
+            let (key, to) = destination(&core, caller, target)?;
             core.send_text(&to, &text)
                 .await
                 .map_err(|e| ToolRefusal::Failed(e.to_string()))?;
@@ -55,20 +55,21 @@ impl SessionsApi for GatewaySessions {
         let core = self.core.clone();
         Box::pin(async move {
             let core = core.upgrade().ok_or(ToolRefusal::ShuttingDown)?;
-            let (key, to) = destination(
-                &core,
-                request.from.clone(),
-                request.reply_to.clone(),
-                request.target.clone(),
-            )?;
+            let caller = Caller {
+                session: request.from.clone(),
+                run_id: request.run_id.clone(),
+                reply_to: request.reply_to.clone(),
+            };
+            let (key, to) = destination(&core, caller, request.target.clone())?;
             send_files(&core, &key, to, &request).await
         })
     }
 
-    fn list(&self, from: &str, limit: usize) -> Result<Vec<String>, ToolRefusal> {
+    fn list(&self, caller: &Caller, limit: usize) -> Result<Vec<String>, ToolRefusal> {
         let core = self.core.upgrade().ok_or(ToolRefusal::ShuttingDown)?;
+        let reach = Reach::of_run(&core, &caller.session, &caller.run_id)?;
         let mut sessions = core.store.list_sessions()?;
-        sessions.retain(|s| sees(&core, from, &s.key));
+        sessions.retain(|s| reach.reaches(&core, &s.key));
         sessions.sort_by_key(|s| std::cmp::Reverse(s.updated_ms));
         let now = crate::domain::message::now_ms();
         Ok(sessions
@@ -101,9 +102,14 @@ impl SessionsApi for GatewaySessions {
             .collect())
     }
 
-    fn history(&self, from: &str, key: &str, limit: usize) -> Result<Vec<String>, ToolRefusal> {
+    fn history(
+        &self,
+        caller: &Caller,
+        key: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, ToolRefusal> {
         let core = self.core.upgrade().ok_or(ToolRefusal::ShuttingDown)?;
-        check_sees(&core, from, key)?;
+        Reach::of_run(&core, &caller.session, &caller.run_id)?.check(&core, key)?;
         let window = core.store.window(key)?;
         let lines: Vec<String> = window
             .iter()
@@ -125,41 +131,22 @@ impl SessionsApi for GatewaySessions {
     }
 }
 
-/// Whether the session tools of session `from` reach session `key`: the sessions of the same
-/// agent (a key of an agent no longer configured counts as the default agent's), or every
-/// session with `[tools] cross_agent_sessions`.
-fn sees(core: &Core, from: &str, key: &str) -> bool {
-    core.config.tools.cross_agent_sessions
-        || core.agents.for_key(from).id == core.agents.for_key(key).id
-}
-
-/// [`sees`] as a refusal naming the other agent.
-fn check_sees(core: &Core, from: &str, key: &str) -> Result<(), ToolRefusal> {
-    if sees(core, from, key) {
-        return Ok(());
-    }
-    Err(ToolRefusal::Refused(format!(
-        "session {key} belongs to agent {:?}; this agent reaches only its own sessions \
-         ([tools] cross_agent_sessions is off)",
-        core.agents.for_key(key).id
-    )))
-}
-
-/// The session and conversation a send goes to: `target`'s last conversation, or the run's
-/// own (`reply_to`) when there is no target.
+/// The session and conversation a send goes to: `target`'s last conversation (when the
+/// caller reaches it: [`Reach`]), or the run's own when there is no target.
 fn destination(
     core: &Core,
-    from: String,
-    reply_to: Option<Conversation>,
+    caller: Caller,
     target: Option<String>,
 ) -> Result<(String, Conversation), ToolRefusal> {
     let (key, to) = match target {
         None => {
-            let to = reply_to.ok_or("there is no conversation to send to outside a chat run")?;
-            (from, to)
+            let to = caller
+                .reply_to
+                .ok_or("there is no conversation to send to outside a chat run")?;
+            (caller.session, to)
         }
         Some(key) => {
-            check_sees(core, &from, &key)?;
+            Reach::of_run(core, &caller.session, &caller.run_id)?.check(core, &key)?;
             let to = core.store.target(&key)?.ok_or_else(|| {
                 format!(
                     "unknown session {key:?}: it has never replied in a chat (see sessions_list)"

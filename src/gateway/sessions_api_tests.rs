@@ -22,6 +22,15 @@ fn request(run_id: &str, attachments: &[&str]) -> FileSend {
     }
 }
 
+/// The run `run_id` of session `key`, with no conversation of its own.
+fn caller(key: &str, run_id: &str) -> Caller {
+    Caller {
+        session: key.into(),
+        run_id: run_id.into(),
+        reply_to: None,
+    }
+}
+
 /// A gateway on the test channel with workspace `<dir>/ws` holding `out/a.png`.
 async fn started(dir: &std::path::Path) -> (Gateway, Arc<TestChannel>, GatewaySessions) {
     let ws = dir.join("ws");
@@ -128,6 +137,8 @@ async fn an_agent_reaches_only_its_own_sessions_unless_cross_agent_is_on() {
             ..Default::default()
         });
         config.tools.cross_agent_sessions = cross;
+        // Every session of the agent is open: what is tested here is the agents' bound.
+        config.tools.sessions = crate::config::SessionsReach::All;
         let channel = TestChannel::new(1_000);
         let gateway = Gateway::start(config, vec![channel as Arc<dyn Channel>])
             .await
@@ -143,12 +154,12 @@ async fn an_agent_reaches_only_its_own_sessions_unless_cross_agent_is_on() {
         let api = GatewaySessions {
             core: Arc::downgrade(core),
         };
-        let listed = api.list(mine, 10).unwrap().join("\n");
+        let listed = api.list(&caller(mine, ""), 10).unwrap().join("\n");
         assert!(listed.contains(mine), "{listed}");
         assert_eq!(listed.contains(theirs), cross, "{listed}");
-        let history = api.history(mine, theirs, 10);
+        let history = api.history(&caller(mine, ""), theirs, 10);
         let sent = api
-            .send(mine.into(), None, Some(theirs.into()), "hi".into())
+            .send(caller(mine, ""), Some(theirs.into()), "hi".into())
             .await;
         if cross {
             assert_eq!(history.unwrap(), ["user: hello"]);
@@ -160,7 +171,69 @@ async fn an_agent_reaches_only_its_own_sessions_unless_cross_agent_is_on() {
             assert!(refused.contains("cross_agent_sessions"), "{refused}");
         }
         // The other agent sees its own session either way.
-        assert!(api.list(theirs, 10).unwrap().join("\n").contains(theirs));
+        let listed = api.list(&caller(theirs, ""), 10).unwrap().join("\n");
+        assert!(listed.contains(theirs), "{listed}");
         gateway.shutdown().await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_not_wholly_asked_by_an_owner_reaches_only_its_own_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let mine = "agent:main:test:direct:8";
+    let owners = "agent:main:test:direct:7";
+    let mut config = Config::default();
+    config.model.provider = ProviderKind::Echo;
+    config.store.path = dir.path().join("store");
+    config.agent.workspace = dir.path().join("ws");
+    config.commands.owner_allow_from = vec!["test:7".into()];
+    let channel = TestChannel::new(1_000);
+    let gateway = Gateway::start(config, vec![channel.clone() as Arc<dyn Channel>])
+        .await
+        .unwrap();
+    let core = gateway.core();
+    for key in [mine, owners] {
+        core.store.ensure_session(key, "/").unwrap();
+        core.store
+            .append_message(key, &Message::user(&format!("hello from {key}")))
+            .unwrap();
+        core.store.set_target(key, &direct_chat()).unwrap();
+    }
+    let api = GatewaySessions {
+        core: Arc::downgrade(core),
+    };
+    // A run of user 8 (no owner).
+    let mut turn = crate::store::contract_tests::turn(mine, "m1");
+    turn.inbound.sender.id = "8".into();
+    turn.inbound.conversation = direct_chat();
+    let run = format!("run-{}", core.store.enqueue(&turn).await.unwrap());
+    let listed = api.list(&caller(mine, &run), 10).unwrap().join("\n");
+    assert!(listed.contains(mine) && !listed.contains(owners), "{listed}");
+    let refused = api.history(&caller(mine, &run), owners, 10).unwrap_err();
+    assert!(refused.to_string().starts_with("not your conversation"), "{refused}");
+    let refused = api
+        .send(caller(mine, &run), Some(owners.into()), "hi".into())
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().starts_with("not your conversation"), "{refused}");
+    assert!(channel.calls().is_empty(), "{:?}", channel.calls());
+    // Its own session it reads.
+    let own = api.history(&caller(mine, &run), mine, 10).unwrap();
+    assert_eq!(own, [format!("user: hello from {mine}")]);
+    // A run of the owner (test:7) reaches the other session.
+    let mut turn = crate::store::contract_tests::turn(owners, "o1");
+    turn.inbound.sender.id = "7".into();
+    turn.inbound.conversation = direct_chat();
+    let run = format!("run-{}", core.store.enqueue(&turn).await.unwrap());
+    let listed = api.list(&caller(owners, &run), 10).unwrap().join("\n");
+    assert!(listed.contains(mine), "{listed}");
+    assert_eq!(
+        api.history(&caller(owners, &run), mine, 10).unwrap(),
+        [format!("user: hello from {mine}")]
+    );
+    api.send(caller(owners, &run), Some(mine.into()), "hi".into())
+        .await
+        .unwrap();
+    assert_eq!(channel.calls().len(), 1, "{:?}", channel.calls());
+    gateway.shutdown().await;
 }

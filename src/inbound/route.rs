@@ -27,6 +27,17 @@ pub fn is_scheduled(inbound: &Inbound) -> bool {
 /// `commands.allow_from`, as the local terminal is not).
 pub const RPC_CHANNEL: &str = "rpc";
 
+/// The sender id of messages sent through the RPC with the client token.
+pub const RPC_CLIENT_SENDER: &str = "rpc";
+
+/// The sender id of messages sent through the RPC with the operator token (it acts for an
+/// owner; the client token never does).
+pub const RPC_OPERATOR_SENDER: &str = "operator";
+
+/// The channel name of the local terminal (`chela chat`, `chela agent`): its user runs the
+/// gateway, and counts as an owner.
+pub const TERMINAL_CHANNEL: &str = "terminal";
+
 /// What the router needs to know about the gateway's state to decide.
 pub trait RouteFacts: Sync {
     /// Whether session `key` has a permission question waiting for an answer.

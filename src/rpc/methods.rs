@@ -15,7 +15,7 @@ use super::protocol::{self, FORBIDDEN, Fault, NOT_ACCEPTED, UNAVAILABLE};
 use super::runs::RunTracker;
 use crate::domain::session_key::SessionKey;
 use crate::inbound::commands::Command;
-use crate::inbound::route::Accepted;
+use crate::inbound::route::{Accepted, RPC_CLIENT_SENDER, RPC_OPERATOR_SENDER};
 
 /// How often `agent.wait` looks in the store when runs may go on other nodes.
 const RECHECK_ELSEWHERE: Duration = Duration::from_millis(500);
@@ -110,7 +110,7 @@ impl Methods {
             return Err(Fault::new(UNAVAILABLE, "the gateway is shutting down"));
         }
         match method {
-            "agent" => self.agent(protocol::params(params)?).await,
+            "agent" => self.agent(role, protocol::params(params)?).await,
             "agent.wait" => self.wait(protocol::params(params)?).await,
             "abort" => self.abort(protocol::params(params)?).await,
             "sessions.list" => {
@@ -151,7 +151,8 @@ impl Methods {
     }
 
     /// `agent`: accepts the message durably (as `chela agent` does) and answers at once.
-    async fn agent(&self, params: AgentParams) -> Result<Value, Fault> {
+    /// The sender names the token's role: only the operator's run acts for an owner.
+    async fn agent(&self, role: Role, params: AgentParams) -> Result<Value, Fault> {
         if params.message.trim().is_empty() {
             return Err(Fault::params("message is empty"));
         }
@@ -161,7 +162,11 @@ impl Methods {
         let inbound = Inbound {
             conversation: RpcChannel::conversation(&call_id),
             sender: Sender {
-                id: "rpc".into(),
+                id: match role {
+                    Role::Operator => RPC_OPERATOR_SENDER,
+                    Role::Client => RPC_CLIENT_SENDER,
+                }
+                .into(),
                 name: "rpc".into(),
                 username: None,
             },

@@ -17,14 +17,36 @@ const LIST_MAX: u64 = 100;
 /// Most messages `sessions_history` shows.
 const HISTORY_MAX: u64 = 100;
 
-/// What the session tools need from the gateway.
+/// The run that calls a session tool: the gateway decides from it what the call reaches.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Caller {
+    /// The run's session.
+    pub session: String,
+    /// The run's id (`run-<seq>`; empty outside the gateway).
+    pub run_id: String,
+    /// The run's own conversation (`None` outside a chat run).
+    pub reply_to: Option<chela_channel::Conversation>,
+}
+
+impl Caller {
+    /// The run calling through `ctx`.
+    pub fn of(ctx: &ToolContext) -> Caller {
+        Caller {
+            session: ctx.session_key.clone(),
+            run_id: ctx.run_id.clone(),
+            reply_to: ctx.reply_to.clone(),
+        }
+    }
+}
+
+/// What the session tools need from the gateway. Which sessions a call reaches is the
+/// gateway's rule: a session the caller may not reach is refused (and not listed).
 pub trait SessionsApi: Send + Sync {
-    /// Sends `text` from the run of session `from` to `target` (a session key; `None`: the
-    /// run's own conversation, `reply_to`). Returns a short confirmation.
+    /// Sends `text` from `caller`'s run to `target` (a session key; `None`: the run's own
+    /// conversation). Returns a short confirmation.
     fn send(
         &self,
-        from: String,
-        reply_to: Option<chela_channel::Conversation>,
+        caller: Caller,
         target: Option<String>,
         text: String,
     ) -> BoxFuture<'static, Result<String, ToolRefusal>>;
@@ -39,12 +61,16 @@ pub trait SessionsApi: Send + Sync {
             ))
         })
     }
-    /// The most recently active sessions session `from` may see, newest first, one line
-    /// each.
-    fn list(&self, from: &str, limit: usize) -> Result<Vec<String>, ToolRefusal>;
-    /// The last `limit` messages of session `key` (refused when `from` may not see it),
+    /// The most recently active sessions `caller` may reach, newest first, one line each.
+    fn list(&self, caller: &Caller, limit: usize) -> Result<Vec<String>, ToolRefusal>;
+    /// The last `limit` messages of session `key` (refused when `caller` may not reach it),
     /// oldest first, one line each.
-    fn history(&self, from: &str, key: &str, limit: usize) -> Result<Vec<String>, ToolRefusal>;
+    fn history(
+        &self,
+        caller: &Caller,
+        key: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, ToolRefusal>;
 }
 
 /// What the `message` tool asks [`SessionsApi::send_files`] to send.
@@ -127,13 +153,7 @@ impl Tool for MessageTool {
             };
             let own = target.as_ref().is_none_or(|t| *t == ctx.session_key);
             let sent = if attachments.is_empty() {
-                api.send(
-                    ctx.session_key.clone(),
-                    ctx.reply_to.clone(),
-                    target,
-                    text.clone(),
-                )
-                .await
+                api.send(Caller::of(ctx), target, text.clone()).await
             } else {
                 api.send_files(FileSend {
                     from: ctx.session_key.clone(),
@@ -192,7 +212,7 @@ impl Tool for SessionsListTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "sessions_list".to_string(),
-            description: "List chat sessions (key, last activity, size), newest first.".to_string(),
+            description: "List the chat sessions this run may reach (key, last activity, size), newest first.".to_string(),
             parameters: json!({
                 "type": "object",
                 "properties": {
@@ -212,7 +232,7 @@ impl Tool for SessionsListTool {
                 Ok(api) => api,
                 Err(out) => return out,
             };
-            match api.list(&ctx.session_key, limit) {
+            match api.list(&Caller::of(ctx), limit) {
                 Ok(lines) if lines.is_empty() => ToolOutput::ok("no sessions"),
                 Ok(lines) => {
                     ToolOutput::ok(truncate::head_tail(&lines.join("\n"), ctx.max_output_chars))
@@ -261,7 +281,7 @@ impl Tool for SessionsHistoryTool {
                 Ok(api) => api,
                 Err(out) => return out,
             };
-            match api.history(&ctx.session_key, &key, limit) {
+            match api.history(&Caller::of(ctx), &key, limit) {
                 Ok(lines) if lines.is_empty() => ToolOutput::ok(format!("{key}: no messages")),
                 Ok(lines) => {
                     ToolOutput::ok(truncate::head_tail(&lines.join("\n"), ctx.max_output_chars))
@@ -295,22 +315,21 @@ mod tests {
     impl SessionsApi for Fake {
         fn send(
             &self,
-            from: String,
-            _reply_to: Option<chela_channel::Conversation>,
+            caller: Caller,
             target: Option<String>,
             text: String,
         ) -> BoxFuture<'static, Result<String, ToolRefusal>> {
-            self.sent.lock().unwrap().push((from, target, text));
+            self.sent.lock().unwrap().push((caller.session, target, text));
             Box::pin(async { Ok("sent".to_owned()) })
         }
 
-        fn list(&self, _from: &str, limit: usize) -> Result<Vec<String>, ToolRefusal> {
+        fn list(&self, _caller: &Caller, limit: usize) -> Result<Vec<String>, ToolRefusal> {
             Ok((0..limit).map(|i| format!("s{i}")).collect())
         }
 
         fn history(
             &self,
-            _from: &str,
+            _caller: &Caller,
             key: &str,
             _limit: usize,
         ) -> Result<Vec<String>, ToolRefusal> {

@@ -10,7 +10,8 @@ use crate::agent::provider::BoxFuture;
 use crate::agent::tools::cron::{CronAction, CronApi, CronCall, CronSpec};
 use crate::agent::tools::refusal::ToolRefusal;
 use crate::gateway::Core;
-use crate::store::{CronJob, CronOrigin, PendingTurn};
+use crate::gateway::reach::asked_by_owner;
+use crate::store::{CronJob, CronOrigin};
 
 /// The most jobs the agent may keep in one session.
 pub const MAX_AGENT_JOBS_PER_SESSION: usize = 20;
@@ -36,6 +37,7 @@ impl CronApi for GatewayCron {
         let core = self.core.upgrade();
         Box::pin(async move {
             let core = core.ok_or(ToolRefusal::ShuttingDown)?;
+            // The same owner rule as the session tools' (`crate::gateway::reach`).
             let owner = asked_by_owner(&core, &call.from, &call.run_id);
             match call.action {
                 CronAction::List => Ok(list(&core, &call.from, owner)?),
@@ -53,45 +55,6 @@ impl CronApi for GatewayCron {
             }
         })
     }
-}
-
-/// Whether run `run_id` of session `from` acts for owners only: the message that started it
-/// and every message of the session queued since (steered into the run, or waiting behind
-/// it) came from an owner of its channel. A stranger's message steered into an owner's run
-/// takes the owner's rights away from it.
-fn asked_by_owner(core: &Core, from: &str, run_id: &str) -> bool {
-    let Some(seq) = run_id
-        .strip_prefix("run-")
-        .and_then(|s| s.parse::<u64>().ok())
-    else {
-        return false;
-    };
-    let Ok(pending) = core.store.all_pending() else {
-        return false;
-    };
-    owners_only(&pending, from, seq, |channel, sender| {
-        core.is_owner(channel, sender)
-    })
-}
-
-/// Whether `pending` holds turn `seq` of session `from` and it and every later turn of that
-/// session came from a sender `is_owner` accepts (never the gateway's own sender).
-fn owners_only(
-    pending: &[(u64, PendingTurn)],
-    from: &str,
-    seq: u64,
-    is_owner: impl Fn(&str, &str) -> bool,
-) -> bool {
-    let mut turns = pending
-        .iter()
-        .filter(|(s, turn)| *s >= seq && turn.session_key == from)
-        .peekable();
-    turns.peek().is_some_and(|(s, _)| *s == seq)
-        && turns.all(|(_, turn)| {
-            let sender = &turn.inbound.sender.id;
-            sender != crate::inbound::route::SYSTEM_SENDER
-                && is_owner(&turn.inbound.conversation.channel, sender)
-        })
 }
 
 /// Job `id`, when the caller may act on it: its own session's job, or any with `owner`.
@@ -187,31 +150,6 @@ mod tests {
             last_ms: None,
             active_hours: None,
         }
-    }
-
-    fn from(key: &str, sender: &str) -> PendingTurn {
-        let mut turn = crate::store::contract_tests::turn(key, sender);
-        turn.inbound.sender.id = sender.into();
-        turn
-    }
-
-    #[test]
-    fn owner_rights_need_every_message_of_the_run_from_an_owner() {
-        let group = "agent:main:telegram:group:-5";
-        let owner = |_: &str, sender: &str| sender == "7";
-        let run = vec![(10, from(group, "7")), (11, from("agent:main:other", "9"))];
-        assert!(owners_only(&run, group, 10, owner));
-        // A stranger's message steered into (or queued behind) the owner's run.
-        let mut steered = run.clone();
-        steered.push((12, from(group, "9")));
-        assert!(!owners_only(&steered, group, 10, owner));
-        // An earlier turn of the session does not count; a run not pending has no rights.
-        let earlier = vec![(9, from(group, "9")), (10, from(group, "7"))];
-        assert!(owners_only(&earlier, group, 10, owner));
-        assert!(!owners_only(&earlier, group, 11, owner));
-        // The gateway's own turns (schedules, heartbeat) never hold owner rights.
-        let system = vec![(10, from(group, crate::inbound::route::SYSTEM_SENDER))];
-        assert!(!owners_only(&system, group, 10, |_: &str, _: &str| true));
     }
 
     #[test]

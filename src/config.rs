@@ -18,6 +18,7 @@ mod channels;
 mod cluster;
 mod cron;
 mod delivery;
+mod durations;
 mod env;
 mod error;
 mod hooks;
@@ -46,6 +47,7 @@ pub use channels::{
 pub use cluster::ClusterConfig;
 pub use cron::{CronEntry, HEARTBEAT_PROMPT, HeartbeatConfig, TargetConfig, is_valid_job_id};
 pub use delivery::{DEFAULT_DELIVERY_TTL, DeliveryConfig};
+pub use durations::{MAX_SPAN, MAX_TIMEOUT};
 pub use env::{
     SubstError, chela_secrets_present, is_chela_secret, substitute, substitute_required,
 };
@@ -264,6 +266,9 @@ impl Config {
             if value == 0 {
                 return invalid(key, "must be at least 1".to_owned());
             }
+        }
+        if let Err((key, message)) = durations::check(self) {
+            return invalid(&key, message);
         }
         if self.channels.discord.shards > channels::MAX_DISCORD_SHARDS {
             return invalid(

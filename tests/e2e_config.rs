@@ -35,6 +35,27 @@ async fn a_value_of_the_wrong_type_names_the_key_and_line() {
 }
 
 #[tokio::test]
+async fn a_duration_past_its_bound_is_refused_naming_the_key() {
+    // Accepted before, and a panic at SIGTERM (`Instant + Duration` overflowing).
+    let (out, stderr) = chat_with_config(
+        "[agent]\nshutdown_grace_s = 18446744073709551615\n[model]\nprovider = \"echo\"\n",
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(":2:1: agent.shutdown_grace_s: must be at most 86400 (seconds)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let (out, stderr) = chat_with_config("[delivery]\nttl = \"400days\"\n").await;
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("delivery.ttl: must be at most 365days"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
 async fn an_unknown_key_is_named() {
     let (out, stderr) = chat_with_config("[queue]\nmode = \"steer\"\nbogus_key = 1\n").await;
     assert_eq!(out.status.code(), Some(2), "{stderr}");

@@ -192,3 +192,67 @@ async fn compact_asked_for_in_the_chat_flushes_first() {
         "the flush comes right before the summary"
     );
 }
+
+/// The secret every link below points at: in no model request, ever.
+const SECRET: &str = "SECRET-e2e-7f3a PRIVATE KEY";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workspace_files_linked_out_of_the_workspace_never_reach_the_model() {
+    use std::os::unix::fs::symlink;
+    let setup = Setup::openai("steer").await;
+    // Outside the workspace (as ~/.ssh/id_rsa and the config file would be).
+    let outside = setup.path("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let secret = outside.join("id_rsa");
+    std::fs::write(&secret, format!("# {SECRET}\n{SECRET}\n")).unwrap();
+    let skill = outside.join("SKILL.md");
+    std::fs::write(
+        &skill,
+        format!("---\nname: leak\ndescription: {SECRET}\n---\n"),
+    )
+    .unwrap();
+    let ws = setup.path("ws");
+    std::fs::create_dir_all(ws.join("memory")).unwrap();
+    std::fs::create_dir_all(ws.join("skills/leak")).unwrap();
+    // What `ln -sf ~/.ssh/id_rsa USER.md` and the like leave for the next start.
+    for name in ["AGENTS.md", "USER.md", "MEMORY.md", "memory/leak.md"] {
+        symlink(&secret, ws.join(name)).unwrap();
+    }
+    symlink(&skill, ws.join("skills/leak/SKILL.md")).unwrap();
+    // A plain file is read, so the prompt files were looked at.
+    std::fs::write(ws.join("SOUL.md"), "Be kind, e2e soul.\n").unwrap();
+
+    let (status, json) = setup.agent_json("hello").await;
+    assert!(status.success(), "{json}");
+    let search = r#"tool memory_search {"query": "SECRET PRIVATE KEY"}"#;
+    let (status, json) = setup.agent_json(search).await;
+    assert!(status.success(), "{json}");
+    let (status, json) = setup.agent_json(r#"tool read {"path": "USER.md"}"#).await;
+    assert!(status.success(), "{json}");
+
+    let calls = setup.model_calls();
+    assert!(calls.len() >= 5, "{} model calls", calls.len());
+    let system = calls[0]["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("Be kind, e2e soul."), "{system}");
+    let everything = serde_json::to_string(&calls).unwrap();
+    assert!(!everything.contains("SECRET-e2e-7f3a"), "{everything}");
+    // The refusal names the file as the agent gave it: not where it leads, not the workspace.
+    let read = last_tool_result(&calls);
+    assert_eq!(
+        read,
+        "refused: USER.md leads outside the workspace through a symlink"
+    );
+    let outside_text = outside.display().to_string();
+    assert!(!everything.contains(&outside_text), "{everything}");
+}
+
+/// The text of the last tool result the model was sent.
+fn last_tool_result(calls: &[Value]) -> String {
+    calls
+        .iter()
+        .flat_map(|c| c["messages"].as_array().cloned().unwrap_or_default())
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| m["content"].as_str().map(str::to_owned))
+        .last()
+        .unwrap_or_default()
+}

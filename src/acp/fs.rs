@@ -46,10 +46,10 @@ pub enum FsError {
         max: u64,
     },
     /// A parent folder of the file cannot be created.
-    #[error("cannot create {}: {source}", dir.display())]
+    #[error("cannot create the folders of {}: {source}", path.display())]
     CreateDir {
-        /// The folder.
-        dir: PathBuf,
+        /// The path as asked for.
+        path: PathBuf,
         /// The error creating it.
         source: std::io::Error,
     },
@@ -130,7 +130,7 @@ pub async fn write_text(root: &Path, path: &Path, content: &str) -> Result<(), F
         tokio::fs::create_dir_all(parent)
             .await
             .map_err(|source| FsError::CreateDir {
-                dir: parent.to_path_buf(),
+                path: path.to_path_buf(),
                 source,
             })?;
     }

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine;
 
+use crate::agent::tools::confined::read_in_workspace;
+use crate::agent::tools::paths::resolve_in_workspace;
 use crate::domain::message::ContentBlock;
 
 /// The folder inside an agent's working folder where pictures are copied.
@@ -55,13 +57,12 @@ pub async fn prompt_for(
         let ContentBlock::Image(image) = block else {
             continue;
         };
-        let file = image.path.as_ref().map(|p| workspace.join(p));
+        let file = image.path.as_deref();
         if images_ok {
-            let data = match (&file, image.data.is_empty()) {
+            let data = match (file, image.data.is_empty()) {
                 (_, false) => Some(image.data.clone()),
-                (Some(file), true) => tokio::fs::read(file)
+                (Some(file), true) => read_picture(workspace, file)
                     .await
-                    .ok()
                     .map(|bytes| base64::engine::general_purpose::STANDARD.encode(bytes)),
                 (None, true) => None,
             };
@@ -75,6 +76,15 @@ pub async fn prompt_for(
             continue;
         }
         let Some(file) = file else { continue };
+        // Resolved as the file tools resolve paths: a picture linked out of the workspace
+        // is neither named nor copied.
+        let file = match resolve_in_workspace(workspace, file) {
+            Ok(file) => file,
+            Err(e) => {
+                tracing::warn!(file, error = %e, "refused: a picture for a coding agent leads outside the workspace");
+                continue;
+            }
+        };
         match in_folder(&file, cwd).await {
             Ok(path) => prompt.text.push_str(&format!(
                 "\n[the picture is at {} in your working folder]",
@@ -86,6 +96,17 @@ pub async fn prompt_for(
         }
     }
     prompt
+}
+
+/// The bytes of picture `file` (relative to `workspace`), opened as chela opens workspace
+/// files (no symlink out of the workspace followed); `None` when it cannot be read.
+async fn read_picture(workspace: &Path, file: &str) -> Option<Vec<u8>> {
+    let (root, file) = (workspace.to_path_buf(), file.to_owned());
+    let limit = crate::agent::media::MAX_IMAGE_BYTES;
+    tokio::task::spawn_blocking(move || read_in_workspace(&root, &file, limit).ok())
+        .await
+        .ok()
+        .flatten()
 }
 
 /// `file` as a path relative to `cwd`: as it is when it lies inside, else copied into
@@ -230,5 +251,23 @@ mod tests {
         let prompt = prompt_for("look".into(), &media, &ws, &other, false).await;
         assert_eq!(prompt.text, "look");
         assert!(!elsewhere.join("1-0-cat.png").exists());
+    }
+
+    #[tokio::test]
+    async fn a_picture_linked_out_of_the_workspace_is_neither_read_nor_copied() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(ws.join("media/s")).unwrap();
+        std::fs::write(dir.path().join("id_rsa"), b"PRIVATE KEY").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("id_rsa"), ws.join("media/s/1-0-cat.png"))
+            .unwrap();
+        let media = [block("media/s/1-0-cat.png")];
+        let with = prompt_for("look".into(), &media, &ws, &ws, true).await;
+        assert!(with.images.is_empty(), "{with:?}");
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(&project).unwrap();
+        let without = prompt_for("look".into(), &media, &ws, &project, false).await;
+        assert_eq!(without.text, "look");
+        assert!(!project.join(COPY_DIR).exists());
     }
 }

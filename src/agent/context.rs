@@ -5,6 +5,7 @@ use std::path::Path;
 
 use crate::agent::provider::ToolSpec;
 use crate::agent::skills::Skill;
+use crate::agent::tools::confined::read_text_in_workspace;
 
 /// Workspace files read into the prompt, in this order.
 pub const BOOTSTRAP_FILES: &[&str] = &[
@@ -15,6 +16,9 @@ pub const BOOTSTRAP_FILES: &[&str] = &[
     "USER.md",
     "MEMORY.md",
 ];
+
+/// Largest bootstrap file read (bytes, 16 MiB); a larger one is left out, with a warning.
+const MAX_BOOTSTRAP_BYTES: u64 = 16 << 20;
 
 /// Limits on bootstrap text.
 #[derive(Debug, Clone, Copy)]
@@ -79,12 +83,14 @@ pub fn with_tools(prompt: &str, tools: &[ToolSpec]) -> String {
     out
 }
 
-/// The bootstrap files of `workspace`, each capped, all together capped.
+/// The bootstrap files of `workspace`, each capped, all together capped. Each is opened
+/// inside the workspace as the file tools open paths: a symlink to elsewhere in the workspace
+/// is followed, one out of it is refused (logged, never read).
 pub fn bootstrap(workspace: &Path, caps: BootstrapCaps) -> String {
     let mut out = String::new();
     let mut budget = caps.total;
     for name in BOOTSTRAP_FILES {
-        let Ok(text) = std::fs::read_to_string(workspace.join(name)) else {
+        let Some(text) = bootstrap_file(workspace, name) else {
             continue;
         };
         if budget == 0 {
@@ -110,6 +116,20 @@ pub fn bootstrap(workspace: &Path, caps: BootstrapCaps) -> String {
         }
     }
     out
+}
+
+/// The text of bootstrap file `name`, read as [`read_text_in_workspace`] reads (a symlink
+/// out of the workspace is refused, with a warning, never read); `None` when missing,
+/// refused or unreadable.
+fn bootstrap_file(workspace: &Path, name: &str) -> Option<String> {
+    match read_text_in_workspace(workspace, name, MAX_BOOTSTRAP_BYTES) {
+        Ok(text) => Some(text),
+        Err(e) if e.is_missing() || e.is_escape() => None,
+        Err(e) => {
+            tracing::warn!(file = name, error = %e, "a bootstrap file is left out of the prompt");
+            None
+        }
+    }
 }
 
 fn hostname() -> String {
@@ -142,6 +162,40 @@ mod tests {
             "{}\n[... truncated: 10 of 50 chars shown ...]",
             "s".repeat(10)
         )));
+    }
+
+    #[test]
+    fn bootstrap_files_linked_out_of_the_workspace_are_never_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let secret = outside.path().join("id_rsa");
+        std::fs::write(&secret, "PRIVATE KEY").unwrap();
+        std::fs::write(
+            outside.path().join("config.toml"),
+            "api_key = \"sk-SECRET\"",
+        )
+        .unwrap();
+        let ws = dir.path();
+        std::os::unix::fs::symlink(&secret, ws.join("USER.md")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("config.toml"), ws.join("AGENTS.md"))
+            .unwrap();
+        std::os::unix::fs::symlink(outside.path(), ws.join("out")).unwrap();
+        std::os::unix::fs::symlink("out/id_rsa", ws.join("MEMORY.md")).unwrap();
+        // A link that stays inside the workspace is followed, as the file tools follow it.
+        std::fs::write(ws.join("notes.md"), "be kind").unwrap();
+        std::os::unix::fs::symlink("notes.md", ws.join("SOUL.md")).unwrap();
+        let caps = BootstrapCaps {
+            per_file: 1000,
+            total: 1000,
+        };
+        let text = bootstrap(ws, caps);
+        assert!(
+            !text.contains("PRIVATE") && !text.contains("SECRET"),
+            "{text}"
+        );
+        assert!(!text.contains("### USER.md") && !text.contains("### AGENTS.md"));
+        assert!(!text.contains("### MEMORY.md"), "{text}");
+        assert_eq!(text, "### SOUL.md\nbe kind\n");
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use base64::Engine;
 
+use crate::agent::tools::confined::read_in_workspace;
 use crate::domain::message::{ContentBlock, ImageBlock, Message};
 
 /// Largest image file read into a model call, in bytes (the APIs refuse bigger ones).
@@ -68,31 +69,33 @@ pub async fn for_model(messages: &[Message], workspace: &Path, vision: bool) -> 
 }
 
 /// The block with its bytes: as it is when it has them, else read from its file inside
-/// `workspace`; `None` when the file cannot be read or is too big.
+/// `workspace` (opened as the file tools open paths: a symlink out of the workspace is
+/// refused, never read); `None` when the file cannot be read or is too big.
 async fn loaded(mut image: ImageBlock, workspace: &Path) -> Option<ImageBlock> {
     if !image.data.is_empty() {
         return Some(image);
     }
-    let relative = Path::new(image.path.as_deref()?);
-    if relative.is_absolute()
-        || relative
-            .components()
-            .any(|c| matches!(c, std::path::Component::ParentDir))
-    {
+    let relative = image.path.clone()?;
+    if Path::new(&relative).is_absolute() {
         return None;
     }
-    let file = workspace.join(relative);
-    match tokio::fs::metadata(&file).await {
-        Ok(meta) if meta.len() <= MAX_IMAGE_BYTES => {}
-        _ => return None,
-    }
-    match tokio::fs::read(&file).await {
-        Ok(bytes) => {
+    let root = workspace.to_path_buf();
+    let read =
+        tokio::task::spawn_blocking(move || read_in_workspace(&root, &relative, MAX_IMAGE_BYTES))
+            .await;
+    match read {
+        Ok(Ok(bytes)) => {
             image.data = base64::engine::general_purpose::STANDARD.encode(bytes);
             Some(image)
         }
+        Ok(Err(e)) => {
+            if !e.is_escape() && !e.is_missing() {
+                tracing::warn!(error = %e, "cannot read an image for the model");
+            }
+            None
+        }
         Err(e) => {
-            tracing::warn!(error = %e, path = %file.display(), "cannot read an image for the model");
+            tracing::warn!(error = %e, "cannot read an image for the model");
             None
         }
     }
@@ -156,6 +159,25 @@ mod tests {
     async fn missing_files_and_paths_outside_the_workspace_are_left_out() {
         let dir = tempfile::tempdir().unwrap();
         let window = vec![with_image("media/gone.png"), with_image("../etc/passwd")];
+        assert!(images(&for_model(&window, dir.path(), true).await).is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_picture_linked_out_of_the_workspace_is_never_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("id_rsa"), b"PRIVATE KEY").unwrap();
+        std::fs::create_dir_all(dir.path().join("media/s")).unwrap();
+        std::os::unix::fs::symlink(
+            outside.path().join("id_rsa"),
+            dir.path().join("media/s/1-0-photo.jpg"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("media/out")).unwrap();
+        let window = vec![
+            with_image("media/s/1-0-photo.jpg"),
+            with_image("media/out/id_rsa"),
+        ];
         assert!(images(&for_model(&window, dir.path(), true).await).is_empty());
     }
 }

@@ -163,7 +163,12 @@ async fn through_rpc(
         }
     }
     // The run ends by its own timeout; wait a little longer than that.
-    let timeout_ms = (loaded.config.agent.timeout_s + 60) * 1000;
+    let timeout_ms = loaded
+        .config
+        .agent
+        .timeout_s
+        .saturating_add(60)
+        .saturating_mul(1000);
     let waited = client
         .call_watching(
             "agent.wait",

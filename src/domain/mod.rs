@@ -5,9 +5,11 @@
 //! - [`message`]: the conversation model (transcript schema v4) and the clock (`now_ms`).
 //! - [`events`]: the typed event stream of a run (the run bus's payload).
 //! - [`run`]: how a run ended, its finished record, its id and its live events.
+//! - [`deadline`]: deadlines that saturate instead of overflowing the clock.
 //! - [`schedule`]: when scheduled jobs run: cron in a time zone, one-shot times, intervals.
 //! - [`text`]: excerpts of user input for answers, blank-message detection.
 
+pub mod deadline;
 pub mod events;
 pub mod message;
 pub mod run;

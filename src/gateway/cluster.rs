@@ -406,7 +406,7 @@ pub async fn run(core: Weak<Core>) {
             parts
         });
         if parts.is_none() {
-            next_tick = Instant::now() + cluster.tick();
+            next_tick = crate::domain::deadline::after(cluster.tick());
         }
         run_pending(&core, &cluster, parts.as_ref()).await;
     }

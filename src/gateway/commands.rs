@@ -380,18 +380,19 @@ pub fn parse_queue_args(
     Ok(current)
 }
 
+/// `500ms`, `2s`, `1.5s` or bare milliseconds, at most [`crate::config::MAX_TIMEOUT`] (as
+/// `queue.debounce_ms`); `None` otherwise (`inf`, `1e30s` and the like included).
 fn parse_duration(v: &str) -> Option<Duration> {
-    if let Some(ms) = v.strip_suffix("ms") {
-        return ms.parse().ok().map(Duration::from_millis);
-    }
-    if let Some(s) = v.strip_suffix('s') {
-        return s
-            .parse::<f64>()
+    let parsed = if let Some(ms) = v.strip_suffix("ms") {
+        ms.parse().ok().map(Duration::from_millis)
+    } else if let Some(s) = v.strip_suffix('s') {
+        s.parse::<f64>()
             .ok()
-            .filter(|s| *s >= 0.0)
-            .map(Duration::from_secs_f64);
-    }
-    v.parse().ok().map(Duration::from_millis)
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
+    } else {
+        v.parse().ok().map(Duration::from_millis)
+    };
+    parsed.filter(|d| *d <= crate::config::MAX_TIMEOUT)
 }
 
 #[cfg(test)]
@@ -409,6 +410,14 @@ mod tests {
 
     #[test]
     fn queue_args_set_each_field() {
+        for bad in [
+            "debounce:1e30s",
+            "debounce:infs",
+            "debounce:-1s",
+            "debounce:86400001",
+        ] {
+            assert!(parse_queue_args(base(), bad).is_err(), "{bad}");
+        }
         let s = parse_queue_args(base(), "collect debounce:2s cap:5 drop:old").unwrap();
         assert_eq!(s.mode, QueueMode::Collect);
         assert_eq!(s.debounce, Duration::from_secs(2));

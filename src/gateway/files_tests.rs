@@ -36,10 +36,18 @@ fn files_inside_the_workspace_go_and_nothing_else_does() {
         assert!(matches!(e, FileRefusal::Path(_)), "{refused}: {e}");
         assert!(e.to_string().contains("outside the workspace"), "{e}");
     }
-    // A symlink out of the workspace.
+    // A symlink out of the workspace: the note names only the path asked for.
     std::os::unix::fs::symlink(dir.path().join("secret.txt"), ws.join("out/link")).unwrap();
     let e = policy.resolve("out/link").unwrap_err();
-    assert!(e.to_string().contains("symlink"), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "refused: out/link leads outside the workspace through a symlink"
+    );
+    let e = policy.resolve("../secret.txt").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "refused: ../secret.txt is outside the workspace; use a path inside it"
+    );
     // chela's own files, even inside the workspace.
     let e = policy.resolve("data/db").unwrap_err();
     assert!(matches!(e, FileRefusal::Private(_)), "{e}");
@@ -140,6 +148,11 @@ fn opening_refuses_what_was_swapped_in_after_the_check() {
         )
         .unwrap_err();
     assert!(e.to_string().contains("symlink"), "{e}");
+    // The note names the file as asked for: not where it really is, not the workspace.
+    assert_eq!(
+        e.to_string(),
+        "refused: data/elsewhere.txt leads outside the workspace through a symlink"
+    );
     // A FIFO is refused at once (opening it does not wait for a writer).
     let fifo = ws.join("out/pipe");
     let made = std::process::Command::new("mkfifo").arg(&fifo).status();

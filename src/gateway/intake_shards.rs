@@ -217,7 +217,7 @@ impl Parts {
             .values()
             .map(|r| r.trusted_until)
             .min()
-            .unwrap_or_else(|| Instant::now() + self.lease)
+            .unwrap_or_else(|| crate::domain::deadline::after(self.lease))
     }
 
     /// Stops the parts whose lease is no longer trusted (not renewed in time).

@@ -20,6 +20,8 @@ use super::Core;
 use crate::agent::media::SteerFiles;
 use crate::agent::provider::BoxFuture;
 use crate::agent::run::Steer;
+use crate::agent::tools::confined::read_in_workspace;
+use crate::agent::tools::paths::resolve_in_workspace;
 use crate::domain::message::{ContentBlock, ImageBlock};
 use crate::lane::QueuedTurn;
 
@@ -154,7 +156,15 @@ impl Files<'_> {
             Some(_) => &core.agents.default_agent().tool_context.workspace,
             None => &core.agents.for_key(self.key).tool_context.workspace,
         };
-        let file = workspace.join(&relative);
+        // Resolved as the file tools resolve paths: a `media` folder, session folder or
+        // file the agent linked out of the workspace is refused, never written nor read.
+        let file = match resolve_in_workspace(workspace, &relative) {
+            Ok(file) => file,
+            Err(error) => {
+                tracing::warn!(file = %relative, "refused: a media path leads outside the workspace");
+                return (format!("[{} not saved: {error}]", what(attachment)), None);
+            }
+        };
         let channel = core.channel(&self.target.channel);
         let size = match fetch_once_until(channel, attachment, &file, limit, self.cancel).await {
             Ok(size) => size,
@@ -171,17 +181,17 @@ impl Files<'_> {
                 return (note, None);
             }
         };
-        note_and_block(core, attachment, relative, &file, size).await
+        note_and_block(core, attachment, relative, workspace, size).await
     }
 }
 
-/// The note and (for a picture) the image block of `attachment`, saved at `relative`
-/// (`file`), `size` bytes; a voice note or audio file is transcribed when configured.
+/// The note and (for a picture) the image block of `attachment`, saved at `relative` (in
+/// `workspace`), `size` bytes; a voice note or audio file is transcribed when configured.
 async fn note_and_block(
     core: &Core,
     attachment: &Attachment,
     relative: String,
-    file: &Path,
+    workspace: &Path,
     size: u64,
 ) -> (String, Option<ContentBlock>) {
     let note = saved_note(attachment, &relative, size);
@@ -198,7 +208,14 @@ async fn note_and_block(
             if !core.config.media.transcribe_url.trim().is_empty() =>
         {
             let mime = attachment.mime_type.as_deref().unwrap_or("audio/ogg");
-            match transcribe::transcribe(&core.config.media, file, mime).await {
+            let audio = read_saved(workspace, &relative, core.config.media.max_bytes()).await;
+            let heard = match audio {
+                Ok(bytes) => {
+                    transcribe::transcribe(&core.config.media, bytes, &relative, mime).await
+                }
+                Err(e) => Err(e),
+            };
+            match heard {
                 Ok(text) => (format!("({}) {text}\n{note}", what(attachment)), None),
                 Err(error) => {
                     tracing::warn!(error = %error, "transcription failed; the model gets the path");
@@ -208,6 +225,16 @@ async fn note_and_block(
         }
         _ => (note, None),
     }
+}
+
+/// The bytes of the file saved at `relative` in `workspace`, opened as
+/// [`read_in_workspace`] opens it (no symlink out of the workspace followed).
+async fn read_saved(workspace: &Path, relative: &str, limit: u64) -> Result<Vec<u8>, FetchError> {
+    let (root, relative) = (workspace.to_path_buf(), relative.to_owned());
+    tokio::task::spawn_blocking(move || read_in_workspace(&root, &relative, limit))
+        .await
+        .map_err(std::io::Error::other)?
+        .map_err(|e| FetchError::Io(std::io::Error::other(e.to_string())))
 }
 
 /// Downloads `attachment` to `dest` unless an earlier run of the turn did; its size.
@@ -232,8 +259,16 @@ async fn fetch_once_until(
     if let Some(size) = attachment.size.filter(|&s| s > limit) {
         return Err(FetchError::TooBig(size));
     }
-    if let Ok(meta) = tokio::fs::metadata(dest).await {
-        return Ok(meta.len());
+    // `dest` was resolved inside the workspace: what is there now is looked at, not followed.
+    match tokio::fs::symlink_metadata(dest).await {
+        Ok(meta) if meta.is_file() => return Ok(meta.len()),
+        Ok(_) => {
+            return Err(FetchError::Io(std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "something other than a regular file is in its place",
+            )));
+        }
+        Err(_) => {}
     }
     let channel = channel.ok_or(FetchError::NoChannel)?;
     let url = channel.media_url(attachment).await?;

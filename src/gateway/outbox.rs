@@ -254,7 +254,7 @@ impl Inner {
             self.dead_letter(&delivery, "older than [delivery] ttl");
             return None;
         }
-        let deadline = Instant::now() + self.ttl.saturating_sub(age);
+        let deadline = crate::domain::deadline::after(self.ttl.saturating_sub(age));
         if self.shutdown.is_cancelled() {
             // Left for the next start, which takes back what was sent and sends it once.
             return None;
@@ -343,7 +343,7 @@ impl Inner {
                     self.counters.retries.fetch_add(1, Ordering::Relaxed);
                     crate::metrics::global().delivery_retry(&delivery.to.channel);
                     tracing::debug!(error = %e, id = delivery.id, wait_ms = wait.as_millis() as u64, "reply not delivered yet; retrying");
-                    wait_until = Some(Instant::now() + wait);
+                    wait_until = Some(crate::domain::deadline::after(wait));
                 }
                 Err(e) => {
                     self.dead_letter(&delivery, &format!("refused: {e}"));

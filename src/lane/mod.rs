@@ -316,7 +316,7 @@ impl Lanes {
     /// the grace ran out.
     pub async fn drain(&self, grace: Duration) -> usize {
         self.shared.draining.store(true, Ordering::SeqCst);
-        let deadline = tokio::time::Instant::now() + grace;
+        let deadline = crate::domain::deadline::after(grace);
         loop {
             let running = self.running();
             if running == 0 || tokio::time::Instant::now() >= deadline {

@@ -151,7 +151,7 @@ impl Lane {
 
     fn arrive(&mut self, turn: QueuedTurn) {
         if self.settings.mode == QueueMode::Collect {
-            self.collect_at = Some(Instant::now() + self.settings.debounce);
+            self.collect_at = Some(crate::domain::deadline::after(self.settings.debounce));
         }
         let Some(active) = &mut self.active else {
             self.enqueue(turn);

@@ -154,7 +154,7 @@ impl RunTracker {
         bus: broadcast::Receiver<LiveEvent>,
         recheck: Option<Duration>,
     ) -> Result<Value, Fault> {
-        let deadline = tokio::time::Instant::now() + timeout;
+        let deadline = crate::domain::deadline::after(timeout);
         match seq_of_run_id(run_id) {
             Some(seq) => wait_run(run_id, seq, deadline, store, bus, recheck).await,
             None => self.wait_command(run_id, deadline).await,

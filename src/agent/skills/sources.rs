@@ -5,6 +5,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::agent::tools::confined::{OpenError, read_text_in_workspace};
+
 /// Where a skill was found; the order is precedence, highest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Source {
@@ -121,9 +123,10 @@ const BUNDLED: &[(&str, &str)] = &[(
 pub fn candidates(roots: &Roots) -> Vec<Candidate> {
     let mut out = Vec::new();
     for (source, dir) in roots.ordered() {
-        match dir {
-            Some(dir) => out.extend(scan(&dir, source)),
-            None => out.extend(bundled()),
+        match (source, dir) {
+            (Source::Workspace, Some(_)) => out.extend(scan_workspace(&roots.workspace)),
+            (_, Some(dir)) => out.extend(scan(&dir, source)),
+            (_, None) => out.extend(bundled()),
         }
     }
     out
@@ -168,6 +171,73 @@ pub fn scan(dir: &Path, source: Source) -> Vec<Candidate> {
             }
         })
         .collect()
+}
+
+/// The folder of a workspace that holds its skills.
+pub const WORKSPACE_SKILLS: &str = "skills";
+
+/// Largest SKILL.md read from a workspace (bytes, 1 MiB).
+const MAX_SKILL_BYTES: u64 = 1 << 20;
+
+/// The `skills/*/SKILL.md` files of `workspace`, each opened inside the workspace as the file
+/// tools open paths: a link elsewhere inside it is followed, a `skills` folder, skill folder
+/// or SKILL.md that leads out of it is refused (logged; such a skill shows as not loaded),
+/// never read. (The managed and extra folders are the operator's: [`scan`] reads them as
+/// they are.)
+pub fn scan_workspace(workspace: &Path) -> Vec<Candidate> {
+    let Ok(dir) = crate::agent::tools::paths::resolve_in_workspace(workspace, WORKSPACE_SKILLS)
+    else {
+        // A missing workspace has no skills; a `skills` link out of it is refused.
+        if std::fs::symlink_metadata(workspace.join(WORKSPACE_SKILLS)).is_ok() {
+            tracing::warn!(
+                folder = WORKSPACE_SKILLS,
+                workspace = %workspace.display(),
+                "refused: the workspace's skills folder leads outside the workspace; not read"
+            );
+        }
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .filter_map(|folder| {
+            let relative = format!("{WORKSPACE_SKILLS}/{folder}/SKILL.md");
+            let text = match read_text_in_workspace(workspace, &relative, MAX_SKILL_BYTES) {
+                Ok(text) => Ok(text),
+                Err(e) if e.is_missing() || matches!(e, OpenError::NotAFile(_)) => return None,
+                Err(e) => Err(ReadError::refused(&e)),
+            };
+            Some(Candidate {
+                source: Source::Workspace,
+                location: workspace.join(&relative).display().to_string(),
+                folder,
+                text,
+            })
+        })
+        .collect()
+}
+
+impl ReadError {
+    /// A SKILL.md chela would not read (or could not open) inside a workspace.
+    fn refused(e: &OpenError) -> ReadError {
+        match e {
+            OpenError::Io { source, .. } => ReadError {
+                kind: source.kind(),
+                reason: source.to_string(),
+            },
+            _ => ReadError {
+                kind: std::io::ErrorKind::PermissionDenied,
+                reason: e.to_string(),
+            },
+        }
+    }
 }
 
 #[cfg(test)]

@@ -228,3 +228,55 @@ fn loaded_descriptions_are_one_line() {
     let multi = skills.iter().find(|s| s.name == "multi").unwrap();
     assert_eq!(multi.description, "first line second line");
 }
+
+#[test]
+fn workspace_skills_linked_out_of_the_workspace_are_never_read() {
+    let t = tree();
+    let ws = &t.roots.workspace;
+    let outside = t._dir.path().join("outside");
+    // A SKILL.md-shaped secret outside the workspace, linked in three ways.
+    skill(
+        &outside,
+        "secret",
+        "name: leaked\ndescription: SECRET-TOKEN",
+    );
+    std::fs::create_dir_all(ws.join("skills/file-link")).unwrap();
+    std::os::unix::fs::symlink(
+        outside.join("secret/SKILL.md"),
+        ws.join("skills/file-link/SKILL.md"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(outside.join("secret"), ws.join("skills/folder-link")).unwrap();
+    // A link that stays inside the workspace is followed.
+    skill(ws, "kept", "name: kept\ndescription: inside");
+    std::os::unix::fs::symlink(ws.join("kept"), ws.join("skills/inside-link")).unwrap();
+    let found = discover(&t.roots, &probe());
+    let from_ws: Vec<&Found> = found
+        .iter()
+        .filter(|f| f.source == Source::Workspace)
+        .collect();
+    assert!(
+        found.iter().all(|f| !f.description.contains("SECRET")),
+        "{found:?}"
+    );
+    let refused: Vec<&str> = from_ws
+        .iter()
+        .filter(|f| matches!(&f.status, Status::Malformed(e) if e.contains("leads outside the workspace")))
+        .map(|f| f.name.as_str())
+        .collect();
+    assert_eq!(refused, ["file-link", "folder-link"], "{from_ws:?}");
+    assert!(
+        from_ws
+            .iter()
+            .any(|f| f.name == "kept" && f.status == Status::Loaded),
+        "{from_ws:?}"
+    );
+    // A whole `skills` folder linked out of the workspace is not read either.
+    std::fs::remove_dir_all(ws.join("skills")).unwrap();
+    std::os::unix::fs::symlink(&outside, ws.join("skills")).unwrap();
+    let found = discover(&t.roots, &probe());
+    assert!(
+        found.iter().all(|f| f.source != Source::Workspace),
+        "{found:?}"
+    );
+}

@@ -14,6 +14,7 @@
 mod ansi;
 mod args;
 mod capture;
+pub mod confined;
 pub mod cron;
 pub mod edit;
 pub mod exec;

@@ -1,4 +1,6 @@
-//! Confining tool paths to the agent's workspace.
+//! Confining tool paths to the agent's workspace. A refusal names only the path as it was
+//! asked for: never the canonical workspace nor where a symlink leads (the fields keep them
+//! for the code, the text the model reads leaves them out).
 
 use std::path::{Component, Path, PathBuf};
 
@@ -12,7 +14,7 @@ pub enum PathError {
     #[error("refused: the path contains a NUL byte")]
     Nul,
     /// The workspace itself cannot be resolved (missing or unreadable).
-    #[error("the workspace {} is not usable: {source}", workspace.display())]
+    #[error("the workspace is not usable: {source}")]
     Workspace {
         /// The configured workspace.
         workspace: PathBuf,
@@ -20,7 +22,7 @@ pub enum PathError {
         source: std::io::Error,
     },
     /// The path (after `..` is applied) is outside the workspace.
-    #[error("refused: {requested} is outside the workspace ({}); use a path inside it", root.display())]
+    #[error("refused: {requested} is outside the workspace; use a path inside it")]
     OutsideWorkspace {
         /// The path as asked for.
         requested: String,
@@ -28,11 +30,7 @@ pub enum PathError {
         root: PathBuf,
     },
     /// An existing part of the path cannot be resolved (e.g. a dangling symlink).
-    #[error(
-        "refused: {requested} goes through {} which cannot be resolved ({source}); \
-         it may be a dangling symlink",
-        existing.display()
-    )]
+    #[error("refused: {requested} cannot be resolved ({source}); it may be a dangling symlink")]
     Unresolvable {
         /// The path as asked for.
         requested: String,
@@ -42,7 +40,7 @@ pub enum PathError {
         source: std::io::Error,
     },
     /// A symlink on the path leads outside the workspace.
-    #[error("refused: {requested} leads outside the workspace through a symlink (to {})", target.display())]
+    #[error("refused: {requested} leads outside the workspace through a symlink")]
     SymlinkEscape {
         /// The path as asked for.
         requested: String,
@@ -217,6 +215,49 @@ mod tests {
             resolve_in_workspace(ws.path(), "alias/a.txt").unwrap(),
             root.join("sub/a.txt")
         );
+    }
+
+    #[test]
+    fn refusals_name_only_the_path_asked_for() {
+        let (ws, outside) = setup();
+        symlink(outside.path().join("secret"), ws.path().join("leak")).unwrap();
+        symlink(outside.path(), ws.path().join("out")).unwrap();
+        symlink(outside.path().join("gone"), ws.path().join("dangling")).unwrap();
+        let hidden = [
+            outside.path().to_path_buf(),
+            std::fs::canonicalize(outside.path()).unwrap(),
+            ws.path().to_path_buf(),
+            std::fs::canonicalize(ws.path()).unwrap(),
+        ];
+        let secret = outside.path().join("secret");
+        let cases = [
+            "leak",
+            "out/secret",
+            "out/new",
+            "dangling",
+            "dangling/x",
+            "../x",
+            "/etc/passwd",
+            secret.to_str().unwrap(),
+        ];
+        for requested in cases {
+            let text = resolve_in_workspace(ws.path(), requested)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                text.starts_with(&format!("refused: {requested} ")),
+                "{text}"
+            );
+            // The path as given may itself be absolute: only the rest of the text counts.
+            let rest = text.replacen(requested, "", 1);
+            for path in &hidden {
+                assert!(!rest.contains(path.to_str().unwrap()), "{text}");
+            }
+        }
+        let text = resolve_in_workspace(&ws.path().join("missing"), "x")
+            .unwrap_err()
+            .to_string();
+        assert!(!text.contains(ws.path().to_str().unwrap()), "{text}");
     }
 
     #[test]

@@ -91,7 +91,17 @@ async fn fetch(url: &str, dest: &Path, part: &Path, limit: u64) -> Result<u64, F
         tokio::fs::create_dir_all(folder).await?;
     }
     let result = async {
-        let mut file = tokio::fs::File::create(part).await?;
+        // A `.part` left behind, or a symlink planted there, is removed (not followed), and
+        // the new one is created only if nothing is there (`O_EXCL` follows no link).
+        match tokio::fs::remove_file(part).await {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+            _ => {}
+        }
+        let mut file = tokio::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(part)
+            .await?;
         let mut written = 0u64;
         while let Some(chunk) = response.chunk().await.map_err(http)? {
             written += chunk.len() as u64;

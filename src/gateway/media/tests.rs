@@ -117,6 +117,26 @@ async fn a_file_downloaded_before_a_restart_is_not_fetched_again() {
     assert!(matches!(err, FetchError::TooBig(101)), "{err:?}");
 }
 
+#[tokio::test]
+async fn a_planted_symlink_is_never_written_through_nor_taken_for_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("victim");
+    std::fs::write(&victim, b"keep").unwrap();
+    let dest = dir.path().join("1-0-image.jpg");
+    // The agent guessed the next download's name: `.part` and the file itself linked out.
+    std::os::unix::fs::symlink(&victim, dir.path().join("1-0-image.jpg.part")).unwrap();
+    let url = serve(b"PNG".to_vec()).await;
+    assert_eq!(download(&url, &dest, 100).await.unwrap(), 3);
+    assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+    assert_eq!(std::fs::read(&dest).unwrap(), b"PNG");
+    let linked = dir.path().join("2-0-image.jpg");
+    std::os::unix::fs::symlink(&victim, &linked).unwrap();
+    let photo = attachment(AttachmentKind::Image, None, Some("image/jpeg"));
+    let err = fetch_once(None, &photo, &linked, 100).await.unwrap_err();
+    assert!(matches!(err, FetchError::Io(_)), "{err:?}");
+}
+
 /// A URL whose answer sends `first` and then nothing more, never ending.
 async fn serve_stalling(first: Vec<u8>) -> String {
     let app = axum::Router::new().route(

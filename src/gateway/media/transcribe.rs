@@ -7,14 +7,14 @@ use std::path::Path;
 use super::fetch::{FetchError, client};
 use crate::config::MediaConfig;
 
-/// The text of the audio file `file` (of type `mime`), or why not.
+/// The text of the audio `bytes` of file `file` (of type `mime`), or why not.
 pub async fn transcribe(
     config: &MediaConfig,
-    file: &Path,
+    bytes: Vec<u8>,
+    file: &str,
     mime: &str,
 ) -> Result<String, FetchError> {
-    let bytes = tokio::fs::read(file).await?;
-    let name = file
+    let name = Path::new(file)
         .file_name()
         .map(|n| n.to_string_lossy().replace('"', "_"))
         .unwrap_or_else(|| "audio".to_owned());

@@ -11,6 +11,7 @@ use std::time::SystemTime;
 use bm25::{Document, SearchEngine, SearchEngineBuilder, Tokenizer};
 
 use super::chunk::{Chunk, chunks};
+use crate::agent::tools::confined::read_in_workspace;
 
 /// The long-term memory file at the workspace's top.
 pub const MEMORY_FILE: &str = "MEMORY.md";
@@ -66,13 +67,15 @@ impl Index {
         let found = memory_files(root, &mut refused);
         let mut changed = found.len() != self.files.len();
         let mut files = BTreeMap::new();
-        for (rel, path, signature) in found {
+        for (rel, _path, signature) in found {
             let kept = self.files.remove(&rel).filter(|f| f.signature == signature);
             let entry = match kept {
                 Some(entry) => entry,
                 None => {
                     changed = true;
-                    match std::fs::read(&path) {
+                    // Opened again as chela opens workspace files (no symlink out of the
+                    // workspace followed, even one swapped in since the walk).
+                    match read_in_workspace(root, &rel, MAX_FILE_BYTES) {
                         Ok(bytes) => FileChunks {
                             signature,
                             chunks: chunks(&String::from_utf8_lossy(&bytes)),

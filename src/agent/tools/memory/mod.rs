@@ -91,8 +91,7 @@ impl Tool for MemorySearchTool {
             let root = match std::fs::canonicalize(&ctx.workspace) {
                 Ok(root) => root,
                 Err(e) => {
-                    let shown = ctx.workspace.display();
-                    return ToolOutput::error(format!("the workspace {shown} is not usable: {e}"));
+                    return ToolOutput::error(format!("the workspace is not usable: {e}"));
                 }
             };
             let indexes = Arc::clone(&self.indexes);

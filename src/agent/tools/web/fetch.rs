@@ -119,7 +119,7 @@ impl WebFetchTool {
     /// Fetches `url` and converts it, both within the timeout; the page, or why not.
     pub async fn fetch(&self, url: &str, format: Format, max_chars: usize) -> ToolOutput {
         let secs = self.config.timeout_s;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+        let deadline = crate::domain::deadline::after(Duration::from_secs(secs));
         let timed_out =
             || ToolOutput::error(format!("web_fetch {url}: {}", FetchError::Timeout(secs)));
         let body = match tokio::time::timeout_at(deadline, self.get(url)).await {

@@ -1,0 +1,192 @@
+//! Files chela itself reads from a workspace (the prompt's bootstrap files, workspace skills,
+//! pictures for the model, downloaded voice notes), confined as the file tools are: the path
+//! is resolved by [`resolve_in_workspace`] (a symlink may lead elsewhere inside the
+//! workspace, never out of it), the file is opened without following a symlink at the end
+//! (nor blocking on a FIFO), and the open file is checked: a regular file, and (where
+//! `/proc/self/fd` tells) still inside the workspace, so a folder swapped for a symlink after
+//! the check is caught. A file refused for leading out of the workspace is logged with a
+//! warning naming the file as asked for, never where it leads, and is never read.
+
+use std::fs::{File, Metadata};
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use super::paths::{PathError, resolve_in_workspace};
+
+/// Why a workspace file was not opened or read; the text names only the path as asked for.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// Refused by the path rules: outside the workspace, through a symlink out of it,
+    /// dangling, or the workspace itself is not usable.
+    #[error(transparent)]
+    Path(#[from] PathError),
+    /// Nothing there.
+    #[error("{0} does not exist")]
+    Missing(String),
+    /// A symlink where a plain file was resolved a moment ago (swapped since).
+    #[error("refused: {0} is a symlink")]
+    Symlink(String),
+    /// A folder, a device, a FIFO: not a regular file.
+    #[error("{0} is not a regular file")]
+    NotAFile(String),
+    /// The open file is outside the workspace (a folder on the way swapped for a symlink).
+    #[error("refused: {0} leads outside the workspace through a symlink")]
+    Escaped(String),
+    /// Larger than the caller reads.
+    #[error("{name} is larger than {max} bytes")]
+    TooBig {
+        /// The file as asked for.
+        name: String,
+        /// The most the caller reads.
+        max: u64,
+    },
+    /// The system refused to open or read it.
+    #[error("cannot read {name}: {source}")]
+    Io {
+        /// The file as asked for.
+        name: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+impl OpenError {
+    /// Whether the file is simply not there (a missing prompt file is no news).
+    pub fn is_missing(&self) -> bool {
+        matches!(self, OpenError::Missing(_))
+    }
+
+    /// Whether it was refused for leading (or possibly leading) out of the workspace.
+    pub fn is_escape(&self) -> bool {
+        matches!(
+            self,
+            OpenError::Path(
+                PathError::OutsideWorkspace { .. }
+                    | PathError::SymlinkEscape { .. }
+                    | PathError::Unresolvable { .. }
+            ) | OpenError::Symlink(_)
+                | OpenError::Escaped(_)
+        )
+    }
+}
+
+/// Opens `requested` (relative to `workspace`, or absolute inside it) for reading, as the
+/// module says: its real path, the open file and its metadata. Blocking.
+pub fn open_in_workspace(
+    workspace: &Path,
+    requested: &str,
+) -> Result<(PathBuf, File, Metadata), OpenError> {
+    let opened = open_checked(workspace, requested);
+    if let Err(e) = &opened
+        && e.is_escape()
+    {
+        tracing::warn!(
+            file = requested,
+            workspace = %workspace.display(),
+            "refused: a workspace file that leads outside the workspace is not read"
+        );
+    }
+    opened
+}
+
+/// The bytes of `requested` (see [`open_in_workspace`]), refused when larger than
+/// `max_bytes`. Blocking.
+pub fn read_in_workspace(
+    workspace: &Path,
+    requested: &str,
+    max_bytes: u64,
+) -> Result<Vec<u8>, OpenError> {
+    let (_, file, meta) = open_in_workspace(workspace, requested)?;
+    if meta.len() > max_bytes {
+        return Err(OpenError::TooBig {
+            name: requested.to_owned(),
+            max: max_bytes,
+        });
+    }
+    let mut bytes = Vec::new();
+    // A file growing after the check is cut at the limit (one byte more tells it grew).
+    file.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|source| OpenError::Io {
+            name: requested.to_owned(),
+            source,
+        })?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(OpenError::TooBig {
+            name: requested.to_owned(),
+            max: max_bytes,
+        });
+    }
+    Ok(bytes)
+}
+
+/// [`read_in_workspace`] as UTF-8 text (a file that is not UTF-8 is an error, as
+/// `std::fs::read_to_string` says it).
+pub fn read_text_in_workspace(
+    workspace: &Path,
+    requested: &str,
+    max_bytes: u64,
+) -> Result<String, OpenError> {
+    let bytes = read_in_workspace(workspace, requested, max_bytes)?;
+    String::from_utf8(bytes).map_err(|_| OpenError::Io {
+        name: requested.to_owned(),
+        source: std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        ),
+    })
+}
+
+fn open_checked(workspace: &Path, requested: &str) -> Result<(PathBuf, File, Metadata), OpenError> {
+    let path = resolve_in_workspace(workspace, requested)?;
+    let name = || requested.to_owned();
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
+        .open(&path)
+        .map_err(|source| match source.kind() {
+            // `a.md/x` where `a.md` is a file: nothing there either.
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory => {
+                OpenError::Missing(name())
+            }
+            _ if source.raw_os_error() == Some(nix::libc::ELOOP) => OpenError::Symlink(name()),
+            _ => OpenError::Io {
+                name: name(),
+                source,
+            },
+        })?;
+    let meta = file.metadata().map_err(|source| OpenError::Io {
+        name: name(),
+        source,
+    })?;
+    if !meta.is_file() {
+        return Err(OpenError::NotAFile(name()));
+    }
+    check_opened(workspace, &file, requested)?;
+    Ok((path, file, meta))
+}
+
+/// Where the open `file` really is, checked to be inside the workspace (Linux:
+/// `/proc/self/fd`; elsewhere the check of the path before opening stands).
+fn check_opened(workspace: &Path, file: &File, requested: &str) -> Result<(), OpenError> {
+    use std::os::fd::AsRawFd;
+    let Ok(real) = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())) else {
+        return Ok(());
+    };
+    let root = std::fs::canonicalize(workspace).map_err(|source| {
+        OpenError::Path(PathError::Workspace {
+            workspace: workspace.to_path_buf(),
+            source,
+        })
+    })?;
+    if real.starts_with(&root) {
+        Ok(())
+    } else {
+        Err(OpenError::Escaped(requested.to_owned()))
+    }
+}
+
+#[cfg(test)]
+#[path = "confined_tests.rs"]
+mod tests;

@@ -60,8 +60,8 @@ pub use overrides::ENV_OVERRIDES;
 pub use redact::REDACTED;
 pub use rpc::{DEFAULT_RPC_LISTEN, RpcConfig, discovery_path_for};
 pub use tools::{
-    ExecApprovals, ExecConfig, SandboxMode, SessionsReach, TOOL_GROUPS, TOOL_NAMES, ToolProfile,
-    ToolScopeConfig, ToolsConfig, expand_tool_name,
+    ExecApprovals, ExecConfig, NetworkMode, SandboxMode, SessionsReach, TOOL_GROUPS, TOOL_NAMES,
+    ToolProfile, ToolScopeConfig, ToolsConfig, WEB_PORTS, expand_tool_name,
 };
 pub use types::{
     AgentConfig, Config, DmScope, DropPolicy, ModelConfig, ProviderKind, QueueConfig, QueueMode,

@@ -89,8 +89,12 @@ async fn setup(name: &str) -> Setup {
         }
     };
     let mut text = std::fs::read_to_string(s.config()).unwrap();
+    // The agents reach the fake model on its loopback port, as an operator opens a local
+    // model server's port (the default network policy allows only 80 and 443).
     text.push_str(&format!(
-        "\n[acp]\npermissions = \"ask\"\nask_timeout_s = 60\n[acp.agents.{name}]\n{harness}"
+        "\n[acp]\npermissions = \"ask\"\nask_timeout_s = 60\nallow_ports = [{}]\n\
+         [acp.agents.{name}]\n{harness}",
+        s.fake.addr().port()
     ));
     std::fs::write(s.config(), text).unwrap();
     s

@@ -107,3 +107,36 @@ async fn a_before_tool_hook_blocks_rm_and_an_after_run_hook_sees_each_run() {
     assert!(!env.contains("PROVIDER_SEEN"), "{env}");
     assert!(env.lines().any(|l| l.starts_with("PATH=")), "{env}");
 }
+
+/// An `after_run` hook that records its capabilities and whether it can connect to `port` on
+/// loopback (a port the default `[hooks] network = "web"` does not open) or listen at all.
+fn probe_hook(port: u16) -> String {
+    let script = format!(
+        "grep -E '^(CapEff|NoNewPrivs):' /proc/self/status | tr -s '\\t' ' ' > hook-privs.txt; \
+         perl -MIO::Socket::INET -e '$s = IO::Socket::INET->new(PeerAddr => \"127.0.0.1\", PeerPort => {port}); print \"connect:\", ($s ? \"ok\" : \"$!\"), \" \"' > hook-net.txt; \
+         perl -MSocket -e 'socket(my $s, PF_INET, SOCK_STREAM, 0) or die; print \"listen:\", (listen($s, 1) ? \"ok\" : \"$!\")' >> hook-net.txt"
+    );
+    let command = serde_json::to_string(&["sh", "-c", &script]).unwrap();
+    format!("\n[[hooks.after_run]]\ncommand = {command}\ntimeout_s = 10\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hook_runs_without_capabilities_and_can_neither_listen_nor_reach_a_loopback_port() {
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = server.local_addr().unwrap().port();
+    let s = Setup::openai("followup").await;
+    let mut config = std::fs::read_to_string(s.config()).unwrap();
+    config.push_str(&probe_hook(port));
+    std::fs::write(s.config(), config).unwrap();
+    std::fs::create_dir_all(s.path("ws")).unwrap();
+
+    let json = agent(&s, "hello").await;
+    assert_eq!(json["status"], "ok", "{json}");
+    let privs = std::fs::read_to_string(s.path("ws/hook-privs.txt")).unwrap();
+    assert_eq!(privs, "CapEff: 0000000000000000\nNoNewPrivs: 1\n");
+    let net = std::fs::read_to_string(s.path("ws/hook-net.txt")).unwrap();
+    assert_eq!(
+        net,
+        "connect:Permission denied listen:Operation not permitted"
+    );
+}

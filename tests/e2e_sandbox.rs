@@ -107,3 +107,90 @@ async fn provider_keys_reach_exec_only_when_passed() {
         "{stdout}"
     );
 }
+
+/// A shell line trying the three ways to be reached or reach out over TCP, printing
+/// `connect:<result> bind:<result> listen:<result>`: connect to the test's loopback server on
+/// `server` (a port no policy opens, as chela's RPC and panel), serve on 127.0.0.1:`free`, and
+/// serve on a port the kernel picks (`listen` on a socket never bound, which no bind rule sees).
+fn net_probe(server: u16, free: u16) -> String {
+    format!(
+        "perl -MIO::Socket::INET -e '$s = IO::Socket::INET->new(PeerAddr => \"127.0.0.1\", PeerPort => {server}); print \"connect:\", ($s ? \"ok\" : \"$!\"), \" \"'; \
+         perl -MIO::Socket::INET -e '$s = IO::Socket::INET->new(LocalAddr => \"127.0.0.1\", LocalPort => {free}, Listen => 1); print \"bind:\", ($s ? \"ok\" : \"$!\"), \" \"'; \
+         perl -MSocket -e 'socket(my $s, PF_INET, SOCK_STREAM, 0) or die; print \"listen:\", (listen($s, 1) ? \"ok\" : \"$!\")'"
+    )
+}
+
+/// A loopback server the agent's processes should not reach, and a port nobody listens on.
+fn ports() -> (std::net::TcpListener, u16) {
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let free = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    (server, free)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exec_can_neither_listen_nor_reach_a_loopback_port_by_default() {
+    let s = setup("").await;
+    let (server, free) = ports();
+    let port = server.local_addr().unwrap().port();
+    let text = exec(&s, &net_probe(port, free)).await;
+    assert_eq!(
+        text,
+        "done: connect:Permission denied bind:Permission denied listen:Operation not permitted\n[exit code 0]"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_ports_opens_a_port_to_connect_to_but_listening_stays_refused() {
+    let (server, free) = ports();
+    let port = server.local_addr().unwrap().port();
+    let s = setup(&format!(
+        "[tools.exec]\nnetwork = \"none\"\nallow_ports = [{port}]\n"
+    ))
+    .await;
+    let text = exec(&s, &net_probe(port, free)).await;
+    assert_eq!(
+        text,
+        "done: connect:ok bind:Permission denied listen:Operation not permitted\n[exit code 0]"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_network_all_exec_connects_and_listens() {
+    let s = setup("[tools.exec]\nnetwork = \"all\"\n").await;
+    let (server, free) = ports();
+    let port = server.local_addr().unwrap().port();
+    let text = exec(&s, &net_probe(port, free)).await;
+    assert_eq!(text, "done: connect:ok bind:ok listen:ok\n[exit code 0]");
+}
+
+/// A shell line printing exec's capability sets and `no_new_privs` from /proc/self/status,
+/// then whether `mknod` of a character device in the workspace works.
+const PRIVS_PROBE: &str = "grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/self/status | tr -s '\\t' ' '; \
+     if mknod node c 1 3 2>/dev/null; then echo mknod:ok; else echo mknod:refused; fi";
+
+/// Whether the test runs as root (the owner of /proc/self is the process's user).
+fn is_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").unwrap().uid() == 0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exec_runs_without_capabilities_and_with_no_new_privs() {
+    let s = setup("").await;
+    let text = exec(&s, PRIVS_PROBE).await;
+    let zero = "0000000000000000";
+    for set in ["CapInh", "CapPrm", "CapEff", "CapAmb"] {
+        assert!(text.contains(&format!("{set}: {zero}\n")), "{set}: {text}");
+    }
+    // Only a process holding CAP_SETPCAP (root) can empty its bounding set.
+    if is_root() {
+        assert!(text.contains(&format!("CapBnd: {zero}\n")), "{text}");
+    }
+    assert!(text.contains("NoNewPrivs: 1\n"), "{text}");
+    assert!(text.contains("mknod:refused"), "{text}");
+    assert!(!s.path("ws/node").exists());
+}

@@ -79,6 +79,7 @@ impl AcpManager {
             workspace: config.agent.workspace.clone(),
             sandbox: Arc::new(crate::sandbox::ChildSandbox::announced(
                 config.acp.sandbox,
+                config.acp.network.connect_ports(&config.acp.allow_ports),
                 config,
                 "[acp] sandbox",
             )),

@@ -141,6 +141,10 @@ pub fn build(
         hooks: hooks::Hooks::new(config.hooks.clone(), config.agent.workspace.clone()).confined_by(
             crate::sandbox::ChildSandbox::announced(
                 config.hooks.sandbox,
+                config
+                    .hooks
+                    .network
+                    .connect_ports(&config.hooks.allow_ports),
                 config,
                 "[hooks] sandbox",
             ),

@@ -146,16 +146,27 @@ fn sandboxes(loaded: &LoadedConfig, report: &mut Report) {
     let sandbox = chela::sandbox::ExecSandbox::from_config(&loaded.config);
     match sandbox.describe() {
         (true, detail) => report.line(true, "exec sandbox", detail),
-        // exec still works, each command after the owner's approval.
-        (false, detail) if sandbox.needs_approval() => report.warn("exec sandbox", detail),
-        (false, detail) => report.line(false, "exec sandbox", detail),
+        (false, detail) if sandbox.refuses() => report.line(false, "exec sandbox", detail),
+        // exec still works: each command after the owner's approval, or with the network
+        // confined only in part.
+        (false, detail) => report.warn("exec sandbox", detail),
     }
     let config = &loaded.config;
-    for (name, key, mode) in [
-        ("acp sandbox", "[acp] sandbox", config.acp.sandbox),
-        ("hooks sandbox", "[hooks] sandbox", config.hooks.sandbox),
+    let acp_tcp = config.acp.network.connect_ports(&config.acp.allow_ports);
+    let hooks_tcp = config
+        .hooks
+        .network
+        .connect_ports(&config.hooks.allow_ports);
+    for (name, key, mode, tcp) in [
+        ("acp sandbox", "[acp] sandbox", config.acp.sandbox, acp_tcp),
+        (
+            "hooks sandbox",
+            "[hooks] sandbox",
+            config.hooks.sandbox,
+            hooks_tcp,
+        ),
     ] {
-        match chela::sandbox::ChildSandbox::from_config(mode, config).describe(key) {
+        match chela::sandbox::ChildSandbox::from_config(mode, tcp, config).describe(key) {
             (true, detail) => report.line(true, name, detail),
             // They still run, unconfined: a warning, not a failure.
             (false, detail) => report.warn(name, detail),

@@ -76,6 +76,11 @@ pub struct AcpConfig {
     /// How agent processes and their terminal commands are confined: `landlock` (everything
     /// this user can reach except chela's store, RPC token file and config) | `off`.
     pub sandbox: super::SandboxMode,
+    /// `web` | `none` | `all`: the TCP ports agent processes and their terminal commands may
+    /// connect to under the sandbox (listening is refused unless `all`).
+    pub network: super::NetworkMode,
+    /// More TCP ports agents may connect to under the sandbox (a model server's port).
+    pub allow_ports: Vec<u16>,
     /// Harnesses by name; they add to (or replace) the built-in ones.
     pub agents: BTreeMap<String, HarnessConfig>,
 }
@@ -92,6 +97,8 @@ impl Default for AcpConfig {
             progress: true,
             terminal_output_limit: 1024 * 1024,
             sandbox: super::SandboxMode::Landlock,
+            network: super::NetworkMode::Web,
+            allow_ports: Vec::new(),
             agents: BTreeMap::new(),
         }
     }

@@ -42,6 +42,11 @@ pub struct HooksConfig {
     /// How hook processes are confined: `landlock` (everything this user can reach except
     /// chela's store, RPC token file and config) | `off`.
     pub sandbox: super::SandboxMode,
+    /// `web` | `none` | `all`: the TCP ports hook processes may connect to under the sandbox
+    /// (listening is refused unless `all`).
+    pub network: super::NetworkMode,
+    /// More TCP ports hook processes may connect to under the sandbox.
+    pub allow_ports: Vec<u16>,
     /// Run before a tool call; may block it (the model sees the reason).
     pub before_tool: Vec<HookConfig>,
     /// Run after a tool call that ran; output ignored.

@@ -495,3 +495,32 @@ fn discord_shards_default_to_one_and_bad_values_name_the_key() {
         "{err}"
     );
 }
+
+#[test]
+fn network_policies_parse_per_section_and_default_to_web() {
+    let c = Config::default();
+    for mode in [c.tools.exec.network, c.acp.network, c.hooks.network] {
+        assert_eq!(mode, NetworkMode::Web);
+    }
+    assert_eq!(c.tools.exec.network.connect_ports(&[]), Some(vec![80, 443]));
+    let c = parse(
+        "[tools.exec]\nnetwork = \"none\"\nallow_ports = [22, 22]\n\
+         [acp]\nnetwork = \"all\"\nallow_ports = [8080]\n\
+         [hooks]\nallow_ports = [8443, 443]\n",
+    )
+    .unwrap();
+    let exec = &c.tools.exec;
+    assert_eq!(
+        exec.network.connect_ports(&exec.allow_ports),
+        Some(vec![22])
+    );
+    assert_eq!(c.acp.network.connect_ports(&c.acp.allow_ports), None);
+    assert_eq!(
+        c.hooks.network.connect_ports(&c.hooks.allow_ports),
+        Some(vec![80, 443, 8443])
+    );
+    let err = parse("[tools.exec]\nnetwork = \"loopback\"\n").unwrap_err();
+    assert!(err.to_string().contains("network"), "{err}");
+    let err = parse("[acp]\nallow_ports = [70000]\n").unwrap_err();
+    assert!(err.to_string().contains("allow_ports"), "{err}");
+}

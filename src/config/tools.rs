@@ -74,6 +74,44 @@ pub enum SandboxMode {
 
 named_enum!(SandboxMode, "sandbox", [Landlock => "landlock", Off => "off"]);
 
+/// The TCP network the processes chela starts may use under the Landlock sandbox (`network`
+/// of `[tools.exec]`, `[acp]` and `[hooks]`). Unless `all`, they can listen on no port at
+/// all (so nothing they run can receive what a browser sends to a local port).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum NetworkMode {
+    /// Connect to TCP ports 80 and 443 (and `allow_ports`) only; bind and listen on none.
+    #[default]
+    #[serde(rename = "web")]
+    Web,
+    /// Connect to no TCP port (but `allow_ports`); bind and listen on none.
+    #[serde(rename = "none")]
+    Closed,
+    /// No network rule: the operator's explicit choice.
+    #[serde(rename = "all")]
+    All,
+}
+
+named_enum!(NetworkMode, "network", [Web => "web", Closed => "none", All => "all"]);
+
+/// The TCP ports `network = "web"` opens for connecting.
+pub const WEB_PORTS: &[u16] = &[80, 443];
+
+impl NetworkMode {
+    /// The TCP ports processes may connect to under this mode with `allow_ports` added
+    /// (sorted, no repeats), or `None` when TCP is not confined (`all`).
+    pub fn connect_ports(self, allow_ports: &[u16]) -> Option<Vec<u16>> {
+        let base: &[u16] = match self {
+            NetworkMode::Web => WEB_PORTS,
+            NetworkMode::Closed => &[],
+            NetworkMode::All => return None,
+        };
+        let mut ports: Vec<u16> = base.iter().chain(allow_ports).copied().collect();
+        ports.sort_unstable();
+        ports.dedup();
+        Some(ports)
+    }
+}
+
 /// `[tools.exec]`: what commands the model runs can reach.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -87,6 +125,11 @@ pub struct ExecConfig {
     pub allow_read: Vec<PathBuf>,
     /// More folders commands may write under the sandbox.
     pub allow_write: Vec<PathBuf>,
+    /// `web` | `none` | `all`: the TCP ports commands may connect to under the sandbox
+    /// (listening is refused unless `all`).
+    pub network: NetworkMode,
+    /// More TCP ports commands may connect to under the sandbox.
+    pub allow_ports: Vec<u16>,
 }
 
 /// Every tool chela's agent has, by name.

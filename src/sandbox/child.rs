@@ -26,10 +26,12 @@ enum Mode {
     /// Not confined: `sandbox = "off"` (or built by hand, as in unit tests).
     #[default]
     Off,
-    /// Started through `trampoline sandbox-exec --hide ...`.
+    /// Started through `trampoline sandbox-exec --hide ...`, TCP as `tcp` says (see
+    /// [`Rules::tcp`]).
     Landlock {
         trampoline: PathBuf,
         hide: Vec<PathBuf>,
+        tcp: Option<Vec<u16>>,
     },
     /// Landlock was asked for but cannot be had: the processes run unconfined.
     Unavailable(String),
@@ -47,8 +49,9 @@ pub enum ChildSandboxError {
 }
 
 impl ChildSandbox {
-    /// The sandbox `mode` asks for, hiding `config`'s files, with this binary as trampoline.
-    pub fn from_config(mode: SandboxMode, config: &Config) -> ChildSandbox {
+    /// The sandbox `mode` asks for, hiding `config`'s files and allowing TCP as `tcp` says
+    /// (see [`Rules::tcp`]), with this binary as trampoline.
+    pub fn from_config(mode: SandboxMode, tcp: Option<Vec<u16>>, config: &Config) -> ChildSandbox {
         let mode = match (mode, std::env::current_exe()) {
             (SandboxMode::Off, _) => Mode::Off,
             (SandboxMode::Landlock, Err(e)) => {
@@ -59,6 +62,7 @@ impl ChildSandbox {
                 Ok(()) => Mode::Landlock {
                     trampoline: exe,
                     hide: hidden(config),
+                    tcp,
                 },
             },
         };
@@ -68,8 +72,13 @@ impl ChildSandbox {
     /// [`ChildSandbox::from_config`] for the processes config key `key` (`[hooks] sandbox`)
     /// is about, with a log line saying what it is (a warning when they run unconfined
     /// although Landlock was asked for).
-    pub fn announced(mode: SandboxMode, config: &Config, key: &str) -> ChildSandbox {
-        let sandbox = ChildSandbox::from_config(mode, config);
+    pub fn announced(
+        mode: SandboxMode,
+        tcp: Option<Vec<u16>>,
+        config: &Config,
+        key: &str,
+    ) -> ChildSandbox {
+        let sandbox = ChildSandbox::from_config(mode, tcp, config);
         match sandbox.describe(key) {
             (true, line) => tracing::info!("{key}: {line}"),
             (false, line) => tracing::warn!("{key}: {line}"),
@@ -77,10 +86,19 @@ impl ChildSandbox {
         sandbox
     }
 
-    /// Confined through `trampoline sandbox-exec`, hiding `hide` (no kernel check).
-    pub fn landlock(trampoline: PathBuf, hide: Vec<PathBuf>) -> ChildSandbox {
+    /// Confined through `trampoline sandbox-exec`, hiding `hide`, TCP as `tcp` says (no
+    /// kernel check).
+    pub fn landlock(
+        trampoline: PathBuf,
+        hide: Vec<PathBuf>,
+        tcp: Option<Vec<u16>>,
+    ) -> ChildSandbox {
         ChildSandbox {
-            mode: Mode::Landlock { trampoline, hide },
+            mode: Mode::Landlock {
+                trampoline,
+                hide,
+                tcp,
+            },
         }
     }
 
@@ -91,9 +109,14 @@ impl ChildSandbox {
     pub fn argv(&self, argv: &[OsString]) -> Vec<OsString> {
         match &self.mode {
             Mode::Off | Mode::Unavailable(_) => argv.to_vec(),
-            Mode::Landlock { trampoline, hide } => {
+            Mode::Landlock {
+                trampoline,
+                hide,
+                tcp,
+            } => {
                 let rules = Rules {
                     hide: hide.clone(),
+                    tcp: tcp.clone(),
                     ..Rules::default()
                 };
                 let mut out = vec![trampoline.clone().into_os_string()];
@@ -141,12 +164,13 @@ impl ChildSandbox {
                 true,
                 format!("off ({key} = \"off\"): they reach everything this user can"),
             ),
-            Mode::Landlock { hide, .. } => {
+            Mode::Landlock { hide, tcp, .. } => {
                 let names: Vec<String> = hide.iter().map(|p| p.display().to_string()).collect();
+                let (kernel_ok, network) = super::netguard::describe(tcp.as_deref());
                 (
-                    true,
+                    kernel_ok,
                     format!(
-                        "landlock: everything this user can reach except {}",
+                        "landlock: everything this user can reach except {}; {network}",
                         names.join(", ")
                     ),
                 )
@@ -228,7 +252,8 @@ mod tests {
 
     #[test]
     fn confined_commands_go_through_the_trampoline_with_agent_variables_inside() {
-        let sandbox = ChildSandbox::landlock("/bin/chela".into(), vec!["/h/data".into()]);
+        let sandbox =
+            ChildSandbox::landlock("/bin/chela".into(), vec!["/h/data".into()], Some(vec![443]));
         let argv = sandbox.argv(&os(&["codex", "--acp"]));
         assert_eq!(
             argv,
@@ -237,6 +262,9 @@ mod tests {
                 "sandbox-exec",
                 "--hide",
                 "/h/data",
+                "--tcp",
+                "--connect",
+                "443",
                 "--",
                 "codex",
                 "--acp"

@@ -79,6 +79,11 @@ impl ExecSandbox {
         matches!(self.mode, Mode::Unavailable(_))
     }
 
+    /// True when exec refuses every command (the sandbox cannot protect what it must).
+    pub fn refuses(&self) -> bool {
+        matches!(self.mode, Mode::Refused(_))
+    }
+
     /// Program and arguments that run `sh -c command` with the extra variables `env` (the
     /// model's), or why exec refuses to. Under Landlock the variables are not set on the
     /// trampoline (`LD_PRELOAD` there would run before the sandbox is applied): `env(1)` sets
@@ -141,10 +146,16 @@ impl ExecSandbox {
                 "off ([tools.exec] sandbox = \"off\"): commands reach everything this user can"
                     .to_owned(),
             ),
-            Mode::Landlock { rules, .. } => (
-                true,
-                format!("landlock: commands write only to {}", join(&rules.write)),
-            ),
+            Mode::Landlock { rules, .. } => {
+                let (kernel_ok, network) = super::netguard::describe(rules.tcp.as_deref());
+                (
+                    kernel_ok,
+                    format!(
+                        "landlock: commands write only to {}; {network}",
+                        join(&rules.write)
+                    ),
+                )
+            }
             Mode::Unavailable(why) => (
                 false,
                 format!(
@@ -178,6 +189,7 @@ fn landlock_mode(config: &Config, trampoline: PathBuf) -> Mode {
         write,
         devices: DEVICES.iter().map(PathBuf::from).collect(),
         hide: Vec::new(),
+        tcp: exec.network.connect_ports(&exec.allow_ports),
     };
     match exposed(&rules, &protected(config)) {
         Some(why) => Mode::Refused(why),

@@ -2,13 +2,14 @@
 //! the workspace, write beneath the workspace and a temp folder, devices, and nothing else.
 //! Landlock is allow-list based, so chela's store, config, RPC token file and the rest of the
 //! home folder are denied by not being listed. Hooks and coding agents: everything but
-//! chela's own files ([`Rules::hide`], expanded by [`super::hide`]).
+//! chela's own files ([`Rules::hide`], expanded by [`super::hide`]). Both: with [`Rules::tcp`],
+//! TCP connect only to the listed ports and bind to none (Landlock ABI 4, Linux 6.7).
 
 use std::path::{Path, PathBuf};
 
 use landlock::{
-    ABI, Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
-    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath,
+    PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
 /// The filesystem rights this crate version asks for (best effort on older kernels).
@@ -48,6 +49,9 @@ pub struct Rules {
     /// Everything this user can reach except these (see [`super::hide`]): expanded into
     /// grants when the sandbox is applied.
     pub hide: Vec<PathBuf>,
+    /// The TCP ports the process may connect to; it may bind none (and, see
+    /// [`super::netguard`], listen on none). `None`: TCP is not confined.
+    pub tcp: Option<Vec<u16>>,
 }
 
 impl Rules {
@@ -70,16 +74,34 @@ pub fn probe() -> Result<(), LandlockError> {
         .map_err(|e| LandlockError::Unavailable(e.to_string()))
 }
 
+/// Whether the kernel has Landlock's TCP rules (ABI 4, Linux 6.7): creates (and drops) a
+/// ruleset handling them, restricting nothing.
+pub fn probe_network() -> Result<(), LandlockError> {
+    Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessNet::from_all(ABI::V4))
+        .and_then(|ruleset| ruleset.create())
+        .map(drop)
+        .map_err(|e| LandlockError::Unavailable(e.to_string()))
+}
+
 /// Restricts this process (one thread: call before starting any) to `rules`, for good.
 pub fn restrict_self(rules: &Rules) -> Result<RulesetStatus, LandlockError> {
     let read = AccessFs::from_read(ABI_USED);
     let write = AccessFs::from_all(ABI_USED);
     let device = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::ReadDir | AccessFs::IoctlDev;
     // Signals too stay inside the sandbox: a command cannot signal chela or other processes.
-    let mut ruleset = Ruleset::default()
+    let mut attr = Ruleset::default()
         .handle_access(AccessFs::from_all(ABI_USED))?
-        .scope(Scope::Signal)?
-        .create()?;
+        .scope(Scope::Signal)?;
+    if rules.tcp.is_some() {
+        // Handled with no bind rule: binding any TCP port is denied.
+        attr = attr.handle_access(AccessNet::from_all(ABI::V4))?;
+    }
+    let mut ruleset = attr.create()?;
+    for port in rules.tcp.iter().flatten() {
+        ruleset = ruleset.add_rule(NetPort::new(*port, AccessNet::ConnectTcp))?;
+    }
     let hidden = super::hide::expand(&rules.hide);
     let lists: [(&[PathBuf], BitFlags<AccessFs>); 5] = [
         (&rules.read, read),

@@ -3,7 +3,10 @@
 //! whole ([`group`]), and `exec` runs under a Landlock ruleset ([`landlock`]) applied by the
 //! hidden `chela sandbox-exec` trampoline ([`trampoline`]) as [`exec::ExecSandbox`] decides.
 //! Hooks, coding agents and their terminal commands go through the same trampoline with
-//! chela's own files hidden ([`hide`]) as [`child::ChildSandbox`] decides. Interrupts that chela was started with ignored reach
+//! chela's own files hidden ([`hide`]) as [`child::ChildSandbox`] decides. The trampoline
+//! also drops every capability and sets `no_new_privs` ([`privs`]) and, unless the network
+//! is left open, allows TCP connect only to the policy's ports and no bind or listen
+//! ([`landlock`], [`netguard`]). Interrupts that chela was started with ignored reach
 //! them at their default ([`signals`]).
 
 pub mod child;
@@ -12,6 +15,8 @@ pub mod exec;
 pub mod group;
 pub mod hide;
 pub mod landlock;
+pub mod netguard;
+pub mod privs;
 pub mod signals;
 pub mod trampoline;
 

@@ -1,8 +1,10 @@
-//! `chela sandbox-exec [--ro DIR]... [--rw DIR]... [--dev DIR]... [--hide PATH]... -- PROGRAM
-//! ARGS...`: a
-//! hidden subcommand that applies the Landlock ruleset to itself and then becomes PROGRAM
-//! (`exec`, same pid, so the caller's process group and signals still apply). It exists
-//! because `pre_exec` needs `unsafe`, which the crate forbids.
+//! `chela sandbox-exec [--ro DIR]... [--rw DIR]... [--dev DIR]... [--hide PATH]... [--tcp
+//! [--connect PORT]...] -- PROGRAM ARGS...`: a hidden subcommand that gives up every
+//! capability and sets `no_new_privs` ([`super::privs`]), applies the Landlock ruleset to
+//! itself (with `--tcp`: TCP connect only to the `--connect` ports, no bind, and no listen,
+//! [`super::netguard`]) and then becomes PROGRAM (`exec`, same pid, so the caller's process
+//! group and signals still apply). It exists because `pre_exec` needs `unsafe`, which the
+//! crate forbids.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
@@ -22,12 +24,17 @@ const NOT_STARTED: u8 = 127;
 /// Why the arguments make no sense.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum UsageError {
-    /// An option without its folder.
-    #[error("{0} needs a folder")]
+    /// An option without its folder (or port).
+    #[error("{0} needs a value")]
     MissingValue(String),
     /// Something that is no option before `--`.
-    #[error("unexpected argument {0:?}; expected --ro, --rw, --dev, --hide or --")]
+    #[error(
+        "unexpected argument {0:?}; expected --ro, --rw, --dev, --hide, --tcp, --connect or --"
+    )]
     Unexpected(String),
+    /// A `--connect` value that is no TCP port.
+    #[error("{0:?} is no TCP port")]
+    BadPort(String),
     /// No program after `--`.
     #[error("no program after --")]
     NoProgram,
@@ -38,23 +45,39 @@ pub fn parse(args: &[OsString]) -> Result<(Rules, Vec<OsString>), UsageError> {
     let mut rules = Rules::default();
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
-        let list = match arg.to_str() {
-            Some("--") => {
+        let flag = arg.to_str().unwrap_or_default();
+        match flag {
+            "--" => {
                 let program: Vec<OsString> = rest.cloned().collect();
                 if program.is_empty() {
                     return Err(UsageError::NoProgram);
                 }
                 return Ok((rules, program));
             }
-            Some("--ro") => &mut rules.read,
-            Some("--rw") => &mut rules.write,
-            Some("--dev") => &mut rules.devices,
-            Some("--hide") => &mut rules.hide,
+            "--tcp" => {
+                rules.tcp.get_or_insert_with(Vec::new);
+                continue;
+            }
+            "--ro" | "--rw" | "--dev" | "--hide" | "--connect" => {}
             _ => return Err(UsageError::Unexpected(arg.to_string_lossy().into_owned())),
-        };
+        }
         let value = rest
             .next()
-            .ok_or_else(|| UsageError::MissingValue(arg.to_string_lossy().into_owned()))?;
+            .ok_or_else(|| UsageError::MissingValue(flag.to_owned()))?;
+        let list = match flag {
+            "--ro" => &mut rules.read,
+            "--rw" => &mut rules.write,
+            "--dev" => &mut rules.devices,
+            "--hide" => &mut rules.hide,
+            _ => {
+                let text = value.to_string_lossy();
+                let port = text
+                    .parse::<u16>()
+                    .map_err(|_| UsageError::BadPort(text.into_owned()))?;
+                rules.tcp.get_or_insert_with(Vec::new).push(port);
+                continue;
+            }
+        };
         list.push(PathBuf::from(value));
     }
     Err(UsageError::NoProgram)
@@ -75,6 +98,13 @@ pub fn args_for(rules: &Rules, program: &[OsString]) -> Vec<OsString> {
             args.push(path.into());
         }
     }
+    if let Some(ports) = &rules.tcp {
+        args.push("--tcp".into());
+        for port in ports {
+            args.push("--connect".into());
+            args.push(port.to_string().into());
+        }
+    }
     args.push("--".into());
     args.extend(program.iter().cloned());
     args
@@ -91,7 +121,7 @@ pub fn main(args: &[OsString]) -> ExitCode {
     };
     // Before the ruleset: it reads /proc/self/status.
     super::signals::let_children_take_interrupts();
-    if let Err(e) = landlock::restrict_self(&rules) {
+    if let Err(e) = confine(&rules) {
         eprintln!("chela {SUBCOMMAND}: {e}; the command was not run");
         return ExitCode::from(SANDBOX_FAILED);
     }
@@ -107,6 +137,29 @@ pub fn main(args: &[OsString]) -> ExitCode {
     ExitCode::from(NOT_STARTED)
 }
 
+/// Why the sandbox could not be applied.
+#[derive(Debug, thiserror::Error)]
+enum ConfineError {
+    #[error(transparent)]
+    Privileges(#[from] super::privs::PrivsError),
+    #[error(transparent)]
+    Landlock(#[from] landlock::LandlockError),
+    #[error(transparent)]
+    Listen(#[from] super::netguard::NetguardError),
+}
+
+/// Everything the program must start under, in order: no privileges (and `no_new_privs`,
+/// which Landlock and seccomp need), the Landlock ruleset, and no listening when TCP is
+/// confined.
+fn confine(rules: &Rules) -> Result<(), ConfineError> {
+    super::privs::drop_all()?;
+    landlock::restrict_self(rules)?;
+    if rules.tcp.is_some() {
+        super::netguard::forbid_listening()?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -119,6 +172,7 @@ mod tests {
             write: vec!["/ws".into()],
             devices: vec!["/dev".into()],
             hide: vec!["/home/u/.chela/data".into()],
+            tcp: Some(vec![80, 443]),
         };
         let program: Vec<OsString> = vec!["sh".into(), "-c".into(), "echo --ro".into()];
         let args = args_for(&rules, &program);
@@ -128,5 +182,36 @@ mod tests {
         assert_eq!(parse(&bad), Err(UsageError::MissingValue("--rw".into())));
         let none: Vec<OsString> = vec!["--ro".into(), "/".into(), "--".into()];
         assert_eq!(parse(&none), Err(UsageError::NoProgram));
+    }
+
+    #[test]
+    fn tcp_rules_round_trip_closed_open_and_bad() {
+        let program: Vec<OsString> = vec!["true".into()];
+        // No network rule at all ("all"): no flag.
+        let open = Rules::default();
+        let args = args_for(&open, &program);
+        assert!(!args.iter().any(|a| a == "--tcp"), "{args:?}");
+        assert_eq!(parse(&args[1..]).unwrap(), (open, program.clone()));
+        // TCP confined with no port ("none"): the flag alone.
+        let closed = Rules {
+            tcp: Some(Vec::new()),
+            ..Rules::default()
+        };
+        let args = args_for(&closed, &program);
+        assert_eq!(args, ["sandbox-exec", "--tcp", "--", "true"]);
+        assert_eq!(parse(&args[1..]).unwrap(), (closed, program));
+        let os = |list: &[&str]| list.iter().map(OsString::from).collect::<Vec<_>>();
+        assert_eq!(
+            parse(&os(&["--connect", "http", "--", "true"])),
+            Err(UsageError::BadPort("http".into()))
+        );
+        assert_eq!(
+            parse(&os(&["--connect", "70000", "--", "true"])),
+            Err(UsageError::BadPort("70000".into()))
+        );
+        assert_eq!(
+            parse(&os(&["--connect"])),
+            Err(UsageError::MissingValue("--connect".into()))
+        );
     }
 }

@@ -29,7 +29,8 @@ pub async fn starts(harness: &HarnessConfig, config: &Config, timeout: Duration)
         .filter(|dir| dir.is_dir())
         .or_else(|| Some(config.agent.workspace.clone()).filter(|dir| dir.is_dir()))
         .unwrap_or_else(std::env::temp_dir);
-    let sandbox = chela::sandbox::ChildSandbox::from_config(config.acp.sandbox, config);
+    let tcp = config.acp.network.connect_ports(&config.acp.allow_ports);
+    let sandbox = chela::sandbox::ChildSandbox::from_config(config.acp.sandbox, tcp, config);
     let argv: Vec<std::ffi::OsString> = harness.command.iter().map(Into::into).collect();
     let argv = sandbox.argv(&argv);
     let Some((program, args)) = argv.split_first() else {

@@ -41,8 +41,8 @@ use std::path::{Path, PathBuf};
 pub use acp::{AcpConfig, BUILTIN_HARNESSES, HarnessConfig, NonInteractive, PermissionMode};
 pub use agents::{AgentEntry, Binding};
 pub use channels::{
-    AccessConfig, ChannelsConfig, CommandsConfig, DiscordConfig, DmPolicy, GroupPolicy, Streaming,
-    TelegramConfig,
+    AccessConfig, ChannelsConfig, CommandsConfig, DiscordConfig, DmPolicy, GroupPolicy,
+    ModelChange, Streaming, TelegramConfig,
 };
 pub use cluster::ClusterConfig;
 pub use cron::{CronEntry, HEARTBEAT_PROMPT, HeartbeatConfig, TargetConfig, is_valid_job_id};
@@ -64,8 +64,8 @@ pub use tools::{
     ToolProfile, ToolScopeConfig, ToolsConfig, WEB_PORTS, expand_tool_name,
 };
 pub use types::{
-    AgentConfig, Config, DmScope, DropPolicy, ModelConfig, ProviderKind, QueueConfig, QueueMode,
-    SessionConfig, StoreConfig, StoreEngine, TerminalConfig,
+    AgentConfig, Config, DmScope, DropPolicy, ModelConfig, ProviderKind, QueueConfig, QueueLimits,
+    QueueMode, SessionConfig, StoreConfig, StoreEngine, TerminalConfig,
 };
 pub use web::{SearchProvider, WebConfig, WebSearchConfig};
 

@@ -152,7 +152,10 @@ async fn the_panel_in_a_browser_shows_runs_transcripts_and_acts_on_pairing_and_b
     let outcome = b
         .wait_text("#outcome", "the approval", |t| !t.is_empty())
         .await;
-    assert!(outcome.contains("Approved Zed (78)"), "{outcome}");
+    assert!(
+        outcome.contains("Approved \"Zed\" (name unverified, id 78)"),
+        "{outcome}"
+    );
     s.tg.user_sends(zed_chat, zed, "hello again");
     gw.wait(&s, "Zed's answer", |s| {
         s.texts(ZED).iter().any(|t| t == "ok: hello again")

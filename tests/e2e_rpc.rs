@@ -80,6 +80,33 @@ async fn a_wrong_or_missing_token_is_refused() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_tokens_are_answered_slowly_one_after_the_other() {
+    // Issue #32.8: the RPC took 300 wrong tokens in 2.5 s; the panel waits 0.3 s per failure.
+    let setup = Setup::openai("steer").await;
+    let (chat, address) = gateway(&setup).await;
+    let start = std::time::Instant::now();
+    let guesses: Vec<_> = (0..5)
+        .map(|i| {
+            let address = address.clone();
+            tokio::spawn(async move { RpcClient::connect(&address, &format!("guess{i}")).await })
+        })
+        .collect();
+    // While they wait, the right token gets in.
+    let mut rpc = client(&address).await;
+    assert!(rpc.call("status", json!({})).await.is_ok());
+    for guess in guesses {
+        assert!(matches!(
+            guess.await.unwrap(),
+            Err(ClientError::Unauthorized { .. })
+        ));
+    }
+    // Five refusals at once took their turns: at least 5 x 0.3 s (a lower bound only).
+    let took = start.elapsed();
+    assert!(took >= std::time::Duration::from_millis(1500), "{took:?}");
+    stop(chat).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_then_wait_returns_the_reply_and_events_announce_the_run() {
     let setup = Setup::openai("steer").await;
     let (chat, address) = gateway(&setup).await;

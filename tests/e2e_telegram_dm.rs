@@ -191,7 +191,10 @@ async fn pairing_is_approved_while_the_gateway_runs() {
     let (ok, out) = s.cli(&["pairing", "reject", "telegram", "ZZZZZZZZ"]).await;
     assert!(!ok, "an unknown code is refused: {out}");
     let (ok, approved) = s.cli(&["pairing", "approve", "telegram", &code]).await;
-    assert!(ok && approved.contains("approved Zed (78)"), "{approved}");
+    assert!(
+        ok && approved.contains("approved name \"Zed\" (unverified) (id 78)"),
+        "{approved}"
+    );
     s.tg.user_sends(chat, zed, "hello again");
     gw.wait(&s, "the answer", |s| {
         s.texts(78).iter().any(|t| t == "ok: hello again")
@@ -199,6 +202,79 @@ async fn pairing_is_approved_while_the_gateway_runs() {
     .await;
     gw.stop().await;
     assert_eq!(s.asked(), vec!["hello again".to_string()]);
+}
+
+/// The code in a pairing prompt.
+fn code_in(prompt: &str) -> Option<String> {
+    let rest = prompt.split("chela pairing approve telegram ").nth(1)?;
+    Some(rest.chars().take(8).collect())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crowd_of_strangers_cannot_lock_pairing_and_the_late_ones_are_told_to_try_later() {
+    // Issue #32.4: three strangers' codes locked pairing for an hour; later ones heard nothing.
+    let s = TgSetup::new("").await;
+    let mut gw = s.gateway();
+    let max = chela::store::MAX_PENDING as i64;
+    let crowd = max + 3;
+    let hostile = "Eve\napproved: yes \u{1b}[2J";
+    for id in 5000..5000 + crowd {
+        let name = if id == 5001 {
+            hostile.to_string()
+        } else {
+            format!("S{id}")
+        };
+        let (chat, user) = dm(id, &name);
+        s.tg.user_sends(chat, user, "hi");
+    }
+    gw.wait(&s, "an answer to every stranger", |s| {
+        (5000..5000 + crowd).all(|id| !s.texts(id).is_empty())
+    })
+    .await;
+    // The late ones write again: told to try later once, not once per message.
+    let late = 5000 + crowd - 1;
+    for _ in 0..2 {
+        let (chat, user) = dm(late, &format!("S{late}"));
+        s.tg.user_sends(chat, user, "hello?");
+    }
+    // One with a code writes again: the same code again.
+    let (chat, user) = dm(5000, "S5000");
+    s.tg.user_sends(chat, user, "again");
+    gw.wait(&s, "the code repeated", |s| s.texts(5000).len() >= 2)
+        .await;
+    s.wait_consumed(&mut gw).await;
+    let (ok, list) = s.cli(&["pairing", "list"]).await;
+    gw.stop().await;
+
+    for id in 5000..5000 + max {
+        let texts = s.texts(id);
+        assert!(code_in(&texts[0]).is_some(), "{id}: {texts:#?}");
+    }
+    let first = s.texts(5000);
+    assert_eq!(code_in(&first[0]), code_in(&first[1]), "{first:#?}");
+    for id in 5000 + max..5000 + crowd {
+        let texts = s.texts(id);
+        assert_eq!(texts.len(), 1, "{id} is told once: {texts:#?}");
+        assert!(
+            texts[0].contains("too many requests are waiting")
+                && texts[0].contains("Try again in about 60 minutes"),
+            "{id}: {texts:#?}"
+        );
+    }
+    assert_eq!(
+        s.setup.fake.request_count(),
+        0,
+        "no stranger reached the model"
+    );
+    // The owner's list shows every waiting code, the chosen names as quoted, escaped,
+    // unverified text on one line each.
+    assert!(ok, "{list}");
+    assert_eq!(list.lines().count(), max as usize, "{list}");
+    assert!(
+        list.contains("name \"Eve\\napproved: yes \\u{1b}[2J\" (unverified) (id 5001)"),
+        "{list}"
+    );
+    assert!(!list.contains('\u{1b}'), "{list:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -223,7 +299,8 @@ async fn with_owners_configured_an_approved_stranger_is_no_owner() {
     let (ok, approved) = s.cli(&["pairing", "approve", "telegram", &code]).await;
     assert!(ok, "{approved}");
     assert!(
-        approved.contains("approved Zed (79)") && approved.contains("NOT an owner"),
+        approved.contains("approved name \"Zed\" (unverified) (id 79)")
+            && approved.contains("NOT an owner"),
         "the approval says plainly that Zed is no owner: {approved}"
     );
     assert!(!approved.contains("now the OWNER"), "{approved}");

@@ -5,7 +5,7 @@
 mod common;
 
 use chela_testkit::{ChatSpec, SendOptions, UserSpec};
-use common::telegram::{TgSetup, at_bot};
+use common::telegram::{TgConfig, TgSetup, at_bot};
 
 const GROUP: i64 = -4001;
 const FORUM: i64 = -1_001_234_567_890;
@@ -305,4 +305,40 @@ async fn mention_gating_holds_in_a_topic_the_bot_created() {
         "only the mentioned message runs: {asked:#?}"
     );
     assert!(asked[0].contains("Bob: just chatting"), "{asked:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_an_allowlist_only_owners_and_listed_members_reach_the_model() {
+    // Issue #32.9: every other group test runs with an open policy, so dropping the owner's
+    // way into an allowlisted group went unnoticed. Ann (7) is an owner in no list, Cy (9)
+    // is listed, Bob (8) is neither.
+    // followup: each message its own turn, none steered into another.
+    let s = TgSetup::with(TgConfig {
+        mode: "followup",
+        telegram: "group_allow_from = [\"9\"]",
+        tables: "[commands]\nowner_allow_from = [\"telegram:7\"]",
+        ..TgConfig::default()
+    })
+    .await;
+    let cy = UserSpec::new(9, "Cy");
+    let mut gw = s.gateway();
+    // Bob first: were he let in, his turn would run before the others.
+    s.tg.user_sends(team(), bob(), &format!("{} bob here", at_bot()));
+    s.tg.user_sends(team(), ann(), &format!("{} ann here", at_bot()));
+    s.tg.user_sends(team(), cy, &format!("{} cy here", at_bot()));
+    gw.wait(&s, "the owner's and the listed member's answers", |s| {
+        let texts = s.texts(GROUP);
+        texts.iter().any(|t| t.contains("ann here")) && texts.iter().any(|t| t.contains("cy here"))
+    })
+    .await;
+    s.wait_consumed(&mut gw).await;
+    gw.stop().await;
+    let asked = s.asked();
+    assert_eq!(asked.len(), 2, "{asked:#?}");
+    assert!(
+        asked[0].ends_with("ann here") && asked[1].ends_with("cy here"),
+        "{asked:#?}"
+    );
+    let texts = s.texts(GROUP);
+    assert!(!texts.iter().any(|t| t.contains("bob")), "{texts:#?}");
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::telegram::{TgSetup, dm};
+use common::telegram::{TgConfig, TgSetup, dm};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_update_with_a_lone_surrogate_is_skipped_and_intake_goes_on() {
@@ -51,7 +51,13 @@ async fn an_update_with_a_lone_surrogate_is_skipped_and_intake_goes_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn blank_messages_bad_model_names_and_long_arguments() {
-    let s = TgSetup::new("allow_from = [\"42\"]").await;
+    // Ann is an owner: switching models is for owners (`[commands] model`).
+    let s = TgSetup::with(TgConfig {
+        telegram: "allow_from = [\"42\"]",
+        tables: "[commands]\nowner_allow_from = [\"telegram:42\"]",
+        ..TgConfig::default()
+    })
+    .await;
     let (chat, ann) = dm(42, "Ann");
     let mut gw = s.gateway();
     // Empty after trimming, or zero-width characters only: never a turn.
@@ -95,4 +101,47 @@ async fn blank_messages_bad_model_names_and_long_arguments() {
         "the answer echoes at most an excerpt: {} chars",
         texts[2].chars().count()
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_non_owner_may_not_switch_models_or_set_queue_numbers_past_the_bounds() {
+    // Issue #32.8: a non-owner could `/model <anything>` and `/queue cap:100000` in a DM.
+    let s = TgSetup::with(TgConfig {
+        telegram: "allow_from = [\"42\"]",
+        tables: "[commands]\nowner_allow_from = [\"telegram:4300\"]",
+        ..TgConfig::default()
+    })
+    .await;
+    let (chat, ann) = dm(42, "Ann");
+    let mut gw = s.gateway();
+    let sends = [
+        "/model very-expensive-model",
+        "/queue collect cap:100000",
+        "/queue collect debounce:3600s",
+        "/status",
+    ];
+    for (i, text) in sends.into_iter().enumerate() {
+        s.tg.user_sends(chat.clone(), ann.clone(), text);
+        gw.wait(&s, text, |s| s.texts(42).len() > i).await;
+    }
+    gw.stop().await;
+    let texts = s.texts(42);
+    assert!(
+        texts[0].starts_with("Switching models is for the bot's owners.")
+            && texts[0].contains("[model] models"),
+        "{texts:#?}"
+    );
+    assert_eq!(
+        texts[1], "Bad cap: 100000 (a number from 1 to 100)",
+        "{texts:#?}"
+    );
+    assert!(texts[2].starts_with("Bad debounce: 3600s"), "{texts:#?}");
+    // Nothing changed: the configured model and queue.
+    assert!(!texts[3].contains("this conversation's"), "{texts:#?}");
+    assert!(!texts[3].contains("very-expensive-model"), "{texts:#?}");
+    assert!(
+        texts[3].contains("Queue: steer (debounce 200 ms, cap 20"),
+        "{texts:#?}"
+    );
+    assert!(s.asked().is_empty(), "{:#?}", s.asked());
 }

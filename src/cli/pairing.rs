@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use chela::config::LoadedConfig;
 use chela::domain::message::now_ms;
+use chela::domain::text::quoted;
 use chela::store::{PairingRequest, Store, StoreError};
 use clap::Subcommand;
 use serde_json::{Value, json};
@@ -58,6 +59,11 @@ pub async fn run(loaded: LoadedConfig, command: PairingCommand) -> ExitCode {
     }
 }
 
+/// The name a stranger chose, as untrusted text: quoted, escaped, cut, and marked.
+fn shown_name(r: &PairingRequest) -> String {
+    format!("name {} (unverified)", quoted(&r.sender_name))
+}
+
 /// What a pairing action found, from the store or the RPC.
 enum Outcome {
     /// The pending requests.
@@ -85,8 +91,12 @@ impl Outcome {
                 for r in requests {
                     let minutes = now.saturating_sub(r.created_ms) / 60_000;
                     println!(
-                        "{}\t{}\t{} ({})\t{} min ago",
-                        r.channel, r.code, r.sender_name, r.sender_id, minutes
+                        "{}\t{}\t{} (id {})\t{} min ago",
+                        r.channel,
+                        r.code,
+                        shown_name(&r),
+                        r.sender_id,
+                        minutes
                     );
                 }
                 true
@@ -98,8 +108,9 @@ impl Outcome {
                     "they may message the bot directly; they are NOT an owner"
                 };
                 println!(
-                    "approved {} ({}) on {channel}; {role}",
-                    r.sender_name, r.sender_id
+                    "approved {} (id {}) on {channel}; {role}",
+                    shown_name(&r),
+                    r.sender_id
                 );
                 true
             }
@@ -108,7 +119,11 @@ impl Outcome {
                 false
             }
             Outcome::Rejected(Some(r)) => {
-                println!("rejected {} ({}) on {channel}", r.sender_name, r.sender_id);
+                println!(
+                    "rejected {} (id {}) on {channel}",
+                    shown_name(&r),
+                    r.sender_id
+                );
                 true
             }
             Outcome::Rejected(None) => {

@@ -250,6 +250,36 @@ impl Default for DiscordConfig {
     }
 }
 
+/// Who may switch a conversation's model with `/model NAME` (`[commands] model`, SPEC 2).
+/// Showing the model and `/model default` are for everyone who may run commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelChange {
+    /// Owners only.
+    Owner,
+    /// Owners any model; others only the names of `[model] models` (so owners only while
+    /// that list is empty).
+    #[default]
+    Listed,
+    /// Everyone who may run commands (limited to `[model] models` when that list is set).
+    Everyone,
+}
+
+named_enum!(ModelChange, "model change", [
+    Owner => "owner", Listed => "listed", Everyone => "everyone",
+]);
+
+impl ModelChange {
+    /// Whether senders who are not owners may switch models, given `[model] models`.
+    pub fn open_to_others(self, models: &[String]) -> bool {
+        match self {
+            ModelChange::Owner => false,
+            ModelChange::Listed => !models.is_empty(),
+            ModelChange::Everyone => true,
+        }
+    }
+}
+
 /// `[commands]`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -262,6 +292,8 @@ pub struct CommandsConfig {
     /// taken; everyone else's are ignored (inline, they stay plain text). The terminal and
     /// the RPC are not limited by it.
     pub allow_from: Vec<String>,
+    /// Who may switch a conversation's model with `/model NAME`: owner | listed | everyone.
+    pub model: ModelChange,
 }
 
 impl CommandsConfig {

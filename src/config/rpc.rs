@@ -110,16 +110,41 @@ impl RpcConfig {
                 ),
             )
         })?;
-        if !address.ip().is_loopback() && self.configured_token().is_none() {
-            return Err((
+        let remote = !address.ip().is_loopback();
+        match self.configured_token() {
+            None if remote => Err((
                 "rpc.token".to_owned(),
                 format!(
                     "rpc.listen {listen:?} is reachable from other machines: set rpc.token (or CHELA_RPC_TOKEN) to a long random secret, or listen on 127.0.0.1"
                 ),
-            ));
+            )),
+            Some(token) if (remote || self.public_origin().is_some()) && !is_strong(token) => {
+                let reach = match remote {
+                    true => format!("rpc.listen {listen:?}"),
+                    false => format!("rpc.public_url {:?}", self.public_url),
+                };
+                Err((
+                    "rpc.token".to_owned(),
+                    format!(
+                        "{reach} makes the RPC reachable from other machines: rpc.token (or CHELA_RPC_TOKEN) must be at least {MIN_TOKEN_CHARS} characters with at least {MIN_TOKEN_DISTINCT} different ones (e.g. the output of `openssl rand -hex 32`)"
+                    ),
+                ))
+            }
+            _ => Ok(()),
         }
-        Ok(())
     }
+}
+
+/// Shortest `rpc.token` taken when the RPC is reachable from other machines.
+pub const MIN_TOKEN_CHARS: usize = 32;
+/// Fewest different characters such a token must have (`aaaa…` is no secret).
+pub const MIN_TOKEN_DISTINCT: usize = 8;
+
+/// Whether `token` is strong enough for a listener other machines reach: at least
+/// [`MIN_TOKEN_CHARS`] characters, at least [`MIN_TOKEN_DISTINCT`] of them different.
+fn is_strong(token: &str) -> bool {
+    let distinct: std::collections::BTreeSet<char> = token.chars().collect();
+    token.chars().count() >= MIN_TOKEN_CHARS && distinct.len() >= MIN_TOKEN_DISTINCT
 }
 
 /// Whether `name` is a bare host name (letters, digits, `-`, `.`).
@@ -200,7 +225,37 @@ mod tests {
         let (key, message) = rpc("0.0.0.0:18789", " ").check().unwrap_err();
         assert_eq!(key, "rpc.token");
         assert!(message.contains("0.0.0.0:18789"), "{message}");
-        assert!(rpc("0.0.0.0:18789", "s3cret").check().is_ok());
+        assert!(rpc("0.0.0.0:18789", STRONG).check().is_ok());
+    }
+
+    /// 64 hex characters, as `openssl rand -hex 32` gives.
+    const STRONG: &str = "3f9c2a7b1e8d4c6f0a5b9e2d7c1f4a8b6e3d0c9f2a7b5e1d8c4f6a0b3e9d2c7f";
+
+    #[test]
+    fn a_reachable_listener_needs_a_strong_token() {
+        // Issue #32.8: a one-character token was taken on a non-loopback listen.
+        for weak in [
+            "x",
+            "s3cret",
+            &"a".repeat(64),
+            &"ab".repeat(20),
+            &STRONG[..31],
+        ] {
+            let (key, message) = rpc("0.0.0.0:18789", weak).check().unwrap_err();
+            assert_eq!(key, "rpc.token", "{weak}");
+            assert!(message.contains("at least 32 characters"), "{message}");
+        }
+        assert!(rpc("192.168.1.5:18789", &STRONG[..32]).check().is_ok());
+        // Behind a reverse proxy the loopback listener is reachable too.
+        let mut proxied = rpc("127.0.0.1:18789", "s3cret");
+        proxied.public_url = "https://chela.example.com".to_owned();
+        let (key, message) = proxied.check().unwrap_err();
+        assert_eq!(key, "rpc.token");
+        assert!(message.contains("rpc.public_url"), "{message}");
+        proxied.token = STRONG.to_owned();
+        assert!(proxied.check().is_ok());
+        // On loopback alone any token does (only this machine reaches it).
+        assert!(rpc("127.0.0.1:18789", "x").check().is_ok());
     }
 
     #[test]

@@ -362,6 +362,11 @@ pub struct QueueConfig {
     pub cap: usize,
     /// What to drop when `cap` is reached.
     pub drop: DropPolicy,
+    /// Largest `cap` a chat's `/queue cap:N` may set (never below `cap`).
+    pub max_cap: usize,
+    /// Longest quiet window a chat's `/queue debounce:` may set, in milliseconds (never below
+    /// `debounce_ms`).
+    pub max_debounce_ms: u64,
 }
 
 impl Default for QueueConfig {
@@ -371,6 +376,28 @@ impl Default for QueueConfig {
             debounce_ms: 500,
             cap: 20,
             drop: DropPolicy::Summarize,
+            max_cap: 100,
+            max_debounce_ms: 10_000,
+        }
+    }
+}
+
+/// The bounds of what `/queue` may set in a chat (from `[queue]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueLimits {
+    /// Largest cap.
+    pub cap: usize,
+    /// Longest debounce.
+    pub debounce: std::time::Duration,
+}
+
+impl QueueConfig {
+    /// What `/queue` may set: up to `max_cap` and `max_debounce_ms`, or the operator's own
+    /// `cap` and `debounce_ms` when those are larger.
+    pub fn limits(&self) -> QueueLimits {
+        QueueLimits {
+            cap: self.max_cap.max(self.cap),
+            debounce: std::time::Duration::from_millis(self.max_debounce_ms.max(self.debounce_ms)),
         }
     }
 }

@@ -13,6 +13,7 @@ use super::Core;
 use crate::acp::AcpManager;
 use crate::agent::compact::CompactError;
 use crate::agent::provider::Provider;
+use crate::config::QueueLimits;
 use crate::domain::events::Compacted;
 use crate::lane::Lanes;
 use crate::store::Store;
@@ -29,6 +30,8 @@ pub trait CommandContext: Send + Sync {
     fn provider(&self, key: &str) -> &Arc<dyn Provider>;
     /// `[model] models`: the names `/model` may choose (empty: any).
     fn allowed_models(&self) -> &[String];
+    /// The bounds of what `/queue` may set (`[queue] max_cap`, `max_debounce_ms`).
+    fn queue_limits(&self) -> QueueLimits;
     /// The workspace of session `key`'s agent.
     fn workspace(&self, key: &str) -> &Path;
     /// The session key of `inbound` (for a conversation a command opens).
@@ -77,6 +80,10 @@ impl CommandContext for CoreCommands {
 
     fn allowed_models(&self) -> &[String] {
         &self.0.config.model.models
+    }
+
+    fn queue_limits(&self) -> QueueLimits {
+        self.0.config.queue.limits()
     }
 
     fn workspace(&self, key: &str) -> &Path {

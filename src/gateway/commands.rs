@@ -6,7 +6,7 @@ use chela_channel::Inbound;
 
 use super::command_context::CommandContext;
 use super::remote::Stopped;
-use crate::config::{DropPolicy, QueueMode};
+use crate::config::{DropPolicy, QueueLimits, QueueMode};
 use crate::inbound::commands::{Command, HELP, excerpt};
 use crate::lane::LaneSettings;
 
@@ -325,7 +325,7 @@ async fn queue(ctx: &dyn CommandContext, key: &str, args: &str) -> String {
             Err(e) => format!("Cannot change the queue: {e}"),
         };
     }
-    match parse_queue_args(ctx.lanes().settings_for(key), args) {
+    match parse_queue_args(ctx.lanes().settings_for(key), args, ctx.queue_limits()) {
         Ok(settings) => match ctx.lanes().set_settings(key, Some(settings)).await {
             Ok(s) => format!("Queue: {}", describe(&s)),
             Err(e) => format!("Cannot change the queue: {e}"),
@@ -337,12 +337,22 @@ async fn queue(ctx: &dyn CommandContext, key: &str, args: &str) -> String {
 /// Why `/queue` arguments were refused; the text is ready to show (values are excerpts).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum QueueArgsError {
-    /// `debounce:` with no duration.
-    #[error("Bad debounce: {0} (try 500ms or 2s)")]
-    Debounce(String),
-    /// `cap:` with no number >= 1.
-    #[error("Bad cap: {0} (a number >= 1)")]
-    Cap(String),
+    /// `debounce:` with no duration, or one past the operator's bound.
+    #[error("Bad debounce: {given} (try 500ms or 2s; at most {max_ms}ms)")]
+    Debounce {
+        /// What was given (an excerpt).
+        given: String,
+        /// The longest allowed, in milliseconds.
+        max_ms: u128,
+    },
+    /// `cap:` with no number from 1 to the operator's bound.
+    #[error("Bad cap: {given} (a number from 1 to {max})")]
+    Cap {
+        /// What was given (an excerpt).
+        given: String,
+        /// The largest allowed.
+        max: usize,
+    },
     /// `drop:` with no known policy.
     #[error("Bad drop: {0} (summarize, old or new)")]
     Drop(String),
@@ -351,22 +361,31 @@ pub enum QueueArgsError {
     Mode(String),
 }
 
-/// Applies `/queue` arguments to `current`.
+/// Applies `/queue` arguments to `current`, within `limits` (issue #32.8: a chat could set
+/// `cap:100000`).
 pub fn parse_queue_args(
     mut current: LaneSettings,
     args: &str,
+    limits: QueueLimits,
 ) -> Result<LaneSettings, QueueArgsError> {
     for word in args.split_whitespace() {
         let word = word.to_lowercase();
         if let Some(v) = word.strip_prefix("debounce:") {
-            current.debounce =
-                parse_duration(v).ok_or_else(|| QueueArgsError::Debounce(excerpt(v)))?;
+            current.debounce = parse_duration(v)
+                .filter(|d| *d <= limits.debounce)
+                .ok_or_else(|| QueueArgsError::Debounce {
+                    given: excerpt(v),
+                    max_ms: limits.debounce.as_millis(),
+                })?;
         } else if let Some(v) = word.strip_prefix("cap:") {
             current.cap = v
                 .parse()
                 .ok()
-                .filter(|c| *c >= 1)
-                .ok_or_else(|| QueueArgsError::Cap(excerpt(v)))?;
+                .filter(|c| (1..=limits.cap).contains(c))
+                .ok_or_else(|| QueueArgsError::Cap {
+                    given: excerpt(v),
+                    max: limits.cap,
+                })?;
         } else if let Some(v) = word.strip_prefix("drop:") {
             current.drop = v
                 .parse::<DropPolicy>()
@@ -408,6 +427,11 @@ mod tests {
         }
     }
 
+    const LIMITS: QueueLimits = QueueLimits {
+        cap: 100,
+        debounce: Duration::from_secs(10),
+    };
+
     #[test]
     fn queue_args_set_each_field() {
         for bad in [
@@ -416,9 +440,9 @@ mod tests {
             "debounce:-1s",
             "debounce:86400001",
         ] {
-            assert!(parse_queue_args(base(), bad).is_err(), "{bad}");
+            assert!(parse_queue_args(base(), bad, LIMITS).is_err(), "{bad}");
         }
-        let s = parse_queue_args(base(), "collect debounce:2s cap:5 drop:old").unwrap();
+        let s = parse_queue_args(base(), "collect debounce:2s cap:5 drop:old", LIMITS).unwrap();
         assert_eq!(s.mode, QueueMode::Collect);
         assert_eq!(s.debounce, Duration::from_secs(2));
         assert_eq!(s.cap, 5);
@@ -428,14 +452,16 @@ mod tests {
     #[test]
     fn bad_queue_args_echo_only_a_short_excerpt() {
         let long = format!("x{}", "y".repeat(5000));
-        let err = parse_queue_args(base(), &long).unwrap_err().to_string();
-        assert!(err.chars().count() < 120, "{err}");
-        assert!(err.contains("xyyy") && err.contains('…'), "{err}");
-        let err = parse_queue_args(base(), &format!("cap:{long}"))
+        let err = parse_queue_args(base(), &long, LIMITS)
             .unwrap_err()
             .to_string();
         assert!(err.chars().count() < 120, "{err}");
-        let err = parse_queue_args(base(), "drop:a\u{1b}[31m")
+        assert!(err.contains("xyyy") && err.contains('…'), "{err}");
+        let err = parse_queue_args(base(), &format!("cap:{long}"), LIMITS)
+            .unwrap_err()
+            .to_string();
+        assert!(err.chars().count() < 120, "{err}");
+        let err = parse_queue_args(base(), "drop:a\u{1b}[31m", LIMITS)
             .unwrap_err()
             .to_string();
         assert!(!err.contains('\u{1b}'), "{err:?}");
@@ -444,16 +470,67 @@ mod tests {
     #[test]
     fn bad_queue_args_say_what_is_expected() {
         assert!(
-            parse_queue_args(base(), "sideways")
+            parse_queue_args(base(), "sideways", LIMITS)
                 .unwrap_err()
                 .to_string()
                 .contains("steer, followup")
         );
         assert!(
-            parse_queue_args(base(), "cap:0")
+            parse_queue_args(base(), "cap:0", LIMITS)
                 .unwrap_err()
                 .to_string()
-                .contains(">= 1")
+                .contains("from 1 to 100")
+        );
+    }
+
+    #[test]
+    fn queue_numbers_stay_within_the_operators_bounds() {
+        // Issue #32.8: `/queue cap:100000` was taken from anyone.
+        let err = parse_queue_args(base(), "cap:100000", LIMITS).unwrap_err();
+        assert_eq!(err.to_string(), "Bad cap: 100000 (a number from 1 to 100)");
+        assert_eq!(
+            parse_queue_args(base(), "cap:100", LIMITS).unwrap().cap,
+            100
+        );
+        for long in ["debounce:11s", "debounce:10001ms", "debounce:10001"] {
+            let err = parse_queue_args(base(), long, LIMITS).unwrap_err();
+            assert!(err.to_string().contains("at most 10000ms"), "{long}: {err}");
+        }
+        let s = parse_queue_args(base(), "debounce:10s", LIMITS).unwrap();
+        assert_eq!(s.debounce, Duration::from_secs(10));
+        // Numbers a Duration cannot hold are refused, not a panic.
+        for huge in [
+            "debounce:1e30s",
+            "debounce:infs",
+            "debounce:nans",
+            "debounce:-1s",
+        ] {
+            assert!(
+                matches!(
+                    parse_queue_args(base(), huge, LIMITS),
+                    Err(QueueArgsError::Debounce { .. })
+                ),
+                "{huge}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_bounds_never_fall_below_the_operators_own_defaults() {
+        let config = crate::config::QueueConfig {
+            cap: 500,
+            debounce_ms: 60_000,
+            ..Default::default()
+        };
+        let limits = config.limits();
+        assert_eq!(
+            (limits.cap, limits.debounce),
+            (500, Duration::from_secs(60))
+        );
+        let limits = crate::config::QueueConfig::default().limits();
+        assert_eq!(
+            (limits.cap, limits.debounce),
+            (100, Duration::from_secs(10))
         );
     }
 }

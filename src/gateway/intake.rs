@@ -13,7 +13,6 @@ use super::cluster::Cluster;
 use crate::inbound::admission::{self, SenderFacts, Verdict};
 use crate::inbound::commands;
 use crate::inbound::route::{self, Accepted, Route, RouteFacts, queued_turn};
-use crate::store::PairingOutcome;
 use crate::store::PendingTurn;
 
 /// The private answer to a native command its sender may not run (it must not go unanswered).
@@ -326,6 +325,11 @@ impl RouteFacts for Core {
         skills.iter().any(|skill| skill.eq_ignore_ascii_case(name))
     }
 
+    fn others_choose_models(&self) -> bool {
+        let config = &self.config;
+        config.commands.model.open_to_others(&config.model.models)
+    }
+
     fn command_allow_from(&self) -> &[String] {
         &self.config.commands.allow_from
     }
@@ -386,30 +390,7 @@ async fn admit(core: &Arc<Core>, key: &str, mut inbound: Inbound) -> Option<Inbo
             None
         }
         Verdict::Pair => {
-            let outcome = core.store.request_pairing(
-                &conv.channel,
-                &conv.account,
-                &sender.id,
-                &sender.name,
-                crate::domain::message::now_ms(),
-            );
-            match outcome {
-                Ok(PairingOutcome::New(code) | PairingOutcome::Existing(code)) => {
-                    tracing::info!(channel = %conv.channel, sender = %sender.id, "pairing code issued");
-                    let text = format!(
-                        "This bot is private. Ask its owner to approve you with:\n\n    chela pairing approve {} {code}\n\nThe code is valid for one hour.",
-                        conv.channel
-                    );
-                    core.answer(&inbound, &text).await;
-                }
-                Ok(PairingOutcome::TooMany) => {
-                    tracing::info!(channel = %conv.channel, sender = %sender.id, "pairing refused: too many pending codes");
-                    if inbound.interaction.is_some() {
-                        core.answer(&inbound, NOT_ALLOWED).await;
-                    }
-                }
-                Err(e) => tracing::error!(error = %e, "cannot issue a pairing code"),
-            }
+            super::pairing_prompt::answer_stranger(core, &inbound).await;
             None
         }
         Verdict::Drop(reason) => {

@@ -18,6 +18,7 @@ mod intake_shards;
 pub mod live;
 pub mod media;
 pub mod outbox;
+mod pairing_prompt;
 pub mod peers;
 mod peers_fresh;
 pub mod questions;
@@ -124,6 +125,8 @@ pub struct Core {
     pub cluster: Option<Arc<cluster::Cluster>>,
     /// Wakes the scheduler (`cron`) when jobs change.
     pub cron_wake: Arc<tokio::sync::Notify>,
+    /// Strangers told to try pairing later, and when (the pace of those answers).
+    pub(crate) pairing_notices: pairing_prompt::Notices,
 }
 
 /// The session `chela agent`, the RPC's `agent` and `chela cron add` use under `config`
@@ -348,6 +351,7 @@ impl Gateway {
                 history: std::sync::Mutex::new(crate::inbound::admission::GroupHistory::restore(
                     saved_history,
                 )),
+                pairing_notices: pairing_prompt::Notices::default(),
                 config,
             }
         });

@@ -284,6 +284,139 @@ mod tests {
         );
     }
 
+    const OWNER: SenderFacts = SenderFacts {
+        paired: false,
+        owner: true,
+    };
+    const NOBODY: SenderFacts = SenderFacts {
+        paired: false,
+        owner: false,
+    };
+
+    #[test]
+    fn an_unlisted_owner_is_admitted_in_dms_under_pairing_and_allowlist_only() {
+        // Sender 9 is in no list: only being an owner lets them in.
+        let owner = msg(ChatKind::Direct, "9", "hi", false);
+        for dm in [DmPolicy::Pairing, DmPolicy::Allowlist, DmPolicy::Open] {
+            assert_eq!(decide(&access(dm), &owner, OWNER), Verdict::Admit, "{dm:?}");
+        }
+        // Without the owner fact the same sender is a stranger.
+        assert_eq!(
+            decide(&access(DmPolicy::Pairing), &owner, NOBODY),
+            Verdict::Pair
+        );
+        assert!(matches!(
+            decide(&access(DmPolicy::Allowlist), &owner, NOBODY),
+            Verdict::Drop(_)
+        ));
+        // `disabled` means no direct messages at all, owners' included.
+        assert!(matches!(
+            decide(&access(DmPolicy::Disabled), &owner, OWNER),
+            Verdict::Drop(_)
+        ));
+    }
+
+    #[test]
+    fn dm_allow_from_admits_listed_senders_and_a_star_everyone() {
+        let friend = msg(ChatKind::Direct, "7", "hi", false);
+        let stranger = msg(ChatKind::Direct, "9", "hi", false);
+        let a = access(DmPolicy::Allowlist);
+        assert_eq!(decide(&a, &friend, NOBODY), Verdict::Admit);
+        assert!(matches!(decide(&a, &stranger, NOBODY), Verdict::Drop(_)));
+        // Pairing approves DMs only under `pairing`: a paired sender is no listed one.
+        let paired = SenderFacts {
+            paired: true,
+            owner: false,
+        };
+        assert!(matches!(decide(&a, &stranger, paired), Verdict::Drop(_)));
+        let star = AccessConfig {
+            allow_from: vec!["*".into()],
+            ..access(DmPolicy::Allowlist)
+        };
+        assert_eq!(decide(&star, &stranger, NOBODY), Verdict::Admit);
+        let star_pairing = AccessConfig {
+            allow_from: vec!["*".into()],
+            ..access(DmPolicy::Pairing)
+        };
+        assert_eq!(decide(&star_pairing, &stranger, NOBODY), Verdict::Admit);
+    }
+
+    #[test]
+    fn an_unlisted_owner_passes_a_group_allowlist_and_a_member_does_not() {
+        let a = access(DmPolicy::Pairing);
+        for kind in [ChatKind::Group, ChatKind::Channel] {
+            let owner = msg(kind, "9", "hello", true);
+            assert_eq!(decide(&a, &owner, OWNER), Verdict::Admit, "{kind:?}");
+            assert!(
+                matches!(decide(&a, &owner, NOBODY), Verdict::Drop(_)),
+                "{kind:?}"
+            );
+            // The owner is still gated on mentions.
+            let quiet = msg(kind, "9", "hello all", false);
+            assert_eq!(decide(&a, &quiet, OWNER), Verdict::History, "{kind:?}");
+        }
+        // Both lists empty (the default): only owners are answered in groups.
+        let empty = AccessConfig {
+            allow_from: Vec::new(),
+            ..access(DmPolicy::Pairing)
+        };
+        let owner = msg(ChatKind::Group, "9", "hi", true);
+        assert_eq!(decide(&empty, &owner, OWNER), Verdict::Admit);
+        let member = msg(ChatKind::Group, "7", "hi", true);
+        assert!(matches!(decide(&empty, &member, NOBODY), Verdict::Drop(_)));
+    }
+
+    #[test]
+    fn group_allow_from_replaces_allow_from_when_set() {
+        let a = AccessConfig {
+            group_allow_from: vec!["8".into()],
+            ..access(DmPolicy::Pairing)
+        };
+        // 7 is in allow_from only: not in groups once group_allow_from is set.
+        assert!(matches!(
+            decide(&a, &msg(ChatKind::Group, "7", "hi", true), NOBODY),
+            Verdict::Drop(_)
+        ));
+        assert_eq!(
+            decide(&a, &msg(ChatKind::Group, "8", "hi", true), NOBODY),
+            Verdict::Admit
+        );
+        let star = AccessConfig {
+            group_allow_from: vec!["*".into()],
+            ..access(DmPolicy::Pairing)
+        };
+        assert_eq!(
+            decide(&star, &msg(ChatKind::Group, "5", "hi", true), NOBODY),
+            Verdict::Admit
+        );
+    }
+
+    #[test]
+    fn without_require_mention_every_allowed_group_message_runs() {
+        let a = AccessConfig {
+            require_mention: false,
+            ..access(DmPolicy::Pairing)
+        };
+        assert_eq!(
+            decide(&a, &msg(ChatKind::Group, "7", "hello all", false), NOBODY),
+            Verdict::Admit
+        );
+        // Still only for allowed senders.
+        assert!(matches!(
+            decide(&a, &msg(ChatKind::Group, "9", "hello all", false), NOBODY),
+            Verdict::Drop(_)
+        ));
+        // An empty mention pattern matches nothing.
+        let blank = AccessConfig {
+            mention_patterns: vec![String::new()],
+            ..access(DmPolicy::Pairing)
+        };
+        assert_eq!(
+            decide(&blank, &msg(ChatKind::Group, "7", "hello", false), NOBODY),
+            Verdict::History
+        );
+    }
+
     #[test]
     fn group_history_frames_the_next_turn_and_is_bounded() {
         let mut h = GroupHistory::default();

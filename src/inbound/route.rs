@@ -50,6 +50,8 @@ pub trait RouteFacts: Sync {
     fn command_allow_from(&self) -> &[String];
     /// Whether a loaded skill is called `name` (`/NAME` then goes to the model).
     fn is_skill(&self, key: &str, name: &str) -> bool;
+    /// Whether senders who are not owners may switch models (`[commands] model`).
+    fn others_choose_models(&self) -> bool;
     /// Whether `sender_id` administers the group `conv` (asked of the platform).
     fn is_group_admin<'a>(
         &'a self,
@@ -67,6 +69,8 @@ pub enum Refusal {
     OwnerOnly,
     /// In a group, the command is for owners and the group's admins.
     AdminOnly,
+    /// `/model NAME`: switching models is for owners (`[commands] model`).
+    ModelOwnerOnly,
 }
 
 impl Refusal {
@@ -83,6 +87,9 @@ impl Refusal {
             Refusal::AdminOnly => {
                 format!("{command} in a group needs an owner or an admin of this group.")
             }
+            Refusal::ModelOwnerOnly => format!(
+                "Switching models is for the bot's owners. The operator can make {who} one in [commands] owner_allow_from, or let others choose the models of [model] models."
+            ),
         }
     }
 }
@@ -186,6 +193,11 @@ async fn refusal(inbound: &Inbound, command: &Command, facts: &dyn RouteFacts) -
         let owner = conv.channel == "terminal" || facts.is_owner(&conv.channel, sender);
         return (!owner).then_some(Refusal::OwnerOnly);
     }
+    if let Command::Model(args) = command
+        && !may_switch_model(args, conv, sender, facts)
+    {
+        return Some(Refusal::ModelOwnerOnly);
+    }
     let admin_only = match command {
         Command::New(_) | Command::Reset { .. } | Command::Stop => true,
         // Seeing the model is for everyone; changing a group's model is not.
@@ -197,6 +209,20 @@ async fn refusal(inbound: &Inbound, command: &Command, facts: &dyn RouteFacts) -
     }
     let admin = facts.is_group_admin(conv, sender).await;
     (!admin).then_some(Refusal::AdminOnly)
+}
+
+/// Whether `/model ARGS` from `sender` may go on: showing the model and going back to the
+/// default are for everyone; switching to a name is for owners (the terminal user is one),
+/// and for others only as `[commands] model` allows (issue #32.8: a non-owner picked any
+/// model on the operator's bill).
+fn may_switch_model(args: &str, conv: &Conversation, sender: &str, facts: &dyn RouteFacts) -> bool {
+    let name = args.trim();
+    name.is_empty()
+        || name.eq_ignore_ascii_case("default")
+        || name.eq_ignore_ascii_case("reset")
+        || conv.channel == "terminal"
+        || facts.is_owner(&conv.channel, sender)
+        || facts.others_choose_models()
 }
 
 /// `commands.allow_from`, when set, is the only source of commands (SPEC 2); the local
@@ -305,3 +331,7 @@ mod scheduled_tests {
         assert!(!queued_turn(1, &pending).scheduled);
     }
 }
+
+#[cfg(test)]
+#[path = "route_tests.rs"]
+mod tests;

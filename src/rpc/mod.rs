@@ -8,6 +8,7 @@
 //! - [`runs`]: the bounded tracker of finished runs behind `agent.wait`.
 //! - [`channel`]: the `rpc` channel replies to RPC messages go to.
 //! - [`server`]: the axum server, token check, connections.
+//! - `pace`: wrong tokens answered one after the other, 0.3 s each (as the panel's logins).
 //! - `ops`: `/metrics`, `/healthz`, `/readyz` on the same listener.
 //! - `feed`: `events.subscribe`, live run events and finished runs pushed to a connection.
 //! - [`discovery`]: `<store.path>.rpc`, where local commands find the RPC and its token.
@@ -23,6 +24,7 @@ mod feed;
 mod hosts;
 pub mod methods;
 mod ops;
+mod pace;
 mod pairing;
 pub mod panel;
 pub mod protocol;

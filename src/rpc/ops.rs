@@ -16,6 +16,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use super::api::GatewayApi;
+use super::pace::FailurePace;
 use super::server::{bearer, same_secret};
 
 /// What the routes need.
@@ -26,14 +27,17 @@ struct Ops {
     /// Held while the gauges are read: scrapes at once wait for each other instead of
     /// reading the store side by side.
     reading: tokio::sync::Mutex<()>,
+    /// Wrong tokens wait their turn, as on `/ws`.
+    pace: Arc<FailurePace>,
 }
 
 /// The monitoring routes for a listener on `address`; off loopback `/metrics` takes one of
-/// `tokens`.
+/// `tokens`, and a wrong one is answered at `pace`.
 pub fn routes<S>(
     api: Arc<dyn GatewayApi>,
     address: SocketAddr,
     tokens: Vec<String>,
+    pace: Arc<FailurePace>,
 ) -> axum::Router<S>
 where
     S: Clone + Send + Sync + 'static,
@@ -43,6 +47,7 @@ where
         api,
         scrape_tokens: scrape_tokens(address, proxied, tokens),
         reading: tokio::sync::Mutex::new(()),
+        pace,
     });
     axum::Router::new()
         .route("/metrics", get(metrics))
@@ -81,6 +86,7 @@ async fn readyz(State(ops): State<Arc<Ops>>) -> Response {
 
 async fn metrics(State(ops): State<Arc<Ops>>, headers: HeaderMap) -> Response {
     if !may_scrape(ops.scrape_tokens.as_deref(), &headers) {
+        ops.pace.fail("scrape").await;
         return (StatusCode::UNAUTHORIZED, "missing or wrong token\n").into_response();
     }
     let gauges = {

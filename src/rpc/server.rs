@@ -22,6 +22,7 @@ use super::api::GatewayApi;
 use super::discovery::{self, Discovery};
 use super::feed::{self, SubscribeParams};
 use super::methods::{Methods, Role};
+use super::pace::FailurePace;
 use super::protocol::{self, Fault, UNAVAILABLE};
 use super::runs::RunTracker;
 
@@ -38,6 +39,8 @@ struct Shared {
     methods: Methods,
     token: String,
     operator_token: String,
+    /// Wrong tokens wait their turn (`/ws` and `/metrics`).
+    pace: Arc<FailurePace>,
     stop: CancellationToken,
     connections: Arc<Semaphore>,
 }
@@ -86,6 +89,7 @@ impl RpcServer {
             methods: Methods { api, runs },
             token,
             operator_token,
+            pace: Arc::new(FailurePace::default()),
             stop: stop.clone(),
             connections: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
         });
@@ -95,6 +99,7 @@ impl RpcServer {
                 shared.methods.api.clone(),
                 address,
                 vec![shared.token.clone(), shared.operator_token.clone()],
+                shared.pace.clone(),
             ))
             .with_state(shared.clone())
             .merge(super::panel::router(
@@ -147,13 +152,12 @@ async fn upgrade(
     ws: WebSocketUpgrade,
 ) -> Response {
     let presented = bearer(&headers).or_else(|| query_token(&uri));
-    let role = match presented {
-        Some(t) if same_secret(&t, &shared.operator_token) => Role::Operator,
-        Some(t) if same_secret(&t, &shared.token) => Role::Client,
-        _ => {
-            tracing::warn!("rpc: connection refused: missing or wrong token");
-            return (StatusCode::UNAUTHORIZED, "missing or wrong token\n").into_response();
-        }
+    let tokens = [
+        (shared.operator_token.as_str(), Role::Operator),
+        (shared.token.as_str(), Role::Client),
+    ];
+    let Some(role) = authorize(&tokens, &shared.pace, presented.as_deref()).await else {
+        return (StatusCode::UNAUTHORIZED, "missing or wrong token\n").into_response();
     };
     let Ok(permit) = shared.connections.clone().try_acquire_owned() else {
         return (StatusCode::SERVICE_UNAVAILABLE, "too many connections\n").into_response();
@@ -163,6 +167,26 @@ async fn upgrade(
             connection(socket, shared, role).await;
             drop(permit);
         })
+}
+
+/// The role of the token `presented` among `tokens`; a missing or wrong one is refused only
+/// after the refusals before it and [`FAILURE_DELAY`](super::pace::FAILURE_DELAY) (a right
+/// one is never held up).
+async fn authorize(
+    tokens: &[(&str, Role)],
+    pace: &FailurePace,
+    presented: Option<&str>,
+) -> Option<Role> {
+    let role = presented.and_then(|p| {
+        tokens
+            .iter()
+            .find(|(token, _)| same_secret(p, token))
+            .map(|(_, role)| *role)
+    });
+    if role.is_none() {
+        pace.fail("connection").await;
+    }
+    role
 }
 
 /// The token of an `Authorization: Bearer` header.
@@ -302,6 +326,47 @@ mod tests {
         let uri: Uri = "/ws?token=bad%2".parse().unwrap();
         assert_eq!(query_token(&uri).as_deref(), Some("bad%2"));
         assert_eq!(query_token(&"/ws".parse().unwrap()), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn wrong_tokens_wait_in_turn_and_a_right_one_does_not() {
+        use super::super::pace::FAILURE_DELAY;
+        use tokio::time::Instant;
+        let pace = Arc::new(FailurePace::default());
+        let start = Instant::now();
+        let guesses: Vec<_> = ["x", "client-", "", "operato", "CLIENT"]
+            .into_iter()
+            .map(|guess| {
+                let pace = pace.clone();
+                tokio::spawn(async move {
+                    let tokens = [("operator", Role::Operator), ("client", Role::Client)];
+                    authorize(&tokens, &pace, Some(guess)).await
+                })
+            })
+            .collect();
+        tokio::task::yield_now().await;
+        // While five guesses wait, the right tokens get in at once.
+        let tokens = [("operator", Role::Operator), ("client", Role::Client)];
+        assert_eq!(
+            authorize(&tokens, &pace, Some("client")).await,
+            Some(Role::Client)
+        );
+        assert_eq!(
+            authorize(&tokens, &pace, Some("operator")).await,
+            Some(Role::Operator)
+        );
+        assert_eq!(start.elapsed(), Duration::ZERO);
+        for guess in guesses {
+            assert_eq!(guess.await.unwrap(), None);
+        }
+        assert!(
+            start.elapsed() >= FAILURE_DELAY * 5,
+            "{:?}",
+            start.elapsed()
+        );
+        let before = Instant::now();
+        assert_eq!(authorize(&tokens, &pace, None).await, None);
+        assert!(before.elapsed() >= FAILURE_DELAY, "no token waits too");
     }
 
     #[test]

@@ -310,7 +310,7 @@ async fn import_pairing(
         let now = now_ms();
         let code = match store.request_pairing(&channel, chela_account, &sender, &sender, now)? {
             PairingOutcome::New(code) | PairingOutcome::Existing(code) => code,
-            PairingOutcome::TooMany => {
+            PairingOutcome::TooMany { .. } => {
                 not_carried.push(format!(
                     "pairing {channel}:{sender}: too many pending codes"
                 ));

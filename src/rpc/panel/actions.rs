@@ -11,6 +11,7 @@ use super::super::methods::Role;
 use super::html::{Viewer, esc, page};
 use super::{Panel, html};
 use crate::domain::message::now_ms;
+use crate::domain::text::quoted;
 
 /// What an action did: the page to go back to and what to say.
 struct Done {
@@ -106,8 +107,9 @@ async fn approve(panel: &Panel, channel: &str, code: &str) -> Done {
             Done::ok(
                 "/panel/pairing",
                 format!(
-                    "Approved {} ({}){role}.",
-                    request.sender_name, request.sender_id
+                    "Approved {} (name unverified, id {}){role}.",
+                    quoted(&request.sender_name),
+                    request.sender_id
                 ),
             )
         }
@@ -133,7 +135,11 @@ async fn reject(panel: &Panel, channel: &str, code: &str) -> Done {
     {
         Ok(Some(request)) => Done::ok(
             "/panel/pairing",
-            format!("Rejected {} ({}).", request.sender_name, request.sender_id),
+            format!(
+                "Rejected {} (name unverified, id {}).",
+                quoted(&request.sender_name),
+                request.sender_id
+            ),
         ),
         Ok(None) => Done::failed(
             StatusCode::NOT_FOUND,

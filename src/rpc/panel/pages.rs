@@ -10,6 +10,7 @@ use super::super::methods::Role;
 use super::html::{Viewer, esc, page, query_value, table, time};
 use super::{Panel, transcript};
 use crate::domain::message::now_ms;
+use crate::domain::text::quoted;
 use crate::lane::LaneSettings;
 use crate::store::StoreError;
 
@@ -249,7 +250,11 @@ fn pairing(panel: &Panel, viewer: &Viewer<'_>) -> Page {
             vec![
                 esc(&r.channel),
                 format!("<code>{}</code>", esc(&r.code)),
-                format!("{} ({})", esc(&r.sender_name), esc(&r.sender_id)),
+                format!(
+                    "name {} <small>(unverified, as the sender chose it)</small> (id {})",
+                    esc(&quoted(&r.sender_name)),
+                    esc(&r.sender_id)
+                ),
                 esc(&time(r.created_ms)),
                 format!(
                     "{} {}",

@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 
 use super::{Harness, chat, turn};
-use crate::store::{Binding, CODE_TTL_MS, PairingOutcome, StoreError, SubagentLink, SubagentState};
+use crate::store::{
+    Binding, CODE_TTL_MS, MAX_PENDING, PairingOutcome, StoreError, SubagentLink, SubagentState,
+};
 
 fn binding(key: &str, created_ms: u64) -> Binding {
     Binding {
@@ -172,17 +174,10 @@ pub(crate) async fn pairing_codes_approve_once_and_make_one_owner(h: &dyn Harnes
             .request_pairing("telegram", "default", "3", "Cy", 0)
             .unwrap(),
     );
-    let full = store
-        .request_pairing("telegram", "default", "4", "Di", 0)
-        .unwrap();
-    assert_eq!(full, PairingOutcome::TooMany);
     let elsewhere = store
         .request_pairing("telegram", "other", "4", "Di", 0)
         .unwrap();
-    assert!(
-        matches!(elsewhere, PairingOutcome::New(_)),
-        "the limit is per account"
-    );
+    assert!(matches!(elsewhere, PairingOutcome::New(_)));
     assert_eq!(store.pairing_requests(1).unwrap().len(), 4);
 
     assert!(!store.is_paired("telegram", "default", "1").unwrap());
@@ -220,6 +215,75 @@ pub(crate) async fn pairing_codes_approve_once_and_make_one_owner(h: &dyn Harnes
     assert!(store.is_paired_owner("telegram", "1").unwrap());
     assert!(!store.is_paired_owner("telegram", "2").unwrap());
     assert_eq!(store.pairing_requests(6).unwrap().len(), 2);
+}
+
+/// At most [`MAX_PENDING`] codes wait per channel account, one per sender: past it a new
+/// sender is told when the oldest expires (nobody's code is taken back), a sender with a code
+/// still gets it, and other accounts and channels are not held up (issue #32.4: three
+/// strangers locked pairing for an hour).
+pub(crate) async fn pairing_is_bounded_per_account_and_says_when_to_retry(h: &dyn Harness) {
+    let store = h.fresh();
+    let mut codes = Vec::new();
+    for i in 0..MAX_PENDING {
+        let sender = format!("s{i}");
+        let at = 1_000 + i as u64;
+        codes.push(new_code(
+            store
+                .request_pairing("telegram", "default", &sender, "x", at)
+                .unwrap(),
+        ));
+    }
+    let now = 5_000;
+    let full = store
+        .request_pairing("telegram", "default", "late", "x", now)
+        .unwrap();
+    assert_eq!(
+        full,
+        PairingOutcome::TooMany {
+            retry_after_ms: 1_000 + CODE_TTL_MS + 1 - now
+        }
+    );
+    let again = store
+        .request_pairing("telegram", "default", "s0", "x", now)
+        .unwrap();
+    assert_eq!(again, PairingOutcome::Existing(codes[0].clone()));
+    for (channel, account) in [("telegram", "other"), ("discord", "default")] {
+        let outcome = store
+            .request_pairing(channel, account, "late", "x", now)
+            .unwrap();
+        assert!(
+            matches!(outcome, PairingOutcome::New(_)),
+            "{channel}:{account}"
+        );
+    }
+    // Every code handed out is still pending: none was evicted.
+    let pending = store.pairing_requests(now).unwrap();
+    for code in &codes {
+        assert!(
+            pending.iter().any(|r| &r.code == code),
+            "{code} was dropped"
+        );
+    }
+    // A rejected code makes room at once; so does the oldest expiring.
+    store
+        .reject_pairing("telegram", &codes[5], now)
+        .await
+        .unwrap()
+        .unwrap();
+    new_code(
+        store
+            .request_pairing("telegram", "default", "late", "x", now)
+            .unwrap(),
+    );
+    let full = store
+        .request_pairing("telegram", "default", "later", "x", now)
+        .unwrap();
+    assert!(matches!(full, PairingOutcome::TooMany { .. }), "{full:?}");
+    let expired = 1_000 + CODE_TTL_MS + 1;
+    let room = store
+        .request_pairing("telegram", "default", "later", "x", expired)
+        .unwrap();
+    assert!(matches!(room, PairingOutcome::New(_)), "{room:?}");
 }
 
 /// Expired codes do not approve; a rejected code cannot be approved after.

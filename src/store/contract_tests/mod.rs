@@ -60,6 +60,7 @@ macro_rules! store_contract_tests {
             targets_are_remembered_per_session,
             pairing_codes_approve_once_and_make_one_owner,
             pairing_codes_expire_and_rejected_codes_do_not_approve,
+            pairing_is_bounded_per_account_and_says_when_to_retry,
             cursors_are_durable_and_listed_by_suffix,
             raised_cursors_only_move_forward,
             group_history_is_replaced_and_cleared,

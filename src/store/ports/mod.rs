@@ -50,6 +50,7 @@ pub use sessions::{SUMMARY_HEADING, SessionMeta, SessionStore, WindowMessage};
 #[cfg(test)]
 pub(super) use pairing::ALPHABET;
 pub(super) use pairing::new_code;
+pub(super) use pairing::pending_outcome;
 
 use super::StoreError;
 

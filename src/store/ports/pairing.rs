@@ -7,8 +7,11 @@ use crate::store::StoreError;
 
 /// How long a pairing code is valid.
 pub const CODE_TTL_MS: u64 = 60 * 60 * 1000;
-/// Most pending codes per channel account.
-pub const MAX_PENDING: usize = 3;
+/// Most pending codes per channel account (one per sender). Past it a new stranger is told to
+/// try again when the oldest code expires: a full account never takes back a code it gave
+/// (eviction would let a flood of new senders flush a real one's code), and one platform's
+/// flood leaves the others' pairing open.
+pub const MAX_PENDING: usize = 20;
 /// Code alphabet: no 0, O, 1 or I.
 pub(in crate::store) const ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
 
@@ -37,7 +40,36 @@ pub enum PairingOutcome {
     /// The sender already has a valid code.
     Existing(String),
     /// Too many codes are pending for this account; the sender must wait.
-    TooMany,
+    TooMany {
+        /// How long until the account's oldest code expires and makes room (ms, at least 1).
+        retry_after_ms: u64,
+    },
+}
+
+/// What a request of `sender_id` on `channel`/`account` meets among the valid requests
+/// `pending` (of every account): the sender's own code again, a full account, or `None`
+/// when a new code may be issued.
+pub(in crate::store) fn pending_outcome(
+    pending: &[PairingRequest],
+    channel: &str,
+    account: &str,
+    sender_id: &str,
+    now_ms: u64,
+) -> Option<PairingOutcome> {
+    let here = pending
+        .iter()
+        .filter(|r| r.channel == channel && r.account == account);
+    if let Some(existing) = here.clone().find(|r| r.sender_id == sender_id) {
+        return Some(PairingOutcome::Existing(existing.code.clone()));
+    }
+    if here.clone().count() < MAX_PENDING {
+        return None;
+    }
+    let oldest = here.map(|r| r.created_ms).min().unwrap_or(now_ms);
+    let expires = oldest.saturating_add(CODE_TTL_MS).saturating_add(1);
+    Some(PairingOutcome::TooMany {
+        retry_after_ms: expires.saturating_sub(now_ms).max(1),
+    })
 }
 
 /// A fresh pairing code: 8 chars of [`ALPHABET`].
@@ -55,8 +87,9 @@ pub(in crate::store) fn new_code() -> String {
 /// and the owner pairing made per channel. Pairing grants DM access only. Times are passed
 /// in (`now_ms`) so expiry is the caller's clock.
 pub trait PairingStore {
-    /// Issues a code for an unknown sender, or repeats the valid one it has; `TooMany` when
-    /// the account has [`MAX_PENDING`] valid codes. Buffered.
+    /// Issues a code for an unknown sender, or repeats the valid one it has; `TooMany` (with
+    /// the wait until the oldest code expires) when the account has [`MAX_PENDING`] valid
+    /// codes. Buffered.
     fn request_pairing(
         &self,
         channel: &str,

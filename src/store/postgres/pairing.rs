@@ -1,13 +1,14 @@
 //! [`PairingStore`] and [`CursorStore`] over PostgreSQL: `pairing_codes`,
 //! `pairing_approved`, `pairing_owners`; `cursors` and `group_history`. Issuing a code and
 //! making an owner take an advisory lock (per channel account, per channel), so several
-//! processes keep the limits: at most [`MAX_PENDING`] codes, one owner made by pairing.
+//! processes keep the limits: at most [`MAX_PENDING`](crate::store::MAX_PENDING) codes per
+//! account, one owner made by pairing.
 
 use super::conn::Conn;
 
 use super::{PgStore, big, pg_err, transaction};
-use crate::store::ports::new_code;
-use crate::store::{CODE_TTL_MS, CursorStore, MAX_PENDING, PairingOutcome, PairingRequest};
+use crate::store::ports::{new_code, pending_outcome};
+use crate::store::{CODE_TTL_MS, CursorStore, PairingOutcome, PairingRequest};
 use crate::store::{PairingStore, StoreError, StoreFuture, decode, encode};
 
 /// The first key of the advisory lock that serializes the writers of `group_history`
@@ -83,17 +84,12 @@ impl PairingStore for PgStore {
         self.blocking(move |c| async move {
             transaction(&c, async |c: &Conn| {
                 lock(c, &format!("pairing:{}:{}", request.channel, request.account)).await?;
-                let pending: Vec<PairingRequest> = valid_requests(c, now_ms)
-                    .await?
-                    .into_iter()
-                    .filter(|r| r.channel == request.channel && r.account == request.account)
-                    .collect();
-                if let Some(existing) = pending.iter().find(|r| r.sender_id == request.sender_id)
+                let pending = valid_requests(c, now_ms).await?;
+                let (channel, account) = (&request.channel, &request.account);
+                if let Some(outcome) =
+                    pending_outcome(&pending, channel, account, &request.sender_id, now_ms)
                 {
-                    return Ok(PairingOutcome::Existing(existing.code.clone()));
-                }
-                if pending.len() >= MAX_PENDING {
-                    return Ok(PairingOutcome::TooMany);
+                    return Ok(outcome);
                 }
                 c.execute(
                     "INSERT INTO pairing_codes (channel, code, account, sender_id, created_ms, request) \

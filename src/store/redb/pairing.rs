@@ -5,8 +5,8 @@ use redb::WriteTransaction;
 
 use super::{PAIRING, RedbStore, StoreError, db_err, decode, encode, get, scan};
 use crate::store::StoreFuture;
-use crate::store::ports::new_code;
-use crate::store::{CODE_TTL_MS, MAX_PENDING, PairingOutcome, PairingRequest, PairingStore};
+use crate::store::ports::{new_code, pending_outcome};
+use crate::store::{CODE_TTL_MS, PairingOutcome, PairingRequest, PairingStore};
 
 impl PairingStore for RedbStore {
     fn request_pairing(
@@ -17,16 +17,9 @@ impl PairingStore for RedbStore {
         sender_name: &str,
         now_ms: u64,
     ) -> Result<PairingOutcome, StoreError> {
-        let pending: Vec<PairingRequest> = self
-            .pairing_requests(now_ms)?
-            .into_iter()
-            .filter(|r| r.channel == channel && r.account == account)
-            .collect();
-        if let Some(existing) = pending.iter().find(|r| r.sender_id == sender_id) {
-            return Ok(PairingOutcome::Existing(existing.code.clone()));
-        }
-        if pending.len() >= MAX_PENDING {
-            return Ok(PairingOutcome::TooMany);
+        let pending = self.pairing_requests(now_ms)?;
+        if let Some(outcome) = pending_outcome(&pending, channel, account, sender_id, now_ms) {
+            return Ok(outcome);
         }
         let code = new_code();
         let request = PairingRequest {

@@ -1,10 +1,11 @@
-//! DM pairing (SPEC 1.3): 8-character codes for unknown senders (valid 1 hour, at most 3
-//! pending per account), approved senders, and owners. Pairing grants DM access only.
+//! DM pairing (SPEC 1.3): 8-character codes for unknown senders (valid 1 hour, at most
+//! [`MAX_PENDING`](crate::store::MAX_PENDING) pending per account), approved senders, and
+//! owners. Pairing grants DM access only.
 
 use super::{SledStore, StoreError, db_err, decode, encode};
 use crate::store::StoreFuture;
-use crate::store::ports::new_code;
-use crate::store::{CODE_TTL_MS, MAX_PENDING, PairingOutcome, PairingRequest, PairingStore};
+use crate::store::ports::{new_code, pending_outcome};
+use crate::store::{CODE_TTL_MS, PairingOutcome, PairingRequest, PairingStore};
 
 impl PairingStore for SledStore {
     /// Issues (or repeats) a pairing code for an unknown sender.
@@ -16,16 +17,9 @@ impl PairingStore for SledStore {
         sender_name: &str,
         now_ms: u64,
     ) -> Result<PairingOutcome, StoreError> {
-        let pending: Vec<PairingRequest> = self
-            .pairing_requests(now_ms)?
-            .into_iter()
-            .filter(|r| r.channel == channel && r.account == account)
-            .collect();
-        if let Some(existing) = pending.iter().find(|r| r.sender_id == sender_id) {
-            return Ok(PairingOutcome::Existing(existing.code.clone()));
-        }
-        if pending.len() >= MAX_PENDING {
-            return Ok(PairingOutcome::TooMany);
+        let pending = self.pairing_requests(now_ms)?;
+        if let Some(outcome) = pending_outcome(&pending, channel, account, sender_id, now_ms) {
+            return Ok(outcome);
         }
         let code = new_code();
         let request = PairingRequest {
@@ -176,7 +170,7 @@ mod tests {
     use crate::store::ports::ALPHABET;
 
     #[tokio::test]
-    async fn a_code_is_issued_once_per_sender_and_at_most_three_per_account() {
+    async fn a_code_is_issued_once_per_sender_and_at_most_max_pending_per_account() {
         let store = Store::temporary().unwrap();
         let PairingOutcome::New(code) = store
             .request_pairing("telegram", "default", "1", "Ann", 0)
@@ -192,22 +186,24 @@ mod tests {
                 .unwrap(),
             PairingOutcome::Existing(code)
         );
-        store
-            .request_pairing("telegram", "default", "2", "B", 0)
-            .unwrap();
-        store
-            .request_pairing("telegram", "default", "3", "C", 0)
-            .unwrap();
+        for sender in 2..=crate::store::MAX_PENDING {
+            let outcome = store
+                .request_pairing("telegram", "default", &sender.to_string(), "B", 0)
+                .unwrap();
+            assert!(matches!(outcome, PairingOutcome::New(_)), "{outcome:?}");
+        }
         assert_eq!(
             store
-                .request_pairing("telegram", "default", "4", "D", 0)
+                .request_pairing("telegram", "default", "new", "D", 0)
                 .unwrap(),
-            PairingOutcome::TooMany
+            PairingOutcome::TooMany {
+                retry_after_ms: CODE_TTL_MS + 1
+            }
         );
         // Codes expire after an hour, making room again.
         assert!(matches!(
             store
-                .request_pairing("telegram", "default", "4", "D", CODE_TTL_MS + 1)
+                .request_pairing("telegram", "default", "new", "D", CODE_TTL_MS + 1)
                 .unwrap(),
             PairingOutcome::New(_)
         ));

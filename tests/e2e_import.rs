@@ -241,11 +241,14 @@ async fn force_keeps_the_settings_the_import_does_not_write() {
     std::fs::write(&config, &before).unwrap();
     let state = home.path().join("oc");
     copy_dir(&fixture("openclaw/state"), &state);
-    let out = chela(
-        home.path(),
-        &["import", "openclaw", state.to_str().unwrap(), "--force"],
-    )
-    .await;
+    let with = |args: &[&str]| {
+        let mut all = vec!["--config", config.to_str().unwrap()];
+        all.extend_from_slice(args);
+        all.into_iter().map(str::to_owned).collect::<Vec<_>>()
+    };
+    let args = with(&["import", "openclaw", state.to_str().unwrap(), "--force"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = chela(home.path(), &args).await;
     assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
     assert!(
         stdout(&out).contains("sessions imported: 2"),
@@ -266,8 +269,10 @@ async fn force_keeps_the_settings_the_import_does_not_write() {
     );
     // The sessions went to the configured store, not to the default one.
     assert!(chela::store::holds_redb(&store));
-    assert!(!home.path().join(".chela/data").exists());
-    let list = chela(home.path(), &["sessions", "list"]).await;
+    assert!(!chela::store::holds_redb(&home.path().join(".chela/data")));
+    let args = with(&["sessions", "list"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let list = chela(home.path(), &args).await;
     assert!(
         stdout(&list).contains("agent:main:telegram:direct:12345"),
         "{}",
@@ -332,10 +337,15 @@ async fn a_compressed_row_that_expands_past_the_limit_is_refused_naming_it() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{}\n{err}", stdout(&out));
     assert!(
-        err.contains("openclaw-agent.sqlite: session agent:main:main, row seq 1 expands past 16 MiB"),
+        err.contains(
+            "openclaw-agent.sqlite: session agent:main:main, row seq 1 expands past 16 MiB"
+        ),
         "{err}"
     );
-    assert!(!home.path().join(".chela/config.toml").exists(), "nothing written");
+    assert!(
+        !home.path().join(".chela/config.toml").exists(),
+        "nothing written"
+    );
 }
 
 #[tokio::test]

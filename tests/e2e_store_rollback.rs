@@ -126,10 +126,18 @@ fn names_the_damage(stderr: &str, file: &Path) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_scribbled_at_4_kib_is_named_at_start_and_by_store_check() {
     let s = answered_once().await;
-    let file = s.setup.path("data").canonicalize().unwrap().join("chela.redb");
+    let file = s
+        .setup
+        .path("data")
+        .canonicalize()
+        .unwrap()
+        .join("chela.redb");
     let (ok, text) = s.cli(&["store", "check"]).await;
     assert!(ok, "{text}");
-    assert!(text.contains("ok: the store in") && text.contains("is sound"), "{text}");
+    assert!(
+        text.contains("ok: the store in") && text.contains("is sound"),
+        "{text}"
+    );
     assert!(text.contains("sessions: 1 records"), "{text}");
 
     scribble(&file, 4096, &[0xa5; 16]);
@@ -212,5 +220,8 @@ async fn random_scribbles_end_in_a_named_refusal_or_a_working_gateway() {
             None => {}
         }
     }
-    assert!(refused > 0, "at least one seed damaged what the store holds");
+    assert!(
+        refused > 0,
+        "at least one seed damaged what the store holds"
+    );
 }

@@ -37,7 +37,10 @@ fn check(loaded: &LoadedConfig) -> ExitCode {
     let place = match config.is_postgres() {
         true => format!("the PostgreSQL store ({})", config.url_setting()),
         false if !holds_redb(&config.path) && !holds_sled(&config.path) => {
-            println!("no store in {} yet: nothing to check", config.path.display());
+            println!(
+                "no store in {} yet: nothing to check",
+                config.path.display()
+            );
             return ExitCode::SUCCESS;
         }
         false => format!("the store in {}", config.path.display()),

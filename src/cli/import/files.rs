@@ -137,7 +137,10 @@ mod tests {
         std::fs::write(&file, "12345").unwrap();
         assert_eq!(read_text(&file, 5).unwrap().as_deref(), Some("12345"));
         let err = read_text(&file, 4).unwrap_err().to_string();
-        assert!(err.contains("a.json") && err.contains("larger than"), "{err}");
+        assert!(
+            err.contains("a.json") && err.contains("larger than"),
+            "{err}"
+        );
         assert!(read_text(&dir.path().join("none"), 5).unwrap().is_none());
         assert!(!regular(&dir.path().join("none")).unwrap());
 
@@ -146,7 +149,9 @@ mod tests {
         let err = read_text(&link, 5).unwrap_err().to_string();
         assert!(err.contains("zero.jsonl is a symbolic link"), "{err}");
         assert!(regular(&link).is_err());
-        let err = read_text(Path::new("/dev/zero"), 5).unwrap_err().to_string();
+        let err = read_text(Path::new("/dev/zero"), 5)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("a device"), "{err}");
 
         let fifo = dir.path().join("fifo.jsonl");

@@ -105,7 +105,9 @@ fn sqlite_sessions(db: &Path) -> Result<Vec<ForeignSession>, StateError> {
     let mut budget = ROWS_LIMIT;
     for (session_id, key) in windows {
         let events: Vec<Event> = rows
-            .query_map([&session_id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .query_map([&session_id], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+            })
             .map_err(err)?
             .collect::<Result<_, _>>()
             .map_err(err)?;
@@ -116,13 +118,11 @@ fn sqlite_sessions(db: &Path) -> Result<Vec<ForeignSession>, StateError> {
                 (Some(json), _) => Some(json),
                 (None, Some(bytes)) => {
                     let row = || format!("session {key}, row seq {seq}");
-                    unzstd(&bytes, &mut budget).map_err(|(what, limit)| {
-                        StateError::TooLarge {
-                            path: db.display().to_string(),
-                            row: row(),
-                            what,
-                            limit,
-                        }
+                    unzstd(&bytes, &mut budget).map_err(|(what, limit)| StateError::TooLarge {
+                        path: db.display().to_string(),
+                        row: row(),
+                        what,
+                        limit,
                     })?
                 }
                 (None, None) => None,
@@ -413,7 +413,10 @@ mod tests {
         let text = unzstd(&small, &mut budget).unwrap();
         assert_eq!(text.as_deref(), Some("{\"a\":1}"));
         assert_eq!(budget, ROWS_LIMIT - 7);
-        assert_eq!(unzstd(&rle(1 << 20), &mut budget).unwrap().unwrap().len(), 1 << 20);
+        assert_eq!(
+            unzstd(&rle(1 << 20), &mut budget).unwrap().unwrap().len(),
+            1 << 20
+        );
         let bomb = rle(ROW_LIMIT as usize + (128 << 10));
         assert_eq!(unzstd(&bomb, &mut budget), Err(("one row", ROW_LIMIT)));
         let mut budget = 1 << 20;

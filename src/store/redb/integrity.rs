@@ -43,7 +43,9 @@ impl Damage {
 
     /// The first damage met, if any.
     pub(super) fn get(&self) -> Option<StoreError> {
-        self.first.get().map(|reason| damaged(&self.path, reason.clone()))
+        self.first
+            .get()
+            .map(|reason| damaged(&self.path, reason.clone()))
     }
 }
 

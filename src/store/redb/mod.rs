@@ -176,7 +176,12 @@ impl RedbStore {
             .create_with_backend(redb::backends::InMemoryBackend::new())
             .map_err(db_err)?;
         create_tables(&db)?;
-        RedbStore::from_db(db, 0, None, integrity::Damage::new(Path::new("(in memory)")))
+        RedbStore::from_db(
+            db,
+            0,
+            None,
+            integrity::Damage::new(Path::new("(in memory)")),
+        )
     }
 
     /// A store over `backend` (for tests: a disk that fails).

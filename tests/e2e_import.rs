@@ -138,7 +138,7 @@ async fn a_different_config_is_not_replaced_without_force() {
     let text = stdout(&out);
     assert!(text.contains("- cap = 3"), "{text}");
     assert!(
-        text.contains("left as it is (--force replaces it)"),
+        text.contains("left as it is (--force writes the imported settings into it"),
         "{text}"
     );
     assert_eq!(
@@ -226,6 +226,167 @@ async fn real_openclaw_and_pi_files_import_show_and_export() {
         assert_eq!(header["version"], 4);
         assert!(exported.contains(shown));
     }
+}
+
+#[tokio::test]
+async fn force_keeps_the_settings_the_import_does_not_write() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join(".chela/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    let store = home.path().join("elsewhere");
+    let before = format!(
+        "[store]\npath = \"{}\"\n[rpc]\nlisten = \"127.0.0.1:0\"\n[queue]\ncap = 3\ndrop = \"old\"\n",
+        store.display()
+    );
+    std::fs::write(&config, &before).unwrap();
+    let state = home.path().join("oc");
+    copy_dir(&fixture("openclaw/state"), &state);
+    let with = |args: &[&str]| {
+        let mut all = vec!["--config", config.to_str().unwrap()];
+        all.extend_from_slice(args);
+        all.into_iter().map(str::to_owned).collect::<Vec<_>>()
+    };
+    let args = with(&["import", "openclaw", state.to_str().unwrap(), "--force"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = chela(home.path(), &args).await;
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("sessions imported: 2"),
+        "{}",
+        stdout(&out)
+    );
+    let written: toml::Table = toml::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    assert_eq!(
+        written["store"]["path"].as_str(),
+        Some(store.to_str().unwrap())
+    );
+    assert_eq!(written["rpc"]["listen"].as_str(), Some("127.0.0.1:0"));
+    assert_eq!(written["queue"]["cap"].as_integer(), Some(10), "imported");
+    assert_eq!(written["queue"]["drop"].as_str(), Some("old"), "kept");
+    assert_eq!(
+        std::fs::read_to_string(home.path().join(".chela/config.toml.before-import")).unwrap(),
+        before
+    );
+    // The sessions went to the configured store, not to the default one.
+    assert!(chela::store::holds_redb(&store));
+    assert!(!chela::store::holds_redb(&home.path().join(".chela/data")));
+    let args = with(&["sessions", "list"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let list = chela(home.path(), &args).await;
+    assert!(
+        stdout(&list).contains("agent:main:telegram:direct:12345"),
+        "{}",
+        stdout(&list)
+    );
+}
+
+/// A zstd frame of `total` bytes of spaces in RLE blocks of 128 KiB: 4 bytes per block, so
+/// 64 MiB take 2 KiB (a decompression bomb).
+fn zstd_bomb(total: usize) -> Vec<u8> {
+    const BLOCK: usize = 128 * 1024;
+    // Magic, a frame header with only a window descriptor (128 KiB), then the blocks.
+    let mut out = vec![0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x38];
+    let blocks = total / BLOCK;
+    for i in 0..blocks {
+        let last = u32::from(i + 1 == blocks);
+        let header = ((BLOCK as u32) << 3) | (1 << 1) | last;
+        out.extend_from_slice(&header.to_le_bytes()[..3]);
+        out.push(b' ');
+    }
+    out
+}
+
+/// An OpenClaw folder whose one agent database holds a session with a header row and
+/// `row` (compressed) as its second row.
+fn state_with_row(root: &Path, row: &[u8]) -> PathBuf {
+    let state = root.join("oc");
+    let agent = state.join("agents/main/agent");
+    std::fs::create_dir_all(&agent).unwrap();
+    let conn = rusqlite::Connection::open(agent.join("openclaw-agent.sqlite")).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE session_windows (session_id TEXT, session_key TEXT, created_at INTEGER);
+         CREATE TABLE transcript_events (session_id TEXT, seq INTEGER, event_json TEXT, event_zstd BLOB);
+         INSERT INTO session_windows VALUES ('w1', 'agent:main:main', 1);",
+    )
+    .unwrap();
+    let header = r#"{"type":"session","version":4,"id":"w","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#;
+    conn.execute(
+        "INSERT INTO transcript_events VALUES ('w1', 0, ?1, NULL)",
+        [header],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO transcript_events VALUES ('w1', 1, NULL, ?1)",
+        [row],
+    )
+    .unwrap();
+    state
+}
+
+#[tokio::test]
+async fn a_compressed_row_that_expands_past_the_limit_is_refused_naming_it() {
+    let home = tempfile::tempdir().unwrap();
+    let bomb = zstd_bomb(64 << 20);
+    assert!(bomb.len() < 4096);
+    let state = state_with_row(home.path(), &bomb);
+    let out = chela(
+        home.path(),
+        &["import", "openclaw", state.to_str().unwrap()],
+    )
+    .await;
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{}\n{err}", stdout(&out));
+    assert!(
+        err.contains(
+            "openclaw-agent.sqlite: session agent:main:main, row seq 1 expands past 16 MiB"
+        ),
+        "{err}"
+    );
+    assert!(
+        !home.path().join(".chela/config.toml").exists(),
+        "nothing written"
+    );
+}
+
+#[tokio::test]
+async fn session_files_that_are_links_fifos_or_devices_are_refused_naming_them() {
+    let home = tempfile::tempdir().unwrap();
+    let state = home.path().join("oc");
+    let sessions = state.join("agents/main/sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    // A link to /dev/zero: reading it whole would never end (until memory does).
+    std::os::unix::fs::symlink("/dev/zero", sessions.join("zero.jsonl")).unwrap();
+    let out = chela(
+        home.path(),
+        &["import", "openclaw", state.to_str().unwrap()],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("zero.jsonl is a symbolic link, not a regular file"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A FIFO: opening it to read would wait for a writer forever.
+    std::fs::remove_file(sessions.join("zero.jsonl")).unwrap();
+    let fifo = sessions.join("fifo.jsonl");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let out = chela(
+        home.path(),
+        &["import", "openclaw", state.to_str().unwrap()],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("fifo.jsonl is a FIFO, not a regular file"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -374,11 +374,20 @@ pub async fn gateway(loaded: LoadedConfig) -> ExitCode {
     let run = gateway.run_channels(stop.clone());
     tokio::pin!(run);
     let mut channels_done = false;
-    loop {
+    let damaged = loop {
         tokio::select! {
-            _ = signals.next() => break,
+            _ = signals.next() => break None,
             _ = &mut run, if !channels_done => channels_done = true,
+            damage = gateway.store_damaged() => break Some(damage),
         }
+    };
+    if let Some(damage) = damaged {
+        // Nothing more can be kept or answered: stop at once, and say what to do.
+        tracing::error!(error = %damage, "the store is damaged; stopping");
+        stop.cancel();
+        gateway.shutdown().await;
+        eprintln!("chela: {damage}");
+        return ExitCode::from(2);
     }
     let grace = std::time::Duration::from_secs(loaded.config.agent.shutdown_grace_s);
     tracing::info!(

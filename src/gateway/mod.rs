@@ -278,6 +278,9 @@ fn lanes_for(config: &Config, store: &Store, weak: &std::sync::Weak<Core>) -> La
     )
 }
 
+/// How often [`Gateway::store_damaged`] looks at the store.
+const DAMAGE_CHECK: Duration = Duration::from_secs(1);
+
 impl Gateway {
     /// Builds the gateway over `channels` and recovers the previous process's pending turns
     /// and undelivered replies. Channels are not started yet: see [`Gateway::run_channels`].
@@ -399,6 +402,19 @@ impl Gateway {
         let address = server.as_ref().map(|s| s.address());
         *slot = server;
         Ok(address)
+    }
+
+    /// Waits until a read or a write of the store meets damage (its file corrupted, the disk
+    /// failing: [`BaseStore::damage`](crate::store::BaseStore::damage)); returns it. The
+    /// gateway stops on it rather than going on without a store that answers.
+    pub async fn store_damaged(&self) -> crate::store::StoreError {
+        let mut every = tokio::time::interval(DAMAGE_CHECK);
+        loop {
+            every.tick().await;
+            if let Some(damage) = self.core.store.damage() {
+                return damage;
+            }
+        }
     }
 
     /// Subscribes to the run bus: every run's events, each run ending with

@@ -176,12 +176,19 @@ impl GatewayApi for CoreApi {
 
     fn readiness(&self) -> BoxFuture<'_, Readiness> {
         Box::pin(async move {
-            // A read the store must answer (PostgreSQL: a round trip to the server).
-            let store_error = self.core.store.get_cursor(READY_PROBE).err().map(|e| {
-                // The detail may name the database's host or user: the log has it.
-                tracing::warn!(error = %e, "readyz: the store does not answer");
-                "not answering".to_owned()
-            });
+            // A read the store must answer (PostgreSQL: a round trip to the server), and no
+            // damage met by an earlier read or write (the gateway stops on it).
+            let store_error = match self.core.store.damage() {
+                Some(e) => {
+                    tracing::warn!(error = %e, "readyz: the store is damaged");
+                    Some("damaged".to_owned())
+                }
+                None => self.core.store.get_cursor(READY_PROBE).err().map(|e| {
+                    // The detail may name the database's host or user: the log has it.
+                    tracing::warn!(error = %e, "readyz: the store does not answer");
+                    "not answering".to_owned()
+                }),
+            };
             // In a cluster a channel whose intake another node leases is on standby here:
             // ready, though not connected.
             let leased_here = match &self.core.cluster {

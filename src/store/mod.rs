@@ -136,6 +136,25 @@ pub enum StoreError {
         /// The generation the high-water file recorded.
         recorded: u64,
     },
+    /// The store's file is damaged (its pages fail their checksums, or it cannot be read or
+    /// written): found at open by the engine's integrity check, or by a read or write later.
+    #[error(
+        "the store {} is damaged: {reason}. chela does not run on a damaged store: stop every \
+         chela using it, then restore the folder {} from a backup, or move {} away to start \
+         with an empty store (its sessions, queue and pairings are then lost). `chela store \
+         check` checks a store without starting the gateway",
+        file.display(),
+        path.display(),
+        file.display()
+    )]
+    Damaged {
+        /// The store folder.
+        path: PathBuf,
+        /// The damaged file (`chela.redb`; the folder itself for sled).
+        file: PathBuf,
+        /// What the engine found.
+        reason: String,
+    },
     /// Reading an import or writing an export failed.
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),

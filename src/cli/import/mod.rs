@@ -4,6 +4,8 @@
 
 mod agents;
 mod config;
+mod files;
+mod merge;
 mod state;
 
 use std::collections::BTreeMap;
@@ -24,7 +26,9 @@ pub enum ImportCommand {
     Openclaw {
         /// The folder (default: ~/.openclaw).
         dir: Option<PathBuf>,
-        /// Replace an existing chela config file that differs.
+        /// Write the imported settings into an existing chela config file that differs
+        /// (every setting the import does not write, such as [store] and [rpc], is kept; the
+        /// old file is kept beside it as <file>.before-import).
         #[arg(long)]
         force: bool,
     },
@@ -43,11 +47,19 @@ pub async fn run(
         return ExitCode::from(2);
     }
     // A running gateway holds the store: refuse before anything is written. The imported
-    // config leaves `[store]` as it is, so this is the store the import writes to.
+    // config leaves `[store]` as it is (`merge.rs`), so this is the store the import writes to.
     if let Err(e @ StoreError::Locked { .. }) = Store::open_config(&loaded.config) {
         eprintln!("chela: {e}; stop the gateway first (the import writes to the store)");
         return ExitCode::from(2);
     }
+    // Everything is read (and a crafted folder refused) before anything is written.
+    let (sessions, approvals) = match read_state(&dir) {
+        Ok(read) => read,
+        Err(e) => {
+            eprintln!("chela: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let mut not_carried: Vec<String> = Vec::new();
     let target = explicit
         .map(Path::to_path_buf)
@@ -67,26 +79,19 @@ pub async fn run(
             return ExitCode::from(2);
         }
     };
-    let store = match Store::open_config(&loaded.config) {
+    let store = match open_store(&loaded) {
         Ok(store) => store,
-        Err(e @ StoreError::Locked { .. }) => {
-            eprintln!("chela: {e}; stop the gateway first (the import writes to the store)");
-            return ExitCode::from(2);
-        }
-        Err(e) => {
-            eprintln!("chela: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let keep_dir = loaded.base_dir.join("imported").join("openclaw");
     let imported = import_sessions(
         &store,
-        &dir,
+        sessions,
         &loaded.config.agent.id,
         &keep_dir,
         &mut not_carried,
     );
-    let paired = import_pairing(&store, &dir, &loaded, &mut not_carried).await;
+    let paired = import_pairing(&store, approvals, &loaded, &mut not_carried).await;
     let flushed = store.flush().await;
     let (sessions, entries) = match imported.and_then(|s| paired.map(|p| (s, p))) {
         Ok(((sessions, entries), paired)) => {
@@ -116,8 +121,29 @@ pub async fn run(
     }
 }
 
-/// Writes the mapped config to `target` unless a different file is there (then a diff is
-/// printed and, without `force`, nothing is written). True when it was written.
+/// The sessions and the pairing approvals of OpenClaw's folder `dir`.
+fn read_state(
+    dir: &Path,
+) -> Result<(Vec<state::ForeignSession>, Vec<state::Approval>), state::StateError> {
+    Ok((state::sessions(dir)?, state::approvals(dir)?))
+}
+
+/// The store the import writes to; a message and exit code 2 when it cannot be opened.
+fn open_store(loaded: &LoadedConfig) -> Result<Store, ExitCode> {
+    Store::open_config(&loaded.config).map_err(|e| {
+        match e {
+            StoreError::Locked { .. } => {
+                eprintln!("chela: {e}; stop the gateway first (the import writes to the store)")
+            }
+            e => eprintln!("chela: {e}"),
+        }
+        ExitCode::from(2)
+    })
+}
+
+/// Writes the mapped config to `target`, laid over the config already there (see
+/// `merge.rs`); when that changes an existing file, a diff is printed and, without `force`,
+/// nothing is written. True when it was written.
 fn write_config(
     dir: &Path,
     target: &Path,
@@ -125,7 +151,8 @@ fn write_config(
     not_carried: &mut Vec<String>,
 ) -> Result<bool, String> {
     let source = dir.join("openclaw.json");
-    let Ok(text) = std::fs::read_to_string(&source) else {
+    let Some(text) = files::read_text(&source, files::JSON_LIMIT).map_err(|e| e.to_string())?
+    else {
         not_carried.push(format!("config: no {}", source.display()));
         return Ok(false);
     };
@@ -134,32 +161,67 @@ fn write_config(
     let mapped = config::map(&openclaw, dir);
     not_carried.extend(mapped.not_carried);
     let existing = std::fs::read_to_string(target).ok();
-    if existing.as_deref() == Some(mapped.toml.as_str()) {
+    let Some(existing) = existing else {
+        print!("{}", diff("", &mapped.toml));
+        return write_file(target, &mapped.toml).map(|()| true);
+    };
+    let Some(merged) = merged(&existing, &mapped.toml, target)? else {
         println!(
             "config: {} already holds the imported settings",
             target.display()
         );
         return Ok(false);
-    }
-    if let Some(existing) = &existing {
+    };
+    println!(
+        "config: {} differs from the imported one:",
+        target.display()
+    );
+    print!("{}", diff(&existing, &merged));
+    if !force {
         println!(
-            "config: {} differs from the imported one:",
-            target.display()
+            "config: left as it is (--force writes the imported settings into it, keeping the others)"
         );
-        print!("{}", diff(existing, &mapped.toml));
-        if !force {
-            println!("config: left as it is (--force replaces it)");
-            return Ok(false);
-        }
-    } else {
-        print!("{}", diff("", &mapped.toml));
+        return Ok(false);
     }
+    let mut kept = target.as_os_str().to_owned();
+    kept.push(".before-import");
+    std::fs::write(&kept, &existing).map_err(|e| format!("{}: {e}", Path::new(&kept).display()))?;
+    write_file(target, &merged)?;
+    println!(
+        "config: the previous one is kept in {}",
+        Path::new(&kept).display()
+    );
+    Ok(true)
+}
+
+/// The imported settings (TOML text) laid over the `existing` config of `target`; `None`
+/// when that changes no setting.
+fn merged(existing: &str, imported: &str, target: &Path) -> Result<Option<String>, String> {
+    let old: toml::Table = toml::from_str(existing).map_err(|e| {
+        format!(
+            "{} is not a config chela reads ({e}): fix it or move it away, then import again",
+            target.display()
+        )
+    })?;
+    let new: toml::Table = toml::from_str(imported).map_err(|e| e.to_string())?;
+    let merged = merge::merge(old.clone(), new);
+    if merged == old {
+        return Ok(None);
+    }
+    let text = toml::to_string(&merged).map_err(|e| e.to_string())?;
+    Ok(Some(format!(
+        "# Written by `chela import openclaw` from OpenClaw's openclaw.json, over the config that was here.\n{text}"
+    )))
+}
+
+/// Writes config `text` to `target`, making its folder if needed.
+fn write_file(target: &Path, text: &str) -> Result<(), String> {
     if let Some(parent) = target.parent() {
         std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
     }
-    std::fs::write(target, &mapped.toml).map_err(|e| format!("{}: {e}", target.display()))?;
+    std::fs::write(target, text).map_err(|e| format!("{}: {e}", target.display()))?;
     println!("config: wrote {}", target.display());
-    Ok(true)
+    Ok(())
 }
 
 /// A line diff (`-` old, `+` new, ` ` both) by longest common subsequence.
@@ -196,12 +258,11 @@ fn diff(old: &str, new: &str) -> String {
 /// in `keep_dir/<key>.jsonl`.
 fn import_sessions(
     store: &Store,
-    dir: &Path,
+    sessions: Vec<state::ForeignSession>,
     agent_id: &str,
     keep_dir: &Path,
     not_carried: &mut Vec<String>,
 ) -> Result<(usize, usize), StoreError> {
-    let sessions = state::sessions(dir).map_err(|e| StoreError::Encode(e.to_string()))?;
     let mut totals = (0, 0);
     let mut skipped: BTreeMap<String, usize> = BTreeMap::new();
     let mut kept = None;
@@ -284,11 +345,10 @@ fn chela_key(key: &str, agent_id: &str) -> String {
 /// Approves every paired sender on Telegram and Discord; returns how many.
 async fn import_pairing(
     store: &Store,
-    dir: &Path,
+    approvals: Vec<state::Approval>,
     loaded: &LoadedConfig,
     not_carried: &mut Vec<String>,
 ) -> Result<usize, StoreError> {
-    let approvals = state::approvals(dir).map_err(|e| StoreError::Encode(e.to_string()))?;
     let mut paired = 0;
     for (channel, account, sender) in approvals {
         let chela_account = match channel.as_str() {

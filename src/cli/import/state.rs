@@ -8,6 +8,13 @@ use std::path::Path;
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 
+use super::files::{self, FileError, JSON_LIMIT, TRANSCRIPT_LIMIT};
+
+/// The most one compressed transcript row may expand to.
+pub const ROW_LIMIT: u64 = 16 << 20;
+/// The most the compressed rows of one agent database may expand to together.
+pub const ROWS_LIMIT: u64 = 512 << 20;
+
 /// One OpenClaw session: its key and its transcript lines (header first).
 pub struct ForeignSession {
     /// OpenClaw's session key (`agent:main:...`).
@@ -31,13 +38,25 @@ pub enum StateError {
         /// What SQLite said.
         source: rusqlite::Error,
     },
-    /// A file could not be read.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
+    /// A file could not be read, or was refused (not a regular file, too large).
+    #[error(transparent)]
+    File(#[from] FileError),
+    /// A compressed transcript row expands past a limit (a decompression bomb, or more than
+    /// chela imports).
+    #[error(
+        "{path}: {row} expands past {} MiB, the most chela reads from {what}; nothing was \
+         imported",
+        limit >> 20
+    )]
+    TooLarge {
+        /// The database file.
         path: String,
-        /// What failed.
-        source: std::io::Error,
+        /// Which row: its session and `seq`.
+        row: String,
+        /// What the limit applies to: one row, or every row of the database.
+        what: &'static str,
+        /// The limit in bytes.
+        limit: u64,
     },
 }
 
@@ -52,7 +71,7 @@ pub fn sessions(dir: &Path) -> Result<Vec<ForeignSession>, StateError> {
     agent_dirs.sort();
     for agent_dir in agent_dirs {
         let db = agent_dir.join("agent").join("openclaw-agent.sqlite");
-        if db.is_file() {
+        if sqlite_file(&db)? {
             out.extend(sqlite_sessions(&db)?);
         }
         out.extend(jsonl_sessions(&agent_dir)?);
@@ -80,19 +99,34 @@ fn sqlite_sessions(db: &Path) -> Result<Vec<ForeignSession>, StateError> {
         .collect::<Result<_, _>>()
         .map_err(err)?;
     let mut rows = conn
-        .prepare("SELECT event_json, event_zstd FROM transcript_events WHERE session_id = ?1 ORDER BY seq")
+        .prepare("SELECT seq, event_json, event_zstd FROM transcript_events WHERE session_id = ?1 ORDER BY seq")
         .map_err(err)?;
     let mut out: Vec<ForeignSession> = Vec::new();
+    let mut budget = ROWS_LIMIT;
     for (session_id, key) in windows {
-        let events: Vec<(Option<String>, Option<Vec<u8>>)> = rows
-            .query_map([&session_id], |row| Ok((row.get(0)?, row.get(1)?)))
+        let events: Vec<Event> = rows
+            .query_map([&session_id], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+            })
             .map_err(err)?
             .collect::<Result<_, _>>()
             .map_err(err)?;
         let mut lines = Vec::new();
         let mut unreadable = 0;
-        for (json, zstd) in events {
-            let text = json.or_else(|| zstd.and_then(|bytes| unzstd(&bytes)));
+        for (seq, json, zstd) in events {
+            let text = match (json, zstd) {
+                (Some(json), _) => Some(json),
+                (None, Some(bytes)) => {
+                    let row = || format!("session {key}, row seq {seq}");
+                    unzstd(&bytes, &mut budget).map_err(|(what, limit)| StateError::TooLarge {
+                        path: db.display().to_string(),
+                        row: row(),
+                        what,
+                        limit,
+                    })?
+                }
+                (None, None) => None,
+            };
             match text.and_then(|t| serde_json::from_str::<Value>(&t).ok()) {
                 Some(value) => lines.push(value),
                 None => unreadable += 1,
@@ -142,12 +176,48 @@ fn append_window(session: &mut ForeignSession, lines: Vec<Value>) {
     }
 }
 
-/// Decompresses a zstd frame to text.
-fn unzstd(bytes: &[u8]) -> Option<String> {
-    let mut decoder = ruzstd::decoding::StreamingDecoder::new(bytes).ok()?;
-    let mut text = String::new();
-    decoder.read_to_string(&mut text).ok()?;
-    Some(text)
+/// A transcript row: `seq`, the event as JSON text, or compressed.
+type Event = (i64, Option<String>, Option<Vec<u8>>);
+
+/// Decompresses a zstd frame to text (`None` when it is not a frame of UTF-8 text), reading
+/// at most [`ROW_LIMIT`] and what is left of `budget` (taken from it). Past either, the
+/// limit that stopped it, and what it applies to.
+fn unzstd(bytes: &[u8], budget: &mut u64) -> Result<Option<String>, (&'static str, u64)> {
+    let Ok(decoder) = ruzstd::decoding::StreamingDecoder::new(bytes) else {
+        return Ok(None);
+    };
+    let cap = ROW_LIMIT.min(*budget);
+    let mut out = Vec::new();
+    if decoder
+        .take(cap.saturating_add(1))
+        .read_to_end(&mut out)
+        .is_err()
+    {
+        return Ok(None);
+    }
+    let read = out.len() as u64;
+    if read > cap {
+        return Err(match cap == ROW_LIMIT {
+            true => ("one row", ROW_LIMIT),
+            false => ("the rows of one database together", ROWS_LIMIT),
+        });
+    }
+    *budget -= read;
+    Ok(String::from_utf8(out).ok())
+}
+
+/// Whether the SQLite database `db` is there as a regular file, its journal files (which
+/// SQLite opens by name beside it) too: see [`files::regular`].
+fn sqlite_file(db: &Path) -> Result<bool, FileError> {
+    if !files::regular(db)? {
+        return Ok(false);
+    }
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let mut name = db.as_os_str().to_owned();
+        name.push(suffix);
+        files::regular(Path::new(&name))?;
+    }
+    Ok(true)
 }
 
 /// The JSONL session files of older versions: `agents/<id>/sessions/*.jsonl`, keyed by
@@ -157,8 +227,7 @@ fn jsonl_sessions(agent_dir: &Path) -> Result<Vec<ForeignSession>, StateError> {
     let Ok(read) = std::fs::read_dir(&dir) else {
         return Ok(Vec::new());
     };
-    let index: Value = std::fs::read_to_string(dir.join("sessions.json"))
-        .ok()
+    let index: Value = files::read_text(&dir.join("sessions.json"), JSON_LIMIT)?
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or(Value::Null);
     let agent = agent_dir
@@ -182,10 +251,9 @@ fn jsonl_sessions(agent_dir: &Path) -> Result<Vec<ForeignSession>, StateError> {
             .and_then(|m| m.iter().find(|(_, v)| v["sessionId"] == stem.as_str()))
             .map(|(k, _)| k.clone())
             .unwrap_or_else(|| format!("agent:{agent}:{stem}"));
-        let text = std::fs::read_to_string(&path).map_err(|source| StateError::Io {
-            path: path.display().to_string(),
-            source,
-        })?;
+        let Some(text) = files::read_text(&path, TRANSCRIPT_LIMIT)? else {
+            continue; // gone since the folder was listed
+        };
         let mut unreadable = 0;
         let lines = text
             .lines()
@@ -209,7 +277,7 @@ pub type Approval = (String, String, String);
 pub fn approvals(dir: &Path) -> Result<Vec<Approval>, StateError> {
     let mut out = Vec::new();
     let db = dir.join("state").join("openclaw.sqlite");
-    if db.is_file() {
+    if sqlite_file(&db)? {
         let err = |source| StateError::Sqlite {
             path: db.display().to_string(),
             source,
@@ -236,8 +304,7 @@ pub fn approvals(dir: &Path) -> Result<Vec<Approval>, StateError> {
                 continue;
             };
             let (channel, account) = channel.split_once('-').unwrap_or((channel, "default"));
-            let value: Value = std::fs::read_to_string(&path)
-                .ok()
+            let value: Value = files::read_text(&path, JSON_LIMIT)?
                 .and_then(|t| serde_json::from_str(&t).ok())
                 .unwrap_or(Value::Null);
             let ids = value["allowFrom"].as_array().cloned().unwrap_or_default();
@@ -321,6 +388,43 @@ mod tests {
             "{:?}",
             converted.not_carried
         );
+    }
+
+    /// A zstd frame of `total` spaces in RLE blocks of 128 KiB (4 bytes each).
+    fn rle(total: usize) -> Vec<u8> {
+        const BLOCK: usize = 128 * 1024;
+        let mut out = vec![0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x38];
+        let blocks = total / BLOCK;
+        for i in 0..blocks {
+            let header = ((BLOCK as u32) << 3) | (1 << 1) | u32::from(i + 1 == blocks);
+            out.extend_from_slice(&header.to_le_bytes()[..3]);
+            out.push(b' ');
+        }
+        out
+    }
+
+    #[test]
+    fn compressed_rows_are_read_up_to_a_limit_per_row_and_in_all() {
+        let small = ruzstd::encoding::compress_to_vec(
+            &b"{\"a\":1}"[..],
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
+        let mut budget = ROWS_LIMIT;
+        let text = unzstd(&small, &mut budget).unwrap();
+        assert_eq!(text.as_deref(), Some("{\"a\":1}"));
+        assert_eq!(budget, ROWS_LIMIT - 7);
+        assert_eq!(
+            unzstd(&rle(1 << 20), &mut budget).unwrap().unwrap().len(),
+            1 << 20
+        );
+        let bomb = rle(ROW_LIMIT as usize + (128 << 10));
+        assert_eq!(unzstd(&bomb, &mut budget), Err(("one row", ROW_LIMIT)));
+        let mut budget = 1 << 20;
+        assert_eq!(
+            unzstd(&rle(2 << 20), &mut budget),
+            Err(("the rows of one database together", ROWS_LIMIT))
+        );
+        assert_eq!(unzstd(b"not zstd", &mut budget), Ok(None));
     }
 
     #[test]

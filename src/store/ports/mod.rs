@@ -84,6 +84,19 @@ pub trait BaseStore {
     fn stored_bytes(&self) -> Result<Option<u64>, StoreError> {
         Ok(None)
     }
+
+    /// The first damage a read or a write of this store met since it was opened
+    /// ([`StoreError::Damaged`]: its file is corrupted or the disk fails); the gateway stops
+    /// on it rather than going on without a store. `None` for a backend that does not tell.
+    fn damage(&self) -> Option<StoreError> {
+        None
+    }
+
+    /// Reads every record of every collection; returns how many each holds (`chela store
+    /// check`). Empty for a backend that checks itself (PostgreSQL).
+    fn walk(&self) -> Result<Vec<(&'static str, u64)>, StoreError> {
+        Ok(Vec::new())
+    }
 }
 
 /// A whole store: every concern, shareable across tasks. Implemented for every type that

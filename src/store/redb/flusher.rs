@@ -162,7 +162,7 @@ impl Worker {
             .db
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Err(e) = super::highwater::commit_generation(&db, next) {
+        if let Err(e) = (self.shared.damage).watch(super::highwater::commit_generation(&db, next)) {
             // Not durable: the next tick tries again.
             if was_dirty {
                 self.shared.dirty.store(true, Ordering::Release);

@@ -27,6 +27,7 @@ mod cursors;
 mod delivery;
 mod flusher;
 mod highwater;
+mod integrity;
 mod jsonl;
 mod pairing;
 mod queue;
@@ -113,6 +114,8 @@ struct Shared {
     db: RwLock<Database>,
     /// Set by every commit that is not durable yet; cleared by the flusher's durable commit.
     dirty: AtomicBool,
+    /// The first damage a read or a write met (see `integrity.rs`).
+    damage: integrity::Damage,
 }
 
 struct Inner {
@@ -152,21 +155,12 @@ impl RedbStore {
         };
         std::fs::create_dir_all(path).map_err(|e| open_err(e.to_string()))?;
         let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-        let db = Database::builder()
-            .set_cache_size(usize::try_from(cache_bytes).unwrap_or(usize::MAX))
-            .create(file_in(&path))
-            .map_err(|e| match e {
-                redb::DatabaseError::DatabaseAlreadyOpen => StoreError::Locked {
-                    place: path.display().to_string(),
-                },
-                e => StoreError::Open {
-                    path: path.clone(),
-                    reason: e.to_string(),
-                },
-            })?;
-        create_tables(&db)?;
-        let (mark, generation, accepted) = highwater::check(&db, &path, accept_rollback)?;
-        let store = RedbStore::from_db(db, generation, mark)?;
+        let db = integrity::open(&path, cache_bytes)?;
+        let damage = integrity::Damage::new(&path);
+        damage.watch(create_tables(&db))?;
+        let (mark, generation, accepted) =
+            damage.watch(highwater::check(&db, &path, accept_rollback))?;
+        let store = RedbStore::from_db(db, generation, mark, damage)?;
         if accepted {
             store.settle_rollback()?;
             // Durable before anything else happens: a crash now must not bring back the
@@ -182,18 +176,35 @@ impl RedbStore {
             .create_with_backend(redb::backends::InMemoryBackend::new())
             .map_err(db_err)?;
         create_tables(&db)?;
-        RedbStore::from_db(db, 0, None)
+        RedbStore::from_db(
+            db,
+            0,
+            None,
+            integrity::Damage::new(Path::new("(in memory)")),
+        )
+    }
+
+    /// A store over `backend` (for tests: a disk that fails).
+    #[cfg(test)]
+    fn over(backend: impl redb::StorageBackend) -> Result<RedbStore, StoreError> {
+        let db = Database::builder()
+            .create_with_backend(backend)
+            .map_err(db_err)?;
+        create_tables(&db)?;
+        RedbStore::from_db(db, 0, None, integrity::Damage::new(Path::new("(test)")))
     }
 
     fn from_db(
         db: Database,
         generation: u64,
         mark: Option<crate::store::sled::highwater::HighWater>,
+        damage: integrity::Damage,
     ) -> Result<RedbStore, StoreError> {
-        let rollback_floor_ms = highwater::stored_floor(&db)?;
+        let rollback_floor_ms = damage.watch(highwater::stored_floor(&db))?;
         let shared = Arc::new(Shared {
             db: RwLock::new(db),
             dirty: AtomicBool::new(false),
+            damage,
         });
         let flusher = flusher::Flusher::start(shared.clone(), generation, mark)?;
         Ok(RedbStore {
@@ -224,6 +235,14 @@ impl RedbStore {
         &self,
         f: impl FnOnce(&WriteTransaction) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        self.inner.shared.damage.watch(self.write_unwatched(f))
+    }
+
+    /// [`RedbStore::write`] without noting damage.
+    fn write_unwatched<T>(
+        &self,
+        f: impl FnOnce(&WriteTransaction) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
         let db = self.db()?;
         let mut tx = db.begin_write().map_err(db_err)?;
         tx.set_durability(Durability::None).map_err(db_err)?;
@@ -237,9 +256,12 @@ impl RedbStore {
     /// waiting for the flusher.
     fn durable_now(&self) -> Result<(), StoreError> {
         let db = self.db()?;
-        let mut tx = db.begin_write().map_err(db_err)?;
-        tx.set_durability(Durability::Immediate).map_err(db_err)?;
-        tx.commit().map_err(db_err)
+        let commit = || {
+            let mut tx = db.begin_write().map_err(db_err)?;
+            tx.set_durability(Durability::Immediate).map_err(db_err)?;
+            tx.commit().map_err(db_err)
+        };
+        self.inner.shared.damage.watch(commit())
     }
 
     /// Runs `f` in one read transaction (a snapshot of every commit so far).
@@ -248,8 +270,8 @@ impl RedbStore {
         f: impl FnOnce(&ReadTransaction) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let db = self.db()?;
-        let tx = db.begin_read().map_err(db_err)?;
-        f(&tx)
+        let run = || f(&db.begin_read().map_err(db_err)?);
+        self.inner.shared.damage.watch(run())
     }
 
     /// The value of `key` in `table`.
@@ -285,17 +307,26 @@ impl RedbStore {
     /// Writes everything committed so far to disk; returns once it is durable. Concurrent
     /// callers share one fsync (group commit).
     async fn sync(&self) -> Result<(), StoreError> {
-        self.inner
-            .flusher
-            .flush()
-            .await
-            .map_err(|e| StoreError::Db(e.to_string()))
+        let flushed = self.inner.flusher.flush().await;
+        match (flushed, self.damage()) {
+            // The flusher's commit met the damage (noted there): say what it is.
+            (Err(_), Some(damage)) => Err(damage),
+            (flushed, _) => flushed.map_err(|e| StoreError::Db(e.to_string())),
+        }
     }
 }
 
 impl BaseStore for RedbStore {
     fn flush(&self) -> StoreFuture<'_, ()> {
         Box::pin(self.sync())
+    }
+
+    fn damage(&self) -> Option<StoreError> {
+        self.inner.shared.damage.get()
+    }
+
+    fn walk(&self) -> Result<Vec<(&'static str, u64)>, StoreError> {
+        self.walk_tables()
     }
 }
 
@@ -345,9 +376,18 @@ fn next_id(tx: &WriteTransaction) -> Result<u64, StoreError> {
     Ok(id)
 }
 
-/// Maps a redb error to a [`StoreError`] without exposing the redb type.
-fn db_err(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Db(e.to_string())
+/// Maps a redb error to a [`StoreError`] without exposing the redb type: a damaged file or a
+/// failing disk becomes [`StoreError::Damaged`] (named after the store by
+/// `integrity::Damage::watch`, which every read and write passes through).
+fn db_err(e: impl Into<redb::Error>) -> StoreError {
+    match integrity::damage_reason(e) {
+        Ok(reason) => StoreError::Damaged {
+            path: PathBuf::new(),
+            file: PathBuf::new(),
+            reason,
+        },
+        Err(text) => StoreError::Db(text),
+    }
 }
 
 /// Decodes a big-endian u64 key or value.

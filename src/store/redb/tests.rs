@@ -143,3 +143,87 @@ fn the_temporary_store_works_in_memory() {
     store.ensure_session("k", "/").unwrap();
     assert_eq!(store.list_sessions().unwrap().len(), 1);
 }
+
+/// A disk held in memory whose writes fail once `fail` is set.
+#[derive(Debug)]
+struct FailingDisk {
+    inner: redb::backends::InMemoryBackend,
+    fail: std::sync::Arc<AtomicBool>,
+}
+
+impl FailingDisk {
+    fn check(&self) -> std::io::Result<()> {
+        match self.fail.load(Ordering::Acquire) {
+            true => Err(std::io::Error::other("the disk failed")),
+            false => Ok(()),
+        }
+    }
+}
+
+impl redb::StorageBackend for FailingDisk {
+    fn len(&self) -> std::io::Result<u64> {
+        self.inner.len()
+    }
+
+    fn read(&self, offset: u64, out: &mut [u8]) -> std::io::Result<()> {
+        self.inner.read(offset, out)
+    }
+
+    fn set_len(&self, len: u64) -> std::io::Result<()> {
+        self.check()?;
+        self.inner.set_len(len)
+    }
+
+    fn sync_data(&self) -> std::io::Result<()> {
+        self.check()?;
+        self.inner.sync_data()
+    }
+
+    fn write(&self, offset: u64, data: &[u8]) -> std::io::Result<()> {
+        self.check()?;
+        self.inner.write(offset, data)
+    }
+}
+
+#[tokio::test]
+async fn a_failing_disk_is_reported_as_damage_and_remembered() {
+    let fail = std::sync::Arc::new(AtomicBool::new(false));
+    let store = RedbStore::over(FailingDisk {
+        inner: redb::backends::InMemoryBackend::new(),
+        fail: fail.clone(),
+    })
+    .unwrap();
+    store.ensure_session("k", "/").unwrap();
+    store.flush().await.unwrap();
+    assert!(store.damage().is_none());
+    fail.store(true, Ordering::Release);
+    let wrote = store.ensure_session("k2", "/");
+    let flushed = store.flush().await;
+    let err = wrote.and(flushed).unwrap_err();
+    assert!(matches!(err, StoreError::Damaged { .. }), "{err:?}");
+    assert!(err.to_string().contains("the disk failed"), "{err}");
+    let remembered = store.damage().expect("the damage is remembered");
+    assert!(remembered.to_string().contains("the disk failed"));
+}
+
+#[test]
+fn a_file_scribbled_outside_redb_is_refused_as_damaged_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    {
+        let store = RedbStore::open_with(&path, false, 1 << 20).unwrap();
+        for i in 0..50 {
+            store.ensure_session(&format!("k{i}"), "/").unwrap();
+        }
+    }
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(file_in(&path))
+        .unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&file, &[0xa5; 16], 4096).unwrap();
+    let err = RedbStore::open_with(&path, false, 1 << 20).unwrap_err();
+    assert!(matches!(err, StoreError::Damaged { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(text.contains("chela.redb is damaged"), "{text}");
+    assert!(text.contains("from a backup"), "{text}");
+}

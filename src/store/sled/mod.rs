@@ -201,6 +201,10 @@ impl BaseStore for SledStore {
     fn flush(&self) -> StoreFuture<'_, ()> {
         Box::pin(self.sync())
     }
+
+    fn walk(&self) -> Result<Vec<(&'static str, u64)>, StoreError> {
+        self.walk_trees()
+    }
 }
 
 /// Maps a sled error to a [`StoreError`] without exposing the sled type.
@@ -230,6 +234,11 @@ fn open_db(path: &Path, cache_bytes: u64) -> Result<sled::Db, StoreError> {
                 place: path.display().to_string(),
             }
         }
+        sled::Error::Corruption { .. } => StoreError::Damaged {
+            path: path.to_path_buf(),
+            file: path.join("db"),
+            reason: e.to_string(),
+        },
         _ => StoreError::Open {
             path: path.to_path_buf(),
             reason: e.to_string(),

@@ -29,6 +29,24 @@ impl SledStore {
         }))
     }
 
+    /// Reads every record of every tree; returns how many each holds (`chela store check`;
+    /// sled checks each record's checksum as it reads it).
+    pub(in crate::store) fn walk_trees(&self) -> Result<Vec<(&'static str, u64)>, StoreError> {
+        let mut counts = Vec::new();
+        for (name, _) in crate::store::redb::TABLES {
+            if name == "meta" {
+                continue; // sled keeps the counters elsewhere
+            }
+            let mut n = 0u64;
+            for record in self.raw_records(name)? {
+                record?;
+                n += 1;
+            }
+            counts.push((name, n));
+        }
+        Ok(counts)
+    }
+
     /// The store's counters.
     pub(in crate::store) fn counters(&self) -> Result<Counters, StoreError> {
         Ok(Counters {

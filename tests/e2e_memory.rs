@@ -253,6 +253,6 @@ fn last_tool_result(calls: &[Value]) -> String {
         .flat_map(|c| c["messages"].as_array().cloned().unwrap_or_default())
         .filter(|m| m["role"] == "tool")
         .filter_map(|m| m["content"].as_str().map(str::to_owned))
-        .last()
+        .next_back()
         .unwrap_or_default()
 }

@@ -765,6 +765,14 @@ async fn drain_gives_up_after_the_grace() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_grace_too_long_for_the_clock_neither_panics_nor_waits_when_idle() {
+    let h = Harness::new(settings(QueueMode::Followup), 8);
+    // `Instant + Duration::from_secs(u64::MAX)` panics; the drain's deadline saturates.
+    assert_eq!(h.lanes.drain(Duration::from_secs(u64::MAX)).await, 0);
+    h.lanes.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_transcript_write_waits_for_the_run_and_goes_before_the_next_turn() {
     let mut h = Harness::new(settings(QueueMode::Followup), 8);
     h.submit("k", [turn(0, "a")]).await;

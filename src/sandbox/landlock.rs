@@ -49,8 +49,8 @@ pub struct Rules {
     /// Everything this user can reach except these (see [`super::hide`]): expanded into
     /// grants when the sandbox is applied.
     pub hide: Vec<PathBuf>,
-    /// The TCP ports the process may connect to; it may bind none (and, see
-    /// [`super::netguard`], listen on none). `None`: TCP is not confined.
+    /// The TCP ports the process may connect to; it may bind none (the trampoline also
+    /// refuses listening). `None`: TCP is not confined.
     pub tcp: Option<Vec<u16>>,
 }
 

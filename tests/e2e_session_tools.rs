@@ -71,8 +71,10 @@ async fn say(s: &TgSetup, gw: &mut Gateway, user: i64, text: &str, answer: &str)
     let name = if user == ANN { "Ann" } else { "Bob" };
     let (chat, from) = dm(user, name);
     s.tg.user_sends(chat, from, text);
-    gw.wait(s, answer, |s| s.texts(user).iter().any(|t| t.contains(answer)))
-        .await;
+    gw.wait(s, answer, |s| {
+        s.texts(user).iter().any(|t| t.contains(answer))
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -80,14 +82,28 @@ async fn a_non_owners_run_neither_reads_nor_posts_into_the_owners_chat_but_the_o
     let s = two_users("").await;
     let mut gw = s.gateway();
     say(&s, &mut gw, ANN, "hello from ann", "ok: hello from ann").await;
-    say(&s, &mut gw, BOB, &reach_into(ANN_KEY, "bob was here"), "done: ").await;
+    say(
+        &s,
+        &mut gw,
+        BOB,
+        &reach_into(ANN_KEY, "bob was here"),
+        "done: ",
+    )
+    .await;
     // Nothing reached Ann's chat, and Bob's run learnt why.
     assert_eq!(s.texts(ANN), ["ok: hello from ann"]);
     let bob = s.texts(BOB).join("\n");
     assert!(bob.contains("not your conversation"), "{bob}");
 
     // The owner's run reaches Bob's session and chat.
-    say(&s, &mut gw, ANN, &reach_into(BOB_KEY, "ann was here"), "done: ").await;
+    say(
+        &s,
+        &mut gw,
+        ANN,
+        &reach_into(BOB_KEY, "ann was here"),
+        "done: ",
+    )
+    .await;
     gw.wait(&s, "Ann's message in Bob's chat", |s| {
         s.texts(BOB).iter().any(|t| t == "ann was here")
     })
@@ -98,7 +114,10 @@ async fn a_non_owners_run_neither_reads_nor_posts_into_the_owners_chat_but_the_o
     assert_eq!(results.len(), 3, "{results:?}");
     let (listed_error, listed) = &results[0];
     assert!(!listed_error && listed.contains(BOB_KEY), "{listed}");
-    assert!(!listed.contains(ANN_KEY), "Bob's list shows Ann's session: {listed}");
+    assert!(
+        !listed.contains(ANN_KEY),
+        "Bob's list shows Ann's session: {listed}"
+    );
     for (error, text) in &results[1..] {
         assert!(*error, "{text}");
         assert!(text.starts_with("not your conversation"), "{text}");
@@ -116,7 +135,14 @@ async fn where_the_operator_opens_the_sessions_a_non_owners_run_reaches_them() {
     let s = two_users("[tools]\nsessions = \"all\"\n").await;
     let mut gw = s.gateway();
     say(&s, &mut gw, ANN, "hello from ann", "ok: hello from ann").await;
-    say(&s, &mut gw, BOB, &reach_into(ANN_KEY, "bob was here"), "done: ").await;
+    say(
+        &s,
+        &mut gw,
+        BOB,
+        &reach_into(ANN_KEY, "bob was here"),
+        "done: ",
+    )
+    .await;
     gw.wait(&s, "Bob's message in Ann's chat", |s| {
         s.texts(ANN).iter().any(|t| t == "bob was here")
     })

@@ -409,7 +409,10 @@ group = "55"
         assert_eq!(coder.tools.sessions, SessionsReach::All);
         assert_eq!(quiet.tools.sessions, SessionsReach::Own);
         let reach = ["main", "coder", "quiet"].map(|id| config.sessions_reach(id));
-        assert_eq!(reach, [SessionsReach::Own, SessionsReach::All, SessionsReach::Own]);
+        assert_eq!(
+            reach,
+            [SessionsReach::Own, SessionsReach::All, SessionsReach::Own]
+        );
         let channel = conversation("discord", ChatKind::Channel, "55", None);
         assert_eq!(config.agent_id_for(&channel, "1"), "coder");
         let other = conversation("discord", ChatKind::Channel, "56", None);

@@ -46,7 +46,11 @@ fn refusal(reach: &Reach, key: &str) -> Option<String> {
 
 #[test]
 fn a_run_reaches_its_own_session_and_subagents_and_others_only_as_owner_or_when_opened() {
-    for (owner, open, cross) in [(false, false, false), (true, false, true), (false, true, false)] {
+    for (owner, open, cross) in [
+        (false, false, false),
+        (true, false, true),
+        (false, true, false),
+    ] {
         let r = reach(owner, open, cross);
         assert_eq!(refusal(&r, OWN), None);
         assert_eq!(refusal(&r, CHILD), None);
@@ -117,8 +121,7 @@ async fn gateway(dir: &std::path::Path) -> Gateway {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn owners_are_configured_owners_the_terminal_and_the_operator_token_never_the_client_token()
-{
+async fn owners_are_configured_owners_the_terminal_and_the_operator_token_never_the_client_token() {
     let dir = tempfile::tempdir().unwrap();
     let gateway = gateway(dir.path()).await;
     let core = gateway.core();
@@ -172,7 +175,10 @@ async fn a_run_reaches_the_subagents_its_session_started_and_an_opened_agent_rea
         state: SubagentState::Running,
     };
     let first = turn(CHILD, "subagent", SYSTEM_SENDER);
-    core.store.spawn_subagent(CHILD, &link, &first).await.unwrap();
+    core.store
+        .spawn_subagent(CHILD, &link, &first)
+        .await
+        .unwrap();
     let plain = Reach::of_run(core, OWN, "").unwrap();
     assert!(plain.reaches(core, OWN));
     assert!(plain.reaches(core, CHILD));

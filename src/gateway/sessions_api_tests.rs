@@ -195,7 +195,7 @@ async fn a_run_not_wholly_asked_by_an_owner_reaches_only_its_own_session() {
     for key in [mine, owners] {
         core.store.ensure_session(key, "/").unwrap();
         core.store
-            .append_message(key, &Message::user(&format!("hello from {key}")))
+            .append_message(key, &Message::user(format!("hello from {key}")))
             .unwrap();
         core.store.set_target(key, &direct_chat()).unwrap();
     }
@@ -208,14 +208,23 @@ async fn a_run_not_wholly_asked_by_an_owner_reaches_only_its_own_session() {
     turn.inbound.conversation = direct_chat();
     let run = format!("run-{}", core.store.enqueue(&turn).await.unwrap());
     let listed = api.list(&caller(mine, &run), 10).unwrap().join("\n");
-    assert!(listed.contains(mine) && !listed.contains(owners), "{listed}");
+    assert!(
+        listed.contains(mine) && !listed.contains(owners),
+        "{listed}"
+    );
     let refused = api.history(&caller(mine, &run), owners, 10).unwrap_err();
-    assert!(refused.to_string().starts_with("not your conversation"), "{refused}");
+    assert!(
+        refused.to_string().starts_with("not your conversation"),
+        "{refused}"
+    );
     let refused = api
         .send(caller(mine, &run), Some(owners.into()), "hi".into())
         .await
         .unwrap_err();
-    assert!(refused.to_string().starts_with("not your conversation"), "{refused}");
+    assert!(
+        refused.to_string().starts_with("not your conversation"),
+        "{refused}"
+    );
     assert!(channel.calls().is_empty(), "{:?}", channel.calls());
     // Its own session it reads.
     let own = api.history(&caller(mine, &run), mine, 10).unwrap();

@@ -65,12 +65,8 @@ pub trait SessionsApi: Send + Sync {
     fn list(&self, caller: &Caller, limit: usize) -> Result<Vec<String>, ToolRefusal>;
     /// The last `limit` messages of session `key` (refused when `caller` may not reach it),
     /// oldest first, one line each.
-    fn history(
-        &self,
-        caller: &Caller,
-        key: &str,
-        limit: usize,
-    ) -> Result<Vec<String>, ToolRefusal>;
+    fn history(&self, caller: &Caller, key: &str, limit: usize)
+    -> Result<Vec<String>, ToolRefusal>;
 }
 
 /// What the `message` tool asks [`SessionsApi::send_files`] to send.
@@ -319,7 +315,10 @@ mod tests {
             target: Option<String>,
             text: String,
         ) -> BoxFuture<'static, Result<String, ToolRefusal>> {
-            self.sent.lock().unwrap().push((caller.session, target, text));
+            self.sent
+                .lock()
+                .unwrap()
+                .push((caller.session, target, text));
             Box::pin(async { Ok("sent".to_owned()) })
         }
 

@@ -210,7 +210,7 @@ impl ReplyStream {
             return self.send_block().await;
         }
         if let Err(ChannelError::RateLimited { retry_after_ms }) = self.show_all(false).await {
-            self.next_edit = Instant::now() + Duration::from_millis(retry_after_ms);
+            self.next_edit = crate::domain::deadline::after(Duration::from_millis(retry_after_ms));
             self.limited_until = Some(self.next_edit);
             return;
         }
@@ -317,7 +317,7 @@ impl ReplyStream {
                 self.limits.edit_interval_ms
             }
             Err(ChannelError::RateLimited { retry_after_ms }) => {
-                let until = Instant::now() + Duration::from_millis(retry_after_ms);
+                let until = crate::domain::deadline::after(Duration::from_millis(retry_after_ms));
                 self.limited_until = Some(until);
                 retry_after_ms
             }
@@ -326,7 +326,7 @@ impl ReplyStream {
                 self.limits.edit_interval_ms
             }
         };
-        self.next_edit = Instant::now() + Duration::from_millis(pause);
+        self.next_edit = crate::domain::deadline::after(Duration::from_millis(pause));
     }
 
     /// Marks `split`'s head as shown for good: what follows starts a new message.

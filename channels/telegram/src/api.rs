@@ -135,7 +135,7 @@ pub(crate) fn answer(status: u16, text: &str) -> Result<Value, CallError> {
 
 fn limited(seconds: u64) -> CallError {
     CallError::Channel(ChannelError::RateLimited {
-        retry_after_ms: seconds.max(1) * 1000,
+        retry_after_ms: seconds.max(1).saturating_mul(1000),
     })
 }
 
@@ -154,6 +154,20 @@ mod tests {
             Err(CallError::Channel(e)) => e,
             other => panic!("not a channel error: {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_retry_after_too_large_for_milliseconds_saturates_instead_of_overflowing() {
+        let huge = format!(
+            r#"{{"ok":false,"error_code":429,"description":"Too Many Requests","parameters":{{"retry_after":{}}}}}"#,
+            u64::MAX
+        );
+        assert!(matches!(
+            channel_error(answer(429, &huge)),
+            ChannelError::RateLimited {
+                retry_after_ms: u64::MAX
+            }
+        ));
     }
 
     #[test]

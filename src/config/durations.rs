@@ -79,6 +79,7 @@ fn all(config: &Config) -> Vec<Bounded> {
         Bounded::secs("agent.timeout_s", config.agent.timeout_s, day),
         Bounded::secs("agent.shutdown_grace_s", config.agent.shutdown_grace_s, day),
         Bounded::millis("queue.debounce_ms", config.queue.debounce_ms, day),
+        Bounded::millis("queue.max_debounce_ms", config.queue.max_debounce_ms, day),
         Bounded::secs("tools.exec_timeout_s", config.tools.exec_timeout_s, day),
         Bounded::secs(
             "tools.approval_timeout_s",

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use agent_client_protocol::ErrorCode;
 
+use crate::agent::tools::confined::{OpenError, WriteError, read_resolved, write_resolved};
 use crate::agent::tools::paths::{PathError, resolve_in_workspace};
 
 /// Most bytes one read returns (an agent asking for more gets an error, not a huge reply).
@@ -53,6 +54,10 @@ pub enum FsError {
         /// The error creating it.
         source: std::io::Error,
     },
+    /// Refused: the file turned out to be a symlink, or outside the session's folder once
+    /// open (swapped after the path was checked). The text names the path as asked for.
+    #[error("{0}")]
+    Refused(String),
     /// The file cannot be written.
     #[error("cannot write {}: {source}", path.display())]
     Write {
@@ -83,7 +88,9 @@ impl FsError {
             FsError::Read { .. } | FsError::CreateDir { .. } | FsError::Write { .. } => {
                 ErrorCode::INTERNAL_ERROR
             }
-            FsError::Path(_) | FsError::TooLarge { .. } => ErrorCode::INVALID_PARAMS,
+            FsError::Path(_) | FsError::Refused(_) | FsError::TooLarge { .. } => {
+                ErrorCode::INVALID_PARAMS
+            }
         }
     }
 
@@ -106,40 +113,90 @@ pub async fn read_text(
     limit: Option<u32>,
 ) -> Result<String, FsError> {
     let resolved = resolve_in_workspace(root, &path.to_string_lossy())?;
-    let size = tokio::fs::metadata(&resolved)
-        .await
-        .map_err(|e| FsError::read(path, e))?
-        .len();
-    if size > MAX_READ_BYTES {
-        return Err(FsError::TooLarge {
+    read_resolved_text(root, resolved, path, line, limit).await
+}
+
+/// [`read_text`] once `path` is resolved: read as [`read_resolved`] reads (no symlink
+/// followed at the end, the open file checked to be inside `root`).
+async fn read_resolved_text(
+    root: &Path,
+    resolved: PathBuf,
+    path: &Path,
+    line: Option<u32>,
+    limit: Option<u32>,
+) -> Result<String, FsError> {
+    let (root, name) = (root.to_path_buf(), path.to_string_lossy().into_owned());
+    let read =
+        tokio::task::spawn_blocking(move || read_resolved(&root, &resolved, &name, MAX_READ_BYTES))
+            .await
+            .map_err(|e| FsError::read(path, std::io::Error::other(e)))?;
+    let bytes = read.map_err(|e| match e {
+        OpenError::Path(e) => FsError::Path(e),
+        OpenError::Missing(_) => FsError::read(path, std::io::ErrorKind::NotFound.into()),
+        OpenError::NotAFile(_) => FsError::read(
+            path,
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"),
+        ),
+        OpenError::TooBig { size, max, .. } => FsError::TooLarge {
             path: path.to_path_buf(),
             size,
-            max: MAX_READ_BYTES,
-        });
-    }
-    let text = tokio::fs::read_to_string(&resolved)
-        .await
-        .map_err(|e| FsError::read(path, e))?;
+            max,
+        },
+        OpenError::Io { source, .. } => FsError::read(path, source),
+        e @ (OpenError::Symlink(_) | OpenError::Escaped(_)) => FsError::Refused(e.to_string()),
+    })?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        FsError::read(
+            path,
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "stream did not contain valid UTF-8",
+            ),
+        )
+    })?;
     Ok(slice_lines(&text, line, limit))
 }
 
 /// Writes `content` to `path` (inside `root`), creating parent folders.
 pub async fn write_text(root: &Path, path: &Path, content: &str) -> Result<(), FsError> {
     let resolved = resolve_in_workspace(root, &path.to_string_lossy())?;
-    if let Some(parent) = resolved.parent() {
-        tokio::fs::create_dir_all(parent)
-            .await
-            .map_err(|source| FsError::CreateDir {
-                path: path.to_path_buf(),
-                source,
-            })?;
-    }
-    tokio::fs::write(&resolved, content)
-        .await
-        .map_err(|source| FsError::Write {
+    write_resolved_text(root, resolved, path, content).await
+}
+
+/// [`write_text`] once `path` is resolved: written as [`write_resolved`] writes (no symlink
+/// followed at the end, the open file checked to be inside `root` before it is written).
+async fn write_resolved_text(
+    root: &Path,
+    resolved: PathBuf,
+    path: &Path,
+    content: &str,
+) -> Result<(), FsError> {
+    let write_error = |source| FsError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let (root, name, content) = (
+        root.to_path_buf(),
+        path.to_string_lossy().into_owned(),
+        content.to_owned(),
+    );
+    let written = tokio::task::spawn_blocking(move || {
+        write_resolved(&root, &resolved, &name, content.as_bytes())
+    })
+    .await
+    .map_err(|e| write_error(std::io::Error::other(e)))?;
+    written.map_err(|e| match e {
+        WriteError::Path(e) => FsError::Path(e),
+        WriteError::CreateDirs { source, .. } => FsError::CreateDir {
             path: path.to_path_buf(),
             source,
-        })
+        },
+        WriteError::Directory(_) => write_error(std::io::ErrorKind::IsADirectory.into()),
+        WriteError::Io { source, .. } => write_error(source),
+        e @ (WriteError::Symlink(_) | WriteError::NotAFile(_) | WriteError::Escaped(_)) => {
+            FsError::Refused(e.to_string())
+        }
+    })
 }
 
 /// Lines `line..line+limit` (1-based) of `text`, keeping line endings.
@@ -232,5 +289,66 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(folder.code(), ErrorCode::INVALID_PARAMS, "{folder:?}");
+    }
+
+    /// The race made deterministic: resolved, swapped for a link out (the file itself, or
+    /// a folder on the way), then read and written. The old `read_text`/`write_text` used
+    /// `tokio::fs` after the check (following the link): the secret was read, then
+    /// overwritten.
+    #[tokio::test]
+    async fn files_swapped_for_links_out_after_the_check_are_neither_read_nor_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let secret = outside.path().join("secret");
+        std::fs::write(&secret, "SECRET").unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("x"), "plain").unwrap();
+        let x = resolve_in_workspace(dir.path(), "x").unwrap();
+        let in_sub = resolve_in_workspace(dir.path(), "sub/secret").unwrap();
+        std::fs::remove_file(dir.path().join("x")).unwrap();
+        std::os::unix::fs::symlink(&secret, dir.path().join("x")).unwrap();
+        std::fs::rename(dir.path().join("sub"), dir.path().join("sub.old")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("sub")).unwrap();
+        for (resolved, given) in [(x, "x"), (in_sub, "sub/secret")] {
+            let err =
+                read_resolved_text(dir.path(), resolved.clone(), Path::new(given), None, None)
+                    .await
+                    .unwrap_err();
+            assert!(matches!(err, FsError::Refused(_)), "{err:?}");
+            assert_eq!(err.code(), ErrorCode::INVALID_PARAMS);
+            assert!(
+                err.to_string().starts_with(&format!("refused: {given} ")),
+                "{err}"
+            );
+            let err = write_resolved_text(dir.path(), resolved, Path::new(given), "PWNED")
+                .await
+                .unwrap_err();
+            assert!(matches!(err, FsError::Refused(_)), "{err:?}");
+            assert!(
+                !err.to_string().contains(outside.path().to_str().unwrap()),
+                "{err}"
+            );
+        }
+        assert_eq!(std::fs::read_to_string(&secret).unwrap(), "SECRET");
+    }
+
+    #[tokio::test]
+    async fn a_link_that_stays_inside_is_read_and_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("real.txt"), "old").unwrap();
+        std::os::unix::fs::symlink("real.txt", dir.path().join("alias")).unwrap();
+        write_text(dir.path(), Path::new("alias"), "new\n")
+            .await
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("real.txt")).unwrap(),
+            "new\n"
+        );
+        assert_eq!(
+            read_text(dir.path(), Path::new("alias"), None, None)
+                .await
+                .unwrap(),
+            "new\n"
+        );
     }
 }

@@ -38,6 +38,8 @@ pub enum OpenError {
     TooBig {
         /// The file as asked for.
         name: String,
+        /// Its size in bytes (as much as was read, when it grew while read).
+        size: u64,
         /// The most the caller reads.
         max: u64,
     },
@@ -77,17 +79,38 @@ pub fn open_in_workspace(
     workspace: &Path,
     requested: &str,
 ) -> Result<(PathBuf, File, Metadata), OpenError> {
-    let opened = open_checked(workspace, requested);
-    if let Err(e) = &opened
-        && e.is_escape()
-    {
+    let path = resolve_in_workspace(workspace, requested).map_err(|e| {
+        let e = OpenError::from(e);
+        warn_if_escape(&e, workspace, requested);
+        e
+    })?;
+    let (file, meta) = open_resolved(workspace, &path, requested)?;
+    Ok((path, file, meta))
+}
+
+/// Opens `path`, which [`resolve_in_workspace`] answered for `requested` a moment ago, for
+/// reading: without following a symlink at the end, a regular file, and (where
+/// `/proc/self/fd` tells) still inside the workspace. Errors name only `requested`. Blocking.
+pub fn open_resolved(
+    workspace: &Path,
+    path: &Path,
+    requested: &str,
+) -> Result<(File, Metadata), OpenError> {
+    let opened = open_checked(workspace, path, requested);
+    if let Err(e) = &opened {
+        warn_if_escape(e, workspace, requested);
+    }
+    opened
+}
+
+fn warn_if_escape(e: &OpenError, workspace: &Path, requested: &str) {
+    if e.is_escape() {
         tracing::warn!(
             file = requested,
             workspace = %workspace.display(),
             "refused: a workspace file that leads outside the workspace is not read"
         );
     }
-    opened
 }
 
 /// The bytes of `requested` (see [`open_in_workspace`]), refused when larger than
@@ -98,9 +121,31 @@ pub fn read_in_workspace(
     max_bytes: u64,
 ) -> Result<Vec<u8>, OpenError> {
     let (_, file, meta) = open_in_workspace(workspace, requested)?;
+    read_opened(file, &meta, requested, max_bytes)
+}
+
+/// The bytes of `path`, opened as [`open_resolved`] opens it, refused when larger than
+/// `max_bytes`. Blocking.
+pub fn read_resolved(
+    workspace: &Path,
+    path: &Path,
+    requested: &str,
+    max_bytes: u64,
+) -> Result<Vec<u8>, OpenError> {
+    let (file, meta) = open_resolved(workspace, path, requested)?;
+    read_opened(file, &meta, requested, max_bytes)
+}
+
+fn read_opened(
+    file: File,
+    meta: &Metadata,
+    requested: &str,
+    max_bytes: u64,
+) -> Result<Vec<u8>, OpenError> {
     if meta.len() > max_bytes {
         return Err(OpenError::TooBig {
             name: requested.to_owned(),
+            size: meta.len(),
             max: max_bytes,
         });
     }
@@ -115,6 +160,7 @@ pub fn read_in_workspace(
     if bytes.len() as u64 > max_bytes {
         return Err(OpenError::TooBig {
             name: requested.to_owned(),
+            size: bytes.len() as u64,
             max: max_bytes,
         });
     }
@@ -138,13 +184,16 @@ pub fn read_text_in_workspace(
     })
 }
 
-fn open_checked(workspace: &Path, requested: &str) -> Result<(PathBuf, File, Metadata), OpenError> {
-    let path = resolve_in_workspace(workspace, requested)?;
+fn open_checked(
+    workspace: &Path,
+    path: &Path,
+    requested: &str,
+) -> Result<(File, Metadata), OpenError> {
     let name = || requested.to_owned();
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
-        .open(&path)
+        .open(path)
         .map_err(|source| match source.kind() {
             // `a.md/x` where `a.md` is a file: nothing there either.
             std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory => {
@@ -163,28 +212,163 @@ fn open_checked(workspace: &Path, requested: &str) -> Result<(PathBuf, File, Met
     if !meta.is_file() {
         return Err(OpenError::NotAFile(name()));
     }
-    check_opened(workspace, &file, requested)?;
-    Ok((path, file, meta))
+    if !opened_inside(workspace, &file)? {
+        return Err(OpenError::Escaped(name()));
+    }
+    Ok((file, meta))
 }
 
-/// Where the open `file` really is, checked to be inside the workspace (Linux:
-/// `/proc/self/fd`; elsewhere the check of the path before opening stands).
-fn check_opened(workspace: &Path, file: &File, requested: &str) -> Result<(), OpenError> {
+/// Whether the open `file` really is inside the workspace (Linux: `/proc/self/fd`;
+/// elsewhere the check of the path before opening stands, and this says yes).
+fn opened_inside(workspace: &Path, file: &File) -> Result<bool, PathError> {
     use std::os::fd::AsRawFd;
     let Ok(real) = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())) else {
-        return Ok(());
+        return Ok(true);
     };
-    let root = std::fs::canonicalize(workspace).map_err(|source| {
-        OpenError::Path(PathError::Workspace {
-            workspace: workspace.to_path_buf(),
-            source,
-        })
+    let root = std::fs::canonicalize(workspace).map_err(|source| PathError::Workspace {
+        workspace: workspace.to_path_buf(),
+        source,
     })?;
-    if real.starts_with(&root) {
-        Ok(())
-    } else {
-        Err(OpenError::Escaped(requested.to_owned()))
+    Ok(real.starts_with(&root))
+}
+
+/// Why a workspace file was not written; the text names only the path as asked for.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// Refused by the path rules (see [`OpenError::Path`]).
+    #[error(transparent)]
+    Path(#[from] PathError),
+    /// The path is a folder.
+    #[error("{0} is a directory")]
+    Directory(String),
+    /// A parent folder cannot be created.
+    #[error("cannot create the directories of {name}: {source}")]
+    CreateDirs {
+        /// The file as asked for.
+        name: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A symlink where a plain file (or nothing) was resolved a moment ago (swapped since).
+    #[error("refused: {0} is a symlink")]
+    Symlink(String),
+    /// A FIFO, a device: not a regular file.
+    #[error("{0} is not a regular file")]
+    NotAFile(String),
+    /// The open file is outside the workspace (a folder on the way swapped for a symlink);
+    /// nothing was written to it.
+    #[error("refused: {0} leads outside the workspace through a symlink")]
+    Escaped(String),
+    /// The system refused to open or write it.
+    #[error("cannot write {name}: {source}")]
+    Io {
+        /// The file as asked for.
+        name: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+impl WriteError {
+    /// Whether it was refused for leading (or possibly leading) out of the workspace.
+    pub fn is_escape(&self) -> bool {
+        matches!(
+            self,
+            WriteError::Path(
+                PathError::OutsideWorkspace { .. }
+                    | PathError::SymlinkEscape { .. }
+                    | PathError::Unresolvable { .. }
+            ) | WriteError::Symlink(_)
+                | WriteError::Escaped(_)
+        )
     }
+}
+
+/// Writes `content` to `requested` (relative to `workspace`, or absolute inside it),
+/// creating missing parent folders, as [`write_resolved`] writes. Blocking.
+pub fn write_in_workspace(
+    workspace: &Path,
+    requested: &str,
+    content: &[u8],
+) -> Result<(), WriteError> {
+    let path = resolve_in_workspace(workspace, requested)?;
+    write_resolved(workspace, &path, requested, content)
+}
+
+/// Writes `content` to `path`, which [`resolve_in_workspace`] answered for `requested` a
+/// moment ago: missing parent folders are created, the file is opened (created if missing,
+/// not truncated yet) without following a symlink at the end, and only once the open file
+/// is known to be a regular file inside the workspace (where `/proc/self/fd` tells) is it
+/// emptied and written. A file found outside is left as it was (a parent folder swapped
+/// for a symlink at the wrong moment may leave a new empty file there; nothing outside is
+/// removed). Errors name only `requested`. Blocking.
+pub fn write_resolved(
+    workspace: &Path,
+    path: &Path,
+    requested: &str,
+    content: &[u8],
+) -> Result<(), WriteError> {
+    let name = || requested.to_owned();
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|source| WriteError::CreateDirs {
+            name: name(),
+            source,
+        })?;
+    }
+    let written = open_and_write(workspace, path, requested, content);
+    if let Err(e) = &written
+        && e.is_escape()
+    {
+        tracing::warn!(
+            file = requested,
+            workspace = %workspace.display(),
+            "refused: a workspace file that leads outside the workspace is not written"
+        );
+    }
+    written
+}
+
+fn open_and_write(
+    workspace: &Path,
+    path: &Path,
+    requested: &str,
+    content: &[u8],
+) -> Result<(), WriteError> {
+    use std::io::Write;
+    let name = || requested.to_owned();
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
+        .open(path)
+        .map_err(|source| match source.kind() {
+            std::io::ErrorKind::IsADirectory => WriteError::Directory(name()),
+            _ if source.raw_os_error() == Some(nix::libc::ELOOP) => WriteError::Symlink(name()),
+            // A FIFO nobody reads.
+            _ if source.raw_os_error() == Some(nix::libc::ENXIO) => WriteError::NotAFile(name()),
+            _ => WriteError::Io {
+                name: name(),
+                source,
+            },
+        })?;
+    let meta = file.metadata().map_err(|source| WriteError::Io {
+        name: name(),
+        source,
+    })?;
+    if !meta.is_file() {
+        return Err(WriteError::NotAFile(name()));
+    }
+    if !opened_inside(workspace, &file)? {
+        return Err(WriteError::Escaped(name()));
+    }
+    let io = |source: std::io::Error| WriteError::Io {
+        name: name(),
+        source,
+    };
+    file.set_len(0).map_err(io)?;
+    file.write_all(content).map_err(io)?;
+    Ok(())
 }
 
 #[cfg(test)]

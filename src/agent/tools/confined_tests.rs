@@ -171,3 +171,115 @@ async fn file_tool_refusals_name_only_the_path_the_agent_gave() {
         assert!(!text.contains("SECRET"), "{text}");
     }
 }
+
+/// `name` (a plain file or nothing when resolved) swapped for a symlink to `target`.
+fn swap_for_link(ws: &Path, name: &str, target: &Path) {
+    let at = ws.join(name);
+    if std::fs::symlink_metadata(&at).is_ok_and(|m| m.is_dir()) {
+        std::fs::rename(&at, ws.join(format!("{name}.old"))).unwrap();
+    } else if at.exists() {
+        std::fs::remove_file(&at).unwrap();
+    }
+    symlink(target, at).unwrap();
+}
+
+#[test]
+fn writes_create_and_overwrite_inside_and_follow_links_that_stay_inside() {
+    let (ws, _outside) = setup();
+    write_in_workspace(ws.path(), "new/dir/b.md", b"fresh").unwrap();
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("new/dir/b.md")).unwrap(),
+        "fresh"
+    );
+    // Overwriting with something shorter leaves nothing of the old content.
+    write_in_workspace(ws.path(), "new/dir/b.md", b"x").unwrap();
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("new/dir/b.md")).unwrap(),
+        "x"
+    );
+    symlink(ws.path().join("sub/a.md"), ws.path().join("alias.md")).unwrap();
+    symlink("sub", ws.path().join("dir")).unwrap();
+    write_in_workspace(ws.path(), "alias.md", b"via alias").unwrap();
+    write_in_workspace(ws.path(), "dir/c.md", b"via dir").unwrap();
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("sub/a.md")).unwrap(),
+        "via alias"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("sub/c.md")).unwrap(),
+        "via dir"
+    );
+    let err = write_in_workspace(ws.path(), "sub", b"x").unwrap_err();
+    assert!(matches!(err, WriteError::Directory(_)), "{err:?}");
+    let made = std::process::Command::new("mkfifo")
+        .arg(ws.path().join("fifo"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let err = write_in_workspace(ws.path(), "fifo", b"x").unwrap_err();
+    assert!(matches!(err, WriteError::NotAFile(_)), "{err:?}");
+}
+
+#[test]
+fn writes_through_links_out_of_the_workspace_are_refused() {
+    let (ws, outside) = setup();
+    symlink(outside.path().join("secret"), ws.path().join("USER.md")).unwrap();
+    symlink(outside.path(), ws.path().join("out")).unwrap();
+    for name in ["USER.md", "out/secret", "out/new", "../x"] {
+        let err = write_in_workspace(ws.path(), name, b"PWNED").unwrap_err();
+        assert!(err.is_escape(), "{name}: {err:?}");
+        let text = err.to_string();
+        assert!(text.contains(name), "{text}");
+        for hidden in [outside.path(), ws.path()] {
+            assert!(!text.contains(hidden.to_str().unwrap()), "{text}");
+        }
+    }
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("secret")).unwrap(),
+        "SECRET"
+    );
+    assert!(!outside.path().join("new").exists());
+}
+
+/// The race of a sandboxed job swapping the file for a link between the check and the
+/// open, made deterministic: resolved first, swapped, then written and read. Before the
+/// fix the tools wrote with `tokio::fs::write` (following the link): the secret outside
+/// was overwritten.
+#[test]
+fn a_file_swapped_for_a_link_out_after_the_check_is_neither_written_nor_read() {
+    let (ws, outside) = setup();
+    let resolved = resolve_in_workspace(ws.path(), "sub/a.md").unwrap();
+    swap_for_link(ws.path(), "sub/a.md", &outside.path().join("secret"));
+    let err = write_resolved(ws.path(), &resolved, "sub/a.md", b"PWNED").unwrap_err();
+    assert!(matches!(err, WriteError::Symlink(_)), "{err:?}");
+    assert_eq!(err.to_string(), "refused: sub/a.md is a symlink");
+    let err = read_resolved(ws.path(), &resolved, "sub/a.md", 100).unwrap_err();
+    assert!(matches!(err, OpenError::Symlink(_)), "{err:?}");
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("secret")).unwrap(),
+        "SECRET"
+    );
+}
+
+/// As above with a parent folder swapped: `O_NOFOLLOW` only guards the last component,
+/// the `/proc/self/fd` check of the open file catches this one, before anything is
+/// written (the file outside is opened without truncating it, and left as it was).
+#[test]
+fn a_folder_swapped_for_a_link_out_after_the_check_is_neither_written_nor_read() {
+    let (ws, outside) = setup();
+    let resolved = resolve_in_workspace(ws.path(), "sub/secret").unwrap();
+    swap_for_link(ws.path(), "sub", outside.path());
+    let err = write_resolved(ws.path(), &resolved, "sub/secret", b"PWNED").unwrap_err();
+    assert!(matches!(err, WriteError::Escaped(_)), "{err:?}");
+    let text = err.to_string();
+    assert_eq!(
+        text,
+        "refused: sub/secret leads outside the workspace through a symlink"
+    );
+    let err = read_resolved(ws.path(), &resolved, "sub/secret", 100).unwrap_err();
+    assert!(matches!(err, OpenError::Escaped(_)), "{err:?}");
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("secret")).unwrap(),
+        "SECRET"
+    );
+}

@@ -1,9 +1,10 @@
 //! `edit`: replace one exact, unique piece of a file's text.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+use super::confined::{OpenError, read_resolved, write_resolved};
 use super::paths::resolve_in_workspace;
 use super::{Tool, ToolContext, ToolOutput, args, parse_args};
 use crate::agent::provider::{BoxFuture, ToolSpec};
@@ -55,23 +56,31 @@ impl Tool for EditTool {
                 return ToolOutput::error("edit refused: old_text is empty");
             }
             match resolve_in_workspace(&ctx.workspace, &a.path) {
-                Ok(path) => edit(&path, &a).await,
+                Ok(path) => edit(&ctx.workspace, path, &a).await,
                 Err(e) => ToolOutput::error(e.to_string()),
             }
         })
     }
 }
 
-async fn edit(path: &Path, a: &EditArgs) -> ToolOutput {
+/// Edits `path`, resolved for `a.path` a moment ago: read as [`read_resolved`] reads and
+/// written back as [`write_resolved`] writes (no symlink followed at the end, the open file
+/// checked to be inside the workspace each time).
+async fn edit(workspace: &Path, path: PathBuf, a: &EditArgs) -> ToolOutput {
     let shown = &a.path;
-    let text = match tokio::fs::read(path).await {
-        Ok(bytes) => match String::from_utf8(bytes) {
+    let read = {
+        let (workspace, path, name) = (workspace.to_path_buf(), path.clone(), shown.clone());
+        tokio::task::spawn_blocking(move || read_resolved(&workspace, &path, &name, u64::MAX)).await
+    };
+    let text = match read {
+        Ok(Ok(bytes)) => match String::from_utf8(bytes) {
             Ok(text) => text,
             Err(_) => return ToolOutput::error(format!("edit refused: {shown} is not UTF-8 text")),
         },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Ok(Err(OpenError::Missing(_))) => {
             return ToolOutput::error(format!("no such file: {shown}; use write to create it"));
         }
+        Ok(Err(e)) => return ToolOutput::error(e.to_string()),
         Err(e) => return ToolOutput::error(format!("cannot read {shown}: {e}")),
     };
     let at = match find_unique(&text, &a.old_text) {
@@ -93,11 +102,19 @@ async fn edit(path: &Path, a: &EditArgs) -> ToolOutput {
     updated.push_str(&text[..at]);
     updated.push_str(&a.new_text);
     updated.push_str(&text[at + a.old_text.len()..]);
-    match tokio::fs::write(path, &updated).await {
-        Ok(()) => {
+    let written = {
+        let (workspace, name) = (workspace.to_path_buf(), shown.clone());
+        tokio::task::spawn_blocking(move || {
+            write_resolved(&workspace, &path, &name, updated.as_bytes())
+        })
+        .await
+    };
+    match written {
+        Ok(Ok(())) => {
             let line = text[..at].matches('\n').count() + 1;
             ToolOutput::ok(format!("edited {shown}: replaced 1 match at line {line}"))
         }
+        Ok(Err(e)) => ToolOutput::error(e.to_string()),
         Err(e) => ToolOutput::error(format!("cannot write {shown}: {e}")),
     }
 }
@@ -191,5 +208,45 @@ mod tests {
         std::fs::write(dir.path().join("f.txt"), "a").unwrap();
         let out = run(dir.path(), "", "b").await;
         assert!(out.is_error && out.text.contains("empty"));
+    }
+
+    #[tokio::test]
+    async fn a_link_that_stays_inside_is_edited_through() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("real.txt"), "alpha beta").unwrap();
+        std::os::unix::fs::symlink("real.txt", dir.path().join("f.txt")).unwrap();
+        let out = run(dir.path(), "beta", "gamma").await;
+        assert_eq!(
+            out,
+            ToolOutput::ok("edited f.txt: replaced 1 match at line 1")
+        );
+        let text = std::fs::read_to_string(dir.path().join("real.txt")).unwrap();
+        assert_eq!(text, "alpha gamma");
+    }
+
+    /// The race made deterministic: resolved, swapped for a link out, then edited. The old
+    /// `edit` read and wrote with `tokio::fs` (following the link): the file outside was
+    /// rewritten (and a wrong old_text told whether a secret was in it).
+    #[tokio::test]
+    async fn a_file_swapped_for_a_link_out_after_the_check_is_not_edited() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let secret = outside.path().join("config.toml");
+        std::fs::write(&secret, "token = 'SECRET'").unwrap();
+        std::fs::write(dir.path().join("f.txt"), "plain").unwrap();
+        let path = resolve_in_workspace(dir.path(), "f.txt").unwrap();
+        std::fs::remove_file(dir.path().join("f.txt")).unwrap();
+        std::os::unix::fs::symlink(&secret, dir.path().join("f.txt")).unwrap();
+        let a = EditArgs {
+            path: "f.txt".into(),
+            old_text: "SECRET".into(),
+            new_text: "PWNED".into(),
+        };
+        let out = edit(dir.path(), path, &a).await;
+        assert_eq!(out, ToolOutput::error("refused: f.txt is a symlink"));
+        assert_eq!(
+            std::fs::read_to_string(&secret).unwrap(),
+            "token = 'SECRET'"
+        );
     }
 }

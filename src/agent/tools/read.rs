@@ -1,11 +1,12 @@
 //! `read`: a text file's contents, optionally a range of lines.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
 use super::capture::Capture;
+use super::confined::{OpenError, open_resolved};
 use super::paths::resolve_in_workspace;
 use super::{Tool, ToolContext, ToolOutput, args, parse_args};
 use crate::agent::provider::{BoxFuture, ToolSpec};
@@ -61,27 +62,38 @@ impl Tool for ReadTool {
                 Err(out) => return out,
             };
             match resolve_in_workspace(&ctx.workspace, &a.path) {
-                Ok(path) => read_lines(&path, &a, ctx.max_output_chars).await,
+                Ok(path) => read_lines(&ctx.workspace, path, &a, ctx.max_output_chars).await,
                 Err(e) => ToolOutput::error(e.to_string()),
             }
         })
     }
 }
 
-async fn read_lines(path: &Path, a: &ReadArgs, max_chars: usize) -> ToolOutput {
+/// Lines of `path`, resolved for `a.path` a moment ago, opened as [`open_resolved`] opens
+/// it (no symlink followed at the end, a regular file inside the workspace).
+async fn read_lines(workspace: &Path, path: PathBuf, a: &ReadArgs, max_chars: usize) -> ToolOutput {
     let shown = &a.path;
-    let meta = match tokio::fs::metadata(path).await {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    let opened = {
+        let workspace = workspace.to_path_buf();
+        let name = shown.clone();
+        tokio::task::spawn_blocking(move || {
+            open_resolved(&workspace, &path, &name).map_err(|e| {
+                let dir = matches!(e, OpenError::NotAFile(_))
+                    && std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
+                (e, dir)
+            })
+        })
+        .await
+    };
+    let mut file = match opened {
+        Ok(Ok((file, _))) => tokio::fs::File::from_std(file),
+        Ok(Err((_, true))) => {
+            return ToolOutput::error(format!("{shown} is a directory; use ls to list it"));
+        }
+        Ok(Err((OpenError::Missing(_), _))) => {
             return ToolOutput::error(format!("no such file: {shown}"));
         }
-        Err(e) => return ToolOutput::error(format!("cannot read {shown}: {e}")),
-    };
-    if meta.is_dir() {
-        return ToolOutput::error(format!("{shown} is a directory; use ls to list it"));
-    }
-    let mut file = match tokio::fs::File::open(path).await {
-        Ok(f) => f,
+        Ok(Err((e, _))) => return ToolOutput::error(e.to_string()),
         Err(e) => return ToolOutput::error(format!("cannot read {shown}: {e}")),
     };
     let end = a.limit.map(|l| a.offset.saturating_add(l));
@@ -212,5 +224,36 @@ mod tests {
         assert!(out.is_error && out.text.contains("`path`"));
         let out = read(dir.path(), json!({"path": "../x"})).await;
         assert!(out.is_error && out.text.contains("outside the workspace"));
+    }
+
+    #[tokio::test]
+    async fn a_link_that_stays_inside_is_read_through() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("real.txt"), "inside\n").unwrap();
+        std::os::unix::fs::symlink("real.txt", dir.path().join("alias")).unwrap();
+        let out = read(dir.path(), json!({"path": "alias"})).await;
+        assert_eq!(out, ToolOutput::ok("inside\n"));
+    }
+
+    /// The race made deterministic: resolved, swapped for a link out, then read. The old
+    /// `read_lines` opened the path with `tokio::fs::File::open` (following the link) and
+    /// showed the secret.
+    #[tokio::test]
+    async fn a_file_swapped_for_a_link_out_after_the_check_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let secret = outside.path().join("config.toml");
+        std::fs::write(&secret, "token = 'SECRET'").unwrap();
+        std::fs::write(dir.path().join("x"), "plain").unwrap();
+        let path = resolve_in_workspace(dir.path(), "x").unwrap();
+        std::fs::remove_file(dir.path().join("x")).unwrap();
+        std::os::unix::fs::symlink(&secret, dir.path().join("x")).unwrap();
+        let a = ReadArgs {
+            path: "x".into(),
+            offset: 1,
+            limit: None,
+        };
+        let out = read_lines(dir.path(), path, &a, 10_000).await;
+        assert_eq!(out, ToolOutput::error("refused: x is a symlink"));
     }
 }

@@ -1,9 +1,10 @@
 //! `write`: create or overwrite a file, creating parent directories inside the workspace.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+use super::confined::{WriteError, write_resolved};
 use super::paths::resolve_in_workspace;
 use super::{Tool, ToolContext, ToolOutput, args, parse_args};
 use crate::agent::provider::{BoxFuture, ToolSpec};
@@ -42,25 +43,35 @@ impl Tool for WriteTool {
                 Err(out) => return out,
             };
             match resolve_in_workspace(&ctx.workspace, &requested) {
-                Ok(path) => write(&path, &requested, content.as_bytes()).await,
+                Ok(path) => write(&ctx.workspace, path, requested, content.into_bytes()).await,
                 Err(e) => ToolOutput::error(e.to_string()),
             }
         })
     }
 }
 
-async fn write(path: &Path, shown: &str, content: &[u8]) -> ToolOutput {
-    if tokio::fs::metadata(path).await.is_ok_and(|m| m.is_dir()) {
-        return ToolOutput::error(format!("{shown} is a directory; give a file path"));
-    }
-    if let Some(parent) = path.parent()
-        && let Err(e) = tokio::fs::create_dir_all(parent).await
-    {
-        return ToolOutput::error(format!("cannot create the directories of {shown}: {e}"));
-    }
-    match tokio::fs::write(path, content).await {
-        Ok(()) => ToolOutput::ok(format!("wrote {} bytes to {shown}", content.len())),
+/// Writes `content` to `path`, resolved for `shown` a moment ago, as
+/// [`write_resolved`] writes (no symlink followed at the end, the open file checked to be
+/// inside the workspace before anything is written).
+async fn write(workspace: &Path, path: PathBuf, shown: String, content: Vec<u8>) -> ToolOutput {
+    let workspace = workspace.to_path_buf();
+    let len = content.len();
+    let name = shown.clone();
+    let done =
+        tokio::task::spawn_blocking(move || write_resolved(&workspace, &path, &name, &content))
+            .await;
+    match done {
+        Ok(Ok(())) => ToolOutput::ok(format!("wrote {len} bytes to {shown}")),
+        Ok(Err(e)) => ToolOutput::error(write_refusal(&e, &shown)),
         Err(e) => ToolOutput::error(format!("cannot write {shown}: {e}")),
+    }
+}
+
+/// What the agent reads when a write fails; names only the path it gave.
+pub(super) fn write_refusal(e: &WriteError, shown: &str) -> String {
+    match e {
+        WriteError::Directory(_) => format!("{shown} is a directory; give a file path"),
+        e => e.to_string(),
     }
 }
 
@@ -100,5 +111,39 @@ mod tests {
             .call(json!({"path": "d", "content": "x"}), &ctx(dir.path()))
             .await;
         assert!(out.is_error && out.text.contains("is a directory"));
+    }
+
+    #[tokio::test]
+    async fn a_link_that_stays_inside_is_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("real.txt"), "old content").unwrap();
+        std::os::unix::fs::symlink("real.txt", dir.path().join("alias")).unwrap();
+        let out = WriteTool
+            .call(json!({"path": "alias", "content": "new"}), &ctx(dir.path()))
+            .await;
+        assert_eq!(out, ToolOutput::ok("wrote 3 bytes to alias"));
+        let written = std::fs::read_to_string(dir.path().join("real.txt")).unwrap();
+        assert_eq!(written, "new");
+    }
+
+    /// The race (a job swapping `x` for a link out between the check and the write) made
+    /// deterministic: resolved, swapped, then written. The old `write` followed the link
+    /// (`tokio::fs::write`) and overwrote the file outside.
+    #[tokio::test]
+    async fn a_file_swapped_for_a_link_out_after_the_check_is_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let secret = outside.path().join("config.toml");
+        std::fs::write(&secret, "token = 'SECRET'").unwrap();
+        std::fs::write(dir.path().join("x"), "plain").unwrap();
+        let path = resolve_in_workspace(dir.path(), "x").unwrap();
+        std::fs::remove_file(dir.path().join("x")).unwrap();
+        std::os::unix::fs::symlink(&secret, dir.path().join("x")).unwrap();
+        let out = write(dir.path(), path, "x".into(), b"PWNED".to_vec()).await;
+        assert_eq!(out, ToolOutput::error("refused: x is a symlink"));
+        assert_eq!(
+            std::fs::read_to_string(&secret).unwrap(),
+            "token = 'SECRET'"
+        );
     }
 }

@@ -599,3 +599,33 @@ async fn a_client_tokens_run_in_anns_session_key_does_not_post_into_anns_chat() 
         s.texts(42)
     );
 }
+
+/// `sessions_spawn` with `runtime: "acp"` starts a coding agent in any folder, served files
+/// there by chela itself: owners only, as `/acp`. The client token's run is refused with a
+/// tool error and no agent starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_tokens_run_may_not_start_a_coding_agent() {
+    use common::telegram::{TgConfig, TgSetup};
+    let s = TgSetup::with(TgConfig {
+        telegram: "allow_from = [\"42\"]",
+        tables: &format!("[rpc]\ntoken = \"{TOKEN}\"\n"),
+        ..TgConfig::default()
+    })
+    .await;
+    let files = common::acp::configure(&s.setup, "approve-reads", "");
+    let gw = s.gateway();
+    let found = discovery(&s.setup).await;
+    let mut client = RpcClient::connect(&found.address, TOKEN).await.unwrap();
+    let refused = turn_text(
+        &mut client,
+        r#"tool sessions_spawn {"task": "read the config", "runtime": "acp", "cwd": "/"}"#,
+    )
+    .await;
+    assert!(
+        refused.contains("only an owner may start a coding agent"),
+        "{refused}"
+    );
+    assert_eq!(files.count("session/new"), 0, "{}", files.summary());
+    client.close().await;
+    gw.stop().await;
+}

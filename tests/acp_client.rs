@@ -33,6 +33,7 @@ async fn start_with(dir: &Path, permissions: PermissionMode) -> AcpClient {
         terminal_output_limit: 4096,
         non_interactive: NonInteractive::Deny,
         sandbox: Default::default(),
+        hidden: Vec::new().into(),
     };
     AcpClient::start("fake", &harness, dir, services)
         .await

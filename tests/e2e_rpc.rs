@@ -507,7 +507,12 @@ async fn discovery(setup: &Setup) -> chela::rpc::discovery::Discovery {
 
 /// Runs the turn `message` in session `agent:main:main` through `rpc`; returns its text.
 async fn turn_text(rpc: &mut RpcClient, message: &str) -> String {
-    let params = json!({"session": "agent:main:main", "message": message});
+    turn_text_in(rpc, "agent:main:main", message).await
+}
+
+/// Runs the turn `message` in session `session` through `rpc`; returns its text.
+async fn turn_text_in(rpc: &mut RpcClient, session: &str, message: &str) -> String {
+    let params = json!({"session": session, "message": message});
     let accepted = rpc.call("agent", params).await.unwrap();
     let done = rpc
         .call(
@@ -559,4 +564,68 @@ async fn only_the_operator_tokens_run_posts_into_a_chat_through_the_message_tool
         "{:?}",
         s.texts(42)
     );
+}
+
+/// A client token's run in Ann's own session key, whose `message` targets that same key, is
+/// answered in the RPC call's conversation: the run's own session resolves to the run's own
+/// conversation, never to where the session last replied (Ann's Telegram chat).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_tokens_run_in_anns_session_key_does_not_post_into_anns_chat() {
+    use common::telegram::{TgConfig, TgSetup, dm};
+    let ann_key = "agent:main:telegram:direct:42";
+    let s = TgSetup::with(TgConfig {
+        telegram: "allow_from = [\"42\"]",
+        tables: &format!("[rpc]\ntoken = \"{TOKEN}\"\n"),
+        ..TgConfig::default()
+    })
+    .await;
+    let mut gw = s.gateway();
+    let (chat, ann) = dm(42, "Ann");
+    s.tg.user_sends(chat, ann, "hello");
+    gw.wait(&s, "Ann's answer", |s| s.texts(42) == ["ok: hello"])
+        .await;
+    let found = discovery(&s.setup).await;
+    let post =
+        format!(r#"tool message {{"text": "from the client token", "target": "{ann_key}"}}"#);
+
+    let mut client = RpcClient::connect(&found.address, TOKEN).await.unwrap();
+    let answer = turn_text_in(&mut client, ann_key, &post).await;
+    assert!(!answer.contains("telegram chat"), "{answer}");
+    client.close().await;
+    gw.stop().await;
+    assert!(
+        !s.texts(42).iter().any(|t| t.contains("client token")),
+        "the client token's run posted into Ann's chat: {:?}",
+        s.texts(42)
+    );
+}
+
+/// `sessions_spawn` with `runtime: "acp"` starts a coding agent in any folder, served files
+/// there by chela itself: owners only, as `/acp`. The client token's run is refused with a
+/// tool error and no agent starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_tokens_run_may_not_start_a_coding_agent() {
+    use common::telegram::{TgConfig, TgSetup};
+    let s = TgSetup::with(TgConfig {
+        telegram: "allow_from = [\"42\"]",
+        tables: &format!("[rpc]\ntoken = \"{TOKEN}\"\n"),
+        ..TgConfig::default()
+    })
+    .await;
+    let files = common::acp::configure(&s.setup, "approve-reads", "");
+    let gw = s.gateway();
+    let found = discovery(&s.setup).await;
+    let mut client = RpcClient::connect(&found.address, TOKEN).await.unwrap();
+    let refused = turn_text(
+        &mut client,
+        r#"tool sessions_spawn {"task": "read the config", "runtime": "acp", "cwd": "/"}"#,
+    )
+    .await;
+    assert!(
+        refused.contains("only an owner may start a coding agent"),
+        "{refused}"
+    );
+    assert_eq!(files.count("session/new"), 0, "{}", files.summary());
+    client.close().await;
+    gw.stop().await;
 }

@@ -64,6 +64,9 @@ pub struct Services {
     pub non_interactive: NonInteractive,
     /// How the agent process and its terminal commands are confined.
     pub sandbox: Arc<crate::sandbox::ChildSandbox>,
+    /// chela's own files (store folder, RPC token file, config file), which the file service
+    /// refuses whatever the sandbox (see [`crate::sandbox::child::hidden`]).
+    pub hidden: Arc<[PathBuf]>,
 }
 
 /// State the connection's handlers share.
@@ -443,11 +446,18 @@ fn connection(
         .on_receive_request(
             async move |request: ReadTextFileRequest, responder, _cx| {
                 let root = on_read.root(&request.session_id.0);
+                let hidden = on_read.services.hidden.clone();
                 tokio::spawn(async move {
                     let result = match root {
                         Some(root) => {
-                            super::fs::read_text(&root, &request.path, request.line, request.limit)
-                                .await
+                            super::fs::read_text(
+                                &root,
+                                &hidden,
+                                &request.path,
+                                request.line,
+                                request.limit,
+                            )
+                            .await
                         }
                         None => Err(FsError::UnknownSession),
                     };
@@ -464,10 +474,12 @@ fn connection(
         .on_receive_request(
             async move |request: WriteTextFileRequest, responder, _cx| {
                 let root = on_write.root(&request.session_id.0);
+                let hidden = on_write.services.hidden.clone();
                 tokio::spawn(async move {
                     let result = match root {
                         Some(root) => {
-                            super::fs::write_text(&root, &request.path, &request.content).await
+                            super::fs::write_text(&root, &hidden, &request.path, &request.content)
+                                .await
                         }
                         None => Err(FsError::UnknownSession),
                     };

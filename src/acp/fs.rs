@@ -1,5 +1,8 @@
 //! The client's file service: `fs/read_text_file` and `fs/write_text_file`, confined to the
-//! session's folder (`..`, absolute paths elsewhere and symlink escapes refused).
+//! session's folder (`..`, absolute paths elsewhere and symlink escapes refused). chela
+//! serves these itself, outside any sandbox, so chela's own files (the store folder, the RPC
+//! token file, the config file: [`crate::sandbox::child::hidden`]) are refused even when the
+//! session's folder holds them.
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +17,13 @@ const MAX_READ_BYTES: u64 = 8 * 1024 * 1024;
 /// Why a file request was refused or failed; the text is what the agent reads.
 #[derive(Debug, thiserror::Error)]
 pub enum FsError {
+    /// The path is one of chela's own files or beneath one (the store, the RPC token file,
+    /// the config file). The text names only the path asked for.
+    #[error("refused: {} is one of chela's own files", path.display())]
+    Hidden {
+        /// The path as asked for.
+        path: PathBuf,
+    },
     /// The request names no session chela knows.
     #[error("unknown session")]
     UnknownSession,
@@ -88,9 +98,10 @@ impl FsError {
             FsError::Read { .. } | FsError::CreateDir { .. } | FsError::Write { .. } => {
                 ErrorCode::INTERNAL_ERROR
             }
-            FsError::Path(_) | FsError::Refused(_) | FsError::TooLarge { .. } => {
-                ErrorCode::INVALID_PARAMS
-            }
+            FsError::Path(_)
+            | FsError::Refused(_)
+            | FsError::Hidden { .. }
+            | FsError::TooLarge { .. } => ErrorCode::INVALID_PARAMS,
         }
     }
 
@@ -105,14 +116,31 @@ impl FsError {
     }
 }
 
-/// Reads `path` (inside `root`), optionally from 1-based `line` for `limit` lines.
+/// `path` (as asked for) resolved inside `root`, refused when it is one of `hidden` or
+/// beneath one (each compared as given and as it resolves through symlinks now).
+fn resolve(root: &Path, hidden: &[PathBuf], path: &Path) -> Result<PathBuf, FsError> {
+    let resolved = resolve_in_workspace(root, &path.to_string_lossy())?;
+    let is_hidden = hidden
+        .iter()
+        .any(|h| resolved.starts_with(h) || resolved.starts_with(crate::sandbox::hide::real(h)));
+    if is_hidden {
+        return Err(FsError::Hidden {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(resolved)
+}
+
+/// Reads `path` (inside `root`, not one of `hidden`), optionally from 1-based `line` for
+/// `limit` lines.
 pub async fn read_text(
     root: &Path,
+    hidden: &[PathBuf],
     path: &Path,
     line: Option<u32>,
     limit: Option<u32>,
 ) -> Result<String, FsError> {
-    let resolved = resolve_in_workspace(root, &path.to_string_lossy())?;
+    let resolved = resolve(root, hidden, path)?;
     read_resolved_text(root, resolved, path, line, limit).await
 }
 
@@ -157,9 +185,14 @@ async fn read_resolved_text(
     Ok(slice_lines(&text, line, limit))
 }
 
-/// Writes `content` to `path` (inside `root`), creating parent folders.
-pub async fn write_text(root: &Path, path: &Path, content: &str) -> Result<(), FsError> {
-    let resolved = resolve_in_workspace(root, &path.to_string_lossy())?;
+/// Writes `content` to `path` (inside `root`, not one of `hidden`), creating parent folders.
+pub async fn write_text(
+    root: &Path,
+    hidden: &[PathBuf],
+    path: &Path,
+    content: &str,
+) -> Result<(), FsError> {
+    let resolved = resolve(root, hidden, path)?;
     write_resolved_text(root, resolved, path, content).await
 }
 
@@ -230,44 +263,51 @@ mod tests {
         let root = dir.path().join("root");
         std::fs::create_dir(&root).unwrap();
         std::fs::write(dir.path().join("secret"), "s").unwrap();
-        write_text(&root, Path::new("sub/a.txt"), "hi\n")
+        write_text(&root, &[], Path::new("sub/a.txt"), "hi\n")
             .await
             .unwrap();
         assert_eq!(
-            read_text(&root, Path::new("sub/a.txt"), None, None)
+            read_text(&root, &[], Path::new("sub/a.txt"), None, None)
                 .await
                 .unwrap(),
             "hi\n"
         );
         let abs = root.join("sub/a.txt");
-        assert_eq!(read_text(&root, &abs, None, None).await.unwrap(), "hi\n");
+        assert_eq!(
+            read_text(&root, &[], &abs, None, None).await.unwrap(),
+            "hi\n"
+        );
         for bad in ["../secret", "sub/../../secret"] {
-            let err = read_text(&root, Path::new(bad), None, None)
+            let err = read_text(&root, &[], Path::new(bad), None, None)
                 .await
                 .unwrap_err()
                 .to_string();
             assert!(err.contains("refused"), "{bad}: {err}");
-            assert!(write_text(&root, Path::new(bad), "x").await.is_err());
+            assert!(write_text(&root, &[], Path::new(bad), "x").await.is_err());
         }
-        let err = read_text(&root, &dir.path().join("secret"), None, None)
+        let err = read_text(&root, &[], &dir.path().join("secret"), None, None)
             .await
             .unwrap_err()
             .to_string();
         assert!(err.contains("refused"), "{err}");
         std::os::unix::fs::symlink(dir.path(), root.join("link")).unwrap();
-        let err = read_text(&root, Path::new("link/secret"), None, None)
+        let err = read_text(&root, &[], Path::new("link/secret"), None, None)
             .await
             .unwrap_err()
             .to_string();
         assert!(err.contains("refused"), "{err}");
-        assert!(write_text(&root, Path::new("link/new"), "x").await.is_err());
+        assert!(
+            write_text(&root, &[], Path::new("link/new"), "x")
+                .await
+                .is_err()
+        );
         assert!(!dir.path().join("new").exists());
     }
 
     #[tokio::test]
     async fn a_missing_file_is_resource_not_found_and_a_refusal_invalid_params() {
         let dir = tempfile::tempdir().unwrap();
-        let missing = read_text(dir.path(), Path::new("nope.txt"), None, None)
+        let missing = read_text(dir.path(), &[], Path::new("nope.txt"), None, None)
             .await
             .unwrap_err();
         assert!(matches!(missing, FsError::NotFound { .. }), "{missing:?}");
@@ -276,7 +316,7 @@ mod tests {
             missing.to_string().starts_with("cannot read nope.txt: "),
             "{missing}"
         );
-        let refused = read_text(dir.path(), Path::new("../x"), None, None)
+        let refused = read_text(dir.path(), &[], Path::new("../x"), None, None)
             .await
             .unwrap_err();
         assert!(matches!(
@@ -285,7 +325,7 @@ mod tests {
         ));
         assert_eq!(refused.code(), ErrorCode::INVALID_PARAMS);
         std::fs::create_dir(dir.path().join("folder")).unwrap();
-        let folder = read_text(dir.path(), Path::new("folder"), None, None)
+        let folder = read_text(dir.path(), &[], Path::new("folder"), None, None)
             .await
             .unwrap_err();
         assert_eq!(folder.code(), ErrorCode::INVALID_PARAMS, "{folder:?}");
@@ -337,7 +377,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("real.txt"), "old").unwrap();
         std::os::unix::fs::symlink("real.txt", dir.path().join("alias")).unwrap();
-        write_text(dir.path(), Path::new("alias"), "new\n")
+        write_text(dir.path(), &[], Path::new("alias"), "new\n")
             .await
             .unwrap();
         assert_eq!(
@@ -345,10 +385,67 @@ mod tests {
             "new\n"
         );
         assert_eq!(
-            read_text(dir.path(), Path::new("alias"), None, None)
+            read_text(dir.path(), &[], Path::new("alias"), None, None)
                 .await
                 .unwrap(),
             "new\n"
         );
+    }
+
+    #[tokio::test]
+    async fn chelas_own_files_are_refused_even_inside_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path();
+        let store = home.join(".chela/store");
+        std::fs::create_dir_all(&store).unwrap();
+        std::fs::write(store.join("db"), "rows").unwrap();
+        let token = home.join(".chela/store.rpc");
+        std::fs::write(&token, "secret-token").unwrap();
+        let config = home.join(".chela/config.toml");
+        std::fs::write(&config, "[rpc]").unwrap();
+        std::fs::write(home.join("notes.txt"), "fine").unwrap();
+        std::os::unix::fs::symlink(home.join(".chela"), home.join("alias")).unwrap();
+        let hidden = vec![store.clone(), token.clone(), config.clone()];
+        for asked in [
+            ".chela/store",
+            ".chela/store/db",
+            ".chela/store.rpc",
+            ".chela/config.toml",
+            "alias/config.toml",
+            "alias/store/db",
+            "./.chela/../.chela/store.rpc",
+        ] {
+            let err = read_text(home, &hidden, Path::new(asked), None, None)
+                .await
+                .unwrap_err();
+            assert!(matches!(err, FsError::Hidden { .. }), "{asked}: {err:?}");
+            assert_eq!(err.code(), ErrorCode::INVALID_PARAMS);
+            let text = err.to_string();
+            assert!(text.contains(asked), "{text}");
+            assert!(!text.contains(&*home.to_string_lossy()), "{text}");
+        }
+        let abs = token.to_string_lossy().into_owned();
+        let err = read_text(home, &hidden, Path::new(&abs), None, None)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, FsError::Hidden { .. }), "{err:?}");
+        for asked in [".chela/store/new", ".chela/config.toml", "alias/store.rpc"] {
+            let err = write_text(home, &hidden, Path::new(asked), "x")
+                .await
+                .unwrap_err();
+            assert!(matches!(err, FsError::Hidden { .. }), "{asked}: {err:?}");
+        }
+        assert!(!store.join("new").exists());
+        assert_eq!(std::fs::read_to_string(&config).unwrap(), "[rpc]");
+        assert_eq!(std::fs::read_to_string(&token).unwrap(), "secret-token");
+        assert_eq!(
+            read_text(home, &hidden, Path::new("notes.txt"), None, None)
+                .await
+                .unwrap(),
+            "fine"
+        );
+        write_text(home, &hidden, Path::new(".chela/other.txt"), "ok")
+            .await
+            .unwrap();
     }
 }

@@ -59,6 +59,8 @@ pub struct AcpManager {
     config: AcpConfig,
     workspace: PathBuf,
     sandbox: Arc<crate::sandbox::ChildSandbox>,
+    /// chela's own files, refused by the file service whatever the sandbox.
+    hidden: Arc<[PathBuf]>,
     store: Store,
     slots: Mutex<HashMap<String, Slot>>,
     /// Who answers permission questions in `ask` mode (`None`: nobody can be asked).
@@ -83,6 +85,7 @@ impl AcpManager {
                 config,
                 "[acp] sandbox",
             )),
+            hidden: crate::sandbox::child::hidden(config).into(),
             store,
             slots: Mutex::new(HashMap::new()),
             asker,
@@ -476,6 +479,7 @@ impl AcpManager {
             terminal_output_limit: self.config.terminal_output_limit,
             non_interactive: self.config.non_interactive,
             sandbox: self.sandbox.clone(),
+            hidden: self.hidden.clone(),
         }
     }
 

@@ -131,13 +131,17 @@ impl SessionsApi for GatewaySessions {
     }
 }
 
-/// The session and conversation a send goes to: `target`'s last conversation (when the
-/// caller reaches it: [`Reach`]), or the run's own when there is no target.
+/// The session and conversation a send goes to: another session's last conversation (when
+/// the caller reaches it: [`Reach`]), or the run's own conversation when there is no target
+/// or the target is the run's own session. The run's own session never resolves to where
+/// that session last replied: a run in someone else's session key (an RPC client naming a
+/// chat's key, DMs sharing `agent:main:main`) would post into that other person's chat.
 fn destination(
     core: &Core,
     caller: Caller,
     target: Option<String>,
 ) -> Result<(String, Conversation), ToolRefusal> {
+    let target = target.filter(|key| *key != caller.session);
     let (key, to) = match target {
         None => {
             let to = caller

@@ -246,3 +246,31 @@ async fn a_run_not_wholly_asked_by_an_owner_reaches_only_its_own_session() {
     assert_eq!(channel.calls().len(), 1, "{:?}", channel.calls());
     gateway.shutdown().await;
 }
+
+/// The run's own session as `target` is the run's own conversation, never where the session
+/// last replied: a client token's run in Ann's session key (or a DM sharing
+/// `agent:main:main`) must not post into Ann's chat.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_runs_own_session_as_target_is_the_runs_own_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    let (gateway, _channel, api) = started(dir.path()).await;
+    let anns = "agent:main:test:direct:7";
+    let core = gateway.core();
+    core.store.ensure_session(anns, "/").unwrap();
+    core.store.set_target(anns, &direct_chat()).unwrap();
+    let mut elsewhere = direct_chat();
+    elsewhere.chat_id = "99".into();
+    let me = Caller {
+        session: anns.into(),
+        run_id: "run-1".into(),
+        reply_to: Some(elsewhere),
+    };
+    let sent = api
+        .send(me.clone(), Some(anns.into()), "hi".into())
+        .await
+        .unwrap();
+    assert!(sent.contains("(test chat 99)"), "{sent}");
+    let (key, to) = destination(core, me, Some(anns.into())).unwrap();
+    assert_eq!((key.as_str(), to.chat_id.as_str()), (anns, "99"));
+    gateway.shutdown().await;
+}

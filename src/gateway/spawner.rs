@@ -14,12 +14,19 @@ use tokio_util::sync::CancellationToken;
 
 use super::Core;
 use super::acp_commands::start_binding;
+use super::reach::asked_by_owner;
 use crate::acp::command::Placement;
 use crate::acp::manager::resolve_cwd;
 use crate::agent::provider::BoxFuture;
 use crate::agent::tools::refusal::ToolRefusal;
 use crate::agent::tools::spawn::{Runtime, SpawnRequest, Spawner};
 use crate::reply::stream_events;
+
+/// The refusal of `sessions_spawn` with `runtime: "acp"` for a run not wholly asked by an
+/// owner.
+pub const ACP_OWNER_ONLY: &str = "refused: only an owner may start a coding agent \
+     (sessions_spawn with runtime \"acp\", like /acp): this run has a message that did not \
+     come from an owner. runtime \"subagent\" is open to everyone";
 
 /// Events buffered between a one-off agent turn and its live reply.
 const EVENT_BUFFER: usize = 256;
@@ -50,6 +57,11 @@ impl Spawner for GatewaySpawner {
             }
             if request.runtime == Runtime::Subagent {
                 return super::subagent::spawn(&core, &request).await;
+            }
+            // A coding agent runs in any folder and chela serves it files there, as `/acp`
+            // does: owners only, by the reach rule's test (every message of the run from one).
+            if !asked_by_owner(&core, &request.parent_session, &request.run_id) {
+                return Err(ToolRefusal::Refused(ACP_OWNER_ONLY.to_owned()));
             }
             let name = request
                 .agent

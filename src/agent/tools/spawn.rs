@@ -47,6 +47,9 @@ pub enum SpawnMode {
 pub struct SpawnRequest {
     /// The session whose run asked.
     pub parent_session: String,
+    /// The id of the run that asked (`run-<seq>`; empty outside the gateway): whether it acts
+    /// for an owner decides whether it may start a coding agent.
+    pub run_id: String,
     /// The conversation the asking run replies to (`None` outside a chat run).
     pub parent_target: Option<chela_channel::Conversation>,
     /// Who does it.
@@ -122,6 +125,7 @@ impl Tool for SessionsSpawnTool {
             }
             let request = match parse_args(&args, |m| parse(m, &ctx.session_key)) {
                 Ok(request) => SpawnRequest {
+                    run_id: ctx.run_id.clone(),
                     parent_target: ctx.reply_to.clone(),
                     ..request
                 },
@@ -198,6 +202,7 @@ fn parse(m: &serde_json::Map<String, Value>, parent: &str) -> Result<SpawnReques
     }
     Ok(SpawnRequest {
         parent_session: parent.to_owned(),
+        run_id: String::new(),
         parent_target: None,
         runtime,
         task,

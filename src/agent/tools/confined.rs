@@ -61,15 +61,11 @@ impl OpenError {
 
     /// Whether it was refused for leading (or possibly leading) out of the workspace.
     pub fn is_escape(&self) -> bool {
-        matches!(
-            self,
-            OpenError::Path(
-                PathError::OutsideWorkspace { .. }
-                    | PathError::SymlinkEscape { .. }
-                    | PathError::Unresolvable { .. }
-            ) | OpenError::Symlink(_)
-                | OpenError::Escaped(_)
-        )
+        match self {
+            OpenError::Path(e) => leads_out(e),
+            OpenError::Symlink(_) | OpenError::Escaped(_) => true,
+            _ => false,
+        }
     }
 }
 
@@ -101,6 +97,16 @@ pub fn open_resolved(
         warn_if_escape(e, workspace, requested);
     }
     opened
+}
+
+/// Whether the resolver refused `e` for leading (or possibly leading) out of the workspace.
+fn leads_out(e: &PathError) -> bool {
+    matches!(
+        e,
+        PathError::OutsideWorkspace { .. }
+            | PathError::SymlinkEscape { .. }
+            | PathError::Unresolvable { .. }
+    )
 }
 
 fn warn_if_escape(e: &OpenError, workspace: &Path, requested: &str) {
@@ -272,15 +278,11 @@ pub enum WriteError {
 impl WriteError {
     /// Whether it was refused for leading (or possibly leading) out of the workspace.
     pub fn is_escape(&self) -> bool {
-        matches!(
-            self,
-            WriteError::Path(
-                PathError::OutsideWorkspace { .. }
-                    | PathError::SymlinkEscape { .. }
-                    | PathError::Unresolvable { .. }
-            ) | WriteError::Symlink(_)
-                | WriteError::Escaped(_)
-        )
+        match self {
+            WriteError::Path(e) => leads_out(e),
+            WriteError::Symlink(_) | WriteError::Escaped(_) => true,
+            _ => false,
+        }
     }
 }
 

@@ -86,8 +86,13 @@ fn check_replies(s: &TgSetup, chats: i64, messages: i64, at_kill: &[usize], stde
         assert_eq!(
             unique,
             want(chat),
-            "chat {chat}: {:#?}\nstderr: {stderr}",
-            s.tg.sent(chat)
+            "chat {chat} (in flight at the kill: {in_flight}): {:?}\ncluster lines of the nodes:\n{}",
+            s.tg
+                .sent(chat)
+                .iter()
+                .map(|m| (m.message_id, m.text.as_str(), m.edits))
+                .collect::<Vec<_>>(),
+            cluster_lines(stderr)
         );
         let repeated: Vec<usize> = (1..texts.len())
             .filter(|i| texts[*i] == texts[i - 1])
@@ -106,6 +111,15 @@ fn check_replies(s: &TgSetup, chats: i64, messages: i64, at_kill: &[usize], stde
         }
     }
     repeats
+}
+
+/// The nodes' log lines about leases and partitions (what explains a repeat), at most 60.
+fn cluster_lines(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("cluster:") || l.contains("journal"))
+        .collect();
+    lines[lines.len().saturating_sub(60)..].join("\n")
 }
 
 /// Who holds the unexpired leases: (node, partitions) by node.

@@ -140,3 +140,23 @@ async fn a_hook_runs_without_capabilities_and_can_neither_listen_nor_reach_a_loo
         "connect:Permission denied listen:Operation not permitted"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_hooks_sandbox_off_a_hook_still_runs_without_capabilities() {
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = server.local_addr().unwrap().port();
+    let s = Setup::openai("followup").await;
+    let mut config = std::fs::read_to_string(s.config()).unwrap();
+    config.push_str(&probe_hook(port));
+    config.push_str("\n[hooks]\nsandbox = \"off\"\n");
+    std::fs::write(s.config(), config).unwrap();
+    std::fs::create_dir_all(s.path("ws")).unwrap();
+
+    let json = agent(&s, "hello").await;
+    assert_eq!(json["status"], "ok", "{json}");
+    let privs = std::fs::read_to_string(s.path("ws/hook-privs.txt")).unwrap();
+    assert_eq!(privs, "CapEff: 0000000000000000\nNoNewPrivs: 1\n");
+    // Off: the network is not confined.
+    let net = std::fs::read_to_string(s.path("ws/hook-net.txt")).unwrap();
+    assert_eq!(net, "connect:ok listen:ok");
+}

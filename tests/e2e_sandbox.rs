@@ -180,8 +180,17 @@ fn is_root() -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exec_runs_without_capabilities_and_with_no_new_privs() {
-    let s = setup("").await;
-    let text = exec(&s, PRIVS_PROBE).await;
+    assert_no_privileges(&setup("").await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_sandbox_off_exec_still_runs_without_capabilities() {
+    assert_no_privileges(&setup("[tools.exec]\nsandbox = \"off\"\n").await).await;
+}
+
+/// Runs [`PRIVS_PROBE`] through exec in `s`: no capability, `no_new_privs`, no `mknod`.
+async fn assert_no_privileges(s: &Setup) {
+    let text = exec(s, PRIVS_PROBE).await;
     let zero = "0000000000000000";
     for set in ["CapInh", "CapPrm", "CapEff", "CapAmb"] {
         assert!(text.contains(&format!("{set}: {zero}\n")), "{set}: {text}");

@@ -281,7 +281,14 @@ impl Inner {
         };
         let mut stream = delivery.stream.take().unwrap_or_else(|| {
             let journal = delivery.run_id.as_ref().map(|run| {
-                RunJournal::shared(self.store.clone(), run.clone(), delivery.to.clone())
+                // Fenced by `note_attempt` below, in the store, before each attempt.
+                RunJournal::shared(
+                    self.store.clone(),
+                    run.clone(),
+                    delivery.to.clone(),
+                    None,
+                    &delivery.session_key,
+                )
             });
             ReplyStream::new(channel, delivery.to.clone()).journaled(journal)
         });

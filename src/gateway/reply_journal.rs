@@ -6,6 +6,7 @@ use std::sync::Arc;
 use chela_channel::{BoxFuture, Conversation, SentMessage};
 
 use super::Core;
+use super::cluster::Cluster;
 use crate::reply::SentJournal;
 use crate::store::{ReplyJournal, Store};
 
@@ -14,12 +15,27 @@ pub struct RunJournal {
     store: Store,
     run_id: String,
     to: Conversation,
+    /// On a cluster node: the node and the session the reply belongs to.
+    held: Option<(Arc<Cluster>, String)>,
 }
 
 impl RunJournal {
-    /// A journal for run `run_id` replying into `to`.
-    pub fn shared(store: Store, run_id: String, to: Conversation) -> Arc<dyn SentJournal> {
-        Arc::new(RunJournal { store, run_id, to })
+    /// A journal for run `run_id` of session `key` replying into `to`; on a cluster node
+    /// (`cluster`) the reply sends nothing new once this node no longer holds `key`.
+    pub fn shared(
+        store: Store,
+        run_id: String,
+        to: Conversation,
+        cluster: Option<&Arc<Cluster>>,
+        key: &str,
+    ) -> Arc<dyn SentJournal> {
+        let held = cluster.map(|c| (c.clone(), key.to_owned()));
+        Arc::new(RunJournal {
+            store,
+            run_id,
+            to,
+            held,
+        })
     }
 }
 
@@ -34,6 +50,12 @@ impl SentJournal for RunJournal {
                 tracing::warn!(error = %e, run_id = %self.run_id, "cannot journal a sent message");
             }
         })
+    }
+
+    fn may_send(&self) -> bool {
+        self.held
+            .as_ref()
+            .is_none_or(|(cluster, key)| cluster.owns(key))
     }
 }
 

@@ -128,7 +128,7 @@ async fn run_turn(
     tracing::debug!(run_id = %run_id, "run starts");
     let started_ms = crate::domain::message::now_ms();
     remember_target(core, &key, &turn.target);
-    let (reply, reply_tx) = start_reply(core, &run_id, &turn);
+    let (reply, reply_tx) = start_reply(core, &key, &run_id, &turn);
     let bus = super::live::tee(run_id.clone(), key.clone(), core.live.clone(), reply_tx);
     let prepared = super::media::prepare(core, &key, &turn, &cancel).await;
     let steer_files = super::media::SteerDownloads {
@@ -196,6 +196,7 @@ fn remember_target(core: &Core, key: &str, to: &chela_channel::Conversation) {
 /// events into the chat, and the sender feeding it.
 fn start_reply(
     core: &Core,
+    key: &str,
     run_id: &str,
     turn: &QueuedTurn,
 ) -> (Option<JoinHandle<Streamed>>, Option<mpsc::Sender<RunEvent>>) {
@@ -204,8 +205,15 @@ fn start_reply(
     };
     let (reply_tx, events_rx) = mpsc::channel(EVENT_BUFFER);
     // A durable turn journals what its reply sends, so a restart can take it back.
-    let journal = (!turn.seqs.is_empty())
-        .then(|| RunJournal::shared(core.store.clone(), run_id.to_owned(), turn.target.clone()));
+    let journal = (!turn.seqs.is_empty()).then(|| {
+        RunJournal::shared(
+            core.store.clone(),
+            run_id.to_owned(),
+            turn.target.clone(),
+            core.cluster.as_ref(),
+            key,
+        )
+    });
     let (outbox, to) = (core.outbox.clone(), turn.target.clone());
     let (quote, accepted_ms) = (turn.quote.clone(), turn.queued_ms);
     let task = tokio::spawn(async move {

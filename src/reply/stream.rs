@@ -40,6 +40,13 @@ pub trait SentJournal: Send + Sync {
         message: &'a SentMessage,
         durable: bool,
     ) -> chela_channel::BoxFuture<'a, ()>;
+
+    /// Whether the reply may send a new message now. A cluster node that no longer holds
+    /// the session says no: its new holder runs the turn again after reading the journal,
+    /// so a message sent from here now could never be taken back.
+    fn may_send(&self) -> bool {
+        true
+    }
 }
 
 /// The live state of one streamed reply.
@@ -391,6 +398,11 @@ impl ReplyStream {
     async fn show_now(&mut self, text: &str, is_final: bool) -> Result<(), ChannelError> {
         self.calls += 1;
         match &self.current {
+            None if self.journal.as_ref().is_some_and(|j| !j.may_send()) => {
+                return Err(ChannelError::Transport(
+                    "this node no longer holds the session; its new holder replies".to_owned(),
+                ));
+            }
             None => {
                 // The quote is used up only once a send got through.
                 let sent = match &self.key {

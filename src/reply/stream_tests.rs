@@ -279,3 +279,54 @@ async fn a_file_line_is_never_previewed_and_the_final_does_not_repeat_the_text()
         "the part already shown is not sent again: {after:#?}"
     );
 }
+
+/// A journal that notes sent ids and says whether the reply may send, as told.
+struct Fenced {
+    may: std::sync::atomic::AtomicBool,
+    noted: std::sync::Mutex<Vec<String>>,
+}
+
+impl SentJournal for Fenced {
+    fn sent<'a>(
+        &'a self,
+        message: &'a SentMessage,
+        _durable: bool,
+    ) -> chela_channel::BoxFuture<'a, ()> {
+        self.noted.lock().unwrap().push(message.message_id.clone());
+        Box::pin(async {})
+    }
+
+    fn may_send(&self) -> bool {
+        self.may.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reply_whose_node_lost_the_session_sends_no_new_message_but_edits_its_own() {
+    let channel = TestChannel::new(1_000);
+    let journal = Arc::new(Fenced {
+        may: true.into(),
+        noted: Default::default(),
+    });
+    let mut reply =
+        ReplyStream::new(channel.clone(), direct_chat()).journaled(Some(journal.clone()));
+    reply.push("Hello");
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    reply.preview().await;
+    journal
+        .may
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    // An edit of the journaled preview may go (the new holder takes it back)...
+    reply.push(" there");
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    reply.preview().await;
+    // ...but no new message: neither a fresh reply nor its final.
+    let mut fresh =
+        ReplyStream::new(channel.clone(), direct_chat()).journaled(Some(journal.clone()));
+    fresh.push("Other");
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    fresh.preview().await;
+    assert!(fresh.deliver_once("Other").await.is_err());
+    assert_eq!(channel.calls(), ["send Hello", "edit Hello there"]);
+    assert_eq!(*journal.noted.lock().unwrap(), ["s1"]);
+}

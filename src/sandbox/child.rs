@@ -19,6 +19,9 @@ pub type Vars = Vec<(String, String)>;
 #[derive(Debug, Clone, Default)]
 pub struct ChildSandbox {
     mode: Mode,
+    /// This binary, through which unconfined processes still start, to give up every
+    /// privilege (`chela sandbox-exec --privileges-only`); `None` only when built by hand.
+    privileges_only: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -52,7 +55,8 @@ impl ChildSandbox {
     /// The sandbox `mode` asks for, hiding `config`'s files and allowing TCP as `tcp` says
     /// (see [`Rules::tcp`]), with this binary as trampoline.
     pub fn from_config(mode: SandboxMode, tcp: Option<Vec<u16>>, config: &Config) -> ChildSandbox {
-        let mode = match (mode, std::env::current_exe()) {
+        let exe = std::env::current_exe();
+        let mode = match (mode, &exe) {
             (SandboxMode::Off, _) => Mode::Off,
             (SandboxMode::Landlock, Err(e)) => {
                 Mode::Unavailable(format!("cannot find chela's own binary: {e}"))
@@ -60,13 +64,16 @@ impl ChildSandbox {
             (SandboxMode::Landlock, Ok(exe)) => match landlock::probe() {
                 Err(e) => Mode::Unavailable(e.to_string()),
                 Ok(()) => Mode::Landlock {
-                    trampoline: exe,
+                    trampoline: exe.clone(),
                     hide: hidden(config),
                     tcp,
                 },
             },
         };
-        ChildSandbox { mode }
+        ChildSandbox {
+            mode,
+            privileges_only: exe.ok(),
+        }
     }
 
     /// [`ChildSandbox::from_config`] for the processes config key `key` (`[hooks] sandbox`)
@@ -95,10 +102,11 @@ impl ChildSandbox {
     ) -> ChildSandbox {
         ChildSandbox {
             mode: Mode::Landlock {
-                trampoline,
+                trampoline: trampoline.clone(),
                 hide,
                 tcp,
             },
+            privileges_only: Some(trampoline),
         }
     }
 
@@ -107,13 +115,21 @@ impl ChildSandbox {
     /// from the config (the owner's), never for what a process asks for; see
     /// [`ChildSandbox::argv_with_env`].
     pub fn argv(&self, argv: &[OsString]) -> Vec<OsString> {
-        match &self.mode {
-            Mode::Off | Mode::Unavailable(_) => argv.to_vec(),
-            Mode::Landlock {
-                trampoline,
-                hide,
-                tcp,
-            } => {
+        match (&self.mode, &self.privileges_only) {
+            (Mode::Off | Mode::Unavailable(_), None) => argv.to_vec(),
+            (Mode::Off | Mode::Unavailable(_), Some(trampoline)) => {
+                let mut out = vec![trampoline.clone().into_os_string()];
+                out.extend(trampoline::args_privileges_only(argv));
+                out
+            }
+            (
+                Mode::Landlock {
+                    trampoline,
+                    hide,
+                    tcp,
+                },
+                _,
+            ) => {
                 let rules = Rules {
                     hide: hide.clone(),
                     tcp: tcp.clone(),
@@ -135,7 +151,7 @@ impl ChildSandbox {
         argv: &[OsString],
         env: &[(String, String)],
     ) -> Result<(Vec<OsString>, Vars), ChildSandboxError> {
-        if !self.confines() || env.is_empty() {
+        if !self.through_trampoline() || env.is_empty() {
             return Ok((self.argv(argv), env.to_vec()));
         }
         if let Some((name, _)) = env.iter().find(|(name, _)| !super::exec::is_env_name(name)) {
@@ -152,9 +168,9 @@ impl ChildSandbox {
         Ok((self.argv(&inside), Vec::new()))
     }
 
-    /// True when processes start confined.
-    pub fn confines(&self) -> bool {
-        matches!(self.mode, Mode::Landlock { .. })
+    /// True when processes start through the trampoline (confined, or to drop privileges).
+    fn through_trampoline(&self) -> bool {
+        matches!(self.mode, Mode::Landlock { .. }) || self.privileges_only.is_some()
     }
 
     /// One line for logs and `chela doctor`; `true` when confined or off on purpose.
@@ -162,7 +178,9 @@ impl ChildSandbox {
         match &self.mode {
             Mode::Off => (
                 true,
-                format!("off ({key} = \"off\"): they reach everything this user can"),
+                format!(
+                    "off ({key} = \"off\"): they reach everything this user can (with no capabilities)"
+                ),
             ),
             Mode::Landlock { hide, tcp, .. } => {
                 let names: Vec<String> = hide.iter().map(|p| p.display().to_string()).collect();
@@ -278,7 +296,15 @@ mod tests {
         let bad = vec![("-u".to_owned(), "x".to_owned())];
         assert!(sandbox.argv_with_env(&os(&["make"]), &bad).is_err());
         assert!(sandbox.argv_with_env(&os(&["A=b"]), &env).is_err());
-        // Off: unchanged, the variables on the process.
+        // Off from the config: through the trampoline to drop privileges, the variables
+        // inside.
+        let config = Config::default();
+        let off = ChildSandbox::from_config(SandboxMode::Off, None, &config);
+        let (argv, outside) = off.argv_with_env(&os(&["make"]), &env).unwrap();
+        assert!(outside.is_empty());
+        assert_eq!(argv[1..4], os(&["sandbox-exec", "--privileges-only", "--"]));
+        assert_eq!(argv[4..], os(&["env", "LD_PRELOAD=./x.so", "make"]));
+        // Built by hand: unchanged, the variables on the process.
         let off = ChildSandbox::default();
         assert_eq!(off.argv(&os(&["codex"])), os(&["codex"]));
         assert_eq!(

@@ -15,6 +15,9 @@ use crate::config::{Config, SandboxMode};
 pub struct ExecSandbox {
     pass_env: Vec<String>,
     mode: Mode,
+    /// This binary, through which unconfined commands still start, to give up every
+    /// privilege (`chela sandbox-exec --privileges-only`); `None` only when built by hand.
+    privileges_only: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -54,6 +57,7 @@ impl ExecSandbox {
             Err(e) => ExecSandbox {
                 pass_env: config.tools.exec.pass_env.clone(),
                 mode: Mode::Refused(format!("cannot find chela's own binary: {e}")),
+                privileges_only: None,
             },
         }
     }
@@ -65,12 +69,13 @@ impl ExecSandbox {
             SandboxMode::Off => Mode::Off,
             SandboxMode::Landlock => match landlock::probe() {
                 Err(e) => Mode::Unavailable(e.to_string()),
-                Ok(()) => landlock_mode(config, trampoline),
+                Ok(()) => landlock_mode(config, trampoline.clone()),
             },
         };
         ExecSandbox {
             pass_env: exec.pass_env.clone(),
             mode,
+            privileges_only: Some(trampoline),
         }
     }
 
@@ -97,30 +102,40 @@ impl ExecSandbox {
             return Err(ExecRefusal::BadEnvName(name.clone()));
         }
         let shell: Vec<OsString> = vec!["sh".into(), "-c".into(), command.into()];
-        match &self.mode {
-            Mode::Off | Mode::Unavailable(_) => Ok(shell),
-            Mode::Landlock {
-                trampoline, rules, ..
-            } => {
-                let mut inside: Vec<OsString> = Vec::new();
-                if !env.is_empty() {
-                    inside.push("env".into());
-                    inside.extend(env.iter().map(|(k, v)| OsString::from(format!("{k}={v}"))));
-                }
-                inside.extend(shell);
+        let mut inside: Vec<OsString> = Vec::new();
+        if !env.is_empty() {
+            inside.push("env".into());
+            inside.extend(env.iter().map(|(k, v)| OsString::from(format!("{k}={v}"))));
+        }
+        inside.extend(shell.iter().cloned());
+        match (&self.mode, &self.privileges_only) {
+            (Mode::Off | Mode::Unavailable(_), None) => Ok(shell),
+            (Mode::Off | Mode::Unavailable(_), Some(trampoline)) => {
+                let mut argv = vec![trampoline.clone().into_os_string()];
+                argv.extend(trampoline::args_privileges_only(&inside));
+                Ok(argv)
+            }
+            (
+                Mode::Landlock {
+                    trampoline, rules, ..
+                },
+                _,
+            ) => {
                 let mut argv = vec![trampoline.clone().into_os_string()];
                 argv.extend(trampoline::args_for(rules, &inside));
                 Ok(argv)
             }
-            Mode::Refused(why) => Err(ExecRefusal::Refused(why.clone())),
+            (Mode::Refused(why), _) => Err(ExecRefusal::Refused(why.clone())),
         }
     }
 
-    /// The extra variables to set on the spawned process itself: `env` when nothing is
-    /// confined, none under Landlock (they travel in [`ExecSandbox::argv`]).
+    /// The extra variables to set on the spawned process itself: `env` when the command
+    /// starts directly, none through the trampoline (they travel in [`ExecSandbox::argv`],
+    /// set by `env(1)` once the privileges are gone: `LD_PRELOAD` on the trampoline would
+    /// run the model's code before).
     pub fn process_env<'a>(&self, env: &'a [(String, String)]) -> &'a [(String, String)] {
-        match self.mode {
-            Mode::Landlock { .. } => &[],
+        match (&self.mode, &self.privileges_only) {
+            (Mode::Landlock { .. }, _) | (_, Some(_)) => &[],
             _ => env,
         }
     }
@@ -143,7 +158,7 @@ impl ExecSandbox {
         match &self.mode {
             Mode::Off => (
                 true,
-                "off ([tools.exec] sandbox = \"off\"): commands reach everything this user can"
+                "off ([tools.exec] sandbox = \"off\"): commands reach everything this user can (with no capabilities)"
                     .to_owned(),
             ),
             Mode::Landlock { rules, .. } => {
@@ -314,6 +329,7 @@ mod tests {
                 rules: Rules::default(),
                 temp: None,
             },
+            privileges_only: Some("/bin/chela".into()),
         };
         let env = vec![("LD_PRELOAD".to_owned(), "./x.so".to_owned())];
         // Nothing for the trampoline process itself: the loader would act on it unconfined.
@@ -326,5 +342,28 @@ mod tests {
         let bad = vec![("-u".to_owned(), "x".to_owned())];
         assert!(sandbox.argv("true", &bad).is_err());
         assert!(off.argv("true", &bad).is_err());
+    }
+
+    #[test]
+    fn off_from_the_config_still_starts_through_the_trampoline_to_drop_privileges() {
+        let mut config = Config::default();
+        config.tools.exec.sandbox = SandboxMode::Off;
+        let sandbox = ExecSandbox::with_trampoline(&config, "/bin/chela".into());
+        let env = vec![("LD_PRELOAD".to_owned(), "./x.so".to_owned())];
+        assert!(sandbox.process_env(&env).is_empty());
+        assert_eq!(
+            sandbox.argv("true", &env).unwrap(),
+            [
+                "/bin/chela",
+                "sandbox-exec",
+                "--privileges-only",
+                "--",
+                "env",
+                "LD_PRELOAD=./x.so",
+                "sh",
+                "-c",
+                "true"
+            ]
+        );
     }
 }

@@ -3,8 +3,10 @@
 //! capability and sets `no_new_privs` ([`super::privs`]), applies the Landlock ruleset to
 //! itself (with `--tcp`: TCP connect only to the `--connect` ports, no bind, and no listen,
 //! [`super::netguard`]) and then becomes PROGRAM (`exec`, same pid, so the caller's process
-//! group and signals still apply). It exists because `pre_exec` needs `unsafe`, which the
-//! crate forbids.
+//! group and signals still apply). `chela sandbox-exec --privileges-only -- PROGRAM ARGS...`
+//! only gives up the privileges: what every process chela starts goes through when the
+//! sandbox is off or the kernel has no Landlock. It exists because `pre_exec` needs
+//! `unsafe`, which the crate forbids.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
@@ -40,8 +42,24 @@ pub enum UsageError {
     NoProgram,
 }
 
-/// The parsed arguments: the rules and the program with its arguments.
-pub fn parse(args: &[OsString]) -> Result<(Rules, Vec<OsString>), UsageError> {
+/// The flag that makes the trampoline give up privileges only, with no Landlock ruleset.
+const PRIVILEGES_ONLY: &str = "--privileges-only";
+
+/// The parsed arguments: the rules (`None` with `--privileges-only`) and the program with
+/// its arguments.
+pub fn parse(args: &[OsString]) -> Result<(Option<Rules>, Vec<OsString>), UsageError> {
+    if let Some((first, rest)) = args.split_first()
+        && first == PRIVILEGES_ONLY
+    {
+        return match rest.split_first() {
+            Some((dashes, program)) if dashes == "--" && !program.is_empty() => {
+                Ok((None, program.to_vec()))
+            }
+            Some((dashes, _)) if dashes == "--" => Err(UsageError::NoProgram),
+            Some((other, _)) => Err(UsageError::Unexpected(other.to_string_lossy().into_owned())),
+            None => Err(UsageError::NoProgram),
+        };
+    }
     let mut rules = Rules::default();
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
@@ -52,7 +70,7 @@ pub fn parse(args: &[OsString]) -> Result<(Rules, Vec<OsString>), UsageError> {
                 if program.is_empty() {
                     return Err(UsageError::NoProgram);
                 }
-                return Ok((rules, program));
+                return Ok((Some(rules), program));
             }
             "--tcp" => {
                 rules.tcp.get_or_insert_with(Vec::new);
@@ -110,6 +128,14 @@ pub fn args_for(rules: &Rules, program: &[OsString]) -> Vec<OsString> {
     args
 }
 
+/// The arguments that make `chela sandbox-exec` run `program` with no capabilities and
+/// `no_new_privs` only (no Landlock ruleset).
+pub fn args_privileges_only(program: &[OsString]) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec![SUBCOMMAND.into(), PRIVILEGES_ONLY.into(), "--".into()];
+    args.extend(program.iter().cloned());
+    args
+}
+
 /// Runs the subcommand with `args` (those after its name). Returns only on failure.
 pub fn main(args: &[OsString]) -> ExitCode {
     let (rules, program) = match parse(args) {
@@ -121,7 +147,7 @@ pub fn main(args: &[OsString]) -> ExitCode {
     };
     // Before the ruleset: it reads /proc/self/status.
     super::signals::let_children_take_interrupts();
-    if let Err(e) = confine(&rules) {
+    if let Err(e) = confine(rules.as_ref()) {
         eprintln!("chela {SUBCOMMAND}: {e}; the command was not run");
         return ExitCode::from(SANDBOX_FAILED);
     }
@@ -149,10 +175,13 @@ enum ConfineError {
 }
 
 /// Everything the program must start under, in order: no privileges (and `no_new_privs`,
-/// which Landlock and seccomp need), the Landlock ruleset, and no listening when TCP is
-/// confined.
-fn confine(rules: &Rules) -> Result<(), ConfineError> {
+/// which Landlock and seccomp need), then with `rules` the Landlock ruleset, and no
+/// listening when TCP is confined.
+fn confine(rules: Option<&Rules>) -> Result<(), ConfineError> {
     super::privs::drop_all()?;
+    let Some(rules) = rules else {
+        return Ok(());
+    };
     landlock::restrict_self(rules)?;
     if rules.tcp.is_some() {
         super::netguard::forbid_listening()?;
@@ -177,11 +206,28 @@ mod tests {
         let program: Vec<OsString> = vec!["sh".into(), "-c".into(), "echo --ro".into()];
         let args = args_for(&rules, &program);
         assert_eq!(args[0], SUBCOMMAND);
-        assert_eq!(parse(&args[1..]).unwrap(), (rules, program));
+        assert_eq!(parse(&args[1..]).unwrap(), (Some(rules), program));
         let bad: Vec<OsString> = vec!["--rw".into()];
         assert_eq!(parse(&bad), Err(UsageError::MissingValue("--rw".into())));
         let none: Vec<OsString> = vec!["--ro".into(), "/".into(), "--".into()];
         assert_eq!(parse(&none), Err(UsageError::NoProgram));
+    }
+
+    #[test]
+    fn privileges_only_round_trips_and_takes_no_rule() {
+        let program: Vec<OsString> = vec!["sh".into(), "-c".into(), "--ro".into()];
+        let args = args_privileges_only(&program);
+        assert_eq!(args[..3], ["sandbox-exec", "--privileges-only", "--"]);
+        assert_eq!(parse(&args[1..]).unwrap(), (None, program));
+        let os = |list: &[&str]| list.iter().map(OsString::from).collect::<Vec<_>>();
+        assert_eq!(
+            parse(&os(&["--privileges-only", "--"])),
+            Err(UsageError::NoProgram)
+        );
+        assert_eq!(
+            parse(&os(&["--privileges-only", "--ro", "/", "--", "true"])),
+            Err(UsageError::Unexpected("--ro".into()))
+        );
     }
 
     #[test]
@@ -191,7 +237,7 @@ mod tests {
         let open = Rules::default();
         let args = args_for(&open, &program);
         assert!(!args.iter().any(|a| a == "--tcp"), "{args:?}");
-        assert_eq!(parse(&args[1..]).unwrap(), (open, program.clone()));
+        assert_eq!(parse(&args[1..]).unwrap(), (Some(open), program.clone()));
         // TCP confined with no port ("none"): the flag alone.
         let closed = Rules {
             tcp: Some(Vec::new()),
@@ -199,7 +245,7 @@ mod tests {
         };
         let args = args_for(&closed, &program);
         assert_eq!(args, ["sandbox-exec", "--tcp", "--", "true"]);
-        assert_eq!(parse(&args[1..]).unwrap(), (closed, program));
+        assert_eq!(parse(&args[1..]).unwrap(), (Some(closed), program));
         let os = |list: &[&str]| list.iter().map(OsString::from).collect::<Vec<_>>();
         assert_eq!(
             parse(&os(&["--connect", "http", "--", "true"])),

@@ -87,8 +87,7 @@ fn check_replies(s: &TgSetup, chats: i64, messages: i64, at_kill: &[usize], stde
             unique,
             want(chat),
             "chat {chat} (in flight at the kill: {in_flight}): {:?}\ncluster lines of the nodes:\n{}",
-            s.tg
-                .sent(chat)
+            s.tg.sent(chat)
                 .iter()
                 .map(|m| (m.message_id, m.text.as_str(), m.edits))
                 .collect::<Vec<_>>(),

@@ -106,6 +106,7 @@ impl RpcServer {
                 shared.methods.api.clone(),
                 &shared.token,
                 &shared.operator_token,
+                shared.pace.clone(),
                 stop.clone(),
             ));
         let hosts = super::hosts::Hosts::new(shared.methods.api.config().rpc.host_names());

@@ -2,7 +2,7 @@
 //! per-session CSRF token, the same-origin check, and the pace of failed logins.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::http::{HeaderMap, header};
@@ -10,6 +10,7 @@ use tokio::time::Instant;
 
 use super::super::discovery;
 use super::super::methods::Role;
+use super::super::pace::FailurePace;
 
 /// The session cookie's name.
 pub(super) const COOKIE: &str = "chela_panel";
@@ -17,12 +18,6 @@ pub(super) const COOKIE: &str = "chela_panel";
 pub(super) const SESSION_TTL: Duration = Duration::from_secs(8 * 3600);
 /// Most logged-in sessions kept at once (the oldest goes first).
 const MAX_SESSIONS: usize = 32;
-/// How long the answer to a failed login waits. Failed logins wait one after the other (see
-/// [`Access::fail`]), so guessing goes at most about three tries a second however many are
-/// sent at once, while a right token is never held up: no lockout another local process
-/// could use to keep the operator out.
-pub(super) const FAILURE_DELAY: Duration = Duration::from_millis(300);
-
 /// One logged-in browser.
 #[derive(Debug, Clone)]
 pub(super) struct Login {
@@ -50,27 +45,28 @@ pub(super) struct Access {
     token: String,
     operator_token: String,
     logins: Mutex<HashMap<String, Login>>,
-    /// Failed logins take it in turn for [`FAILURE_DELAY`] each.
-    failures: tokio::sync::Mutex<u64>,
+    /// Failed logins wait their turn, with the RPC's wrong tokens (one pace for the
+    /// listener: guessing on both goes no faster).
+    pace: Arc<FailurePace>,
 }
 
 impl Access {
-    /// Logins checked against the client `token` and the `operator_token`.
-    pub(super) fn new(token: String, operator_token: String) -> Access {
+    /// Logins checked against the client `token` and the `operator_token`; failed ones
+    /// are answered at `pace`.
+    pub(super) fn new(token: String, operator_token: String, pace: Arc<FailurePace>) -> Access {
         Access {
             token,
             operator_token,
             logins: Mutex::new(HashMap::new()),
-            failures: tokio::sync::Mutex::new(0),
+            pace,
         }
     }
 
-    /// Answers a failed login: after the failures before it, waits [`FAILURE_DELAY`].
+    /// Answers a failed login at the listener's pace ([`FailurePace::fail`]): a right
+    /// token is never held up, so no lockout another local process could use to keep the
+    /// operator out.
     pub(super) async fn fail(&self) {
-        let mut failures = self.failures.lock().await;
-        *failures += 1;
-        tracing::warn!(failures = *failures, "panel: failed login");
-        tokio::time::sleep(FAILURE_DELAY).await;
+        self.pace.fail("panel login").await;
     }
 
     /// Logs in with `presented`: the new session id and its login.
@@ -209,7 +205,7 @@ mod tests {
 
     #[tokio::test]
     async fn each_token_logs_in_with_its_role_and_a_cookie_finds_the_session() {
-        let access = Access::new("client".into(), "operator".into());
+        let access = Access::new("client".into(), "operator".into(), Default::default());
         let (id, login) = access.login("operator").unwrap();
         assert_eq!(login.role, Role::Operator);
         let (_, client) = access.login(" client ").unwrap();
@@ -228,7 +224,11 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn failed_logins_wait_in_turn_and_never_hold_up_the_right_token() {
-        let access = std::sync::Arc::new(Access::new("client".into(), "operator".into()));
+        let access = std::sync::Arc::new(Access::new(
+            "client".into(),
+            "operator".into(),
+            Default::default(),
+        ));
         let start = Instant::now();
         let mut guesses = Vec::new();
         for _ in 0..10 {
@@ -244,12 +244,15 @@ mod tests {
             guess.await.unwrap();
         }
         // The ten failures were answered one after the other.
-        assert_eq!(start.elapsed(), FAILURE_DELAY * 10);
+        assert_eq!(
+            start.elapsed(),
+            super::super::super::pace::FAILURE_DELAY * 10
+        );
     }
 
     #[test]
     fn logging_out_or_being_pushed_out_ends_the_logins_streams() {
-        let access = Access::new("client".into(), "operator".into());
+        let access = Access::new("client".into(), "operator".into(), Default::default());
         let (id, first) = access.login("client").unwrap();
         access.logout(&id);
         assert!(first.ended.is_cancelled());
@@ -265,7 +268,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_session_expires() {
-        let access = Access::new("client".into(), "operator".into());
+        let access = Access::new("client".into(), "operator".into(), Default::default());
         let (id, _) = access.login("client").unwrap();
         let h = headers(&[("cookie", &format!("{COOKIE}={id}"))]);
         assert!(access.session(&h).is_some());

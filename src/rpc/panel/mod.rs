@@ -48,12 +48,14 @@ struct Panel {
 }
 
 /// The panel's routes (`/panel` and everything under it), or none when `[rpc] panel = false`.
-/// `token` is the client token, `operator_token` the operator's; `stop` ends the open event
+/// `token` is the client token, `operator_token` the operator's; failed logins are answered
+/// at `pace` (the listener's, with its wrong tokens); `stop` ends the open event
 /// streams (the server waits for every connection before it stops).
 pub fn router(
     api: Arc<dyn GatewayApi>,
     token: &str,
     operator_token: &str,
+    pace: Arc<super::pace::FailurePace>,
     stop: tokio_util::sync::CancellationToken,
 ) -> axum::Router {
     if !api.config().rpc.panel {
@@ -63,7 +65,7 @@ pub fn router(
     let panel = Arc::new(Panel {
         api,
         public_origin,
-        access: Access::new(token.to_owned(), operator_token.to_owned()),
+        access: Access::new(token.to_owned(), operator_token.to_owned(), pace),
         started: std::time::Instant::now(),
         stop,
     });

@@ -166,7 +166,8 @@ impl Files<'_> {
             }
         };
         let channel = core.channel(&self.target.channel);
-        let size = match fetch_once_until(channel, attachment, &file, limit, self.cancel).await {
+        let fetched = fetch_once_until(channel, attachment, workspace, &file, limit, self.cancel);
+        let size = match fetched.await {
             Ok(size) => size,
             Err(FetchError::Stopped) => {
                 return (
@@ -242,16 +243,19 @@ async fn read_saved(workspace: &Path, relative: &str, limit: u64) -> Result<Vec<
 async fn fetch_once(
     channel: Option<std::sync::Arc<dyn Channel>>,
     attachment: &Attachment,
+    workspace: &Path,
     dest: &Path,
     limit: u64,
 ) -> Result<u64, FetchError> {
-    fetch_once_until(channel, attachment, dest, limit, &CancellationToken::new()).await
+    let cancel = CancellationToken::new();
+    fetch_once_until(channel, attachment, workspace, dest, limit, &cancel).await
 }
 
 /// [`fetch_once`] that `cancel` cuts short.
 async fn fetch_once_until(
     channel: Option<std::sync::Arc<dyn Channel>>,
     attachment: &Attachment,
+    workspace: &Path,
     dest: &Path,
     limit: u64,
     cancel: &CancellationToken,
@@ -272,7 +276,7 @@ async fn fetch_once_until(
     }
     let channel = channel.ok_or(FetchError::NoChannel)?;
     let url = channel.media_url(attachment).await?;
-    download_until(&url, dest, limit, cancel).await
+    download_until(&url, workspace, dest, limit, cancel).await
 }
 
 /// `agent:main:direct:42` -> `agent_main_direct_42`: a folder name.

@@ -12,6 +12,7 @@ use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use super::beneath::{self, BeneathError};
 use super::paths::{PathError, resolve_in_workspace};
 
 /// Why a workspace file was not opened or read; the text names only the path as asked for.
@@ -298,25 +299,17 @@ pub fn write_in_workspace(
 }
 
 /// Writes `content` to `path`, which [`resolve_in_workspace`] answered for `requested` a
-/// moment ago: missing parent folders are created, the file is opened (created if missing,
-/// not truncated yet) without following a symlink at the end, and only once the open file
-/// is known to be a regular file inside the workspace (where `/proc/self/fd` tells) is it
-/// emptied and written. A file found outside is left as it was (a parent folder swapped
-/// for a symlink at the wrong moment may leave a new empty file there; nothing outside is
-/// removed). Errors name only `requested`. Blocking.
+/// moment ago: missing parent folders are created and the file is opened (created if
+/// missing, not truncated yet) one step at a time beneath the workspace without following
+/// any link ([`super::beneath`]), so a folder swapped for a link at any moment is refused
+/// and nothing is made outside; only once the open file is known to be a regular file
+/// inside the workspace is it emptied and written. Errors name only `requested`. Blocking.
 pub fn write_resolved(
     workspace: &Path,
     path: &Path,
     requested: &str,
     content: &[u8],
 ) -> Result<(), WriteError> {
-    let name = || requested.to_owned();
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|source| WriteError::CreateDirs {
-            name: name(),
-            source,
-        })?;
-    }
     let written = open_and_write(workspace, path, requested, content);
     if let Err(e) = &written
         && e.is_escape()
@@ -330,6 +323,34 @@ pub fn write_resolved(
     written
 }
 
+/// Opens `path` for writing beneath `workspace` (see [`write_resolved`]).
+fn open_beneath(workspace: &Path, path: &Path, requested: &str) -> Result<File, WriteError> {
+    let name = || requested.to_owned();
+    let root = std::fs::canonicalize(workspace).map_err(|source| PathError::Workspace {
+        workspace: workspace.to_path_buf(),
+        source,
+    })?;
+    let (folder, file_name) =
+        beneath::split(&root, path).map_err(|_| WriteError::Escaped(name()))?;
+    let dir = beneath::open_dir(&root, &folder, true).map_err(|e| match e {
+        BeneathError::Io(source) => WriteError::CreateDirs {
+            name: name(),
+            source,
+        },
+        BeneathError::Outside | BeneathError::Link => WriteError::Escaped(name()),
+    })?;
+    beneath::open_for_writing(&dir, &file_name, false).map_err(|source| match source.kind() {
+        std::io::ErrorKind::IsADirectory => WriteError::Directory(name()),
+        _ if source.raw_os_error() == Some(nix::libc::ELOOP) => WriteError::Symlink(name()),
+        // A FIFO nobody reads.
+        _ if source.raw_os_error() == Some(nix::libc::ENXIO) => WriteError::NotAFile(name()),
+        _ => WriteError::Io {
+            name: name(),
+            source,
+        },
+    })
+}
+
 fn open_and_write(
     workspace: &Path,
     path: &Path,
@@ -338,22 +359,7 @@ fn open_and_write(
 ) -> Result<(), WriteError> {
     use std::io::Write;
     let name = || requested.to_owned();
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
-        .open(path)
-        .map_err(|source| match source.kind() {
-            std::io::ErrorKind::IsADirectory => WriteError::Directory(name()),
-            _ if source.raw_os_error() == Some(nix::libc::ELOOP) => WriteError::Symlink(name()),
-            // A FIFO nobody reads.
-            _ if source.raw_os_error() == Some(nix::libc::ENXIO) => WriteError::NotAFile(name()),
-            _ => WriteError::Io {
-                name: name(),
-                source,
-            },
-        })?;
+    let mut file = open_beneath(workspace, path, requested)?;
     let meta = file.metadata().map_err(|source| WriteError::Io {
         name: name(),
         source,

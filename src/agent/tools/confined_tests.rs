@@ -283,3 +283,24 @@ fn a_folder_swapped_for_a_link_out_after_the_check_is_neither_written_nor_read()
         "SECRET"
     );
 }
+
+/// A folder swapped for a link out before a write that creates a file and folders under
+/// it: refused, and nothing (no folder, no empty file) is made outside. Before the folders
+/// were opened one step at a time beneath the workspace, `create_dir_all` and `O_CREAT`
+/// followed the link and left `new/` and an empty `f.md` outside.
+#[test]
+fn a_folder_swapped_for_a_link_out_before_a_new_file_makes_nothing_outside() {
+    let (ws, outside) = setup();
+    let resolved = resolve_in_workspace(ws.path(), "sub/new/f.md").unwrap();
+    let flat = resolve_in_workspace(ws.path(), "sub/f.md").unwrap();
+    swap_for_link(ws.path(), "sub", outside.path());
+    for (path, name) in [(&resolved, "sub/new/f.md"), (&flat, "sub/f.md")] {
+        let err = write_resolved(ws.path(), path, name, b"PWNED").unwrap_err();
+        assert!(matches!(err, WriteError::Escaped(_)), "{name}: {err:?}");
+    }
+    let left: Vec<_> = std::fs::read_dir(outside.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["secret"]);
+}

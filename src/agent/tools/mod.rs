@@ -13,6 +13,7 @@
 
 mod ansi;
 mod args;
+pub mod beneath;
 mod capture;
 pub mod confined;
 pub mod cron;

@@ -1,12 +1,17 @@
 //! Streaming a file to disk with a size limit: chunks go to `<dest>.part` as they arrive
-//! (never the whole file in memory), which is renamed to `dest` once complete.
+//! (never the whole file in memory), which is renamed to `dest` once complete, both inside
+//! the destination folder opened beneath the workspace without following links.
 
+use std::ffi::OsStr;
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
+
+use crate::agent::tools::beneath::{self, BeneathError};
 
 /// Why a file was not downloaded.
 #[derive(Debug, thiserror::Error)]
@@ -45,16 +50,25 @@ pub(super) fn client() -> Result<&'static reqwest::Client, FetchError> {
     Ok(CLIENT.get_or_init(|| client))
 }
 
-/// Downloads `url` to `dest` (its folder created), refusing more than `limit` bytes; the
-/// number of bytes written. Nothing is left at `dest` when it fails.
-pub async fn download(url: &str, dest: &Path, limit: u64) -> Result<u64, FetchError> {
-    download_until(url, dest, limit, &CancellationToken::new()).await
+/// Downloads `url` to `dest` (resolved beneath `workspace`; its folder created), refusing
+/// more than `limit` bytes; the number of bytes written. Nothing is left at `dest` when it
+/// fails.
+pub async fn download(
+    url: &str,
+    workspace: &Path,
+    dest: &Path,
+    limit: u64,
+) -> Result<u64, FetchError> {
+    download_until(url, workspace, dest, limit, &CancellationToken::new()).await
 }
 
 /// [`download`] that `cancel` cuts short ([`FetchError::Stopped`]); its `.part` file is
-/// removed then too.
+/// removed then too. The folder is opened beneath the workspace one step at a time and the
+/// `.part` file made, written and renamed inside that open folder, so a folder swapped
+/// for a link at any moment makes nothing outside ([`beneath`]).
 pub async fn download_until(
     url: &str,
+    workspace: &Path,
     dest: &Path,
     limit: u64,
     cancel: &CancellationToken,
@@ -62,21 +76,40 @@ pub async fn download_until(
     if cancel.is_cancelled() {
         return Err(FetchError::Stopped);
     }
-    let mut part = dest.as_os_str().to_owned();
+    let root = std::fs::canonicalize(workspace)?;
+    let (folder, name) = beneath::split(&root, dest).map_err(outside)?;
+    let dir = beneath::open_dir(&root, &folder, true).map_err(outside)?;
+    let mut part = name.clone();
     part.push(".part");
-    let part = std::path::PathBuf::from(part);
     let result = tokio::select! {
-        result = fetch(url, dest, &part, limit) => result,
+        result = fetch(url, &dir, &part, limit) => result,
         () = cancel.cancelled() => Err(FetchError::Stopped),
     };
-    if result.is_err() {
-        let _ = tokio::fs::remove_file(&part).await;
+    match result {
+        Ok(written) => {
+            beneath::rename_in(&dir, &part, &name)?;
+            Ok(written)
+        }
+        Err(e) => {
+            let _ = beneath::remove_in(&dir, &part);
+            Err(e)
+        }
     }
-    result
 }
 
-/// The download itself: `url` into `part`, renamed to `dest` once complete.
-async fn fetch(url: &str, dest: &Path, part: &Path, limit: u64) -> Result<u64, FetchError> {
+/// A destination that is not beneath the workspace (any more), as an I/O error.
+fn outside(e: BeneathError) -> FetchError {
+    match e {
+        BeneathError::Io(e) => FetchError::Io(e),
+        e => FetchError::Io(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!("refused: {e}"),
+        )),
+    }
+}
+
+/// The download itself: `url` into file `part` of the open folder `dir`.
+async fn fetch(url: &str, dir: &OwnedFd, part: &OsStr, limit: u64) -> Result<u64, FetchError> {
     let http = |e: reqwest::Error| FetchError::Http(e.without_url().to_string());
     let mut response = client()?
         .get(url)
@@ -87,34 +120,18 @@ async fn fetch(url: &str, dest: &Path, part: &Path, limit: u64) -> Result<u64, F
     if let Some(size) = response.content_length().filter(|&n| n > limit) {
         return Err(FetchError::TooBig(size));
     }
-    if let Some(folder) = dest.parent() {
-        tokio::fs::create_dir_all(folder).await?;
-    }
-    let result = async {
-        // A `.part` left behind, or a symlink planted there, is removed (not followed), and
-        // the new one is created only if nothing is there (`O_EXCL` follows no link).
-        match tokio::fs::remove_file(part).await {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
-            _ => {}
+    // A `.part` left behind, or a link planted there, is removed (not followed), and the
+    // new one is made only if nothing is there.
+    beneath::remove_in(dir, part)?;
+    let mut file = tokio::fs::File::from_std(beneath::open_for_writing(dir, part, true)?);
+    let mut written = 0u64;
+    while let Some(chunk) = response.chunk().await.map_err(http)? {
+        written += chunk.len() as u64;
+        if written > limit {
+            return Err(FetchError::TooBig(written));
         }
-        let mut file = tokio::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(part)
-            .await?;
-        let mut written = 0u64;
-        while let Some(chunk) = response.chunk().await.map_err(http)? {
-            written += chunk.len() as u64;
-            if written > limit {
-                return Err(FetchError::TooBig(written));
-            }
-            file.write_all(&chunk).await?;
-        }
-        file.sync_all().await?;
-        Ok(written)
+        file.write_all(&chunk).await?;
     }
-    .await;
-    let written = result?;
-    tokio::fs::rename(part, dest).await?;
+    file.sync_all().await?;
     Ok(written)
 }

@@ -87,31 +87,33 @@ async fn serve(body: Vec<u8>) -> String {
 #[tokio::test]
 async fn a_download_lands_whole_or_not_at_all() {
     let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
     let url = serve(vec![7u8; 5000]).await;
-    let dest = dir.path().join("a/b/file.bin");
-    assert_eq!(download(&url, &dest, 5000).await.unwrap(), 5000);
+    let dest = ws.join("a/b/file.bin");
+    assert_eq!(download(&url, &ws, &dest, 5000).await.unwrap(), 5000);
     assert_eq!(std::fs::read(&dest).unwrap().len(), 5000);
-    let small = dir.path().join("small.bin");
-    let err = download(&url, &small, 4999).await.unwrap_err();
+    let small = ws.join("small.bin");
+    let err = download(&url, &ws, &small, 4999).await.unwrap_err();
     assert!(matches!(err, FetchError::TooBig(_)), "{err:?}");
     assert!(!small.exists());
-    assert!(!dir.path().join("small.bin.part").exists());
+    assert!(!ws.join("small.bin.part").exists());
 }
 
 #[tokio::test]
 async fn a_file_downloaded_before_a_restart_is_not_fetched_again() {
     let dir = tempfile::tempdir().unwrap();
-    let dest = dir.path().join("7-0-image.jpg");
+    let ws = dir.path().canonicalize().unwrap();
+    let dest = ws.join("7-0-image.jpg");
     let photo = attachment(AttachmentKind::Image, None, Some("image/jpeg"));
     // No channel: a fetch would fail.
-    let err = fetch_once(None, &photo, &dest, 100).await.unwrap_err();
+    let err = fetch_once(None, &photo, &ws, &dest, 100).await.unwrap_err();
     assert!(matches!(err, FetchError::NoChannel), "{err:?}");
     std::fs::write(&dest, b"abc").unwrap();
-    assert_eq!(fetch_once(None, &photo, &dest, 100).await.unwrap(), 3);
+    assert_eq!(fetch_once(None, &photo, &ws, &dest, 100).await.unwrap(), 3);
     // The declared size is checked first, without a download.
     let mut big = photo.clone();
     big.size = Some(101);
-    let err = fetch_once(None, &big, &dir.path().join("x"), 100)
+    let err = fetch_once(None, &big, &ws, &ws.join("x"), 100)
         .await
         .unwrap_err();
     assert!(matches!(err, FetchError::TooBig(101)), "{err:?}");
@@ -120,21 +122,40 @@ async fn a_file_downloaded_before_a_restart_is_not_fetched_again() {
 #[tokio::test]
 async fn a_planted_symlink_is_never_written_through_nor_taken_for_the_file() {
     let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
     let outside = tempfile::tempdir().unwrap();
     let victim = outside.path().join("victim");
     std::fs::write(&victim, b"keep").unwrap();
-    let dest = dir.path().join("1-0-image.jpg");
+    let dest = ws.join("1-0-image.jpg");
     // The agent guessed the next download's name: `.part` and the file itself linked out.
-    std::os::unix::fs::symlink(&victim, dir.path().join("1-0-image.jpg.part")).unwrap();
+    std::os::unix::fs::symlink(&victim, ws.join("1-0-image.jpg.part")).unwrap();
     let url = serve(b"PNG".to_vec()).await;
-    assert_eq!(download(&url, &dest, 100).await.unwrap(), 3);
+    assert_eq!(download(&url, &ws, &dest, 100).await.unwrap(), 3);
     assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
     assert_eq!(std::fs::read(&dest).unwrap(), b"PNG");
-    let linked = dir.path().join("2-0-image.jpg");
+    let linked = ws.join("2-0-image.jpg");
     std::os::unix::fs::symlink(&victim, &linked).unwrap();
     let photo = attachment(AttachmentKind::Image, None, Some("image/jpeg"));
-    let err = fetch_once(None, &photo, &linked, 100).await.unwrap_err();
+    let err = fetch_once(None, &photo, &ws, &linked, 100)
+        .await
+        .unwrap_err();
     assert!(matches!(err, FetchError::Io(_)), "{err:?}");
+}
+
+/// The download's folder swapped for a link out after its path was resolved: refused, and
+/// nothing (no folder, no `.part`, no file) is made outside. Before, `create_dir_all` and
+/// the `.part` file followed the link and the rename put the download outside.
+#[tokio::test]
+async fn a_download_folder_swapped_for_a_link_out_makes_nothing_outside() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let dest = ws.join("media/in/1-0-image.jpg");
+    std::os::unix::fs::symlink(outside.path(), ws.join("media")).unwrap();
+    let url = serve(b"PNG".to_vec()).await;
+    let err = download(&url, &ws, &dest, 100).await.unwrap_err();
+    assert!(matches!(err, FetchError::Io(_)), "{err:?}");
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
 }
 
 /// A URL whose answer sends `first` and then nothing more, never ending.
@@ -158,13 +179,14 @@ async fn serve_stalling(first: Vec<u8>) -> String {
 #[tokio::test]
 async fn a_stopped_download_ends_at_once_and_leaves_no_part_file() {
     let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
     let url = serve_stalling(vec![1u8; 1000]).await;
-    let dest = dir.path().join("7-0-big.bin");
-    let part = dir.path().join("7-0-big.bin.part");
+    let dest = ws.join("7-0-big.bin");
+    let part = ws.join("7-0-big.bin.part");
     let cancel = CancellationToken::new();
     let download = {
-        let (url, dest, cancel) = (url.clone(), dest.clone(), cancel.clone());
-        tokio::spawn(async move { download_until(&url, &dest, 1 << 20, &cancel).await })
+        let (url, ws, dest, cancel) = (url.clone(), ws.clone(), dest.clone(), cancel.clone());
+        tokio::spawn(async move { download_until(&url, &ws, &dest, 1 << 20, &cancel).await })
     };
     // The download is under way: its first bytes are in the .part file.
     while std::fs::metadata(&part).map_or(true, |m| m.len() == 0) {
@@ -178,7 +200,7 @@ async fn a_stopped_download_ends_at_once_and_leaves_no_part_file() {
     assert!(!part.exists(), "the .part file is removed");
     assert!(!dest.exists());
     // A stopped run does not start a download at all.
-    let err = download_until(&url, &dest, 1 << 20, &cancel)
+    let err = download_until(&url, &ws, &dest, 1 << 20, &cancel)
         .await
         .unwrap_err();
     assert!(matches!(err, FetchError::Stopped), "{err:?}");

@@ -62,12 +62,21 @@ async fn import_openclaw_writes_config_sessions_and_pairing() {
     assert!(kept.contains("\"thinking_level_change\""), "{kept}");
     assert_eq!(kept.lines().count(), 16);
 
-    let config = std::fs::read_to_string(home.path().join(".chela/config.toml")).unwrap();
+    let config = std::fs::read_to_string(home.path().join(".config/chela/config.toml")).unwrap();
     assert!(
         config.contains("base_url = \"http://127.0.0.1:18991/v1\""),
         "{config}"
     );
     assert!(config.contains("mode = \"collect\""), "{config}");
+
+    // A later `chela` with no --config finds it where it looks by default.
+    let shown = chela(home.path(), &["config", "show"]).await;
+    assert!(
+        stdout(&shown).contains("http://127.0.0.1:18991/v1"),
+        "{}\n{}",
+        stdout(&shown),
+        stderr(&shown)
+    );
 
     let list = chela(home.path(), &["sessions", "list"]).await;
     let listed = stdout(&list);
@@ -88,7 +97,7 @@ async fn import_openclaw_writes_config_sessions_and_pairing() {
 
     // Pairing carried over: the store knows the approved senders.
     let mut config = chela::config::Config::load_with_env(
-        Some(&home.path().join(".chela/config.toml")),
+        Some(&home.path().join(".config/chela/config.toml")),
         &|_| None,
     )
     .unwrap();
@@ -126,7 +135,7 @@ async fn import_openclaw_writes_config_sessions_and_pairing() {
 #[tokio::test]
 async fn a_different_config_is_not_replaced_without_force() {
     let home = tempfile::tempdir().unwrap();
-    let config = home.path().join(".chela/config.toml");
+    let config = home.path().join(".config/chela/config.toml");
     std::fs::create_dir_all(config.parent().unwrap()).unwrap();
     std::fs::write(&config, "[queue]\ncap = 3\n").unwrap();
     let state = fixture("openclaw/state");
@@ -161,7 +170,7 @@ async fn a_different_config_is_not_replaced_without_force() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_running_gateway_is_named_before_anything_is_written() {
     let home = tempfile::tempdir().unwrap();
-    let config = home.path().join(".chela/config.toml");
+    let config = home.path().join(".config/chela/config.toml");
     std::fs::create_dir_all(config.parent().unwrap()).unwrap();
     std::fs::write(&config, "[model]\nprovider = \"echo\"\n").unwrap();
     let mut cmd = chela_command(home.path());
@@ -231,7 +240,7 @@ async fn real_openclaw_and_pi_files_import_show_and_export() {
 #[tokio::test]
 async fn force_keeps_the_settings_the_import_does_not_write() {
     let home = tempfile::tempdir().unwrap();
-    let config = home.path().join(".chela/config.toml");
+    let config = home.path().join(".config/chela/config.toml");
     std::fs::create_dir_all(config.parent().unwrap()).unwrap();
     let store = home.path().join("elsewhere");
     let before = format!(
@@ -264,7 +273,7 @@ async fn force_keeps_the_settings_the_import_does_not_write() {
     assert_eq!(written["queue"]["cap"].as_integer(), Some(10), "imported");
     assert_eq!(written["queue"]["drop"].as_str(), Some("old"), "kept");
     assert_eq!(
-        std::fs::read_to_string(home.path().join(".chela/config.toml.before-import")).unwrap(),
+        std::fs::read_to_string(home.path().join(".config/chela/config.toml.before-import")).unwrap(),
         before
     );
     // The sessions went to the configured store, not to the default one.
@@ -343,7 +352,7 @@ async fn a_compressed_row_that_expands_past_the_limit_is_refused_naming_it() {
         "{err}"
     );
     assert!(
-        !home.path().join(".chela/config.toml").exists(),
+        !home.path().join(".config/chela/config.toml").exists(),
         "nothing written"
     );
 }

@@ -64,6 +64,8 @@ pub async fn run(
     let target = explicit
         .map(Path::to_path_buf)
         .or(loaded.source.clone())
+        // Where a later `chela` looks by default (README "Config"), not beside the store.
+        .or_else(chela::config::default_config_path)
         .unwrap_or_else(|| loaded.base_dir.join("config.toml"));
     let loaded = match write_config(&dir, &target, force, &mut not_carried) {
         Ok(true) => match Config::load(Some(&target)) {
@@ -83,7 +85,9 @@ pub async fn run(
         Ok(store) => store,
         Err(code) => return code,
     };
-    let keep_dir = loaded.base_dir.join("imported").join("openclaw");
+    // Beside the store (`~/.chela` by default), not in the config folder.
+    let data_dir = loaded.config.store.path.parent().unwrap_or(&loaded.base_dir);
+    let keep_dir = data_dir.join("imported").join("openclaw");
     let imported = import_sessions(
         &store,
         sessions,

@@ -273,7 +273,8 @@ async fn force_keeps_the_settings_the_import_does_not_write() {
     assert_eq!(written["queue"]["cap"].as_integer(), Some(10), "imported");
     assert_eq!(written["queue"]["drop"].as_str(), Some("old"), "kept");
     assert_eq!(
-        std::fs::read_to_string(home.path().join(".config/chela/config.toml.before-import")).unwrap(),
+        std::fs::read_to_string(home.path().join(".config/chela/config.toml.before-import"))
+            .unwrap(),
         before
     );
     // The sessions went to the configured store, not to the default one.

@@ -282,13 +282,7 @@ impl Inner {
         let mut stream = delivery.stream.take().unwrap_or_else(|| {
             let journal = delivery.run_id.as_ref().map(|run| {
                 // Fenced by `note_attempt` below, in the store, before each attempt.
-                RunJournal::shared(
-                    self.store.clone(),
-                    run.clone(),
-                    delivery.to.clone(),
-                    None,
-                    &delivery.session_key,
-                )
+                RunJournal::shared(self.store.clone(), run.clone(), delivery.to.clone(), None)
             });
             ReplyStream::new(channel, delivery.to.clone()).journaled(journal)
         });

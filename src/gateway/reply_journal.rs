@@ -6,35 +6,36 @@ use std::sync::Arc;
 use chela_channel::{BoxFuture, Conversation, SentMessage};
 
 use super::Core;
-use super::cluster::Cluster;
 use crate::reply::SentJournal;
 use crate::store::{ReplyJournal, Store};
+
+/// Whether this node still holds a session (a cluster node's lease), asked before a reply
+/// sends a new message.
+pub type Holds = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// Journals the messages of run `run_id`'s reply into `to`.
 pub struct RunJournal {
     store: Store,
     run_id: String,
     to: Conversation,
-    /// On a cluster node: the node and the session the reply belongs to.
-    held: Option<(Arc<Cluster>, String)>,
+    /// On a cluster node: whether it still holds the reply's session.
+    holds: Option<Holds>,
 }
 
 impl RunJournal {
-    /// A journal for run `run_id` of session `key` replying into `to`; on a cluster node
-    /// (`cluster`) the reply sends nothing new once this node no longer holds `key`.
+    /// A journal for run `run_id` replying into `to`; with `holds` (a cluster node) the reply
+    /// sends nothing new once it says no.
     pub fn shared(
         store: Store,
         run_id: String,
         to: Conversation,
-        cluster: Option<&Arc<Cluster>>,
-        key: &str,
+        holds: Option<Holds>,
     ) -> Arc<dyn SentJournal> {
-        let held = cluster.map(|c| (c.clone(), key.to_owned()));
         Arc::new(RunJournal {
             store,
             run_id,
             to,
-            held,
+            holds,
         })
     }
 }
@@ -53,9 +54,7 @@ impl SentJournal for RunJournal {
     }
 
     fn may_send(&self) -> bool {
-        self.held
-            .as_ref()
-            .is_none_or(|(cluster, key)| cluster.owns(key))
+        self.holds.as_ref().is_none_or(|holds| holds())
     }
 }
 

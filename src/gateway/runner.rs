@@ -210,8 +210,7 @@ fn start_reply(
             core.store.clone(),
             run_id.to_owned(),
             turn.target.clone(),
-            core.cluster.as_ref(),
-            key,
+            holds(core, key),
         )
     });
     let (outbox, to) = (core.outbox.clone(), turn.target.clone());
@@ -234,6 +233,13 @@ fn start_reply(
         .await
     });
     (Some(task), Some(reply_tx))
+}
+
+/// On a cluster node: whether it still holds session `key` (see [`RunJournal::shared`]).
+fn holds(core: &Core, key: &str) -> Option<super::reply_journal::Holds> {
+    let cluster = core.cluster.clone()?;
+    let key = key.to_owned();
+    Some(Arc::new(move || cluster.owns(&key)))
 }
 
 /// Settles a finished run: its final is recorded in the outbox (its pending entries cleared

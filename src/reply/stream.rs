@@ -398,11 +398,7 @@ impl ReplyStream {
     async fn show_now(&mut self, text: &str, is_final: bool) -> Result<(), ChannelError> {
         self.calls += 1;
         match &self.current {
-            None if self.journal.as_ref().is_some_and(|j| !j.may_send()) => {
-                return Err(ChannelError::Transport(
-                    "this node no longer holds the session; its new holder replies".to_owned(),
-                ));
-            }
+            None if !self.may_send() => return Err(not_held()),
             None => {
                 // The quote is used up only once a send got through.
                 let sent = match &self.key {
@@ -450,6 +446,9 @@ impl ReplyStream {
                 Err(e) => tracing::warn!(error = %e, "cannot delete the refused preview"),
             }
         }
+        if !self.may_send() {
+            return Err(not_held());
+        }
         self.calls += 1;
         let sent = match &self.key {
             // Not the part's own key: that one may answer with the message just deleted.
@@ -464,6 +463,11 @@ impl ReplyStream {
         Ok(())
     }
 
+    /// Whether a new message may go ([`SentJournal::may_send`]).
+    fn may_send(&self) -> bool {
+        self.journal.as_ref().is_none_or(|j| j.may_send())
+    }
+
     /// Notes a new message; a preview's note is durable at once, a final's rides on the
     /// delivery mark's flush (no extra disk sync on the reply path).
     async fn journal_sent(&self, sent: &SentMessage, is_final: bool) {
@@ -471,6 +475,12 @@ impl ReplyStream {
             journal.sent(sent, !is_final).await;
         }
     }
+}
+
+/// Why a reply whose node no longer holds its session sends nothing new (retryable: the
+/// outbox then finds the session moved, and its new holder delivers).
+fn not_held() -> ChannelError {
+    ChannelError::Transport("this node no longer holds the session; its new holder replies".into())
 }
 
 /// True while the text could still become `NO_REPLY`: such text is not previewed.

@@ -43,7 +43,12 @@ impl FailurePace {
         let before = self.waiting.fetch_add(1, Ordering::SeqCst);
         let _waiting = Waiting(&self.waiting);
         if before >= MAX_IN_TURN {
-            tracing::debug!("rpc: {what} refused: missing or wrong token (a flood of them)");
+            // Once as the flood starts: not a line per refusal.
+            if before == MAX_IN_TURN {
+                tracing::warn!(
+                    "rpc: more than {MAX_IN_TURN} wrong tokens wait; further ones are answered side by side (a flood of guesses?)"
+                );
+            }
             tokio::time::sleep(FAILURE_DELAY).await;
             return;
         }

@@ -204,11 +204,14 @@ impl ChildSandbox {
 }
 
 /// chela's own files, which these processes must not reach: the store folder, its RPC
-/// discovery (token) file and high-water file, and the config file in use.
+/// discovery (token) file and high-water file, the transcripts `chela import` kept beside
+/// it, and the config file in use.
 pub fn hidden(config: &Config) -> Vec<PathBuf> {
     let store = &config.store.path;
     let mut paths = vec![store.clone(), crate::config::discovery_path_for(store)];
     paths.extend(crate::store::highwater_path_for(store));
+    // What `chela import` kept beside the store: whole transcripts.
+    paths.extend(store.parent().map(|folder| folder.join("imported")));
     paths.extend(config.config_file.iter().cloned());
     // Absolute, and also resolved through symlinks now, once: a confined process that later
     // points a symlink on the configured path elsewhere cannot move what the next spawn
@@ -263,6 +266,7 @@ mod tests {
                 "/h/.chela/data",
                 "/h/.chela/data.rpc",
                 "/h/.chela/data.highwater",
+                "/h/.chela/imported",
                 "/h/.config/chela/config.toml"
             ]
         );

@@ -8,7 +8,9 @@ use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
 
-use rustix::fs::{AtFlags, CWD, Mode, OFlags, mkdirat, openat, renameat, unlinkat};
+use rustix::fs::{
+    AtFlags, CWD, FileType, Mode, OFlags, mkdirat, openat, renameat, statat, unlinkat,
+};
 use rustix::io::Errno;
 
 /// Why a folder or file beneath the workspace could not be opened.
@@ -31,6 +33,12 @@ fn base() -> OFlags {
     OFlags::NOFOLLOW | OFlags::NOCTTY | OFlags::CLOEXEC
 }
 
+/// Flags of a folder on the way: a path handle (no read permission needed, only search),
+/// never through a link.
+fn folder_flags() -> OFlags {
+    OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC
+}
+
 /// `path` (resolved, beneath the canonical workspace `root`) as its folder relative to
 /// `root` and its file name.
 pub fn split(root: &Path, path: &Path) -> Result<(PathBuf, OsString), BeneathError> {
@@ -43,24 +51,50 @@ pub fn split(root: &Path, path: &Path) -> Result<(PathBuf, OsString), BeneathErr
     Ok((folder, name))
 }
 
-/// Opens the folder `rel` beneath `root` (the workspace itself may be reached through a
-/// link; nothing below it is), creating the missing folders on the way when `create`.
+/// Opens the folder `rel` beneath `root`, creating the missing folders on the way when
+/// `create`. `root` is the workspace as canonicalized once (absolute, no link in it): it is
+/// opened from `/` one step at a time without following a link either, so a workspace
+/// folder swapped for a link after it was resolved is refused too.
 pub fn open_dir(root: &Path, rel: &Path, create: bool) -> Result<OwnedFd, BeneathError> {
-    let dir_flags = OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC;
-    let mut dir = openat(CWD, root, dir_flags, Mode::empty()).map_err(io)?;
+    let mut dir = openat(CWD, "/", folder_flags(), Mode::empty()).map_err(io)?;
+    for component in root.components() {
+        match component {
+            Component::RootDir => {}
+            Component::Normal(name) => dir = step(&dir, name, false)?,
+            _ => return Err(BeneathError::Outside),
+        }
+    }
     for component in rel.components() {
         let Component::Normal(name) = component else {
             return Err(BeneathError::Outside);
         };
-        if create {
-            match mkdirat(&dir, name, Mode::from_raw_mode(0o777)) {
-                Ok(()) | Err(Errno::EXIST) => {}
-                Err(e) => return Err(io(e)),
-            }
-        }
-        dir = openat(&dir, name, dir_flags | base(), Mode::empty()).map_err(link_or_io)?;
+        dir = step(&dir, name, create)?;
     }
     Ok(dir)
+}
+
+/// Opens folder `name` of the open folder `dir` (made first when missing, with `create`),
+/// never through a link.
+fn step(dir: &OwnedFd, name: &OsStr, create: bool) -> Result<OwnedFd, BeneathError> {
+    if create {
+        match mkdirat(dir, name, Mode::from_raw_mode(0o777)) {
+            Ok(()) | Err(Errno::EXIST) => {}
+            Err(e) => return Err(io(e)),
+        }
+    }
+    openat(dir, name, folder_flags(), Mode::empty()).map_err(|e| match e {
+        Errno::LOOP => BeneathError::Link,
+        // `O_PATH | O_NOFOLLOW | O_DIRECTORY` on a link answers "not a folder": look at the
+        // entry itself.
+        Errno::NOTDIR if is_link(dir, name) => BeneathError::Link,
+        e => io(e),
+    })
+}
+
+/// Whether entry `name` of `dir` is a symbolic link (not followed).
+fn is_link(dir: &OwnedFd, name: &OsStr) -> bool {
+    statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+        .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Symlink)
 }
 
 /// Opens file `name` of the open folder `dir` for writing, created when missing (only when
@@ -92,15 +126,6 @@ fn io(e: Errno) -> BeneathError {
     BeneathError::Io(e.into())
 }
 
-/// A folder opened with `O_NOFOLLOW | O_DIRECTORY` that is a link (`ELOOP`) or no folder
-/// (`ENOTDIR`): refused as a link.
-fn link_or_io(e: Errno) -> BeneathError {
-    match e {
-        Errno::LOOP | Errno::NOTDIR => BeneathError::Link,
-        e => io(e),
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -130,12 +155,28 @@ mod tests {
             Err(BeneathError::Link)
         ));
         assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
-        // A file where a folder must be: refused too.
+        // A file where a folder must be: no folder, but no link either.
         std::fs::write(root.join("plain"), "x").unwrap();
         assert!(matches!(
             open_dir(&root, Path::new("plain/x"), true),
+            Err(BeneathError::Io(_))
+        ));
+    }
+
+    #[test]
+    fn a_workspace_swapped_for_a_link_after_it_was_resolved_is_refused() {
+        let base = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let root = base.path().canonicalize().unwrap().join("ws");
+        std::fs::create_dir(&root).unwrap();
+        // Resolved while a folder; then swapped for a link out.
+        std::fs::rename(&root, base.path().join("ws.old")).unwrap();
+        symlink(outside.path(), &root).unwrap();
+        assert!(matches!(
+            open_dir(&root, Path::new("new"), true),
             Err(BeneathError::Link)
         ));
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
     }
 
     #[test]

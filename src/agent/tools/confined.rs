@@ -228,15 +228,18 @@ fn open_checked(
 /// Whether the open `file` really is inside the workspace (Linux: `/proc/self/fd`;
 /// elsewhere the check of the path before opening stands, and this says yes).
 fn opened_inside(workspace: &Path, file: &File) -> Result<bool, PathError> {
-    use std::os::fd::AsRawFd;
-    let Ok(real) = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())) else {
-        return Ok(true);
-    };
     let root = std::fs::canonicalize(workspace).map_err(|source| PathError::Workspace {
         workspace: workspace.to_path_buf(),
         source,
     })?;
-    Ok(real.starts_with(&root))
+    Ok(opened_beneath(&root, file))
+}
+
+/// [`opened_inside`] against `root`, the workspace canonicalized before the open.
+fn opened_beneath(root: &Path, file: &File) -> bool {
+    use std::os::fd::AsRawFd;
+    std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+        .map_or(true, |real| real.starts_with(root))
 }
 
 /// Why a workspace file was not written; the text names only the path as asked for.
@@ -323,16 +326,16 @@ pub fn write_resolved(
     written
 }
 
-/// Opens `path` for writing beneath `workspace` (see [`write_resolved`]).
-fn open_beneath(workspace: &Path, path: &Path, requested: &str) -> Result<File, WriteError> {
+/// Opens `path` for writing beneath `root`, the workspace canonicalized once (see
+/// [`write_resolved`]).
+fn open_beneath(root: &Path, path: &Path, requested: &str) -> Result<File, WriteError> {
     let name = || requested.to_owned();
-    let root = std::fs::canonicalize(workspace).map_err(|source| PathError::Workspace {
-        workspace: workspace.to_path_buf(),
-        source,
-    })?;
+    if path == root {
+        return Err(WriteError::Directory(name()));
+    }
     let (folder, file_name) =
-        beneath::split(&root, path).map_err(|_| WriteError::Escaped(name()))?;
-    let dir = beneath::open_dir(&root, &folder, true).map_err(|e| match e {
+        beneath::split(root, path).map_err(|_| WriteError::Escaped(name()))?;
+    let dir = beneath::open_dir(root, &folder, true).map_err(|e| match e {
         BeneathError::Io(source) => WriteError::CreateDirs {
             name: name(),
             source,
@@ -359,7 +362,11 @@ fn open_and_write(
 ) -> Result<(), WriteError> {
     use std::io::Write;
     let name = || requested.to_owned();
-    let mut file = open_beneath(workspace, path, requested)?;
+    let root = std::fs::canonicalize(workspace).map_err(|source| PathError::Workspace {
+        workspace: workspace.to_path_buf(),
+        source,
+    })?;
+    let mut file = open_beneath(&root, path, requested)?;
     let meta = file.metadata().map_err(|source| WriteError::Io {
         name: name(),
         source,
@@ -367,7 +374,7 @@ fn open_and_write(
     if !meta.is_file() {
         return Err(WriteError::NotAFile(name()));
     }
-    if !opened_inside(workspace, &file)? {
+    if !opened_beneath(&root, &file) {
         return Err(WriteError::Escaped(name()));
     }
     let io = |source: std::io::Error| WriteError::Io {

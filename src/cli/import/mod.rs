@@ -9,6 +9,8 @@ mod merge;
 mod state;
 
 use std::collections::BTreeMap;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -86,7 +88,12 @@ pub async fn run(
         Err(code) => return code,
     };
     // Beside the store (`~/.chela` by default), not in the config folder.
-    let data_dir = loaded.config.store.path.parent().unwrap_or(&loaded.base_dir);
+    let data_dir = loaded
+        .config
+        .store
+        .path
+        .parent()
+        .unwrap_or(&loaded.base_dir);
     let keep_dir = data_dir.join("imported").join("openclaw");
     let imported = import_sessions(
         &store,
@@ -223,7 +230,16 @@ fn write_file(target: &Path, text: &str) -> Result<(), String> {
     if let Some(parent) = target.parent() {
         std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
     }
-    std::fs::write(target, text).map_err(|e| format!("{}: {e}", target.display()))?;
+    // It holds bot tokens and keys: readable by this user alone.
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(target)
+        .map_err(|e| format!("{}: {e}", target.display()))?;
+    file.write_all(text.as_bytes())
+        .map_err(|e| format!("{}: {e}", target.display()))?;
     println!("config: wrote {}", target.display());
     Ok(())
 }

@@ -86,10 +86,14 @@ pub async fn download_until(
         () = cancel.cancelled() => Err(FetchError::Stopped),
     };
     match result {
-        Ok(written) => {
-            beneath::rename_in(&dir, &part, &name)?;
-            Ok(written)
-        }
+        Ok(written) => match beneath::rename_in(&dir, &part, &name) {
+            Ok(()) => Ok(written),
+            Err(e) => {
+                // Something else took the name (a folder): the download does not stay.
+                let _ = beneath::remove_in(&dir, &part);
+                Err(e.into())
+            }
+        },
         Err(e) => {
             let _ = beneath::remove_in(&dir, &part);
             Err(e)

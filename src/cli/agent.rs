@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use chela::agent::run::RunStatus;
 use chela::config::LoadedConfig;
+use chela::domain::events::LiveEvent;
 use chela::domain::events::RunEvent;
-use chela::domain::run::LiveEvent;
 use chela::domain::session_key::SessionKey;
 use chela::gateway::{Gateway, GatewayError};
 use chela::inbound::route::Accepted;

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use chela::agent::run::RunStatus;
 use chela::config::LoadedConfig;
+use chela::domain::events::LiveEvent;
 use chela::domain::events::{RunEvent, ToolEvent};
-use chela::domain::run::LiveEvent;
 use chela::domain::session_key::SessionKey;
 use chela_terminal::editor::{self, Typed};
 use chela_terminal::{Input, TerminalChannel};

@@ -88,3 +88,16 @@ pub struct Compacted {
     /// Estimated prompt tokens after.
     pub tokens_after: u64,
 }
+
+/// One event of one run.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct LiveEvent {
+    /// The run (`run-<seq>`).
+    pub run_id: String,
+    /// Its session.
+    pub session_key: String,
+    /// The event's number within the run, from 1: a gap means a subscriber missed events.
+    pub seq: u64,
+    /// The event.
+    pub event: RunEvent,
+}

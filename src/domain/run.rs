@@ -3,8 +3,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::events::RunEvent;
-
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", content = "error", rename_all = "lowercase")]
@@ -99,17 +97,4 @@ pub fn run_id_for(seqs: &[u64]) -> String {
 /// The durable seq a run id of [`run_id_for`] names, if it names one.
 pub fn seq_of_run_id(run_id: &str) -> Option<u64> {
     run_id.strip_prefix("run-")?.parse().ok()
-}
-
-/// One event of one run.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct LiveEvent {
-    /// The run (`run-<seq>`).
-    pub run_id: String,
-    /// Its session.
-    pub session_key: String,
-    /// The event's number within the run, from 1: a gap means a subscriber missed events.
-    pub seq: u64,
-    /// The event.
-    pub event: RunEvent,
 }

@@ -11,7 +11,7 @@ pub const LIVE_BUFFER: usize = 1024;
 /// Events buffered between a run and the tee.
 const TEE_BUFFER: usize = 256;
 
-pub use crate::domain::run::LiveEvent;
+pub use crate::domain::events::LiveEvent;
 
 /// One run's side of the bus: the sender its events go to, and the end of the run.
 pub struct RunBus {

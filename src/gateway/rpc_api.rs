@@ -13,7 +13,7 @@ use super::remote::Stopped;
 use super::status::StatusReport;
 use crate::agent::tools::cron::CronAction;
 use crate::config::Config;
-use crate::domain::run::LiveEvent;
+use crate::domain::events::LiveEvent;
 use crate::inbound::route::Accepted;
 use crate::lane::{LaneError, StopReport};
 use crate::metrics::{Gauges, Readiness};

@@ -102,7 +102,7 @@ impl Runner for AgentRunner {
             started_ms: now,
             ended_ms: now,
         };
-        let event = crate::domain::run::LiveEvent {
+        let event = crate::domain::events::LiveEvent {
             run_id: record.run_id.clone(),
             session_key: key.to_owned(),
             seq: 1,

@@ -14,7 +14,7 @@ use super::cron::CronReply;
 use super::protocol::Fault;
 use crate::agent::tools::cron::CronAction;
 use crate::config::Config;
-use crate::domain::run::LiveEvent;
+use crate::domain::events::LiveEvent;
 use crate::inbound::route::Accepted;
 use crate::lane::{LaneError, StopReport};
 use crate::metrics::{Gauges, Readiness};

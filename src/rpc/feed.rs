@@ -13,8 +13,8 @@ use tokio_util::sync::CancellationToken;
 use super::api::GatewayApi;
 use super::protocol::{self, Fault};
 use super::runs::run_result;
+use crate::domain::events::LiveEvent;
 use crate::domain::events::RunEvent;
-use crate::domain::run::LiveEvent;
 
 /// The params of `events.subscribe`.
 #[derive(Debug, Default, Deserialize)]

@@ -17,10 +17,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::channel::RpcMessage;
 use super::protocol::Fault;
+use crate::domain::events::LiveEvent;
 use crate::domain::events::RunEvent;
+use crate::domain::run::RunRecord;
 use crate::domain::run::RunStatus;
 use crate::domain::run::seq_of_run_id;
-use crate::domain::run::{LiveEvent, RunRecord};
 use crate::store::Store;
 
 /// How long the store keeps a settled run's record for `agent.wait` (pruned by the gateway's

@@ -25,6 +25,7 @@
 mod engine;
 mod entry;
 pub mod foreign;
+mod highwater;
 mod import;
 pub mod migrate;
 pub mod pi_export;
@@ -61,7 +62,7 @@ pub use ports::{
 
 /// The high-water file beside store folder `store` (`<store>.highwater`), if it has a name.
 pub fn highwater_path_for(store: &Path) -> Option<PathBuf> {
-    self::sled::highwater_path_for(store)
+    highwater::HighWater::path_for(store)
 }
 
 /// Why a store operation failed.

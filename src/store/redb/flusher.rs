@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 use super::Shared;
-use crate::store::sled::highwater::HighWater;
+use crate::store::highwater::HighWater;
 
 /// How often buffered writes are made durable when nobody asks.
 const PERIOD: Duration = Duration::from_millis(500);

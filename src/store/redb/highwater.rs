@@ -9,7 +9,7 @@ use std::path::Path;
 use redb::{Database, ReadableDatabase};
 
 use super::{META, RedbStore, StoreError, be_u64, db_err, get};
-use crate::store::sled::highwater::{HighWater, Mark};
+use crate::store::highwater::{HighWater, Mark};
 use crate::store::{DeliveryStore, QueueStore};
 
 /// The `meta` key of the store's generation.

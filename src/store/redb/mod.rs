@@ -197,7 +197,7 @@ impl RedbStore {
     fn from_db(
         db: Database,
         generation: u64,
-        mark: Option<crate::store::sled::highwater::HighWater>,
+        mark: Option<crate::store::highwater::HighWater>,
         damage: integrity::Damage,
     ) -> Result<RedbStore, StoreError> {
         let rollback_floor_ms = damage.watch(highwater::stored_floor(&db))?;

@@ -12,7 +12,7 @@ use std::sync::mpsc;
 
 use tokio::sync::oneshot;
 
-use super::highwater::HighWater;
+use crate::store::highwater::HighWater;
 
 /// Why a flush did not make the writes durable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -175,7 +175,7 @@ async fn a_mark_behind_the_store_is_no_alarm() {
     let data = dir.path().join("data");
     write(&data, 4).await;
     let mark = dir.path().join("data.highwater");
-    let (file, _) = super::highwater::HighWater::open(&mark).unwrap();
+    let (file, _) = crate::store::highwater::HighWater::open(&mark).unwrap();
     std::fs::write(&mark, b"").unwrap();
     file.write(1, 1).unwrap();
     drop(file);

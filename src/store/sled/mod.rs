@@ -10,8 +10,8 @@
 //! Buffered writes are short in-memory sled operations, made durable by sled's periodic flush
 //! or by [`BaseStore::flush`]: every flush goes through one flusher thread (`flusher.rs`,
 //! group commit), which bumps the store's generation and records it in the fsynced
-//! `<store.path>.highwater` file (`highwater.rs`), checked at open to refuse a rolled-back
-//! store.
+//! `<store.path>.highwater` file (`store/highwater.rs`; sled's copy of the generation in
+//! `highwater.rs`), checked at open to refuse a rolled-back store.
 //!
 //! [`SessionStore`]: super::SessionStore
 //! [`QueueStore`]: super::QueueStore
@@ -27,7 +27,7 @@ mod dedupe;
 mod delivery;
 mod flusher;
 mod group_history;
-pub(in crate::store) mod highwater;
+mod highwater;
 mod jsonl;
 mod outbox;
 mod pairing;
@@ -42,6 +42,7 @@ mod transcript;
 use std::path::{Path, PathBuf};
 
 use super::{BaseStore, StoreError, StoreFuture, decode, encode};
+use crate::store::highwater::HighWater;
 
 /// The most memory sled's page cache may use, in bytes (sled's default is 1 GiB), unless
 /// `[store] cache_mb` says otherwise: small, since per-session memory must not grow with
@@ -87,11 +88,6 @@ struct Inner {
     finished: sled::Tree,
     /// id -> JSON `CronJob`.
     cron: sled::Tree,
-}
-
-/// The high-water file beside store folder `store` (see `highwater.rs`), if it has a name.
-pub(crate) fn highwater_path_for(store: &Path) -> Option<PathBuf> {
-    highwater::HighWater::path_for(store)
 }
 
 impl std::fmt::Debug for SledStore {
@@ -156,7 +152,7 @@ impl SledStore {
         db: sled::Db,
         path: Option<PathBuf>,
         generation: u64,
-        highwater: Option<highwater::HighWater>,
+        highwater: Option<HighWater>,
     ) -> Result<SledStore, StoreError> {
         let tree = |name: &str| db.open_tree(name).map_err(db_err);
         let inner = Inner {
@@ -252,12 +248,12 @@ fn check_highwater(
     db: &sled::Db,
     path: &Path,
     accept_rollback: bool,
-) -> Result<(Option<highwater::HighWater>, u64, bool), StoreError> {
+) -> Result<(Option<HighWater>, u64, bool), StoreError> {
     let found = highwater::stored_generation(db)?;
-    let Some(mark_path) = highwater::HighWater::path_for(path) else {
+    let Some(mark_path) = HighWater::path_for(path) else {
         return Ok((None, found, false));
     };
-    let (file, mark) = highwater::HighWater::open(&mark_path).map_err(|e| StoreError::Open {
+    let (file, mark) = HighWater::open(&mark_path).map_err(|e| StoreError::Open {
         path: path.to_path_buf(),
         reason: format!("cannot open {}: {e}", mark_path.display()),
     })?;

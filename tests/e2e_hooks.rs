@@ -120,21 +120,29 @@ fn probe_hook(port: u16) -> String {
     format!("\n[[hooks.after_run]]\ncommand = {command}\ntimeout_s = 10\n")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_hook_runs_without_capabilities_and_can_neither_listen_nor_reach_a_loopback_port() {
+/// Runs one turn with the probe hook (and `extra` config) while a server listens on
+/// loopback; returns what the hook wrote: its privileges and what it could do on the network.
+async fn probe_with(extra: &str) -> (String, String) {
     let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = server.local_addr().unwrap().port();
     let s = Setup::openai("followup").await;
     let mut config = std::fs::read_to_string(s.config()).unwrap();
     config.push_str(&probe_hook(port));
+    config.push_str(extra);
     std::fs::write(s.config(), config).unwrap();
     std::fs::create_dir_all(s.path("ws")).unwrap();
 
     let json = agent(&s, "hello").await;
     assert_eq!(json["status"], "ok", "{json}");
     let privs = std::fs::read_to_string(s.path("ws/hook-privs.txt")).unwrap();
-    assert_eq!(privs, "CapEff: 0000000000000000\nNoNewPrivs: 1\n");
     let net = std::fs::read_to_string(s.path("ws/hook-net.txt")).unwrap();
+    (privs, net)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hook_runs_without_capabilities_and_can_neither_listen_nor_reach_a_loopback_port() {
+    let (privs, net) = probe_with("").await;
+    assert_eq!(privs, "CapEff: 0000000000000000\nNoNewPrivs: 1\n");
     assert_eq!(
         net,
         "connect:Permission denied listen:Operation not permitted"
@@ -143,20 +151,8 @@ async fn a_hook_runs_without_capabilities_and_can_neither_listen_nor_reach_a_loo
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_the_hooks_sandbox_off_a_hook_still_runs_without_capabilities() {
-    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = server.local_addr().unwrap().port();
-    let s = Setup::openai("followup").await;
-    let mut config = std::fs::read_to_string(s.config()).unwrap();
-    config.push_str(&probe_hook(port));
-    config.push_str("\n[hooks]\nsandbox = \"off\"\n");
-    std::fs::write(s.config(), config).unwrap();
-    std::fs::create_dir_all(s.path("ws")).unwrap();
-
-    let json = agent(&s, "hello").await;
-    assert_eq!(json["status"], "ok", "{json}");
-    let privs = std::fs::read_to_string(s.path("ws/hook-privs.txt")).unwrap();
+    let (privs, net) = probe_with("\n[hooks]\nsandbox = \"off\"\n").await;
     assert_eq!(privs, "CapEff: 0000000000000000\nNoNewPrivs: 1\n");
     // Off: the network is not confined.
-    let net = std::fs::read_to_string(s.path("ws/hook-net.txt")).unwrap();
     assert_eq!(net, "connect:ok listen:ok");
 }

@@ -71,7 +71,7 @@ pub struct AgentPorts {
 
 /// The model backend `config` names (fails on a provider it cannot set up).
 pub fn provider(config: &Config) -> Result<std::sync::Arc<dyn provider::Provider>, ProviderError> {
-    provider::settings::build(&provider_settings(config))
+    provider::build(&provider_settings(config))
 }
 
 /// Builds the agent from config: provider, tools, system prompt, and the gateway's `ports`.

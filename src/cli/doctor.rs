@@ -109,7 +109,7 @@ async fn store(loaded: &LoadedConfig, report: &mut Report) {
 /// The provider is configured, its server answers and serves the model.
 async fn model(loaded: &LoadedConfig, report: &mut Report) {
     let settings = chela::agent::provider_settings(&loaded.config);
-    match chela::agent::provider::settings::build(&settings) {
+    match chela::agent::provider::build(&settings) {
         Err(e) => report.line(false, "model", e.to_string()),
         Ok(provider) if settings.kind == ProviderKind::Echo => report.line(
             true,

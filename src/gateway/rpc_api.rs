@@ -18,8 +18,8 @@ use crate::inbound::route::Accepted;
 use crate::lane::{LaneError, StopReport};
 use crate::metrics::{Gauges, Readiness};
 use crate::rpc::RpcChannel;
+use crate::rpc::api::CronReply;
 use crate::rpc::api::{Aborted, GatewayApi};
-use crate::rpc::cron::CronReply;
 use crate::rpc::protocol::Fault;
 use crate::store::{OutboxEntry, Store};
 

@@ -10,7 +10,6 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::channel::RpcChannel;
-use super::cron::CronReply;
 use super::protocol::Fault;
 use crate::agent::tools::cron::CronAction;
 use crate::config::Config;
@@ -18,7 +17,7 @@ use crate::domain::events::LiveEvent;
 use crate::inbound::route::Accepted;
 use crate::lane::{LaneError, StopReport};
 use crate::metrics::{Gauges, Readiness};
-use crate::store::{OutboxEntry, Store};
+use crate::store::{CronJob, OutboxEntry, Store};
 
 /// What `abort` did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -33,6 +32,30 @@ pub struct Aborted {
     /// not be sent, or the node refused it as busy; with no node, which node runs the
     /// session could not be read. `None` when it was handed over.
     pub not_handed: Option<String>,
+}
+
+/// What the gateway answers to a [`CronAction`] of the operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CronReply {
+    /// Every job, by id.
+    Jobs(Vec<CronJob>),
+    /// The job made; `answers_known`: its session has a chat to answer in already (else its
+    /// runs are skipped until it has one).
+    Added {
+        /// The job.
+        job: CronJob,
+        /// Whether the session has a chat to answer in.
+        answers_known: bool,
+    },
+    /// The job removed.
+    Removed(CronJob),
+    /// Job `id`'s turn was queued now as run `run_id`.
+    Queued {
+        /// The job.
+        id: String,
+        /// Its run (`run-<seq>`, for `agent.wait`).
+        run_id: String,
+    },
 }
 
 /// What the RPC may ask of the gateway.
@@ -76,5 +99,18 @@ pub trait GatewayApi: Send + Sync + 'static {
     /// ends never come on [`RpcApi::live_events`].
     fn runs_elsewhere(&self) -> bool {
         false
+    }
+}
+
+/// The session key `asked` names (checked), or the default session when none is asked.
+pub(super) fn session_or_default(
+    api: &dyn GatewayApi,
+    asked: Option<String>,
+) -> Result<String, Fault> {
+    match asked {
+        Some(key) => crate::domain::session_key::SessionKey::parse(&key)
+            .map(|k| k.to_string())
+            .map_err(|e| Fault::params(format!("session {key:?}: {e}"))),
+        None => Ok(api.default_session_key()),
     }
 }

@@ -6,37 +6,12 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::methods::{Methods, NoParams};
-use super::protocol::{self, Fault};
+use super::api::{CronReply, GatewayApi, session_or_default};
+use super::protocol::{self, Fault, NoParams};
 use crate::agent::tools::cron::{CronAction, CronSpec};
-use crate::store::CronJob;
 
 /// The cron methods (all but `cron.list` change jobs).
 pub const METHODS: [&str; 4] = ["cron.list", "cron.add", "cron.remove", "cron.run"];
-
-/// What the gateway answers to a [`CronAction`] of the operator.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CronReply {
-    /// Every job, by id.
-    Jobs(Vec<CronJob>),
-    /// The job made; `answers_known`: its session has a chat to answer in already (else its
-    /// runs are skipped until it has one).
-    Added {
-        /// The job.
-        job: CronJob,
-        /// Whether the session has a chat to answer in.
-        answers_known: bool,
-    },
-    /// The job removed.
-    Removed(CronJob),
-    /// Job `id`'s turn was queued now as run `run_id`.
-    Queued {
-        /// The job.
-        id: String,
-        /// Its run (`run-<seq>`, for `agent.wait`).
-        run_id: String,
-    },
-}
 
 /// `cron.add`'s params (what `chela cron add` sends).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,45 +52,51 @@ struct IdParams {
     id: String,
 }
 
-impl Methods {
-    /// Runs cron method `method`; `None` when it is not one.
-    pub(super) async fn cron(&self, method: &str, params: &Value) -> Option<Result<Value, Fault>> {
-        let action = match self.cron_action(method, params) {
-            Some(Ok(action)) => action,
-            Some(Err(fault)) => return Some(Err(fault)),
-            None => return None,
-        };
-        let reply = match self.api.cron(action).await {
-            Ok(reply) => reply,
-            Err(fault) => return Some(Err(fault)),
-        };
-        Some(Ok(answer(reply)))
-    }
+/// Runs cron method `method` through `api`; `None` when it is not one.
+pub(super) async fn call(
+    api: &dyn GatewayApi,
+    method: &str,
+    params: &Value,
+) -> Option<Result<Value, Fault>> {
+    let action = match cron_action(api, method, params) {
+        Some(Ok(action)) => action,
+        Some(Err(fault)) => return Some(Err(fault)),
+        None => return None,
+    };
+    let reply = match api.cron(action).await {
+        Ok(reply) => reply,
+        Err(fault) => return Some(Err(fault)),
+    };
+    Some(Ok(answer(reply)))
+}
 
-    /// The action `method` with `params` asks for (its session resolved).
-    fn cron_action(&self, method: &str, params: &Value) -> Option<Result<CronAction, Fault>> {
-        let id = |params: &Value| protocol::params::<IdParams>(params).map(|p| p.id);
-        Some(match method {
-            "cron.list" => protocol::params::<NoParams>(params).map(|_| CronAction::List),
-            "cron.remove" => id(params).map(CronAction::Remove),
-            "cron.run" => id(params).map(CronAction::Run),
-            "cron.add" => protocol::params::<AddParams>(params).and_then(|p| {
-                let session = self.session(p.session)?;
-                Ok(CronAction::Add(CronSpec {
-                    id: p.id,
-                    cron: p.cron,
-                    tz: p.tz,
-                    at: p.at,
-                    every: p.every,
-                    message: p.message,
-                    target: Some(session),
-                    missed: p.missed,
-                    isolated: p.isolated,
-                }))
-            }),
-            _ => return None,
-        })
-    }
+/// The action `method` with `params` asks for (its session resolved).
+fn cron_action(
+    api: &dyn GatewayApi,
+    method: &str,
+    params: &Value,
+) -> Option<Result<CronAction, Fault>> {
+    let id = |params: &Value| protocol::params::<IdParams>(params).map(|p| p.id);
+    Some(match method {
+        "cron.list" => protocol::params::<NoParams>(params).map(|_| CronAction::List),
+        "cron.remove" => id(params).map(CronAction::Remove),
+        "cron.run" => id(params).map(CronAction::Run),
+        "cron.add" => protocol::params::<AddParams>(params).and_then(|p| {
+            let session = session_or_default(api, p.session)?;
+            Ok(CronAction::Add(CronSpec {
+                id: p.id,
+                cron: p.cron,
+                tz: p.tz,
+                at: p.at,
+                every: p.every,
+                message: p.message,
+                target: Some(session),
+                missed: p.missed,
+                isolated: p.isolated,
+            }))
+        }),
+        _ => return None,
+    })
 }
 
 /// The answer frame's result for `reply`.

@@ -13,7 +13,6 @@ use super::api::GatewayApi;
 use super::channel::RpcChannel;
 use super::protocol::{self, FORBIDDEN, Fault, NOT_ACCEPTED, UNAVAILABLE};
 use super::runs::RunTracker;
-use crate::domain::session_key::SessionKey;
 use crate::inbound::commands::Command;
 use crate::inbound::route::{Accepted, RPC_CLIENT_SENDER, RPC_OPERATOR_SENDER};
 
@@ -82,11 +81,6 @@ struct AbortParams {
     session: Option<String>,
 }
 
-/// The params of a method that takes none.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct NoParams {}
-
 impl Methods {
     /// Runs method `method` with `params` for the operator.
     pub async fn call(&self, method: &str, params: &Value) -> Result<Value, Fault> {
@@ -114,7 +108,7 @@ impl Methods {
             "agent.wait" => self.wait(protocol::params(params)?).await,
             "abort" => self.abort(protocol::params(params)?).await,
             "sessions.list" => {
-                let NoParams {} = protocol::params(params)?;
+                let protocol::NoParams {} = protocol::params(params)?;
                 let sessions = self
                     .api
                     .store()
@@ -123,13 +117,15 @@ impl Methods {
                 Ok(json!({ "sessions": sessions }))
             }
             "status" => {
-                let NoParams {} = protocol::params(params)?;
+                let protocol::NoParams {} = protocol::params(params)?;
                 self.api.status().await
             }
-            other if other.starts_with("cron.") => match self.cron(other, params).await {
-                Some(result) => result,
-                None => Err(unknown(other)),
-            },
+            other if other.starts_with("cron.") => {
+                match super::cron::call(self.api.as_ref(), other, params).await {
+                    Some(result) => result,
+                    None => Err(unknown(other)),
+                }
+            }
             other => match super::pairing::call(self.api.as_ref(), other, params)
                 .await
                 .or_else(|| super::transcripts::call(self.api.store(), other, params))
@@ -142,12 +138,7 @@ impl Methods {
 
     /// The session key asked for, or the one `chela agent` uses.
     pub(super) fn session(&self, asked: Option<String>) -> Result<String, Fault> {
-        match asked {
-            Some(key) => SessionKey::parse(&key)
-                .map(|k| k.to_string())
-                .map_err(|e| Fault::params(format!("session {key:?}: {e}"))),
-            None => Ok(self.api.default_session_key()),
-        }
+        super::api::session_or_default(self.api.as_ref(), asked)
     }
 
     /// `agent`: accepts the message durably (as `chela agent` does) and answers at once.

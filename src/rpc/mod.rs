@@ -30,6 +30,7 @@ pub mod panel;
 pub mod protocol;
 pub mod runs;
 pub mod server;
+mod tokens;
 mod transcripts;
 
 use std::net::SocketAddr;

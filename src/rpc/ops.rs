@@ -17,7 +17,7 @@ use axum::routing::get;
 
 use super::api::GatewayApi;
 use super::pace::FailurePace;
-use super::server::{bearer, same_secret};
+use super::tokens::{bearer, same_secret};
 
 /// What the routes need.
 struct Ops {

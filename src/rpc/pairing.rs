@@ -25,7 +25,7 @@ pub(super) async fn call(
     let internal = |e: crate::store::StoreError| Fault::internal(e.to_string());
     let may_make_owner = api.config().commands.pairing_makes_owners();
     let result = match method {
-        "pairing.list" => protocol::params::<super::methods::NoParams>(params).and_then(|_| {
+        "pairing.list" => protocol::params::<protocol::NoParams>(params).and_then(|_| {
             let requests = store.pairing_requests(now_ms()).map_err(internal)?;
             Ok(json!({ "requests": requests }))
         }),

@@ -137,6 +137,11 @@ pub fn event(name: &str, payload: Value) -> String {
     Value::Object(frame).to_string()
 }
 
+/// The params of a method that takes none.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct NoParams {}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {

@@ -12,6 +12,7 @@
 
 pub mod anthropic;
 mod anthropic_stream;
+mod build;
 pub mod echo;
 pub mod openai;
 mod openai_stream;
@@ -19,7 +20,8 @@ pub mod retry;
 pub mod settings;
 mod transport;
 
-pub use settings::{ProviderKind, ProviderSettings, build};
+pub use build::build;
+pub use settings::{ProviderKind, ProviderSettings};
 pub use transport::with_idle_timeout;
 
 use std::pin::Pin;

@@ -41,10 +41,10 @@ pub fn agents(
         table.insert("id".into(), chela_id.clone().into());
         let workspace = agent["workspace"]
             .as_str()
-            .map(|w| super::config::openclaw_path(w, dir))
+            .map(|w| super::values::openclaw_path(w, dir))
             .unwrap_or_else(|| dir.join(format!("workspace-{id}")).display().to_string());
         table.insert("workspace".into(), workspace.into());
-        if let Some(model) = super::config::model_ref(&agent["model"]) {
+        if let Some(model) = super::values::model_ref(&agent["model"]) {
             match model.split_once('/') {
                 Some((p, name)) if Some(p) == provider => {
                     table.insert("model".into(), name.into());

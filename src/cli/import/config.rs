@@ -2,6 +2,7 @@
 //! workspace, queue, Telegram and Discord tokens, policies and allowlists. Keys with no chela
 //! counterpart are listed, not dropped silently.
 
+use super::values::{model_ref, openclaw_path};
 use serde_json::Value;
 use toml::{Table, Value as Toml};
 
@@ -111,22 +112,6 @@ fn default_agent(agents: &Value) -> (String, Value) {
         }
     }
     ("main".into(), Value::Null)
-}
-
-/// A path in OpenClaw's config: one under `~/.openclaw/` is taken to be under `dir`.
-pub fn openclaw_path(path: &str, dir: &std::path::Path) -> String {
-    match path.strip_prefix("~/.openclaw/") {
-        Some(rest) => dir.join(rest).display().to_string(),
-        None => path.to_string(),
-    }
-}
-
-/// `provider/model` from a model setting (a string or `{ primary }`).
-pub fn model_ref(model: &Value) -> Option<String> {
-    model
-        .as_str()
-        .or_else(|| model["primary"].as_str())
-        .map(str::to_string)
 }
 
 /// `[model]` for `provider/model`, using `models.providers.<provider>` when configured.

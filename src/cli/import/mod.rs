@@ -7,6 +7,7 @@ mod config;
 mod files;
 mod merge;
 mod state;
+mod values;
 
 use std::collections::BTreeMap;
 use std::io::Write;

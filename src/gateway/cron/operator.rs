@@ -13,7 +13,7 @@ use crate::agent::tools::cron::{CronAction, CronSpec};
 use crate::config::Config;
 use crate::domain::session_key::SessionKey;
 use crate::gateway::Core;
-use crate::rpc::cron::CronReply;
+use crate::rpc::api::CronReply;
 use crate::rpc::protocol::{Fault, INTERNAL_ERROR, INVALID_PARAMS, UNAVAILABLE};
 use crate::store::{CronJob, CronOrigin, Store};
 

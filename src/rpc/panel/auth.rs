@@ -11,6 +11,7 @@ use tokio::time::Instant;
 use super::super::discovery;
 use super::super::methods::Role;
 use super::super::pace::FailurePace;
+pub(super) use super::super::tokens::same_secret;
 
 /// The session cookie's name.
 pub(super) const COOKIE: &str = "chela_panel";
@@ -179,12 +180,6 @@ pub(super) fn same_origin(headers: &HeaderMap, public: Option<&str>) -> bool {
         });
     }
     true
-}
-
-/// Compares two secrets in time independent of where they differ.
-pub(super) fn same_secret(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@
 mod actions;
 mod auth;
 mod html;
+mod page;
 mod pages;
 mod transcript;
 

@@ -8,31 +8,14 @@ use axum::response::Response;
 
 use super::super::methods::Role;
 use super::html::{Viewer, esc, page, query_value, table, time};
+use super::page::{Page, PageError};
 use super::{Panel, transcript};
 use crate::domain::message::now_ms;
 use crate::domain::text::quoted;
 use crate::lane::LaneSettings;
-use crate::store::StoreError;
 
 /// Most sessions listed on one sessions page.
 pub(super) const SESSIONS_SHOWN: usize = 100;
-
-/// Why a page could not be made.
-#[derive(Debug, thiserror::Error)]
-pub(super) enum PageError {
-    /// The store failed.
-    #[error("store: {0}")]
-    Store(#[from] StoreError),
-    /// The gateway refused or failed.
-    #[error("{0}")]
-    Gateway(String),
-    /// What the page is about does not exist.
-    #[error("{0}")]
-    NotFound(String),
-}
-
-/// A page's title and body.
-pub(super) type Page = Result<(String, String), PageError>;
 
 /// `GET path`: the page, or the live event stream.
 pub(super) async fn get(

@@ -13,7 +13,7 @@ use tokio::sync::broadcast::error::RecvError;
 use super::super::feed::agent_event;
 use super::super::runs::run_result;
 use super::html::{Viewer, esc, query_value};
-use super::pages::{Page, PageError};
+use super::page::{Page, PageError};
 use super::{Panel, secure};
 use crate::domain::events::RunEvent;
 use crate::domain::message::{ContentBlock, Message, text_of};

@@ -396,9 +396,11 @@ impl ReplyStream {
     }
 
     async fn show_now(&mut self, text: &str, is_final: bool) -> Result<(), ChannelError> {
+        if self.current.is_none() && !self.may_send() {
+            return Err(not_held());
+        }
         self.calls += 1;
         match &self.current {
-            None if !self.may_send() => return Err(not_held()),
             None => {
                 // The quote is used up only once a send got through.
                 let sent = match &self.key {

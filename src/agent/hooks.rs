@@ -25,11 +25,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::run::RunStatus;
 use crate::agent::tools::ToolOutput;
 use crate::agent::tools::truncate::head_tail;
 use crate::config::{HookConfig, HooksConfig};
 use crate::domain::message::ToolCall;
+use crate::domain::run::RunStatus;
 
 /// The reason given when a blocking hook says nothing.
 pub const DEFAULT_REASON: &str = "blocked by hook";

@@ -18,7 +18,7 @@ pub trait SteerFiles: Send + Sync {
     /// The text the model gets for `steer` (a note per file added) and its image blocks.
     fn prepare<'a>(
         &'a self,
-        steer: &'a crate::agent::run::Steer,
+        steer: &'a crate::agent::steer::Steer,
     ) -> crate::agent::provider::BoxFuture<'a, (String, Vec<ContentBlock>)>;
 }
 

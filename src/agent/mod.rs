@@ -12,6 +12,7 @@ pub mod policy;
 pub mod provider;
 pub mod run;
 pub mod skills;
+pub mod steer;
 #[cfg(test)]
 pub(crate) mod test_support;
 pub mod tools;

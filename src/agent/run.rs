@@ -29,18 +29,6 @@ pub const INTERRUPTED: &str = "Interrupted: the gateway restarted before this to
 /// Most model calls in one run, so a looping model cannot run forever.
 const MAX_MODEL_CALLS: usize = 64;
 
-/// A message injected into a running turn (steer mode).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Steer {
-    /// Durable pending seqs this message answers.
-    pub seqs: Vec<u64>,
-    /// The text.
-    pub text: String,
-    /// The files that came with it, each with the seq of its message (downloaded by the run
-    /// that takes it, through [`RunRequest::steer_files`]).
-    pub files: Vec<(u64, chela_channel::Attachment)>,
-}
-
 /// Everything one run needs from its lane.
 pub struct RunRequest {
     /// Session key (transcript owner).
@@ -64,6 +52,7 @@ pub struct RunRequest {
     pub reply_to: Option<chela_channel::Conversation>,
 }
 
+pub use super::steer::Steer;
 pub use crate::domain::run::{RunError, RunStatus};
 
 /// What a run hands back to its lane.

@@ -212,10 +212,12 @@ async fn in_a_telegram_group_the_parents_answer_to_the_result_reaches_the_chat()
         UserSpec::new(7, "Ann"),
         r#"tool sessions_spawn {"task": "summarize", "label": "grp"}"#,
     );
+    // Whole, not a preview of it: the answer is streamed into one message and edited.
     gw.wait(&s, "the parent's answer to the system message", |s| {
-        s.texts(GROUP)
-            .iter()
-            .any(|t| t.starts_with("ok: [System message] Subagent &quot;grp&quot;"))
+        s.texts(GROUP).iter().any(|t| {
+            t.starts_with("ok: [System message] Subagent &quot;grp&quot;")
+                && t.ends_with("ok: summarize")
+        })
     })
     .await;
     let sent = s.sent(GROUP);

@@ -32,20 +32,8 @@ pub fn build(settings: &ProviderSettings) -> Result<Arc<dyn Provider>, ProviderE
 #[cfg(test)]
 mod tests {
     use super::super::settings::OPENAI_DEFAULT_MODEL;
+    use super::super::tests_support::env_of;
     use super::*;
-
-    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let pairs: Vec<(String, String)> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |name| {
-            pairs
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
-        }
-    }
 
     #[test]
     fn openai_without_key_against_the_official_api_says_what_to_set() {

@@ -176,20 +176,8 @@ fn host_of(url: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests_support::env_of;
     use super::*;
-
-    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let pairs: Vec<(String, String)> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |name| {
-            pairs
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
-        }
-    }
 
     #[test]
     fn env_fills_unset_or_empty_fields_only() {

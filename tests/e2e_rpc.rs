@@ -525,10 +525,17 @@ async fn turn_text_in(rpc: &mut RpcClient, session: &str, message: &str) -> Stri
     done["text"].as_str().unwrap().to_owned()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn only_the_operator_tokens_run_posts_into_a_chat_through_the_message_tool() {
+/// Ann's Telegram session key.
+const ANN_KEY: &str = "agent:main:telegram:direct:42";
+
+/// A gateway with the RPC on and Ann (42) allowed in Telegram, after Ann said hello and got
+/// her answer: the setup, the gateway and the RPC's discovery.
+async fn ann_answered_with_rpc() -> (
+    common::telegram::TgSetup,
+    common::telegram::Gateway,
+    chela::rpc::discovery::Discovery,
+) {
     use common::telegram::{TgConfig, TgSetup, dm};
-    let ann_key = "agent:main:telegram:direct:42";
     let s = TgSetup::with(TgConfig {
         telegram: "allow_from = [\"42\"]",
         tables: &format!("[rpc]\ntoken = \"{TOKEN}\"\n"),
@@ -541,6 +548,13 @@ async fn only_the_operator_tokens_run_posts_into_a_chat_through_the_message_tool
     gw.wait(&s, "Ann's answer", |s| s.texts(42) == ["ok: hello"])
         .await;
     let found = discovery(&s.setup).await;
+    (s, gw, found)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_operator_tokens_run_posts_into_a_chat_through_the_message_tool() {
+    let ann_key = ANN_KEY;
+    let (s, mut gw, found) = ann_answered_with_rpc().await;
     let post = |text: &str| format!(r#"tool message {{"text": "{text}", "target": "{ann_key}"}}"#);
 
     let mut client = RpcClient::connect(&found.address, TOKEN).await.unwrap();
@@ -571,20 +585,8 @@ async fn only_the_operator_tokens_run_posts_into_a_chat_through_the_message_tool
 /// conversation, never to where the session last replied (Ann's Telegram chat).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_tokens_run_in_anns_session_key_does_not_post_into_anns_chat() {
-    use common::telegram::{TgConfig, TgSetup, dm};
-    let ann_key = "agent:main:telegram:direct:42";
-    let s = TgSetup::with(TgConfig {
-        telegram: "allow_from = [\"42\"]",
-        tables: &format!("[rpc]\ntoken = \"{TOKEN}\"\n"),
-        ..TgConfig::default()
-    })
-    .await;
-    let mut gw = s.gateway();
-    let (chat, ann) = dm(42, "Ann");
-    s.tg.user_sends(chat, ann, "hello");
-    gw.wait(&s, "Ann's answer", |s| s.texts(42) == ["ok: hello"])
-        .await;
-    let found = discovery(&s.setup).await;
+    let ann_key = ANN_KEY;
+    let (s, gw, found) = ann_answered_with_rpc().await;
     let post =
         format!(r#"tool message {{"text": "from the client token", "target": "{ann_key}"}}"#);
 

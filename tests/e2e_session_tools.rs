@@ -77,19 +77,17 @@ async fn say(s: &TgSetup, gw: &mut Gateway, user: i64, text: &str, answer: &str)
     .await;
 }
 
+/// Ann says hello; then Bob's run tries to post "bob was here" into Ann's chat.
+async fn ann_then_bob_reaches_into_her_chat(s: &TgSetup, gw: &mut Gateway) {
+    say(s, gw, ANN, "hello from ann", "ok: hello from ann").await;
+    say(s, gw, BOB, &reach_into(ANN_KEY, "bob was here"), "done: ").await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_non_owners_run_neither_reads_nor_posts_into_the_owners_chat_but_the_owners_may() {
     let s = two_users("").await;
     let mut gw = s.gateway();
-    say(&s, &mut gw, ANN, "hello from ann", "ok: hello from ann").await;
-    say(
-        &s,
-        &mut gw,
-        BOB,
-        &reach_into(ANN_KEY, "bob was here"),
-        "done: ",
-    )
-    .await;
+    ann_then_bob_reaches_into_her_chat(&s, &mut gw).await;
     // Nothing reached Ann's chat, and Bob's run learnt why.
     assert_eq!(s.texts(ANN), ["ok: hello from ann"]);
     let bob = s.texts(BOB).join("\n");
@@ -134,15 +132,7 @@ async fn a_non_owners_run_neither_reads_nor_posts_into_the_owners_chat_but_the_o
 async fn where_the_operator_opens_the_sessions_a_non_owners_run_reaches_them() {
     let s = two_users("[tools]\nsessions = \"all\"\n").await;
     let mut gw = s.gateway();
-    say(&s, &mut gw, ANN, "hello from ann", "ok: hello from ann").await;
-    say(
-        &s,
-        &mut gw,
-        BOB,
-        &reach_into(ANN_KEY, "bob was here"),
-        "done: ",
-    )
-    .await;
+    ann_then_bob_reaches_into_her_chat(&s, &mut gw).await;
     gw.wait(&s, "Bob's message in Ann's chat", |s| {
         s.texts(ANN).iter().any(|t| t == "bob was here")
     })

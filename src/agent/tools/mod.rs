@@ -143,6 +143,27 @@ pub(crate) mod test_support {
             events: None,
         }
     }
+
+    /// A workspace file `x`, resolved and then swapped for a link to a secret outside: the
+    /// race of a job swapping it between the check and the open, made deterministic.
+    /// Returns the workspace, the folder outside, the secret's path and `x` as resolved.
+    #[allow(clippy::unwrap_used)] // tests fail loudly by design
+    pub(crate) fn swapped_for_link_out() -> (
+        tempfile::TempDir,
+        tempfile::TempDir,
+        std::path::PathBuf,
+        std::path::PathBuf,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let secret = outside.path().join("config.toml");
+        std::fs::write(&secret, "token = 'SECRET'").unwrap();
+        std::fs::write(dir.path().join("x"), "plain").unwrap();
+        let path = paths::resolve_in_workspace(dir.path(), "x").unwrap();
+        std::fs::remove_file(dir.path().join("x")).unwrap();
+        std::os::unix::fs::symlink(&secret, dir.path().join("x")).unwrap();
+        (dir, outside, secret, path)
+    }
 }
 
 #[cfg(test)]

@@ -240,14 +240,7 @@ mod tests {
     /// showed the secret.
     #[tokio::test]
     async fn a_file_swapped_for_a_link_out_after_the_check_is_not_read() {
-        let dir = tempfile::tempdir().unwrap();
-        let outside = tempfile::tempdir().unwrap();
-        let secret = outside.path().join("config.toml");
-        std::fs::write(&secret, "token = 'SECRET'").unwrap();
-        std::fs::write(dir.path().join("x"), "plain").unwrap();
-        let path = resolve_in_workspace(dir.path(), "x").unwrap();
-        std::fs::remove_file(dir.path().join("x")).unwrap();
-        std::os::unix::fs::symlink(&secret, dir.path().join("x")).unwrap();
+        let (dir, _outside, _secret, path) = super::super::test_support::swapped_for_link_out();
         let a = ReadArgs {
             path: "x".into(),
             offset: 1,

@@ -131,14 +131,7 @@ mod tests {
     /// (`tokio::fs::write`) and overwrote the file outside.
     #[tokio::test]
     async fn a_file_swapped_for_a_link_out_after_the_check_is_not_written() {
-        let dir = tempfile::tempdir().unwrap();
-        let outside = tempfile::tempdir().unwrap();
-        let secret = outside.path().join("config.toml");
-        std::fs::write(&secret, "token = 'SECRET'").unwrap();
-        std::fs::write(dir.path().join("x"), "plain").unwrap();
-        let path = resolve_in_workspace(dir.path(), "x").unwrap();
-        std::fs::remove_file(dir.path().join("x")).unwrap();
-        std::os::unix::fs::symlink(&secret, dir.path().join("x")).unwrap();
+        let (dir, _outside, secret, path) = super::super::test_support::swapped_for_link_out();
         let out = write(dir.path(), path, "x".into(), b"PWNED".to_vec()).await;
         assert_eq!(out, ToolOutput::error("refused: x is a symlink"));
         assert_eq!(

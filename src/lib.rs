@@ -5,6 +5,8 @@
 //! - [`gateway`]: the composition root: builds the store, agent, lanes and channels, carries
 //!   out the router's decisions (intake), runs turns and delivers replies, recovers, shuts down.
 //! - [`rpc`]: the gateway API over WebSocket, through the narrow port [`rpc::api::GatewayApi`].
+//! - [`delivery`]: the outbox worker (finals per chat, in order, retried), outgoing files, the
+//!   reply journal.
 //! - [`inbound`]: admission, command parsing and routing as a decision ([`inbound::route::route`]).
 //! - [`reply`]: run events -> chat: preview edits, splitting, pacing, typing, finals.
 //! - [`lane`]: one FIFO lane per session, the global run limit, the four queue modes.
@@ -21,6 +23,7 @@
 pub mod acp;
 pub mod agent;
 pub mod config;
+pub mod delivery;
 pub mod domain;
 pub mod gateway;
 pub mod inbound;

@@ -10,14 +10,12 @@ pub mod command_context;
 pub mod commands;
 pub mod cron;
 pub mod events_relay;
-pub mod files;
 mod group_context;
 pub mod intake;
 mod intake_lease;
 mod intake_shards;
 pub mod live;
 pub mod media;
-pub mod outbox;
 mod pairing_prompt;
 pub mod peers;
 mod peers_fresh;
@@ -26,7 +24,6 @@ pub mod reach;
 mod recover;
 pub mod remote;
 pub mod remote_approvals;
-mod reply_journal;
 pub mod rpc_api;
 pub mod runner;
 pub mod sessions_api;
@@ -119,7 +116,7 @@ pub struct Core {
     /// Where replies to messages sent through the RPC go (also in `channels`).
     pub rpc: Arc<crate::rpc::RpcChannel>,
     /// Delivers every final reply (see [`outbox`]).
-    pub outbox: outbox::Outbox,
+    pub outbox: crate::delivery::Outbox,
     /// This node's membership when several gateways share the store (`[cluster]`); `None`:
     /// this process runs every session.
     pub cluster: Option<Arc<cluster::Cluster>>,
@@ -306,12 +303,12 @@ impl Gateway {
             crate::rpc::channel::NAME.to_owned(),
             rpc.clone() as Arc<dyn Channel>,
         );
-        let outbox = outbox::Outbox::new(
+        let outbox = crate::delivery::Outbox::new(
             store.clone(),
             channels.clone(),
             config.delivery.ttl(),
             shutdown.clone(),
-            files::FilePolicy::from_config(&config),
+            crate::delivery::files::FilePolicy::from_config(&config),
         );
         // The core owns the lanes, the agent and the ACP manager, whose gateway-side ports
         // (runner, spawner, sessions, approvals, permission askers) point back at it: they

@@ -4,9 +4,10 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::outbox::Delivery;
+use crate::delivery::Delivery;
+use crate::delivery::journal as reply_journal;
 use super::runner::seq_of_run_id;
-use super::{Core, reply_journal};
+use super::Core;
 use crate::domain::message::now_ms;
 use crate::inbound::route::queued_turn;
 use crate::store::{PendingTurn, ReplyJournal, partition_of};
@@ -83,7 +84,7 @@ pub(super) fn recover_replies(
             for entry in entries.into_iter().filter(|e| mine(&e.session_key)) {
                 let journal = entry.run_id.as_ref().and_then(|run| journals.remove(run));
                 // A `message`-tool record's progress is read by its delivery, never taken back.
-                journals.remove(&super::outbox::files_journal(entry.id));
+                journals.remove(&crate::delivery::outbox::files_journal(entry.id));
                 // Parts of this final (or its previews) may be in the chat already: the worker
                 // takes them back, then sends the whole final once, journaled again, so a
                 // crash during this resend is taken back at the next start too. One older
@@ -109,7 +110,7 @@ pub(super) fn recover_replies(
         if seq_of_run_id(&run).is_some_and(|seq| still_pending.contains(&seq)) {
             to_take_back.push((run, journal));
         } else if only.is_none() {
-            reply_journal::forget(core, &run);
+            reply_journal::forget(&core.store, &run);
         }
     }
     // Taken back in the background: channels connect (and take new messages) meanwhile.
@@ -118,7 +119,8 @@ pub(super) fn recover_replies(
         let core = core.clone();
         tokio::spawn(async move {
             for (run, journal) in to_take_back {
-                reply_journal::take_back(&core, &run, &journal).await;
+                let channel = core.channel(&journal.conversation.channel);
+                reply_journal::take_back(&core.store, channel, &run, &journal).await;
             }
         });
     }

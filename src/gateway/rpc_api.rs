@@ -159,7 +159,7 @@ impl GatewayApi for CoreApi {
                 };
                 tracing::info!(id, session = %entry.session_key, "a dead letter is sent again");
                 core.outbox
-                    .submit(super::outbox::Delivery::recorded(entry.clone(), journal));
+                    .submit(crate::delivery::Delivery::recorded(entry.clone(), journal));
             }
             Ok(revived)
         })

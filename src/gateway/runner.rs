@@ -10,8 +10,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::outbox::Delivery;
-use super::reply_journal::{RunJournal, forget};
+use crate::delivery::Delivery;
+use crate::delivery::files::{self, FinalFiles};
+use crate::delivery::journal::{Holds, RunJournal, forget};
 use super::{Core, RunRecord};
 use crate::agent::provider::BoxFuture;
 use crate::agent::run::{RunOutcome, RunRequest, RunStatus, Steer};
@@ -236,7 +237,7 @@ fn start_reply(
 }
 
 /// On a cluster node: whether it still holds session `key` (see [`RunJournal::shared`]).
-fn holds(core: &Core, key: &str) -> Option<super::reply_journal::Holds> {
+fn holds(core: &Core, key: &str) -> Option<Holds> {
     let cluster = core.cluster.clone()?;
     let key = key.to_owned();
     Some(Arc::new(move || cluster.owns(&key)))
@@ -271,7 +272,7 @@ async fn settle(
             tracing::warn!(error = %e, "cannot keep a sub-agent run's record");
         }
         super::subagent::finish(core, key, link, turn, outcome).await;
-        forget(core, run_id);
+        forget(&core.store, run_id);
         return;
     }
     let streamed = match reply {
@@ -283,7 +284,7 @@ async fn settle(
             tracing::info!(
                 "the session has no chat to reply to; its reply stays in its transcript"
             );
-            forget(core, run_id);
+            forget(&core.store, run_id);
         } else {
             tracing::error!(channel = %turn.target.channel, "no channel to reply on; reply dropped");
         }
@@ -312,7 +313,7 @@ async fn settle(
         false => text,
     };
     // File lines of the answer are checked now: what the outbox reads as one was allowed.
-    let text = super::files::check_final(final_files(core, key, &turn.target), text).await;
+    let text = files::check_final(final_files(core, key, &turn.target), text).await;
     // Once the final is durable the lane is free: the outbox worker delivers it.
     let keep = keeps_record(turn, record);
     let settled = match core
@@ -348,9 +349,9 @@ async fn settle(
 /// What the file lines of session `key`'s final into `to` are checked against: the channel's
 /// limit, and the session's tool policy (a conversation that may not use `message` sends no
 /// file through its answer either, README "Files from the agent").
-fn final_files(core: &Core, key: &str, to: &Conversation) -> super::files::FinalFiles {
+fn final_files(core: &Core, key: &str, to: &Conversation) -> FinalFiles {
     let channel = core.channel(&to.channel);
-    super::files::FinalFiles {
+    FinalFiles {
         policy: core.outbox.files().for_session(key),
         channel: to.channel.clone(),
         max_bytes: channel.and_then(|c| c.max_file_bytes()),

@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use chela_channel::Conversation;
 
-use super::outbox::Delivery;
+use crate::delivery::Delivery;
+use crate::delivery::files;
 use super::reach::Reach;
-use super::{Core, files};
+use super::Core;
 use crate::agent::provider::BoxFuture;
 use crate::agent::tools::refusal::ToolRefusal;
 use crate::agent::tools::sessions::{Caller, FileSend, SessionsApi};

@@ -19,7 +19,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::files::{self, FilePolicy};
-use super::reply_journal::RunJournal;
+use super::journal::RunJournal;
 use crate::domain::message::now_ms;
 use crate::reply::{FileFailure, FileOpener, FileProgress, ReplyStream};
 use crate::store::{OutboxEntry, ReplyJournal, Store, StoreError};

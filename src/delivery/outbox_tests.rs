@@ -110,7 +110,7 @@ fn chat(id: &str) -> Conversation {
 fn outbox(channel: &Arc<Scripted>, ttl: Duration) -> (Outbox, Store) {
     let store = Store::temporary().unwrap();
     let channels = HashMap::from([("test".to_owned(), channel.clone() as Arc<dyn Channel>)]);
-    let files = crate::gateway::files::FilePolicy::new(std::env::temp_dir(), Vec::new());
+    let files = crate::delivery::files::FilePolicy::new(std::env::temp_dir(), Vec::new());
     let outbox = Outbox::new(
         store.clone(),
         channels,

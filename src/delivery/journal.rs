@@ -1,11 +1,10 @@
-//! The gateway's side of the reply journal: a run's reply notes every message it sends, and
-//! start-up recovery takes back what an unfinished reply of the previous process left.
+//! The reply journal: a run's reply notes every message it sends, and start-up recovery takes
+//! back what an unfinished reply of the previous process left.
 
 use std::sync::Arc;
 
-use chela_channel::{BoxFuture, Conversation, SentMessage};
+use chela_channel::{BoxFuture, Channel, Conversation, SentMessage};
 
-use super::Core;
 use crate::reply::SentJournal;
 use crate::store::{ReplyJournal, Store};
 
@@ -61,9 +60,14 @@ impl SentJournal for RunJournal {
 /// Deletes the messages of `journal`, which run `run` sent (best effort: a message the
 /// platform will not delete stays), and removes them from its journal (what the run noted
 /// since, going again, stays). When the channel does not run at this start, the journal is
-/// kept for a start where it does.
-pub async fn take_back(core: &Arc<Core>, run: &str, journal: &ReplyJournal) {
-    let Some(channel) = core.channel(&journal.conversation.channel) else {
+/// kept for a start where it does (`channel` is `None`).
+pub async fn take_back(
+    store: &Store,
+    channel: Option<Arc<dyn Channel>>,
+    run: &str,
+    journal: &ReplyJournal,
+) {
+    let Some(channel) = channel else {
         return;
     };
     for id in &journal.messages {
@@ -74,14 +78,14 @@ pub async fn take_back(core: &Arc<Core>, run: &str, journal: &ReplyJournal) {
             tracing::warn!(error = %e, run_id = %run, message = %id, "cannot take back a message of an unfinished reply");
         }
     }
-    if let Err(e) = core.store.journal_taken_back(run, &journal.messages) {
+    if let Err(e) = store.journal_taken_back(run, &journal.messages) {
         tracing::warn!(error = %e, run_id = %run, "cannot update a reply journal");
     }
 }
 
 /// Forgets run `run`'s journal.
-pub fn forget(core: &Core, run: &str) {
-    if let Err(e) = core.store.forget_journal(run) {
+pub fn forget(store: &Store, run: &str) {
+    if let Err(e) = store.forget_journal(run) {
         tracing::warn!(error = %e, run_id = %run, "cannot forget a reply journal");
     }
 }

@@ -1,0 +1,14 @@
+//! Delivery: the last stage of a reply. The outbox worker ([`outbox`]) sends every recorded
+//! final, per chat in order, retrying what the platform refuses for now; outgoing files
+//! ([`files`]) are checked and attached; the reply journal ([`journal`]) notes each message a
+//! reply sends so recovery can take back what an unfinished one left.
+//!
+//! The stage owns its state (the outbox's queue and its workers) and takes what it uses at
+//! construction: the store, the channels, the delivery settings.
+
+pub mod files;
+pub mod journal;
+pub mod outbox;
+
+pub use journal::{Holds, RunJournal};
+pub use outbox::{Delivery, Outbox};

@@ -22,7 +22,9 @@
 
 pub mod acp;
 pub mod agent;
+pub mod cluster;
 pub mod config;
+pub mod cron;
 pub mod delivery;
 pub mod domain;
 pub mod gateway;

@@ -7,9 +7,10 @@ use std::process::ExitCode;
 
 use chela::agent::tools::cron::CronSpec;
 use chela::config::{Config, LoadedConfig, is_valid_job_id};
+use chela::cron::{CronError, jobs};
 use chela::domain::message::now_ms;
 use chela::domain::session_key::SessionKey;
-use chela::gateway::cron::{CronError, jobs, operator};
+use chela::gateway::cron_operator as operator;
 use chela::rpc::client::ClientError;
 use chela::rpc::cron::AddParams;
 use chela::store::{CronJob, CronOrigin, Store, StoreError};
@@ -92,7 +93,7 @@ impl AddArgs {
             return bad("--message", "is empty".into());
         }
         if let Some(id) = &self.id
-            && (!is_valid_job_id(id) || id == chela::gateway::cron::HEARTBEAT_ID)
+            && (!is_valid_job_id(id) || id == chela::cron::HEARTBEAT_ID)
         {
             return bad("--id", format!("{id:?}: 1 to 40 letters, digits, - and _"));
         }

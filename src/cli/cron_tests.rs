@@ -106,7 +106,7 @@ fn a_bad_value_names_its_flag() {
             "--every",
             "1h",
             "--id",
-            chela::gateway::cron::HEARTBEAT_ID
+            chela::cron::HEARTBEAT_ID
         ]),
         "--id"
     );

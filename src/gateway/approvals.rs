@@ -10,11 +10,11 @@ use chela_channel::{ChatKind, Conversation};
 use tokio_util::sync::CancellationToken;
 
 use super::Core;
-use super::peers::Answered;
 use super::questions::PendingQuestions;
 use super::remote_approvals::{Approved, Listed, approval_tag, split_typed};
 use crate::agent::approval::{Approval, Approver};
 use crate::agent::provider::BoxFuture;
+use crate::cluster::peers::Answered;
 use crate::domain::text::excerpt;
 
 /// Exec approvals waiting for an owner's `/approve`.
@@ -153,7 +153,7 @@ pub async fn command(core: &Arc<Core>, to: &Conversation, args: &str) -> String 
                 let approved = super::remote_approvals::approve(core, typed, decision).await;
                 let approved = hide_other(approved, place.as_deref());
                 let (id, named) = split_typed(typed);
-                let alone = core.cluster.is_none();
+                let alone = core.placement.node().is_none();
                 let note = alone_note(named, alone, &core.config.cluster.node_id);
                 format!("{}{note}", answer_text(id, decision, &approved))
             }
@@ -235,7 +235,7 @@ impl Approver for ChatApprover {
                 return Approval::NoOneToAsk;
             }
             let timeout = Duration::from_secs(core.config.tools.approval_timeout_s);
-            let tag = core.cluster.as_ref().map(|c| approval_tag(c.node()));
+            let tag = core.placement.node().map(approval_tag);
             let (id, answer) = core.approvals.open_tagged(
                 tag.as_deref().unwrap_or(""),
                 &key,
@@ -332,7 +332,7 @@ mod tests {
             place_of(&group),
             "a thread is a place of its own"
         );
-        let waiting = |id: &str, session: &str| super::super::peers::WaitingApproval {
+        let waiting = |id: &str, session: &str| crate::cluster::peers::WaitingApproval {
             id: id.into(),
             session: session.into(),
             command: "ls".into(),

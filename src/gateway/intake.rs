@@ -9,7 +9,7 @@ use std::sync::Arc;
 use chela_channel::{BoxFuture, ChatKind, Conversation, Inbound, InboundSink, SinkError};
 
 use super::Core;
-use super::cluster::Cluster;
+use crate::cluster::Cluster;
 use crate::inbound::admission::{self, SenderFacts, Verdict};
 use crate::inbound::commands;
 use crate::inbound::route::{self, Accepted, Route, RouteFacts, queued_turn};
@@ -70,7 +70,7 @@ impl Router {
         order: Order,
     ) -> Result<Accepted, SinkError> {
         let core = &self.core;
-        if core.cluster.is_some() && routed_where_it_runs(&inbound) {
+        if core.placement.routes_where_it_runs() && routed_where_it_runs(&inbound) {
             // Several nodes: the node that runs the session routes the message and carries
             // it out ([`route_queued`]); its commands and answers act there.
             return Ok(match enqueue(core, key, inbound).await? {
@@ -380,13 +380,13 @@ async fn admit(core: &Arc<Core>, key: &str, mut inbound: Inbound) -> Option<Inbo
             // Framed with group context a command would no longer parse: the context waits
             // for the next turn.
             if conv.kind != ChatKind::Direct && !slash_command {
-                inbound.text = super::group_context::frame(core, key, &inbound.text);
+                inbound.text = core.history.frame(&core.store, key, &inbound.text);
             }
             Some(inbound)
         }
         Verdict::History => {
             tracing::debug!(session = %key, sender = %sender.id, "unmentioned group message kept as context");
-            super::group_context::keep(core, key, &inbound);
+            core.history.keep(&core.store, key, &inbound);
             None
         }
         Verdict::Pair => {
@@ -453,13 +453,8 @@ pub(super) async fn enqueue_keyed(
         tracing::debug!(session = %key, "duplicate inbound dropped");
         return Ok(None);
     };
-    if core.cluster.is_some() {
-        // The node holding the session's partition reads it from the queue, woken by
-        // the store (see `cluster`).
-        return Ok(Some(seq));
-    }
-    core.lanes
-        .submit(&key, queued_turn(seq, &pending))
+    core.placement
+        .hand_over(&key, queued_turn(seq, &pending))
         .await
         .map_err(|e| SinkError(e.to_string()))?;
     Ok(Some(seq))

@@ -5,20 +5,16 @@ pub mod acp_commands;
 mod answer;
 pub mod approvals;
 pub mod ask;
-pub mod cluster;
 pub mod command_context;
 pub mod commands;
-pub mod cron;
-pub mod events_relay;
+pub mod cron_operator;
+mod cron_tool;
 mod group_context;
 pub mod intake;
-mod intake_lease;
-mod intake_shards;
 pub mod live;
 pub mod media;
 mod pairing_prompt;
-pub mod peers;
-mod peers_fresh;
+mod partition_work;
 pub mod questions;
 pub mod reach;
 mod recover;
@@ -26,6 +22,7 @@ pub mod remote;
 pub mod remote_approvals;
 pub mod rpc_api;
 pub mod runner;
+mod scheduler;
 pub mod sessions_api;
 mod settle_again;
 pub mod spawner;
@@ -112,14 +109,14 @@ pub struct Core {
     /// Command tasks in flight (awaited at shutdown so no answer is cut off).
     pub tasks: tokio_util::task::TaskTracker,
     /// Recent unmentioned group messages (context for the next mentioned turn).
-    pub history: std::sync::Mutex<crate::inbound::admission::GroupHistory>,
+    pub(crate) history: group_context::GroupContext,
     /// Where replies to messages sent through the RPC go (also in `channels`).
     pub rpc: Arc<crate::rpc::RpcChannel>,
     /// Delivers every final reply (see [`outbox`]).
     pub outbox: crate::delivery::Outbox,
-    /// This node's membership when several gateways share the store (`[cluster]`); `None`:
-    /// this process runs every session.
-    pub cluster: Option<Arc<cluster::Cluster>>,
+    /// Where sessions run: here ([`crate::cluster::SingleNode`]), or on the node of several
+    /// that leases their partition (`[cluster]`).
+    pub placement: Arc<dyn crate::cluster::Placement>,
     /// Wakes the scheduler (`cron`) when jobs change.
     pub cron_wake: Arc<tokio::sync::Notify>,
     /// Strangers told to try pairing later, and when (the pace of those answers).
@@ -185,7 +182,7 @@ impl Core {
     /// lease (Telegram long polling, Discord); false outside a cluster.
     pub fn intake_is_exclusive(&self, name: &str) -> bool {
         let telegram = &self.config.channels.telegram;
-        self.cluster.is_some()
+        self.placement.cluster().is_some()
             && match name {
                 "telegram" => telegram.webhook_url.trim().is_empty(),
                 "discord" => true,
@@ -233,7 +230,7 @@ impl Core {
 async fn join_cluster(
     config: &Config,
     store: &Store,
-) -> Result<Option<Arc<cluster::Cluster>>, GatewayError> {
+) -> Result<Option<Arc<crate::cluster::Cluster>>, GatewayError> {
     if !config.cluster.enabled {
         return Ok(None);
     }
@@ -248,7 +245,7 @@ async fn join_cluster(
     store.fence(&node);
     tracing::info!(node = %node, lease_s = config.cluster.lease_s, "cluster: joined");
     let key = coordinator.call_key().await?;
-    let cluster = cluster::Cluster::new(coordinator, config.cluster.lease());
+    let cluster = crate::cluster::Cluster::new(coordinator, config.cluster.lease());
     cluster.peers().set_key(key);
     Ok(Some(Arc::new(cluster)))
 }
@@ -273,6 +270,28 @@ fn lanes_for(config: &Config, store: &Store, weak: &std::sync::Weak<Core>) -> La
         defaults,
         config.resolved_max_concurrent_runs(),
     )
+}
+
+/// Where sessions run, and where group context is kept: on a cluster a mention may reach
+/// another node than the messages before it, so the context lives in the store alone.
+fn placement_for(
+    cluster: Option<Arc<crate::cluster::Cluster>>,
+    lanes: &Lanes,
+    saved_history: Vec<(String, Vec<String>)>,
+) -> (
+    Arc<dyn crate::cluster::Placement>,
+    group_context::GroupContext,
+) {
+    match cluster {
+        Some(cluster) => (
+            Arc::new(crate::cluster::OnCluster::new(cluster)),
+            group_context::GroupContext::Shared,
+        ),
+        None => (
+            Arc::new(crate::cluster::SingleNode::new(lanes.clone())),
+            group_context::GroupContext::local(saved_history),
+        ),
+    }
 }
 
 /// How often [`Gateway::store_damaged`] looks at the store.
@@ -320,7 +339,7 @@ impl Gateway {
                     core: weak.clone(),
                 })),
                 approver: Some(Arc::new(approvals::ChatApprover { core: weak.clone() })),
-                cron: Some(Arc::new(cron::port::GatewayCron { core: weak.clone() })),
+                cron: Some(Arc::new(cron_tool::GatewayCron { core: weak.clone() })),
             };
             let agents = crate::agent::Agents::build(
                 &config, &store, &shutdown, provider, providers, &ports,
@@ -328,42 +347,39 @@ impl Gateway {
             let asker: Arc<dyn crate::acp::manager::AskerFor> =
                 Arc::new(ask::ChatAskers { core: weak.clone() });
             let live_bus = broadcast::channel(live::LIVE_BUFFER).0;
-            let cluster_feed = cluster.is_some();
+            let lanes = lanes_for(&config, &store, weak);
+            let (placement, history) = placement_for(cluster.clone(), &lanes, saved_history);
             Core {
                 outbox,
-                cluster,
+                placement,
                 cron_wake: Arc::new(tokio::sync::Notify::new()),
                 acp: crate::acp::AcpManager::new(&config, store.clone(), Some(asker)),
                 questions: ask::Questions::default(),
                 approvals: approvals::Approvals::default(),
                 channels,
                 rpc,
-                lanes: lanes_for(&config, &store, weak),
+                lanes,
                 store,
                 agents,
                 live: live_bus.clone(),
-                feed: match cluster_feed {
+                feed: match cluster.is_some() {
                     true => broadcast::channel(live::LIVE_BUFFER).0,
                     false => live_bus,
                 },
                 shutdown,
                 tasks: tokio_util::task::TaskTracker::new(),
-                history: std::sync::Mutex::new(crate::inbound::admission::GroupHistory::restore(
-                    saved_history,
-                )),
+                history,
                 pairing_notices: pairing_prompt::Notices::default(),
                 config,
             }
         });
-        events_relay::start(&core);
-        if core.cluster.is_some() {
+        match &cluster {
             // The partitions this node takes are recovered as it takes them.
-            tokio::spawn(cluster::run(Arc::downgrade(&core)));
-        } else {
-            recover::recover(&core).await;
+            Some(cluster) => partition_work::start(&core, cluster),
+            None => recover::recover(&core).await,
         }
         // Every node runs the scheduler: a run's dedupe key makes one node's enqueue win.
-        cron::start(&core).await;
+        scheduler::start(&core, cluster.is_some()).await;
         tokio::spawn(recover::housekeeping(Arc::downgrade(&core)));
         tokio::spawn(recover::acp_housekeeping(Arc::downgrade(&core)));
         Ok(Gateway {
@@ -446,10 +462,24 @@ impl Gateway {
                 let run = match leased {
                     // Discord with several shards: a lease per shard, shared by the nodes.
                     Some((coordinator, lease)) if channel.intake_parts() > 1 => {
-                        intake_shards::run_parts(channel, sink, stop, coordinator, lease).await
+                        crate::cluster::intake_shards::run_parts(
+                            channel,
+                            sink,
+                            stop,
+                            coordinator,
+                            lease,
+                        )
+                        .await
                     }
                     Some((coordinator, lease)) => {
-                        intake_lease::run_leased(channel, sink, stop, coordinator, lease).await
+                        crate::cluster::intake_lease::run_leased(
+                            channel,
+                            sink,
+                            stop,
+                            coordinator,
+                            lease,
+                        )
+                        .await
                     }
                     None => channel.run(sink, stop).await,
                 };
@@ -472,7 +502,7 @@ impl Gateway {
     /// intakes (a Telegram webhook behind a load balancer, the terminal, the RPC) run on
     /// every node.
     fn intake_lease(&self, name: &str) -> Option<(Arc<dyn crate::store::Coordinator>, Duration)> {
-        let cluster = self.core.cluster.as_ref()?;
+        let cluster = self.core.placement.cluster()?;
         self.core
             .intake_is_exclusive(name)
             .then(|| (cluster.coordinator().clone(), cluster.lease()))
@@ -521,8 +551,8 @@ impl Gateway {
             );
         }
         self.core.acp.shutdown().await;
-        if let Some(cluster) = &self.core.cluster {
-            cluster::leave(cluster).await;
+        if let Some(cluster) = self.core.placement.cluster() {
+            crate::cluster::shares::leave(cluster).await;
         }
         if let Err(e) = self.core.store.flush().await {
             tracing::error!(error = %e, "cannot flush the store");

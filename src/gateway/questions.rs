@@ -1,6 +1,6 @@
 //! One registry of questions waiting for an answer in the chat. It serves both kinds: ACP
-//! permission questions ([`super::ask`]: answered `allow` / `deny` in the bound conversation,
-//! oldest first) and exec approvals ([`super::approvals`]: answered by id with `/approve`).
+//! permission questions (`ask`: answered `allow` / `deny` in the bound conversation,
+//! oldest first) and exec approvals (`approvals`: answered by id with `/approve`).
 //! Whoever opens a question awaits its answer with a timeout and forgets it afterwards, so the
 //! registry holds only questions somebody is waiting on.
 
@@ -16,7 +16,7 @@ struct Waiting<A> {
     id: String,
     session_key: String,
     summary: String,
-    /// Where it was asked (a conversation's [place](super::approvals::place_of)); empty
+    /// Where it was asked (a conversation's place (`approvals::place_of`)); empty
     /// when not said.
     place: String,
     answer: oneshot::Sender<A>,

@@ -7,10 +7,8 @@
 use std::sync::Arc;
 
 use super::Core;
-use super::cluster::Cluster;
-use super::peers::{ANSWER_WITHIN, Body, Envelope, NotSent};
+use crate::cluster::peers::{ANSWER_WITHIN, Body, Envelope, NotSent};
 use crate::lane::{LaneError, StopReport};
-use crate::store::{StoreError, partition_of};
 
 /// What stopping a session did.
 #[derive(Debug)]
@@ -35,12 +33,12 @@ pub enum Stopped {
 /// Stops session `key` (its run and queued turns; with `children`, its sub-agents) on the
 /// node that runs it.
 pub async fn stop(core: &Arc<Core>, key: &str, children: bool) -> Stopped {
-    let Some(cluster) = core.cluster.as_ref().filter(|c| !c.owns(key)) else {
+    let Some(cluster) = core.placement.cluster().filter(|c| !c.owns(key)) else {
         return stop_here(core, key, children).await;
     };
     // A partition that moves meanwhile is looked up once more.
     for _ in 0..2 {
-        let owner = match owner_of(cluster, key).await {
+        let owner = match cluster.owner_of(key).await {
             Ok(Some(owner)) => owner,
             Ok(None) => return Stopped::Nowhere,
             Err(_) => return Stopped::Unknown,
@@ -109,41 +107,11 @@ async fn stop_here(core: &Arc<Core>, key: &str, children: bool) -> Stopped {
     Stopped::Here(report, stopped)
 }
 
-/// The node holding the partition of session `key` now, if any; an error when the nodes
-/// could not be read.
-async fn owner_of(cluster: &Cluster, key: &str) -> Result<Option<String>, StoreError> {
-    let partition = partition_of(key);
-    let nodes = cluster.coordinator().nodes().await.inspect_err(|e| {
-        tracing::warn!(error = %e, "cluster: cannot read which node runs a session");
-    })?;
-    Ok(nodes
-        .into_iter()
-        .find(|n| n.partitions.contains(&partition))
-        .map(|n| n.id))
-}
-
-/// The nodes whose heartbeat is within two leases of the newest one's (the database's
-/// clock), this one always among them: the ones that should answer a call. An error when
-/// the nodes could not be read (who else lives is unknown).
-pub(super) async fn live_nodes(cluster: &Cluster) -> Result<Vec<String>, StoreError> {
-    let recent = 2 * u64::try_from(cluster.lease().as_millis()).unwrap_or(u64::MAX);
-    let me = cluster.node().to_owned();
-    let nodes = cluster.coordinator().nodes().await.inspect_err(|e| {
-        tracing::warn!(error = %e, "cluster: cannot list the other nodes");
-    })?;
-    let newest = nodes.iter().map(|n| n.last_seen_ms).max().unwrap_or(0);
-    let mut live: Vec<String> = nodes
-        .into_iter()
-        .filter(|n| n.id != me && newest.saturating_sub(n.last_seen_ms) < recent)
-        .map(|n| n.id)
-        .collect();
-    live.insert(0, me);
-    Ok(live)
-}
-
 /// Answers a call another node made to this one.
 pub(super) async fn answer(core: &Arc<Core>, question: Envelope) {
-    let Some(cluster) = &core.cluster else { return };
+    let Some(cluster) = core.placement.cluster() else {
+        return;
+    };
     let body = match question.body {
         Body::Stop { session, children } => {
             if !cluster.owns(&session) {
@@ -231,17 +199,5 @@ mod tests {
             Some(Stopped::NotHanded(_, true))
         ));
         assert!(stopped_there(owner(), Ok(vec![(owner(), stopped_body(None))])).is_none());
-    }
-
-    #[tokio::test]
-    async fn nodes_that_cannot_be_read_are_an_error_not_nobody() {
-        use crate::store::test_support::FakeCoordinator;
-        let coordinator = Arc::new(FakeCoordinator::new("n"));
-        coordinator
-            .nodes_fail
-            .store(true, std::sync::atomic::Ordering::SeqCst);
-        let cluster = Cluster::new(coordinator, std::time::Duration::from_secs(10));
-        assert!(owner_of(&cluster, "k").await.is_err());
-        assert!(live_nodes(&cluster).await.is_err());
     }
 }

@@ -11,11 +11,13 @@
 use std::sync::Arc;
 
 use super::Core;
-use super::approvals::Approvals;
-use super::cluster::Cluster;
-use super::peers::{ANSWER_WITHIN, Answered, Body, NotSent, Peers, WaitingApproval};
-use super::questions::NotWaiting;
+use super::questions::{NotWaiting, PendingQuestions};
+
+/// The exec approvals waiting on this node.
+type Approvals = PendingQuestions<Approval>;
 use crate::agent::approval::Approval;
+use crate::cluster::Cluster;
+use crate::cluster::peers::{ANSWER_WITHIN, Answered, Body, NotSent, Peers, WaitingApproval};
 
 /// Characters of a node's tag at the start of its approval ids.
 const TAG_LEN: usize = 2;
@@ -84,7 +86,7 @@ pub enum Approved {
 /// Answers exec approval `typed` (`<id>` or `<id>@<node>`) with `decision`, here or on
 /// the node that asked it.
 pub async fn approve(core: &Arc<Core>, typed: &str, decision: Approval) -> Approved {
-    match &core.cluster {
+    match core.placement.cluster() {
         Some(cluster) => approve_in(&core.approvals, cluster, typed, decision).await,
         None => approve_alone(&core.approvals, typed, decision),
     }
@@ -108,7 +110,7 @@ async fn approve_in(
     typed: &str,
     decision: Approval,
 ) -> Approved {
-    match super::remote::live_nodes(cluster).await {
+    match cluster.live_nodes().await {
         Ok(live) => approve_among(local, cluster.peers(), &live, typed, decision).await,
         Err(_) => {
             let (id, named) = split_typed(typed);
@@ -257,9 +259,9 @@ pub struct Listed {
 }
 
 /// The exec approvals waiting on every node (this one's first), of those asked in
-/// conversation `place` ([`super::approvals::place_of`]) only when given.
+/// conversation `place` (`approvals::place_of`) only when given.
 pub async fn waiting_approvals(core: &Arc<Core>, place: Option<&str>) -> Listed {
-    match &core.cluster {
+    match core.placement.cluster() {
         Some(cluster) => list_in(&core.approvals, cluster, place).await,
         None => Listed {
             waiting: local_approvals(&core.approvals, place, None),
@@ -274,7 +276,7 @@ async fn list_in(local: &Approvals, cluster: &Cluster, place: Option<&str>) -> L
         waiting: local_approvals(local, place, None),
         ..Listed::default()
     };
-    let Ok(live) = super::remote::live_nodes(cluster).await else {
+    let Ok(live) = cluster.live_nodes().await else {
         listed.unsent = true;
         return listed;
     };

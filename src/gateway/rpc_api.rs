@@ -61,7 +61,7 @@ impl GatewayApi for CoreApi {
 
     fn abort<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Aborted, LaneError>> {
         Box::pin(async move {
-            let here = self.core.cluster.as_ref().map(|c| c.node().to_owned());
+            let here = self.core.placement.node().map(str::to_owned);
             Ok(match super::remote::stop(&self.core, key, false).await {
                 Stopped::Here(report, _) => Aborted {
                     report: Some(report?),
@@ -113,9 +113,9 @@ impl GatewayApi for CoreApi {
 
     fn cron(&self, action: CronAction) -> BoxFuture<'_, Result<CronReply, Fault>> {
         Box::pin(async move {
-            super::cron::operator::call(&self.core, action)
+            super::cron_operator::call(&self.core, action)
                 .await
-                .map_err(super::cron::operator::fault)
+                .map_err(super::cron_operator::fault)
         })
     }
 
@@ -132,10 +132,10 @@ impl GatewayApi for CoreApi {
         Box::pin(async move {
             let core = &self.core;
             let internal = |e: crate::store::StoreError| Fault::internal(e.to_string());
-            if let Some(cluster) = &core.cluster {
+            if core.placement.node().is_some() {
                 let dead = core.store.dead_letters().map_err(internal)?;
                 if let Some(entry) = dead.iter().find(|d| d.id == id)
-                    && !cluster.owns(&entry.session_key)
+                    && !core.placement.runs_here(&entry.session_key)
                 {
                     return Err(Fault::new(
                         crate::rpc::protocol::UNAVAILABLE,
@@ -191,7 +191,7 @@ impl GatewayApi for CoreApi {
             };
             // In a cluster a channel whose intake another node leases is on standby here:
             // ready, though not connected.
-            let leased_here = match &self.core.cluster {
+            let leased_here = match self.core.placement.cluster() {
                 Some(cluster) => cluster
                     .coordinator()
                     .nodes()
@@ -206,9 +206,9 @@ impl GatewayApi for CoreApi {
                 .into_iter()
                 .map(|(name, up)| {
                     let standby = self.core.intake_is_exclusive(&name)
-                        && leased_here
-                            .as_ref()
-                            .is_some_and(|held| !super::intake_lease::runs_here(&name, held));
+                        && leased_here.as_ref().is_some_and(|held| {
+                            !crate::cluster::intake_lease::runs_here(&name, held)
+                        });
                     (name, up || standby)
                 })
                 .collect();
@@ -259,6 +259,6 @@ impl GatewayApi for CoreApi {
     }
 
     fn runs_elsewhere(&self) -> bool {
-        self.core.cluster.is_some()
+        self.core.placement.routes_where_it_runs()
     }
 }

@@ -10,12 +10,12 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::delivery::Delivery;
-use crate::delivery::files::{self, FinalFiles};
-use crate::delivery::journal::{Holds, RunJournal, forget};
 use super::{Core, RunRecord};
 use crate::agent::provider::BoxFuture;
 use crate::agent::run::{RunOutcome, RunRequest, RunStatus, Steer};
+use crate::delivery::Delivery;
+use crate::delivery::files::{self, FinalFiles};
+use crate::delivery::journal::{Holds, RunJournal, forget};
 use crate::domain::events::RunEvent;
 use crate::lane::{QueuedTurn, Runner};
 use crate::reply::{Streamed, stream_events};
@@ -236,11 +236,10 @@ fn start_reply(
     (Some(task), Some(reply_tx))
 }
 
-/// On a cluster node: whether it still holds session `key` (see [`RunJournal::shared`]).
+/// Whether this node still holds session `key` (see [`RunJournal::shared`]); `None` when it
+/// always does.
 fn holds(core: &Core, key: &str) -> Option<Holds> {
-    let cluster = core.cluster.clone()?;
-    let key = key.to_owned();
-    Some(Arc::new(move || cluster.owns(&key)))
+    core.placement.still_held(key)
 }
 
 /// Settles a finished run: its final is recorded in the outbox (its pending entries cleared
@@ -305,9 +304,9 @@ async fn settle(
     // A heartbeat with nothing to report sends nothing (its preview, if any, is deleted),
     // unless someone's message was steered into its run: that one gets its answer.
     let quiet = turn.scheduled
-        && turn.sender == super::cron::HEARTBEAT_SENDER
+        && turn.sender == crate::cron::HEARTBEAT_SENDER
         && record.seqs == turn.seqs
-        && super::cron::is_heartbeat_ok(&text);
+        && crate::cron::is_heartbeat_ok(&text);
     let text = match quiet {
         true => crate::reply::stream::NO_REPLY.to_owned(),
         false => text,

@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use chela_channel::Conversation;
 
-use crate::delivery::Delivery;
-use crate::delivery::files;
-use super::reach::Reach;
 use super::Core;
+use super::reach::Reach;
 use crate::agent::provider::BoxFuture;
 use crate::agent::tools::refusal::ToolRefusal;
 use crate::agent::tools::sessions::{Caller, FileSend, SessionsApi};
+use crate::delivery::Delivery;
+use crate::delivery::files;
 use crate::domain::message::{Message, now_ms, text_of};
 use crate::store::SubagentState;
 

@@ -114,7 +114,7 @@ fn job_lines(store: &Store) -> Result<Vec<String>, StoreError> {
     jobs.sort_by_key(|job| job.next_ms.unwrap_or(u64::MAX));
     Ok(jobs
         .iter()
-        .map(|job| super::cron::jobs::describe(job, now_ms))
+        .map(|job| crate::cron::jobs::describe(job, now_ms))
         .collect())
 }
 

@@ -65,16 +65,14 @@ pub async fn spawn(core: &Arc<Core>, request: &SpawnRequest) -> Result<String, T
         .await
         .map_err(|e| ToolRefusal::Failed(format!("cannot start the subagent: {e}")))?;
     // On a cluster the node holding the child's partition runs it (its next poll).
-    if core.cluster.is_none() {
-        core.lanes
-            .submit(&child, queued_turn(seq, &first))
-            .await
-            .map_err(|e| {
-                ToolRefusal::Failed(format!(
-                    "the subagent was recorded but cannot start now: {e}"
-                ))
-            })?;
-    }
+    core.placement
+        .hand_over(&child, queued_turn(seq, &first))
+        .await
+        .map_err(|e| {
+            ToolRefusal::Failed(format!(
+                "the subagent was recorded but cannot start now: {e}"
+            ))
+        })?;
     tracing::info!(parent = %parent, child = %child, "subagent started");
     let name = request
         .label
@@ -115,11 +113,11 @@ pub async fn finish(
         .finish_subagent(key, &seqs, Some((&dedupe, &follow)))
         .await
     {
-        Ok(Some(_)) if core.cluster.is_some() => {} // the parent's node runs it
+        // On a cluster the parent's node runs it.
         Ok(Some(seq)) => {
             if let Err(e) = core
-                .lanes
-                .submit(&link.parent, queued_turn(seq, &follow))
+                .placement
+                .hand_over(&link.parent, queued_turn(seq, &follow))
                 .await
             {
                 tracing::warn!(error = %e, "subagent result queued; it runs at the next start");

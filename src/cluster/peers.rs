@@ -1,10 +1,10 @@
 //! Calls between the nodes of a cluster: a node asks another (or every other) node to act
 //! where the state lives (stop a session it runs, answer an exec approval it asked) and
 //! gathers the answers for a while. They travel as PostgreSQL notifications on the channel
-//! of the store's schema that the run events use ([`super::events_relay`]): an
+//! of the store's schema that the run events use (`relay`): an
 //! [`Envelope`]'s payload starts with [`MARK`], which tells it from an event batch. Best
 //! effort, as the events are: a node that does not answer in time is reported as such, never
-//! guessed at. What is asked and answered is [`remote`](super::remote)'s.
+//! guessed at. What is asked and answered is the gateway's (`gateway::remote`, `gateway::remote_approvals`).
 //!
 //! Every envelope is signed (HMAC-SHA256 with the store's call key, [`Coordinator::call_key`],
 //! which only roles that can read chela's tables know): a role that can merely connect, and
@@ -106,7 +106,7 @@ pub enum Body {
     /// The exec approvals waiting on a node (asked in conversation `place` only, or with
     /// id `id` only, when given).
     ListApprovals {
-        /// Only those asked in this conversation ([`super::approvals::place_of`]).
+        /// Only those asked in this conversation (`gateway::approvals::place_of`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         place: Option<String>,
         /// Only the one with this id.
@@ -140,7 +140,7 @@ pub enum Answered {
     Done {
         /// The command asked about.
         command: String,
-        /// Where it was asked ([`super::approvals::place_of`]).
+        /// Where it was asked (`gateway::approvals::place_of`).
         #[serde(default)]
         place: String,
         /// Not to be shown where it is told (asked in another conversation): set by the

@@ -4,11 +4,11 @@
 
 use std::sync::{Arc, Weak};
 
-use super::CronError;
-use super::jobs::{self, NewJob};
 use crate::agent::provider::BoxFuture;
 use crate::agent::tools::cron::{CronAction, CronApi, CronCall, CronSpec};
 use crate::agent::tools::refusal::ToolRefusal;
+use crate::cron::CronError;
+use crate::cron::jobs::{self, NewJob};
 use crate::gateway::Core;
 use crate::gateway::reach::asked_by_owner;
 use crate::store::{CronJob, CronOrigin};
@@ -49,7 +49,8 @@ impl CronApi for GatewayCron {
                 }
                 CronAction::Run(id) => {
                     mine(&core, &id, &call.from, owner)?;
-                    let seq = jobs::run_now(&core, &id).await?;
+                    let fire = super::scheduler::IntakeFire(Arc::downgrade(&core));
+                    let seq = jobs::run_now(&core.store, &fire, &id).await?;
                     Ok(format!("Job `{id}` queued to run now (run-{seq})."))
                 }
             }

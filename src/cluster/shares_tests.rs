@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{Cluster, share};
+use super::share;
+use crate::cluster::Cluster;
 use crate::store::test_support::{FakeCoordinator, node_info};
 use crate::store::{Lease, NodeVersion, PROTOCOL, partition_of};
 

@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-use super::CronError;
-use super::jobs::{self, NewJob};
 use crate::agent::tools::cron::{CronAction, CronSpec};
 use crate::config::Config;
+use crate::cron::CronError;
+use crate::cron::jobs::{self, NewJob};
 use crate::domain::session_key::SessionKey;
 use crate::gateway::Core;
 use crate::rpc::api::CronReply;
@@ -80,7 +80,8 @@ pub(in crate::gateway) async fn call(
         }
         CronAction::Run(id) => {
             changeable(&core.store, &id)?;
-            let seq = jobs::run_now(core, &id).await?;
+            let fire = super::scheduler::IntakeFire(Arc::downgrade(core));
+            let seq = jobs::run_now(&core.store, &fire, &id).await?;
             Ok(CronReply::Queued {
                 id,
                 run_id: crate::domain::run::run_id_for(&[seq]),

@@ -1,17 +1,14 @@
 //! Making, listing, removing and running jobs: what the `cron` tool, the RPC (`chela cron`)
 //! and the config's `[[cron]]` and `[heartbeat]` do through one set of rules.
 
-use std::sync::Arc;
-
 use chela_channel::{ChatKind, Conversation};
 use tokio::sync::Notify;
 
-use super::{CronError, heartbeat, run_key, turn_of};
+use super::{CronError, Fire, heartbeat, run_key, turn_of};
 use crate::agent::tools::cron::CronSpec;
 use crate::config::{Config, TargetConfig, is_valid_job_id};
 use crate::domain::schedule::{Missed, Schedule};
 use crate::domain::session_key::SessionKey;
-use crate::gateway::Core;
 use crate::store::{CronJob, CronOrigin, Store};
 
 /// A job to make, as asked (checked by [`build`]).
@@ -189,23 +186,21 @@ pub async fn remove(store: &Store, wake: &Notify, id: &str) -> Result<CronJob, C
 }
 
 /// Runs job `id` now (its schedule is unchanged); the queued turn's seq.
-pub async fn run_now(core: &Arc<Core>, id: &str) -> Result<u64, CronError> {
-    let job = core
-        .store
+pub async fn run_now(store: &Store, fire: &dyn Fire, id: &str) -> Result<u64, CronError> {
+    let job = store
         .cron_job(id)?
         .ok_or_else(|| CronError::NotFound(id.to_owned()))?;
     let to = match &job.target {
         Some(to) => to.clone(),
-        None => core.store.target(&job.session_key)?.ok_or_else(|| {
+        None => store.target(&job.session_key)?.ok_or_else(|| {
             CronError::Refused("the job's session has no chat to answer in yet".into())
         })?,
     };
     let now = crate::domain::message::now_ms();
     let turn = turn_of(&job, to, now, now);
     let key = format!("{}|now", run_key(&job.id, now));
-    super::super::intake::enqueue_keyed(core, turn, &key)
-        .await
-        .map_err(|e| CronError::Queue(e.to_string()))?
+    fire.fire(&key, turn)
+        .await?
         .ok_or_else(|| CronError::Queue("it was queued already".into()))
 }
 
@@ -345,12 +340,4 @@ pub async fn seed_from(store: &Store, config: &Config, now_ms: u64) -> Result<()
         }
     }
     Ok(())
-}
-
-/// Seeds the config's jobs at start (errors are logged: the gateway runs without them).
-pub(super) async fn seed(core: &Arc<Core>) {
-    let now = crate::domain::message::now_ms();
-    if let Err(e) = seed_from(&core.store, &core.config, now).await {
-        tracing::error!(error = %e, "cron: cannot seed the config's jobs");
-    }
 }

@@ -1,46 +1,27 @@
-//! This gateway as one node of several on a PostgreSQL store (`[cluster] enabled`): it
-//! leases a fair share of the session partitions, runs the turns of those alone, and hands
-//! them back when it stops (README "Running on several machines").
-//!
-//! Every node accepts messages (intake is a durable enqueue, deduplicated by the database);
-//! they are routed (commands, answers, turns) and reach lanes only here, through
-//! [`run_pending`], which reads the pending queue of the partitions this node holds in seq
-//! order and hands each turn to its lane once. It runs when the database wakes the node
-//! (`LISTEN`: a turn was queued in one of them) and at every tick as a safety net. Reading the queue instead of handing a turn over at intake keeps a
-//! session's turns in order even when its messages arrive at different nodes.
-//!
-//! Every tick (a fifth of the lease) the node records its heartbeat, renews its leases,
-//! takes free or expired partitions up to its share (the partitions over the live nodes
-//! of its protocol), and gives back one partition over its share once nothing of it runs
-//! or waits for delivery here (all of them once a node of another protocol has paused it
-//! for a full lease). A partition it takes goes through the restart's recovery
-//! (`recover::recover_replies`): undelivered finals resent, cut replies taken back, pending
-//! turns run. A lease is trusted locally until a margin before it ends; the store checks
-//! it again (database clock) when a turn settles and before every delivery attempt, so a
-//! node that lost a lease cannot record or send a final for those sessions.
+//! This gateway as one node of several: the partitions it holds (leased, each trusted until
+//! a margin before its lease ends), the turns it handed to lanes, the sessions held by a
+//! queued command, and the pause while a node of another cluster protocol lives. The loops
+//! that keep the leases and hand queued messages out are in [`super::partitions`].
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::Core;
-use crate::store::{
-    Coordinator, Lease, NodeInfo, NodeVersion, PARTITIONS, PROTOCOL, Store, partition_of,
-};
+use crate::store::{Coordinator, Lease, NodeInfo, NodeVersion, PROTOCOL, partition_of};
 
 /// A partition this node holds, as it knows it.
 #[derive(Debug, Clone, Copy)]
-struct Held {
+pub(super) struct Held {
     generation: u64,
     /// Trusted until then (a margin before the lease ends in the database).
     until: Instant,
 }
 
 #[derive(Debug, Default)]
-struct State {
-    held: HashMap<u32, Held>,
+pub(super) struct State {
+    pub(super) held: HashMap<u32, Held>,
     /// Turns handed to a lane here: seq -> (partition, when).
     submitted: HashMap<u64, (u32, Instant)>,
     /// Sessions whose queued command is being carried out: their later messages wait.
@@ -58,11 +39,11 @@ struct State {
 
 /// This node's membership.
 pub struct Cluster {
-    coordinator: Arc<dyn Coordinator>,
-    lease: Duration,
-    state: Mutex<State>,
-    /// Wakes [`run`] when a held session is released.
-    released: tokio::sync::Notify,
+    pub(super) coordinator: Arc<dyn Coordinator>,
+    pub(super) lease: Duration,
+    pub(super) state: Mutex<State>,
+    /// Wakes [`super::partitions::run`] when a held session is released.
+    pub(super) released: tokio::sync::Notify,
     /// Calls to the other nodes.
     peers: super::peers::Peers,
 }
@@ -100,7 +81,7 @@ impl Cluster {
     }
 
     /// How often the node beats, renews and rebalances: a fifth of the lease.
-    fn tick(&self) -> Duration {
+    pub(super) fn tick(&self) -> Duration {
         self.lease / 5
     }
 
@@ -215,7 +196,7 @@ impl Cluster {
     /// Whether [`Cluster::check_protocols`] has paused this node for a full lease without a
     /// break: only then does it give its partitions back (a pause of a tick or two does not
     /// move every idle session).
-    fn paused_for_a_lease(&self) -> bool {
+    pub(super) fn paused_for_a_lease(&self) -> bool {
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state
             .foreign_since
@@ -223,7 +204,7 @@ impl Cluster {
     }
 
     /// How many live nodes spoke another protocol at the last read of the nodes.
-    fn foreign_live(&self) -> usize {
+    pub(super) fn foreign_live(&self) -> usize {
         self.state
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -232,7 +213,7 @@ impl Cluster {
 
     /// Takes in what the database says this node holds after a renewal that started at
     /// `asked`: returns the partitions new to it (taken over) and logs the lost ones.
-    fn renewed(&self, renewed: &[Lease], asked: Instant) -> Vec<u32> {
+    pub(super) fn renewed(&self, renewed: &[Lease], asked: Instant) -> Vec<u32> {
         let until = asked + self.lease - self.lease / 5;
         let Ok(mut state) = self.state.lock() else {
             return Vec::new();
@@ -274,7 +255,7 @@ impl Cluster {
     }
 
     /// Takes in partitions just acquired by a request that started at `asked`; returns them.
-    fn took(&self, taken: &[Lease], asked: Instant) -> Vec<u32> {
+    pub(super) fn took(&self, taken: &[Lease], asked: Instant) -> Vec<u32> {
         let until = asked + self.lease - self.lease / 5;
         let Ok(mut state) = self.state.lock() else {
             return Vec::new();
@@ -289,7 +270,7 @@ impl Cluster {
     }
 
     /// Forgets the turns handed to lanes before `since` that are no longer pending.
-    fn forget_settled(&self, pending: &HashSet<u64>, since: Instant) {
+    pub(super) fn forget_settled(&self, pending: &HashSet<u64>, since: Instant) {
         if let Ok(mut state) = self.state.lock() {
             state
                 .submitted
@@ -298,7 +279,7 @@ impl Cluster {
     }
 
     /// The turns of `partition` handed to lanes here and not known to be settled.
-    fn submitted_in(&self, partition: u32) -> Vec<u64> {
+    pub(super) fn submitted_in(&self, partition: u32) -> Vec<u64> {
         self.state
             .lock()
             .map(|s| {
@@ -342,235 +323,3 @@ fn foreign_live(nodes: &[NodeInfo], lease: Duration) -> usize {
         })
         .count()
 }
-
-/// The node's share of the partitions when `alive` nodes are.
-pub fn share(alive: usize) -> usize {
-    let alive = alive.max(1);
-    (PARTITIONS as usize).div_ceil(alive)
-}
-
-/// Carries out the queued messages of partitions `parts` (all held ones: `None`) in seq
-/// order, each once: a turn goes to its lane, a command runs here
-/// ([`super::intake::route_queued`]).
-pub async fn run_pending(core: &Arc<Core>, cluster: &Arc<Cluster>, parts: Option<&HashSet<u32>>) {
-    let read_at = Instant::now();
-    let pending = match core.store.all_pending() {
-        Ok(pending) => pending,
-        Err(e) => {
-            tracing::warn!(error = %e, "cluster: cannot read the pending queue");
-            return;
-        }
-    };
-    let seqs: HashSet<u64> = pending.iter().map(|(seq, _)| *seq).collect();
-    cluster.forget_settled(&seqs, read_at);
-    for (seq, turn) in pending {
-        let key = &turn.session_key;
-        if parts.is_some_and(|p| !p.contains(&partition_of(key))) || !cluster.claim(seq, key) {
-            continue;
-        }
-        super::intake::route_queued(core, cluster, seq, &turn).await;
-    }
-}
-
-/// The node's loops until shutdown: the leases (heartbeat, renewal, share) every tick in a
-/// task of their own, so a busy lane cannot delay a renewal; and here the wake-ups, and the
-/// safety-net poll every tick.
-pub async fn run(core: Weak<Core>) {
-    let Some(cluster) = core.upgrade().and_then(|c| c.cluster.clone()) else {
-        return;
-    };
-    tokio::spawn(leases(core.clone(), cluster.clone()));
-    let mut wakeups = cluster.coordinator.wakeups();
-    let mut next_tick = Instant::now();
-    loop {
-        let Some(core) = core.upgrade() else { return };
-        let shutdown = core.shutdown.clone();
-        let woken = tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = tokio::time::sleep_until(next_tick) => None,
-            part = recv(&mut wakeups) => Some(part),
-            // A command finished: its session's later messages may go now (all partitions
-            // are looked at, without moving the tick).
-            () = cluster.released.notified() => {
-                run_pending(&core, &cluster, None).await;
-                continue;
-            }
-        };
-        let parts: Option<HashSet<u32>> = woken.map(|first| {
-            let mut parts: HashSet<u32> = first.into_iter().collect();
-            if let Some(rx) = wakeups.as_mut() {
-                while let Ok(p) = rx.try_recv() {
-                    parts.insert(p);
-                }
-            }
-            parts
-        });
-        if parts.is_none() {
-            next_tick = crate::domain::deadline::after(cluster.tick());
-        }
-        run_pending(&core, &cluster, parts.as_ref()).await;
-    }
-}
-
-/// Keeps the leases every tick until shutdown.
-async fn leases(core: Weak<Core>, cluster: Arc<Cluster>) {
-    loop {
-        let Some(strong) = core.upgrade() else { return };
-        let shutdown = strong.shutdown.clone();
-        maintain(&strong, &cluster).await;
-        drop(strong);
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = tokio::time::sleep(cluster.tick()) => {}
-        }
-    }
-}
-
-/// The next wake-up; never when there are none.
-async fn recv(wakeups: &mut Option<tokio::sync::mpsc::UnboundedReceiver<u32>>) -> Option<u32> {
-    match wakeups {
-        Some(rx) => match rx.recv().await {
-            Some(p) => Some(p),
-            None => std::future::pending().await,
-        },
-        None => std::future::pending().await,
-    }
-}
-
-/// One tick: heartbeat, renewal, taking a share, giving back what is over it; the
-/// partitions taken over go through the restart's recovery.
-async fn maintain(core: &Arc<Core>, cluster: &Cluster) {
-    let fresh = keep_share(&core.store, cluster).await;
-    if !fresh.is_empty() {
-        let parts: HashSet<u32> = fresh.into_iter().collect();
-        // Their pending turns go to lanes at the next poll (one loop hands turns over, so a
-        // session's turns keep their order).
-        let _ = super::recover::recover_replies(core, Some(&parts));
-    }
-}
-
-/// [`maintain`]'s leases: heartbeat, renewal, then the share taken, or what is over it
-/// given back; once paused by [`Cluster::check_protocols`] for a full lease, everything
-/// held is given back (as far as nothing of it runs or waits for delivery here) so the
-/// other nodes run those sessions, and the share is taken again when the pause ends. The
-/// share counts the live nodes of this node's protocol only. Returns the partitions new
-/// to this node, sorted.
-async fn keep_share(store: &Store, cluster: &Cluster) -> Vec<u32> {
-    let lease_s = cluster.lease.as_secs();
-    let alive = match cluster.coordinator.heartbeat(lease_s).await {
-        Ok(alive) => alive,
-        Err(e) => {
-            tracing::warn!(error = %e, "cluster: heartbeat failed; this node's leases run out unless it returns");
-            return Vec::new();
-        }
-    };
-    let asked = Instant::now();
-    let mut fresh = match cluster.coordinator.renew(lease_s).await {
-        Ok(renewed) => cluster.renewed(&renewed, asked),
-        Err(e) => {
-            tracing::warn!(error = %e, "cluster: cannot renew the leases");
-            return Vec::new();
-        }
-    };
-    let held = cluster.held().len();
-    let paused = cluster.check_protocols().await;
-    // A node of another protocol takes no partition from this one: it does not count.
-    let share = share(alive.saturating_sub(cluster.foreign_live()));
-    if paused {
-        // Nothing new is taken while a node of another protocol lives, and what is held
-        // goes back once that lasted a full lease.
-        if held > 0 && cluster.paused_for_a_lease() {
-            give_back(store, cluster, held).await;
-            fresh.retain(|p| cluster.held().contains(p));
-        }
-    } else if held < share {
-        let asked = Instant::now();
-        match cluster.coordinator.acquire(share - held, lease_s).await {
-            Ok(taken) if !taken.is_empty() => fresh.extend(cluster.took(&taken, asked)),
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "cluster: cannot take partitions"),
-        }
-    } else if held > share {
-        give_back(store, cluster, held - share).await;
-    }
-    fresh.sort_unstable();
-    if !fresh.is_empty() {
-        tracing::info!(node = cluster.node(), partitions = ?fresh, alive, "cluster: partitions taken over");
-    }
-    fresh
-}
-
-/// Gives back up to `excess` held partitions with nothing running, queued or undelivered
-/// here: each is no longer held here first (so nothing new starts), then checked, then
-/// released.
-async fn give_back(store: &Store, cluster: &Cluster, mut excess: usize) {
-    let undelivered: HashSet<u32> = match store.undelivered() {
-        Ok(entries) => entries
-            .iter()
-            .map(|e| partition_of(&e.session_key))
-            .collect(),
-        Err(_) => return,
-    };
-    for partition in cluster.held() {
-        if undelivered.contains(&partition) {
-            continue;
-        }
-        let Some(held) = cluster
-            .state
-            .lock()
-            .ok()
-            .and_then(|mut s| s.held.remove(&partition))
-        else {
-            continue;
-        };
-        let busy = cluster
-            .submitted_in(partition)
-            .into_iter()
-            .any(|seq| store.is_pending(seq).unwrap_or(true));
-        let delivering = store.undelivered().map_or(true, |entries| {
-            entries
-                .iter()
-                .any(|e| partition_of(&e.session_key) == partition)
-        });
-        if busy || delivering {
-            if let Ok(mut s) = cluster.state.lock() {
-                s.held.insert(partition, held);
-            }
-            continue;
-        }
-        match cluster.coordinator.release(&[partition]).await {
-            Ok(()) => tracing::info!(
-                partition,
-                "cluster: partition given back (over this node's share, or paused)"
-            ),
-            Err(e) => {
-                tracing::warn!(error = %e, partition, "cluster: cannot give a partition back; it expires")
-            }
-        }
-        excess -= 1;
-        if excess == 0 {
-            return;
-        }
-    }
-}
-
-/// Gives every lease back at shutdown (after the lanes stopped and the outbox had its
-/// chance), so the other nodes take the sessions over at once.
-pub async fn leave(cluster: &Cluster) {
-    if let Ok(mut s) = cluster.state.lock() {
-        s.held.clear();
-    }
-    match cluster.coordinator.leave().await {
-        Ok(()) => tracing::info!(
-            node = cluster.node(),
-            "cluster: left; partitions given back"
-        ),
-        Err(e) => {
-            tracing::warn!(error = %e, "cluster: cannot give the partitions back; they expire")
-        }
-    }
-}
-
-#[cfg(test)]
-#[path = "cluster_tests.rs"]
-mod tests;

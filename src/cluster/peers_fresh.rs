@@ -1,4 +1,4 @@
-//! Whether a call between nodes ([`super::peers`]) is fresh: sent within [`FRESH_WITHIN`]
+//! Whether a call between nodes (`peers`) is fresh: sent within [`FRESH_WITHIN`]
 //! of this node's clock (either way), and not taken before. Every envelope carries its send
 //! time and a random nonce inside its signed part, so a copy of a signed call heard on the
 //! channel and sent again is dropped: later than the window by its time, within it by the

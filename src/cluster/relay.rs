@@ -1,20 +1,23 @@
 //! In a cluster, the RPC's event feed (`events.subscribe`, the panel's live runs) shows the
 //! runs of every node: each node publishes its own run events through the coordinator
 //! (PostgreSQL `NOTIFY`, batched every [`BATCH_WINDOW`]) and merges what the other nodes
-//! publish into its [`Core::feed`] beside its own. Best effort, as a slow subscriber's feed
+//! publish into its feed beside its own. Best effort, as a slow subscriber's feed
 //! is: an event bigger than a notification holds arrives with its text shortened, and
 //! events published while a node's database connection is down are lost to the others.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use chela_channel::BoxFuture;
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 
-use super::Core;
-use super::live::LiveEvent;
-use crate::domain::events::{Lifecycle, RunEvent};
+use tokio_util::sync::CancellationToken;
+
+use super::Cluster;
+use super::peers::Envelope;
+use crate::domain::events::{Lifecycle, LiveEvent, RunEvent};
 use crate::store::{Coordinator, MAX_EVENT_PAYLOAD};
 
 /// How long a node gathers its events before it publishes them in one notification.
@@ -29,23 +32,53 @@ struct Batch {
     events: Vec<LiveEvent>,
 }
 
-/// Starts relaying between this node's run bus and the other nodes' (only in a cluster).
-pub(super) fn start(core: &Arc<Core>) {
-    let Some(cluster) = &core.cluster else {
-        return;
-    };
-    let coordinator = cluster.coordinator().clone();
+/// What answers the calls other nodes make to this one (stop a session running here, the
+/// exec approvals waiting here).
+pub trait AnswersCalls: Send + Sync {
+    /// Answers `question` (through [`super::peers::Peers::answer`]).
+    fn answer(self: Arc<Self>, question: Envelope) -> BoxFuture<'static, ()>;
+}
+
+/// The handles the relay runs with.
+pub struct Relay {
+    /// This node.
+    pub cluster: Arc<Cluster>,
+    /// This node's run bus.
+    pub live: broadcast::Sender<LiveEvent>,
+    /// The feed the RPC reads: this node's events and the other nodes'.
+    pub feed: broadcast::Sender<LiveEvent>,
+    /// Where calls from other nodes go; the relay ends when it is gone.
+    pub calls: Weak<dyn AnswersCalls>,
+    /// Fires when the gateway stops.
+    pub shutdown: CancellationToken,
+}
+
+/// Starts relaying between this node's run bus and the other nodes'.
+pub fn start(relay: Relay) {
+    let coordinator = relay.cluster.coordinator().clone();
     if let Some(remote) = coordinator.remote_events() {
-        tokio::spawn(merge_remote(Arc::downgrade(core), remote));
+        let merge = Merge {
+            cluster: relay.cluster.clone(),
+            feed: relay.feed.clone(),
+            calls: relay.calls,
+        };
+        tokio::spawn(merge_remote(merge, remote));
     }
     let (to_publish, publishing) = tokio::sync::mpsc::channel(PUBLISH_QUEUE);
     tokio::spawn(forward_local(
-        core.live.subscribe(),
-        core.feed.clone(),
+        relay.live.subscribe(),
+        relay.feed,
         to_publish,
-        core.shutdown.clone(),
+        relay.shutdown.clone(),
     ));
-    tokio::spawn(publish(publishing, coordinator, core.shutdown.clone()));
+    tokio::spawn(publish(publishing, coordinator, relay.shutdown));
+}
+
+/// What merging the other nodes' payloads uses.
+struct Merge {
+    cluster: Arc<Cluster>,
+    feed: broadcast::Sender<LiveEvent>,
+    calls: Weak<dyn AnswersCalls>,
 }
 
 /// Events waiting to be published to the other nodes; past it they are dropped for them (a
@@ -57,7 +90,7 @@ async fn forward_local(
     mut live: broadcast::Receiver<LiveEvent>,
     feed: broadcast::Sender<LiveEvent>,
     to_publish: tokio::sync::mpsc::Sender<LiveEvent>,
-    stop: tokio_util::sync::CancellationToken,
+    stop: CancellationToken,
 ) {
     let mut dropped: u64 = 0;
     loop {
@@ -88,7 +121,7 @@ async fn forward_local(
 async fn publish(
     mut queued: tokio::sync::mpsc::Receiver<LiveEvent>,
     coordinator: Arc<dyn Coordinator>,
-    stop: tokio_util::sync::CancellationToken,
+    stop: CancellationToken,
 ) {
     let node = coordinator.node().to_owned();
     loop {
@@ -183,18 +216,20 @@ fn text_of(event: &mut RunEvent) -> Option<&mut String> {
     }
 }
 
-/// Merges the other nodes' events into `core`'s feed (this node's own are skipped: they
-/// went to the feed directly), and hands the calls between nodes to [`super::peers`].
-async fn merge_remote(core: Weak<Core>, mut remote: tokio::sync::mpsc::UnboundedReceiver<String>) {
+/// Merges the other nodes' events into the feed (this node's own are skipped: they went to
+/// the feed directly), and hands the calls between nodes to [`super::peers`].
+async fn merge_remote(merge: Merge, mut remote: tokio::sync::mpsc::UnboundedReceiver<String>) {
+    let Merge {
+        cluster,
+        feed,
+        calls,
+    } = merge;
     while let Some(payload) = remote.recv().await {
-        let Some(core) = core.upgrade() else { return };
-        let Some(cluster) = &core.cluster else { return };
+        let Some(calls) = calls.upgrade() else { return };
         if super::peers::is_call(&payload) {
             // A call between nodes shares the channel ([`super::peers`]).
             if let Some(question) = cluster.peers().take(&payload) {
-                let handler = core.clone();
-                let asked = question.clone();
-                let handle = async move { super::remote::answer(&handler, asked).await };
+                let handle = calls.answer(question.clone());
                 cluster.peers().dispatch(&question, handle);
             }
             continue;
@@ -202,7 +237,7 @@ async fn merge_remote(core: Weak<Core>, mut remote: tokio::sync::mpsc::Unbounded
         match serde_json::from_str::<Batch>(&payload) {
             Ok(batch) if batch.node != cluster.coordinator().node() => {
                 for event in batch.events {
-                    let _ = core.feed.send(event);
+                    let _ = feed.send(event);
                 }
             }
             Ok(_) => {}

@@ -1,8 +1,10 @@
 //! Scheduled turns: one scheduler task per gateway fires the store's jobs (`CronStore`) as
 //! turns of their sessions through the pending queue, so their answers take the normal reply
 //! path (journal, outbox). `jobs.rs` adds, lists, removes and runs jobs (for the `cron` tool,
-//! the RPC and `[[cron]]`); `port.rs` is the tool's gateway side, `operator.rs` the operator's
-//! (`chela cron`, the RPC's `cron.*`); `heartbeat.rs` the periodic `[heartbeat]` turn.
+//! the RPC and `[[cron]]`); `heartbeat.rs` the periodic `[heartbeat]` turn. The stage takes
+//! the store, a wake-up and the [`Fire`] port (intake's durable queue) at construction; the
+//! tool's side and the operator's (`chela cron`, the RPC's `cron.*`) are the gateway's
+//! (`gateway/cron_tool.rs`, `gateway/cron_operator.rs`).
 //!
 //! **Exactly once.** A run scheduled at `due` is queued with the dedupe key
 //! `cron|<id>|<due>` ([`QueueStore::enqueue_unique`](crate::store::QueueStore)) *before* the job
@@ -12,17 +14,14 @@
 
 mod heartbeat;
 pub mod jobs;
-pub mod operator;
-pub(super) mod port;
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chela_channel::{BoxFuture, Conversation, Inbound, Sender};
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::Core;
 use crate::domain::schedule::{Missed, ScheduleError};
 use crate::store::{CronJob, CronOrigin, PendingTurn, Store, StoreError};
 
@@ -82,27 +81,6 @@ pub trait Fire: Send + Sync {
         dedupe: &'a str,
         turn: PendingTurn,
     ) -> BoxFuture<'a, Result<Option<u64>, CronError>>;
-}
-
-/// The gateway's [`Fire`]: intake's durable queue and the lanes.
-pub(super) struct CoreFire(pub Weak<Core>);
-
-impl Fire for CoreFire {
-    fn fire<'a>(
-        &'a self,
-        dedupe: &'a str,
-        turn: PendingTurn,
-    ) -> BoxFuture<'a, Result<Option<u64>, CronError>> {
-        Box::pin(async move {
-            let core = self
-                .0
-                .upgrade()
-                .ok_or_else(|| CronError::Queue("the gateway is shutting down".into()))?;
-            super::intake::enqueue_keyed(&core, turn, dedupe)
-                .await
-                .map_err(|e| CronError::Queue(e.to_string()))
-        })
-    }
 }
 
 /// The dedupe key of job `id`'s run scheduled at `due_ms`.
@@ -297,22 +275,6 @@ impl Scheduler {
             None => Ok(self.store.target(&job.session_key)?),
         }
     }
-}
-
-/// Starts the gateway's scheduler (after `[[cron]]` and `[heartbeat]` are seeded).
-pub(super) async fn start(core: &Arc<Core>) {
-    jobs::seed(core).await;
-    let scheduler = Scheduler::new(
-        core.store.clone(),
-        Arc::new(SystemClock),
-        Arc::new(CoreFire(Arc::downgrade(core))),
-        core.cron_wake.clone(),
-    );
-    let scheduler = match core.cluster.is_some() {
-        true => scheduler.shared(),
-        false => scheduler,
-    };
-    tokio::spawn(scheduler.run(core.shutdown.clone()));
 }
 
 #[cfg(test)]

@@ -1,0 +1,147 @@
+//! The node's loops: the leases kept every tick (in a task of their own, so a busy lane cannot
+//! delay a renewal), and the queued messages of the partitions it holds handed to the
+//! gateway's [`PartitionWork`] once each, in seq order, when the database wakes the node and
+//! at every tick.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Weak};
+
+use chela_channel::BoxFuture;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::Cluster;
+use crate::store::{PendingTurn, Store, partition_of};
+
+/// What the gateway does with the partitions this node runs: the port the loops hand work to.
+/// Held weakly: the loops end when the gateway is gone.
+pub trait PartitionWork: Send + Sync {
+    /// Carries out queued message `seq` (`turn`) of a session this node runs, as intake does
+    /// on a single node: a turn goes to its lane, a command or an answer acts here.
+    fn route_queued<'a>(self: Arc<Self>, seq: u64, turn: &'a PendingTurn) -> BoxFuture<'a, ()>;
+    /// Recovers what the previous holder of partitions `parts` left: undelivered finals
+    /// resent, cut replies taken back (their pending turns come through
+    /// [`PartitionWork::route_queued`] at the next poll, so a session's turns keep their order).
+    fn recover(self: Arc<Self>, parts: &HashSet<u32>);
+}
+
+/// The handles the loops run with.
+#[derive(Clone)]
+pub struct Loops {
+    /// This node.
+    pub cluster: Arc<Cluster>,
+    /// The store (its pending queue and undelivered finals).
+    pub store: Store,
+    /// Where the work goes.
+    pub work: Weak<dyn PartitionWork>,
+    /// Fires when the gateway stops.
+    pub shutdown: CancellationToken,
+}
+
+/// Carries out the queued messages of partitions `parts` (all held ones: `None`) in seq
+/// order, each once: a turn goes to its lane, a command runs here
+/// ([`PartitionWork::route_queued`]).
+pub async fn run_pending(
+    work: &Arc<dyn PartitionWork>,
+    store: &Store,
+    cluster: &Cluster,
+    parts: Option<&HashSet<u32>>,
+) {
+    let read_at = Instant::now();
+    let pending = match store.all_pending() {
+        Ok(pending) => pending,
+        Err(e) => {
+            tracing::warn!(error = %e, "cluster: cannot read the pending queue");
+            return;
+        }
+    };
+    let seqs: HashSet<u64> = pending.iter().map(|(seq, _)| *seq).collect();
+    cluster.forget_settled(&seqs, read_at);
+    for (seq, turn) in pending {
+        let key = &turn.session_key;
+        if parts.is_some_and(|p| !p.contains(&partition_of(key))) || !cluster.claim(seq, key) {
+            continue;
+        }
+        work.clone().route_queued(seq, &turn).await;
+    }
+}
+
+/// The node's loops until shutdown: the leases (heartbeat, renewal, share) every tick in a
+/// task of their own, so a busy lane cannot delay a renewal; and here the wake-ups, and the
+/// safety-net poll every tick.
+pub async fn run(loops: Loops) {
+    tokio::spawn(leases(loops.clone()));
+    let Loops {
+        cluster,
+        store,
+        work,
+        shutdown,
+    } = loops;
+    let mut wakeups = cluster.coordinator.wakeups();
+    let mut next_tick = Instant::now();
+    loop {
+        let Some(work) = work.upgrade() else { return };
+        let woken = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep_until(next_tick) => None,
+            part = recv(&mut wakeups) => Some(part),
+            // A command finished: its session's later messages may go now (all partitions
+            // are looked at, without moving the tick).
+            () = cluster.released.notified() => {
+                run_pending(&work, &store, &cluster, None).await;
+                continue;
+            }
+        };
+        let parts: Option<HashSet<u32>> = woken.map(|first| {
+            let mut parts: HashSet<u32> = first.into_iter().collect();
+            if let Some(rx) = wakeups.as_mut() {
+                while let Ok(p) = rx.try_recv() {
+                    parts.insert(p);
+                }
+            }
+            parts
+        });
+        if parts.is_none() {
+            next_tick = crate::domain::deadline::after(cluster.tick());
+        }
+        run_pending(&work, &store, &cluster, parts.as_ref()).await;
+    }
+}
+
+/// Keeps the leases every tick until shutdown.
+async fn leases(loops: Loops) {
+    loop {
+        let Some(work) = loops.work.upgrade() else {
+            return;
+        };
+        maintain(&work, &loops.store, &loops.cluster).await;
+        drop(work);
+        tokio::select! {
+            _ = loops.shutdown.cancelled() => return,
+            _ = tokio::time::sleep(loops.cluster.tick()) => {}
+        }
+    }
+}
+
+/// The next wake-up; never when there are none.
+async fn recv(wakeups: &mut Option<tokio::sync::mpsc::UnboundedReceiver<u32>>) -> Option<u32> {
+    match wakeups {
+        Some(rx) => match rx.recv().await {
+            Some(p) => Some(p),
+            None => std::future::pending().await,
+        },
+        None => std::future::pending().await,
+    }
+}
+
+/// One tick: heartbeat, renewal, taking a share, giving back what is over it; the
+/// partitions taken over go through the restart's recovery.
+async fn maintain(work: &Arc<dyn PartitionWork>, store: &Store, cluster: &Cluster) {
+    let fresh = super::shares::keep_share(store, cluster).await;
+    if !fresh.is_empty() {
+        let parts: HashSet<u32> = fresh.into_iter().collect();
+        // Their pending turns go to lanes at the next poll (one loop hands turns over, so a
+        // session's turns keep their order).
+        work.clone().recover(&parts);
+    }
+}

@@ -1,0 +1,53 @@
+//! The gateway's side of the cluster's ports: what the partition loops hand over (a queued
+//! message to carry out, partitions taken over to recover) and the calls other nodes make.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Weak};
+
+use chela_channel::BoxFuture;
+
+use super::Core;
+use crate::cluster::partitions::Loops;
+use crate::cluster::peers::Envelope;
+use crate::cluster::relay::{AnswersCalls, Relay};
+use crate::cluster::{Cluster, PartitionWork};
+use crate::store::PendingTurn;
+
+/// Starts this node's loops: the relay of run events and calls, and the partitions.
+pub(super) fn start(core: &Arc<Core>, cluster: &Arc<Cluster>) {
+    let calls: Weak<dyn AnswersCalls> = Arc::downgrade(core) as Weak<dyn AnswersCalls>;
+    crate::cluster::relay::start(Relay {
+        cluster: cluster.clone(),
+        live: core.live.clone(),
+        feed: core.feed.clone(),
+        calls,
+        shutdown: core.shutdown.clone(),
+    });
+    let work: Weak<dyn PartitionWork> = Arc::downgrade(core) as Weak<dyn PartitionWork>;
+    tokio::spawn(crate::cluster::partitions::run(Loops {
+        cluster: cluster.clone(),
+        store: core.store.clone(),
+        work,
+        shutdown: core.shutdown.clone(),
+    }));
+}
+
+impl PartitionWork for Core {
+    fn route_queued<'a>(self: Arc<Self>, seq: u64, turn: &'a PendingTurn) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            if let Some(cluster) = self.placement.cluster().cloned() {
+                super::intake::route_queued(&self, &cluster, seq, turn).await;
+            }
+        })
+    }
+
+    fn recover(self: Arc<Self>, parts: &HashSet<u32>) {
+        let _ = super::recover::recover_replies(&self, Some(parts));
+    }
+}
+
+impl AnswersCalls for Core {
+    fn answer(self: Arc<Self>, question: Envelope) -> BoxFuture<'static, ()> {
+        Box::pin(async move { super::remote::answer(&self, question).await })
+    }
+}

@@ -218,7 +218,7 @@ fn message(
     if !object.get("timestamp").is_some_and(Value::is_u64) {
         let ms = entry_timestamp
             .as_str()
-            .and_then(crate::store::iso_to_ms)
+            .and_then(crate::store::timestamp::iso_to_ms)
             .unwrap_or(0);
         object.insert("timestamp".into(), json!(ms));
     }

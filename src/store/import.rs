@@ -6,8 +6,8 @@
 use std::collections::HashSet;
 use std::io::BufRead;
 
-use crate::store::StoreError;
 use crate::store::entry::{Entry, TRANSCRIPT_VERSION};
+use crate::store::error::StoreError;
 
 /// A validated import: every line (entry id, exact bytes), header first.
 pub(crate) struct Parsed {
@@ -59,7 +59,7 @@ pub(crate) fn parse(input: &mut dyn BufRead) -> Result<Parsed, StoreError> {
                         h.version
                     )));
                 }
-                parsed.created_ms = crate::store::iso_to_ms(&h.timestamp);
+                parsed.created_ms = crate::store::timestamp::iso_to_ms(&h.timestamp);
                 None
             }
             (true, Entry::Item(_)) => {
@@ -78,7 +78,7 @@ pub(crate) fn parse(input: &mut dyn BufRead) -> Result<Parsed, StoreError> {
                     return Err(invalid(format!("entry id {} appears twice", item.id)));
                 }
                 parsed.last_entry_id = Some(item.id.clone());
-                after_reset = matches!(item.kind, crate::store::EntryKind::Reset { .. });
+                after_reset = matches!(item.kind, crate::store::entry::EntryKind::Reset { .. });
                 Some(item.id)
             }
         };

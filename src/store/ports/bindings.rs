@@ -6,7 +6,7 @@ use chela_channel::Conversation;
 use serde::{Deserialize, Serialize};
 
 use super::{PendingTurn, StoreFuture};
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 
 /// One conversation bound to a coding agent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

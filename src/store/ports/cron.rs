@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::StoreFuture;
 use crate::domain::schedule::{ActiveHours, Missed, Schedule};
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 
 /// Who made a job: what may change it, and how it is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,7 +1,7 @@
 //! Where intake stands: platform cursors and the kept context of group chats.
 
 use super::StoreFuture;
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 
 /// Platform cursors (name -> i64, e.g. `telegram:<account>:offset`), which only move past
 /// messages that are durable, and the recent unmentioned lines of each group session (session

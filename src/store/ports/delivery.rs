@@ -4,7 +4,7 @@ use chela_channel::Conversation;
 use serde::{Deserialize, Serialize};
 
 use super::StoreFuture;
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 
 /// One final reply and its delivery state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,8 +1,9 @@
 //! The store's interface: one trait per concern, and [`Backend`], all of them together.
 //!
-//! Callers hold a [`Store`](super::Store), which derefs to `dyn Backend`, so they never name
-//! the backend: [`SledStore`](super::SledStore) (embedded) or [`PgStore`](super::PgStore)
-//! (PostgreSQL); both pass the same contract tests (`src/store/contract_tests/`).
+//! Callers hold a `Store`, which derefs to `dyn Backend`, so they never name the backend:
+//! `RedbStore` or `SledStore` (embedded) or `PgStore` (PostgreSQL); all pass the same
+//! contract tests (`src/store/contract_tests/`). The traits name nothing of the backends
+//! nor of `store/mod.rs`, which re-exports them.
 //!
 //! **Durability.** Every method states what is durable when it returns:
 //!
@@ -32,27 +33,26 @@ mod queue;
 mod sessions;
 #[cfg(test)]
 pub(crate) mod test_support;
+pub(super) mod version;
 
 use chela_channel::BoxFuture;
 
 pub use bindings::{Binding, BindingStore, SubagentLink, SubagentState};
-pub use cluster::{
-    Coordinator, Lease, MAX_EVENT_PAYLOAD, NodeInfo, NodeVersion, PARTITIONS, PROTOCOL,
-    partition_of,
-};
+pub use cluster::{Coordinator, Lease, MAX_EVENT_PAYLOAD, NodeInfo, PARTITIONS, partition_of};
 pub use cron::{CronJob, CronOrigin, CronStore};
 pub use cursors::CursorStore;
 pub use delivery::{DeliveryStore, OutboxEntry, ReplyJournal};
 pub use pairing::{CODE_TTL_MS, MAX_PENDING, PairingOutcome, PairingRequest, PairingStore};
 pub use queue::{PendingTurn, QueueStore, dedupe_key};
 pub use sessions::{SUMMARY_HEADING, SessionMeta, SessionStore, WindowMessage};
+pub use version::{NodeVersion, PROTOCOL};
 
 #[cfg(test)]
 pub(super) use pairing::ALPHABET;
 pub(super) use pairing::new_code;
 pub(super) use pairing::pending_outcome;
 
-use super::StoreError;
+use crate::store::error::StoreError;
 
 /// The future of an async store method.
 pub type StoreFuture<'a, T> = BoxFuture<'a, Result<T, StoreError>>;
@@ -100,7 +100,7 @@ pub trait BaseStore {
 }
 
 /// A whole store: every concern, shareable across tasks. Implemented for every type that
-/// implements all the traits; [`Store`](super::Store) holds one as `Arc<dyn Backend>`.
+/// implements all the traits; `Store` holds one as `Arc<dyn Backend>`.
 pub trait Backend:
     BaseStore
     + SessionStore

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::StoreFuture;
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 
 /// How long a pairing code is valid.
 pub const CODE_TTL_MS: u64 = 60 * 60 * 1000;
@@ -13,7 +13,7 @@ pub const CODE_TTL_MS: u64 = 60 * 60 * 1000;
 /// flood leaves the others' pairing open.
 pub const MAX_PENDING: usize = 20;
 /// Code alphabet: no 0, O, 1 or I.
-pub(in crate::store) const ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+pub(crate) const ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
 
 /// A sender waiting for the owner's approval.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,7 +49,7 @@ pub enum PairingOutcome {
 /// What a request of `sender_id` on `channel`/`account` meets among the valid requests
 /// `pending` (of every account): the sender's own code again, a full account, or `None`
 /// when a new code may be issued.
-pub(in crate::store) fn pending_outcome(
+pub(crate) fn pending_outcome(
     pending: &[PairingRequest],
     channel: &str,
     account: &str,
@@ -73,7 +73,7 @@ pub(in crate::store) fn pending_outcome(
 }
 
 /// A fresh pairing code: 8 chars of [`ALPHABET`].
-pub(in crate::store) fn new_code() -> String {
+pub(crate) fn new_code() -> String {
     uuid::Uuid::new_v4()
         .as_bytes()
         .iter()

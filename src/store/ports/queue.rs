@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::StoreFuture;
 use crate::domain::run::RunRecord;
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 
 /// A turn waiting for its session's lane.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,8 +5,8 @@ use std::io::{BufRead, Write};
 use serde::{Deserialize, Serialize};
 
 use crate::domain::message::Message;
-use crate::store::StoreError;
 use crate::store::entry::{Entry, EntryKind};
+use crate::store::error::StoreError;
 
 /// The heading of the synthetic message that stands for compacted history.
 pub const SUMMARY_HEADING: &str = "[Summary of earlier conversation]";
@@ -42,7 +42,7 @@ pub struct WindowMessage {
 
 impl WindowMessage {
     /// A window message read from entry `id`.
-    pub(in crate::store) fn stored(id: String, message: Message) -> Self {
+    pub(crate) fn stored(id: String, message: Message) -> Self {
         WindowMessage {
             entry_id: Some(id),
             message,
@@ -69,7 +69,7 @@ pub trait SessionStore {
     fn list_sessions(&self) -> Result<Vec<SessionMeta>, StoreError>;
 
     /// The settings stored under `key`, as the JSON text they were stored as. Use
-    /// [`Store::get_settings`](crate::store::Store::get_settings) for a typed read.
+    /// `Store::get_settings` for a typed read.
     fn settings_json(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError>;
 
     /// Replaces the settings under `key` with the JSON text `json`. Buffered.

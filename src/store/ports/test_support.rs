@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::cluster::{Coordinator, Lease, NodeInfo, NodeVersion};
+use super::cluster::{Coordinator, Lease, NodeInfo};
+use super::version::NodeVersion;
 use super::{StoreError, StoreFuture};
 
 mod leases;

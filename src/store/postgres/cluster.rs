@@ -16,8 +16,9 @@ use tokio_postgres::{AsyncMessage, Client, NoTls};
 
 use super::conn::Conn;
 use super::{error_text, parse_config, pg_err, unbig};
-use crate::store::{
-    Coordinator, Lease, NodeInfo, NodeVersion, PARTITIONS, StoreError, StoreFuture, partition_of,
+use crate::store::error::StoreError;
+use crate::store::ports::{
+    Coordinator, Lease, NodeInfo, NodeVersion, PARTITIONS, StoreFuture, partition_of,
 };
 
 /// The channel `enqueue_unique` notifies with the partition of the turn it queued.

@@ -2,7 +2,9 @@
 
 use super::conn::Conn;
 use super::{PgStore, big, pg_err, transaction};
-use crate::store::{CronJob, CronStore, StoreError, StoreFuture, decode, encode};
+use crate::store::codec::{decode, encode};
+use crate::store::error::StoreError;
+use crate::store::ports::{CronJob, CronStore, StoreFuture};
 
 /// Writes `job` on `c` (insert or replace).
 async fn put(c: &Conn, job: &CronJob) -> Result<(), StoreError> {

@@ -7,8 +7,9 @@ use tokio_postgres::Row;
 use super::conn::Conn;
 
 use super::{PgStore, big, pg_err, transaction, unbig};
-use crate::store::{DeliveryStore, OutboxEntry, ReplyJournal, StoreError, StoreFuture};
-use crate::store::{decode, encode};
+use crate::store::codec::{decode, encode};
+use crate::store::error::StoreError;
+use crate::store::ports::{DeliveryStore, OutboxEntry, ReplyJournal, StoreFuture};
 
 /// Records `entry` in the outbox (its id set).
 pub(super) async fn insert_outbox(c: &Conn, entry: &OutboxEntry) -> Result<(), StoreError> {

@@ -7,8 +7,9 @@ use std::io::{BufRead, Write};
 use super::conn::Conn;
 
 use super::{PgStore, big, pg_err, transaction};
+use crate::store::error::StoreError;
 use crate::store::import::{Parsed, parse};
-use crate::store::{SessionStore, StoreError};
+use crate::store::ports::SessionStore;
 
 impl PgStore {
     /// [`SessionStore::export_jsonl`]: the stored lines as they are.

@@ -9,8 +9,11 @@ use super::conn::Conn;
 
 use super::queue::{enqueue_marked, enqueue_plain};
 use super::{PgStore, big, bigs, pg_err, transaction};
-use crate::store::{Binding, BindingStore, PendingTurn, StoreError, StoreFuture};
-use crate::store::{SubagentLink, SubagentState, decode, encode};
+use crate::store::codec::{decode, encode};
+use crate::store::error::StoreError;
+use crate::store::ports::{
+    Binding, BindingStore, PendingTurn, StoreFuture, SubagentLink, SubagentState,
+};
 
 /// A state as stored.
 fn state_name(state: SubagentState) -> &'static str {

@@ -35,12 +35,12 @@
 //! the worker reconnects, once a second, logging the loss once and the return: intake and
 //! delivery pause and resume. No TLS: the connection is plain TCP or a Unix socket.
 //!
-//! [`SessionStore`]: super::SessionStore
-//! [`QueueStore`]: super::QueueStore
-//! [`DeliveryStore`]: super::DeliveryStore
-//! [`BindingStore`]: super::BindingStore
-//! [`PairingStore`]: super::PairingStore
-//! [`CursorStore`]: super::CursorStore
+//! [`SessionStore`]: crate::store::ports::SessionStore
+//! [`QueueStore`]: crate::store::ports::QueueStore
+//! [`DeliveryStore`]: crate::store::ports::DeliveryStore
+//! [`BindingStore`]: crate::store::ports::BindingStore
+//! [`PairingStore`]: crate::store::ports::PairingStore
+//! [`CursorStore`]: crate::store::ports::CursorStore
 
 mod cluster;
 mod conn;
@@ -68,7 +68,8 @@ use tokio_postgres::NoTls;
 
 use conn::Conn;
 
-use super::{BaseStore, StoreError, StoreFuture};
+use crate::store::error::StoreError;
+use crate::store::ports::{BaseStore, StoreFuture};
 
 pub use cluster::{Joining, PgCoordinator};
 pub use lock::Tenancy;
@@ -86,7 +87,7 @@ const RECONNECT_EVERY: Duration = Duration::from_secs(1);
 /// It gets the store's lock refusal instead when another process took the lock.
 type Job = Box<dyn FnOnce(Result<Rc<Conn>, StoreError>) -> LocalBoxFuture<'static, ()> + Send>;
 
-/// The PostgreSQL store. Callers hold it through [`Store`](super::Store).
+/// The PostgreSQL store. Callers hold it through `store::Store`.
 pub struct PgStore {
     jobs: mpsc::UnboundedSender<Job>,
     /// Says when the worker has stopped and given the store's lock back (see `Drop`).
@@ -237,7 +238,7 @@ impl BaseStore for PgStore {
         })
     }
 
-    fn cluster_nodes(&self) -> Result<Vec<crate::store::NodeInfo>, StoreError> {
+    fn cluster_nodes(&self) -> Result<Vec<crate::store::ports::NodeInfo>, StoreError> {
         self.blocking(move |c| async move {
             let rows = c.query(cluster::NODES_SQL, &[]).await.map_err(pg_err)?;
             Ok(rows.iter().map(cluster::node_info).collect())

@@ -1,15 +1,18 @@
 //! [`PairingStore`] and [`CursorStore`] over PostgreSQL: `pairing_codes`,
 //! `pairing_approved`, `pairing_owners`; `cursors` and `group_history`. Issuing a code and
 //! making an owner take an advisory lock (per channel account, per channel), so several
-//! processes keep the limits: at most [`MAX_PENDING`](crate::store::MAX_PENDING) codes per
+//! processes keep the limits: at most [`MAX_PENDING`](crate::store::ports::MAX_PENDING) codes per
 //! account, one owner made by pairing.
 
 use super::conn::Conn;
 
 use super::{PgStore, big, pg_err, transaction};
-use crate::store::ports::{new_code, pending_outcome};
-use crate::store::{CODE_TTL_MS, CursorStore, PairingOutcome, PairingRequest};
-use crate::store::{PairingStore, StoreError, StoreFuture, decode, encode};
+use crate::store::codec::{decode, encode};
+use crate::store::error::StoreError;
+use crate::store::ports::{
+    CODE_TTL_MS, CursorStore, PairingOutcome, PairingRequest, PairingStore, StoreFuture, new_code,
+    pending_outcome,
+};
 
 /// The first key of the advisory lock that serializes the writers of `group_history`
 /// ("chgh"; the second is the schema's hash). Not `lock.rs`'s ("chla"), which the store

@@ -8,8 +8,9 @@ use chela_channel::Conversation;
 
 use super::{PgStore, big, bigs, pg_err, transaction, unbig};
 use crate::domain::run::RunRecord;
-use crate::store::{OutboxEntry, PendingTurn, QueueStore, StoreError, StoreFuture};
-use crate::store::{decode, encode};
+use crate::store::codec::{decode, encode};
+use crate::store::error::StoreError;
+use crate::store::ports::{OutboxEntry, PendingTurn, QueueStore, StoreFuture};
 
 /// Queues an encoded turn of `session_key` under `dedupe_key` unless that key was seen;
 /// returns its seq. One statement: atomic.

@@ -5,7 +5,7 @@
 use super::conn::Conn;
 
 use super::{pg_err, transaction};
-use crate::store::StoreError;
+use crate::store::error::StoreError;
 
 /// The migrations, in order: migration `n` (1-based) brings the schema to version `n`.
 const MIGRATIONS: &[&str] = &[

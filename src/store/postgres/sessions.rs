@@ -10,9 +10,10 @@ use super::conn::Conn;
 
 use super::{PgStore, big, pg_err, transaction, unbig};
 use crate::domain::message::{ContentBlock, Message, UserMessage};
+use crate::store::codec::{decode, encode};
 use crate::store::entry::{Entry, EntryKind, Item, SessionHeader, TRANSCRIPT_VERSION};
-use crate::store::{SUMMARY_HEADING, SessionMeta, SessionStore, StoreError, WindowMessage};
-use crate::store::{decode, encode};
+use crate::store::error::StoreError;
+use crate::store::ports::{SUMMARY_HEADING, SessionMeta, SessionStore, WindowMessage};
 
 /// How many lines the window reads per query, going backwards from the end.
 const WINDOW_BATCH: i64 = 64;
@@ -149,7 +150,7 @@ async fn ensure(c: &Conn, key: &str, cwd: &str) -> Result<SessionMeta, StoreErro
     let header = encode(&Entry::Session(SessionHeader {
         version: TRANSCRIPT_VERSION,
         id: session_id.clone(),
-        timestamp: crate::store::now_iso(),
+        timestamp: crate::store::timestamp::now_iso(),
         cwd: cwd.to_string(),
     }))?;
     let now = big(crate::domain::message::now_ms());
@@ -199,7 +200,7 @@ async fn append(c: &Conn, key: &str, kind: EntryKind) -> Result<String, StoreErr
             let line = encode(&Entry::Item(Item {
                 id: id.clone(),
                 parent_id: meta.last_entry_id.clone(),
-                timestamp: crate::store::now_iso(),
+                timestamp: crate::store::timestamp::now_iso(),
                 kind: kind.clone(),
             }))?;
             let inserted = c
@@ -275,7 +276,7 @@ async fn window(c: &Conn, key: &str) -> Result<Vec<WindowMessage>, StoreError> {
         entry_id: None,
         message: Message::User(UserMessage {
             content: vec![ContentBlock::text(format!("{SUMMARY_HEADING}\n{summary}"))],
-            timestamp: crate::store::iso_to_ms(&timestamp).unwrap_or(0),
+            timestamp: crate::store::timestamp::iso_to_ms(&timestamp).unwrap_or(0),
         }),
     }];
     let rows = c

@@ -5,11 +5,12 @@
 use chela_channel::Conversation;
 
 use super::queue::{mark_new, put};
-use super::{
-    BINDINGS, PENDING, RedbStore, SUBAGENTS, StoreError, TARGETS, db_err, decode, encode, get,
-    next_id,
+use super::{BINDINGS, PENDING, RedbStore, SUBAGENTS, TARGETS, db_err, get, next_id};
+use crate::store::codec::{decode, encode};
+use crate::store::error::StoreError;
+use crate::store::ports::{
+    Binding, BindingStore, PendingTurn, StoreFuture, SubagentLink, SubagentState,
 };
-use crate::store::{Binding, BindingStore, PendingTurn, StoreFuture, SubagentLink, SubagentState};
 
 impl BindingStore for RedbStore {
     fn get_binding(&self, key: &str) -> Result<Option<Binding>, StoreError> {

@@ -1,7 +1,9 @@
 //! Scheduled jobs (`cron`: id -> JSON [`CronJob`]).
 
-use super::{CRON, RedbStore, StoreError, db_err, decode, encode, get};
-use crate::store::{CronJob, CronStore, StoreFuture};
+use super::{CRON, RedbStore, db_err, get};
+use crate::store::codec::{decode, encode};
+use crate::store::error::StoreError;
+use crate::store::ports::{CronJob, CronStore, StoreFuture};
 
 impl CronStore for RedbStore {
     fn put_cron<'a>(&'a self, job: &'a CronJob) -> StoreFuture<'a, ()> {

@@ -1,8 +1,10 @@
 //! Platform cursors (`cursors`: name -> big-endian i64) and kept group context
 //! (`group_history`: key -> JSON lines).
 
-use super::{CURSORS, GROUP_HISTORY, RedbStore, StoreError, db_err, decode, encode, get};
-use crate::store::{CursorStore, StoreFuture};
+use super::{CURSORS, GROUP_HISTORY, RedbStore, db_err, get};
+use crate::store::codec::{decode, encode};
+use crate::store::error::StoreError;
+use crate::store::ports::{CursorStore, StoreFuture};
 
 /// Decodes a stored cursor.
 fn cursor(bytes: &[u8]) -> Result<i64, StoreError> {

@@ -5,11 +5,10 @@ use chela_channel::Conversation;
 use redb::ReadableTableMetadata;
 
 use super::queue::put;
-use super::{
-    OUTBOX, OUTBOX_DEAD, REPLY_JOURNAL, RedbStore, StoreError, be_u64, db_err, decode, encode, get,
-    next_id,
-};
-use crate::store::{DeliveryStore, OutboxEntry, ReplyJournal, StoreFuture};
+use super::{OUTBOX, OUTBOX_DEAD, REPLY_JOURNAL, RedbStore, be_u64, db_err, get, next_id};
+use crate::store::codec::{decode, encode};
+use crate::store::error::StoreError;
+use crate::store::ports::{DeliveryStore, OutboxEntry, ReplyJournal, StoreFuture};
 
 impl DeliveryStore for RedbStore {
     fn record_final<'a>(

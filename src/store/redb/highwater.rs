@@ -1,16 +1,18 @@
-//! Rollback detection for the redb store: the same scheme as the sled backend
-//! (`../sled/highwater.rs`). The store keeps a generation in its `meta` table, bumped by every
-//! durable commit; the fsynced `<store.path>.highwater` file records the newest generation
-//! known durable. A store found at open with a smaller generation than its mark went
-//! backwards (a damaged or replaced file; an emptied file starts at 0) and is refused.
+//! Rollback detection for the redb store: the same scheme as the sled backend, around the
+//! shared high-water file (`../highwater.rs`). The store keeps a generation in its `meta`
+//! table, bumped by every durable commit; the fsynced `<store.path>.highwater` file records
+//! the newest generation known durable. A store found at open with a smaller generation than
+//! its mark went backwards (a damaged or replaced file; an emptied file starts at 0) and is
+//! refused.
 
 use std::path::Path;
 
 use redb::{Database, ReadableDatabase};
 
-use super::{META, RedbStore, StoreError, be_u64, db_err, get};
+use super::{META, RedbStore, be_u64, db_err, get};
+use crate::store::error::StoreError;
 use crate::store::highwater::{HighWater, Mark};
-use crate::store::{DeliveryStore, QueueStore};
+use crate::store::ports::{DeliveryStore, QueueStore};
 
 /// The `meta` key of the store's generation.
 const GENERATION_KEY: &[u8] = b"generation";

@@ -3,7 +3,7 @@
 //! is verified and the allocator state rebuilt), so a file altered outside redb fails with
 //! [`StoreError::Damaged`] instead of making redb panic at open, which aborts a release build.
 //! A corruption or I/O error met later, by a read or a write, is also reported as
-//! [`StoreError::Damaged`] and remembered ([`Damage`], [`BaseStore::damage`](crate::store::BaseStore::damage)), so the gateway stops with the message
+//! [`StoreError::Damaged`] and remembered ([`Damage`], [`BaseStore::damage`](crate::store::ports::BaseStore::damage)), so the gateway stops with the message
 //! rather than going on without a store that answers (`chela store check` walks every table).
 
 use std::path::{Path, PathBuf};
@@ -11,7 +11,8 @@ use std::sync::OnceLock;
 
 use redb::{Database, ReadableTable};
 
-use super::{RedbStore, StoreError, TABLES, db_err, file_in};
+use super::{RedbStore, TABLES, db_err, file_in};
+use crate::store::error::StoreError;
 
 /// The first damage a store met (its reason), kept for [`RedbStore::damage`].
 #[derive(Debug, Default)]

@@ -5,11 +5,10 @@
 use std::io::{BufRead, Write};
 
 use super::transcript::{entry_id_key, transcript_key, transcript_prefix};
-use super::{
-    ENTRY_IDS, RedbStore, SESSIONS, StoreError, TRANSCRIPT, db_err, decode, encode, get, now_ms,
-    scan,
-};
-use crate::store::{SessionMeta, SessionStore};
+use super::{ENTRY_IDS, RedbStore, SESSIONS, TRANSCRIPT, db_err, get, now_ms, scan};
+use crate::store::codec::{decode, encode};
+use crate::store::error::StoreError;
+use crate::store::ports::{SessionMeta, SessionStore};
 
 impl RedbStore {
     /// [`SessionStore::export_jsonl`].

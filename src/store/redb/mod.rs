@@ -14,12 +14,12 @@
 //! at open to refuse a rolled-back store (`highwater.rs`). After a minute without writes the
 //! flusher compacts the file, so it gives back the pages the load left free.
 //!
-//! [`SessionStore`]: super::SessionStore
-//! [`QueueStore`]: super::QueueStore
-//! [`DeliveryStore`]: super::DeliveryStore
-//! [`BindingStore`]: super::BindingStore
-//! [`PairingStore`]: super::PairingStore
-//! [`CursorStore`]: super::CursorStore
+//! [`SessionStore`]: crate::store::ports::SessionStore
+//! [`QueueStore`]: crate::store::ports::QueueStore
+//! [`DeliveryStore`]: crate::store::ports::DeliveryStore
+//! [`BindingStore`]: crate::store::ports::BindingStore
+//! [`PairingStore`]: crate::store::ports::PairingStore
+//! [`CursorStore`]: crate::store::ports::CursorStore
 
 mod bindings;
 mod cron;
@@ -31,7 +31,7 @@ mod integrity;
 mod jsonl;
 mod pairing;
 mod queue;
-pub(in crate::store) mod raw;
+pub(crate) mod raw;
 mod sessions;
 mod transcript;
 
@@ -44,13 +44,14 @@ use redb::{
     WriteTransaction,
 };
 
-use super::{BaseStore, StoreError, StoreFuture, decode, encode};
+use crate::store::error::StoreError;
+use crate::store::ports::{BaseStore, StoreFuture};
 
 /// The name of the redb file inside the store folder.
 pub const FILE_NAME: &str = "chela.redb";
 
 /// A stored record: key and value bytes.
-pub(in crate::store) type Record = (Vec<u8>, Vec<u8>);
+pub(crate) type Record = (Vec<u8>, Vec<u8>);
 
 /// A table of byte keys and byte values (every table: keys and values as in the sled backend).
 type Bytes = TableDefinition<'static, &'static [u8], &'static [u8]>;
@@ -102,7 +103,7 @@ pub(crate) const TABLES: [(&str, Bytes); 18] = [
 /// The `meta` key of the next id handed out (pending seqs and outbox ids).
 const NEXT_ID_KEY: &[u8] = b"next-id";
 
-/// The redb store. Callers hold it through [`Store`](super::Store).
+/// The redb store. Callers hold it through `store::Store`.
 pub struct RedbStore {
     inner: Inner,
 }
@@ -140,7 +141,7 @@ pub fn file_in(path: &Path) -> PathBuf {
 impl RedbStore {
     /// Opens (creating it and its parent folders if needed) the store in folder `path`, with a
     /// cache of `cache_bytes`; with `accept_rollback` a rolled-back store is opened anyway
-    /// (with a warning), like [`SledStore::open_with`](super::SledStore::open_with).
+    /// (with a warning), like `SledStore::open_with`.
     ///
     /// Fails with [`StoreError::Locked`] when another process has it open, and with
     /// [`StoreError::RolledBack`] when it lost writes it once made durable.
@@ -403,8 +404,6 @@ fn be_u64(table: &'static str, bytes: &[u8]) -> Result<u64, StoreError> {
 fn now_ms() -> u64 {
     crate::domain::message::now_ms()
 }
-
-use crate::store::{iso_to_ms, now_iso};
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]

@@ -3,10 +3,13 @@
 
 use redb::WriteTransaction;
 
-use super::{PAIRING, RedbStore, StoreError, db_err, decode, encode, get, scan};
-use crate::store::StoreFuture;
-use crate::store::ports::{new_code, pending_outcome};
-use crate::store::{CODE_TTL_MS, PairingOutcome, PairingRequest, PairingStore};
+use super::{PAIRING, RedbStore, db_err, get, scan};
+use crate::store::codec::{decode, encode};
+use crate::store::error::StoreError;
+use crate::store::ports::{
+    CODE_TTL_MS, PairingOutcome, PairingRequest, PairingStore, StoreFuture, new_code,
+    pending_outcome,
+};
 
 impl PairingStore for RedbStore {
     fn request_pairing(

@@ -5,12 +5,11 @@
 use chela_channel::Conversation;
 use redb::{ReadableTableMetadata, WriteTransaction};
 
-use super::{
-    DEDUPE, FINISHED, OUTBOX, PENDING, RedbStore, StoreError, be_u64, db_err, decode, encode, get,
-    next_id, now_ms,
-};
+use super::{DEDUPE, FINISHED, OUTBOX, PENDING, RedbStore, be_u64, db_err, get, next_id, now_ms};
 use crate::domain::run::RunRecord;
-use crate::store::{OutboxEntry, PendingTurn, QueueStore, StoreFuture};
+use crate::store::codec::{decode, encode};
+use crate::store::error::StoreError;
+use crate::store::ports::{OutboxEntry, PendingTurn, QueueStore, StoreFuture};
 
 impl QueueStore for RedbStore {
     fn enqueue<'a>(&'a self, turn: &'a PendingTurn) -> StoreFuture<'a, u64> {

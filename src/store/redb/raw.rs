@@ -3,14 +3,15 @@
 
 use redb::ReadableTableMetadata;
 
-use super::{META, NEXT_ID_KEY, RedbStore, StoreError, TABLES, db_err};
+use super::{META, NEXT_ID_KEY, RedbStore, TABLES, db_err};
+use crate::store::error::StoreError;
 
 /// How many records one transaction loads.
 const BATCH: usize = 10_000;
 
 impl RedbStore {
     /// Writes `records` into table `name` (batched transactions); returns how many.
-    pub(in crate::store) fn load_records(
+    pub(crate) fn load_records(
         &self,
         name: &str,
         records: impl Iterator<Item = Result<(Vec<u8>, Vec<u8>), StoreError>>,
@@ -34,7 +35,7 @@ impl RedbStore {
     }
 
     /// How many records table `name` holds.
-    pub(in crate::store) fn count(&self, name: &str) -> Result<u64, StoreError> {
+    pub(crate) fn count(&self, name: &str) -> Result<u64, StoreError> {
         let table = table(name)?;
         self.read(|tx| tx.open_table(table).map_err(db_err)?.len().map_err(db_err))
     }
@@ -42,7 +43,7 @@ impl RedbStore {
 
 /// Sets the counters carried over from another store in the closed redb store of folder
 /// `path`, durably.
-pub(in crate::store) fn write_counters(
+pub(crate) fn write_counters(
     path: &std::path::Path,
     next_id: u64,
     generation: u64,

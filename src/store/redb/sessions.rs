@@ -6,12 +6,12 @@ use std::io::{BufRead, Write};
 use redb::ReadableTable;
 
 use super::transcript::transcript_key;
-use super::{
-    RedbStore, SESSIONS, SETTINGS, StoreError, TRANSCRIPT, db_err, decode, encode, get, now_iso,
-    now_ms,
-};
+use super::{RedbStore, SESSIONS, SETTINGS, TRANSCRIPT, db_err, get, now_ms};
+use crate::store::codec::{decode, encode};
 use crate::store::entry::{Entry, EntryKind, SessionHeader, TRANSCRIPT_VERSION};
-use crate::store::{SessionMeta, SessionStore, WindowMessage};
+use crate::store::error::StoreError;
+use crate::store::ports::{SessionMeta, SessionStore, WindowMessage};
+use crate::store::timestamp::now_iso;
 
 impl SessionStore for RedbStore {
     fn get_session(&self, key: &str) -> Result<Option<SessionMeta>, StoreError> {

@@ -6,13 +6,13 @@
 
 use redb::ReadTransaction;
 
-use super::{
-    ENTRY_IDS, RedbStore, SESSIONS, StoreError, TRANSCRIPT, be_u64, db_err, decode, encode, get,
-    now_iso, now_ms,
-};
+use super::{ENTRY_IDS, RedbStore, SESSIONS, TRANSCRIPT, be_u64, db_err, get, now_ms};
 use crate::domain::message::{ContentBlock, Message, UserMessage};
+use crate::store::codec::{decode, encode};
 use crate::store::entry::{Entry, EntryKind, Item};
-use crate::store::{SUMMARY_HEADING, SessionMeta, SessionStore, WindowMessage};
+use crate::store::error::StoreError;
+use crate::store::ports::{SUMMARY_HEADING, SessionMeta, SessionStore, WindowMessage};
+use crate::store::timestamp::{iso_to_ms, now_iso};
 
 /// The key prefix of every transcript line of session `session_id`.
 pub(super) fn transcript_prefix(session_id: &str) -> Vec<u8> {
@@ -120,7 +120,7 @@ impl RedbStore {
                 entry_id: None,
                 message: Message::User(UserMessage {
                     content: vec![ContentBlock::text(format!("{SUMMARY_HEADING}\n{summary}"))],
-                    timestamp: super::iso_to_ms(&timestamp).unwrap_or(0),
+                    timestamp: iso_to_ms(&timestamp).unwrap_or(0),
                 }),
             }];
             let entry_ids = tx.open_table(ENTRY_IDS).map_err(db_err)?;

@@ -6,8 +6,10 @@
 
 use chela_channel::Conversation;
 
-use super::{SledStore, StoreError, db_err, decode, encode};
-use crate::store::{Binding, BindingStore, PendingTurn, StoreFuture, SubagentLink};
+use super::{SledStore, db_err};
+use crate::store::codec::{decode, encode};
+use crate::store::error::StoreError;
+use crate::store::ports::{Binding, BindingStore, PendingTurn, StoreFuture, SubagentLink};
 
 impl BindingStore for SledStore {
     /// The binding of session `key`, if it is bound.

@@ -1,7 +1,9 @@
 //! Scheduled jobs (`cron`: id -> JSON [`CronJob`]).
 
-use super::{SledStore, StoreError, abort, db_err, decode, encode, tx_err};
-use crate::store::{CronJob, CronStore, StoreFuture};
+use super::{SledStore, abort, db_err, tx_err};
+use crate::store::codec::{decode, encode};
+use crate::store::error::StoreError;
+use crate::store::ports::{CronJob, CronStore, StoreFuture};
 
 impl CronStore for SledStore {
     fn put_cron<'a>(&'a self, job: &'a CronJob) -> StoreFuture<'a, ()> {

@@ -1,7 +1,8 @@
 //! Platform cursors (e.g. the Telegram update offset): name -> i64 big-endian.
 
-use super::{SledStore, StoreError, db_err};
-use crate::store::{CursorStore, StoreFuture};
+use super::{SledStore, db_err};
+use crate::store::error::StoreError;
+use crate::store::ports::{CursorStore, StoreFuture};
 
 impl CursorStore for SledStore {
     /// The cursor called `name`, if set.

@@ -1,9 +1,10 @@
 //! Inbound dedupe marks: dedupe key -> first-seen time (ms, u64 big-endian) (SPEC 1.4).
 
-use super::{SledStore, StoreError, be_u64, db_err};
+use super::{SledStore, be_u64, db_err};
+use crate::store::error::StoreError;
 
 impl SledStore {
-    /// [`QueueStore::mark_seen`](crate::store::QueueStore::mark_seen): a compare and swap.
+    /// [`QueueStore::mark_seen`](crate::store::ports::QueueStore::mark_seen): a compare and swap.
     /// A message dated at or before an accepted rollback's floor counts as seen (see
     /// [`SledStore::open_with`]).
     pub(super) fn mark(&self, dedupe_key: &str, now_ms: u64) -> Result<bool, StoreError> {

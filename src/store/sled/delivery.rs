@@ -8,9 +8,11 @@ use chela_channel::Conversation;
 use sled::Transactional;
 use sled::transaction::{ConflictableTransactionError, TransactionalTree};
 
-use super::{SledStore, StoreError, db_err, decode, encode, now_ms, tx_err};
+use super::{SledStore, db_err, now_ms, tx_err};
 use crate::domain::run::RunRecord;
-use crate::store::{OutboxEntry, PendingTurn, QueueStore, StoreFuture};
+use crate::store::codec::{decode, encode};
+use crate::store::error::StoreError;
+use crate::store::ports::{OutboxEntry, PendingTurn, QueueStore, StoreFuture};
 
 impl QueueStore for SledStore {
     fn enqueue<'a>(&'a self, turn: &'a PendingTurn) -> StoreFuture<'a, u64> {

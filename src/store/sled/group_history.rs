@@ -2,7 +2,9 @@
 //! restart does not lose the context of the next mentioned turn. Written through by the router;
 //! not flushed on their own (the channel cursor's flush carries them).
 
-use super::{SledStore, StoreError, db_err, decode, encode};
+use super::{SledStore, db_err};
+use crate::store::codec::{decode, encode};
+use crate::store::error::StoreError;
 
 impl SledStore {
     /// Replaces the kept lines of group session `key`.

@@ -1,9 +1,10 @@
 //! sled's side of the high-water mark ([`crate::store::highwater`]): the generation and the
 //! rollback floor kept inside sled's default tree, and what an accepted rollback settles.
 
-use super::{StoreError, db_err};
+use super::db_err;
+use crate::store::error::StoreError;
 use crate::store::highwater::Mark;
-use crate::store::{DeliveryStore, QueueStore};
+use crate::store::ports::{DeliveryStore, QueueStore};
 
 /// The sled key (default tree) of the store's generation.
 const GENERATION_KEY: &[u8] = b"chela:generation";

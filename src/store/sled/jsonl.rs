@@ -6,8 +6,10 @@
 use std::io::{BufRead, Write};
 
 use super::transcript::{entry_id_key, transcript_key, transcript_prefix};
-use super::{SledStore, StoreError, db_err, encode, now_ms};
-use crate::store::{SessionMeta, SessionStore};
+use super::{SledStore, db_err, now_ms};
+use crate::store::codec::encode;
+use crate::store::error::StoreError;
+use crate::store::ports::{SessionMeta, SessionStore};
 
 impl SledStore {
     /// [`SessionStore::export_jsonl`]: the stored lines as they are.

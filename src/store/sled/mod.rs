@@ -13,12 +13,12 @@
 //! `<store.path>.highwater` file (`store/highwater.rs`; sled's copy of the generation in
 //! `highwater.rs`), checked at open to refuse a rolled-back store.
 //!
-//! [`SessionStore`]: super::SessionStore
-//! [`QueueStore`]: super::QueueStore
-//! [`DeliveryStore`]: super::DeliveryStore
-//! [`BindingStore`]: super::BindingStore
-//! [`PairingStore`]: super::PairingStore
-//! [`CursorStore`]: super::CursorStore
+//! [`SessionStore`]: crate::store::ports::SessionStore
+//! [`QueueStore`]: crate::store::ports::QueueStore
+//! [`DeliveryStore`]: crate::store::ports::DeliveryStore
+//! [`BindingStore`]: crate::store::ports::BindingStore
+//! [`PairingStore`]: crate::store::ports::PairingStore
+//! [`CursorStore`]: crate::store::ports::CursorStore
 
 mod bindings;
 mod cron;
@@ -41,15 +41,12 @@ mod transcript;
 
 use std::path::{Path, PathBuf};
 
-use super::{BaseStore, StoreError, StoreFuture, decode, encode};
+use crate::store::cache::CACHE_CAPACITY;
+use crate::store::error::StoreError;
 use crate::store::highwater::HighWater;
+use crate::store::ports::{BaseStore, StoreFuture};
 
-/// The most memory sled's page cache may use, in bytes (sled's default is 1 GiB), unless
-/// `[store] cache_mb` says otherwise: small, since per-session memory must not grow with
-/// transcripts.
-pub const CACHE_CAPACITY: u64 = 8 * 1024 * 1024;
-
-/// The sled store. Callers hold it through [`Store`](super::Store).
+/// The sled store. Callers hold it through `store::Store`.
 pub struct SledStore {
     inner: Inner,
 }
@@ -313,8 +310,6 @@ fn now_ms() -> u64 {
     crate::domain::message::now_ms()
 }
 
-use crate::store::{iso_to_ms, now_iso};
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -366,13 +361,6 @@ mod tests {
             found.is_empty(),
             "sled named outside src/store/sled: {found:?}"
         );
-    }
-
-    #[test]
-    fn iso_timestamps_have_millis_and_parse_back() {
-        let iso = now_iso();
-        assert!(iso.ends_with('Z') && iso.len() == 24, "{iso}");
-        assert!(iso_to_ms(&iso).is_some());
     }
 }
 

@@ -4,8 +4,10 @@
 use chela_channel::Conversation;
 use sled::Transactional;
 
-use super::{SledStore, StoreError, abort, be_u64, db_err, decode, encode, tx_err};
-use crate::store::{DeliveryStore, OutboxEntry, ReplyJournal, StoreFuture};
+use super::{SledStore, abort, be_u64, db_err, tx_err};
+use crate::store::codec::{decode, encode};
+use crate::store::error::StoreError;
+use crate::store::ports::{DeliveryStore, OutboxEntry, ReplyJournal, StoreFuture};
 
 impl DeliveryStore for SledStore {
     fn record_final<'a>(

@@ -1,11 +1,14 @@
 //! DM pairing (SPEC 1.3): 8-character codes for unknown senders (valid 1 hour, at most
-//! [`MAX_PENDING`](crate::store::MAX_PENDING) pending per account), approved senders, and
+//! [`MAX_PENDING`](crate::store::ports::MAX_PENDING) pending per account), approved senders, and
 //! owners. Pairing grants DM access only.
 
-use super::{SledStore, StoreError, db_err, decode, encode};
-use crate::store::StoreFuture;
-use crate::store::ports::{new_code, pending_outcome};
-use crate::store::{CODE_TTL_MS, PairingOutcome, PairingRequest, PairingStore};
+use super::{SledStore, db_err};
+use crate::store::codec::{decode, encode};
+use crate::store::error::StoreError;
+use crate::store::ports::{
+    CODE_TTL_MS, PairingOutcome, PairingRequest, PairingStore, StoreFuture, new_code,
+    pending_outcome,
+};
 
 impl PairingStore for SledStore {
     /// Issues (or repeats) a pairing code for an unknown sender.

@@ -3,11 +3,13 @@
 //! A turn is enqueued (and flushed) before the platform is acknowledged and removed once it has
 //! run, so a crash in between runs it after restart (SPEC 1.4, SPEC 3).
 
-use super::{SledStore, StoreError, be_u64, db_err, decode, encode};
-use crate::store::PendingTurn;
+use super::{SledStore, be_u64, db_err};
+use crate::store::codec::{decode, encode};
+use crate::store::error::StoreError;
+use crate::store::ports::PendingTurn;
 
 impl SledStore {
-    /// [`QueueStore::enqueue`](crate::store::QueueStore::enqueue).
+    /// [`QueueStore::enqueue`](crate::store::ports::QueueStore::enqueue).
     pub(super) async fn put_pending(&self, turn: &PendingTurn) -> Result<u64, StoreError> {
         let bytes = encode(turn)?;
         let seq = self.inner.db.generate_id().map_err(db_err)?;

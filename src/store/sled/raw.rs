@@ -1,13 +1,14 @@
 //! Raw access to the sled trees for `chela store migrate` (`../migrate.rs`): every record of a
 //! tree as stored bytes, and the store's counters.
 
-use super::{SledStore, StoreError, db_err};
+use super::{SledStore, db_err};
+use crate::store::error::StoreError;
 
 /// A stored record: key and value bytes.
 type Record = (Vec<u8>, Vec<u8>);
 
 /// The store's counters: the next id, the generation, the accepted rollback floor.
-pub(in crate::store) struct Counters {
+pub(crate) struct Counters {
     /// An id larger than every id handed out.
     pub next_id: u64,
     /// The store's generation (see `highwater.rs`).
@@ -18,7 +19,7 @@ pub(in crate::store) struct Counters {
 
 impl SledStore {
     /// Every record of tree `name`, in key order.
-    pub(in crate::store) fn raw_records(
+    pub(crate) fn raw_records(
         &self,
         name: &str,
     ) -> Result<impl Iterator<Item = Result<Record, StoreError>>, StoreError> {
@@ -31,7 +32,7 @@ impl SledStore {
 
     /// Reads every record of every tree; returns how many each holds (`chela store check`;
     /// sled checks each record's checksum as it reads it).
-    pub(in crate::store) fn walk_trees(&self) -> Result<Vec<(&'static str, u64)>, StoreError> {
+    pub(crate) fn walk_trees(&self) -> Result<Vec<(&'static str, u64)>, StoreError> {
         let mut counts = Vec::new();
         for (name, _) in crate::store::redb::TABLES {
             if name == "meta" {
@@ -48,7 +49,7 @@ impl SledStore {
     }
 
     /// The store's counters.
-    pub(in crate::store) fn counters(&self) -> Result<Counters, StoreError> {
+    pub(crate) fn counters(&self) -> Result<Counters, StoreError> {
         Ok(Counters {
             next_id: self
                 .inner

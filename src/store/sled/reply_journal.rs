@@ -5,8 +5,10 @@
 
 use chela_channel::Conversation;
 
-use super::{SledStore, StoreError, db_err, decode, encode};
-use crate::store::ReplyJournal;
+use super::{SledStore, db_err};
+use crate::store::codec::{decode, encode};
+use crate::store::error::StoreError;
+use crate::store::ports::ReplyJournal;
 
 impl SledStore {
     /// Notes that run `run` sent message `message_id` into `to`; with `durable`, returns once

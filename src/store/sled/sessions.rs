@@ -6,9 +6,12 @@ use std::io::{BufRead, Write};
 use sled::Transactional;
 
 use super::transcript::transcript_key;
-use super::{SledStore, StoreError, db_err, decode, encode, now_iso, now_ms, tx_err};
+use super::{SledStore, db_err, now_ms, tx_err};
+use crate::store::codec::{decode, encode};
 use crate::store::entry::{Entry, EntryKind, SessionHeader, TRANSCRIPT_VERSION};
-use crate::store::{SessionMeta, SessionStore, WindowMessage};
+use crate::store::error::StoreError;
+use crate::store::ports::{SessionMeta, SessionStore, WindowMessage};
+use crate::store::timestamp::now_iso;
 
 impl SessionStore for SledStore {
     /// The metadata of session `key`, if it exists.

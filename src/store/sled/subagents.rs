@@ -8,11 +8,13 @@
 use sled::Transactional;
 use sled::transaction::ConflictableTransactionError;
 
-use super::{SledStore, StoreError, abort, db_err, decode, encode, tx_err};
-use crate::store::{PendingTurn, SubagentLink, SubagentState};
+use super::{SledStore, abort, db_err, tx_err};
+use crate::store::codec::{decode, encode};
+use crate::store::error::StoreError;
+use crate::store::ports::{PendingTurn, SubagentLink, SubagentState};
 
 impl SledStore {
-    /// [`BindingStore::spawn_subagent`](crate::store::BindingStore::spawn_subagent): one
+    /// [`BindingStore::spawn_subagent`](crate::store::ports::BindingStore::spawn_subagent): one
     /// transaction over `subagents` and `pending`, then a flush.
     pub(super) async fn spawn_subagent_now(
         &self,
@@ -78,7 +80,7 @@ impl SledStore {
         Ok(swapped.is_ok())
     }
 
-    /// [`BindingStore::finish_subagent`](crate::store::BindingStore::finish_subagent): one
+    /// [`BindingStore::finish_subagent`](crate::store::ports::BindingStore::finish_subagent): one
     /// transaction over `subagents`, `pending` and `dedupe`, then a flush.
     pub(super) async fn finish_subagent_now(
         &self,

@@ -3,7 +3,9 @@
 
 use chela_channel::Conversation;
 
-use super::{SledStore, StoreError, db_err, decode, encode};
+use super::{SledStore, db_err};
+use crate::store::codec::{decode, encode};
+use crate::store::error::StoreError;
 
 impl SledStore {
     /// Remembers that session `key` replies into `to` (not flushed: it is a hint).

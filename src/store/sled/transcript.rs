@@ -7,12 +7,13 @@
 
 use sled::Transactional;
 
-use super::{
-    SledStore, StoreError, abort, be_u64, db_err, decode, encode, now_iso, now_ms, tx_err,
-};
+use super::{SledStore, abort, be_u64, db_err, now_ms, tx_err};
 use crate::domain::message::{ContentBlock, Message, UserMessage};
+use crate::store::codec::{decode, encode};
 use crate::store::entry::{Entry, EntryKind, Item};
-use crate::store::{SUMMARY_HEADING, SessionMeta, SessionStore, WindowMessage};
+use crate::store::error::StoreError;
+use crate::store::ports::{SUMMARY_HEADING, SessionMeta, SessionStore, WindowMessage};
+use crate::store::timestamp::{iso_to_ms, now_iso};
 
 /// The key prefix of every transcript line of session `session_id`.
 pub(super) fn transcript_prefix(session_id: &str) -> Vec<u8> {
@@ -149,7 +150,7 @@ impl SledStore {
         };
         let summary_message = Message::User(UserMessage {
             content: vec![ContentBlock::text(format!("{SUMMARY_HEADING}\n{summary}"))],
-            timestamp: super::iso_to_ms(&timestamp).unwrap_or(0),
+            timestamp: iso_to_ms(&timestamp).unwrap_or(0),
         });
         let mut window = vec![WindowMessage {
             entry_id: None,

@@ -10,7 +10,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::super::StoreError;
-use super::super::cluster::{NodeInfo, NodeVersion};
+use super::super::cluster::NodeInfo;
+use super::super::version::NodeVersion;
 use super::node_info;
 
 /// The shared tables.

@@ -5,15 +5,20 @@
 //! - [`gateway`]: the composition root: builds the store, agent, lanes and channels, carries
 //!   out the router's decisions (intake), runs turns and delivers replies, recovers, shuts down.
 //! - [`rpc`]: the gateway API over WebSocket, through the narrow port [`rpc::api::GatewayApi`].
+//! - [`cron`]: scheduled jobs: the scheduler, the rules of jobs, the heartbeat; runs queue
+//!   through intake's port ([`cron::Fire`]).
 //! - [`delivery`]: the outbox worker (finals per chat, in order, retried), outgoing files, the
 //!   reply journal.
+//! - [`cluster`]: where a session runs ([`cluster::Placement`]: one node, or the partitions a
+//!   node of several leases), calls between nodes, the event relay, leased intakes.
 //! - [`inbound`]: admission, command parsing and routing as a decision ([`inbound::route::route`]).
 //! - [`reply`]: run events -> chat: preview edits, splitting, pacing, typing, finals.
 //! - [`lane`]: one FIFO lane per session, the global run limit, the four queue modes.
 //! - [`acp`]: coding agents over ACP: the client, bindings and their processes.
 //! - [`agent`]: the run: context, provider streaming, tools, skills, hooks, compaction.
 //! - [`sandbox`]: what the agent's processes reach: scrubbed env, process groups, Landlock.
-//! - [`store`]: the sled store: typed trees, transcripts, pending queue, outbox, JSONL export/import.
+//! - [`store`]: the store behind ports: redb (the default), sled (selectable) or PostgreSQL;
+//!   transcripts, pending queue, outbox, JSONL export/import.
 //! - [`config`]: `config.toml` -> typed [`config::Config`]; `${ENV}` substitution; errors name the key.
 //! - [`domain`]: the shared types at the bottom: session keys, messages, run events and records.
 //! - [`metrics`]: the process's counters, histograms and scrape-time gauges (`/metrics`).
@@ -23,6 +28,7 @@
 pub mod acp;
 pub mod agent;
 pub mod cluster;
+pub mod commands;
 pub mod config;
 pub mod cron;
 pub mod delivery;

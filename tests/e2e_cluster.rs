@@ -166,7 +166,7 @@ async fn three_nodes_answer_every_message_once_in_order_across_a_kill_9() {
             ),
         );
         let mut cmd = node_command(&s.setup, &config, &url, i, "gateway");
-        cmd.env("RUST_LOG", "warn,chela::gateway::cluster=info");
+        cmd.env("RUST_LOG", "warn,chela::cluster=info");
         Chat::spawn(cmd)
     };
     let mut nodes: Vec<Option<Chat>> = (0..NODES).map(|i| Some(start(i))).collect();
@@ -260,7 +260,15 @@ async fn with_long_polling_one_node_polls_and_another_takes_over_after_a_kill_9(
     })
     .await;
     let base = std::fs::read_to_string(s.setup.config()).unwrap();
-    let start = |i: usize| start_node(&s.setup, &base, &url, i, "warn,chela::gateway=info");
+    let start = |i: usize| {
+        start_node(
+            &s.setup,
+            &base,
+            &url,
+            i,
+            "warn,chela::gateway=info,chela::cluster=info,chela::delivery=info",
+        )
+    };
     let mut nodes: Vec<Option<Chat>> = (0..NODES).map(|i| Some(start(i))).collect();
     let send = |from: i64, to: i64| {
         for n in from..=to {

@@ -93,7 +93,10 @@ async fn two_nodes_run_a_shard_each_and_a_killed_nodes_shard_moves() {
         let config =
             format!("{base}\n[cluster]\nenabled = true\nlease_s = 3\nnode_id = \"node{i}\"\n");
         let mut cmd = node_command(&s.setup, &config, &url, i, "gateway");
-        cmd.env("RUST_LOG", "warn,chela::gateway=info,chela_discord=info");
+        cmd.env(
+            "RUST_LOG",
+            "warn,chela::gateway=info,chela::cluster=info,chela_discord=info",
+        );
         Chat::spawn(cmd)
     };
     let mut nodes: Vec<Option<Chat>> = (0..NODES).map(|i| Some(start(i))).collect();

@@ -36,7 +36,9 @@ mod peers_fresh;
 pub mod placement;
 pub mod relay;
 pub mod shares;
+mod stopped;
 
 pub use node::Cluster;
 pub use partitions::PartitionWork;
 pub use placement::{OnCluster, Placement, SingleNode, StillHeld};
+pub use stopped::Stopped;

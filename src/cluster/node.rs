@@ -33,7 +33,7 @@ pub(super) struct State {
     /// Since when [`State::foreign`] has been some node, without a break.
     foreign_since: Option<Instant>,
     /// How many live nodes speak another protocol (paused by this one or pausing it), at
-    /// the last read of the nodes: left out of the share ([`share`]).
+    /// the last read of the nodes: left out of the share ([`super::shares::share`]).
     foreign_live: usize,
 }
 

@@ -57,9 +57,11 @@ pub struct Relay {
 pub fn start(relay: Relay) {
     let coordinator = relay.cluster.coordinator().clone();
     if let Some(remote) = coordinator.remote_events() {
+        // Weak handles: the task must not keep the node (and its database connection) or
+        // the feed alive once the gateway is gone.
         let merge = Merge {
-            cluster: relay.cluster.clone(),
-            feed: relay.feed.clone(),
+            cluster: Arc::downgrade(&relay.cluster),
+            feed: relay.feed.downgrade(),
             calls: relay.calls,
         };
         tokio::spawn(merge_remote(merge, remote));
@@ -76,8 +78,8 @@ pub fn start(relay: Relay) {
 
 /// What merging the other nodes' payloads uses.
 struct Merge {
-    cluster: Arc<Cluster>,
-    feed: broadcast::Sender<LiveEvent>,
+    cluster: Weak<Cluster>,
+    feed: broadcast::WeakSender<LiveEvent>,
     calls: Weak<dyn AnswersCalls>,
 }
 
@@ -225,7 +227,11 @@ async fn merge_remote(merge: Merge, mut remote: tokio::sync::mpsc::UnboundedRece
         calls,
     } = merge;
     while let Some(payload) = remote.recv().await {
-        let Some(calls) = calls.upgrade() else { return };
+        let (Some(calls), Some(cluster), Some(feed)) =
+            (calls.upgrade(), cluster.upgrade(), feed.upgrade())
+        else {
+            return;
+        };
         if super::peers::is_call(&payload) {
             // A call between nodes shares the channel ([`super::peers`]).
             if let Some(question) = cluster.peers().take(&payload) {

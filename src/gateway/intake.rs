@@ -272,7 +272,7 @@ async fn run_command(
             let _ = core.lanes.wait_idle(&key).await;
         }
         let commands = super::command_context::CoreCommands(core.clone());
-        let first = super::commands::handle(&commands, &key, &inbound, command).await;
+        let first = crate::commands::handle(&commands, &key, &inbound, command).await;
         // The turn a command leaves (`/new <text>`) was counted with the command.
         if let Some(first) = first
             && let Err(e) = enqueue_counted(&core, key, first, false).await

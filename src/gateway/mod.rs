@@ -1,12 +1,10 @@
 //! The composition root: builds the store, the provider, the agent, lanes and the router,
 //! runs the channels, recovers what a previous process left, and shuts everything down.
 
-pub mod acp_commands;
 mod answer;
 pub mod approvals;
 pub mod ask;
 pub mod command_context;
-pub mod commands;
 pub mod cron_operator;
 mod cron_tool;
 mod group_context;
@@ -102,7 +100,7 @@ pub struct Core {
     /// Every run's events as they happen, this node's runs.
     pub live: broadcast::Sender<live::LiveEvent>,
     /// What the RPC's event feed reads: `live` itself, or in a cluster this node's events
-    /// and the other nodes' ([`events_relay`]).
+    /// and the other nodes' ([`crate::cluster::relay`]).
     pub feed: broadcast::Sender<live::LiveEvent>,
     /// Fires when the gateway stops.
     pub shutdown: CancellationToken,
@@ -112,7 +110,7 @@ pub struct Core {
     pub(crate) history: group_context::GroupContext,
     /// Where replies to messages sent through the RPC go (also in `channels`).
     pub rpc: Arc<crate::rpc::RpcChannel>,
-    /// Delivers every final reply (see [`outbox`]).
+    /// Delivers every final reply (see [`crate::delivery::outbox`]).
     pub outbox: crate::delivery::Outbox,
     /// Where sessions run: here ([`crate::cluster::SingleNode`]), or on the node of several
     /// that leases their partition (`[cluster]`).

@@ -12,12 +12,13 @@ use std::sync::Arc;
 
 use super::Core;
 use super::questions::{NotWaiting, PendingQuestions};
-
-/// The exec approvals waiting on this node.
-type Approvals = PendingQuestions<Approval>;
 use crate::agent::approval::Approval;
 use crate::cluster::Cluster;
 use crate::cluster::peers::{ANSWER_WITHIN, Answered, Body, NotSent, Peers, WaitingApproval};
+
+/// The exec approvals waiting on this node (as `approvals::Approvals`, named here so this
+/// file does not point back at `approvals.rs`).
+type Approvals = PendingQuestions<Approval>;
 
 /// Characters of a node's tag at the start of its approval ids.
 const TAG_LEN: usize = 2;

@@ -13,13 +13,13 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::Core;
-use super::acp_commands::start_binding;
 use super::reach::asked_by_owner;
 use crate::acp::command::Placement;
 use crate::acp::manager::resolve_cwd;
 use crate::agent::provider::BoxFuture;
 use crate::agent::tools::refusal::ToolRefusal;
 use crate::agent::tools::spawn::{Runtime, SpawnRequest, Spawner};
+use crate::commands::acp::start_binding;
 use crate::reply::stream_events;
 
 /// The refusal of `sessions_spawn` with `runtime: "acp"` for a run not wholly asked by an
@@ -203,8 +203,8 @@ async fn once(
 
 /// What the model hears when a binding could not be made: a request it can fix is refused,
 /// a failure of the platform or the agent is reported as one.
-fn refusal(e: super::acp_commands::BindError) -> ToolRefusal {
-    use super::acp_commands::BindError as B;
+fn refusal(e: crate::commands::acp::BindError) -> ToolRefusal {
+    use crate::commands::acp::BindError as B;
     match e {
         B::Harness(_) | B::NotInstalled { .. } | B::BadCwd(_) | B::AlreadyBound(_) => {
             ToolRefusal::Refused(e.to_string())

@@ -3,7 +3,7 @@
 
 use chela_channel::{ChatKind, Inbound};
 
-use super::command_context::CommandContext;
+use super::CommandContext;
 use crate::acp::SpawnSpec;
 use crate::acp::command::{ACP_USAGE, AcpCommand, Placement, SessionCommand};
 use crate::acp::harness;

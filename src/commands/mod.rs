@@ -1,11 +1,17 @@
-//! The command fast path (SPEC 2): answered before the queue, even while a run is active.
+//! The commands stage: the command fast path (SPEC 2), answered before the queue, even while
+//! a run is active. A command sees the gateway only through its port, [`CommandContext`]
+//! (`port.rs`); `acp.rs` holds `/acp` and `/session`.
+
+pub mod acp;
+mod port;
+
+pub use port::{CommandContext, Compactor};
 
 use std::time::Duration;
 
 use chela_channel::Inbound;
 
-use super::command_context::CommandContext;
-use super::remote::Stopped;
+use crate::cluster::Stopped;
 use crate::config::{DropPolicy, QueueLimits, QueueMode};
 use crate::inbound::commands::{Command, HELP, excerpt};
 use crate::lane::LaneSettings;
@@ -49,11 +55,11 @@ pub async fn handle(
             .collect::<Vec<_>>()
             .join("\n"),
         Command::Acp(args) => {
-            let (answer, next) = super::acp_commands::acp(ctx, key, inbound, &args).await;
+            let (answer, next) = acp::acp(ctx, key, inbound, &args).await;
             ctx.answer(inbound, &answer).await;
             return next;
         }
-        Command::Session(args) => super::acp_commands::session(ctx, key, &args).await,
+        Command::Session(args) => acp::session(ctx, key, &args).await,
         Command::Compact => compact(ctx, key).await,
         Command::Approve(args) => ctx.approve(to, &args).await,
         Command::Model(args) => model(ctx, key, &args).await,

@@ -35,6 +35,7 @@ pub mod delivery;
 pub mod domain;
 pub mod gateway;
 pub mod inbound;
+pub mod intake;
 pub mod lane;
 pub mod metrics;
 pub mod reply;

@@ -266,7 +266,7 @@ async fn with_long_polling_one_node_polls_and_another_takes_over_after_a_kill_9(
             &base,
             &url,
             i,
-            "warn,chela::gateway=info,chela::cluster=info,chela::delivery=info",
+            "warn,chela::gateway=info,chela::intake=info,chela::cluster=info,chela::delivery=info",
         )
     };
     let mut nodes: Vec<Option<Chat>> = (0..NODES).map(|i| Some(start(i))).collect();

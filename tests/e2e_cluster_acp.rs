@@ -35,7 +35,7 @@ async fn a_bound_dm_resumes_its_agent_session_on_the_node_that_takes_over() {
     .await;
     let files = acp::configure(&s.setup, "approve-reads", "");
     let base = std::fs::read_to_string(s.setup.config()).unwrap();
-    let log = "warn,chela::gateway=info,chela::cluster=info,chela::acp=info";
+    let log = "warn,chela::gateway=info,chela::intake=info,chela::cluster=info,chela::acp=info";
     let start = |i: usize| start_node(&s.setup, &base, &url, i, log);
     let say = |text: &str| {
         s.tg.user_sends(ChatSpec::private(ANN), UserSpec::new(ANN, "Ann"), text);

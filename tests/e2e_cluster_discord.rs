@@ -95,7 +95,7 @@ async fn two_nodes_run_a_shard_each_and_a_killed_nodes_shard_moves() {
         let mut cmd = node_command(&s.setup, &config, &url, i, "gateway");
         cmd.env(
             "RUST_LOG",
-            "warn,chela::gateway=info,chela::cluster=info,chela_discord=info",
+            "warn,chela::gateway=info,chela::intake=info,chela::cluster=info,chela_discord=info",
         );
         Chat::spawn(cmd)
     };

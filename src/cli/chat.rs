@@ -120,7 +120,7 @@ pub async fn chat(loaded: LoadedConfig, options: ChatOptions) -> ExitCode {
     };
     let stop = CancellationToken::new();
     let router = match session {
-        Some(key) => chela::gateway::intake::Router::for_session(gateway.core().clone(), key),
+        Some(key) => gateway.router_for_session(key),
         None => gateway.router(),
     };
     let channels = gateway.run_channels_through(router, stop.clone());

@@ -23,6 +23,7 @@ use crate::agent::run::Steer;
 use crate::agent::tools::confined::read_in_workspace;
 use crate::agent::tools::paths::resolve_in_workspace;
 use crate::domain::message::{ContentBlock, ImageBlock};
+use crate::inbound::attachments::what;
 use crate::lane::QueuedTurn;
 
 mod fetch;
@@ -123,20 +124,6 @@ impl SteerFiles for SteerDownloads {
             (prepared.text, prepared.media)
         })
     }
-}
-
-/// The text of an unmentioned group message kept as context: its files are named, not
-/// downloaded (`[image]`, `[document "a.pdf"]`), before its text.
-pub fn context_line(inbound: &chela_channel::Inbound) -> String {
-    let mut parts: Vec<String> = inbound
-        .attachments
-        .iter()
-        .map(|a| format!("[{}]", what(a)))
-        .collect();
-    if !inbound.text.trim().is_empty() || parts.is_empty() {
-        parts.push(inbound.text.clone());
-    }
-    parts.join(" ")
 }
 
 impl Files<'_> {
@@ -334,17 +321,6 @@ fn image_mime(attachment: &Attachment) -> String {
         .clone()
         .filter(|m| m.starts_with("image/"))
         .unwrap_or_else(|| "image/jpeg".to_owned())
-}
-
-fn what(attachment: &Attachment) -> String {
-    let kind = match attachment.kind {
-        AttachmentKind::Voice => "voice message",
-        other => other.as_str(),
-    };
-    match &attachment.file_name {
-        Some(name) => format!("{kind} \"{name}\""),
-        None => kind.to_owned(),
-    }
 }
 
 fn saved_note(attachment: &Attachment, relative: &str, size: u64) -> String {

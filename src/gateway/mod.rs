@@ -7,11 +7,9 @@ pub mod ask;
 pub mod command_context;
 pub mod cron_operator;
 mod cron_tool;
-mod group_context;
-pub mod intake;
+mod intake_port;
 pub mod live;
 pub mod media;
-mod pairing_prompt;
 mod partition_work;
 pub mod questions;
 pub mod reach;
@@ -37,9 +35,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::provider::ProviderError;
 use crate::config::Config;
+use crate::intake::Router;
 use crate::lane::{LaneSettings, Lanes};
 use crate::store::{Store, StoreError};
-use intake::Router;
 
 pub use crate::domain::run::RunRecord;
 
@@ -82,7 +80,7 @@ pub enum SendError {
 /// Everything the router, commands and runner share.
 pub struct Core {
     /// Configuration in force.
-    pub config: Config,
+    pub config: Arc<Config>,
     /// The store.
     pub store: Store,
     /// The session lanes.
@@ -106,8 +104,8 @@ pub struct Core {
     pub shutdown: CancellationToken,
     /// Command tasks in flight (awaited at shutdown so no answer is cut off).
     pub tasks: tokio_util::task::TaskTracker,
-    /// Recent unmentioned group messages (context for the next mentioned turn).
-    pub(crate) history: group_context::GroupContext,
+    /// The intake stage: admission, routing, the durable queue.
+    pub intake: Arc<crate::intake::Intake>,
     /// Where replies to messages sent through the RPC go (also in `channels`).
     pub rpc: Arc<crate::rpc::RpcChannel>,
     /// Delivers every final reply (see [`crate::delivery::outbox`]).
@@ -117,8 +115,6 @@ pub struct Core {
     pub placement: Arc<dyn crate::cluster::Placement>,
     /// Wakes the scheduler (`cron`) when jobs change.
     pub cron_wake: Arc<tokio::sync::Notify>,
-    /// Strangers told to try pairing later, and when (the pace of those answers).
-    pub(crate) pairing_notices: pairing_prompt::Notices,
 }
 
 /// The session `chela agent`, the RPC's `agent` and `chela cron add` use under `config`
@@ -150,30 +146,13 @@ impl Core {
 
     /// The session key of an inbound message (SPEC 1.2).
     pub fn session_key(&self, inbound: &Inbound) -> String {
-        crate::domain::session_key::build(
-            self.config
-                .agent_id_for(&inbound.conversation, &inbound.sender.id),
-            &inbound.conversation,
-            &inbound.sender.id,
-            self.config.session.dm_scope,
-            &self.config.session.identity_links,
-        )
-        .to_string()
+        crate::intake::session_key_of(&self.config, inbound)
     }
 
     /// The session `chela agent` and the RPC's `agent` use when none is named: the terminal
     /// user's direct session.
     pub fn default_session_key(&self) -> String {
         default_session_key(&self.config)
-    }
-
-    /// The admission rules of a platform channel; `None` for the local terminal.
-    pub fn access_for(&self, channel: &str) -> Option<crate::config::AccessConfig> {
-        match channel {
-            "telegram" => Some(self.config.channels.telegram.access()),
-            "discord" => Some(self.config.channels.discord.access()),
-            _ => None,
-        }
     }
 
     /// Whether channel `name`'s intake runs on one node of the cluster at a time, under a
@@ -278,16 +257,16 @@ fn placement_for(
     saved_history: Vec<(String, Vec<String>)>,
 ) -> (
     Arc<dyn crate::cluster::Placement>,
-    group_context::GroupContext,
+    crate::intake::GroupContext,
 ) {
     match cluster {
         Some(cluster) => (
             Arc::new(crate::cluster::OnCluster::new(cluster)),
-            group_context::GroupContext::Shared,
+            crate::intake::GroupContext::Shared,
         ),
         None => (
             Arc::new(crate::cluster::SingleNode::new(lanes.clone())),
-            group_context::GroupContext::local(saved_history),
+            crate::intake::GroupContext::local(saved_history),
         ),
     }
 }
@@ -347,7 +326,19 @@ impl Gateway {
             let live_bus = broadcast::channel(live::LIVE_BUFFER).0;
             let lanes = lanes_for(&config, &store, weak);
             let (placement, history) = placement_for(cluster.clone(), &lanes, saved_history);
+            let config = Arc::new(config);
+            let tasks = tokio_util::task::TaskTracker::new();
+            let intake = Arc::new(crate::intake::Intake::new(crate::intake::IntakeParts {
+                config: config.clone(),
+                store: store.clone(),
+                lanes: lanes.clone(),
+                placement: placement.clone(),
+                tasks: tasks.clone(),
+                history,
+                port: weak.clone() as std::sync::Weak<dyn crate::intake::IntakePort>,
+            }));
             Core {
+                intake,
                 outbox,
                 placement,
                 cron_wake: Arc::new(tokio::sync::Notify::new()),
@@ -365,9 +356,7 @@ impl Gateway {
                     false => live_bus,
                 },
                 shutdown,
-                tasks: tokio_util::task::TaskTracker::new(),
-                history,
-                pairing_notices: pairing_prompt::Notices::default(),
+                tasks,
                 config,
             }
         });
@@ -393,7 +382,12 @@ impl Gateway {
 
     /// The inbound sink for channels and scripts.
     pub fn router(&self) -> Router {
-        Router::new(self.core.clone())
+        Router::new(self.core.intake.clone())
+    }
+
+    /// A sink that puts every message in session `key` (`chela chat --session KEY`).
+    pub fn router_for_session(&self, key: String) -> Router {
+        Router::for_session(self.core.intake.clone(), key)
     }
 
     /// The gateway as the RPC sees it.

@@ -36,7 +36,7 @@ impl PartitionWork for Core {
     fn route_queued<'a>(self: Arc<Self>, seq: u64, turn: &'a PendingTurn) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             if let Some(cluster) = self.placement.cluster().cloned() {
-                super::intake::route_queued(&self, &cluster, seq, turn).await;
+                crate::intake::route_queued(&self.intake, &cluster, seq, turn).await;
             }
         })
     }

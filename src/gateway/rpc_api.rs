@@ -8,13 +8,13 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::Core;
-use super::intake::Router;
 use super::remote::Stopped;
 use super::status::StatusReport;
 use crate::agent::tools::cron::CronAction;
 use crate::config::Config;
 use crate::domain::events::LiveEvent;
 use crate::inbound::route::Accepted;
+use crate::intake::Router;
 use crate::lane::{LaneError, StopReport};
 use crate::metrics::{Gauges, Readiness};
 use crate::rpc::RpcChannel;
@@ -32,7 +32,7 @@ pub struct CoreApi {
 impl CoreApi {
     /// The API of `core`.
     pub fn new(core: Arc<Core>) -> Self {
-        let router = Router::new(core.clone());
+        let router = Router::new(core.intake.clone());
         CoreApi { core, router }
     }
 }

@@ -23,7 +23,7 @@ impl Fire for IntakeFire {
                 .0
                 .upgrade()
                 .ok_or_else(|| CronError::Queue("the gateway is shutting down".into()))?;
-            super::intake::enqueue_keyed(&core, turn, dedupe)
+            crate::intake::enqueue_keyed(&core.intake, turn, dedupe)
                 .await
                 .map_err(|e| CronError::Queue(e.to_string()))
         })

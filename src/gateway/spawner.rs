@@ -114,7 +114,7 @@ async fn in_thread(
     .map_err(refusal)?;
     let mut first = from;
     first.conversation = started.binding.conversation.clone();
-    let router = super::intake::Router::new(core.clone());
+    let router = crate::intake::Router::new(core.intake.clone());
     router
         .accept_for(started.binding.session_key.clone(), first)
         .await

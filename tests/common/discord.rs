@@ -78,7 +78,7 @@ impl DcSetup {
         let mut cmd = self.setup.chela(&["gateway"]);
         cmd.env(
             "RUST_LOG",
-            "warn,chela_discord=info,chela::inbound::route=debug,chela::gateway::intake=debug",
+            "warn,chela_discord=info,chela::inbound::route=debug,chela::intake=debug",
         )
         .stdin(Stdio::piped())
         .stdout(Stdio::null())

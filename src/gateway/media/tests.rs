@@ -1,4 +1,5 @@
 use super::*;
+use crate::inbound::attachments::context_line;
 
 fn attachment(kind: AttachmentKind, name: Option<&str>, mime: Option<&str>) -> Attachment {
     Attachment {

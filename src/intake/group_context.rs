@@ -13,7 +13,7 @@ use crate::inbound::admission::{self, GroupHistory, HISTORY_GROUPS, HISTORY_PER_
 use crate::store::Store;
 
 /// Where group context is kept.
-pub(crate) enum GroupContext {
+pub enum GroupContext {
     /// In memory, written through to the store.
     Local(Mutex<GroupHistory>),
     /// In the store alone (several nodes).
@@ -22,7 +22,7 @@ pub(crate) enum GroupContext {
 
 impl GroupContext {
     /// Kept in memory, starting from what the store saved (`saved`).
-    pub(crate) fn local(saved: Vec<(String, Vec<String>)>) -> GroupContext {
+    pub fn local(saved: Vec<(String, Vec<String>)>) -> GroupContext {
         GroupContext::Local(Mutex::new(GroupHistory::restore(saved)))
     }
 
@@ -56,7 +56,7 @@ impl GroupContext {
         } else {
             &sender.name
         };
-        let text = super::media::context_line(inbound);
+        let text = crate::inbound::attachments::context_line(inbound);
         let GroupContext::Local(history) = self else {
             let line = admission::history_line(name, &text);
             if let Err(e) = store.append_group_line(key, &line, HISTORY_PER_GROUP, HISTORY_GROUPS) {

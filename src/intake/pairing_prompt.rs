@@ -11,7 +11,7 @@ use std::time::Duration;
 use chela_channel::Inbound;
 use tokio::time::Instant;
 
-use super::Core;
+use super::{Intake, IntakePort};
 use crate::store::PairingOutcome;
 
 /// How often one sender is told to try later.
@@ -48,9 +48,9 @@ impl Notices {
 }
 
 /// Answers an unknown DM sender under `pairing`: a code, or "try later" when too many wait.
-pub(super) async fn answer_stranger(core: &Core, inbound: &Inbound) {
+pub(super) async fn answer_stranger(intake: &Intake, port: &dyn IntakePort, inbound: &Inbound) {
     let (conv, sender) = (&inbound.conversation, &inbound.sender);
-    let outcome = core.store.request_pairing(
+    let outcome = intake.store.request_pairing(
         &conv.channel,
         &conv.account,
         &sender.id,
@@ -60,15 +60,15 @@ pub(super) async fn answer_stranger(core: &Core, inbound: &Inbound) {
     match outcome {
         Ok(PairingOutcome::New(code) | PairingOutcome::Existing(code)) => {
             tracing::info!(channel = %conv.channel, sender = %sender.id, "pairing code issued");
-            core.answer(inbound, &code_text(&conv.channel, &code)).await;
+            port.answer(inbound, &code_text(&conv.channel, &code)).await;
         }
         Ok(PairingOutcome::TooMany { retry_after_ms }) => {
             let who = format!("{}:{}:{}", conv.channel, conv.account, sender.id);
             // A native command must be answered; a typed message is, now and then.
-            let tell = inbound.interaction.is_some() || core.pairing_notices.may_tell(&who);
+            let tell = inbound.interaction.is_some() || intake.pairing_notices.may_tell(&who);
             tracing::info!(channel = %conv.channel, sender = %sender.id, told = tell, "pairing refused: too many pending codes");
             if tell {
-                core.answer(inbound, &try_later_text(retry_after_ms)).await;
+                port.answer(inbound, &try_later_text(retry_after_ms)).await;
             }
         }
         Err(e) => tracing::error!(error = %e, "cannot issue a pairing code"),

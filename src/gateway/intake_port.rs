@@ -1,0 +1,83 @@
+//! The gateway's side of the intake stage's port ([`IntakePort`]): the facts routing needs,
+//! the questions waiting in a chat, the commands, and answers in the chat.
+
+use std::sync::Arc;
+
+use chela_channel::{BoxFuture, Conversation, Inbound};
+
+use super::Core;
+use crate::acp::permission::Decision;
+use crate::inbound::commands::Command;
+use crate::inbound::route::RouteFacts;
+use crate::intake::IntakePort;
+
+impl IntakePort for Core {
+    fn answer_question(&self, key: &str, decision: Decision) -> bool {
+        self.questions.answer_oldest(key, decision)
+    }
+
+    fn is_bound(&self, key: &str) -> bool {
+        self.acp.binding(key).is_some()
+    }
+
+    fn answer<'a>(&'a self, inbound: &'a Inbound, text: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(Core::answer(self, inbound, text))
+    }
+
+    fn say<'a>(&'a self, to: &'a Conversation, text: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(Core::say(self, to, text))
+    }
+
+    fn run_command(
+        self: Arc<Self>,
+        key: String,
+        inbound: Inbound,
+        command: Command,
+    ) -> BoxFuture<'static, Option<Inbound>> {
+        Box::pin(async move {
+            let commands = super::command_context::CoreCommands(self);
+            crate::commands::handle(&commands, &key, &inbound, command).await
+        })
+    }
+}
+
+impl RouteFacts for Core {
+    fn question_waiting(&self, key: &str) -> bool {
+        self.questions.is_waiting(key)
+    }
+
+    fn is_owner(&self, channel: &str, sender_id: &str) -> bool {
+        Core::is_owner(self, channel, sender_id)
+    }
+
+    fn binding_owner(&self, key: &str) -> Option<String> {
+        self.acp.binding(key).map(|b| b.owner)
+    }
+
+    fn is_skill(&self, key: &str, name: &str) -> bool {
+        let skills = &self.agents.for_key(key).skill_names;
+        skills.iter().any(|skill| skill.eq_ignore_ascii_case(name))
+    }
+
+    fn others_choose_models(&self) -> bool {
+        let config = &self.config;
+        config.commands.model.open_to_others(&config.model.models)
+    }
+
+    fn command_allow_from(&self) -> &[String] {
+        &self.config.commands.allow_from
+    }
+
+    fn is_group_admin<'a>(
+        &'a self,
+        conv: &'a Conversation,
+        sender_id: &'a str,
+    ) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            match self.channel(&conv.channel) {
+                Some(channel) => channel.is_admin(conv, sender_id).await.unwrap_or(false),
+                None => false,
+            }
+        })
+    }
+}

@@ -1,0 +1,246 @@
+//! The intake stage: carries out the router's decisions. Every channel's messages (and the
+//! RPC's, and `chela agent`'s) come here through a [`Router`]: admission (`admit.rs`, group
+//! context, the pairing prompt), then [`route`](crate::inbound::route::route) decides, then
+//! a command runs on the fast path, an answer reaches its question, or the message is
+//! queued durably and handed to where its session runs (`carry.rs`, `queue.rs`). On several
+//! nodes a message is queued as it is after admission, and the node running its session
+//! routes it ([`route_queued`]).
+//!
+//! The stage owns the group context kept for mentions and the pace of "try later" notices;
+//! it takes the store, the lanes, the placement and its task tracker at construction, and
+//! reaches the rest of the gateway (questions, bindings, skills, commands, answers in the
+//! chat) only through [`IntakePort`].
+
+mod admit;
+mod carry;
+mod group_context;
+mod pairing_prompt;
+mod queue;
+
+use std::sync::{Arc, Weak};
+
+use chela_channel::{BoxFuture, Conversation, Inbound, InboundSink, SinkError};
+use tokio_util::task::TaskTracker;
+
+use crate::acp::permission::Decision;
+use crate::cluster::Placement;
+use crate::config::{AccessConfig, Config};
+use crate::inbound::commands::Command;
+use crate::inbound::route::{Accepted, RouteFacts};
+use crate::lane::Lanes;
+use crate::store::Store;
+
+pub use carry::route_queued;
+pub use group_context::GroupContext;
+pub use pairing_prompt::{MAX_NOTED, NOTICE_EVERY};
+pub use queue::enqueue_keyed;
+
+/// What intake asks of the rest of the gateway: the facts routing needs, the questions
+/// waiting in a chat, the commands, and answers in the chat.
+pub trait IntakePort: RouteFacts + Send + Sync {
+    /// Answers the oldest question waiting in session `key` with `decision`; false when none
+    /// waits (any more).
+    fn answer_question(&self, key: &str, decision: Decision) -> bool;
+    /// Whether session `key` is bound to a coding agent (no mention needed in its thread).
+    fn is_bound(&self, key: &str) -> bool;
+    /// Answers `inbound` (a command) with `text`, privately for a native command.
+    fn answer<'a>(&'a self, inbound: &'a Inbound, text: &'a str) -> BoxFuture<'a, ()>;
+    /// Says `text` in `to` outside any run.
+    fn say<'a>(&'a self, to: &'a Conversation, text: &'a str) -> BoxFuture<'a, ()>;
+    /// Runs chat command `command` from `inbound` for session `key` and answers it; returns
+    /// a message to run next (the text after `/new`).
+    fn run_command(
+        self: Arc<Self>,
+        key: String,
+        inbound: Inbound,
+        command: Command,
+    ) -> BoxFuture<'static, Option<Inbound>>;
+}
+
+/// The intake stage's state and handles.
+pub struct Intake {
+    config: Arc<Config>,
+    store: Store,
+    lanes: Lanes,
+    placement: Arc<dyn Placement>,
+    /// Command tasks in flight (the gateway awaits them at shutdown).
+    tasks: TaskTracker,
+    /// Recent unmentioned group messages (context for the next mentioned turn).
+    history: GroupContext,
+    /// Strangers told to try pairing later, and when.
+    pairing_notices: pairing_prompt::Notices,
+    /// The rest of the gateway (weak: it holds this stage).
+    port: Weak<dyn IntakePort>,
+}
+
+/// What [`Intake::new`] takes.
+pub struct IntakeParts {
+    /// The configuration in force.
+    pub config: Arc<Config>,
+    /// The store.
+    pub store: Store,
+    /// The session lanes.
+    pub lanes: Lanes,
+    /// Where sessions run.
+    pub placement: Arc<dyn Placement>,
+    /// Where command tasks run.
+    pub tasks: TaskTracker,
+    /// Where group context is kept.
+    pub history: GroupContext,
+    /// The rest of the gateway.
+    pub port: Weak<dyn IntakePort>,
+}
+
+impl Intake {
+    /// The stage over `parts`.
+    pub fn new(parts: IntakeParts) -> Intake {
+        Intake {
+            config: parts.config,
+            store: parts.store,
+            lanes: parts.lanes,
+            placement: parts.placement,
+            tasks: parts.tasks,
+            history: parts.history,
+            pairing_notices: pairing_prompt::Notices::default(),
+            port: parts.port,
+        }
+    }
+
+    /// The session key of an inbound message (SPEC 1.2).
+    pub fn session_key(&self, inbound: &Inbound) -> String {
+        session_key_of(&self.config, inbound)
+    }
+
+    /// The rest of the gateway, while it runs.
+    fn port(&self) -> Result<Arc<dyn IntakePort>, SinkError> {
+        self.port
+            .upgrade()
+            .ok_or_else(|| SinkError("the gateway is shutting down".into()))
+    }
+}
+
+/// The session key of `inbound` under `config` (SPEC 1.2).
+pub fn session_key_of(config: &Config, inbound: &Inbound) -> String {
+    crate::domain::session_key::build(
+        config.agent_id_for(&inbound.conversation, &inbound.sender.id),
+        &inbound.conversation,
+        &inbound.sender.id,
+        config.session.dm_scope,
+        &config.session.identity_links,
+    )
+    .to_string()
+}
+
+/// The admission rules of a platform channel under `config`; `None` for the local terminal.
+pub fn access_for(config: &Config, channel: &str) -> Option<AccessConfig> {
+    match channel {
+        "telegram" => Some(config.channels.telegram.access()),
+        "discord" => Some(config.channels.discord.access()),
+        _ => None,
+    }
+}
+
+/// The [`InboundSink`] every channel feeds.
+#[derive(Clone)]
+pub struct Router {
+    intake: Arc<Intake>,
+    /// The session every message goes to (`chela chat --session`), instead of its own.
+    session: Option<String>,
+}
+
+impl Router {
+    /// A router over the intake stage.
+    pub fn new(intake: Arc<Intake>) -> Self {
+        Router {
+            intake,
+            session: None,
+        }
+    }
+
+    /// A router that puts every message in session `key` (`chela chat --session KEY`).
+    pub fn for_session(intake: Arc<Intake>, key: String) -> Self {
+        Router {
+            intake,
+            session: Some(key),
+        }
+    }
+
+    /// Accepts `inbound` for an explicit session key (as `chela agent --session` does).
+    /// Returns false when the message was a duplicate or an ignored command.
+    pub async fn accept_for(&self, key: String, inbound: Inbound) -> Result<bool, SinkError> {
+        let accepted = self.accept_tracked(key, inbound).await?;
+        Ok(accepted != Accepted::Ignored)
+    }
+
+    /// Like [`Router::accept_for`], saying what became of the message: a queued turn's
+    /// durable seq names the run that will answer it (see [`crate::domain::run::run_id_for`]).
+    pub async fn accept_tracked(
+        &self,
+        key: String,
+        inbound: Inbound,
+    ) -> Result<Accepted, SinkError> {
+        carry::route_and_take(&self.intake, key, inbound, carry::Order::Free).await
+    }
+
+    /// Admits and routes one channel message.
+    async fn take(&self, inbound: Inbound, order: carry::Order) -> Result<(), SinkError> {
+        let key = match &self.session {
+            Some(key) => key.clone(),
+            None => self.intake.session_key(&inbound),
+        };
+        if crate::domain::text::is_blank(&inbound.text) && inbound.attachments.is_empty() {
+            tracing::debug!(session = %key, "blank message dropped");
+            return Ok(());
+        }
+        match admit::admit(&self.intake, &key, inbound).await? {
+            Some(inbound) => carry::route_and_take(&self.intake, key, inbound, order)
+                .await
+                .map(|_| ()),
+            None => Ok(()),
+        }
+    }
+}
+
+impl InboundSink for Router {
+    fn accept(&self, inbound: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
+        Box::pin(self.take(inbound, carry::Order::Free))
+    }
+
+    fn accept_in_order(&self, inbound: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
+        Box::pin(self.take(inbound, carry::Order::Input))
+    }
+
+    fn cursor<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Option<i64>> {
+        Box::pin(async move { self.intake.store.get_cursor(name).ok().flatten() })
+    }
+
+    fn cursors<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Vec<(String, i64)>> {
+        Box::pin(async move {
+            self.intake
+                .store
+                .cursors_starting(prefix)
+                .unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "cannot read cursors");
+                    Vec::new()
+                })
+        })
+    }
+
+    fn save_cursor<'a>(
+        &'a self,
+        name: &'a str,
+        value: i64,
+    ) -> BoxFuture<'a, Result<(), SinkError>> {
+        Box::pin(async move { queue::sink_result(self.intake.store.set_cursor(name, value).await) })
+    }
+
+    fn raise_cursor<'a>(
+        &'a self,
+        name: &'a str,
+        value: i64,
+    ) -> BoxFuture<'a, Result<(), SinkError>> {
+        Box::pin(
+            async move { queue::sink_result(self.intake.store.raise_cursor(name, value).await) },
+        )
+    }
+}

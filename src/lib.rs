@@ -2,11 +2,15 @@
 //!
 //! Module map, in layers: each module uses only the ones listed below it (checked by
 //! `tests/layers.rs`; `ARCHITECTURE.md` draws the picture).
-//! - [`gateway`]: the composition root: builds the store, agent, lanes and channels, carries
-//!   out the router's decisions (intake), runs turns and delivers replies, recovers, shuts down.
+//! - [`gateway`]: the composition root: builds the store, agents, lanes, channels and the
+//!   stages below, implements their ports, recovers, shuts down.
 //! - [`rpc`]: the gateway API over WebSocket, through the narrow port [`rpc::api::GatewayApi`].
+//! - [`commands`]: the command fast path, through the narrow port [`commands::CommandContext`].
+//! - [`runner`]: one turn: the agent or a coding agent, its files, its reply, settling.
 //! - [`cron`]: scheduled jobs: the scheduler, the rules of jobs, the heartbeat; runs queue
 //!   through intake's port ([`cron::Fire`]).
+//! - [`intake`]: carries out the router's decisions: admission, group context, commands, the
+//!   durable queue ([`intake::Router`] is every channel's sink).
 //! - [`delivery`]: the outbox worker (finals per chat, in order, retried), outgoing files, the
 //!   reply journal.
 //! - [`cluster`]: where a session runs ([`cluster::Placement`]: one node, or the partitions a
@@ -40,6 +44,7 @@ pub mod lane;
 pub mod metrics;
 pub mod reply;
 pub mod rpc;
+pub mod runner;
 pub mod sandbox;
 pub mod store;
 #[cfg(test)]

@@ -6,9 +6,12 @@
 //! The stage owns its state (the outbox's queue and its workers) and takes what it uses at
 //! construction: the store, the channels, the delivery settings.
 
+mod answer;
 pub mod files;
 pub mod journal;
+pub mod notices;
 pub mod outbox;
 
 pub use journal::{Holds, RunJournal};
+pub use notices::{Channels, Notices, SendError};
 pub use outbox::{Delivery, Outbox};

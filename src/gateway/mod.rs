@@ -1,15 +1,12 @@
 //! The composition root: builds the store, the provider, the agent, lanes and the router,
 //! runs the channels, recovers what a previous process left, and shuts everything down.
 
-mod answer;
 pub mod approvals;
 pub mod ask;
 pub mod command_context;
 pub mod cron_operator;
 mod cron_tool;
 mod intake_port;
-pub mod live;
-pub mod media;
 mod partition_work;
 pub mod questions;
 pub mod reach;
@@ -17,10 +14,9 @@ mod recover;
 pub mod remote;
 pub mod remote_approvals;
 pub mod rpc_api;
-pub mod runner;
+mod runner_port;
 mod scheduler;
 pub mod sessions_api;
-mod settle_again;
 pub mod spawner;
 pub mod status;
 pub mod subagent;
@@ -66,18 +62,10 @@ pub enum GatewayError {
     },
 }
 
-/// Why a message could not be sent.
-#[derive(Debug, thiserror::Error)]
-pub enum SendError {
-    /// The channel it should go out on is not running.
-    #[error("the {0} channel is not running")]
-    NotRunning(String),
-    /// The platform refused it or could not be reached.
-    #[error(transparent)]
-    Channel(#[from] chela_channel::ChannelError),
-}
+pub use crate::delivery::SendError;
 
-/// Everything the router, commands and runner share.
+/// The gateway's shared handles, behind the ports it implements for the stages (intake,
+/// runner, commands, cron, cluster) and for the agent's tools and the RPC.
 pub struct Core {
     /// Configuration in force.
     pub config: Arc<Config>,
@@ -86,20 +74,20 @@ pub struct Core {
     /// The session lanes.
     pub lanes: Lanes,
     /// The agents: the default one and those of `[[agents]]`.
-    pub agents: crate::agent::Agents,
+    pub agents: Arc<crate::agent::Agents>,
     /// Coding-agent bindings and their processes.
-    pub acp: crate::acp::AcpManager,
+    pub acp: Arc<crate::acp::AcpManager>,
     /// Permission questions waiting for an answer in the chat.
     pub questions: ask::Questions,
     /// Exec approvals waiting for `/approve`.
     pub approvals: approvals::Approvals,
-    /// Channels by name.
-    pub channels: HashMap<String, Arc<dyn Channel>>,
+    /// The channels by name, and notices into them after their finals.
+    pub notices: crate::delivery::Notices,
     /// Every run's events as they happen, this node's runs.
-    pub live: broadcast::Sender<live::LiveEvent>,
+    pub live: broadcast::Sender<crate::domain::events::LiveEvent>,
     /// What the RPC's event feed reads: `live` itself, or in a cluster this node's events
     /// and the other nodes' ([`crate::cluster::relay`]).
-    pub feed: broadcast::Sender<live::LiveEvent>,
+    pub feed: broadcast::Sender<crate::domain::events::LiveEvent>,
     /// Fires when the gateway stops.
     pub shutdown: CancellationToken,
     /// Command tasks in flight (awaited at shutdown so no answer is cut off).
@@ -141,7 +129,7 @@ pub fn default_session_key(config: &crate::config::Config) -> String {
 impl Core {
     /// The channel named `name`, if it runs.
     pub fn channel(&self, name: &str) -> Option<Arc<dyn Channel>> {
-        self.channels.get(name).cloned()
+        self.notices.channel(name)
     }
 
     /// The session key of an inbound message (SPEC 1.2).
@@ -183,22 +171,19 @@ impl Core {
     /// Sends a short message (command answers, notices) as one complete reply, waiting out
     /// rate limits like a final reply does.
     pub async fn say(&self, to: &Conversation, text: &str) {
-        if let Err(e) = self.send_text(to, text).await {
-            tracing::warn!(error = %e, channel = %to.channel, "cannot send a notice");
-        }
+        self.notices.say(to, text).await
+    }
+
+    /// Answers `inbound` (a command) with `text`: privately when it came with an interaction
+    /// handle and its channel can answer there, else in its conversation.
+    pub async fn answer(&self, inbound: &Inbound, text: &str) {
+        self.notices.answer(inbound, text).await
     }
 
     /// Sends `text` into `to` as one complete reply (split as the platform needs); errors
     /// are short and safe to show.
     pub async fn send_text(&self, to: &Conversation, text: &str) -> Result<(), SendError> {
-        let channel = self
-            .channel(&to.channel)
-            .ok_or_else(|| SendError::NotRunning(to.channel.clone()))?;
-        // After the conversation's finals (a /stop answer follows the stopped reply), but
-        // not held for long by a final the platform keeps refusing.
-        self.outbox.settled_within(to).await;
-        let mut reply = crate::reply::ReplyStream::new(channel, to.clone());
-        Ok(reply.finish(text).await?)
+        self.notices.send_text(to, text).await
     }
 }
 
@@ -233,8 +218,8 @@ pub struct Gateway {
     rpc: tokio::sync::Mutex<Option<crate::rpc::RpcServer>>,
 }
 
-/// The session lanes of the core being built (`weak`), with `config`'s queue defaults.
-fn lanes_for(config: &Config, store: &Store, weak: &std::sync::Weak<Core>) -> Lanes {
+/// The session lanes over `runner`, with `config`'s queue defaults.
+fn lanes_for(config: &Config, store: &Store, runner: Arc<dyn crate::lane::Runner>) -> Lanes {
     let defaults = LaneSettings {
         mode: config.queue.mode,
         debounce: Duration::from_millis(config.queue.debounce_ms),
@@ -242,7 +227,7 @@ fn lanes_for(config: &Config, store: &Store, weak: &std::sync::Weak<Core>) -> La
         drop: config.queue.drop,
     };
     Lanes::new(
-        Arc::new(runner::AgentRunner::new(weak.clone())),
+        runner,
         store.clone(),
         defaults,
         config.resolved_max_concurrent_runs(),
@@ -321,12 +306,29 @@ impl Gateway {
             let agents = crate::agent::Agents::build(
                 &config, &store, &shutdown, provider, providers, &ports,
             );
+            let agents = Arc::new(agents);
             let asker: Arc<dyn crate::acp::manager::AskerFor> =
                 Arc::new(ask::ChatAskers { core: weak.clone() });
-            let live_bus = broadcast::channel(live::LIVE_BUFFER).0;
-            let lanes = lanes_for(&config, &store, weak);
-            let (placement, history) = placement_for(cluster.clone(), &lanes, saved_history);
+            let acp = Arc::new(crate::acp::AcpManager::new(
+                &config,
+                store.clone(),
+                Some(asker),
+            ));
+            let live_bus = broadcast::channel(crate::runner::LIVE_BUFFER).0;
+            let notices = crate::delivery::Notices::new(channels, outbox.clone());
             let config = Arc::new(config);
+            let runner = crate::runner::TurnRunner::new(crate::runner::RunnerParts {
+                config: config.clone(),
+                store: store.clone(),
+                agents: agents.clone(),
+                acp: acp.clone(),
+                notices: notices.clone(),
+                live: live_bus.clone(),
+                shutdown: shutdown.clone(),
+                port: weak.clone() as std::sync::Weak<dyn crate::runner::RunnerPort>,
+            });
+            let lanes = lanes_for(&config, &store, Arc::new(runner));
+            let (placement, history) = placement_for(cluster.clone(), &lanes, saved_history);
             let tasks = tokio_util::task::TaskTracker::new();
             let intake = Arc::new(crate::intake::Intake::new(crate::intake::IntakeParts {
                 config: config.clone(),
@@ -342,17 +344,17 @@ impl Gateway {
                 outbox,
                 placement,
                 cron_wake: Arc::new(tokio::sync::Notify::new()),
-                acp: crate::acp::AcpManager::new(&config, store.clone(), Some(asker)),
+                acp,
                 questions: ask::Questions::default(),
                 approvals: approvals::Approvals::default(),
-                channels,
+                notices,
                 rpc,
                 lanes,
                 store,
                 agents,
                 live: live_bus.clone(),
                 feed: match cluster.is_some() {
-                    true => broadcast::channel(live::LIVE_BUFFER).0,
+                    true => broadcast::channel(crate::runner::LIVE_BUFFER).0,
                     false => live_bus,
                 },
                 shutdown,
@@ -424,7 +426,7 @@ impl Gateway {
 
     /// Subscribes to the run bus: every run's events, each run ending with
     /// [`RunEvent::Finished`](crate::domain::events::RunEvent::Finished).
-    pub fn subscribe_events(&self) -> broadcast::Receiver<live::LiveEvent> {
+    pub fn subscribe_events(&self) -> broadcast::Receiver<crate::domain::events::LiveEvent> {
         self.core.live.subscribe()
     }
 
@@ -442,7 +444,7 @@ impl Gateway {
         let sink: Arc<dyn chela_channel::InboundSink> = Arc::new(router);
         let names: Vec<(&str, &str)> = crate::inbound::commands::HELP.to_vec();
         let mut tasks = tokio::task::JoinSet::new();
-        for channel in self.core.channels.values() {
+        for channel in self.core.notices.channels().values() {
             let channel = channel.clone();
             if let Err(e) = channel.register_commands(&names).await {
                 tracing::warn!(channel = channel.name(), error = %e, "cannot register commands");

@@ -5,10 +5,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::Core;
-use super::runner::seq_of_run_id;
 use crate::delivery::Delivery;
 use crate::delivery::journal as reply_journal;
 use crate::domain::message::now_ms;
+use crate::domain::run::seq_of_run_id;
 use crate::inbound::route::queued_turn;
 use crate::store::{PendingTurn, ReplyJournal, partition_of};
 

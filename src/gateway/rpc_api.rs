@@ -45,7 +45,8 @@ impl CoreApi {
     fn channel_states(&self) -> Vec<(String, bool)> {
         let mut states: Vec<(String, bool)> = self
             .core
-            .channels
+            .notices
+            .channels()
             .iter()
             .map(|(name, channel)| (name.clone(), channel.connected()))
             .collect();

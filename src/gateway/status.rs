@@ -212,7 +212,7 @@ impl StatusReport {
 
     /// Reads a running gateway: its channels, live runs and store.
     pub async fn from_core(core: &Core) -> Result<StatusReport, StoreError> {
-        let mut channels: Vec<String> = core.channels.keys().cloned().collect();
+        let mut channels: Vec<String> = core.notices.channels().keys().cloned().collect();
         channels.sort();
         let mut report = Self::from_store(&core.store, &core.config.store.describe(), channels)?;
         report.live = true;

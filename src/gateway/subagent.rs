@@ -22,7 +22,7 @@ use crate::store::{PendingTurn, SubagentLink, SubagentState};
 
 /// The channel name of conversations no platform carries (a sub-agent's own, or a parent's
 /// that never replied anywhere): runs there are recorded but reply nowhere.
-pub const INTERNAL_CHANNEL: &str = "subagent";
+pub use crate::runner::INTERNAL_CHANNEL;
 
 /// How often, and how many times, [`wait_settled`] re-checks a result being handed over.
 const HANDOFF_POLL: std::time::Duration = std::time::Duration::from_millis(50);

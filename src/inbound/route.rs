@@ -1,7 +1,7 @@
 //! Routing of normalized inbound messages, as a decision: [`route`] says what a message is
 //! (the answer to a waiting question, a command for the fast path, a refused command, or a
 //! turn for the session's lane) from the facts the gateway gives it ([`RouteFacts`]); the
-//! composition root carries the decision out (`gateway::intake`).
+//! intake stage carries the decision out (`src/intake`).
 
 use chela_channel::{BoxFuture, ChatKind, Conversation, Inbound};
 

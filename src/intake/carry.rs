@@ -139,7 +139,13 @@ pub async fn route_queued(
     seq: u64,
     turn: &PendingTurn,
 ) {
-    let Ok(port) = intake.port() else { return };
+    let Ok(port) = intake.port() else {
+        tracing::warn!(
+            seq,
+            "cluster: the gateway is stopping; a queued message waits for the next owner"
+        );
+        return;
+    };
     let key = turn.session_key.clone();
     let route = route::route(&key, &turn.inbound, port.as_ref()).await;
     let route = match route {

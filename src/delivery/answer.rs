@@ -1,51 +1,27 @@
-//! Answering a command where it was asked: privately through the platform's native-command
-//! handle (a Discord slash command's interaction) when there is one, else as a message in the
-//! conversation.
+//! Answering a command privately through the platform's native-command handle (a Discord
+//! slash command's interaction), in parts that fit, retried while the platform is busy; what
+//! cannot go so is handed back to be said in the conversation ([`super::Notices::answer`]).
 
 use std::time::Duration;
 
-use chela_channel::{Channel, ChannelError, Conversation, Inbound};
+use chela_channel::{Channel, ChannelError, Conversation};
 
-use super::Core;
 use crate::reply::split::split_all;
 
 /// Attempts of one private part when the platform is busy or unreachable.
 const ATTEMPTS: u32 = 3;
 
-impl Core {
-    /// Answers `inbound` (a command) with `text`: privately when it came with an interaction
-    /// handle and its channel can answer there, else with [`Core::say`] in its conversation.
-    pub async fn answer(&self, inbound: &Inbound, text: &str) {
-        let to = &inbound.conversation;
-        let (Some(handle), Some(channel)) =
-            (inbound.interaction.as_deref(), self.channel(&to.channel))
-        else {
-            self.say(to, text).await;
-            return;
-        };
-        match answer_privately(channel.as_ref(), to, handle, text).await {
-            Ok(()) => {}
-            Err(Undelivered { rest, error }) => {
-                if !matches!(error, ChannelError::Unsupported(_)) {
-                    tracing::warn!(error = %error, channel = %to.channel, "cannot answer a command privately; answering in the conversation");
-                }
-                self.say(to, &rest).await;
-            }
-        }
-    }
-}
-
 /// What a private answer could not deliver.
 #[derive(Debug)]
-struct Undelivered {
+pub(super) struct Undelivered {
     /// The text not delivered (all of it when the first part failed).
-    rest: String,
+    pub(super) rest: String,
     /// Why.
-    error: ChannelError,
+    pub(super) error: ChannelError,
 }
 
 /// Sends `text` through `channel`'s private command answer, in parts that fit its limits.
-async fn answer_privately(
+pub(super) async fn answer_privately(
     channel: &dyn Channel,
     to: &Conversation,
     handle: &str,

@@ -16,7 +16,7 @@ use std::sync::Weak;
 use chela_channel::{Attachment, AttachmentKind, Channel, Conversation};
 use tokio_util::sync::CancellationToken;
 
-use super::Core;
+use super::Handles;
 use crate::agent::media::SteerFiles;
 use crate::agent::provider::BoxFuture;
 use crate::agent::run::Steer;
@@ -44,8 +44,8 @@ pub struct Prepared {
 /// Turns without files cost nothing here.
 /// A file too big or not downloadable gets a short reply in the chat and a note; `cancel`
 /// (`/stop`) cuts a download short and leaves the rest.
-pub async fn prepare(
-    core: &Core,
+pub(super) async fn prepare(
+    handles: &Handles,
     key: &str,
     turn: &QueuedTurn,
     cancel: &CancellationToken,
@@ -55,7 +55,7 @@ pub async fn prepare(
         target: &turn.target,
         cancel,
     };
-    files.prepare(core, &turn.text, &turn.files).await
+    files.prepare(handles, &turn.text, &turn.files).await
 }
 
 /// Where a message's files go and what stops their download.
@@ -67,7 +67,12 @@ struct Files<'a> {
 
 impl Files<'_> {
     /// `text` with a note per file of `files` (each with its message's seq), downloaded.
-    async fn prepare(&self, core: &Core, text: &str, files: &[(u64, Attachment)]) -> Prepared {
+    async fn prepare(
+        &self,
+        handles: &Handles,
+        text: &str,
+        files: &[(u64, Attachment)],
+    ) -> Prepared {
         let mut prepared = Prepared {
             text: text.to_owned(),
             media: Vec::new(),
@@ -80,7 +85,7 @@ impl Files<'_> {
             let first = n == 0 || files[n - 1].0 != *seq;
             index = if first { 0 } else { index + 1 };
             let relative = format!("{folder}/{}", file_name(*seq, index, attachment));
-            let (note, image) = self.take_file(core, attachment, relative).await;
+            let (note, image) = self.take_file(handles, attachment, relative).await;
             notes.push(note);
             prepared.media.extend(image);
         }
@@ -99,8 +104,8 @@ impl Files<'_> {
 /// The files of steered messages, downloaded by the run that takes them (see
 /// [`SteerFiles`]).
 pub struct SteerDownloads {
-    /// The core (weak: a run must not keep it alive).
-    pub core: Weak<Core>,
+    /// The runner's handles (weak: a run must not keep them alive).
+    pub(super) handles: Weak<Handles>,
     /// The run's session.
     pub key: String,
     /// Where its replies go (a refusal is said there).
@@ -112,7 +117,7 @@ pub struct SteerDownloads {
 impl SteerFiles for SteerDownloads {
     fn prepare<'a>(&'a self, steer: &'a Steer) -> BoxFuture<'a, (String, Vec<ContentBlock>)> {
         Box::pin(async move {
-            let Some(core) = self.core.upgrade() else {
+            let Some(handles) = self.handles.upgrade() else {
                 return (steer.text.clone(), Vec::new());
             };
             let files = Files {
@@ -120,7 +125,7 @@ impl SteerFiles for SteerDownloads {
                 target: &self.target,
                 cancel: &self.cancel,
             };
-            let prepared = files.prepare(&core, &steer.text, &steer.files).await;
+            let prepared = files.prepare(&handles, &steer.text, &steer.files).await;
             (prepared.text, prepared.media)
         })
     }
@@ -132,16 +137,16 @@ impl Files<'_> {
     /// only noted.
     async fn take_file(
         &self,
-        core: &Core,
+        handles: &Handles,
         attachment: &Attachment,
         relative: String,
     ) -> (String, Option<ContentBlock>) {
-        let limit = core.config.media.max_bytes();
+        let limit = handles.config.media.max_bytes();
         // A coding agent's turn reads its pictures from the default agent's workspace (the
         // ACP manager's); every other turn from its own agent's.
-        let workspace = match core.acp.binding(self.key) {
-            Some(_) => &core.agents.default_agent().tool_context.workspace,
-            None => &core.agents.for_key(self.key).tool_context.workspace,
+        let workspace = match handles.acp.binding(self.key) {
+            Some(_) => &handles.agents.default_agent().tool_context.workspace,
+            None => &handles.agents.for_key(self.key).tool_context.workspace,
         };
         // Resolved as the file tools resolve paths: a `media` folder, session folder or
         // file the agent linked out of the workspace is refused, never written nor read.
@@ -152,7 +157,7 @@ impl Files<'_> {
                 return (format!("[{} not saved: {error}]", what(attachment)), None);
             }
         };
-        let channel = core.channel(&self.target.channel);
+        let channel = handles.notices.channel(&self.target.channel);
         let fetched = fetch_once_until(channel, attachment, workspace, &file, limit, self.cancel);
         let size = match fetched.await {
             Ok(size) => size,
@@ -165,18 +170,18 @@ impl Files<'_> {
             Err(error) => {
                 tracing::warn!(error = %error, kind = attachment.kind.as_str(), "attachment not downloaded");
                 let (note, reply) = refusal(attachment, &error, limit);
-                core.say(self.target, &reply).await;
+                handles.notices.say(self.target, &reply).await;
                 return (note, None);
             }
         };
-        note_and_block(core, attachment, relative, workspace, size).await
+        note_and_block(handles, attachment, relative, workspace, size).await
     }
 }
 
 /// The note and (for a picture) the image block of `attachment`, saved at `relative` (in
 /// `workspace`), `size` bytes; a voice note or audio file is transcribed when configured.
 async fn note_and_block(
-    core: &Core,
+    handles: &Handles,
     attachment: &Attachment,
     relative: String,
     workspace: &Path,
@@ -193,13 +198,13 @@ async fn note_and_block(
             (note, Some(image))
         }
         AttachmentKind::Voice | AttachmentKind::Audio
-            if !core.config.media.transcribe_url.trim().is_empty() =>
+            if !handles.config.media.transcribe_url.trim().is_empty() =>
         {
             let mime = attachment.mime_type.as_deref().unwrap_or("audio/ogg");
-            let audio = read_saved(workspace, &relative, core.config.media.max_bytes()).await;
+            let audio = read_saved(workspace, &relative, handles.config.media.max_bytes()).await;
             let heard = match audio {
                 Ok(bytes) => {
-                    transcribe::transcribe(&core.config.media, bytes, &relative, mime).await
+                    transcribe::transcribe(&handles.config.media, bytes, &relative, mime).await
                 }
                 Err(e) => Err(e),
             };

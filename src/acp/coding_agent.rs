@@ -1,4 +1,4 @@
-//! [`CodingAgent`]: what chela needs from an external coding agent (DESIGN 3). The ACP crate
+//! [`CodingAgent`]: what chela needs from an external coding agent (SPEC 4). The ACP crate
 //! stays behind it ([`super::client::AcpClient`] is the implementation), so the rest of chela
 //! does not change when the crate's API does.
 

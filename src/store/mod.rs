@@ -1,4 +1,5 @@
-//! The store: everything that must survive a restart (DESIGN 4, SPEC 6), behind traits.
+//! The store: everything that must survive a restart (SPEC 6; ARCHITECTURE.md "Where state
+//! lives"), behind traits.
 //!
 //! Callers hold a [`Store`], a cheap cloneable handle that derefs to `dyn` [`Backend`]: the
 //! store's operations are the methods of the traits in `ports/`, one per concern, each stating

@@ -42,6 +42,7 @@ pub mod inbound;
 pub mod intake;
 pub mod lane;
 pub mod metrics;
+pub mod questions;
 pub mod reply;
 pub mod rpc;
 pub mod runner;

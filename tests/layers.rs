@@ -9,8 +9,25 @@ use std::path::Path;
 
 /// Top to bottom.
 const LAYERS: &[&str] = &[
-    "gateway", "rpc", "commands", "runner", "cron", "intake", "delivery", "cluster", "inbound",
-    "reply", "lane", "acp", "agent", "sandbox", "store", "config", "domain", "metrics",
+    "gateway",
+    "rpc",
+    "commands",
+    "questions",
+    "runner",
+    "cron",
+    "intake",
+    "delivery",
+    "cluster",
+    "inbound",
+    "reply",
+    "lane",
+    "acp",
+    "agent",
+    "sandbox",
+    "store",
+    "config",
+    "domain",
+    "metrics",
 ];
 
 /// `text` without `#[cfg(test)]` items (brace-matched, as `layers.py` does).

@@ -68,7 +68,7 @@ impl CommandContext for CoreCommands {
     }
 
     fn approve<'a>(&'a self, to: &'a Conversation, args: &'a str) -> BoxFuture<'a, String> {
-        Box::pin(super::approvals::command(&self.0, to, args))
+        Box::pin(crate::questions::approvals::command(&self.0.desk, to, args))
     }
 
     fn compactor(&self, key: String) -> Compactor {

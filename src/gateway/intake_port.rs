@@ -13,7 +13,7 @@ use crate::intake::IntakePort;
 
 impl IntakePort for Core {
     fn answer_question(&self, key: &str, decision: Decision) -> bool {
-        self.questions.answer_oldest(key, decision)
+        self.desk.permissions().answer_oldest(key, decision)
     }
 
     fn is_bound(&self, key: &str) -> bool {
@@ -43,7 +43,7 @@ impl IntakePort for Core {
 
 impl RouteFacts for Core {
     fn question_waiting(&self, key: &str) -> bool {
-        self.questions.is_waiting(key)
+        self.desk.permissions().is_waiting(key)
     }
 
     fn is_owner(&self, channel: &str, sender_id: &str) -> bool {

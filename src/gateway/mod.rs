@@ -1,18 +1,14 @@
 //! The composition root: builds the store, the provider, the agent, lanes and the router,
 //! runs the channels, recovers what a previous process left, and shuts everything down.
 
-pub mod approvals;
-pub mod ask;
 pub mod command_context;
 pub mod cron_operator;
 mod cron_tool;
 mod intake_port;
 mod partition_work;
-pub mod questions;
 pub mod reach;
 mod recover;
 pub mod remote;
-pub mod remote_approvals;
 pub mod rpc_api;
 mod runner_port;
 mod scheduler;
@@ -77,10 +73,8 @@ pub struct Core {
     pub agents: Arc<crate::agent::Agents>,
     /// Coding-agent bindings and their processes.
     pub acp: Arc<crate::acp::AcpManager>,
-    /// Permission questions waiting for an answer in the chat.
-    pub questions: ask::Questions,
-    /// Exec approvals waiting for `/approve`.
-    pub approvals: approvals::Approvals,
+    /// The questions waiting in the chat: permission questions and exec approvals.
+    pub desk: Arc<crate::questions::Desk>,
     /// The channels by name, and notices into them after their finals.
     pub notices: crate::delivery::Notices,
     /// Every run's events as they happen, this node's runs.
@@ -291,6 +285,15 @@ impl Gateway {
             shutdown.clone(),
             crate::delivery::files::FilePolicy::from_config(&config),
         );
+        let notices = crate::delivery::Notices::new(channels, outbox.clone());
+        let desk = Arc::new(crate::questions::Desk::new(crate::questions::DeskParts {
+            store: store.clone(),
+            notices: notices.clone(),
+            cluster: cluster.clone(),
+            node_id: config.cluster.node_id.clone(),
+            approval_timeout: Duration::from_secs(config.tools.approval_timeout_s),
+            ask_timeout: Duration::from_secs(config.acp.ask_timeout_s),
+        }));
         // The core owns the lanes, the agent and the ACP manager, whose gateway-side ports
         // (runner, spawner, sessions, approvals, permission askers) point back at it: they
         // get a weak handle while it is built, so nothing is filled in afterwards.
@@ -300,22 +303,20 @@ impl Gateway {
                 sessions: Some(Arc::new(sessions_api::GatewaySessions {
                     core: weak.clone(),
                 })),
-                approver: Some(Arc::new(approvals::ChatApprover { core: weak.clone() })),
+                approver: Some(Arc::new(desk.approver())),
                 cron: Some(Arc::new(cron_tool::GatewayCron { core: weak.clone() })),
             };
             let agents = crate::agent::Agents::build(
                 &config, &store, &shutdown, provider, providers, &ports,
             );
             let agents = Arc::new(agents);
-            let asker: Arc<dyn crate::acp::manager::AskerFor> =
-                Arc::new(ask::ChatAskers { core: weak.clone() });
+            let asker: Arc<dyn crate::acp::manager::AskerFor> = Arc::new(desk.askers());
             let acp = Arc::new(crate::acp::AcpManager::new(
                 &config,
                 store.clone(),
                 Some(asker),
             ));
             let live_bus = broadcast::channel(crate::runner::LIVE_BUFFER).0;
-            let notices = crate::delivery::Notices::new(channels, outbox.clone());
             let config = Arc::new(config);
             let runner = crate::runner::TurnRunner::new(crate::runner::RunnerParts {
                 config: config.clone(),
@@ -345,8 +346,7 @@ impl Gateway {
                 placement,
                 cron_wake: Arc::new(tokio::sync::Notify::new()),
                 acp,
-                questions: ask::Questions::default(),
-                approvals: approvals::Approvals::default(),
+                desk: desk.clone(),
                 notices,
                 rpc,
                 lanes,

@@ -104,7 +104,7 @@ pub(super) async fn answer(core: &Arc<Core>, question: Envelope) {
                 }
             }
         }
-        body => match super::remote_approvals::answer_call(&core.approvals, body) {
+        body => match crate::questions::remote::answer_call(core.desk.approvals(), body) {
             Some(answer) => answer,
             None => return,
         },

@@ -3,15 +3,13 @@
 //! with `/approve <id> allow-once|allow-always|deny`. No answer in time denies; `/stop`
 //! ends the wait.
 
-use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::sync::Weak;
 
 use chela_channel::{ChatKind, Conversation};
 use tokio_util::sync::CancellationToken;
 
-use super::Core;
-use super::questions::PendingQuestions;
-use super::remote_approvals::{Approved, Listed, approval_tag, split_typed};
+use super::remote::{Approved, Listed, approval_tag, split_typed};
+use super::{Desk, PendingQuestions};
 use crate::agent::approval::{Approval, Approver};
 use crate::agent::provider::BoxFuture;
 use crate::cluster::peers::Answered;
@@ -26,7 +24,7 @@ pub type Approvals = PendingQuestions<Approval>;
 fn answer(approvals: &Approvals, id: &str, decision: Approval) -> String {
     let approved = Approved::At {
         node: None,
-        outcome: super::remote_approvals::answered(approvals.answer_placed(id, decision)),
+        outcome: super::remote::answered(approvals.answer_placed(id, decision)),
     };
     answer_text(id, decision, &approved)
 }
@@ -139,22 +137,22 @@ fn hide_other(approved: Approved, place: Option<&str>) -> Approved {
 
 /// The `/approve [id decision]` command from conversation `to`: answers a request, or
 /// lists the waiting ones ([`shown_place`]); on a cluster, those of every node
-/// ([`super::remote_approvals`]).
-pub async fn command(core: &Arc<Core>, to: &Conversation, args: &str) -> String {
+/// ([`super::remote`]).
+pub async fn command(desk: &Desk, to: &Conversation, args: &str) -> String {
     let mut words = args.split_whitespace();
     let place = shown_place(to);
     match (words.next(), words.next()) {
         (None, _) => {
-            let listed = super::remote_approvals::waiting_approvals(core, place.as_deref()).await;
+            let listed = super::remote::waiting_approvals(desk, place.as_deref()).await;
             list_text(&listed, place.as_deref())
         }
         (Some(typed), Some(word)) => match Approval::parse(word) {
             Some(decision) => {
-                let approved = super::remote_approvals::approve(core, typed, decision).await;
+                let approved = super::remote::approve(desk, typed, decision).await;
                 let approved = hide_other(approved, place.as_deref());
                 let (id, named) = split_typed(typed);
-                let alone = core.placement.node().is_none();
-                let note = alone_note(named, alone, &core.config.cluster.node_id);
+                let alone = desk.cluster.is_none();
+                let note = alone_note(named, alone, &desk.node_id);
                 format!("{}{note}", answer_text(id, decision, &approved))
             }
             None => usage(),
@@ -208,8 +206,8 @@ fn usage() -> String {
 
 /// Asks in the conversation of the session that wants to run a command.
 pub struct ChatApprover {
-    /// The core (weak: the core owns the agent that holds this).
-    pub core: Weak<Core>,
+    /// The desk (weak: the gateway owns the agent that holds this).
+    pub(super) desk: Weak<Desk>,
 }
 
 impl Approver for ChatApprover {
@@ -220,23 +218,23 @@ impl Approver for ChatApprover {
         command: &str,
         cancel: CancellationToken,
     ) -> BoxFuture<'static, Approval> {
-        let core = self.core.clone();
+        let desk = self.desk.clone();
         let (key, command) = (session_key.to_owned(), command.to_owned());
         let reply_to = reply_to.cloned();
         Box::pin(async move {
-            let Some(core) = core.upgrade() else {
+            let Some(desk) = desk.upgrade() else {
                 return Approval::NoOneToAsk;
             };
-            let Some(to) = where_to_ask(&core, &key, reply_to) else {
+            let Some(to) = where_to_ask(&desk, &key, reply_to) else {
                 return Approval::NoOneToAsk;
             };
-            if to.channel == crate::rpc::channel::NAME {
+            if to.channel == crate::inbound::route::RPC_CHANNEL {
                 // Nobody reads an RPC conversation: the request would only wait and expire.
                 return Approval::NoOneToAsk;
             }
-            let timeout = Duration::from_secs(core.config.tools.approval_timeout_s);
-            let tag = core.placement.node().map(approval_tag);
-            let (id, answer) = core.approvals.open_tagged(
+            let timeout = desk.approval_timeout;
+            let tag = desk.cluster.as_ref().map(|c| approval_tag(c.node()));
+            let (id, answer) = desk.approvals.open_tagged(
                 tag.as_deref().unwrap_or(""),
                 &key,
                 &command,
@@ -246,7 +244,7 @@ impl Approver for ChatApprover {
                 "🔐 Approval needed to run:\n{command}\nAn owner replies /approve {id} allow-once, /approve {id} allow-always or /approve {id} deny (no answer in {} denies).",
                 humantime::format_duration(timeout)
             );
-            core.say(&to, &text).await;
+            desk.notices.say(&to, &text).await;
             let outcome = tokio::select! {
                 _ = cancel.cancelled() => Approval::Cancelled,
                 answered = tokio::time::timeout(timeout, answer) => match answered {
@@ -255,10 +253,10 @@ impl Approver for ChatApprover {
                     Err(_) => Approval::TimedOut,
                 },
             };
-            core.approvals.forget(&id);
+            desk.approvals.forget(&id);
             if outcome == Approval::TimedOut {
-                core.say(&to, &format!("No answer to approval {id} in time: denied."))
-                    .await;
+                let told = format!("No answer to approval {id} in time: denied.");
+                desk.notices.say(&to, &told).await;
             }
             outcome
         })
@@ -267,13 +265,13 @@ impl Approver for ChatApprover {
 
 /// Where to ask for session `key`: the conversation its run replies to (`reply_to`), or for
 /// a sub-agent (which replies nowhere) the conversation its parent last replied to.
-fn where_to_ask(core: &Core, key: &str, reply_to: Option<Conversation>) -> Option<Conversation> {
-    let own = reply_to.filter(|to| to.channel != super::subagent::INTERNAL_CHANNEL);
+fn where_to_ask(desk: &Desk, key: &str, reply_to: Option<Conversation>) -> Option<Conversation> {
+    let own = reply_to.filter(|to| to.channel != crate::runner::INTERNAL_CHANNEL);
     own.or_else(|| {
-        let link = core.store.subagent(key).ok().flatten()?;
+        let link = desk.store.subagent(key).ok().flatten()?;
         link.parent_target
-            .filter(|to| to.channel != super::subagent::INTERNAL_CHANNEL)
-            .or_else(|| core.store.target(&link.parent).ok().flatten())
+            .filter(|to| to.channel != crate::runner::INTERNAL_CHANNEL)
+            .or_else(|| desk.store.target(&link.parent).ok().flatten())
     })
 }
 

@@ -1,3 +1,5 @@
+use std::sync::Arc;
+
 use tokio::sync::oneshot;
 
 use super::*;

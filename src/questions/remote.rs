@@ -8,10 +8,8 @@
 //! both hold it, nothing is answered and the reply names them, so the owner can answer
 //! `/approve <id>@<node> ...`. Outside a cluster, everything happens here.
 
-use std::sync::Arc;
-
-use super::Core;
-use super::questions::{NotWaiting, PendingQuestions};
+use super::Desk;
+use super::{NotWaiting, PendingQuestions};
 use crate::agent::approval::Approval;
 use crate::cluster::Cluster;
 use crate::cluster::peers::{ANSWER_WITHIN, Answered, Body, NotSent, Peers, WaitingApproval};
@@ -86,10 +84,10 @@ pub enum Approved {
 
 /// Answers exec approval `typed` (`<id>` or `<id>@<node>`) with `decision`, here or on
 /// the node that asked it.
-pub async fn approve(core: &Arc<Core>, typed: &str, decision: Approval) -> Approved {
-    match core.placement.cluster() {
-        Some(cluster) => approve_in(&core.approvals, cluster, typed, decision).await,
-        None => approve_alone(&core.approvals, typed, decision),
+pub async fn approve(desk: &Desk, typed: &str, decision: Approval) -> Approved {
+    match &desk.cluster {
+        Some(cluster) => approve_in(&desk.approvals, cluster, typed, decision).await,
+        None => approve_alone(&desk.approvals, typed, decision),
     }
 }
 
@@ -261,11 +259,11 @@ pub struct Listed {
 
 /// The exec approvals waiting on every node (this one's first), of those asked in
 /// conversation `place` (`approvals::place_of`) only when given.
-pub async fn waiting_approvals(core: &Arc<Core>, place: Option<&str>) -> Listed {
-    match core.placement.cluster() {
-        Some(cluster) => list_in(&core.approvals, cluster, place).await,
+pub async fn waiting_approvals(desk: &Desk, place: Option<&str>) -> Listed {
+    match &desk.cluster {
+        Some(cluster) => list_in(&desk.approvals, cluster, place).await,
         None => Listed {
-            waiting: local_approvals(&core.approvals, place, None),
+            waiting: local_approvals(&desk.approvals, place, None),
             ..Listed::default()
         },
     }
@@ -313,7 +311,7 @@ async fn list_in(local: &Approvals, cluster: &Cluster, place: Option<&str>) -> L
 }
 
 /// Answers an approval call another node made to this one (`None`: not one).
-pub(super) fn answer_call(local: &Approvals, body: Body) -> Option<Body> {
+pub fn answer_call(local: &Approvals, body: Body) -> Option<Body> {
     match body {
         Body::Approve { id, decision } => {
             let decision = Approval::parse(&decision).unwrap_or(Approval::Deny);
@@ -394,5 +392,5 @@ fn decision_word(decision: Approval) -> &'static str {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-#[path = "remote_approvals_tests.rs"]
+#[path = "remote_tests.rs"]
 mod tests;

@@ -3,10 +3,8 @@
 //! within the timeout denies.
 
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 
-use super::Core;
-use super::questions::PendingQuestions;
+use super::{Desk, PendingQuestions};
 use crate::acp::client::Asker;
 use crate::acp::manager::AskerFor;
 use crate::acp::permission::Decision;
@@ -19,31 +17,31 @@ pub type Questions = PendingQuestions<Decision>;
 
 /// Makes askers that ask in each binding's conversation.
 pub struct ChatAskers {
-    /// The gateway core (weak: the core owns the ACP manager that holds this).
-    pub core: Weak<Core>,
+    /// The desk (weak: the gateway owns the ACP manager that holds this).
+    pub(super) desk: Weak<Desk>,
 }
 
 impl AskerFor for ChatAskers {
     fn asker_for(&self, binding: &Binding) -> Arc<dyn Asker> {
         Arc::new(ChatAsker {
-            core: self.core.clone(),
+            desk: self.desk.clone(),
             binding: binding.clone(),
         })
     }
 }
 
 struct ChatAsker {
-    core: Weak<Core>,
+    desk: Weak<Desk>,
     binding: Binding,
 }
 
 impl Asker for ChatAsker {
     fn ask(&self, request: RequestPermissionRequest) -> BoxFuture<'static, Option<Decision>> {
-        let core = self.core.clone();
+        let desk = self.desk.clone();
         let binding = self.binding.clone();
         Box::pin(async move {
-            let core = core.upgrade()?;
-            let timeout = Duration::from_secs(core.acp.config().ask_timeout_s);
+            let desk = desk.upgrade()?;
+            let timeout = desk.ask_timeout;
             let title = request
                 .tool_call
                 .fields
@@ -52,19 +50,20 @@ impl Asker for ChatAsker {
                 .unwrap_or_else(|| "a tool call".to_owned());
             let options: Vec<&str> = request.options.iter().map(|o| o.name.as_str()).collect();
             let key = binding.session_key.clone();
-            let (id, answer) = core.questions.open(&key, &title);
+            let (id, answer) = desk.permissions.open(&key, &title);
             let text = format!(
                 "🔐 {} asks permission: {title}\nOptions: {}\nReply allow or deny (no answer in {} denies).",
                 binding.harness,
                 options.join(" / "),
                 humantime::format_duration(timeout)
             );
-            core.say(&binding.conversation, &text).await;
+            desk.notices.say(&binding.conversation, &text).await;
             match tokio::time::timeout(timeout, answer).await {
                 Ok(Ok(decision)) => Some(decision),
                 _ => {
-                    core.questions.forget(&id);
-                    core.say(&binding.conversation, "No answer in time: denied.")
+                    desk.permissions.forget(&id);
+                    desk.notices
+                        .say(&binding.conversation, "No answer in time: denied.")
                         .await;
                     None
                 }

@@ -249,14 +249,14 @@ impl Rig {
 
     /// The session key of `user`'s conversation.
     fn key(&self, user: &str) -> String {
-        self.gateway.core().session_key(&self.inbound(user, ""))
+        self.gateway.session_key(&self.inbound(user, ""))
     }
 
     /// Sends `text` as `user` and waits until a finished reply shows `expect`. Returns the
     /// time from `accept_for` to that `reply_done`, and the text shown.
     async fn send(&self, user: &str, text: &str, expect: &str) -> BenchResult<(Duration, String)> {
         let inbound = self.inbound(user, text);
-        let key = self.gateway.core().session_key(&inbound);
+        let key = self.gateway.session_key(&inbound);
         let done = self.capture.waiter(user);
         let started = Instant::now();
         let fresh = tokio::time::timeout(
@@ -662,8 +662,7 @@ async fn chela_cold(dirs: &Dirs, spec: &AgentSpec, runs: usize) -> BenchResult<C
                 .push(rig.turn(user, &format!("hello again {i}")).await?.0);
             let binding = rig
                 .gateway
-                .core()
-                .acp
+                .acp()
                 .binding(&rig.key(user))
                 .ok_or("the binding is gone")?;
             cold.session = (

@@ -139,7 +139,7 @@ impl Rig {
     /// One turn for `user`: accept, then wait for the reply to finish. Returns its latency.
     async fn turn(&self, user: &str, text: String) -> BenchResult<Duration> {
         let inbound = self.inbound(user, text.clone());
-        let key = self.gateway.core().session_key(&inbound);
+        let key = self.gateway.session_key(&inbound);
         let done = self.capture.waiter(user);
         let started = Instant::now();
         let fresh = tokio::time::timeout(
@@ -397,7 +397,7 @@ async fn concurrent(model: &Model, name: &str) -> BenchResult {
     for i in 0..WARMUP_TURNS {
         rig.turn("warmup", format!("warm up {i}")).await?;
     }
-    let limit = rig.gateway.core().config.resolved_max_concurrent_runs();
+    let limit = rig.gateway.config().resolved_max_concurrent_runs();
     // Writing 5 to clear_refs resets this process's VmHWM (Linux 4.0+).
     let reset = std::fs::write("/proc/self/clear_refs", "5");
     let mem_before = common::memory_of("self")?;

@@ -5,6 +5,8 @@
 //! - [`gateway`]: the composition root: builds the store, agents, lanes, channels and the
 //!   stages below, implements their ports, recovers, shuts down.
 //! - [`rpc`]: the gateway API over WebSocket, through the narrow port [`rpc::api::GatewayApi`].
+//! - [`reach`]: the agent's tools that act past their own session (other sessions,
+//!   sub-agents and coding agents spawned, jobs), under one reach rule.
 //! - [`commands`]: the command fast path, through the narrow port [`commands::CommandContext`].
 //! - [`runner`]: one turn: the agent or a coding agent, its files, its reply, settling.
 //! - [`cron`]: scheduled jobs: the scheduler, the rules of jobs, the heartbeat; runs queue
@@ -43,6 +45,7 @@ pub mod intake;
 pub mod lane;
 pub mod metrics;
 pub mod questions;
+pub mod reach;
 pub mod reply;
 pub mod rpc;
 pub mod runner;

@@ -11,6 +11,7 @@ use std::path::Path;
 const LAYERS: &[&str] = &[
     "gateway",
     "rpc",
+    "reach",
     "commands",
     "questions",
     "runner",

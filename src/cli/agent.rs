@@ -61,7 +61,7 @@ pub async fn agent(
         Err(e) => return super::start_failed(e),
     };
     let inbound = terminal.inbound(&message);
-    let key = session.unwrap_or_else(|| gateway.core().session_key(&inbound));
+    let key = session.unwrap_or_else(|| gateway.session_key(&inbound));
     let mut events = gateway.subscribe_events();
     let command = match gateway.router().accept_tracked(key.clone(), inbound).await {
         Ok(accepted) => accepted == Accepted::Command,
@@ -72,7 +72,7 @@ pub async fn agent(
         }
     };
     // Sub-agents it spawned report back into this session; their follow-up is the answer.
-    chela::gateway::subagent::wait_settled(gateway.core(), &key).await;
+    gateway.wait_settled(&key).await;
     let mut last = None;
     loop {
         match events.try_recv() {

@@ -97,7 +97,7 @@ pub async fn chat(loaded: LoadedConfig, options: ChatOptions) -> ExitCode {
     }
     let key = match &session {
         Some(key) => key.clone(),
-        None => gateway.core().session_key(&terminal.inbound("")),
+        None => gateway.session_key(&terminal.inbound("")),
     };
     if interactive {
         let _ = terminal.note(&banner(&gateway, &key, &options)).await;
@@ -114,7 +114,7 @@ pub async fn chat(loaded: LoadedConfig, options: ChatOptions) -> ExitCode {
         open: true,
     };
     let mut ctrl_c = CtrlC {
-        lanes: gateway.core().lanes.clone(),
+        lanes: gateway.lanes().clone(),
         key: key.clone(),
         last: None,
     };
@@ -146,7 +146,7 @@ pub async fn chat(loaded: LoadedConfig, options: ChatOptions) -> ExitCode {
             // Ctrl-D: answer what was typed, then exit.
             _ = &mut channels, if !input_done => input_done = true,
             // ... and what its sub-agents report back.
-            _ = chela::gateway::subagent::wait_settled(gateway.core(), &key), if input_done => break,
+            _ = gateway.wait_settled(&key), if input_done => break,
         }
     }
     stop.cancel();
@@ -205,8 +205,8 @@ pub fn history_file(loaded: &LoadedConfig) -> std::path::PathBuf {
 
 /// The line shown when an interactive chat starts: model, session, how to leave.
 fn banner(gateway: &chela::gateway::Gateway, key: &str, options: &ChatOptions) -> String {
-    let provider = &gateway.core().agents.for_key(key).provider;
-    let chosen = chela::agent::model_choice::chosen(&gateway.core().store, key);
+    let provider = &gateway.agents().for_key(key).provider;
+    let chosen = chela::agent::model_choice::chosen(gateway.store(), key);
     let model = options.model.clone().or(chosen);
     format!(
         "chela chat · {}/{} · session {key} · Ctrl-C stops a reply, Ctrl-D leaves · a line ending in \\ goes on",

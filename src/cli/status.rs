@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use chela::config::LoadedConfig;
-use chela::gateway::status::StatusReport;
+use chela::rpc::status::StatusReport;
 use chela::store::{Store, StoreError};
 
 /// Prints the gateway's state.

@@ -25,6 +25,17 @@ pub fn lease_name(channel: &str) -> String {
     format!("intake:{channel}")
 }
 
+/// Whether channel `name`'s intake runs on one node of the cluster at a time, under a
+/// lease (Telegram long polling, Discord): only `on_cluster`, and not a Telegram webhook.
+pub fn is_exclusive(config: &crate::config::Config, on_cluster: bool, name: &str) -> bool {
+    on_cluster
+        && match name {
+            "telegram" => config.channels.telegram.webhook_url.trim().is_empty(),
+            "discord" => true,
+            _ => false,
+        }
+}
+
 /// Whether intake leases `held` (as the store lists a node's: `intake:telegram`,
 /// `intake:discord#1/2`) include one of channel `channel`'s intake (or of a part of it).
 /// Only intake lease names count: a name without the `intake:` prefix is none.

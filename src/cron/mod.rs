@@ -3,8 +3,8 @@
 //! path (journal, outbox). `jobs.rs` adds, lists, removes and runs jobs (for the `cron` tool,
 //! the RPC and `[[cron]]`); `heartbeat.rs` the periodic `[heartbeat]` turn. The stage takes
 //! the store, a wake-up and the [`Fire`] port (intake's durable queue) at construction; the
-//! tool's side and the operator's (`chela cron`, the RPC's `cron.*`) are the gateway's
-//! (`gateway/cron_tool.rs`, `gateway/cron_operator.rs`).
+//! tool's side is `reach/cron.rs` and the operator's (`chela cron`, the RPC's `cron.*`)
+//! `rpc/cron_operator.rs`.
 //!
 //! **Exactly once.** A run scheduled at `due` is queued with the dedupe key
 //! `cron|<id>|<due>` ([`QueueStore::enqueue_unique`](crate::store::QueueStore)) *before* the job
@@ -12,6 +12,7 @@
 //! two queues the same key again at the next start and the dedupe mark drops it; several
 //! nodes of a cluster race on the same key and the same compare-and-set, and one wins each.
 
+mod fire;
 mod heartbeat;
 pub mod jobs;
 
@@ -25,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 use crate::domain::schedule::{Missed, ScheduleError};
 use crate::store::{CronJob, CronOrigin, PendingTurn, Store, StoreError};
 
+pub use fire::IntakeFire;
 pub use heartbeat::{HEARTBEAT_ID, HEARTBEAT_OK, HEARTBEAT_SENDER, is_heartbeat_ok};
 
 /// A run found this long after its time was missed (the gateway was down): it runs once or

@@ -13,10 +13,11 @@ use crate::cluster::Stopped;
 use crate::commands::{CommandContext, Compactor};
 use crate::config::QueueLimits;
 use crate::lane::Lanes;
+use crate::runner::stop::Stopper;
 use crate::store::Store;
 
 /// [`CommandContext`] over the gateway's core.
-pub struct CoreCommands(pub Arc<Core>);
+pub(super) struct CoreCommands(pub(super) Arc<Core>);
 
 impl CommandContext for CoreCommands {
     fn lanes(&self) -> &Lanes {
@@ -48,23 +49,28 @@ impl CommandContext for CoreCommands {
     }
 
     fn session_key(&self, inbound: &Inbound) -> String {
-        self.0.session_key(inbound)
+        crate::intake::session_key_of(&self.0.config, inbound)
     }
 
     fn channel(&self, name: &str) -> Option<Arc<dyn Channel>> {
-        self.0.channel(name)
+        self.0.notices.channel(name)
     }
 
     fn answer<'a>(&'a self, inbound: &'a Inbound, text: &'a str) -> BoxFuture<'a, ()> {
-        Box::pin(self.0.answer(inbound, text))
+        Box::pin(self.0.notices.answer(inbound, text))
     }
 
     fn say<'a>(&'a self, to: &'a Conversation, text: &'a str) -> BoxFuture<'a, ()> {
-        Box::pin(self.0.say(to, text))
+        Box::pin(self.0.notices.say(to, text))
     }
 
     fn stop<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Stopped> {
-        Box::pin(super::remote::stop(&self.0, key, true))
+        Box::pin(async move {
+            let core = &self.0;
+            Stopper::new(&core.store, &core.lanes, &*core.placement)
+                .stop(key, true)
+                .await
+        })
     }
 
     fn approve<'a>(&'a self, to: &'a Conversation, args: &'a str) -> BoxFuture<'a, String> {

@@ -21,11 +21,11 @@ impl IntakePort for Core {
     }
 
     fn answer<'a>(&'a self, inbound: &'a Inbound, text: &'a str) -> BoxFuture<'a, ()> {
-        Box::pin(Core::answer(self, inbound, text))
+        Box::pin(self.notices.answer(inbound, text))
     }
 
     fn say<'a>(&'a self, to: &'a Conversation, text: &'a str) -> BoxFuture<'a, ()> {
-        Box::pin(Core::say(self, to, text))
+        Box::pin(self.notices.say(to, text))
     }
 
     fn run_command(
@@ -35,7 +35,7 @@ impl IntakePort for Core {
         command: Command,
     ) -> BoxFuture<'static, Option<Inbound>> {
         Box::pin(async move {
-            let commands = super::command_context::CoreCommands(self);
+            let commands = self.commands();
             crate::commands::handle(&commands, &key, &inbound, command).await
         })
     }
@@ -47,7 +47,7 @@ impl RouteFacts for Core {
     }
 
     fn is_owner(&self, channel: &str, sender_id: &str) -> bool {
-        Core::is_owner(self, channel, sender_id)
+        crate::intake::is_owner(&self.config, &self.store, channel, sender_id)
     }
 
     fn binding_owner(&self, key: &str) -> Option<String> {
@@ -74,7 +74,7 @@ impl RouteFacts for Core {
         sender_id: &'a str,
     ) -> BoxFuture<'a, bool> {
         Box::pin(async move {
-            match self.channel(&conv.channel) {
+            match self.notices.channel(&conv.channel) {
                 Some(channel) => channel.is_admin(conv, sender_id).await.unwrap_or(false),
                 None => false,
             }

@@ -1,27 +1,19 @@
 //! The composition root: builds the store, the provider, the agent, lanes and the router,
 //! runs the channels, recovers what a previous process left, and shuts everything down.
 
-pub mod command_context;
-pub mod cron_operator;
-mod cron_tool;
+mod command_context;
 mod intake_port;
 mod partition_work;
-pub mod reach;
+mod reach_host;
 mod recover;
-pub mod remote;
-pub mod rpc_api;
 mod runner_port;
 mod scheduler;
-pub mod sessions_api;
-pub mod spawner;
-pub mod status;
-pub mod subagent;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chela_channel::{Channel, Conversation, Inbound};
+use chela_channel::{Channel, Inbound};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
@@ -29,6 +21,7 @@ use crate::agent::provider::ProviderError;
 use crate::config::Config;
 use crate::intake::Router;
 use crate::lane::{LaneSettings, Lanes};
+use crate::rpc::backend::{Backend, BackendParts};
 use crate::store::{Store, StoreError};
 
 pub use crate::domain::run::RunRecord;
@@ -60,124 +53,50 @@ pub enum GatewayError {
 
 pub use crate::delivery::SendError;
 
-/// The gateway's shared handles, behind the ports it implements for the stages (intake,
-/// runner, commands, cron, cluster) and for the agent's tools and the RPC.
-pub struct Core {
+/// The handles the gateway holds for its stages, private to it: the ports it implements for
+/// them (intake, runner, commands, cluster, the agent's reach) map each stage's questions
+/// onto these, and the RPC gets its [`Backend`](crate::rpc::backend::Backend) built from them.
+struct Core {
     /// Configuration in force.
-    pub config: Arc<Config>,
+    config: Arc<Config>,
     /// The store.
-    pub store: Store,
+    store: Store,
     /// The session lanes.
-    pub lanes: Lanes,
+    lanes: Lanes,
     /// The agents: the default one and those of `[[agents]]`.
-    pub agents: Arc<crate::agent::Agents>,
+    agents: Arc<crate::agent::Agents>,
     /// Coding-agent bindings and their processes.
-    pub acp: Arc<crate::acp::AcpManager>,
+    acp: Arc<crate::acp::AcpManager>,
     /// The questions waiting in the chat: permission questions and exec approvals.
-    pub desk: Arc<crate::questions::Desk>,
+    desk: Arc<crate::questions::Desk>,
     /// The channels by name, and notices into them after their finals.
-    pub notices: crate::delivery::Notices,
+    notices: crate::delivery::Notices,
     /// Every run's events as they happen, this node's runs.
-    pub live: broadcast::Sender<crate::domain::events::LiveEvent>,
+    live: broadcast::Sender<crate::domain::events::LiveEvent>,
     /// What the RPC's event feed reads: `live` itself, or in a cluster this node's events
-    /// and the other nodes' ([`crate::cluster::relay`]).
-    pub feed: broadcast::Sender<crate::domain::events::LiveEvent>,
+    /// and the other nodes' (the cluster's relay).
+    feed: broadcast::Sender<crate::domain::events::LiveEvent>,
     /// Fires when the gateway stops.
-    pub shutdown: CancellationToken,
+    shutdown: CancellationToken,
     /// Command tasks in flight (awaited at shutdown so no answer is cut off).
-    pub tasks: tokio_util::task::TaskTracker,
+    tasks: tokio_util::task::TaskTracker,
     /// The intake stage: admission, routing, the durable queue.
-    pub intake: Arc<crate::intake::Intake>,
+    intake: Arc<crate::intake::Intake>,
     /// Where replies to messages sent through the RPC go (also in `channels`).
-    pub rpc: Arc<crate::rpc::RpcChannel>,
-    /// Delivers every final reply (see [`crate::delivery::outbox`]).
-    pub outbox: crate::delivery::Outbox,
+    rpc: Arc<crate::rpc::RpcChannel>,
+    /// Delivers every final reply (the delivery stage's worker).
+    outbox: crate::delivery::Outbox,
     /// Where sessions run: here ([`crate::cluster::SingleNode`]), or on the node of several
     /// that leases their partition (`[cluster]`).
-    pub placement: Arc<dyn crate::cluster::Placement>,
-    /// Wakes the scheduler (`cron`) when jobs change.
-    pub cron_wake: Arc<tokio::sync::Notify>,
-}
-
-/// The session `chela agent`, the RPC's `agent` and `chela cron add` use under `config`
-/// when none is named: the terminal user's direct session.
-pub fn default_session_key(config: &crate::config::Config) -> String {
-    let user = config.terminal.resolved_user();
-    let conversation = Conversation {
-        channel: "terminal".into(),
-        account: "default".into(),
-        kind: chela_channel::ChatKind::Direct,
-        chat_id: user.clone(),
-        thread_id: None,
-    };
-    crate::domain::session_key::build(
-        config.agent_id_for(&conversation, &user),
-        &conversation,
-        &user,
-        config.session.dm_scope,
-        &config.session.identity_links,
-    )
-    .to_string()
+    placement: Arc<dyn crate::cluster::Placement>,
+    /// Wakes the scheduler when jobs change.
+    cron_wake: Arc<tokio::sync::Notify>,
 }
 
 impl Core {
-    /// The channel named `name`, if it runs.
-    pub fn channel(&self, name: &str) -> Option<Arc<dyn Channel>> {
-        self.notices.channel(name)
-    }
-
-    /// The session key of an inbound message (SPEC 1.2).
-    pub fn session_key(&self, inbound: &Inbound) -> String {
-        crate::intake::session_key_of(&self.config, inbound)
-    }
-
-    /// The session `chela agent` and the RPC's `agent` use when none is named: the terminal
-    /// user's direct session.
-    pub fn default_session_key(&self) -> String {
-        default_session_key(&self.config)
-    }
-
-    /// Whether channel `name`'s intake runs on one node of the cluster at a time, under a
-    /// lease (Telegram long polling, Discord); false outside a cluster.
-    pub fn intake_is_exclusive(&self, name: &str) -> bool {
-        let telegram = &self.config.channels.telegram;
-        self.placement.cluster().is_some()
-            && match name {
-                "telegram" => telegram.webhook_url.trim().is_empty(),
-                "discord" => true,
-                _ => false,
-            }
-    }
-
-    /// Whether `sender_id` owns the bot on `channel`: listed in `owner_allow_from`, or, only
-    /// while that list is empty, made owner by the first pairing.
-    pub fn is_owner(&self, channel: &str, sender_id: &str) -> bool {
-        let commands = &self.config.commands;
-        let id = format!("{channel}:{sender_id}");
-        commands.owner_allow_from.contains(&id)
-            || (commands.pairing_makes_owners()
-                && self
-                    .store
-                    .is_paired_owner(channel, sender_id)
-                    .unwrap_or(false))
-    }
-
-    /// Sends a short message (command answers, notices) as one complete reply, waiting out
-    /// rate limits like a final reply does.
-    pub async fn say(&self, to: &Conversation, text: &str) {
-        self.notices.say(to, text).await
-    }
-
-    /// Answers `inbound` (a command) with `text`: privately when it came with an interaction
-    /// handle and its channel can answer there, else in its conversation.
-    pub async fn answer(&self, inbound: &Inbound, text: &str) {
-        self.notices.answer(inbound, text).await
-    }
-
-    /// Sends `text` into `to` as one complete reply (split as the platform needs); errors
-    /// are short and safe to show.
-    pub async fn send_text(&self, to: &Conversation, text: &str) -> Result<(), SendError> {
-        self.notices.send_text(to, text).await
+    /// The commands' port over this core.
+    fn commands(self: &Arc<Self>) -> command_context::CoreCommands {
+        command_context::CoreCommands(self.clone())
     }
 }
 
@@ -298,13 +217,13 @@ impl Gateway {
         // (runner, spawner, sessions, approvals, permission askers) point back at it: they
         // get a weak handle while it is built, so nothing is filled in afterwards.
         let core = Arc::new_cyclic(|weak: &std::sync::Weak<Core>| {
+            let host = weak.clone() as std::sync::Weak<dyn crate::reach::Host>;
+            let reach = Arc::new(crate::reach::ReachTools::new(host));
             let ports = || crate::agent::AgentPorts {
-                spawner: Some(Arc::new(spawner::GatewaySpawner { core: weak.clone() })),
-                sessions: Some(Arc::new(sessions_api::GatewaySessions {
-                    core: weak.clone(),
-                })),
+                spawner: Some(reach.clone()),
+                sessions: Some(reach.clone()),
                 approver: Some(Arc::new(desk.approver())),
-                cron: Some(Arc::new(cron_tool::GatewayCron { core: weak.clone() })),
+                cron: Some(reach.clone()),
             };
             let agents = crate::agent::Agents::build(
                 &config, &store, &shutdown, provider, providers, &ports,
@@ -377,9 +296,54 @@ impl Gateway {
         })
     }
 
-    /// The shared core.
-    pub fn core(&self) -> &Arc<Core> {
-        &self.core
+    /// The configuration in force.
+    pub fn config(&self) -> &Config {
+        &self.core.config
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.core.store
+    }
+
+    /// The session lanes (`chela chat` stops a reply on Ctrl-C through them).
+    pub fn lanes(&self) -> &Lanes {
+        &self.core.lanes
+    }
+
+    /// The agents: the default one and those of `[[agents]]`.
+    pub fn agents(&self) -> &crate::agent::Agents {
+        &self.core.agents
+    }
+
+    /// Coding-agent bindings and their processes.
+    pub fn acp(&self) -> &crate::acp::AcpManager {
+        &self.core.acp
+    }
+
+    /// The session key of an inbound message (SPEC 1.2).
+    pub fn session_key(&self, inbound: &Inbound) -> String {
+        crate::intake::session_key_of(&self.core.config, inbound)
+    }
+
+    /// Resolves once session `key` is idle and its sub-agents' results have run (`chela
+    /// chat` and `chela agent` exit then).
+    pub async fn wait_settled(&self, key: &str) {
+        let core = &self.core;
+        crate::runner::subagents::wait_settled(&core.store, &core.lanes, key).await
+    }
+
+    /// The agent's reach tools over this gateway (tests of the reach stage).
+    #[cfg(test)]
+    pub(crate) fn reach_tools(&self) -> crate::reach::ReachTools {
+        let host = Arc::downgrade(&self.core) as std::sync::Weak<dyn crate::reach::Host>;
+        crate::reach::ReachTools::new(host)
+    }
+
+    /// The handles the reach stage gets from this gateway (its tests).
+    #[cfg(test)]
+    pub(crate) fn reach_handles(&self) -> crate::reach::Handles {
+        crate::reach::Host::handles(self.core.clone())
     }
 
     /// The inbound sink for channels and scripts.
@@ -394,7 +358,23 @@ impl Gateway {
 
     /// The gateway as the RPC sees it.
     pub fn api(&self) -> Arc<dyn crate::rpc::api::GatewayApi> {
-        Arc::new(rpc_api::CoreApi::new(self.core.clone()))
+        let core = &self.core;
+        let fire = crate::cron::IntakeFire::new(Arc::downgrade(&core.intake));
+        Arc::new(Backend::new(BackendParts {
+            config: core.config.clone(),
+            store: core.store.clone(),
+            router: self.router(),
+            lanes: core.lanes.clone(),
+            placement: core.placement.clone(),
+            notices: core.notices.clone(),
+            outbox: core.outbox.clone(),
+            acp: core.acp.clone(),
+            feed: core.feed.clone(),
+            cron_wake: core.cron_wake.clone(),
+            fire: Arc::new(fire),
+            rpc: core.rpc.clone(),
+            shutdown: core.shutdown.clone(),
+        }))
     }
 
     /// Starts the RPC (`[rpc] listen`; `chela gateway` and `chela chat` do, `chela agent`
@@ -497,8 +477,7 @@ impl Gateway {
     /// every node.
     fn intake_lease(&self, name: &str) -> Option<(Arc<dyn crate::store::Coordinator>, Duration)> {
         let cluster = self.core.placement.cluster()?;
-        self.core
-            .intake_is_exclusive(name)
+        crate::cluster::intake_lease::is_exclusive(&self.core.config, true, name)
             .then(|| (cluster.coordinator().clone(), cluster.lease()))
     }
 

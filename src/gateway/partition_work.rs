@@ -8,9 +8,10 @@ use chela_channel::BoxFuture;
 
 use super::Core;
 use crate::cluster::partitions::Loops;
-use crate::cluster::peers::Envelope;
+use crate::cluster::peers::{Body, Envelope};
 use crate::cluster::relay::{AnswersCalls, Relay};
 use crate::cluster::{Cluster, PartitionWork};
+use crate::runner::stop::Stopper;
 use crate::store::PendingTurn;
 
 /// Starts this node's loops: the relay of run events and calls, and the partitions.
@@ -48,6 +49,27 @@ impl PartitionWork for Core {
 
 impl AnswersCalls for Core {
     fn answer(self: Arc<Self>, question: Envelope) -> BoxFuture<'static, ()> {
-        Box::pin(async move { super::remote::answer(&self, question).await })
+        Box::pin(async move { answer(&self, question).await })
     }
+}
+
+/// Answers a call another node made to this one: a stop, or an exec approval's.
+async fn answer(core: &Core, question: Envelope) {
+    let Some(cluster) = core.placement.cluster() else {
+        return;
+    };
+    let body = match question.body {
+        Body::Stop { session, children } => {
+            let stopper = Stopper::new(&core.store, &core.lanes, &*core.placement);
+            stopper.answer(&session, children).await
+        }
+        body => match crate::questions::remote::answer_call(core.desk.approvals(), body) {
+            Some(answer) => answer,
+            None => return,
+        },
+    };
+    cluster
+        .peers()
+        .answer(&question.from, question.call, body)
+        .await;
 }

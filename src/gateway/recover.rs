@@ -119,7 +119,7 @@ pub(super) fn recover_replies(
         let core = core.clone();
         tokio::spawn(async move {
             for (run, journal) in to_take_back {
-                let channel = core.channel(&journal.conversation.channel);
+                let channel = core.notices.channel(&journal.conversation.channel);
                 reply_journal::take_back(&core.store, channel, &run, &journal).await;
             }
         });
@@ -140,7 +140,7 @@ pub async fn acp_housekeeping(core: std::sync::Weak<Core>) {
                 "{} was unbound after a long idle time; /acp spawn starts a new one.",
                 binding.harness
             );
-            core.say(&binding.conversation, &text).await;
+            core.notices.say(&binding.conversation, &text).await;
         }
         let shutdown = core.shutdown.clone();
         drop(core);

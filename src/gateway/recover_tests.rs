@@ -52,13 +52,13 @@ async fn an_undelivered_final_replaces_what_its_reply_had_sent_and_delivered_one
         .await
         .unwrap();
     // The resend goes through the outbox worker.
-    gateway.core().outbox.idle().await;
+    gateway.core.outbox.idle().await;
 
     assert_eq!(
         channel.calls(),
         ["delete m1", "delete m2", "send the final"]
     );
-    let store = &gateway.core().store;
+    let store = &gateway.core.store;
     assert!(store.all_journals().unwrap().is_empty());
     assert!(store.undelivered().unwrap().is_empty());
 }

@@ -8,7 +8,7 @@ use crate::agent::provider::BoxFuture;
 use crate::agent::run::RunOutcome;
 use crate::cluster::StillHeld;
 use crate::lane::QueuedTurn;
-use crate::runner::RunnerPort;
+use crate::runner::{RunnerPort, subagents};
 use crate::store::SubagentLink;
 
 impl RunnerPort for Core {
@@ -23,6 +23,9 @@ impl RunnerPort for Core {
         turn: &'a QueuedTurn,
         outcome: &'a RunOutcome,
     ) -> BoxFuture<'a, ()> {
-        Box::pin(async move { super::subagent::finish(&self, key, link, turn, outcome).await })
+        Box::pin(async move {
+            let placement = &*self.placement;
+            subagents::finish(&self.store, placement, key, link, turn, outcome).await
+        })
     }
 }

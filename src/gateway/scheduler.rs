@@ -1,34 +1,10 @@
 //! The gateway's side of the cron stage: fired runs go through intake's durable queue, and
 //! the scheduler starts after the config's jobs are seeded.
 
-use std::sync::{Arc, Weak};
-
-use chela_channel::BoxFuture;
+use std::sync::Arc;
 
 use super::Core;
-use crate::cron::{CronError, Fire, Scheduler, SystemClock};
-use crate::store::PendingTurn;
-
-/// The gateway's [`Fire`]: intake's durable queue and the lanes.
-pub(super) struct IntakeFire(pub Weak<Core>);
-
-impl Fire for IntakeFire {
-    fn fire<'a>(
-        &'a self,
-        dedupe: &'a str,
-        turn: PendingTurn,
-    ) -> BoxFuture<'a, Result<Option<u64>, CronError>> {
-        Box::pin(async move {
-            let core = self
-                .0
-                .upgrade()
-                .ok_or_else(|| CronError::Queue("the gateway is shutting down".into()))?;
-            crate::intake::enqueue_keyed(&core.intake, turn, dedupe)
-                .await
-                .map_err(|e| CronError::Queue(e.to_string()))
-        })
-    }
-}
+use crate::cron::{IntakeFire, Scheduler, SystemClock};
 
 /// Seeds `[[cron]]` and `[heartbeat]` (errors are logged: the gateway runs without them) and
 /// starts the scheduler; `shared` when several nodes run one (each run's dedupe key makes
@@ -41,7 +17,7 @@ pub(super) async fn start(core: &Arc<Core>, shared: bool) {
     let scheduler = Scheduler::new(
         core.store.clone(),
         Arc::new(SystemClock),
-        Arc::new(IntakeFire(Arc::downgrade(core))),
+        Arc::new(IntakeFire::new(Arc::downgrade(&core.intake))),
         core.cron_wake.clone(),
     );
     let scheduler = match shared {

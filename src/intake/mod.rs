@@ -131,6 +131,38 @@ pub fn session_key_of(config: &Config, inbound: &Inbound) -> String {
     .to_string()
 }
 
+/// Whether `sender_id` owns the bot on `channel` under `config`: listed in
+/// `owner_allow_from`, or, only while that list is empty, made owner by the first pairing
+/// (recorded in `store`).
+pub fn is_owner(config: &Config, store: &Store, channel: &str, sender_id: &str) -> bool {
+    let commands = &config.commands;
+    let id = format!("{channel}:{sender_id}");
+    commands.owner_allow_from.contains(&id)
+        || (commands.pairing_makes_owners()
+            && store.is_paired_owner(channel, sender_id).unwrap_or(false))
+}
+
+/// The session `chela agent`, the RPC's `agent` and `chela cron add` use under `config`
+/// when none is named: the terminal user's direct session.
+pub fn default_session_key(config: &Config) -> String {
+    let user = config.terminal.resolved_user();
+    let conversation = chela_channel::Conversation {
+        channel: "terminal".into(),
+        account: "default".into(),
+        kind: chela_channel::ChatKind::Direct,
+        chat_id: user.clone(),
+        thread_id: None,
+    };
+    crate::domain::session_key::build(
+        config.agent_id_for(&conversation, &user),
+        &conversation,
+        &user,
+        config.session.dm_scope,
+        &config.session.identity_links,
+    )
+    .to_string()
+}
+
 /// The admission rules of a platform channel under `config`; `None` for the local terminal.
 pub fn access_for(config: &Config, channel: &str) -> Option<AccessConfig> {
     match channel {

@@ -187,7 +187,7 @@ async fn cron_changes_need_the_operator_and_config_jobs_stay_in_the_config() {
         .await
         .unwrap();
     // A job the config keeps.
-    let mut job = crate::gateway::cron_operator::new_job(
+    let mut job = crate::rpc::cron_operator::new_job(
         m.api.config(),
         crate::agent::tools::cron::CronSpec {
             message: "weekly".into(),

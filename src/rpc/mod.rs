@@ -14,11 +14,16 @@
 //! - [`discovery`]: `<store.path>.rpc`, where local commands find the RPC and its token.
 //! - [`client`]: the client the `chela` commands use.
 //! - [`panel`]: the web control panel at `/panel` on the same listener.
+//! - [`backend`]: the [`api::GatewayApi`] over a running gateway's stages.
+//! - [`status`]: what `chela status` and the `status` method report.
+//! - [`cron_operator`]: the operator's jobs, through the RPC or on the store itself.
 
 pub mod api;
+pub mod backend;
 pub mod channel;
 pub mod client;
 pub mod cron;
+pub mod cron_operator;
 pub mod discovery;
 mod feed;
 mod hosts;
@@ -30,6 +35,7 @@ pub mod panel;
 pub mod protocol;
 pub mod runs;
 pub mod server;
+pub mod status;
 mod tokens;
 mod transcripts;
 

@@ -12,6 +12,8 @@ mod live;
 pub mod media;
 mod settle;
 mod settle_again;
+pub mod stop;
+pub mod subagents;
 mod turn;
 
 use std::sync::{Arc, Weak};

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use super::Core;
+use crate::lane::Lanes;
 use crate::store::{Store, StoreError};
 
 /// The cursor-name suffix of a channel's count of undecodable updates it skipped.
@@ -210,13 +210,17 @@ impl StatusReport {
         })
     }
 
-    /// Reads a running gateway: its channels, live runs and store.
-    pub async fn from_core(core: &Core) -> Result<StatusReport, StoreError> {
-        let mut channels: Vec<String> = core.notices.channels().keys().cloned().collect();
-        channels.sort();
-        let mut report = Self::from_store(&core.store, &core.config.store.describe(), channels)?;
+    /// Reads a running gateway: its store (described as `store_at`), its `channels` and
+    /// the runs going on in its `lanes`.
+    pub async fn running(
+        store: &Store,
+        store_at: &str,
+        channels: Vec<String>,
+        lanes: &Lanes,
+    ) -> Result<StatusReport, StoreError> {
+        let mut report = Self::from_store(store, store_at, channels)?;
         report.live = true;
-        report.live_runs = core.lanes.running_sessions().await;
+        report.live_runs = lanes.running_sessions().await;
         Ok(report)
     }
 

@@ -2,25 +2,19 @@
 //! answers in its conversation; another session, or a job of another session, needs the
 //! asker to be an owner.
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
+use super::rule::asked_by_owner;
+use super::{Handles, ReachTools};
 use crate::agent::provider::BoxFuture;
 use crate::agent::tools::cron::{CronAction, CronApi, CronCall, CronSpec};
 use crate::agent::tools::refusal::ToolRefusal;
-use crate::cron::CronError;
 use crate::cron::jobs::{self, NewJob};
-use crate::gateway::Core;
-use crate::gateway::reach::asked_by_owner;
+use crate::cron::{CronError, IntakeFire};
 use crate::store::{CronJob, CronOrigin};
 
 /// The most jobs the agent may keep in one session.
 pub const MAX_AGENT_JOBS_PER_SESSION: usize = 20;
-
-/// The gateway's [`CronApi`].
-pub(in crate::gateway) struct GatewayCron {
-    /// The core (weak: the agent that holds this lives in it).
-    pub core: Weak<Core>,
-}
 
 impl From<CronError> for ToolRefusal {
     fn from(e: CronError) -> Self {
@@ -32,25 +26,25 @@ impl From<CronError> for ToolRefusal {
     }
 }
 
-impl CronApi for GatewayCron {
+impl CronApi for ReachTools {
     fn call(&self, call: CronCall) -> BoxFuture<'static, Result<String, ToolRefusal>> {
-        let core = self.core.upgrade();
+        let host = self.handles();
         Box::pin(async move {
-            let core = core.ok_or(ToolRefusal::ShuttingDown)?;
-            // The same owner rule as the session tools' (`crate::gateway::reach`).
-            let owner = asked_by_owner(&core, &call.from, &call.run_id);
+            let host = host?;
+            // The same owner rule as the session tools' (`rule.rs`).
+            let owner = asked_by_owner(&host, &call.from, &call.run_id);
             match call.action {
-                CronAction::List => Ok(list(&core, &call.from, owner)?),
-                CronAction::Add(spec) => add(&core, &call.from, call.reply_to, spec, owner).await,
+                CronAction::List => Ok(list(&host, &call.from, owner)?),
+                CronAction::Add(spec) => add(&host, &call.from, call.reply_to, spec, owner).await,
                 CronAction::Remove(id) => {
-                    mine(&core, &id, &call.from, owner)?;
-                    let job = jobs::remove(&core.store, &core.cron_wake, &id).await?;
+                    mine(&host, &id, &call.from, owner)?;
+                    let job = jobs::remove(&host.store, &host.cron_wake, &id).await?;
                     Ok(format!("Removed job `{}`.", job.id))
                 }
                 CronAction::Run(id) => {
-                    mine(&core, &id, &call.from, owner)?;
-                    let fire = super::scheduler::IntakeFire(Arc::downgrade(&core));
-                    let seq = jobs::run_now(&core.store, &fire, &id).await?;
+                    mine(&host, &id, &call.from, owner)?;
+                    let fire = IntakeFire::new(Arc::downgrade(&host.intake));
+                    let seq = jobs::run_now(&host.store, &fire, &id).await?;
                     Ok(format!("Job `{id}` queued to run now (run-{seq})."))
                 }
             }
@@ -59,8 +53,8 @@ impl CronApi for GatewayCron {
 }
 
 /// Job `id`, when the caller may act on it: its own session's job, or any with `owner`.
-fn mine(core: &Core, id: &str, from: &str, owner: bool) -> Result<CronJob, ToolRefusal> {
-    let job = core
+fn mine(host: &Handles, id: &str, from: &str, owner: bool) -> Result<CronJob, ToolRefusal> {
+    let job = host
         .store
         .cron_job(id)?
         .filter(|job| owner || job.session_key == from)
@@ -70,9 +64,9 @@ fn mine(core: &Core, id: &str, from: &str, owner: bool) -> Result<CronJob, ToolR
 }
 
 /// The jobs the caller may see, one line each.
-fn list(core: &Core, from: &str, owner: bool) -> Result<String, ToolRefusal> {
+fn list(host: &Handles, from: &str, owner: bool) -> Result<String, ToolRefusal> {
     let now = crate::domain::message::now_ms();
-    let lines: Vec<String> = core
+    let lines: Vec<String> = host
         .store
         .cron_jobs()?
         .iter()
@@ -104,7 +98,7 @@ fn room_for_one_more(jobs: &[CronJob], session_key: &str) -> Result<(), ToolRefu
 
 /// Adds the job `spec` asks for.
 async fn add(
-    core: &Arc<Core>,
+    host: &Handles,
     from: &str,
     reply_to: Option<chela_channel::Conversation>,
     spec: CronSpec,
@@ -122,11 +116,11 @@ async fn add(
         }
         _ => (from.to_owned(), reply_to),
     };
-    room_for_one_more(&core.store.cron_jobs()?, &session_key)?;
+    room_for_one_more(&host.store.cron_jobs()?, &session_key)?;
     let now = crate::domain::message::now_ms();
     let new = NewJob::from_spec(spec, session_key, target, CronOrigin::Agent)?;
     let job = jobs::build(new, now)?;
-    let job = jobs::add(&core.store, &core.cron_wake, job).await?;
+    let job = jobs::add(&host.store, &host.cron_wake, job).await?;
     Ok(format!("Scheduled: {}", jobs::describe(&job, now)))
 }
 

@@ -1,21 +1,53 @@
-//! On a cluster, acting where the state lives, wherever the request arrived: a stop (the
-//! RPC's `abort`, a Discord `/stop` slash command) acts on the node that runs the session,
-//! and `/approve` reaches the exec approval on the node that asked it. The request goes to
-//! the other nodes as a call ([`crate::cluster::peers`]); outside a cluster, and for what this node
-//! holds, everything happens here as on a single node.
+//! Stopping a session where it runs, wherever the request arrived (`/stop`, the RPC's
+//! `abort`): on a cluster the node that runs the session gets the stop as a call (the cluster
+//! module's `peers`); outside a cluster, and for what this node holds, it happens here.
 
-use std::sync::Arc;
+use crate::cluster::peers::{ANSWER_WITHIN, Body, NotSent};
+use crate::cluster::{Placement, Stopped};
+use crate::lane::{LaneError, Lanes, StopReport};
+use crate::store::Store;
 
-use super::Core;
-pub use crate::cluster::Stopped;
-use crate::cluster::peers::{ANSWER_WITHIN, Body, Envelope, NotSent};
-use crate::lane::{LaneError, StopReport};
+/// Stops sessions over the handles a stop uses: the store (sub-agents), the lanes, and
+/// where sessions run.
+pub struct Stopper<'a> {
+    store: &'a Store,
+    lanes: &'a Lanes,
+    placement: &'a dyn Placement,
+}
 
-/// Stops session `key` (its run and queued turns; with `children`, its sub-agents) on the
-/// node that runs it.
-pub async fn stop(core: &Arc<Core>, key: &str, children: bool) -> Stopped {
-    let Some(cluster) = core.placement.cluster().filter(|c| !c.owns(key)) else {
-        return stop_here(core, key, children).await;
+impl<'a> Stopper<'a> {
+    /// A stopper over `store`, `lanes` and `placement`.
+    pub fn new(store: &'a Store, lanes: &'a Lanes, placement: &'a dyn Placement) -> Self {
+        Stopper {
+            store,
+            lanes,
+            placement,
+        }
+    }
+
+    /// Stops session `key` (its run and queued turns; with `children`, its sub-agents) on
+    /// the node that runs it.
+    pub async fn stop(&self, key: &str, children: bool) -> Stopped {
+        stop(self, key, children).await
+    }
+
+    /// Another node's call to stop `session`: the answer (whether it ran here).
+    pub async fn answer(&self, session: &str, children: bool) -> Body {
+        let held = self.placement.cluster().is_some_and(|c| c.owns(session));
+        if !held {
+            return stopped_body(None);
+        }
+        match stop_here(self, session, children).await {
+            Stopped::Here(report, n) => stopped_body(Some(report.map(|r| (r, n)))),
+            _ => stopped_body(None),
+        }
+    }
+}
+
+/// See [`Stopper::stop`].
+async fn stop(stopper: &Stopper<'_>, key: &str, children: bool) -> Stopped {
+    let Some(cluster) = stopper.placement.cluster().filter(|c| !c.owns(key)) else {
+        return stop_here(stopper, key, children).await;
     };
     // A partition that moves meanwhile is looked up once more.
     for _ in 0..2 {
@@ -25,7 +57,7 @@ pub async fn stop(core: &Arc<Core>, key: &str, children: bool) -> Stopped {
             Err(_) => return Stopped::Unknown,
         };
         if owner == cluster.node() {
-            return stop_here(core, key, children).await;
+            return stop_here(stopper, key, children).await;
         }
         let session = key.to_owned();
         let body = Body::Stop { session, children };
@@ -79,40 +111,13 @@ fn stopped_there(owner: String, answer: Result<Vec<(String, Body)>, NotSent>) ->
 }
 
 /// Stops session `key` here.
-async fn stop_here(core: &Arc<Core>, key: &str, children: bool) -> Stopped {
-    let report = core.lanes.stop(key).await;
+async fn stop_here(stopper: &Stopper<'_>, key: &str, children: bool) -> Stopped {
+    let report = stopper.lanes.stop(key).await;
     let stopped = match children {
-        true => super::subagent::stop_children(core, key).await,
+        true => super::subagents::stop_children(stopper.store, stopper.lanes, key).await,
         false => 0,
     };
     Stopped::Here(report, stopped)
-}
-
-/// Answers a call another node made to this one.
-pub(super) async fn answer(core: &Arc<Core>, question: Envelope) {
-    let Some(cluster) = core.placement.cluster() else {
-        return;
-    };
-    let body = match question.body {
-        Body::Stop { session, children } => {
-            if !cluster.owns(&session) {
-                stopped_body(None)
-            } else {
-                match stop_here(core, &session, children).await {
-                    Stopped::Here(report, n) => stopped_body(Some(report.map(|r| (r, n)))),
-                    _ => stopped_body(None),
-                }
-            }
-        }
-        body => match crate::questions::remote::answer_call(core.desk.approvals(), body) {
-            Some(answer) => answer,
-            None => return,
-        },
-    };
-    cluster
-        .peers()
-        .answer(&question.from, question.call, body)
-        .await;
 }
 
 /// The answer to a stop: `None` when this node does not run the session.

@@ -32,7 +32,7 @@ fn caller(key: &str, run_id: &str) -> Caller {
 }
 
 /// A gateway on the test channel with workspace `<dir>/ws` holding `out/a.png`.
-async fn started(dir: &std::path::Path) -> (Gateway, Arc<TestChannel>, GatewaySessions) {
+async fn started(dir: &std::path::Path) -> (Gateway, Arc<TestChannel>, ReachTools) {
     let ws = dir.join("ws");
     std::fs::create_dir_all(ws.join("out")).unwrap();
     std::fs::write(ws.join("out/a.png"), b"png").unwrap();
@@ -44,9 +44,7 @@ async fn started(dir: &std::path::Path) -> (Gateway, Arc<TestChannel>, GatewaySe
     let gateway = Gateway::start(config, vec![channel.clone() as Arc<dyn Channel>])
         .await
         .unwrap();
-    let api = GatewaySessions {
-        core: Arc::downgrade(gateway.core()),
-    };
+    let api = gateway.reach_tools();
     (gateway, channel, api)
 }
 
@@ -96,7 +94,7 @@ async fn the_same_files_are_sent_once_per_run_and_paths_are_checked() {
         2,
         "nothing refused was sent"
     );
-    assert!(gateway.core().store.undelivered().unwrap().is_empty());
+    assert!(gateway.store().undelivered().unwrap().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -143,7 +141,7 @@ async fn an_agent_reaches_only_its_own_sessions_unless_cross_agent_is_on() {
         let gateway = Gateway::start(config, vec![channel as Arc<dyn Channel>])
             .await
             .unwrap();
-        let core = gateway.core();
+        let core = &gateway.reach_handles();
         for key in [mine, theirs] {
             core.store.ensure_session(key, "/").unwrap();
             core.store
@@ -151,9 +149,7 @@ async fn an_agent_reaches_only_its_own_sessions_unless_cross_agent_is_on() {
                 .unwrap();
             core.store.set_target(key, &direct_chat()).unwrap();
         }
-        let api = GatewaySessions {
-            core: Arc::downgrade(core),
-        };
+        let api = gateway.reach_tools();
         let listed = api.list(&caller(mine, ""), 10).unwrap().join("\n");
         assert!(listed.contains(mine), "{listed}");
         assert_eq!(listed.contains(theirs), cross, "{listed}");
@@ -191,7 +187,7 @@ async fn a_run_not_wholly_asked_by_an_owner_reaches_only_its_own_session() {
     let gateway = Gateway::start(config, vec![channel.clone() as Arc<dyn Channel>])
         .await
         .unwrap();
-    let core = gateway.core();
+    let core = &gateway.reach_handles();
     for key in [mine, owners] {
         core.store.ensure_session(key, "/").unwrap();
         core.store
@@ -199,9 +195,7 @@ async fn a_run_not_wholly_asked_by_an_owner_reaches_only_its_own_session() {
             .unwrap();
         core.store.set_target(key, &direct_chat()).unwrap();
     }
-    let api = GatewaySessions {
-        core: Arc::downgrade(core),
-    };
+    let api = gateway.reach_tools();
     // A run of user 8 (no owner).
     let mut turn = crate::store::contract_tests::turn(mine, "m1");
     turn.inbound.sender.id = "8".into();
@@ -255,7 +249,7 @@ async fn the_runs_own_session_as_target_is_the_runs_own_conversation() {
     let dir = tempfile::tempdir().unwrap();
     let (gateway, _channel, api) = started(dir.path()).await;
     let anns = "agent:main:test:direct:7";
-    let core = gateway.core();
+    let core = &gateway.reach_handles();
     core.store.ensure_session(anns, "/").unwrap();
     core.store.set_target(anns, &direct_chat()).unwrap();
     let mut elsewhere = direct_chat();

@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 
 use chela_channel::Inbound;
 
-use super::Core;
+use super::Handles;
 use crate::agent::tools::refusal::ToolRefusal;
 use crate::config::SessionsReach;
 use crate::inbound::route::{RPC_CHANNEL, RPC_OPERATOR_SENDER, SYSTEM_SENDER, TERMINAL_CHANNEL};
@@ -39,9 +39,9 @@ pub struct Reach {
 impl Reach {
     /// The reach of run `run_id` of session `own`, from the store and the config (a run id
     /// that names no pending turn acts for nobody).
-    pub fn of_run(core: &Core, own: &str, run_id: &str) -> Result<Reach, ToolRefusal> {
-        let agent = core.agents.for_key(own).id.clone();
-        let children = core
+    pub fn of_run(host: &Handles, own: &str, run_id: &str) -> Result<Reach, ToolRefusal> {
+        let agent = host.agents.for_key(own).id.clone();
+        let children = host
             .store
             .subagents_of(own)?
             .into_iter()
@@ -49,27 +49,22 @@ impl Reach {
             .collect();
         Ok(Reach {
             own: own.to_owned(),
-            open: core.config.sessions_reach(&agent) == SessionsReach::All,
+            open: host.config.sessions_reach(&agent) == SessionsReach::All,
             agent,
             children,
-            owner: asked_by_owner(core, own, run_id),
-            cross_agent: core.config.tools.cross_agent_sessions,
+            owner: asked_by_owner(host, own, run_id),
+            cross_agent: host.config.tools.cross_agent_sessions,
         })
     }
 
-    /// Whether the run acts for owners only (what `cron` needs to act on other sessions).
-    pub fn owner(&self) -> bool {
-        self.owner
-    }
-
-    /// Whether the run reaches session `key` (of the agent `core` runs it with).
-    pub fn reaches(&self, core: &Core, key: &str) -> bool {
-        self.check(core, key).is_ok()
+    /// Whether the run reaches session `key` (of the agent it runs with).
+    pub fn reaches(&self, host: &Handles, key: &str) -> bool {
+        self.check(host, key).is_ok()
     }
 
     /// [`Reach::reaches`] as a refusal saying why not.
-    pub fn check(&self, core: &Core, key: &str) -> Result<(), ToolRefusal> {
-        self.check_agent(key, &core.agents.for_key(key).id)
+    pub fn check(&self, host: &Handles, key: &str) -> Result<(), ToolRefusal> {
+        self.check_agent(key, &host.agents.for_key(key).id)
     }
 
     /// Whether the run reaches session `key`, whose agent is `agent`.
@@ -99,27 +94,27 @@ impl Reach {
 /// and every message of the session queued since (steered into the run, or waiting behind
 /// it) came from an owner. A stranger's message steered into an owner's run takes the
 /// owner's rights away from it.
-pub fn asked_by_owner(core: &Core, from: &str, run_id: &str) -> bool {
+pub fn asked_by_owner(host: &Handles, from: &str, run_id: &str) -> bool {
     let Some(seq) = crate::domain::run::seq_of_run_id(run_id) else {
         return false;
     };
-    let Ok(pending) = core.store.all_pending() else {
+    let Ok(pending) = host.store.all_pending() else {
         return false;
     };
-    owners_only(&pending, from, seq, |inbound| acts_for_owner(core, inbound))
+    owners_only(&pending, from, seq, |inbound| acts_for_owner(host, inbound))
 }
 
 /// Whether `inbound` came from an owner: an owner of its channel (`owner_allow_from`, or
 /// made by pairing), the local terminal's user, or the RPC's operator token; never the
 /// gateway's own sender, never the RPC's client token.
-fn acts_for_owner(core: &Core, inbound: &Inbound) -> bool {
+fn acts_for_owner(host: &Handles, inbound: &Inbound) -> bool {
     let channel = inbound.conversation.channel.as_str();
     let sender = inbound.sender.id.as_str();
     match channel {
         _ if sender == SYSTEM_SENDER => false,
         RPC_CHANNEL => sender == RPC_OPERATOR_SENDER,
         TERMINAL_CHANNEL => true,
-        _ => core.is_owner(channel, sender),
+        _ => host.is_owner(channel, sender),
     }
 }
 
@@ -139,5 +134,5 @@ fn owners_only(
 }
 
 #[cfg(test)]
-#[path = "reach_tests.rs"]
+#[path = "rule_tests.rs"]
 mod tests;

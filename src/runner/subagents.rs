@@ -7,22 +7,18 @@
 //! settles the child, so the parent hears of it exactly once, across crashes too. `/stop` in
 //! the parent stops its running sub-agents, and then their end is not reported.
 
-use std::sync::Arc;
-
 use chela_channel::{ChatKind, Conversation, Inbound, Sender};
 
-use super::Core;
 use crate::agent::run::{RunOutcome, RunStatus};
 use crate::agent::tools::refusal::ToolRefusal;
 use crate::agent::tools::spawn::SpawnRequest;
+use crate::cluster::Placement;
 use crate::domain::session_key::{KeyBase, SessionKey};
 use crate::inbound::route::{SYSTEM_SENDER, queued_turn};
-use crate::lane::QueuedTurn;
-use crate::store::{PendingTurn, SubagentLink, SubagentState};
+use crate::lane::{Lanes, QueuedTurn};
+use crate::store::{PendingTurn, Store, SubagentLink, SubagentState};
 
-/// The channel name of conversations no platform carries (a sub-agent's own, or a parent's
-/// that never replied anywhere): runs there are recorded but reply nowhere.
-pub use crate::runner::INTERNAL_CHANNEL;
+use super::INTERNAL_CHANNEL;
 
 /// How often, and how many times, [`wait_settled`] re-checks a result being handed over.
 const HANDOFF_POLL: std::time::Duration = std::time::Duration::from_millis(50);
@@ -32,17 +28,21 @@ const HANDOFF_CHECKS: u32 = 100;
 /// Chars of the task shown in a generated label.
 const LABEL_CHARS: usize = 40;
 
-/// Starts a sub-agent for `request`; the text is the tool result.
-pub async fn spawn(core: &Arc<Core>, request: &SpawnRequest) -> Result<String, ToolRefusal> {
+/// Starts a sub-agent for `request` (of agent `default_agent` when the parent's key names
+/// none), recorded in `store` and run where `placement` says; the text is the tool result.
+pub async fn spawn(
+    store: &Store,
+    placement: &dyn Placement,
+    default_agent: &str,
+    request: &SpawnRequest,
+) -> Result<String, ToolRefusal> {
     let parent = &request.parent_session;
     let id = uuid::Uuid::new_v4().to_string();
     let child = SessionKey {
         // The parent's agent, so the child is `agent:<same id>:subagent:<uuid>`.
         agent: SessionKey::parse(parent)
             .map(|k| k.agent)
-            .unwrap_or_else(|_| {
-                crate::domain::session_key::normalize_agent_id(&core.config.agent.id)
-            }),
+            .unwrap_or_else(|_| crate::domain::session_key::normalize_agent_id(default_agent)),
         base: KeyBase::Subagent { id: id.clone() },
         thread: None,
     }
@@ -59,13 +59,12 @@ pub async fn spawn(core: &Arc<Core>, request: &SpawnRequest) -> Result<String, T
         inbound: system_inbound(internal(&id), format!("subagent-{id}"), &request.task),
         queued_ms: link.created_ms,
     };
-    let seq = core
-        .store
+    let seq = store
         .spawn_subagent(&child, &link, &first)
         .await
         .map_err(|e| ToolRefusal::Failed(format!("cannot start the subagent: {e}")))?;
     // On a cluster the node holding the child's partition runs it (its next poll).
-    core.placement
+    placement
         .hand_over(&child, queued_turn(seq, &first))
         .await
         .map_err(|e| {
@@ -87,7 +86,8 @@ pub async fn spawn(core: &Arc<Core>, request: &SpawnRequest) -> Result<String, T
 /// the result into the parent's lane as a system message. A run cut by shutdown is left
 /// pending (it runs again at the next start).
 pub async fn finish(
-    core: &Arc<Core>,
+    store: &Store,
+    placement: &dyn Placement,
     key: &str,
     link: SubagentLink,
     turn: &QueuedTurn,
@@ -108,15 +108,13 @@ pub async fn finish(
         inbound,
         queued_ms: crate::domain::message::now_ms(),
     };
-    match core
-        .store
+    match store
         .finish_subagent(key, &seqs, Some((&dedupe, &follow)))
         .await
     {
         // On a cluster the parent's node runs it.
         Ok(Some(seq)) => {
-            if let Err(e) = core
-                .placement
+            if let Err(e) = placement
                 .hand_over(&link.parent, queued_turn(seq, &follow))
                 .await
             {
@@ -132,8 +130,8 @@ pub async fn finish(
 
 /// `/stop` in `parent`: stops each of its running sub-agents (their end is then not
 /// reported); returns how many.
-pub async fn stop_children(core: &Arc<Core>, parent: &str) -> usize {
-    let children = match core.store.subagents_of(parent) {
+pub async fn stop_children(store: &Store, lanes: &Lanes, parent: &str) -> usize {
+    let children = match store.subagents_of(parent) {
         Ok(children) => children,
         Err(e) => {
             tracing::warn!(error = %e, "cannot list subagents");
@@ -145,22 +143,21 @@ pub async fn stop_children(core: &Arc<Core>, parent: &str) -> usize {
         if link.state != SubagentState::Running {
             continue;
         }
-        if !core.store.stop_subagent(&child).unwrap_or(false) {
+        if !store.stop_subagent(&child).unwrap_or(false) {
             continue;
         }
         stopped += 1;
-        if let Err(e) = core.lanes.stop(&child).await {
+        if let Err(e) = lanes.stop(&child).await {
             tracing::warn!(error = %e, child = %child, "cannot stop a subagent");
         }
         // A child stopped before its turn ever ran still needs settling.
-        let seqs: Vec<u64> = core
-            .store
+        let seqs: Vec<u64> = store
             .pending_for(&child)
             .unwrap_or_default()
             .into_iter()
             .map(|(seq, _)| seq)
             .collect();
-        if let Err(e) = core.store.finish_subagent(&child, &seqs, None).await {
+        if let Err(e) = store.finish_subagent(&child, &seqs, None).await {
             tracing::warn!(error = %e, child = %child, "cannot settle a stopped subagent");
         }
     }
@@ -170,16 +167,16 @@ pub async fn stop_children(core: &Arc<Core>, parent: &str) -> usize {
 /// Resolves once session `key` is idle and none of its sub-agents has a turn left, so their
 /// results (and the parent's follow-up turns) have run. For `chela chat` and `chela agent`,
 /// which exit when their session is done.
-pub async fn wait_settled(core: &Arc<Core>, key: &str) {
+pub async fn wait_settled(store: &Store, lanes: &Lanes, key: &str) {
     // A child's result is durable (a pending turn of `key`) a moment before it reaches the
     // lane; an idle lane with pending turns is re-checked a while, not forever.
     let mut handoff_checks = 0;
     loop {
-        let busy = busy_children(core, key);
+        let busy = busy_children(store, key);
         if !busy.is_empty() {
             for child in busy {
                 // Once a child's lane is idle its result is already in the parent's lane.
-                if core.lanes.wait_idle(&child).await.is_err() {
+                if lanes.wait_idle(&child).await.is_err() {
                     return;
                 }
             }
@@ -187,18 +184,17 @@ pub async fn wait_settled(core: &Arc<Core>, key: &str) {
             tokio::task::yield_now().await;
             continue;
         }
-        if core.lanes.wait_idle(key).await.is_err() {
+        if lanes.wait_idle(key).await.is_err() {
             return;
         }
         // The turns just waited for may have spawned sub-agents of their own. Children are
         // looked at before the session's pending turns: a child's hand-over marks it done
         // and queues the follow-up in one transaction, so a child seen done here already
         // has its follow-up pending.
-        if !busy_children(core, key).is_empty() {
+        if !busy_children(store, key).is_empty() {
             continue;
         }
-        let pending = core
-            .store
+        let pending = store
             .pending_for(key)
             .is_ok_and(|pending| !pending.is_empty());
         if !pending || handoff_checks >= HANDOFF_CHECKS {
@@ -210,15 +206,14 @@ pub async fn wait_settled(core: &Arc<Core>, key: &str) {
 }
 
 /// The running sub-agents of `parent` that still have a turn to run.
-fn busy_children(core: &Arc<Core>, parent: &str) -> Vec<String> {
-    core.store
+fn busy_children(store: &Store, parent: &str) -> Vec<String> {
+    store
         .subagents_of(parent)
         .unwrap_or_default()
         .into_iter()
         .filter(|(child, link)| {
             link.state == SubagentState::Running
-                && core
-                    .store
+                && store
                     .pending_for(child)
                     .is_ok_and(|pending| !pending.is_empty())
         })

@@ -124,7 +124,7 @@ async fn gateway(dir: &std::path::Path) -> Gateway {
 async fn owners_are_configured_owners_the_terminal_and_the_operator_token_never_the_client_token() {
     let dir = tempfile::tempdir().unwrap();
     let gateway = gateway(dir.path()).await;
-    let core = gateway.core();
+    let core = &gateway.reach_handles();
     let cases = [
         ("test", "7", true),
         ("test", "8", false),
@@ -147,7 +147,7 @@ async fn owners_are_configured_owners_the_terminal_and_the_operator_token_never_
             owner,
             "{channel}:{sender}"
         );
-        assert_eq!(Reach::of_run(core, &key, &run).unwrap().owner(), owner);
+        assert_eq!(Reach::of_run(core, &key, &run).unwrap().owner, owner);
         assert_eq!(
             Reach::of_run(core, &key, &run)
                 .unwrap()
@@ -166,7 +166,7 @@ async fn owners_are_configured_owners_the_terminal_and_the_operator_token_never_
 async fn a_run_reaches_the_subagents_its_session_started_and_an_opened_agent_reaches_all() {
     let dir = tempfile::tempdir().unwrap();
     let gateway = gateway(dir.path()).await;
-    let core = gateway.core();
+    let core = &gateway.reach_handles();
     let link = SubagentLink {
         parent: OWN.into(),
         label: None,

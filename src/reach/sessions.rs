@@ -3,13 +3,12 @@
 //! it has replied somewhere (the store remembers where); text sent to the run's own
 //! conversation is kept so the final reply does not repeat it.
 
-use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use chela_channel::Conversation;
 
-use super::Core;
-use super::reach::Reach;
+use super::rule::Reach;
+use super::{Handles, ReachTools};
 use crate::agent::provider::BoxFuture;
 use crate::agent::tools::refusal::ToolRefusal;
 use crate::agent::tools::sessions::{Caller, FileSend, SessionsApi};
@@ -25,24 +24,19 @@ const HISTORY_LINE_CHARS: usize = 500;
 /// they are queued.
 const FILE_WAIT: Duration = Duration::from_secs(30);
 
-/// Session tools for chela's agent.
-pub struct GatewaySessions {
-    /// The core (weak: the core owns the agent that holds this).
-    pub core: Weak<Core>,
-}
-
-impl SessionsApi for GatewaySessions {
+impl SessionsApi for ReachTools {
     fn send(
         &self,
         caller: Caller,
         target: Option<String>,
         text: String,
     ) -> BoxFuture<'static, Result<String, ToolRefusal>> {
-        let core = self.core.clone();
+        let host = self.handles();
         Box::pin(async move {
-            let core = core.upgrade().ok_or(ToolRefusal::ShuttingDown)?;
-            let (key, to) = destination(&core, caller, target)?;
-            core.send_text(&to, &text)
+            let host = host?;
+            let (key, to) = destination(&host, caller, target)?;
+            host.notices
+                .send_text(&to, &text)
                 .await
                 .map_err(|e| ToolRefusal::Failed(e.to_string()))?;
             Ok(format!(
@@ -53,24 +47,24 @@ impl SessionsApi for GatewaySessions {
     }
 
     fn send_files(&self, request: FileSend) -> BoxFuture<'static, Result<String, ToolRefusal>> {
-        let core = self.core.clone();
+        let host = self.handles();
         Box::pin(async move {
-            let core = core.upgrade().ok_or(ToolRefusal::ShuttingDown)?;
+            let host = host?;
             let caller = Caller {
                 session: request.from.clone(),
                 run_id: request.run_id.clone(),
                 reply_to: request.reply_to.clone(),
             };
-            let (key, to) = destination(&core, caller, request.target.clone())?;
-            send_files(&core, &key, to, &request).await
+            let (key, to) = destination(&host, caller, request.target.clone())?;
+            send_files(&host, &key, to, &request).await
         })
     }
 
     fn list(&self, caller: &Caller, limit: usize) -> Result<Vec<String>, ToolRefusal> {
-        let core = self.core.upgrade().ok_or(ToolRefusal::ShuttingDown)?;
-        let reach = Reach::of_run(&core, &caller.session, &caller.run_id)?;
-        let mut sessions = core.store.list_sessions()?;
-        sessions.retain(|s| reach.reaches(&core, &s.key));
+        let host = self.handles()?;
+        let reach = Reach::of_run(&host, &caller.session, &caller.run_id)?;
+        let mut sessions = host.store.list_sessions()?;
+        sessions.retain(|s| reach.reaches(&host, &s.key));
         sessions.sort_by_key(|s| std::cmp::Reverse(s.updated_ms));
         let now = crate::domain::message::now_ms();
         Ok(sessions
@@ -78,12 +72,12 @@ impl SessionsApi for GatewaySessions {
             .take(limit)
             .map(|s| {
                 let ago = now.saturating_sub(s.updated_ms) / 1000;
-                let bound = core
+                let bound = host
                     .acp
                     .binding(&s.key)
                     .map(|b| format!(", bound to {}", b.harness))
                     .unwrap_or_default();
-                let parent = match core.store.subagent(&s.key) {
+                let parent = match host.store.subagent(&s.key) {
                     Ok(Some(link)) => format!(
                         ", subagent of {} ({})",
                         link.parent,
@@ -109,9 +103,9 @@ impl SessionsApi for GatewaySessions {
         key: &str,
         limit: usize,
     ) -> Result<Vec<String>, ToolRefusal> {
-        let core = self.core.upgrade().ok_or(ToolRefusal::ShuttingDown)?;
-        Reach::of_run(&core, &caller.session, &caller.run_id)?.check(&core, key)?;
-        let window = core.store.window(key)?;
+        let host = self.handles()?;
+        Reach::of_run(&host, &caller.session, &caller.run_id)?.check(&host, key)?;
+        let window = host.store.window(key)?;
         let lines: Vec<String> = window
             .iter()
             .filter_map(|message| {
@@ -138,7 +132,7 @@ impl SessionsApi for GatewaySessions {
 /// that session last replied: a run in someone else's session key (an RPC client naming a
 /// chat's key, DMs sharing `agent:main:main`) would post into that other person's chat.
 fn destination(
-    core: &Core,
+    host: &Handles,
     caller: Caller,
     target: Option<String>,
 ) -> Result<(String, Conversation), ToolRefusal> {
@@ -151,8 +145,8 @@ fn destination(
             (caller.session, to)
         }
         Some(key) => {
-            Reach::of_run(core, &caller.session, &caller.run_id)?.check(core, &key)?;
-            let to = core.store.target(&key)?.ok_or_else(|| {
+            Reach::of_run(host, &caller.session, &caller.run_id)?.check(host, &key)?;
+            let to = host.store.target(&key)?.ok_or_else(|| {
                 format!(
                     "unknown session {key:?}: it has never replied in a chat (see sessions_list)"
                 )
@@ -160,7 +154,7 @@ fn destination(
             (key, to)
         }
     };
-    if to.channel == super::subagent::INTERNAL_CHANNEL {
+    if to.channel == crate::runner::INTERNAL_CHANNEL {
         return Err(ToolRefusal::Refused(format!(
             "session {key} has no chat to send to (a subagent's final answer goes back \
              to its parent session by itself)"
@@ -174,18 +168,20 @@ fn destination(
 /// by the worker (retried, sent once across a restart). The same files with the same caption
 /// to the same place are sent once per run: a run repeated after a crash finds its mark.
 async fn send_files(
-    core: &Arc<Core>,
+    host: &Handles,
     key: &str,
     to: Conversation,
     request: &FileSend,
 ) -> Result<String, ToolRefusal> {
-    let channel = core
+    let channel = host
+        .notices
         .channel(&to.channel)
         .ok_or_else(|| ToolRefusal::Failed(format!("the {} channel is not running", to.channel)))?;
     let mut paths = Vec::new();
     for requested in &request.attachments {
-        let (path, _) = core
-            .outbox
+        let (path, _) = host
+            .notices
+            .outbox()
             .files()
             .for_session(&request.from)
             .open_blocking(requested, channel.name(), channel.max_file_bytes())
@@ -202,25 +198,25 @@ async fn send_files(
     );
     let mark = (!request.run_id.is_empty()).then(|| files::send_mark(&request.run_id, &to, &text));
     if let Some(mark) = &mark
-        && !core.store.mark_seen(mark, now)?
+        && !host.store.mark_seen(mark, now)?
     {
         return Ok(format!("already sent {what} in this run"));
     }
     // A send that fails for good leaves no mark: the run may try it again.
     let forget = |why: ToolRefusal| {
         if let Some(mark) = &mark
-            && let Err(e) = core.store.forget_seen(mark)
+            && let Err(e) = host.store.forget_seen(mark)
         {
             tracing::warn!(error = %e, "could not drop the mark of a failed send");
         }
         why
     };
-    let id = core
+    let id = host
         .store
         .record_final(key, &to, &text, now)
         .await
         .map_err(|e| forget(e.into()))?;
-    let outcome = core.outbox.submit_watched(Delivery {
+    let outcome = host.notices.outbox().submit_watched(Delivery {
         id,
         // The files are the sending agent's: its workspace is where they are opened again.
         session_key: request.from.clone(),
@@ -242,5 +238,5 @@ async fn send_files(
 }
 
 #[cfg(test)]
-#[path = "sessions_api_tests.rs"]
+#[path = "sessions_tests.rs"]
 mod tests;

@@ -6,14 +6,12 @@
 //! - otherwise: the agent does the task once, in a process of its own, and its answer is the
 //!   tool result; with `stream_to: "parent"` its output also streams into the parent's chat.
 
-use std::sync::{Arc, Weak};
-
 use chela_channel::{Inbound, Sender};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::Core;
-use super::reach::asked_by_owner;
+use super::rule::asked_by_owner;
+use super::{Handles, ReachTools};
 use crate::acp::command::Placement;
 use crate::acp::manager::resolve_cwd;
 use crate::agent::provider::BoxFuture;
@@ -21,6 +19,7 @@ use crate::agent::tools::refusal::ToolRefusal;
 use crate::agent::tools::spawn::{Runtime, SpawnRequest, Spawner};
 use crate::commands::acp::start_binding;
 use crate::reply::stream_events;
+use crate::runner::subagents;
 
 /// The refusal of `sessions_spawn` with `runtime: "acp"` for a run not wholly asked by an
 /// owner.
@@ -31,22 +30,16 @@ pub const ACP_OWNER_ONLY: &str = "refused: only an owner may start a coding agen
 /// Events buffered between a one-off agent turn and its live reply.
 const EVENT_BUFFER: usize = 256;
 
-/// Spawns coding-agent work for the agent's `sessions_spawn` tool.
-pub struct GatewaySpawner {
-    /// The core (weak: the core owns the agent that holds this).
-    pub core: Weak<Core>,
-}
-
-impl Spawner for GatewaySpawner {
+impl Spawner for ReachTools {
     fn spawn(
         &self,
         request: SpawnRequest,
         cancel: CancellationToken,
     ) -> BoxFuture<'static, Result<String, ToolRefusal>> {
-        let core = self.core.clone();
+        let host = self.handles();
         Box::pin(async move {
-            let core = core.upgrade().ok_or(ToolRefusal::ShuttingDown)?;
-            if core
+            let host = host?;
+            if host
                 .store
                 .subagent(&request.parent_session)
                 .ok()
@@ -56,21 +49,23 @@ impl Spawner for GatewaySpawner {
                 return Err(crate::agent::tools::spawn::NESTED_REFUSAL.into());
             }
             if request.runtime == Runtime::Subagent {
-                return super::subagent::spawn(&core, &request).await;
+                let agent = &host.config.agent.id;
+                let placement = &*host.placement;
+                return subagents::spawn(&host.store, placement, agent, &request).await;
             }
             // A coding agent runs in any folder and chela serves it files there, as `/acp`
             // does: owners only, by the reach rule's test (every message of the run from one).
-            if !asked_by_owner(&core, &request.parent_session, &request.run_id) {
+            if !asked_by_owner(&host, &request.parent_session, &request.run_id) {
                 return Err(ToolRefusal::Refused(ACP_OWNER_ONLY.to_owned()));
             }
             let name = request
                 .agent
                 .clone()
-                .unwrap_or_else(|| core.acp.config().default_agent.clone());
+                .unwrap_or_else(|| host.acp.config().default_agent.clone());
             if request.thread {
-                in_thread(&core, &request, &name).await
+                in_thread(&host, &request, &name).await
             } else {
-                once(&core, &request, &name, &cancel).await
+                once(&host, &request, &name, &cancel).await
             }
         })
     }
@@ -78,7 +73,7 @@ impl Spawner for GatewaySpawner {
 
 /// Binds a new thread under the parent's conversation and sends it the task.
 async fn in_thread(
-    core: &Arc<Core>,
+    host: &Handles,
     request: &SpawnRequest,
     name: &str,
 ) -> Result<String, ToolRefusal> {
@@ -102,7 +97,7 @@ async fn in_thread(
         timestamp_ms: crate::domain::message::now_ms(),
     };
     let started = start_binding(
-        &super::command_context::CoreCommands(core.clone()),
+        &*host.commands,
         &from,
         &request.parent_session,
         name,
@@ -114,7 +109,7 @@ async fn in_thread(
     .map_err(refusal)?;
     let mut first = from;
     first.conversation = started.binding.conversation.clone();
-    let router = crate::intake::Router::new(core.intake.clone());
+    let router = crate::intake::Router::new(host.intake.clone());
     router
         .accept_for(started.binding.session_key.clone(), first)
         .await
@@ -138,28 +133,29 @@ async fn in_thread(
 
 /// Runs the task once and returns the agent's answer.
 async fn once(
-    core: &Arc<Core>,
+    host: &Handles,
     request: &SpawnRequest,
     name: &str,
     cancel: &CancellationToken,
 ) -> Result<String, ToolRefusal> {
     let cwd = match &request.cwd {
         Some(cwd) => {
-            let parent = core.agents.for_key(&request.parent_session);
+            let parent = host.agents.for_key(&request.parent_session);
             resolve_cwd(&parent.tool_context.workspace, cwd)?
         }
         None => {
-            let cwd = core.acp.default_cwd(name);
+            let cwd = host.acp.default_cwd(name);
             std::fs::create_dir_all(&cwd)
                 .map_err(|e| format!("cannot create {}: {e}", cwd.display()))?;
             cwd
         }
     };
     let live = if request.stream_to_parent {
-        request
-            .parent_target
-            .clone()
-            .and_then(|to| core.channel(&to.channel).map(|channel| (channel, to)))
+        request.parent_target.clone().and_then(|to| {
+            host.notices
+                .channel(&to.channel)
+                .map(|channel| (channel, to))
+        })
     } else {
         None
     };
@@ -181,7 +177,7 @@ async fn once(
         }
         None => (None, None),
     };
-    let result = core
+    let result = host
         .acp
         .run_once(name, &cwd, &request.task, cancel, events)
         .await;

@@ -1,50 +1,127 @@
-//! The gateway's side of the RPC's port ([`GatewayApi`]): the core and its router.
+//! The RPC's port ([`GatewayApi`]) over a running gateway's stages: intake's router for
+//! turns, the lanes and placement for stops, the store, delivery and the scheduler for
+//! the operator's methods, and the run feed.
 
 use std::sync::Arc;
 
 use chela_channel::{BoxFuture, Inbound, SinkError};
 use serde_json::Value;
-use tokio::sync::broadcast;
+use tokio::sync::{Notify, broadcast};
 use tokio_util::sync::CancellationToken;
 
-use super::Core;
-use super::remote::Stopped;
-use super::status::StatusReport;
+use crate::acp::AcpManager;
 use crate::agent::tools::cron::CronAction;
+use crate::cluster::Placement;
+use crate::cluster::Stopped;
+use crate::cluster::intake_lease;
 use crate::config::Config;
+use crate::cron::Fire;
+use crate::delivery::{Notices, Outbox};
 use crate::domain::events::LiveEvent;
 use crate::inbound::route::Accepted;
 use crate::intake::Router;
+use crate::lane::Lanes;
 use crate::lane::{LaneError, StopReport};
 use crate::metrics::{Gauges, Readiness};
 use crate::rpc::RpcChannel;
 use crate::rpc::api::CronReply;
 use crate::rpc::api::{Aborted, GatewayApi};
+use crate::rpc::cron_operator;
 use crate::rpc::protocol::Fault;
+use crate::rpc::status::StatusReport;
+use crate::runner::stop::Stopper;
 use crate::store::{OutboxEntry, Store};
 
-/// The RPC's view of a running gateway.
-pub struct CoreApi {
-    core: Arc<Core>,
-    router: Router,
+/// What [`Backend::new`] takes: the handles of the stages the RPC reaches.
+pub struct BackendParts {
+    /// The configuration in force.
+    pub config: Arc<Config>,
+    /// The store.
+    pub store: Store,
+    /// Takes the turns the RPC submits.
+    pub router: Router,
+    /// The session lanes (stops, live runs).
+    pub lanes: Lanes,
+    /// Where sessions run.
+    pub placement: Arc<dyn Placement>,
+    /// The channels (their states).
+    pub notices: Notices,
+    /// Delivers replies (a dead letter sent again).
+    pub outbox: Outbox,
+    /// Coding-agent bindings.
+    pub acp: Arc<AcpManager>,
+    /// The run events the RPC's feed reads.
+    pub feed: broadcast::Sender<LiveEvent>,
+    /// Wakes the scheduler when jobs change.
+    pub cron_wake: Arc<Notify>,
+    /// Queues a job's run now.
+    pub fire: Arc<dyn Fire>,
+    /// Where replies to RPC messages go.
+    pub rpc: Arc<RpcChannel>,
+    /// Fires when the gateway stops.
+    pub shutdown: CancellationToken,
 }
 
-impl CoreApi {
-    /// The API of `core`.
-    pub fn new(core: Arc<Core>) -> Self {
-        let router = Router::new(core.intake.clone());
-        CoreApi { core, router }
+/// The RPC's view of a running gateway.
+pub struct Backend {
+    config: Arc<Config>,
+    store: Store,
+    router: Router,
+    lanes: Lanes,
+    placement: Arc<dyn Placement>,
+    notices: Notices,
+    outbox: Outbox,
+    acp: Arc<AcpManager>,
+    feed: broadcast::Sender<LiveEvent>,
+    cron_wake: Arc<Notify>,
+    fire: Arc<dyn Fire>,
+    rpc: Arc<RpcChannel>,
+    shutdown: CancellationToken,
+}
+
+impl Backend {
+    /// The RPC's view of the stages in `parts`.
+    pub fn new(parts: BackendParts) -> Self {
+        let BackendParts {
+            config,
+            store,
+            router,
+            lanes,
+            placement,
+            notices,
+            outbox,
+            acp,
+            feed,
+            cron_wake,
+            fire,
+            rpc,
+            shutdown,
+        } = parts;
+        Backend {
+            config,
+            store,
+            router,
+            lanes,
+            placement,
+            notices,
+            outbox,
+            acp,
+            feed,
+            cron_wake,
+            fire,
+            rpc,
+            shutdown,
+        }
     }
 }
 
 /// The cursor `/readyz` reads to see the store answer (never written).
 const READY_PROBE: &str = "chela:readyz";
 
-impl CoreApi {
+impl Backend {
     /// Each running channel, by name, and whether it is connected.
     fn channel_states(&self) -> Vec<(String, bool)> {
         let mut states: Vec<(String, bool)> = self
-            .core
             .notices
             .channels()
             .iter()
@@ -55,15 +132,16 @@ impl CoreApi {
     }
 }
 
-impl GatewayApi for CoreApi {
+impl GatewayApi for Backend {
     fn submit(&self, key: String, inbound: Inbound) -> BoxFuture<'_, Result<Accepted, SinkError>> {
         Box::pin(self.router.accept_tracked(key, inbound))
     }
 
     fn abort<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Aborted, LaneError>> {
         Box::pin(async move {
-            let here = self.core.placement.node().map(str::to_owned);
-            Ok(match super::remote::stop(&self.core, key, false).await {
+            let here = self.placement.node().map(str::to_owned);
+            let stopper = Stopper::new(&self.store, &self.lanes, &*self.placement);
+            Ok(match stopper.stop(key, false).await {
                 Stopped::Here(report, _) => Aborted {
                     report: Some(report?),
                     node: here,
@@ -105,24 +183,30 @@ impl GatewayApi for CoreApi {
     }
 
     fn default_session_key(&self) -> String {
-        self.core.default_session_key()
+        crate::intake::default_session_key(&self.config)
     }
 
     fn live_events(&self) -> broadcast::Receiver<LiveEvent> {
-        self.core.feed.subscribe()
+        self.feed.subscribe()
     }
 
     fn cron(&self, action: CronAction) -> BoxFuture<'_, Result<CronReply, Fault>> {
         Box::pin(async move {
-            super::cron_operator::call(&self.core, action)
+            let jobs = cron_operator::Jobs {
+                store: &self.store,
+                config: &self.config,
+                wake: &self.cron_wake,
+                fire: &*self.fire,
+            };
+            cron_operator::call(jobs, action)
                 .await
-                .map_err(super::cron_operator::fault)
+                .map_err(cron_operator::fault)
         })
     }
 
     fn close_binding<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<String>, Fault>> {
         Box::pin(async move {
-            match self.core.acp.close(key).await {
+            match self.acp.close(key).await {
                 Ok(binding) => Ok(binding.map(|b| b.harness)),
                 Err(e) => Err(Fault::internal(e.to_string())),
             }
@@ -131,12 +215,11 @@ impl GatewayApi for CoreApi {
 
     fn retry_dead_letter(&self, id: u64) -> BoxFuture<'_, Result<Option<OutboxEntry>, Fault>> {
         Box::pin(async move {
-            let core = &self.core;
             let internal = |e: crate::store::StoreError| Fault::internal(e.to_string());
-            if core.placement.node().is_some() {
-                let dead = core.store.dead_letters().map_err(internal)?;
+            if self.placement.node().is_some() {
+                let dead = self.store.dead_letters().map_err(internal)?;
                 if let Some(entry) = dead.iter().find(|d| d.id == id)
-                    && !core.placement.runs_here(&entry.session_key)
+                    && !self.placement.runs_here(&entry.session_key)
                 {
                     return Err(Fault::new(
                         crate::rpc::protocol::UNAVAILABLE,
@@ -148,18 +231,18 @@ impl GatewayApi for CoreApi {
                 }
             }
             let now = crate::domain::message::now_ms();
-            let revived = core
+            let revived = self
                 .store
                 .revive_dead_letter(id, now)
                 .await
                 .map_err(internal)?;
             if let Some(entry) = &revived {
                 let journal = match &entry.run_id {
-                    Some(run) => core.store.journal(run).map_err(internal)?,
+                    Some(run) => self.store.journal(run).map_err(internal)?,
                     None => None,
                 };
                 tracing::info!(id, session = %entry.session_key, "a dead letter is sent again");
-                core.outbox
+                self.outbox
                     .submit(crate::delivery::Delivery::recorded(entry.clone(), journal));
             }
             Ok(revived)
@@ -168,7 +251,10 @@ impl GatewayApi for CoreApi {
 
     fn status(&self) -> BoxFuture<'_, Result<Value, Fault>> {
         Box::pin(async move {
-            let report = StatusReport::from_core(&self.core)
+            let mut channels: Vec<String> = self.notices.channels().keys().cloned().collect();
+            channels.sort();
+            let at = self.config.store.describe();
+            let report = StatusReport::running(&self.store, &at, channels, &self.lanes)
                 .await
                 .map_err(|e| Fault::internal(e.to_string()))?;
             serde_json::to_value(report).map_err(|e| Fault::internal(e.to_string()))
@@ -179,12 +265,12 @@ impl GatewayApi for CoreApi {
         Box::pin(async move {
             // A read the store must answer (PostgreSQL: a round trip to the server), and no
             // damage met by an earlier read or write (the gateway stops on it).
-            let store_error = match self.core.store.damage() {
+            let store_error = match self.store.damage() {
                 Some(e) => {
                     tracing::warn!(error = %e, "readyz: the store is damaged");
                     Some("damaged".to_owned())
                 }
-                None => self.core.store.get_cursor(READY_PROBE).err().map(|e| {
+                None => self.store.get_cursor(READY_PROBE).err().map(|e| {
                     // The detail may name the database's host or user: the log has it.
                     tracing::warn!(error = %e, "readyz: the store does not answer");
                     "not answering".to_owned()
@@ -192,7 +278,7 @@ impl GatewayApi for CoreApi {
             };
             // In a cluster a channel whose intake another node leases is on standby here:
             // ready, though not connected.
-            let leased_here = match self.core.placement.cluster() {
+            let leased_here = match self.placement.cluster() {
                 Some(cluster) => cluster
                     .coordinator()
                     .nodes()
@@ -206,10 +292,11 @@ impl GatewayApi for CoreApi {
                 .channel_states()
                 .into_iter()
                 .map(|(name, up)| {
-                    let standby = self.core.intake_is_exclusive(&name)
-                        && leased_here.as_ref().is_some_and(|held| {
-                            !crate::cluster::intake_lease::runs_here(&name, held)
-                        });
+                    let on_cluster = self.placement.cluster().is_some();
+                    let standby = intake_lease::is_exclusive(&self.config, on_cluster, &name)
+                        && leased_here
+                            .as_ref()
+                            .is_some_and(|held| !intake_lease::runs_here(&name, held));
                     (name, up || standby)
                 })
                 .collect();
@@ -222,8 +309,8 @@ impl GatewayApi for CoreApi {
 
     fn gauges(&self) -> BoxFuture<'_, Gauges> {
         Box::pin(async move {
-            let store = self.core.store.clone();
-            let path = self.core.config.store.path.clone();
+            let store = self.store.clone();
+            let path = self.config.store.path.clone();
             let read = tokio::task::spawn_blocking(move || {
                 let pending = store.pending_count().ok();
                 let bytes = match store.stored_bytes() {
@@ -236,7 +323,7 @@ impl GatewayApi for CoreApi {
             let (pending_turns, store_bytes) = read.await.unwrap_or((None, None));
             Gauges {
                 pending_turns,
-                acp_sessions: self.core.acp.live_count() as u64,
+                acp_sessions: self.acp.live_count() as u64,
                 store_bytes,
                 channels: self.channel_states(),
             }
@@ -244,22 +331,22 @@ impl GatewayApi for CoreApi {
     }
 
     fn store(&self) -> &Store {
-        &self.core.store
+        &self.store
     }
 
     fn config(&self) -> &Config {
-        &self.core.config
+        &self.config
     }
 
     fn shutdown(&self) -> &CancellationToken {
-        &self.core.shutdown
+        &self.shutdown
     }
 
     fn rpc_channel(&self) -> &Arc<RpcChannel> {
-        &self.core.rpc
+        &self.rpc
     }
 
     fn runs_elsewhere(&self) -> bool {
-        self.core.placement.routes_where_it_runs()
+        self.placement.routes_where_it_runs()
     }
 }

@@ -3,16 +3,13 @@
 //! name any session and act on any job but those the config keeps; a job is checked by the
 //! rules of `jobs.rs` that the agent's `cron` tool goes through too.
 
-use std::sync::Arc;
-
 use tokio::sync::Notify;
 
 use crate::agent::tools::cron::{CronAction, CronSpec};
 use crate::config::Config;
-use crate::cron::CronError;
 use crate::cron::jobs::{self, NewJob};
+use crate::cron::{CronError, Fire};
 use crate::domain::session_key::SessionKey;
-use crate::gateway::Core;
 use crate::rpc::api::CronReply;
 use crate::rpc::protocol::{Fault, INTERNAL_ERROR, INVALID_PARAMS, UNAVAILABLE};
 use crate::store::{CronJob, CronOrigin, Store};
@@ -25,7 +22,7 @@ pub fn new_job(config: &Config, spec: CronSpec, now_ms: u64) -> Result<CronJob, 
         Some(key) => SessionKey::parse(&key)
             .map_err(|e| CronError::Refused(format!("session {key:?}: {e}")))?
             .to_string(),
-        None => crate::gateway::default_session_key(config),
+        None => crate::intake::default_session_key(config),
     };
     let new = NewJob::from_spec(spec, session_key, None, CronOrigin::Operator)?;
     jobs::build(new, now_ms)
@@ -60,28 +57,36 @@ pub async fn remove(store: &Store, wake: &Notify, id: &str) -> Result<CronJob, C
     jobs::remove(store, wake, id).await
 }
 
-/// Does the operator's `action` in the running gateway `core`.
-pub(in crate::gateway) async fn call(
-    core: &Arc<Core>,
-    action: CronAction,
-) -> Result<CronReply, CronError> {
+/// What the operator's jobs use in a running gateway: its store and config, the
+/// scheduler's wake-up, and intake's queue for a run now.
+pub struct Jobs<'a> {
+    /// The store.
+    pub store: &'a Store,
+    /// The configuration in force.
+    pub config: &'a Config,
+    /// Wakes the scheduler.
+    pub wake: &'a Notify,
+    /// Queues a run now.
+    pub fire: &'a dyn Fire,
+}
+
+/// Does the operator's `action` in a running gateway.
+pub async fn call(at: Jobs<'_>, action: CronAction) -> Result<CronReply, CronError> {
     match action {
-        CronAction::List => Ok(CronReply::Jobs(core.store.cron_jobs()?)),
+        CronAction::List => Ok(CronReply::Jobs(at.store.cron_jobs()?)),
         CronAction::Add(spec) => {
-            let (job, answers_known) =
-                add(&core.store, &core.config, &core.cron_wake, spec).await?;
+            let (job, answers_known) = add(at.store, at.config, at.wake, spec).await?;
             tracing::info!(job = %job.id, session = %job.session_key, "cron: the operator added a job");
             Ok(CronReply::Added { job, answers_known })
         }
         CronAction::Remove(id) => {
-            let job = remove(&core.store, &core.cron_wake, &id).await?;
+            let job = remove(at.store, at.wake, &id).await?;
             tracing::info!(job = %job.id, "cron: the operator removed a job");
             Ok(CronReply::Removed(job))
         }
         CronAction::Run(id) => {
-            changeable(&core.store, &id)?;
-            let fire = super::scheduler::IntakeFire(Arc::downgrade(core));
-            let seq = jobs::run_now(&core.store, &fire, &id).await?;
+            changeable(at.store, &id)?;
+            let seq = jobs::run_now(at.store, at.fire, &id).await?;
             Ok(CronReply::Queued {
                 id,
                 run_id: crate::domain::run::run_id_for(&[seq]),

@@ -4,7 +4,8 @@
 //! of the store's schema that the run events use (`relay`): an
 //! [`Envelope`]'s payload starts with [`MARK`], which tells it from an event batch. Best
 //! effort, as the events are: a node that does not answer in time is reported as such, never
-//! guessed at. What is asked and answered is the gateway's (`gateway::remote`, `gateway::remote_approvals`).
+//! guessed at. What is asked and answered belongs to the stages: a stop (the runner's
+//! `stop.rs`) and an exec approval (the questions' `remote.rs`).
 //!
 //! Every envelope is signed (HMAC-SHA256 with the store's call key, [`Coordinator::call_key`],
 //! which only roles that can read chela's tables know): a role that can merely connect, and

@@ -1,7 +1,8 @@
 //! Delivery: the last stage of a reply. The outbox worker ([`outbox`]) sends every recorded
 //! final, per chat in order, retrying what the platform refuses for now; outgoing files
 //! ([`files`]) are checked and attached; the reply journal ([`journal`]) notes each message a
-//! reply sends so recovery can take back what an unfinished one left.
+//! reply sends so recovery ([`recover_replies`]) can take back what an unfinished one left
+//! and hand a previous process's undelivered finals to the worker.
 //!
 //! The stage owns its state (the outbox's queue and its workers) and takes what it uses at
 //! construction: the store, the channels, the delivery settings.
@@ -11,7 +12,9 @@ pub mod files;
 pub mod journal;
 pub mod notices;
 pub mod outbox;
+mod recover;
 
 pub use journal::{Holds, RunJournal};
 pub use notices::{Channels, Notices, SendError};
 pub use outbox::{Delivery, Outbox};
+pub use recover::recover_replies;

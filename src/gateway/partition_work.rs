@@ -43,7 +43,7 @@ impl PartitionWork for Core {
     }
 
     fn recover(self: Arc<Self>, parts: &HashSet<u32>) {
-        let _ = super::recover::recover_replies(&self, Some(parts));
+        let _ = crate::delivery::recover_replies(&self.store, &self.notices, Some(parts));
     }
 }
 

@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# chela in a container (README "Running in Docker"). Not built in CI: check it with
+# chela in a container (docs/operating.md). Not built in CI: check it with
 # `docker build -t chela .` before relying on it.
 #
 #   docker build -t chela .
@@ -10,7 +10,7 @@
 #     chela
 #
 # The config is read from $CHELA_CONFIG (/etc/chela/config.toml); secrets come in through
-# `${VAR}` in it or the environment overrides (README "Configuration"). Everything chela
+# `${VAR}` in it or the environment overrides (docs/configuration.md). Everything chela
 # writes (store, workspace, skills, the RPC discovery file) is under $HOME = /var/lib/chela,
 # the volume. The RPC (and /metrics, /healthz, /readyz) listens on 127.0.0.1:18789 inside the
 # container; to reach it from outside set CHELA_RPC_LISTEN=0.0.0.0:18789 and CHELA_RPC_TOKEN

@@ -1,4 +1,4 @@
-//! Several gateways on one PostgreSQL (README "Running on several machines"): the release
+//! Several gateways on one PostgreSQL (docs/several-nodes.md): the release
 //! `chela gateway` binary against `FakeTelegram` (long polling) and a zero-delay `FakeModel`.
 //!
 //! Run with `scripts/with-pg.sh cargo bench --bench cluster` (it needs a PostgreSQL:

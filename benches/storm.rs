@@ -56,6 +56,7 @@ fn storm(seed: u64) -> Faults {
         internal_error: 0.04,
         bad_gateway_html: 0.03,
         dropped: 0.02,
+        answer_lost: 0.0,
     }
 }
 

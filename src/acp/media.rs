@@ -1,4 +1,4 @@
-//! Pictures that came with a chat message, handed to a coding agent (README "Coding agents"):
+//! Pictures that came with a chat message, handed to a coding agent (docs/coding-agents.md):
 //! as ACP `image` content blocks (base64 + MIME type) when the agent advertised
 //! `promptCapabilities.image` in `initialize`, else as a note naming the file inside the
 //! agent's working folder (copied into `<cwd>/.chela-media/` when chela's media folder lies

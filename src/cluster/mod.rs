@@ -1,7 +1,6 @@
 //! The cluster stage: where a session runs. [`Placement`] is the one port the stages ask;
 //! [`SingleNode`] answers "here" for every session, and a [`Cluster`] node answers for the
-//! partitions it leases on a PostgreSQL store (`[cluster] enabled`, README "Running on
-//! several machines").
+//! partitions it leases on a PostgreSQL store (`[cluster] enabled`, docs/several-nodes.md).
 //!
 //! Every node accepts messages (intake is a durable enqueue, deduplicated by the database);
 //! they are routed (commands, answers, turns) and reach lanes only on the node holding the

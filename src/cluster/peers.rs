@@ -107,7 +107,7 @@ pub enum Body {
     /// The exec approvals waiting on a node (asked in conversation `place` only, or with
     /// id `id` only, when given).
     ListApprovals {
-        /// Only those asked in this conversation (`gateway::approvals::place_of`).
+        /// Only those asked in this conversation (the questions stage's `approvals::place_of`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         place: Option<String>,
         /// Only the one with this id.
@@ -141,7 +141,7 @@ pub enum Answered {
     Done {
         /// The command asked about.
         command: String,
-        /// Where it was asked (`gateway::approvals::place_of`).
+        /// Where it was asked (the questions stage's `approvals::place_of`).
         #[serde(default)]
         place: String,
         /// Not to be shown where it is told (asked in another conversation): set by the

@@ -220,8 +220,7 @@ async fn status(ctx: &dyn CommandContext, key: &str) -> String {
     lines.join("\n")
 }
 
-/// The next runs of session `key`'s scheduled jobs, soonest first (README "Schedules and
-/// heartbeat").
+/// The next runs of session `key`'s scheduled jobs, soonest first (docs/schedules.md).
 fn next_runs(ctx: &dyn CommandContext, key: &str) -> Vec<String> {
     let Ok(mut jobs) = ctx.store().cron_jobs() else {
         return Vec::new();

@@ -1,5 +1,5 @@
 //! `[[agents]]` and `[[bindings]]`: more agents behind one gateway, and which chats each
-//! answers (README "Several agents"). `[agent]` stays the default agent; each `[[agents]]`
+//! answers (docs/agents.md). `[agent]` stays the default agent; each `[[agents]]`
 //! entry is a second one with its own id, workspace, model, identity, tool policy and skills,
 //! taking what it does not set from `[agent]`, `[model]` and `[tools]`. A binding routes the
 //! chats it matches to an agent; the most specific matching binding wins, and a chat no

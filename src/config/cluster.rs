@@ -1,5 +1,4 @@
-//! `[cluster]`: several `chela gateway` processes on one PostgreSQL store (README "Running on
-//! several machines").
+//! `[cluster]`: several `chela gateway` processes on one PostgreSQL store (docs/several-nodes.md).
 
 use std::time::Duration;
 

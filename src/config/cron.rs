@@ -1,6 +1,5 @@
 //! `[[cron]]` (jobs the operator keeps in the config, seeded into the store at every start)
-//! and `[heartbeat]` (a periodic turn that reads `HEARTBEAT.md`). README "Schedules and
-//! heartbeat".
+//! and `[heartbeat]` (a periodic turn that reads `HEARTBEAT.md`). docs/schedules.md.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,4 @@
-//! `[delivery]`: the outbox worker that delivers final replies (README "Reply delivery").
+//! `[delivery]`: the outbox worker that delivers final replies (docs/durability.md).
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! `[log]`: where `chela gateway` writes its log lines besides stderr (README "Logs").
+//! `[log]`: where `chela gateway` writes its log lines besides stderr (docs/operating.md).
 
 use std::path::PathBuf;
 

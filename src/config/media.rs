@@ -1,4 +1,4 @@
-//! `[media]`: files that come with chat messages (README "Media"), and `[model] vision`.
+//! `[media]`: files that come with chat messages (docs/media.md), and `[model] vision`.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,5 +1,5 @@
 //! `[memory]`: the agent's durable notes in the workspace (`MEMORY.md`, `memory/*.md`) and
-//! the silent turn before a compaction that lets it save what matters (README "Memory").
+//! the silent turn before a compaction that lets it save what matters (docs/memory.md).
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,4 @@
-//! `[rpc]`: the gateway API over WebSocket (`/ws`, JSON frames; README "RPC").
+//! `[rpc]`: the gateway API over WebSocket (`/ws`, JSON frames; docs/rpc.md).
 
 use std::net::SocketAddr;
 
@@ -17,8 +17,8 @@ pub struct RpcConfig {
     /// are empty the gateway makes a random token at start and keeps it beside the store
     /// (readable by this user only), where the local `chela` commands find it.
     pub token: String,
-    /// Whether the web control panel is served at `/panel` on the same listener (README
-    /// "Control panel"; it always needs a login with one of the tokens).
+    /// Whether the web control panel is served at `/panel` on the same listener
+    /// (docs/panel.md; it always needs a login with one of the tokens).
     pub panel: bool,
     /// Host names the listener answers to besides IP addresses and `localhost` (the `Host`
     /// header of every request is checked, so a DNS-rebinding page cannot reach it).

@@ -236,7 +236,7 @@ fn chela_store_path_overrides_the_file() {
 
 #[test]
 fn a_config_file_does_not_move_the_default_store() {
-    // The README's Ollama file: only a model name. The store stays where it was without a file.
+    // The Ollama file of the getting-started page: only a model name. The store stays where it was without a file.
     let dir = tempfile::tempdir().unwrap();
     let path = write(dir.path(), "config.toml", "[model]\nmodel = \"llama3.2\"\n");
     let with_file = Config::load_with_env(Some(&path), &no_env).unwrap();

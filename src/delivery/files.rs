@@ -1,4 +1,4 @@
-//! Files the agent sends into chats (README "Media", "Files from the agent"). A file travels
+//! Files the agent sends into chats (docs/media.md, "Files from the agent"). A file travels
 //! inside the text of an outbox record as a directive line, `MEDIA:<path>` (OpenClaw's
 //! spelling), so that the outbox, its recovery and its dead letters carry files with no change
 //! to the store: the record keeps the path, and the kind follows from it

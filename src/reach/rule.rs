@@ -1,6 +1,5 @@
-//! Who a run reaches through the tools that name another session (SPEC 7, README "Messaging
-//! and sessions"): one rule, [`Reach`], used by `message`, `sessions_list`,
-//! `sessions_history` and `cron`.
+//! Who a run reaches through the tools that name another session (SPEC 7, docs/tools.md):
+//! one rule, [`Reach`], used by `message`, `sessions_list`, `sessions_history` and `cron`.
 //!
 //! A run always reaches its own session and the sub-agent sessions its session started.
 //! Another session it reaches only when it acts for an owner (the message that started it

@@ -1,4 +1,4 @@
-//! The gateway's [`SessionsApi`]: what the `message`, `sessions_list` and `sessions_history`
+//! The agent's [`SessionsApi`]: what the `message`, `sessions_list` and `sessions_history`
 //! tools do. Which sessions a run reaches is [`Reach`]'s rule. A session can be messaged once
 //! it has replied somewhere (the store remembers where); text sent to the run's own
 //! conversation is kept so the final reply does not repeat it.
@@ -163,7 +163,7 @@ fn destination(
     Ok((key, to))
 }
 
-/// Sends `request`'s files into `to` through the outbox (README "Files from the agent"): each
+/// Sends `request`'s files into `to` through the outbox (docs/media.md): each
 /// path checked, the files and caption recorded durably as one outbox record, then delivered
 /// by the worker (retried, sent once across a restart). The same files with the same caption
 /// to the same place are sent once per run: a run repeated after a crash finds its mark.

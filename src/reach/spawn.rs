@@ -1,5 +1,5 @@
-//! The gateway's [`Spawner`]: what `sessions_spawn` does (SPEC 4). `runtime: "subagent"` is
-//! [`super::subagent`]; with `runtime: "acp"`:
+//! The agent's [`Spawner`]: what `sessions_spawn` does (SPEC 4). `runtime: "subagent"` is
+//! the runner's `subagents`; with `runtime: "acp"`:
 //!
 //! - `thread: true`: a new thread (or topic) under the parent's conversation is bound to the
 //!   coding agent and the task becomes its first message, so the user can keep talking to it.

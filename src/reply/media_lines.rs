@@ -1,4 +1,4 @@
-//! `MEDIA:<path>` lines (README "Files from the agent"): a line of its own, outside code
+//! `MEDIA:<path>` lines (docs/media.md): a line of its own, outside code
 //! fences, that names a file a reply sends. The outbox splits them off a final; previews and
 //! early parts never show them ([`visible`]), so that what was shown stays a prefix of the
 //! final without them.

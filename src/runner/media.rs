@@ -1,4 +1,4 @@
-//! Inbound files (README "Media"): before a turn runs, the files of its messages are
+//! Inbound files (docs/media.md): before a turn runs, the files of its messages are
 //! downloaded into `<workspace>/media/<session>/`, and the turn's text gets a note per file
 //! (its path, so tools can read it); pictures also go with the user message as image blocks
 //! naming that path (the agent reads them for a vision model, see `agent::media`).

@@ -5,8 +5,9 @@
 //! cleared, and handed to delivery; a sub-agent's result goes to its parent.
 //!
 //! The stage takes what it uses at construction (the config, store, agents, coding-agent
-//! manager, notices, run bus and shutdown token); the rest of the gateway (where sessions
-//! run, sub-agents' parents) only through [`RunnerPort`].
+//! manager, notices, run bus and shutdown token); where sessions run (which holds the lanes
+//! that hold the runner) only through [`RunnerPort`], which also ends a sub-agent's turn
+//! (`subagents.rs`) with that placement.
 
 mod live;
 pub mod media;

@@ -122,7 +122,7 @@ pub(super) async fn settle(
 
 /// What the file lines of session `key`'s final into `to` are checked against: the channel's
 /// limit, and the session's tool policy (a conversation that may not use `message` sends no
-/// file through its answer either, README "Files from the agent").
+/// file through its answer either, docs/media.md).
 fn final_files(handles: &Handles, key: &str, to: &Conversation) -> FinalFiles {
     let channel = handles.notices.channel(&to.channel);
     FinalFiles {

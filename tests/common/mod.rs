@@ -65,7 +65,7 @@ impl Setup {
             Provider::Anthropic => ("anthropic", fake.base_url()),
         };
         // Tests that stop a gateway mid-run expect the run cut there (it runs again at the
-        // next start), so no shutdown grace; `e2e_durability` sets one where it tests it.
+        // next start), so no shutdown grace; `durability.rs` sets one where it tests it.
         let config = format!(
             "[model]\nprovider = \"{name}\"\nbase_url = \"{base}\"\napi_key = \"test\"\n\
              {extra_model}\n[store]\npath = \"data\"\n[agent]\nworkspace = \"ws\"\nshutdown_grace_s = 0\n\

@@ -6,7 +6,7 @@
 //! (`CHELA_CI` set, as `.ci/run` and `scripts/test.sh` do) and otherwise returns `None`
 //! after a loud message, so the caller can skip.
 
-// Shared by tests/e2e_panel.rs and benches/panel.rs, which use different parts of it.
+// Shared by tests/e2e/panel.rs and benches/panel.rs, which use different parts of it.
 #![allow(dead_code)]
 
 use std::path::Path;

@@ -67,7 +67,7 @@ pub async fn run(
     let target = explicit
         .map(Path::to_path_buf)
         .or(loaded.source.clone())
-        // Where a later `chela` looks by default (README "Config"), not beside the store.
+        // Where a later `chela` looks by default (docs/configuration.md), not beside the store.
         .or_else(chela::config::default_config_path)
         .unwrap_or_else(|| loaded.base_dir.join("config.toml"));
     let loaded = match write_config(&dir, &target, force, &mut not_carried) {

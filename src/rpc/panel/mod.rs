@@ -1,4 +1,4 @@
-//! The web control panel at `/panel` on the RPC's listener (README "Control panel"):
+//! The web control panel at `/panel` on the RPC's listener (docs/panel.md):
 //! server-rendered pages, a small script for the live run feed (Server-Sent Events), assets
 //! embedded in the binary. Every page and action needs a login (loopback too: the agent's own
 //! shell can reach 127.0.0.1); a request without one gets the same answer on every path.

@@ -49,11 +49,16 @@ pub(crate) async fn cron_jobs_round_trip_durably(h: &dyn Harness) {
 pub(crate) async fn advance_cron_moves_a_job_past_a_run_once(h: &dyn Harness) {
     let store = h.fresh();
     store.put_cron(&job("j", 60_000)).await.unwrap();
-    let (a, b) = tokio::join!(
-        store.advance_cron("j", 60_000, Some(120_000), true),
-        store.advance_cron("j", 60_000, Some(120_000), true),
-    );
-    assert!(a.unwrap() ^ b.unwrap(), "exactly one caller moves the job");
+    let moved = super::race(4, |_| {
+        let store = store.clone();
+        async move {
+            let advanced = store.advance_cron("j", 60_000, Some(120_000), true);
+            advanced.await.unwrap()
+        }
+    })
+    .await;
+    let movers = moved.iter().filter(|moved| **moved).count();
+    assert_eq!(movers, 1, "exactly one caller moves the job");
     // A stale run (already moved past) changes nothing.
     assert!(
         !store
@@ -92,8 +97,12 @@ pub(crate) async fn add_cron_adds_an_id_once(h: &dyn Harness) {
     let mut other = job("j", 99);
     other.message = "the other".into();
     let first = job("j", 10);
-    let (a, b) = tokio::join!(store.add_cron(&first), store.add_cron(&other));
-    assert!(a.unwrap() ^ b.unwrap(), "exactly one add wins");
+    let added = super::race(2, |i| {
+        let (store, job) = (store.clone(), [&first, &other][i].clone());
+        async move { store.add_cron(&job).await.unwrap() }
+    })
+    .await;
+    assert!(added[0] ^ added[1], "exactly one add wins");
     let won = store.cron_job("j").unwrap().unwrap();
     assert!(won == first || won == other);
     assert!(!store.add_cron(&job("j", 10)).await.unwrap());

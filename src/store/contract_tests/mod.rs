@@ -89,6 +89,34 @@ macro_rules! store_contract_tests {
 }
 pub(crate) use store_contract_tests;
 
+/// Runs `call(0)`, ..., `call(n - 1)` at once, each on a thread of its own released by one
+/// barrier, and returns their results in order. The embedded engines answer without
+/// yielding, so calls joined on one task would run one after the other and never race;
+/// here they do, on every engine.
+pub(crate) async fn race<T, F, Fut>(n: usize, call: F) -> Vec<T>
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(n));
+    let runtime = tokio::runtime::Handle::current();
+    let threads: Vec<_> = (0..n)
+        .map(|i| {
+            let (barrier, runtime, call) = (barrier.clone(), runtime.clone(), call(i));
+            tokio::task::spawn_blocking(move || {
+                barrier.wait();
+                runtime.block_on(call)
+            })
+        })
+        .collect();
+    let mut results = Vec::with_capacity(n);
+    for thread in threads {
+        results.push(thread.await.unwrap());
+    }
+    results
+}
+
 /// A direct chat on `channel`.
 pub(crate) fn chat(chat_id: &str) -> Conversation {
     Conversation {

@@ -51,21 +51,15 @@ fn turn_at(all: &[(u64, crate::store::PendingTurn)], i: usize) -> crate::store::
 /// Of many concurrent `enqueue_unique` calls with one key, exactly one queues.
 pub(crate) async fn concurrent_enqueue_unique_admits_exactly_one(h: &dyn Harness) {
     let store = h.fresh();
-    let mut tasks = Vec::new();
-    for i in 0..8 {
+    let queued = super::race(8, |i| {
         let store = store.clone();
-        tasks.push(tokio::spawn(async move {
-            store
-                .enqueue_unique("same", &turn("s", &i.to_string()))
-                .await
-                .unwrap()
-        }));
-    }
-    let mut queued = 0;
-    for task in tasks {
-        queued += usize::from(task.await.unwrap().is_some());
-    }
-    assert_eq!(queued, 1);
+        async move {
+            let turn = turn("s", &i.to_string());
+            store.enqueue_unique("same", &turn).await.unwrap()
+        }
+    })
+    .await;
+    assert_eq!(queued.iter().filter(|seq| seq.is_some()).count(), 1);
     assert_eq!(store.all_pending().unwrap().len(), 1);
 }
 

@@ -1,5 +1,5 @@
 //! Several gateways on one store: nodes, and the leases on the session partitions that say
-//! which node runs which sessions (README "Running on several machines").
+//! which node runs which sessions (docs/several-nodes.md).
 
 use tokio::sync::mpsc;
 

@@ -2,8 +2,10 @@
 //! the address rule on literals and on resolved names, pinning, limits and content types.
 #![allow(clippy::unwrap_used)]
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use chela_testkit::{FakeWeb, Route};
@@ -362,18 +364,21 @@ async fn pathological_bodies_are_refused_before_parsing() {
 async fn a_third_conversion_waits_for_a_slot() {
     let slots = Arc::new(Semaphore::new(CONVERSIONS_AT_ONCE));
     let busy = Arc::clone(&slots).acquire_many_owned(2).await.unwrap();
-    let third = tokio::spawn({
-        let slots = Arc::clone(&slots);
-        async move { convert_apart("<p>third</p>".into(), Format::Markdown, &slots).await }
-    });
-    for _ in 0..50 {
-        tokio::task::yield_now().await;
-    }
-    assert!(!third.is_finished(), "converted without a free slot");
+    let third = convert_apart("<p>third</p>".into(), Format::Markdown, &slots);
+    let mut third = std::pin::pin!(third);
+    // Polled once, the third either queues for a slot or, were there no limit, converts.
+    let first = std::future::poll_fn(|cx| Poll::Ready(third.as_mut().poll(cx))).await;
+    assert!(first.is_pending());
+    // Freeing both slots hands one to the conversion queued for it at once (the semaphore
+    // serves its queue as it is released): one that did not wait would leave both free.
     drop(busy);
+    assert_eq!(
+        slots.available_permits(),
+        CONVERSIONS_AT_ONCE - 1,
+        "the third conversion did not wait for a slot"
+    );
     let page = tokio::time::timeout(Duration::from_secs(20), third)
         .await
-        .unwrap()
         .unwrap();
     assert_eq!(page.text, "third");
 }

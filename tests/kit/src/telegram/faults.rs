@@ -1,7 +1,8 @@
 //! Fault injection on the reply path: `sendMessage`, `editMessageText`, `deleteMessage` and
 //! the uploads (`sendPhoto`, `sendDocument`, `sendVoice`)
 //! fail at configured rates, each call drawing from a generator seeded by the test, the way a
-//! flaky Bot API (or the proxy in front of it) does. A faulty call is not executed.
+//! flaky Bot API (or the proxy in front of it) does. A faulty call is not executed, except
+//! one whose answer is lost: it is carried out, then the connection drops before the answer.
 
 use axum::body::{Body, Bytes};
 use axum::http::{StatusCode, header};
@@ -25,10 +26,13 @@ pub struct Faults {
     pub bad_gateway_html: f64,
     /// The connection is closed without an answer (the call never reached the API).
     pub dropped: f64,
+    /// The call is carried out, then the connection is closed before its answer: the bot
+    /// cannot tell this from `dropped`.
+    pub answer_lost: f64,
 }
 
 /// How many faults of each kind were injected so far.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct FaultCounts {
     /// 429s.
     pub too_many_requests: usize,
@@ -38,6 +42,9 @@ pub struct FaultCounts {
     pub bad_gateway_html: usize,
     /// Dropped connections.
     pub dropped: usize,
+    /// Calls carried out whose answer was lost, by method (`sendmessage`, `editmessagetext`,
+    /// ...).
+    pub answer_lost: std::collections::BTreeMap<String, usize>,
 }
 
 /// One injected fault.
@@ -47,6 +54,7 @@ pub(crate) enum Fault {
     Internal,
     BadGateway,
     Dropped,
+    AnswerLost,
 }
 
 /// The injector's state.
@@ -100,6 +108,11 @@ impl Injector {
             counts.dropped += 1;
             return Some(Fault::Dropped);
         }
+        edge += faults.answer_lost;
+        if roll < edge {
+            *counts.answer_lost.entry(method.to_owned()).or_default() += 1;
+            return Some(Fault::AnswerLost);
+        }
         None
     }
 
@@ -128,7 +141,7 @@ impl Fault {
             )
                 .into_response(),
             // A body that fails at once: the server aborts the connection mid-answer.
-            Fault::Dropped => Response::new(Body::from_stream(futures_util::stream::once(
+            Fault::Dropped | Fault::AnswerLost => Response::new(Body::from_stream(futures_util::stream::once(
                 async { Err::<Bytes, std::io::Error>(std::io::Error::other("connection dropped")) },
             ))),
         }
@@ -148,6 +161,7 @@ mod tests {
             internal_error: 0.04,
             bad_gateway_html: 0.03,
             dropped: 0.02,
+            answer_lost: 0.01,
         };
         let mut a = Injector::default();
         a.set(faults);
@@ -156,11 +170,13 @@ mod tests {
         b.set(faults);
         let again: Vec<_> = (0..10_000).map(|_| b.draw("sendmessage")).collect();
         assert_eq!(drawn, again);
-        let c = a.counts;
+        let c = &a.counts;
         assert!((2_700..3_300).contains(&c.too_many_requests), "{c:?}");
         assert!((300..500).contains(&c.internal_error), "{c:?}");
         assert!((200..400).contains(&c.bad_gateway_html), "{c:?}");
         assert!((100..300).contains(&c.dropped), "{c:?}");
+        let lost = c.answer_lost.get("sendmessage").copied().unwrap_or(0);
+        assert!((40..160).contains(&lost), "{c:?}");
         assert_eq!(a.draw("getupdates"), None);
     }
 }

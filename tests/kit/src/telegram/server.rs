@@ -76,7 +76,7 @@ async fn handle(
     });
     let fault = shared.lock().faults.draw(&method);
     shared.touch();
-    if let Some(fault) = fault {
+    if let Some(fault) = fault.filter(|f| *f != super::faults::Fault::AnswerLost) {
         return fault.response();
     }
     let result = match parsed {
@@ -92,6 +92,10 @@ async fn handle(
         Ok((params, _)) => dispatch(&shared, &method, &params).await,
         Err(error) => Err(error),
     };
+    if let Some(lost) = fault {
+        // Carried out; the answer never arrives.
+        return lost.response();
+    }
     let raw_texts = shared.lock().raw_texts.clone();
     match result {
         Ok(value) if !raw_texts.is_empty() => reply::ok_raw(value, &raw_texts),

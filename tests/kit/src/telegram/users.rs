@@ -172,6 +172,6 @@ impl FakeTelegram {
 
     /// How many faults were injected so far.
     pub fn fault_counts(&self) -> super::FaultCounts {
-        self.shared.lock().faults.counts
+        self.shared.lock().faults.counts.clone()
     }
 }

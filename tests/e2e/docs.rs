@@ -134,7 +134,10 @@ fn every_page_of_the_book_is_in_its_summary() {
     for entry in std::fs::read_dir(root().join("docs")).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();
         if name.ends_with(".md") && name != "SUMMARY.md" {
-            assert!(listed.contains(name.as_str()), "{name} is not in SUMMARY.md");
+            assert!(
+                listed.contains(name.as_str()),
+                "{name} is not in SUMMARY.md"
+            );
         }
     }
 }

@@ -62,56 +62,13 @@ pub struct BackendParts {
     pub shutdown: CancellationToken,
 }
 
-/// The RPC's view of a running gateway.
-pub struct Backend {
-    config: Arc<Config>,
-    store: Store,
-    router: Router,
-    lanes: Lanes,
-    placement: Arc<dyn Placement>,
-    notices: Notices,
-    outbox: Outbox,
-    acp: Arc<AcpManager>,
-    feed: broadcast::Sender<LiveEvent>,
-    cron_wake: Arc<Notify>,
-    fire: Arc<dyn Fire>,
-    rpc: Arc<RpcChannel>,
-    shutdown: CancellationToken,
-}
+/// The RPC's view of a running gateway: the stages' handles it was given.
+pub struct Backend(BackendParts);
 
 impl Backend {
     /// The RPC's view of the stages in `parts`.
     pub fn new(parts: BackendParts) -> Self {
-        let BackendParts {
-            config,
-            store,
-            router,
-            lanes,
-            placement,
-            notices,
-            outbox,
-            acp,
-            feed,
-            cron_wake,
-            fire,
-            rpc,
-            shutdown,
-        } = parts;
-        Backend {
-            config,
-            store,
-            router,
-            lanes,
-            placement,
-            notices,
-            outbox,
-            acp,
-            feed,
-            cron_wake,
-            fire,
-            rpc,
-            shutdown,
-        }
+        Backend(parts)
     }
 }
 
@@ -122,6 +79,7 @@ impl Backend {
     /// Each running channel, by name, and whether it is connected.
     fn channel_states(&self) -> Vec<(String, bool)> {
         let mut states: Vec<(String, bool)> = self
+            .0
             .notices
             .channels()
             .iter()
@@ -134,13 +92,13 @@ impl Backend {
 
 impl GatewayApi for Backend {
     fn submit(&self, key: String, inbound: Inbound) -> BoxFuture<'_, Result<Accepted, SinkError>> {
-        Box::pin(self.router.accept_tracked(key, inbound))
+        Box::pin(self.0.router.accept_tracked(key, inbound))
     }
 
     fn abort<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Aborted, LaneError>> {
         Box::pin(async move {
-            let here = self.placement.node().map(str::to_owned);
-            let stopper = Stopper::new(&self.store, &self.lanes, &*self.placement);
+            let here = self.0.placement.node().map(str::to_owned);
+            let stopper = Stopper::new(&self.0.store, &self.0.lanes, &*self.0.placement);
             Ok(match stopper.stop(key, false).await {
                 Stopped::Here(report, _) => Aborted {
                     report: Some(report?),
@@ -183,20 +141,20 @@ impl GatewayApi for Backend {
     }
 
     fn default_session_key(&self) -> String {
-        crate::intake::default_session_key(&self.config)
+        crate::intake::default_session_key(&self.0.config)
     }
 
     fn live_events(&self) -> broadcast::Receiver<LiveEvent> {
-        self.feed.subscribe()
+        self.0.feed.subscribe()
     }
 
     fn cron(&self, action: CronAction) -> BoxFuture<'_, Result<CronReply, Fault>> {
         Box::pin(async move {
             let jobs = cron_operator::Jobs {
-                store: &self.store,
-                config: &self.config,
-                wake: &self.cron_wake,
-                fire: &*self.fire,
+                store: &self.0.store,
+                config: &self.0.config,
+                wake: &self.0.cron_wake,
+                fire: &*self.0.fire,
             };
             cron_operator::call(jobs, action)
                 .await
@@ -206,7 +164,7 @@ impl GatewayApi for Backend {
 
     fn close_binding<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<String>, Fault>> {
         Box::pin(async move {
-            match self.acp.close(key).await {
+            match self.0.acp.close(key).await {
                 Ok(binding) => Ok(binding.map(|b| b.harness)),
                 Err(e) => Err(Fault::internal(e.to_string())),
             }
@@ -216,10 +174,10 @@ impl GatewayApi for Backend {
     fn retry_dead_letter(&self, id: u64) -> BoxFuture<'_, Result<Option<OutboxEntry>, Fault>> {
         Box::pin(async move {
             let internal = |e: crate::store::StoreError| Fault::internal(e.to_string());
-            if self.placement.node().is_some() {
-                let dead = self.store.dead_letters().map_err(internal)?;
+            if self.0.placement.node().is_some() {
+                let dead = self.0.store.dead_letters().map_err(internal)?;
                 if let Some(entry) = dead.iter().find(|d| d.id == id)
-                    && !self.placement.runs_here(&entry.session_key)
+                    && !self.0.placement.runs_here(&entry.session_key)
                 {
                     return Err(Fault::new(
                         crate::rpc::protocol::UNAVAILABLE,
@@ -232,17 +190,19 @@ impl GatewayApi for Backend {
             }
             let now = crate::domain::message::now_ms();
             let revived = self
+                .0
                 .store
                 .revive_dead_letter(id, now)
                 .await
                 .map_err(internal)?;
             if let Some(entry) = &revived {
                 let journal = match &entry.run_id {
-                    Some(run) => self.store.journal(run).map_err(internal)?,
+                    Some(run) => self.0.store.journal(run).map_err(internal)?,
                     None => None,
                 };
                 tracing::info!(id, session = %entry.session_key, "a dead letter is sent again");
-                self.outbox
+                self.0
+                    .outbox
                     .submit(crate::delivery::Delivery::recorded(entry.clone(), journal));
             }
             Ok(revived)
@@ -251,10 +211,10 @@ impl GatewayApi for Backend {
 
     fn status(&self) -> BoxFuture<'_, Result<Value, Fault>> {
         Box::pin(async move {
-            let mut channels: Vec<String> = self.notices.channels().keys().cloned().collect();
+            let mut channels: Vec<String> = self.0.notices.channels().keys().cloned().collect();
             channels.sort();
-            let at = self.config.store.describe();
-            let report = StatusReport::running(&self.store, &at, channels, &self.lanes)
+            let at = self.0.config.store.describe();
+            let report = StatusReport::running(&self.0.store, &at, channels, &self.0.lanes)
                 .await
                 .map_err(|e| Fault::internal(e.to_string()))?;
             serde_json::to_value(report).map_err(|e| Fault::internal(e.to_string()))
@@ -265,12 +225,12 @@ impl GatewayApi for Backend {
         Box::pin(async move {
             // A read the store must answer (PostgreSQL: a round trip to the server), and no
             // damage met by an earlier read or write (the gateway stops on it).
-            let store_error = match self.store.damage() {
+            let store_error = match self.0.store.damage() {
                 Some(e) => {
                     tracing::warn!(error = %e, "readyz: the store is damaged");
                     Some("damaged".to_owned())
                 }
-                None => self.store.get_cursor(READY_PROBE).err().map(|e| {
+                None => self.0.store.get_cursor(READY_PROBE).err().map(|e| {
                     // The detail may name the database's host or user: the log has it.
                     tracing::warn!(error = %e, "readyz: the store does not answer");
                     "not answering".to_owned()
@@ -278,7 +238,7 @@ impl GatewayApi for Backend {
             };
             // In a cluster a channel whose intake another node leases is on standby here:
             // ready, though not connected.
-            let leased_here = match self.placement.cluster() {
+            let leased_here = match self.0.placement.cluster() {
                 Some(cluster) => cluster
                     .coordinator()
                     .nodes()
@@ -292,8 +252,8 @@ impl GatewayApi for Backend {
                 .channel_states()
                 .into_iter()
                 .map(|(name, up)| {
-                    let on_cluster = self.placement.cluster().is_some();
-                    let standby = intake_lease::is_exclusive(&self.config, on_cluster, &name)
+                    let on_cluster = self.0.placement.cluster().is_some();
+                    let standby = intake_lease::is_exclusive(&self.0.config, on_cluster, &name)
                         && leased_here
                             .as_ref()
                             .is_some_and(|held| !intake_lease::runs_here(&name, held));
@@ -309,8 +269,8 @@ impl GatewayApi for Backend {
 
     fn gauges(&self) -> BoxFuture<'_, Gauges> {
         Box::pin(async move {
-            let store = self.store.clone();
-            let path = self.config.store.path.clone();
+            let store = self.0.store.clone();
+            let path = self.0.config.store.path.clone();
             let read = tokio::task::spawn_blocking(move || {
                 let pending = store.pending_count().ok();
                 let bytes = match store.stored_bytes() {
@@ -323,7 +283,7 @@ impl GatewayApi for Backend {
             let (pending_turns, store_bytes) = read.await.unwrap_or((None, None));
             Gauges {
                 pending_turns,
-                acp_sessions: self.acp.live_count() as u64,
+                acp_sessions: self.0.acp.live_count() as u64,
                 store_bytes,
                 channels: self.channel_states(),
             }
@@ -331,22 +291,22 @@ impl GatewayApi for Backend {
     }
 
     fn store(&self) -> &Store {
-        &self.store
+        &self.0.store
     }
 
     fn config(&self) -> &Config {
-        &self.config
+        &self.0.config
     }
 
     fn shutdown(&self) -> &CancellationToken {
-        &self.shutdown
+        &self.0.shutdown
     }
 
     fn rpc_channel(&self) -> &Arc<RpcChannel> {
-        &self.rpc
+        &self.0.rpc
     }
 
     fn runs_elsewhere(&self) -> bool {
-        self.placement.routes_where_it_runs()
+        self.0.placement.routes_where_it_runs()
     }
 }

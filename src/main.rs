@@ -54,9 +54,17 @@ enum Command {
         command: cli::sessions::SessionsCommand,
     },
     /// Move over from another gateway: `chela import openclaw [DIR]`.
+    #[cfg(feature = "import-openclaw")]
     Import {
         #[command(subcommand)]
         command: cli::import::ImportCommand,
+    },
+    /// Move over from another gateway (not in this build: cargo feature `import-openclaw`).
+    #[cfg(not(feature = "import-openclaw"))]
+    Import {
+        /// Whatever was given; the command only says it is not built.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        rest: Vec<String>,
     },
     /// Approve or reject people who asked to message the bot directly.
     Pairing {
@@ -183,9 +191,12 @@ fn main() -> ExitCode {
                 json,
             } => cli::agent::agent(loaded, message, session, json).await,
             Command::Sessions { command } => cli::sessions::run(loaded, command).await,
+            #[cfg(feature = "import-openclaw")]
             Command::Import { command } => {
                 cli::import::run(loaded, args.config.as_deref(), command).await
             }
+            #[cfg(not(feature = "import-openclaw"))]
+            Command::Import { .. } => cli::not_built("chela import", "import-openclaw"),
             Command::Store { command } => cli::store::run(loaded, command),
             Command::Pairing { command } => cli::pairing::run(loaded, command).await,
             Command::Cron { command } => cli::cron::run(loaded, command).await,

@@ -7,6 +7,7 @@ pub mod chat;
 pub mod config;
 pub mod cron;
 pub mod doctor;
+#[cfg(feature = "import-openclaw")]
 pub mod import;
 pub mod logfile;
 pub mod pairing;
@@ -21,6 +22,16 @@ use std::process::ExitCode;
 
 use chela::config::LoadedConfig;
 use chela::gateway::{Gateway, GatewayError};
+
+/// What a command left out of this build says: its name and the cargo feature that builds
+/// it. Exit status 2, as for a usage error.
+#[cfg(not(feature = "import-openclaw"))]
+pub fn not_built(command: &str, feature: &str) -> ExitCode {
+    eprintln!(
+        "chela: `{command}` is not in this build: build chela with the cargo feature `{feature}` (on by default)"
+    );
+    ExitCode::from(2)
+}
 
 /// The log levels `-v` and `-q` step through.
 const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];

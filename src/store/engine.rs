@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use super::{RedbStore, SledStore, Store, StoreError};
+use super::{RedbStore, Store, StoreError};
 use crate::config::{StoreConfig, StoreEngine};
 
 /// The engine that opens `config`'s folder: redb or sled (never `Auto`).
@@ -51,10 +51,31 @@ pub(super) fn open_embedded(config: &StoreConfig) -> Result<Store, StoreError> {
                     "this store is on sled; redb is the default engine for new stores (less memory and disk): stop the gateway and run `chela store migrate --to redb` to move it, or set [store] engine = \"sled\" to keep it"
                 );
             }
-            SledStore::open_with(path, accept, cache).map(|s| Store::new(s).named("sled"))
+            open_sled(config)
         }
         _ => RedbStore::open_with(path, accept, cache).map(|s| Store::new(s).named("redb")),
     }
+}
+
+/// Opens the sled store in `config.path`.
+#[cfg(feature = "sled")]
+fn open_sled(config: &StoreConfig) -> Result<Store, StoreError> {
+    let (path, accept, cache) = (&config.path, config.accept_rollback, config.cache_bytes());
+    super::SledStore::open_with(path, accept, cache).map(|s| Store::new(s).named("sled"))
+}
+
+/// A build without sled refuses a sled folder or `engine = "sled"`, naming the setting.
+#[cfg(not(feature = "sled"))]
+fn open_sled(config: &StoreConfig) -> Result<Store, StoreError> {
+    let setting = match config.engine {
+        StoreEngine::Sled => config.engine_setting().to_owned(),
+        _ => format!("{} (a sled store)", config.path.display()),
+    };
+    Err(StoreError::NotBuilt {
+        setting,
+        part: "the sled engine",
+        feature: "sled",
+    })
 }
 
 #[cfg(test)]

@@ -22,6 +22,19 @@ pub enum StoreError {
         /// What went wrong.
         reason: String,
     },
+    /// The config asks for a part of the store this build left out (a cargo feature off).
+    #[error(
+        "{setting} needs {part}, which this chela was built without: build it with the cargo \
+         feature `{feature}` (on by default)"
+    )]
+    NotBuilt {
+        /// The setting (or command) that asked for it.
+        setting: String,
+        /// What it needs (`the PostgreSQL store`, `the sled engine`).
+        part: &'static str,
+        /// The cargo feature that builds it.
+        feature: &'static str,
+    },
     /// The database failed to read or write.
     #[error("store i/o failed: {0}")]
     Db(String),

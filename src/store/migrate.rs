@@ -6,7 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{RedbStore, SledStore, StoreError};
+use super::StoreError;
+#[cfg(feature = "sled")]
+use super::{RedbStore, SledStore};
 
 /// What a migration copied.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +20,7 @@ pub struct Migrated {
 }
 
 /// The folder name with `suffix` appended (`/x/data` -> `/x/data<suffix>`).
+#[cfg(feature = "sled")]
 fn beside(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(suffix);
@@ -26,6 +29,7 @@ fn beside(path: &Path, suffix: &str) -> PathBuf {
 
 /// Moves the sled store in folder `path` to redb (see the module doc). The redb store is
 /// built in `<folder>.redb-migrating` and put in place only once every count matched.
+#[cfg(feature = "sled")]
 pub fn sled_to_redb(path: &Path, cache_bytes: u64) -> Result<Migrated, StoreError> {
     let fail = |reason: String| StoreError::Open {
         path: path.to_path_buf(),
@@ -88,6 +92,16 @@ pub fn sled_to_redb(path: &Path, cache_bytes: u64) -> Result<Migrated, StoreErro
     std::fs::rename(&building, path)?;
     drop(sled);
     Ok(Migrated { tables, backup })
+}
+
+/// A build without sled cannot read the sled store it would move.
+#[cfg(not(feature = "sled"))]
+pub fn sled_to_redb(_path: &Path, _cache_bytes: u64) -> Result<Migrated, StoreError> {
+    Err(StoreError::NotBuilt {
+        setting: "chela store migrate".to_owned(),
+        part: "the sled engine",
+        feature: "sled",
+    })
 }
 
 #[cfg(test)]

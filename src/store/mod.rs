@@ -42,9 +42,11 @@ mod import;
 pub mod migrate;
 pub mod pi_export;
 mod ports;
+#[cfg(feature = "postgres")]
 mod postgres;
 mod redb;
 mod show;
+#[cfg(feature = "sled")]
 mod sled;
 mod timestamp;
 
@@ -60,8 +62,10 @@ use serde::de::DeserializeOwned;
 
 use codec::{decode, encode};
 
+#[cfg(feature = "postgres")]
 pub use self::postgres::{PgStore, SCHEMA_VERSION, Tenancy};
 pub use self::redb::RedbStore;
+#[cfg(feature = "sled")]
 pub use self::sled::SledStore;
 pub use cache::CACHE_CAPACITY;
 pub use engine::{holds_redb, holds_sled, resolve as resolve_engine};
@@ -80,6 +84,16 @@ pub use ports::{
 /// The high-water file beside store folder `store` (`<store>.highwater`), if it has a name.
 pub fn highwater_path_for(store: &Path) -> Option<PathBuf> {
     highwater::HighWater::path_for(store)
+}
+
+/// The error of a build without PostgreSQL asked for `config.url`.
+#[cfg(not(feature = "postgres"))]
+fn postgres_not_built(config: &crate::config::StoreConfig) -> StoreError {
+    StoreError::NotBuilt {
+        setting: config.url_setting().to_owned(),
+        part: "the PostgreSQL store",
+        feature: "postgres",
+    }
 }
 
 /// A handle on the store: the backend behind `Arc<dyn Backend>`, whose trait methods it
@@ -126,12 +140,14 @@ impl Store {
     }
 
     /// Opens the sled store in folder `path` ([`SledStore::open`]).
+    #[cfg(feature = "sled")]
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         SledStore::open(path).map(|s| Store::new(s).named("sled"))
     }
 
     /// Opens the sled store in folder `path` with a page cache of `cache_bytes`, accepting a
     /// rolled-back store when `accept_rollback` ([`SledStore::open_with`]).
+    #[cfg(feature = "sled")]
     pub fn open_with(
         path: &Path,
         accept_rollback: bool,
@@ -147,13 +163,9 @@ impl Store {
     /// `[store] engine` says (`engine.rs`). The gateway and every CLI command open it
     /// through here.
     pub fn open_config(config: &crate::config::Config) -> Result<Store, StoreError> {
-        let tenancy = match config.cluster.enabled {
-            true => Tenancy::Shared,
-            false => Tenancy::Sole,
-        };
+        let shared = config.cluster.enabled;
         let config = &config.store;
-        let url = config.url.trim();
-        if url.is_empty() {
+        if config.url.trim().is_empty() {
             return engine::open_embedded(config);
         }
         // The local files beside `store.path` (RPC discovery, logs) need its folder, which
@@ -161,8 +173,27 @@ impl Store {
         if let Some(parent) = config.path.parent() {
             let _ = std::fs::create_dir_all(parent);
         }
-        PgStore::open_as(url, config.url_setting(), tenancy)
+        Self::open_postgres(config, shared)
+    }
+
+    /// Opens the PostgreSQL store `config.url` names, shared with other nodes when `shared`.
+    #[cfg(feature = "postgres")]
+    fn open_postgres(
+        config: &crate::config::StoreConfig,
+        shared: bool,
+    ) -> Result<Store, StoreError> {
+        let tenancy = match shared {
+            true => Tenancy::Shared,
+            false => Tenancy::Sole,
+        };
+        PgStore::open_as(config.url.trim(), config.url_setting(), tenancy)
             .map(|s| Store::new(s).named("postgresql"))
+    }
+
+    /// A build without PostgreSQL refuses `config.url`, naming the setting and the feature.
+    #[cfg(not(feature = "postgres"))]
+    fn open_postgres(config: &crate::config::StoreConfig, _: bool) -> Result<Store, StoreError> {
+        Err(postgres_not_built(config))
     }
 
     /// The cluster coordinator of node `node` on the PostgreSQL store `config` names (a
@@ -181,18 +212,27 @@ impl Store {
         if !config.is_postgres() {
             return Ok(None);
         }
-        let url = config.url.trim();
-        let joining = self::postgres::Joining {
-            node,
-            version: NodeVersion::current(),
-            alive_s,
-        };
-        let coordinator =
-            self::postgres::PgCoordinator::connect(url, config.url_setting(), joining).await?;
-        Ok(Some(Arc::new(coordinator)))
+        #[cfg(not(feature = "postgres"))]
+        {
+            let _ = (node, alive_s);
+            Err(postgres_not_built(config))
+        }
+        #[cfg(feature = "postgres")]
+        {
+            let url = config.url.trim();
+            let joining = self::postgres::Joining {
+                node,
+                version: NodeVersion::current(),
+                alive_s,
+            };
+            let coordinator =
+                self::postgres::PgCoordinator::connect(url, config.url_setting(), joining).await?;
+            Ok(Some(Arc::new(coordinator)))
+        }
     }
 
     /// A sled store in a temporary folder, deleted on drop (for tests).
+    #[cfg(feature = "sled")]
     pub fn temporary() -> Result<Store, StoreError> {
         SledStore::temporary().map(|s| Store::new(s).named("sled"))
     }

@@ -15,9 +15,12 @@ pub const HARNESS: &str = "fake";
 /// The `fake-acp-agent` binary of this build (same target dir and profile as `chela`).
 ///
 /// Cargo builds a dev-dependency's library for the root crate's tests, not its binaries, and
-/// `CARGO_BIN_EXE_fake-acp-agent` exists only inside the kit crate; so the first call runs
-/// `cargo build -p chela-testkit --bin fake-acp-agent` into the target dir that holds
-/// `chela` (fast when it is up to date).
+/// `CARGO_BIN_EXE_fake-acp-agent` exists only inside the kit crate. `cargo test --workspace`
+/// (the test command) builds it beside `chela`, so a binary newer than every file of the kit
+/// is used as it is. Otherwise (e.g. `cargo test --test e2e` after the kit changed) the first
+/// call runs `cargo build -p chela-testkit --bin fake-acp-agent` into the same target dir;
+/// that build resolves the dependencies' features for the kit alone, so it rebuilds some
+/// of them, which is why it is not run when the binary is up to date.
 pub fn fake_agent() -> PathBuf {
     static AGENT: OnceLock<PathBuf> = OnceLock::new();
     AGENT.get_or_init(build_fake_agent).clone()
@@ -28,6 +31,9 @@ fn build_fake_agent() -> PathBuf {
     let profile_dir = chela.parent().expect("chela's folder");
     let target_dir = profile_dir.parent().expect("the target dir");
     let agent = profile_dir.join("fake-acp-agent");
+    if is_newer_than_the_kit(&agent) {
+        return agent;
+    }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = std::process::Command::new(cargo);
     cmd.args([
@@ -51,6 +57,24 @@ fn build_fake_agent() -> PathBuf {
     );
     assert!(agent.is_file(), "{} was not built", agent.display());
     agent
+}
+
+/// Whether `binary` exists and was written after every file of the kit (`tests/kit`) and
+/// the lockfile.
+fn is_newer_than_the_kit(binary: &Path) -> bool {
+    fn newest(path: &Path) -> std::time::SystemTime {
+        let Ok(meta) = std::fs::metadata(path) else {
+            return std::time::SystemTime::UNIX_EPOCH;
+        };
+        let own = meta.modified().unwrap_or(std::time::SystemTime::UNIX_EPOCH);
+        let entries = std::fs::read_dir(path).into_iter().flatten().flatten();
+        entries.map(|e| newest(&e.path())).fold(own, std::cmp::max)
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let built = std::fs::metadata(binary).and_then(|m| m.modified());
+    let inputs = [root.join("tests/kit"), root.join("Cargo.lock")];
+    let newest_input = inputs.iter().map(|p| newest(p)).max();
+    built.is_ok_and(|built| newest_input.is_some_and(|input| built > input))
 }
 
 /// Where the fake agent of a setup keeps its sessions and its method log.

@@ -82,8 +82,9 @@ async fn a_job_due_while_the_gateway_was_down_fires_once_after_the_start() {
     })
     .await;
     gw.kill().await;
-    // The job falls due while no gateway runs.
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    // The job falls due while no gateway runs: wait until the time the store gives it.
+    let due = next_run(&s, "later").await;
+    tokio::time::sleep(Duration::from_millis(due.saturating_sub(now_ms()))).await;
     let want = fired("later", "while you were away");
     assert!(!s.texts(42).contains(&want));
     let mut gw = s.gateway();
@@ -91,8 +92,9 @@ async fn a_job_due_while_the_gateway_was_down_fires_once_after_the_start() {
         s.texts(42).contains(&want)
     })
     .await;
-    // A later interval of the scheduler does not fire it again.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // The one-shot job left the store when it fired, so no later pass can fire it again.
+    let (ok, list) = s.cli(&["cron", "list"]).await;
+    assert!(ok && !list.contains("later"), "{list}");
     gw.stop().await;
     assert_eq!(s.texts(42).iter().filter(|t| **t == want).count(), 1);
     let asked = s.asked();
@@ -102,6 +104,26 @@ async fn a_job_due_while_the_gateway_was_down_fires_once_after_the_start() {
         1,
         "{asked:#?}"
     );
+}
+
+/// When job `id` runs next (ms since the epoch), from `chela cron list --json` on the store.
+async fn next_run(s: &TgSetup, id: &str) -> u64 {
+    let (ok, out) = s.cli(&["cron", "list", "--json"]).await;
+    assert!(ok, "{out}");
+    let list: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let job = list["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["id"] == id);
+    job.and_then(|j| j["next_ms"].as_u64())
+        .unwrap_or_else(|| panic!("no next run of {id}: {out}"))
+}
+
+/// Now, in ms since the epoch.
+fn now_ms() -> u64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    since.unwrap().as_millis() as u64
 }
 
 /// A gateway with a heartbeat every 3 s into Ann's chat, whose prompt is `prompt`; Ann has

@@ -6,8 +6,6 @@
 
 use crate::common;
 
-use std::time::Duration;
-
 use common::telegram::{TgConfig, TgSetup, dm};
 
 /// Ann's direct session with the bot.
@@ -126,9 +124,31 @@ async fn the_operator_schedules_lists_runs_and_removes_jobs() {
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("removed job tick"), "{out}");
     let before = asked(&s, "[Scheduled job tick] hi");
-    // Two more periods: at most the run already queued when it went.
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    // Two more periods, counted by a job of the same period added after the removal: at
+    // most the run of tick already queued when it went.
+    let (code, out) = cron(
+        &s,
+        &[
+            "add",
+            "--every",
+            "2s",
+            "-m",
+            "tock",
+            "--id",
+            "tock",
+            "--session",
+            ANN,
+        ],
+    )
+    .await;
+    assert_eq!(code, Some(0), "{out}");
+    gw.wait(&s, "two runs of the job added after", |s| {
+        asked(s, "[Scheduled job tock] tock") >= 2
+    })
+    .await;
     assert!(asked(&s, "[Scheduled job tick] hi") <= before + 1);
+    let (code, out) = cron(&s, &["rm", "tock"]).await;
+    assert_eq!(code, Some(0), "{out}");
     let (_, list) = cron(&s, &["list"]).await;
     assert!(!list.contains("tick"), "{list}");
 

@@ -47,7 +47,7 @@ pub use queue::{PendingTurn, QueueStore, dedupe_key};
 pub use sessions::{SUMMARY_HEADING, SessionMeta, SessionStore, WindowMessage};
 pub use version::{NodeVersion, PROTOCOL};
 
-#[cfg(test)]
+#[cfg(all(test, feature = "sled"))]
 pub(super) use pairing::ALPHABET;
 pub(super) use pairing::new_code;
 pub(super) use pairing::pending_outcome;

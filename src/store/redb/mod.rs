@@ -31,6 +31,7 @@ mod integrity;
 mod jsonl;
 mod pairing;
 mod queue;
+#[cfg(feature = "sled")]
 pub(crate) mod raw;
 mod sessions;
 mod transcript;

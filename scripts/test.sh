@@ -30,7 +30,8 @@ install_npm() {
 npm_log="$(mktemp -t chela-npm.XXXXXX)"
 install_npm >"$npm_log" 2>&1 &
 npm_pid=$!
-trap 'kill "$npm_pid" 2>/dev/null || true' EXIT
+# If the build fails, the installs still finish (no half-written node_modules) before exit.
+trap 'wait "$npm_pid" 2>/dev/null || true; rm -f "$npm_log"' EXIT
 
 # Every crate of the workspace is compiled by clippy-driver with warnings denied
 # (scripts/lint-rustc.sh): the build that makes the test binaries is also the lint. A plain
@@ -53,6 +54,10 @@ rm -f "$npm_log"
 # The control panel's browser tests need chromium and chromium-driver; with CHELA_CI set
 # they fail when the driver is missing instead of skipping (run `cargo test` by hand to skip).
 export CHELA_CI="${CHELA_CI:-1}"
+
+# Four tests at a time per test binary (the default is one per core): most end-to-end tests
+# wait on a fake platform or a child process, so two cores keep up with four.
+export RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}"
 
 # The PostgreSQL store tests run against a private throwaway cluster (scripts/with-pg.sh).
 scripts/with-pg.sh cargo test --workspace --locked "$@"

@@ -130,8 +130,9 @@ impl Config {
             return Err(ConfigError::NoHome);
         }
         let checked = config
-            .rpc
-            .check()
+            .store
+            .check_built()
+            .and(config.rpc.check())
             .and(config.delivery.check())
             .and(config.media.check())
             .and(config.memory.check())

@@ -97,7 +97,9 @@ async fn store(loaded: &LoadedConfig, report: &mut Report) {
                 ),
             }
         }
-        Err(e) if loaded.config.store.is_postgres() => report.line(false, "store", e.to_string()),
+        Err(e) if loaded.config.store.is_postgres() || matches!(e, StoreError::NotBuilt { .. }) => {
+            report.line(false, "store", e.to_string())
+        }
         Err(e) => report.line(
             false,
             "store",

@@ -18,6 +18,9 @@ pub mod skills;
 pub mod status;
 pub mod store;
 
+#[cfg(test)]
+mod lean_tests;
+
 use std::process::ExitCode;
 
 use chela::config::LoadedConfig;

@@ -66,6 +66,10 @@ fn check(loaded: &LoadedConfig) -> ExitCode {
             eprintln!("chela: {e}; stop the gateway first (the check opens the store)");
             ExitCode::FAILURE
         }
+        Err(e @ StoreError::NotBuilt { .. }) => {
+            eprintln!("chela: {e}");
+            ExitCode::FAILURE
+        }
         Err(e) => {
             eprintln!("chela: {e}");
             ExitCode::from(2)

@@ -168,6 +168,25 @@ impl StoreConfig {
         !self.url.trim().is_empty()
     }
 
+    /// Refuses a store this build cannot open, naming the setting and the cargo feature:
+    /// `store.url` without `postgres`, `store.engine = "sled"` without `sled`.
+    pub fn check_built(&self) -> Result<(), (String, String)> {
+        let not_built = |part: &str, feature: &str| {
+            format!(
+                "needs {part}, which this chela was built without: build it with the cargo feature `{feature}` (on by default)"
+            )
+        };
+        if !cfg!(feature = "postgres") && self.is_postgres() {
+            let message = not_built("the PostgreSQL store", "postgres");
+            return Err((self.url_setting().to_owned(), message));
+        }
+        if !cfg!(feature = "sled") && self.engine == StoreEngine::Sled {
+            let message = not_built("the sled engine", "sled");
+            return Err((self.engine_setting().to_owned(), message));
+        }
+        Ok(())
+    }
+
     /// [`StoreConfig::cache_mb`] in bytes.
     pub fn cache_bytes(&self) -> u64 {
         self.cache_mb.max(1).saturating_mul(1024 * 1024)

@@ -69,7 +69,10 @@ fn open_sled(config: &StoreConfig) -> Result<Store, StoreError> {
 fn open_sled(config: &StoreConfig) -> Result<Store, StoreError> {
     let setting = match config.engine {
         StoreEngine::Sled => config.engine_setting().to_owned(),
-        _ => format!("{} (a sled store)", config.path.display()),
+        _ => format!(
+            "store.path {} (a sled store; move it with `chela store migrate --to redb` in a build with sled)",
+            config.path.display()
+        ),
     };
     Err(StoreError::NotBuilt {
         setting,

@@ -31,7 +31,8 @@ fn build_fake_agent() -> PathBuf {
     let profile_dir = chela.parent().expect("chela's folder");
     let target_dir = profile_dir.parent().expect("the target dir");
     let agent = profile_dir.join("fake-acp-agent");
-    if is_newer_than_the_kit(&agent) {
+    // Only a target dir of this checkout: one shared with another checkout may hold its kit.
+    if target_dir.starts_with(env!("CARGO_MANIFEST_DIR")) && is_newer_than_the_kit(&agent) {
         return agent;
     }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -59,8 +60,8 @@ fn build_fake_agent() -> PathBuf {
     agent
 }
 
-/// Whether `binary` exists and was written after every file of the kit (`tests/kit`) and
-/// the lockfile.
+/// Whether `binary` exists and was written after every file of the kit (`tests/kit`), the
+/// workspace manifest and the lockfile.
 fn is_newer_than_the_kit(binary: &Path) -> bool {
     fn newest(path: &Path) -> std::time::SystemTime {
         let Ok(meta) = std::fs::metadata(path) else {
@@ -72,7 +73,11 @@ fn is_newer_than_the_kit(binary: &Path) -> bool {
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let built = std::fs::metadata(binary).and_then(|m| m.modified());
-    let inputs = [root.join("tests/kit"), root.join("Cargo.lock")];
+    let inputs = [
+        root.join("tests/kit"),
+        root.join("Cargo.lock"),
+        root.join("Cargo.toml"),
+    ];
     let newest_input = inputs.iter().map(|p| newest(p)).max();
     built.is_ok_and(|built| newest_input.is_some_and(|input| built > input))
 }

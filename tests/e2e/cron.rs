@@ -92,9 +92,11 @@ async fn a_job_due_while_the_gateway_was_down_fires_once_after_the_start() {
         s.texts(42).contains(&want)
     })
     .await;
-    // The one-shot job left the store when it fired, so no later pass can fire it again.
+    // The one-shot job left the store when it fired, so no later pass can fire it again, and
+    // no second run of it waits in the queue.
     let (ok, list) = s.cli(&["cron", "list"]).await;
     assert!(ok && !list.contains("later"), "{list}");
+    wait_no_pending_turns(&s).await;
     gw.stop().await;
     assert_eq!(s.texts(42).iter().filter(|t| **t == want).count(), 1);
     let asked = s.asked();
@@ -118,6 +120,19 @@ async fn next_run(s: &TgSetup, id: &str) -> u64 {
         .find(|j| j["id"] == id);
     job.and_then(|j| j["next_ms"].as_u64())
         .unwrap_or_else(|| panic!("no next run of {id}: {out}"))
+}
+
+/// Waits until the running gateway's `chela status` shows no pending turn.
+async fn wait_no_pending_turns(s: &TgSetup) {
+    let deadline = tokio::time::Instant::now() + common::WAIT;
+    loop {
+        let (ok, status) = s.cli(&["status"]).await;
+        if ok && status.contains("pending turns: 0\n") {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{status}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// Now, in ms since the epoch.

@@ -58,6 +58,42 @@ async fn a_dm_reply_streams_into_one_message_edited_as_it_grows() {
     assert_eq!(s.asked(), vec!["slow 300 8".to_string()]);
 }
 
+/// The preview's first `sendMessage` is carried out but its answer is lost: chela cannot
+/// know the message exists (the Bot API has no idempotency key), so that partial preview
+/// stays in the chat. The answer still arrives whole exactly once, and nothing else is sent
+/// (docs/durability.md).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preview_whose_send_lost_its_answer_leaves_one_stale_part_and_the_answer_once() {
+    let s = TgSetup::new("allow_from = [\"42\"]").await;
+    s.tg.lose_next_answer("sendMessage");
+    let mut gw = s.gateway();
+    let (chat, ann) = dm(42, "Ann");
+    s.tg.user_sends(chat, ann, "slow 300 8");
+    let full = ticks(8);
+    let want = full.trim_end().to_string();
+    gw.wait(&s, "the full answer", |s| {
+        s.texts(42).iter().any(|t| t.trim_end() == want)
+    })
+    .await;
+    gw.stop().await;
+    let lost = s.tg.fault_counts().answer_lost;
+    assert_eq!(lost.get("sendmessage"), Some(&1), "{lost:?}");
+    let texts = s.texts(42);
+    let whole = texts.iter().filter(|t| t.trim_end() == want).count();
+    assert_eq!(whole, 1, "{texts:#?}");
+    assert_eq!(
+        texts.len(),
+        2,
+        "one stale preview and the answer: {texts:#?}"
+    );
+    let stale = texts.iter().find(|t| t.trim_end() != want);
+    assert!(
+        stale.is_some_and(|t| full.starts_with(t.trim_end())),
+        "{texts:#?}"
+    );
+    assert_eq!(s.asked(), vec!["slow 300 8".to_string()]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reply_over_4096_chars_is_split_into_parts_without_loss_or_repeats() {
     let s = TgSetup::new("allow_from = [\"42\"]").await;

@@ -62,6 +62,8 @@ pub(crate) enum Fault {
 pub(crate) struct Injector {
     faults: Option<Faults>,
     state: u64,
+    /// Methods whose next call loses its answer, whatever the rates say (one entry, one call).
+    lose_next: Vec<String>,
     pub(crate) counts: FaultCounts,
 }
 
@@ -72,8 +74,23 @@ impl Injector {
         self.faults = Some(faults);
     }
 
+    /// The next call of `method` (lower case, e.g. `sendmessage`) is carried out and loses
+    /// its answer.
+    pub(crate) fn lose_next_answer(&mut self, method: &str) {
+        self.lose_next.push(method.to_ascii_lowercase());
+    }
+
     /// The fault for the next call of `method`, if it gets one.
     pub(crate) fn draw(&mut self, method: &str) -> Option<Fault> {
+        if let Some(at) = self.lose_next.iter().position(|m| m == method) {
+            self.lose_next.remove(at);
+            *self
+                .counts
+                .answer_lost
+                .entry(method.to_owned())
+                .or_default() += 1;
+            return Some(Fault::AnswerLost);
+        }
         let faults = self.faults?;
         if !matches!(
             method,
@@ -178,5 +195,15 @@ mod tests {
         let lost = c.answer_lost.get("sendmessage").copied().unwrap_or(0);
         assert!((40..160).contains(&lost), "{c:?}");
         assert_eq!(a.draw("getupdates"), None);
+    }
+
+    #[test]
+    fn a_lost_answer_asked_for_comes_once_on_its_method() {
+        let mut once = Injector::default();
+        once.lose_next_answer("sendMessage");
+        assert_eq!(once.draw("editmessagetext"), None);
+        assert_eq!(once.draw("sendmessage"), Some(Fault::AnswerLost));
+        assert_eq!(once.draw("sendmessage"), None);
+        assert_eq!(once.counts.answer_lost.get("sendmessage"), Some(&1));
     }
 }

@@ -170,6 +170,12 @@ impl FakeTelegram {
         self.shared.lock().faults.set(faults);
     }
 
+    /// The next call of `method` (e.g. `sendMessage`) is carried out, then its connection is
+    /// closed before the answer, once, with or without [`inject_faults`](Self::inject_faults).
+    pub fn lose_next_answer(&self, method: &str) {
+        self.shared.lock().faults.lose_next_answer(method);
+    }
+
     /// How many faults were injected so far.
     pub fn fault_counts(&self) -> super::FaultCounts {
         self.shared.lock().faults.counts.clone()

@@ -14,19 +14,26 @@ fn ticks(n: u32) -> String {
     (1..=n).map(|i| format!("tick {i} ")).collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_dm_reply_streams_into_one_message_edited_as_it_grows() {
-    let s = TgSetup::new("allow_from = [\"42\"]").await;
+/// Ann asks `slow 300 8` of a gateway on `s`, which is stopped once the whole answer shows:
+/// the answer with its trailing space, and without.
+async fn slow_answer_streamed(s: &TgSetup) -> (String, String) {
     let mut gw = s.gateway();
     let (chat, ann) = dm(42, "Ann");
     s.tg.user_sends(chat, ann, "slow 300 8");
     let full = ticks(8);
     let want = full.trim_end().to_string();
-    gw.wait(&s, "the full answer", |s| {
+    gw.wait(s, "the full answer", |s| {
         s.texts(42).iter().any(|t| t.trim_end() == want)
     })
     .await;
     gw.stop().await;
+    (full, want)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dm_reply_streams_into_one_message_edited_as_it_grows() {
+    let s = TgSetup::new("allow_from = [\"42\"]").await;
+    let (full, want) = slow_answer_streamed(&s).await;
 
     let sent = s.tg.sent(42);
     assert_eq!(sent.len(), 1, "exactly one bot message: {sent:#?}");
@@ -66,16 +73,7 @@ async fn a_dm_reply_streams_into_one_message_edited_as_it_grows() {
 async fn a_preview_whose_send_lost_its_answer_leaves_one_stale_part_and_the_answer_once() {
     let s = TgSetup::new("allow_from = [\"42\"]").await;
     s.tg.lose_next_answer("sendMessage");
-    let mut gw = s.gateway();
-    let (chat, ann) = dm(42, "Ann");
-    s.tg.user_sends(chat, ann, "slow 300 8");
-    let full = ticks(8);
-    let want = full.trim_end().to_string();
-    gw.wait(&s, "the full answer", |s| {
-        s.texts(42).iter().any(|t| t.trim_end() == want)
-    })
-    .await;
-    gw.stop().await;
+    let (full, want) = slow_answer_streamed(&s).await;
     let lost = s.tg.fault_counts().answer_lost;
     assert_eq!(lost.get("sendmessage"), Some(&1), "{lost:?}");
     let texts = s.texts(42);

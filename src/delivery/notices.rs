@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use chela_channel::{Channel, ChannelError, Conversation, Inbound};
+use chela_channel::{Button, Channel, ChannelError, Conversation, Inbound, SentMessage};
 
 use super::Outbox;
 use super::answer::{Undelivered, answer_privately};
@@ -60,6 +60,49 @@ impl Notices {
     pub async fn say(&self, to: &Conversation, text: &str) {
         if let Err(e) = self.send_text(to, text).await {
             tracing::warn!(error = %e, channel = %to.channel, "cannot send a notice");
+        }
+    }
+
+    /// Asks `text` in `to` with `buttons` under it where the channel shows buttons (the
+    /// message sent, to edit when the question ends); elsewhere, or when that send fails, it
+    /// is said as plain text, whose typed answers work everywhere.
+    pub async fn ask(
+        &self,
+        to: &Conversation,
+        text: &str,
+        buttons: &[Button],
+    ) -> Option<SentMessage> {
+        let channel = self.channel(&to.channel).filter(|c| c.has_buttons());
+        if let Some(channel) = channel {
+            self.outbox.settled_within(to).await;
+            match channel.send_buttons(to, text, buttons).await {
+                Ok(sent) => return Some(sent),
+                Err(e) => {
+                    tracing::warn!(error = %e, channel = %to.channel, "cannot send a question with buttons; sending it as text");
+                }
+            }
+        }
+        self.say(to, text).await;
+        None
+    }
+
+    /// Replaces the text of `message` in `to` (a question that ended; its buttons go).
+    pub async fn edit(&self, to: &Conversation, message: &SentMessage, text: &str) {
+        let Some(channel) = self.channel(&to.channel) else {
+            return;
+        };
+        if let Err(e) = channel.edit(to, message, text).await {
+            tracing::warn!(error = %e, channel = %to.channel, "cannot edit a question that ended");
+        }
+    }
+
+    /// Answers a button press (by its handle) with `text`, which only the presser sees.
+    pub async fn answer_press(&self, channel: &str, handle: &str, text: &str) {
+        let Some(channel) = self.channel(channel) else {
+            return;
+        };
+        if let Err(e) = channel.answer_press(handle, text).await {
+            tracing::warn!(error = %e, channel = %channel.name(), "cannot answer a button press");
         }
     }
 

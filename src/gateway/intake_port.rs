@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use chela_channel::{BoxFuture, Conversation, Inbound};
+use chela_channel::{BoxFuture, Conversation, Inbound, Press};
 
 use super::Core;
 use crate::acp::permission::Decision;
@@ -26,6 +26,13 @@ impl IntakePort for Core {
 
     fn say<'a>(&'a self, to: &'a Conversation, text: &'a str) -> BoxFuture<'a, ()> {
         Box::pin(self.notices.say(to, text))
+    }
+
+    fn press(self: Arc<Self>, press: Press) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            let owner = self.is_owner(&press.conversation.channel, &press.sender.id);
+            self.desk.press(&press, owner).await;
+        })
     }
 
     fn run_command(

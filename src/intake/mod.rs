@@ -19,7 +19,7 @@ mod queue;
 
 use std::sync::{Arc, Weak};
 
-use chela_channel::{BoxFuture, Conversation, Inbound, InboundSink, SinkError};
+use chela_channel::{BoxFuture, Conversation, Inbound, InboundSink, Press, SinkError};
 use tokio_util::task::TaskTracker;
 
 use crate::acp::permission::Decision;
@@ -47,6 +47,8 @@ pub trait IntakePort: RouteFacts + Send + Sync {
     fn answer<'a>(&'a self, inbound: &'a Inbound, text: &'a str) -> BoxFuture<'a, ()>;
     /// Says `text` in `to` outside any run.
     fn say<'a>(&'a self, to: &'a Conversation, text: &'a str) -> BoxFuture<'a, ()>;
+    /// Answers a press on a button the bot sent (a question's answer).
+    fn press(self: Arc<Self>, press: Press) -> BoxFuture<'static, ()>;
     /// Runs chat command `command` from `inbound` for session `key` and answers it; returns
     /// a message to run next (the text after `/new`).
     fn run_command(
@@ -240,6 +242,14 @@ impl InboundSink for Router {
 
     fn accept_in_order(&self, inbound: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
         Box::pin(self.take(inbound, carry::Order::Input))
+    }
+
+    fn press(&self, press: Press) -> BoxFuture<'_, ()> {
+        // Answered on a task of its own, like a command: the channel's receive loop goes on.
+        if let Ok(port) = self.intake.port() {
+            self.intake.tasks.spawn(port.press(press));
+        }
+        Box::pin(async {})
     }
 
     fn cursor<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Option<i64>> {

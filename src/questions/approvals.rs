@@ -8,6 +8,7 @@ use std::sync::Weak;
 use chela_channel::{ChatKind, Conversation};
 use tokio_util::sync::CancellationToken;
 
+use super::buttons::Asked;
 use super::remote::{Approved, Listed, approval_tag, split_typed};
 use super::{Desk, PendingQuestions};
 use crate::agent::approval::{Approval, Approver};
@@ -204,6 +205,13 @@ fn usage() -> String {
     "Usage: /approve <id> allow-once|allow-always|deny (or /approve to list)".to_owned()
 }
 
+/// The buttons under an exec approval, in the order of `/approve`'s answers.
+const CHOICES: [(&str, Approval); 3] = [
+    ("Allow once", Approval::AllowOnce),
+    ("Always", Approval::AllowAlways),
+    ("Deny", Approval::Deny),
+];
+
 /// Asks in the conversation of the session that wants to run a command.
 pub struct ChatApprover {
     /// The desk (weak: the gateway owns the agent that holds this).
@@ -244,7 +252,11 @@ impl Approver for ChatApprover {
                 "🔐 Approval needed to run:\n{command}\nAn owner replies /approve {id} allow-once, /approve {id} allow-always or /approve {id} deny (no answer in {} denies).",
                 humantime::format_duration(timeout)
             );
-            desk.notices.say(&to, &text).await;
+            let buttons = desk.buttons.offer(&id, &CHOICES);
+            if let Some(message) = desk.notices.ask(&to, &text, &buttons).await {
+                let to = to.clone();
+                desk.buttons.asked(&id, Asked { to, message, text });
+            }
             let outcome = tokio::select! {
                 _ = cancel.cancelled() => Approval::Cancelled,
                 answered = tokio::time::timeout(timeout, answer) => match answered {
@@ -254,6 +266,9 @@ impl Approver for ChatApprover {
                 },
             };
             desk.approvals.forget(&id);
+            if let Some((asked, text)) = desk.buttons.end(&id, outcome) {
+                desk.notices.edit(&asked.to, &asked.message, &text).await;
+            }
             if outcome == Approval::TimedOut {
                 let told = format!("No answer to approval {id} in time: denied.");
                 desk.notices.say(&to, &told).await;

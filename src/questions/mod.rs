@@ -2,7 +2,9 @@
 //! question (`ask.rs`, answered `allow` / `deny` in its bound conversation) and an exec
 //! approval (`approvals.rs`, answered by id with `/approve`, from any conversation, on a
 //! cluster on any node: `remote.rs`) each wait in a [`PendingQuestions`] (`pending.rs`)
-//! until answered, timed out or stopped.
+//! until answered, timed out or stopped. Where the channel shows buttons (Telegram), an
+//! exec approval is asked with Allow once / Always / Deny under it (`buttons.rs`); a press
+//! (`press.rs`) answers it like `/approve`, by the same rule (owners only).
 //!
 //! The [`Desk`] owns both registries and takes what it uses at construction: the store, the
 //! notices (to ask and to tell), this node of a cluster, and the timeouts. The agent's and
@@ -10,7 +12,9 @@
 
 pub mod approvals;
 pub mod ask;
+pub mod buttons;
 mod pending;
+pub mod press;
 pub mod remote;
 
 use std::sync::Arc;
@@ -44,6 +48,7 @@ pub struct DeskParts {
 pub struct Desk {
     permissions: PendingQuestions<Decision>,
     approvals: PendingQuestions<Approval>,
+    buttons: buttons::Buttons,
     store: Store,
     notices: Notices,
     cluster: Option<Arc<Cluster>>,
@@ -58,6 +63,7 @@ impl Desk {
         Desk {
             permissions: PendingQuestions::default(),
             approvals: PendingQuestions::default(),
+            buttons: buttons::Buttons::default(),
             store: parts.store,
             notices: parts.notices,
             cluster: parts.cluster,
@@ -75,6 +81,11 @@ impl Desk {
     /// Exec approvals waiting for `/approve` on this node.
     pub fn approvals(&self) -> &PendingQuestions<Approval> {
         &self.approvals
+    }
+
+    /// Answers a button press (by a bot owner when `owner`); see `press.rs`.
+    pub async fn press(&self, press: &chela_channel::Press, owner: bool) {
+        press::press(self, press, owner).await;
     }
 
     /// The agent's port for exec approvals.

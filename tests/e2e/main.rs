@@ -55,6 +55,7 @@ mod session_tools;
 mod skills;
 mod store_rollback;
 mod subagent;
+mod telegram_buttons;
 mod telegram_dm;
 mod telegram_groups;
 mod telegram_intake;

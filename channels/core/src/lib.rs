@@ -169,6 +169,31 @@ impl Limits {
     }
 }
 
+/// A button under a message the bot sends (a Telegram inline keyboard button): its label and
+/// the opaque data a press brings back (never a command: the gateway looks the data up).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Button {
+    /// What the button says.
+    pub label: String,
+    /// What a press brings back.
+    pub data: String,
+}
+
+/// Someone pressed a [`Button`] the bot sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Press {
+    /// Where the message with the button is.
+    pub conversation: Conversation,
+    /// Who pressed.
+    pub sender: Sender,
+    /// The message that carries the button.
+    pub message_id: String,
+    /// The button's data.
+    pub data: String,
+    /// The platform's handle for answering this press ([`Channel::answer_press`]).
+    pub handle: String,
+}
+
 /// A message the channel sent, so it can be edited later.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SentMessage {
@@ -223,6 +248,12 @@ pub trait InboundSink: Send + Sync {
     /// as [`InboundSink::accept`].
     fn accept_in_order(&self, inbound: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
         self.accept(inbound)
+    }
+    /// Someone pressed a button the bot sent. Answered at once, like a command; a press that
+    /// is lost is pressed again, so nothing is stored. By default ignored.
+    fn press(&self, press: Press) -> BoxFuture<'_, ()> {
+        let _ = press;
+        Box::pin(async {})
     }
     /// A durable platform cursor (e.g. the Telegram update offset) saved under `name`.
     fn cursor<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Option<i64>> {
@@ -328,6 +359,30 @@ pub trait Channel: Send + Sync {
         message: &'a SentMessage,
         text: &'a str,
     ) -> BoxFuture<'a, Result<(), ChannelError>>;
+    /// Whether [`Channel::send_buttons`] shows buttons (else questions keep their typed form).
+    fn has_buttons(&self) -> bool {
+        false
+    }
+    /// Sends `text` into `to` with `buttons` under it, in one row. Channels without buttons
+    /// send the text alone.
+    fn send_buttons<'a>(
+        &'a self,
+        to: &'a Conversation,
+        text: &'a str,
+        buttons: &'a [Button],
+    ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
+        let _ = buttons;
+        self.send(to, text)
+    }
+    /// Answers a [`Press`] (by its handle) with a short note only the presser sees.
+    fn answer_press<'a>(
+        &'a self,
+        handle: &'a str,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        let _ = (handle, text);
+        Box::pin(async { Ok(()) })
+    }
     /// Shows a typing indicator (a no-op where the platform has none).
     fn typing<'a>(&'a self, to: &'a Conversation) -> BoxFuture<'a, Result<(), ChannelError>> {
         let _ = to;

@@ -21,6 +21,7 @@ mod media;
 mod narrow;
 pub mod normalize;
 mod poll;
+mod press;
 mod upload;
 pub mod webhook;
 
@@ -28,7 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chela_channel::{
-    BoxFuture, Channel, ChannelError, Conversation, InboundSink, Limits, SentMessage,
+    BoxFuture, Button, Channel, ChannelError, Conversation, InboundSink, Limits, SentMessage,
 };
 use teloxide::payloads::SendChatActionSetters;
 use teloxide::prelude::*;
@@ -114,10 +115,24 @@ impl TelegramChannel {
         text: &str,
         quote: Option<&str>,
     ) -> Result<SentMessage, ChannelError> {
+        self.send_marked_up(to, text, quote, None).await
+    }
+
+    /// Sends `text` (as HTML) with `markup` as its `reply_markup` (an inline keyboard).
+    async fn send_marked_up(
+        &self,
+        to: &Conversation,
+        text: &str,
+        quote: Option<&str>,
+        markup: Option<Value>,
+    ) -> Result<SentMessage, ChannelError> {
         let mut params = json!({
             "chat_id": chat_id(to)?.0,
             "link_preview_options": { "is_disabled": true },
         });
+        if let Some(markup) = markup {
+            params["reply_markup"] = markup;
+        }
         if let Some(topic) = send_topic(to) {
             params["message_thread_id"] = json!(topic.0.0);
         }
@@ -260,6 +275,36 @@ impl Channel for TelegramChannel {
                 Ok(_) | Err(api::CallError::Api(ApiError::MessageNotModified)) => Ok(()),
                 Err(e) => Err(e.into()),
             }
+        })
+    }
+
+    fn has_buttons(&self) -> bool {
+        true
+    }
+
+    fn send_buttons<'a>(
+        &'a self,
+        to: &'a Conversation,
+        text: &'a str,
+        buttons: &'a [Button],
+    ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
+        let row: Vec<Value> = buttons
+            .iter()
+            .map(|b| json!({ "text": b.label, "callback_data": b.data }))
+            .collect();
+        let markup = json!({ "inline_keyboard": [row] });
+        Box::pin(self.send_marked_up(to, text, None, Some(markup)))
+    }
+
+    fn answer_press<'a>(
+        &'a self,
+        handle: &'a str,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            let params = json!({ "callback_query_id": handle, "text": text });
+            self.api.call("answerCallbackQuery", &params).await?;
+            Ok(())
         })
     }
 

@@ -27,7 +27,7 @@ pub(crate) async fn narrow(bot: &Bot, offset: i64) -> Narrowed {
         .offset(i32::try_from(offset).unwrap_or(i32::MAX))
         .limit(1)
         .timeout(0)
-        .allowed_updates(vec![AllowedUpdate::Message]);
+        .allowed_updates(vec![AllowedUpdate::Message, AllowedUpdate::CallbackQuery]);
     match request.send().await {
         Ok(updates) => Narrowed::Updates(updates),
         Err(RequestError::InvalidJson { source, raw }) => match first_update_id(&raw) {

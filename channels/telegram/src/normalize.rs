@@ -22,22 +22,7 @@ pub fn normalize(message: &Message, me: &Me, account: &str) -> Option<Inbound> {
     if from.is_bot {
         return None;
     }
-    let (kind, thread_id) = match &message.chat.kind {
-        TgChatKind::Private(_) => (ChatKind::Direct, None),
-        TgChatKind::Public(public) => match &public.kind {
-            PublicChatKind::Channel(_) => return None,
-            PublicChatKind::Group => (ChatKind::Group, None),
-            PublicChatKind::Supergroup(PublicChatSupergroup { is_forum, .. }) => {
-                let topic = is_forum.then(|| {
-                    message
-                        .thread_id
-                        .filter(|_| message.is_topic_message)
-                        .map_or_else(|| GENERAL_TOPIC.to_string(), |t| t.0.0.to_string())
-                });
-                (ChatKind::Group, topic)
-            }
-        },
-    };
+    let (kind, thread_id) = place(message)?;
     let bot_name = me.user.username.as_deref().unwrap_or_default();
     if addressed_to_another_bot(text, bot_name) {
         return None;
@@ -75,6 +60,26 @@ pub fn normalize(message: &Message, me: &Me, account: &str) -> Option<Inbound> {
         timestamp_ms: u64::try_from(message.date.timestamp_millis()).unwrap_or(0),
         interaction: None,
         attachments,
+    })
+}
+
+/// The kind of chat `message` is in and its forum topic, if any; `None` for a channel post.
+pub(crate) fn place(message: &Message) -> Option<(ChatKind, Option<String>)> {
+    Some(match &message.chat.kind {
+        TgChatKind::Private(_) => (ChatKind::Direct, None),
+        TgChatKind::Public(public) => match &public.kind {
+            PublicChatKind::Channel(_) => return None,
+            PublicChatKind::Group => (ChatKind::Group, None),
+            PublicChatKind::Supergroup(PublicChatSupergroup { is_forum, .. }) => {
+                let topic = is_forum.then(|| {
+                    message
+                        .thread_id
+                        .filter(|_| message.is_topic_message)
+                        .map_or_else(|| GENERAL_TOPIC.to_string(), |t| t.0.0.to_string())
+                });
+                (ChatKind::Group, topic)
+            }
+        },
     })
 }
 

@@ -54,7 +54,7 @@ pub async fn poll(
             .get_updates()
             .offset(i32::try_from(offset).unwrap_or(i32::MAX))
             .timeout(timeout_s)
-            .allowed_updates(vec![AllowedUpdate::Message]);
+            .allowed_updates(vec![AllowedUpdate::Message, AllowedUpdate::CallbackQuery]);
         let updates = tokio::select! {
             _ = shutdown.cancelled() => return Ok(()),
             updates = request.send() => updates,
@@ -106,6 +106,11 @@ pub async fn poll(
                 // teloxide read its id but not its content.
                 let error = format!("unknown update shape: {}", excerpt(value));
                 count_skipped(sink.as_ref(), account, next - 1, &error).await;
+            }
+            if let UpdateKind::CallbackQuery(query) = &update.kind
+                && let Some(press) = crate::press::press(query, account)
+            {
+                sink.press(press).await;
             }
             if let UpdateKind::Message(message) = &update.kind
                 && let Some(inbound) = normalize(message, me, account)

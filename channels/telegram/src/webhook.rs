@@ -110,7 +110,7 @@ async fn register(
         let set = bot
             .set_webhook(url.clone())
             .secret_token(secret.to_string())
-            .allowed_updates(vec![AllowedUpdate::Message])
+            .allowed_updates(vec![AllowedUpdate::Message, AllowedUpdate::CallbackQuery])
             .await
             .map_err(channel_error);
         match set {
@@ -150,6 +150,12 @@ async fn receive(
             return StatusCode::BAD_REQUEST;
         }
     };
+    if let UpdateKind::CallbackQuery(query) = &update.kind
+        && let Some(press) = crate::press::press(query, &hook.account)
+    {
+        hook.sink.press(press).await;
+        return StatusCode::OK;
+    }
     let UpdateKind::Message(message) = &update.kind else {
         return StatusCode::OK;
     };

@@ -27,6 +27,7 @@ impl FakeTelegram {
                 edits: m.edits,
                 deleted: m.deleted,
                 parse_mode: m.parse_mode.clone(),
+                buttons: buttons_of(m.reply_markup.as_ref()),
             })
             .collect()
     }
@@ -144,4 +145,18 @@ impl FakeTelegram {
         self.wait_for(|t| t.call_count(method) >= count, timeout)
             .await
     }
+}
+
+/// The (label, data) of every callback button of an inline keyboard, row by row.
+fn buttons_of(markup: Option<&serde_json::Value>) -> Vec<(String, String)> {
+    let rows = markup.and_then(|m| m["inline_keyboard"].as_array());
+    rows.into_iter()
+        .flatten()
+        .filter_map(|row| row.as_array())
+        .flatten()
+        .map(|b| {
+            let text = |k: &str| b[k].as_str().unwrap_or_default().to_owned();
+            (text("text"), text("callback_data"))
+        })
+        .collect()
 }

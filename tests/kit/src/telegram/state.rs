@@ -224,6 +224,8 @@ pub(crate) struct State {
     pub(crate) commands: BTreeMap<String, Vec<BotCommand>>,
     pub(crate) webhook: Option<String>,
     pub(crate) limiter: Limiter,
+    /// Button presses made so far (numbers their callback query ids).
+    pub(crate) presses: u64,
     pub(crate) faults: super::faults::Injector,
     /// Administrators by chat id (`getChatMember` answers `administrator` for them).
     pub(crate) admins: BTreeMap<i64, BTreeMap<i64, UserSpec>>,

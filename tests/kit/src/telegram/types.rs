@@ -228,6 +228,9 @@ pub struct BotMessage {
     pub deleted: bool,
     /// The `parse_mode` of its last send or edit.
     pub parse_mode: Option<String>,
+    /// Its inline keyboard's buttons, row by row, as (label, callback data); empty when it
+    /// has none (an edit without `reply_markup` removes them, as Telegram does).
+    pub buttons: Vec<(String, String)>,
 }
 
 /// One authorized call to the Bot API, in arrival order.

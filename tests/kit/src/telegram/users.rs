@@ -115,6 +115,41 @@ impl FakeTelegram {
         id
     }
 
+    /// `from` presses the button with callback data `data` under the bot's message
+    /// `message_id` in `chat_id`: queues a `callback_query` update and returns its id (the
+    /// bot answers it with `answerCallbackQuery`). `None` if the message is not the bot's.
+    /// The button need not be there any more: a client still showing an old keyboard sends
+    /// its press all the same.
+    pub fn user_presses(
+        &self,
+        chat_id: i64,
+        from: UserSpec,
+        message_id: i64,
+        data: &str,
+    ) -> Option<String> {
+        let mut state = self.shared.lock();
+        let message = state
+            .chats
+            .get(&chat_id)
+            .and_then(|c| c.messages.get(&message_id))
+            .filter(|m| m.from_bot && !m.deleted)?;
+        let json = message.json.clone();
+        state.presses += 1;
+        let id = format!("press-{}", state.presses);
+        let query = json!({
+            "id": id,
+            "from": from.to_json(),
+            "message": json,
+            "chat_instance": format!("instance-{chat_id}"),
+            "data": data,
+        });
+        state.push_update("callback_query", query);
+        drop(state);
+        self.shared.new_update.notify_waiters();
+        self.shared.touch();
+        Some(id)
+    }
+
     /// The user edits their message `message_id` in `chat_id` to `text`: queues an
     /// `edited_message` update. `false` if there is no such user message.
     pub fn user_edits(&self, chat_id: i64, message_id: i64, text: &str) -> bool {

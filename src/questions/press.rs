@@ -1,0 +1,45 @@
+//! A press on a question's button: answered like the typed answer it stands for, by the
+//! same rule (an exec approval: owners only), and told to the presser alone.
+
+use chela_channel::Press;
+
+use super::Desk;
+use super::buttons::Pressed;
+use crate::agent::approval::Approval;
+
+/// Answers `press` (by a bot owner when `owner`): the question it belongs to is answered,
+/// or the presser is told why not. The message itself changes when the question ends.
+pub async fn press(desk: &Desk, press: &Press, owner: bool) {
+    let note = answer(desk, press, owner);
+    let channel = &press.conversation.channel;
+    desk.notices
+        .answer_press(channel, &press.handle, &note)
+        .await;
+}
+
+/// What the press did, for the presser.
+fn answer(desk: &Desk, press: &Press, owner: bool) -> String {
+    match desk.buttons.pressed(&press.data) {
+        Pressed::Ended(why) => why,
+        Pressed::Waiting { .. } if !owner => {
+            "Only the bot's owners can answer this (as /approve).".to_owned()
+        }
+        Pressed::Waiting { id, decision } => {
+            // Recorded before the answer wakes the waiting run, which then ends the question.
+            desk.buttons.answered_by(&id, &press.sender.name);
+            match desk.approvals.answer(&id, decision) {
+                Ok(_) => said(decision).to_owned(),
+                Err(_) => "This question has ended.".to_owned(),
+            }
+        }
+    }
+}
+
+/// The presser's note for an answer given.
+fn said(decision: Approval) -> &'static str {
+    match decision {
+        Approval::AllowOnce => "Allowed once.",
+        Approval::AllowAlways => "Allowed from now on.",
+        _ => "Denied.",
+    }
+}

@@ -1,0 +1,168 @@
+//! End-to-end, tap to answer on Telegram: an exec approval comes with Allow once / Always /
+//! Deny buttons; an owner's press answers it, the message is edited to say who answered
+//! what and loses its buttons, a press after that is told the question ended; a press by
+//! someone who is no owner is refused privately and changes nothing. The typed `/approve`
+//! stays in the message for those who type.
+
+use crate::common;
+
+use chela_testkit::telegram::{BotMessage, UserSpec};
+use common::telegram::{TgConfig, TgSetup, dm};
+
+/// Exec needs an approval; `owners` may give it.
+async fn setup(owners: &str, timeout_s: u64) -> TgSetup {
+    let tables = format!(
+        "[tools]\nexec_approvals = \"ask\"\napproval_timeout_s = {timeout_s}\n[commands]\nowner_allow_from = [{owners}]\n"
+    );
+    TgSetup::with(TgConfig {
+        telegram: "allow_from = [\"42\"]",
+        tables: &tables,
+        ..TgConfig::default()
+    })
+    .await
+}
+
+/// The bot's message in Ann's chat that asks for an approval.
+fn question(s: &TgSetup) -> Option<BotMessage> {
+    s.sent(42)
+        .into_iter()
+        .find(|m| m.text.starts_with("🔐 Approval needed"))
+}
+
+/// The data of the button labelled `label` under `message`.
+fn button(message: &BotMessage, label: &str) -> String {
+    let found = message.buttons.iter().find(|(l, _)| l == label);
+    found
+        .map(|(_, data)| data.clone())
+        .unwrap_or_else(|| panic!("no {label}: {message:#?}"))
+}
+
+/// The texts the bot answered button presses with, in order.
+fn press_answers(s: &TgSetup) -> Vec<String> {
+    let calls = s.tg.calls();
+    let answers = calls.iter().filter(|c| c.method == "answercallbackquery");
+    answers
+        .map(|c| c.body["text"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owners_press_answers_the_approval_and_the_message_says_who() {
+    let s = setup("\"telegram:42\"", 120).await;
+    let mut gw = s.gateway();
+    let (chat, ann) = dm(42, "Ann");
+    s.tg.user_sends(
+        chat,
+        ann.clone(),
+        r#"tool exec {"command": "touch pressed.txt"}"#,
+    );
+    gw.wait(&s, "the question with buttons", |s| {
+        question(s).is_some_and(|m| m.buttons.len() == 3)
+    })
+    .await;
+    let asked = question(&s).unwrap();
+    let labels: Vec<&str> = asked.buttons.iter().map(|(l, _)| l.as_str()).collect();
+    assert_eq!(labels, ["Allow once", "Always", "Deny"]);
+    assert!(
+        asked.text.contains("/approve "),
+        "the typed form stays: {}",
+        asked.text
+    );
+    for (_, data) in &asked.buttons {
+        assert_eq!(data.len(), 32, "an opaque token: {data}");
+        assert!(!asked.text.contains(data.as_str()));
+    }
+    assert!(
+        !s.setup.path("ws/pressed.txt").exists(),
+        "ran before approval"
+    );
+
+    let once = button(&asked, "Allow once");
+    s.tg.user_presses(42, ann.clone(), asked.message_id, &once)
+        .unwrap();
+    gw.wait(&s, "the run's answer", |s| {
+        s.texts(42).iter().any(|t| t.starts_with("done:"))
+    })
+    .await;
+    assert!(s.setup.path("ws/pressed.txt").exists());
+    gw.wait(&s, "the question edited to its answer", |s| {
+        question(s).is_some_and(|m| m.buttons.is_empty())
+    })
+    .await;
+    let ended = question(&s).unwrap();
+    assert!(
+        ended.text.ends_with("✅ allowed once by Ann."),
+        "{}",
+        ended.text
+    );
+
+    // A second press (a client still showing the old buttons) changes nothing.
+    let deny = button(&asked, "Deny");
+    s.tg.user_presses(42, ann, asked.message_id, &deny).unwrap();
+    gw.wait(&s, "the late press answered", |s| {
+        press_answers(s).len() == 2
+    })
+    .await;
+    gw.stop().await;
+    assert_eq!(
+        press_answers(&s),
+        ["Allowed once.", "Already ended: ✅ allowed once by Ann."]
+    );
+    let calls = s.tg.calls();
+    let runs = calls.iter().filter(|c| c.method == "sendmessage");
+    assert_eq!(
+        runs.filter(|c| c.body["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("done:")))
+            .count(),
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_press_by_someone_who_is_no_owner_is_refused_and_changes_nothing() {
+    // Ann may talk to the bot but is no owner; nobody answers, so the approval expires.
+    let s = setup("\"telegram:7\"", 3).await;
+    let mut gw = s.gateway();
+    let (chat, ann) = dm(42, "Ann");
+    s.tg.user_sends(
+        chat,
+        ann.clone(),
+        r#"tool exec {"command": "touch refused.txt"}"#,
+    );
+    gw.wait(&s, "the question with buttons", |s| {
+        question(s).is_some_and(|m| m.buttons.len() == 3)
+    })
+    .await;
+    let asked = question(&s).unwrap();
+    let once = button(&asked, "Allow once");
+    s.tg.user_presses(42, ann.clone(), asked.message_id, &once)
+        .unwrap();
+    gw.wait(&s, "the refusal", |s| press_answers(s).len() == 1)
+        .await;
+    assert_eq!(
+        press_answers(&s),
+        ["Only the bot's owners can answer this (as /approve)."]
+    );
+    assert_eq!(question(&s).unwrap().buttons.len(), 3, "unchanged");
+    gw.wait(&s, "the approval expired", |s| {
+        question(s).is_some_and(|m| m.buttons.is_empty())
+    })
+    .await;
+    let ended = question(&s).unwrap();
+    assert!(
+        ended.text.ends_with("⌛ no answer in time: denied."),
+        "{}",
+        ended.text
+    );
+    let mallory = UserSpec::new(666, "Mallory");
+    s.tg.user_presses(42, mallory, asked.message_id, "forged-data")
+        .unwrap();
+    gw.wait(&s, "the forged press answered", |s| {
+        press_answers(s).len() == 2
+    })
+    .await;
+    gw.stop().await;
+    assert_eq!(press_answers(&s)[1], "This question has ended.");
+    assert!(!s.setup.path("ws/refused.txt").exists());
+}

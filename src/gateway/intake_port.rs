@@ -8,7 +8,7 @@ use chela_channel::{BoxFuture, Conversation, Inbound, Press};
 use super::Core;
 use crate::acp::permission::Decision;
 use crate::inbound::commands::Command;
-use crate::inbound::route::RouteFacts;
+use crate::inbound::route::{RouteFacts, commands_allowed};
 use crate::intake::IntakePort;
 
 impl IntakePort for Core {
@@ -30,7 +30,10 @@ impl IntakePort for Core {
 
     fn press(self: Arc<Self>, press: Press) -> BoxFuture<'static, ()> {
         Box::pin(async move {
-            let owner = self.is_owner(&press.conversation.channel, &press.sender.id);
+            // The rule of `/approve`: `commands.allow_from`, then owners only.
+            let (to, who) = (&press.conversation, &press.sender.id);
+            let allowed = commands_allowed(self.command_allow_from(), to, who);
+            let owner = allowed && self.is_owner(&to.channel, who);
             self.desk.press(&press, owner).await;
         })
     }

@@ -227,7 +227,8 @@ fn may_switch_model(args: &str, conv: &Conversation, sender: &str, facts: &dyn R
 
 /// `commands.allow_from`, when set, is the only source of commands (SPEC 2); the local
 /// terminal and the RPC are not limited by it.
-fn commands_allowed(allow: &[String], conv: &Conversation, sender_id: &str) -> bool {
+/// Whether `commands.allow_from` (`allow`) lets `sender_id` in `conv` run commands.
+pub fn commands_allowed(allow: &[String], conv: &Conversation, sender_id: &str) -> bool {
     allow.is_empty()
         || conv.channel == "terminal"
         || conv.channel == RPC_CHANNEL

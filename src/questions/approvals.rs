@@ -265,8 +265,11 @@ impl Approver for ChatApprover {
                     Err(_) => Approval::TimedOut,
                 },
             };
+            // The buttons end while the id is still taken, so a new approval cannot get it
+            // and lose its own buttons.
+            let ended = desk.buttons.end(&id, outcome);
             desk.approvals.forget(&id);
-            if let Some((asked, text)) = desk.buttons.end(&id, outcome) {
+            if let Some((asked, text)) = ended {
                 desk.notices.edit(&asked.to, &asked.message, &text).await;
             }
             if outcome == Approval::TimedOut {

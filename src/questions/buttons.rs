@@ -13,6 +13,11 @@ use chela_channel::{Button, Conversation, SentMessage};
 
 use crate::agent::approval::Approval;
 
+/// What a press on a button this node does not know says: the question ended (or chela
+/// restarted), or on several nodes it may wait on another node, which the typed form reaches.
+pub const UNKNOWN: &str =
+    "This question has ended, or waits on another node: answer it with the /approve shown.";
+
 /// How many ended questions still say why to a late press.
 const ENDED_KEPT: usize = 256;
 
@@ -94,14 +99,20 @@ impl Buttons {
             };
         }
         let ended = state.ended.iter().find(|(d, _)| d == data);
-        Pressed::Ended(ended.map_or_else(|| "This question has ended.".to_owned(), |e| e.1.clone()))
+        Pressed::Ended(ended.map_or_else(|| UNKNOWN.to_owned(), |e| e.1.clone()))
     }
 
-    /// Approval `id` was answered by a press of `who`.
-    pub fn answered_by(&self, id: &str, who: &str) {
-        self.lock()
-            .answered_by
-            .insert(id.to_owned(), who.to_owned());
+    /// Answers approval `id` by a press of `who` with `answer` (which gives the approval its
+    /// decision, true when it was still waiting), recording `who` only when it answered.
+    /// Under this registry's lock, so the question cannot end in between and name nobody,
+    /// or name a presser whose answer lost.
+    pub fn answer_by(&self, id: &str, who: &str, answer: impl FnOnce() -> bool) -> bool {
+        let mut state = self.lock();
+        let answered = answer();
+        if answered {
+            state.answered_by.insert(id.to_owned(), who.to_owned());
+        }
+        answered
     }
 
     /// Approval `id` ended with `outcome`: its buttons now say so, and where it was asked is
@@ -177,16 +188,17 @@ mod tests {
                 decision: Approval::Deny
             }
         );
-        buttons.answered_by("ab12", "Ann");
+        assert!(buttons.answer_by("ab12", "Ann", || true));
+        assert!(
+            !buttons.answer_by("ab12", "Bob", || false),
+            "an answer that lost"
+        );
         assert!(buttons.end("ab12", Approval::Deny).is_none(), "never sent");
         let Pressed::Ended(late) = buttons.pressed(&offered[0].data) else {
             panic!("still waiting");
         };
         assert_eq!(late, "Already ended: ⛔ denied by Ann.");
-        assert_eq!(
-            buttons.pressed("forged"),
-            Pressed::Ended("This question has ended.".into())
-        );
+        assert_eq!(buttons.pressed("forged"), Pressed::Ended(UNKNOWN.into()));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use chela_channel::Press;
 
 use super::Desk;
-use super::buttons::Pressed;
+use super::buttons::{Pressed, UNKNOWN};
 use crate::agent::approval::Approval;
 
 /// Answers `press` (by a bot owner when `owner`): the question it belongs to is answered,
@@ -25,11 +25,10 @@ fn answer(desk: &Desk, press: &Press, owner: bool) -> String {
             "Only the bot's owners can answer this (as /approve).".to_owned()
         }
         Pressed::Waiting { id, decision } => {
-            // Recorded before the answer wakes the waiting run, which then ends the question.
-            desk.buttons.answered_by(&id, &press.sender.name);
-            match desk.approvals.answer(&id, decision) {
-                Ok(_) => said(decision).to_owned(),
-                Err(_) => "This question has ended.".to_owned(),
+            let answer = || desk.approvals.answer(&id, decision).is_ok();
+            match desk.buttons.answer_by(&id, &press.sender.name, answer) {
+                true => said(decision).to_owned(),
+                false => UNKNOWN.to_owned(),
             }
         }
     }

@@ -163,6 +163,9 @@ async fn a_press_by_someone_who_is_no_owner_is_refused_and_changes_nothing() {
     })
     .await;
     gw.stop().await;
-    assert_eq!(press_answers(&s)[1], "This question has ended.");
+    assert_eq!(
+        press_answers(&s)[1],
+        "This question has ended, or waits on another node: answer it with the /approve shown."
+    );
     assert!(!s.setup.path("ws/refused.txt").exists());
 }

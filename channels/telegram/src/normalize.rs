@@ -3,6 +3,7 @@
 use chela_channel::{ChatKind, Conversation, Inbound, ReplyTo, Sender};
 use teloxide::types::{
     ChatKind as TgChatKind, Me, Message, MessageEntityKind, PublicChatKind, PublicChatSupergroup,
+    User,
 };
 
 /// The General topic of a forum: messages without a topic id belong to it.
@@ -22,25 +23,15 @@ pub fn normalize(message: &Message, me: &Me, account: &str) -> Option<Inbound> {
     if from.is_bot {
         return None;
     }
-    let (kind, thread_id) = place(message)?;
+    let conversation = conversation(message, account)?;
     let bot_name = me.user.username.as_deref().unwrap_or_default();
     if addressed_to_another_bot(text, bot_name) {
         return None;
     }
     let reply = explicit_reply(message);
     Some(Inbound {
-        conversation: Conversation {
-            channel: "telegram".into(),
-            account: account.into(),
-            kind,
-            chat_id: message.chat.id.0.to_string(),
-            thread_id,
-        },
-        sender: Sender {
-            id: from.id.0.to_string(),
-            name: from.full_name(),
-            username: from.username.clone(),
-        },
+        conversation,
+        sender: sender(from),
         message_id: message.id.0.to_string(),
         text: strip_leading_mention(text, bot_name),
         reply_to: reply.map(|r| ReplyTo {
@@ -63,8 +54,29 @@ pub fn normalize(message: &Message, me: &Me, account: &str) -> Option<Inbound> {
     })
 }
 
+/// The conversation `message` is in, for account `account`; `None` for a channel post.
+pub(crate) fn conversation(message: &Message, account: &str) -> Option<Conversation> {
+    let (kind, thread_id) = place(message)?;
+    Some(Conversation {
+        channel: "telegram".into(),
+        account: account.into(),
+        kind,
+        chat_id: message.chat.id.0.to_string(),
+        thread_id,
+    })
+}
+
+/// `user` as a sender.
+pub(crate) fn sender(user: &User) -> Sender {
+    Sender {
+        id: user.id.0.to_string(),
+        name: user.full_name(),
+        username: user.username.clone(),
+    }
+}
+
 /// The kind of chat `message` is in and its forum topic, if any; `None` for a channel post.
-pub(crate) fn place(message: &Message) -> Option<(ChatKind, Option<String>)> {
+fn place(message: &Message) -> Option<(ChatKind, Option<String>)> {
     Some(match &message.chat.kind {
         TgChatKind::Private(_) => (ChatKind::Direct, None),
         TgChatKind::Public(public) => match &public.kind {

@@ -1,28 +1,17 @@
 //! A press on an inline keyboard button (a `callback_query` update) as a [`Press`].
 
-use chela_channel::{Conversation, Press, Sender};
+use chela_channel::Press;
 use teloxide::types::CallbackQuery;
 
-use crate::normalize::place;
+use crate::normalize::{conversation, sender};
 
 /// The press `query` is, when it came from a button under a message the bot can still read
 /// (a press on a message too old to read, or from an inline query, is left out).
 pub fn press(query: &CallbackQuery, account: &str) -> Option<Press> {
     let message = query.message.as_ref()?.regular_message()?;
-    let (kind, thread_id) = place(message)?;
     Some(Press {
-        conversation: Conversation {
-            channel: "telegram".into(),
-            account: account.into(),
-            kind,
-            chat_id: message.chat.id.0.to_string(),
-            thread_id,
-        },
-        sender: Sender {
-            id: query.from.id.0.to_string(),
-            name: query.from.full_name(),
-            username: query.from.username.clone(),
-        },
+        conversation: conversation(message, account)?,
+        sender: sender(&query.from),
         message_id: message.id.0.to_string(),
         data: query.data.clone()?,
         handle: query.id.0.clone(),

@@ -201,6 +201,10 @@ impl ProcessTool {
                 () = ctx.cancel.cancelled() => {}
             }
         }
+        // The status is taken before the output is read: an exit it reports was seen before
+        // `settle` waited for the rest of the output, so the output below is all of it (a
+        // process ending in between shows as running, and the next poll has its end).
+        let mut text = format!("[{}]\n", status(proc, self.registry.now()));
         proc.job.settle().await;
         let mut cursor = proc.cursor.lock().unwrap_or_else(|e| e.into_inner());
         let (lost, mut bytes) = proc.output().since(*cursor);
@@ -209,7 +213,6 @@ impl ProcessTool {
         }
         *cursor += lost + bytes.len() as u64;
         drop(cursor);
-        let mut text = format!("[{}]\n", status(proc, self.registry.now()));
         if lost > 0 {
             text.push_str(&format!(
                 "[... {lost} bytes of output were dropped before this poll; the buffer keeps \

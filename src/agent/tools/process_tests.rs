@@ -279,6 +279,17 @@ async fn poll_says_how_much_output_was_dropped_unread() {
     };
     let tools = Tools::with(dir.path(), limits, system_clock());
     let id = tools.start("seq 1 10000", json!({})).await;
+    // All of it is written before the first poll (listing reads no output): polls racing a
+    // slow writer could each take less than the buffer and drop nothing.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let listed = tools.process(json!({"action": "list"})).await.text;
+        if listed.contains("exit code 0") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "seq did not end: {listed}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let seen = tools
         .poll_until(&id, |status, _| status.contains("exit code 0"))
         .await;

@@ -55,9 +55,5 @@ rm -f "$npm_log"
 # they fail when the driver is missing instead of skipping (run `cargo test` by hand to skip).
 export CHELA_CI="${CHELA_CI:-1}"
 
-# Four tests at a time per test binary (the default is one per core): most end-to-end tests
-# wait on a fake platform or a child process, so two cores keep up with four.
-export RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}"
-
 # The PostgreSQL store tests run against a private throwaway cluster (scripts/with-pg.sh).
 scripts/with-pg.sh cargo test --workspace --locked "$@"

@@ -227,11 +227,14 @@ impl Cluster {
             .collect();
         for partition in &lost {
             state.held.remove(partition);
-            // Whatever ran here is fenced; taken again, its turns run again.
+            // Whatever runs here is fenced (its settle and delivery are refused) until the
+            // partition is held again. Taken again, by this node or another, its pending turns
+            // are handed out again: a lane that still holds one runs it once, and a turn
+            // answered meanwhile is neither run nor settled a second time.
             state.submitted.retain(|_, (p, _)| p != partition);
             tracing::warn!(
                 partition,
-                "cluster: lease lost (not renewed in time); its sessions stop here"
+                "cluster: lease lost (not renewed in time); nothing of its sessions is settled or delivered here until it is held again"
             );
         }
         let mut fresh = Vec::new();

@@ -157,6 +157,11 @@ impl TurnQueue {
         })
     }
 
+    /// Whether pending seq `seq` is queued (or summarized in the overflow).
+    pub fn holds(&self, seq: u64) -> bool {
+        self.overflow_seqs.contains(&seq) || self.turns.iter().any(|t| t.seqs.contains(&seq))
+    }
+
     /// Empties the queue, returning every pending seq it held (for `/stop`).
     pub fn clear(&mut self) -> Vec<u64> {
         let mut seqs: Vec<u64> = std::mem::take(&mut self.overflow_seqs);

@@ -23,6 +23,8 @@ const STEER_BUFFER: usize = 16;
 pub(super) const IDLE_EXIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 struct Active {
+    /// The durable pending seqs of the work running (none for a job).
+    seqs: Vec<u64>,
     cancel: CancellationToken,
     steer: mpsc::Sender<Box<Steer>>,
     /// Turns handed to the run as steers, to requeue any it could not take.
@@ -150,6 +152,12 @@ impl Lane {
     }
 
     fn arrive(&mut self, turn: QueuedTurn) {
+        if self.holds(&turn.seqs) {
+            // Handed over again (on a cluster, a partition this node lost for a moment and
+            // took back): it is queued or running here already, and runs once.
+            tracing::debug!(session = %self.key, seqs = ?turn.seqs, "turn already in its lane");
+            return;
+        }
         if self.settings.mode == QueueMode::Collect {
             self.collect_at = Some(crate::domain::deadline::after(self.settings.debounce));
         }
@@ -178,6 +186,17 @@ impl Lane {
             }
             QueueMode::Followup | QueueMode::Collect => self.enqueue(turn),
         }
+    }
+
+    /// Whether a message of `seqs` is queued here, running, or steered into the run.
+    fn holds(&self, seqs: &[u64]) -> bool {
+        let active = self.active.as_ref().map(|a| {
+            let steered = a.steered.iter().flat_map(|t| t.seqs.iter());
+            a.seqs.iter().chain(steered).copied().collect::<Vec<u64>>()
+        });
+        let active = active.unwrap_or_default();
+        seqs.iter()
+            .any(|seq| active.contains(seq) || self.queue.holds(*seq))
     }
 
     fn enqueue(&mut self, turn: QueuedTurn) {
@@ -239,6 +258,7 @@ impl Lane {
             self.queue.pop_next()
         };
         let turn = next?;
+        let run_seqs = turn.seqs.clone();
         let cancel = self.shared.shutdown.child_token();
         let (steer_tx, steer_rx) = mpsc::channel(STEER_BUFFER);
         let runner = self.shared.runner.clone();
@@ -279,6 +299,7 @@ impl Lane {
             runner.run(key, turn, run_cancel, steer_rx).await
         });
         self.active = Some(Active {
+            seqs: run_seqs,
             cancel,
             steer: steer_tx,
             steered: Vec::new(),
@@ -305,6 +326,7 @@ impl Lane {
             nothing_ran()
         });
         self.active = Some(Active {
+            seqs: Vec::new(),
             cancel,
             steer: steer_tx,
             steered: Vec::new(),

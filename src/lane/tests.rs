@@ -928,3 +928,25 @@ async fn turns_dropped_by_stop_or_the_cap_are_reported_to_the_runner() {
 fn lane_messages_stay_small() {
     assert!(std::mem::size_of::<LaneMsg>() <= 24);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_turn_handed_over_again_while_queued_or_running_runs_once() {
+    let mut h = Harness::new(settings(QueueMode::Followup), 8);
+    h.submit("k", [turn(0, "a"), turn(1, "b")]).await;
+    let a = h.next_run().await;
+    // A cluster node that lost a partition for a moment and took it back hands the same
+    // pending turns over again: the running one and the queued one.
+    h.submit("k", [turn(0, "a"), turn(1, "b"), turn(2, "c")])
+        .await;
+    settle().await;
+    let status = h.lanes.status("k").await.unwrap();
+    assert_eq!((status.queued, status.running), (2, true));
+    a.finish(0);
+    h.finish_runs("k", 2).await;
+    assert_eq!(h.started(), ["a", "b", "c"]);
+    // Once it ran, the same seq handed over again is a new hand-over (the store decides
+    // whether it is still pending; the lane no longer holds it).
+    h.submit("k", [turn(0, "a")]).await;
+    h.finish_runs("k", 1).await;
+    assert_eq!(h.started(), ["a", "b", "c", "a"]);
+}

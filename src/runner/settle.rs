@@ -96,6 +96,10 @@ pub(super) async fn settle(
         .await
     {
         Ok(id) => Some(id),
+        Err(StoreError::AlreadySettled { .. }) => {
+            tracing::info!(run_id = %run_id, "cluster: the turn was answered by another run; this final is dropped");
+            None
+        }
         Err(e) => {
             let done = super::settle_again::Final {
                 record,

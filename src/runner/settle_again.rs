@@ -50,6 +50,10 @@ pub async fn settle_again(store: &Store, error: &StoreError, done: &Final<'_>) -
         // The lease is gone: another node runs the session now; nothing to recheck here.
         return Settled::Fenced;
     }
+    if matches!(error, StoreError::AlreadySettled { .. }) {
+        // Answered by another run: its final went (or goes) out from there.
+        return Settled::Nothing;
+    }
     let Some(first) = record.seqs.first() else {
         return Settled::Nothing;
     };

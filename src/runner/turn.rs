@@ -29,6 +29,10 @@ pub(super) async fn run_turn(
     steer: mpsc::Receiver<Box<Steer>>,
 ) -> RunOutcome {
     let run_id = run_id_for(&turn.seqs);
+    if answered_elsewhere(handles, port.as_ref(), &key, &turn) {
+        tracing::info!(run_id = %run_id, "cluster: the turn was answered by another run; not run again");
+        return not_run(steer);
+    }
     tracing::debug!(run_id = %run_id, "run starts");
     let started_ms = crate::domain::message::now_ms();
     remember_target(handles, &key, &turn.target);
@@ -73,6 +77,41 @@ pub(super) async fn run_turn(
     super::settle::settle(handles, port, &key, &turn, &record, &outcome, reply).await;
     bus.finish(record).await;
     outcome
+}
+
+/// On a cluster, whether none of `turn`'s messages is pending any more: another run
+/// answered it (its partition moved away and back while the turn waited in this lane), so
+/// running it again would answer twice. Unknown counts as pending: the store's settle
+/// refuses a second final all the same.
+fn answered_elsewhere(
+    handles: &Handles,
+    port: &dyn RunnerPort,
+    key: &str,
+    turn: &QueuedTurn,
+) -> bool {
+    if port.still_held(key).is_none() || turn.seqs.is_empty() {
+        return false;
+    }
+    turn.seqs
+        .iter()
+        .all(|seq| matches!(handles.store.is_pending(*seq), Ok(false)))
+}
+
+/// The outcome of a turn not run: aborted, with every steer it was handed left over (the
+/// lane queues them again).
+fn not_run(mut steer: mpsc::Receiver<Box<Steer>>) -> RunOutcome {
+    steer.close();
+    let mut leftover = Vec::new();
+    while let Ok(s) = steer.try_recv() {
+        leftover.push(*s);
+    }
+    RunOutcome {
+        status: RunStatus::Aborted,
+        text: String::new(),
+        steered_seqs: Vec::new(),
+        leftover,
+        usage: Default::default(),
+    }
 }
 
 /// The `chela_runs_total` outcome of a run that ended with `status`.

@@ -131,6 +131,13 @@ pub enum StoreError {
         /// Its partition.
         partition: u32,
     },
+    /// A cluster node settled a turn none of whose messages was pending any more: another
+    /// node (or an earlier run here) answered it already, so this final is not recorded.
+    #[error("the turn of session {session} was answered already; its second final is dropped")]
+    AlreadySettled {
+        /// The session of the turn.
+        session: String,
+    },
     /// `[store] engine` (or `CHELA_STORE_ENGINE`) names an engine other than the one whose
     /// store the folder holds.
     #[error(

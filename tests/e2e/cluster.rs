@@ -95,16 +95,27 @@ fn check_replies(s: &TgSetup, chats: i64, messages: i64, at_kill: &[usize], stde
         let repeated: Vec<usize> = (1..texts.len())
             .filter(|i| texts[*i] == texts[i - 1])
             .collect();
+        let sent = || {
+            s.tg.sent(chat)
+                .iter()
+                .map(|m| (m.message_id, m.text.clone(), m.edits))
+                .collect::<Vec<_>>()
+        };
         assert!(
             repeated.len() + usize::from(orphan.is_some()) <= 1,
-            "chat {chat}: {texts:?}"
+            "chat {chat}: {:?}\ncluster lines of the nodes:\n{}",
+            sent(),
+            cluster_lines(stderr)
         );
         for i in repeated {
             repeats += 1;
             // texts[i] repeats texts[i - 1], the reply sent at index i - 1.
             assert!(
                 (i - 1).abs_diff(in_flight) <= 1,
-                "chat {chat}: reply {i} repeated, but {in_flight} were in the chat at the kill: {texts:?}"
+                "chat {chat}: reply {i} repeated, but {in_flight} were in the chat at the kill: {:?}\n\
+                 cluster lines of the nodes:\n{}",
+                sent(),
+                cluster_lines(stderr)
             );
         }
     }
@@ -117,7 +128,7 @@ fn cluster_lines(stderr: &str) -> String {
         .lines()
         .filter(|l| l.contains("cluster:") || l.contains("journal"))
         .collect();
-    lines[lines.len().saturating_sub(60)..].join("\n")
+    lines[lines.len().saturating_sub(150)..].join("\n")
 }
 
 /// Who holds the unexpired leases: (node, partitions) by node.
@@ -223,10 +234,13 @@ async fn three_nodes_answer_every_message_once_in_order_across_a_kill_9() {
     // A second answer to any message would be out once the nodes stopped: a graceful stop
     // delivers what was recorded.
     let mut stderr = String::new();
-    for node in nodes.into_iter().flatten() {
+    for (i, node) in nodes.into_iter().enumerate() {
+        let Some(node) = node else { continue };
         node.signal("TERM");
         let finished = node.finish().await;
-        stderr.push_str(&finished.stderr);
+        for line in finished.stderr.lines() {
+            stderr.push_str(&format!("[node {i}] {line}\n"));
+        }
     }
     assert!(done, "not every message was answered; stderr: {stderr}");
     let repeats = check_replies(&s, CHATS, MESSAGES, &at_kill, &stderr);

@@ -120,6 +120,7 @@ impl EventHandler for Handler {
     async fn interaction_create(&self, _ctx: Context, interaction: Interaction) {
         match interaction {
             Interaction::Command(command) => self.commands.take(command).await,
+            Interaction::Component(press) => self.commands.take_press(press).await,
             other => tracing::debug!(kind = ?other.kind(), "discord interaction ignored"),
         }
     }

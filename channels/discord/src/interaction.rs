@@ -1,10 +1,14 @@
-//! Slash-command interactions -> normalized [`Inbound`] records: the text is `/<name>
-//! <args>` (so the core's command parser takes it like a typed command), the conversation and
-//! sender are those of a message in the same channel, thread or DM, and the record carries
-//! the interaction id so the answer can go back privately.
+//! Interactions, normalized: a slash command becomes an [`Inbound`] record whose text is
+//! `/<name> <args>` (so the core's command parser takes it like a typed command), a button
+//! press a [`Press`]; the conversation and sender are those of a message in the same channel,
+//! thread or DM, and each carries the interaction id so the answer can go back privately.
 
-use chela_channel::{ChatKind, Conversation, Inbound, Sender};
-use serenity::model::application::{CommandDataOptionValue, CommandInteraction, CommandType};
+use chela_channel::{ChatKind, Conversation, Inbound, Press, Sender};
+use serenity::model::application::{
+    CommandDataOptionValue, CommandInteraction, CommandType, ComponentInteraction,
+    ComponentInteractionDataKind,
+};
+use serenity::model::user::User;
 
 use crate::normalize::Place;
 use crate::slash::ARGS;
@@ -25,29 +29,9 @@ pub fn normalize_command(
     if command.data.kind != CommandType::ChatInput || command.user.bot {
         return None;
     }
-    let channel = command.channel_id.get().to_string();
-    let (kind, chat_id, thread_id) = match place {
-        Place::Direct => (ChatKind::Direct, channel, None),
-        Place::Channel => (ChatKind::Channel, channel, None),
-        Place::Thread(parent) => (ChatKind::Channel, parent.to_string(), Some(channel)),
-    };
-    let user = &command.user;
     Some(Inbound {
-        conversation: Conversation {
-            channel: "discord".into(),
-            account: account.into(),
-            kind,
-            chat_id,
-            thread_id,
-        },
-        sender: Sender {
-            id: user.id.get().to_string(),
-            name: user
-                .global_name
-                .clone()
-                .unwrap_or_else(|| user.name.clone()),
-            username: Some(user.name.clone()),
-        },
+        conversation: conversation(command.channel_id.get(), place, account),
+        sender: sender(&command.user),
         message_id: message_id(command.id.get()),
         text: text_of(command),
         reply_to: None,
@@ -56,6 +40,51 @@ pub fn normalize_command(
         interaction: Some(command.id.get().to_string()),
         attachments: Vec::new(),
     })
+}
+
+/// Normalizes a button press for `account`, given where its channel lives; `None` for
+/// presses by bots and components that are not buttons.
+pub fn normalize_press(press: &ComponentInteraction, place: Place, account: &str) -> Option<Press> {
+    if press.user.bot || !matches!(press.data.kind, ComponentInteractionDataKind::Button) {
+        return None;
+    }
+    Some(Press {
+        conversation: conversation(press.channel_id.get(), place, account),
+        sender: sender(&press.user),
+        message_id: press.message.id.get().to_string(),
+        data: press.data.custom_id.clone(),
+        handle: press.id.get().to_string(),
+    })
+}
+
+/// The conversation of Discord channel `channel` of `account`, sitting at `place`: a thread
+/// is its parent's chat with the thread's id.
+fn conversation(channel: u64, place: Place, account: &str) -> Conversation {
+    let channel = channel.to_string();
+    let (kind, chat_id, thread_id) = match place {
+        Place::Direct => (ChatKind::Direct, channel, None),
+        Place::Channel => (ChatKind::Channel, channel, None),
+        Place::Thread(parent) => (ChatKind::Channel, parent.to_string(), Some(channel)),
+    };
+    Conversation {
+        channel: "discord".into(),
+        account: account.into(),
+        kind,
+        chat_id,
+        thread_id,
+    }
+}
+
+/// Who `user` is: their display name, else their username.
+fn sender(user: &User) -> Sender {
+    Sender {
+        id: user.id.get().to_string(),
+        name: user
+            .global_name
+            .clone()
+            .unwrap_or_else(|| user.name.clone()),
+        username: Some(user.name.clone()),
+    }
 }
 
 /// `/<name>` followed by the `args` option's text, if any.
@@ -151,5 +180,52 @@ mod tests {
         let menu =
             serde_json::json!({"data": {"id": "55", "name": "Ask", "type": 2, "target_id": "7"}});
         assert!(normalize_command(&interaction(menu), Place::Channel, "d").is_none());
+    }
+
+    /// A button press as Discord sends it: the interaction, with the message the button is on.
+    fn press(extra: serde_json::Value) -> ComponentInteraction {
+        let mut i = serde_json::json!({
+            "id": "1300000000000000002", "application_id": "99", "type": 3,
+            "data": {"custom_id": "tok-1", "component_type": 2},
+            "guild_id": "300", "channel_id": "200",
+            "channel": {"id": "200", "type": 0, "name": "general"},
+            "member": {"user": {"id": "7", "username": "ann", "global_name": "Ann",
+                                "discriminator": "0"},
+                       "roles": [], "joined_at": "2026-01-01T00:00:00+00:00",
+                       "deaf": false, "mute": false, "flags": 0, "permissions": "0"},
+            "message": {"id": "555", "channel_id": "200", "content": "Run `ls`?", "type": 0,
+                        "author": {"id": "99", "username": "chela", "discriminator": "0",
+                                   "bot": true},
+                        "timestamp": "2026-01-01T00:00:00+00:00", "edited_timestamp": null,
+                        "tts": false, "mention_everyone": false, "mentions": [],
+                        "mention_roles": [], "attachments": [], "embeds": [], "pinned": false,
+                        "components": []},
+            "token": "tok", "version": 1, "app_permissions": "0", "locale": "en-US",
+            "guild_locale": "en-US", "entitlements": [], "authorizing_integration_owners": {"0": "300"},
+            "context": 0, "attachment_size_limit": 10485760
+        });
+        if let (Some(i), Some(extra)) = (i.as_object_mut(), extra.as_object()) {
+            i.extend(extra.clone());
+        }
+        serde_json::from_value(i).unwrap()
+    }
+
+    #[test]
+    fn a_press_names_its_message_data_presser_and_thread() {
+        let p = normalize_press(&press(serde_json::json!({})), Place::Thread(150), "d").unwrap();
+        assert_eq!(p.data, "tok-1");
+        assert_eq!(p.message_id, "555");
+        assert_eq!(p.handle, "1300000000000000002");
+        assert_eq!(p.sender.id, "7");
+        assert_eq!(p.sender.name, "Ann");
+        assert_eq!(p.conversation.chat_id, "150");
+        assert_eq!(p.conversation.thread_id.as_deref(), Some("200"));
+    }
+
+    #[test]
+    fn a_select_menu_is_no_press() {
+        let menu = serde_json::json!({"data": {"custom_id": "m", "component_type": 3,
+                                               "values": ["a"]}});
+        assert!(normalize_press(&press(menu), Place::Channel, "d").is_none());
     }
 }

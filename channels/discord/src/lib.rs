@@ -23,6 +23,7 @@
 //! A keyed send ([`Channel::send_keyed`], a final's part) derives its nonce from the key, so
 //! the same part sent again after a restart is answered with the first message.
 
+mod buttons;
 mod catch_up;
 mod command_intake;
 mod connection;
@@ -187,12 +188,22 @@ impl DiscordChannel {
         let channel = target(to)?;
         let Some(key) = key else {
             let nonce = uuid::Uuid::new_v4().simple().to_string()[..25].to_string();
-            return self.create(channel, text, quote, &nonce).await.map(sent);
+            let body = Body {
+                text,
+                quote,
+                buttons: &[],
+            };
+            return self.create(channel, &body, &nonce).await.map(sent);
+        };
+        let body = Body {
+            text,
+            quote,
+            buttons: &[],
         };
         for round in 0..nonce::KEYED_ROUNDS {
             let since = nonce::snowflake_now();
             let id = self
-                .create(channel, text, quote, &nonce::derive(key, round))
+                .create(channel, &body, &nonce::derive(key, round))
                 .await?;
             if id >= since || self.still_there(channel, id).await {
                 return Ok(sent(id));
@@ -203,7 +214,7 @@ impl DiscordChannel {
             );
         }
         let nonce = uuid::Uuid::new_v4().simple().to_string()[..25].to_string();
-        self.create(channel, text, quote, &nonce).await.map(sent)
+        self.create(channel, &body, &nonce).await.map(sent)
     }
 
     /// Whether message `id` of `channel` still exists (true when that cannot be told).
@@ -222,18 +233,21 @@ impl DiscordChannel {
     async fn create(
         &self,
         channel: ChannelId,
-        text: &str,
-        quote: Option<&str>,
+        body: &Body<'_>,
         nonce: &str,
     ) -> Result<u64, ChannelError> {
         let mut attempt = 0;
         loop {
             let mut builder = CreateMessage::new()
-                .content(text)
+                .content(body.text)
                 .nonce(Nonce::String(nonce.to_owned()))
                 .enforce_nonce(true)
                 .allowed_mentions(CreateAllowedMentions::new().replied_user(false));
-            if let Some(id) = quote
+            if !body.buttons.is_empty() {
+                builder = builder.components(buttons::row(body.buttons));
+            }
+            if let Some(id) = body
+                .quote
                 .and_then(|q| q.parse::<u64>().ok())
                 .filter(|id| *id != 0)
             {
@@ -252,6 +266,15 @@ impl DiscordChannel {
             }
         }
     }
+}
+
+/// What a message create carries.
+struct Body<'a> {
+    text: &'a str,
+    /// The message it answers, if any.
+    quote: Option<&'a str>,
+    /// Buttons under it, in one row.
+    buttons: &'a [chela_channel::Button],
 }
 
 fn sent(id: u64) -> SentMessage {
@@ -355,11 +378,41 @@ impl Channel for DiscordChannel {
         text: &'a str,
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
         Box::pin(async move {
-            let body = EditMessage::new().content(text);
+            // An edit ends whatever question the message asked: its buttons go.
+            let body = EditMessage::new().content(text).components(Vec::new());
             self.rest
                 .edit(target(to)?.get(), message_id(message)?.get(), &body)
                 .await
         })
+    }
+
+    fn has_buttons(&self) -> bool {
+        true
+    }
+
+    fn send_buttons<'a>(
+        &'a self,
+        to: &'a Conversation,
+        text: &'a str,
+        buttons: &'a [chela_channel::Button],
+    ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
+        Box::pin(async move {
+            let nonce = uuid::Uuid::new_v4().simple().to_string()[..25].to_string();
+            let body = Body {
+                text,
+                quote: None,
+                buttons,
+            };
+            self.create(target(to)?, &body, &nonce).await.map(sent)
+        })
+    }
+
+    fn answer_press<'a>(
+        &'a self,
+        handle: &'a str,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(self.answer_once(handle, text))
     }
 
     fn typing<'a>(&'a self, to: &'a Conversation) -> BoxFuture<'a, Result<(), ChannelError>> {

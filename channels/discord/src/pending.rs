@@ -35,10 +35,11 @@ pub struct Pending {
 }
 
 impl Pending {
-    /// Remembers the token of interaction `id` (a second delivery changes nothing).
-    pub fn remember(&self, id: u64, token: String) {
+    /// Remembers the token of interaction `id` (a second delivery changes nothing); true
+    /// the first time.
+    pub fn remember(&self, id: u64, token: String) -> bool {
         let Ok(mut entries) = self.entries.lock() else {
-            return;
+            return false;
         };
         let now = Instant::now();
         entries.retain(|_, e| now.duration_since(e.since) < TOKEN_LIFETIME);
@@ -48,11 +49,13 @@ impl Pending {
             entries.remove(&oldest);
         }
         // A redelivered interaction keeps what its first delivery began.
+        let first = !entries.contains_key(&id);
         entries.entry(id).or_insert(Entry {
             token,
             since: now,
             answered: false,
         });
+        first
     }
 
     /// The token of interaction `id`, while Discord still takes it.
@@ -84,7 +87,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn the_first_part_edits_later_parts_follow() {
         let pending = Pending::default();
-        pending.remember(1, "tok".into());
+        assert!(pending.remember(1, "tok".into()));
+        assert!(!pending.remember(1, "again".into()), "taken once");
         assert_eq!(
             pending.get(1),
             Some(Answerable {

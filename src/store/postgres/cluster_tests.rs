@@ -152,6 +152,19 @@ async fn a_node_that_lost_its_lease_can_neither_settle_nor_deliver() {
     let outbox = b_store.undelivered().unwrap();
     assert_eq!(outbox.len(), 1);
     assert_eq!(outbox[0].text, "from b");
+
+    // The partition goes back to a, whose lane still held the turn: a second final for
+    // a turn already answered is refused, and the outbox keeps the one answer.
+    expire(&schema, "b");
+    a.acquire(PARTITIONS as usize, 10).await.unwrap();
+    let again = a_store
+        .settle_turn(&record, false, &chat("42"), "from a, again")
+        .await;
+    assert!(
+        matches!(again, Err(StoreError::AlreadySettled { .. })),
+        "{again:?}"
+    );
+    assert_eq!(a_store.undelivered().unwrap().len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

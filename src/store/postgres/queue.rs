@@ -56,8 +56,9 @@ async fn settle_seqs(
     c: &Conn,
     seqs: &[i64],
     record: Option<(i64, &[u8])>,
-) -> Result<(), StoreError> {
-    c.execute("DELETE FROM pending WHERE seq = ANY($1)", &[&seqs])
+) -> Result<u64, StoreError> {
+    let removed = c
+        .execute("DELETE FROM pending WHERE seq = ANY($1)", &[&seqs])
         .await
         .map_err(pg_err)?;
     if let Some((ended, record)) = record {
@@ -69,7 +70,7 @@ async fn settle_seqs(
         .await
         .map_err(pg_err)?;
     }
-    Ok(())
+    Ok(removed)
 }
 
 impl QueueStore for PgStore {
@@ -207,7 +208,17 @@ impl QueueStore for PgStore {
                         super::delivery::insert_outbox(c, &entry).await?;
                     }
                     let record = record.as_deref().map(|r| (ended, r));
-                    settle_seqs(c, &seqs, record).await?;
+                    let removed = settle_seqs(c, &seqs, record).await?;
+                    // On a cluster a turn is answered once: when none of its messages was
+                    // still pending, another run answered them, and this final is dropped
+                    // (the transaction, its outbox entry included, rolls back).
+                    if let Some((_, session)) =
+                        fence.as_ref().filter(|_| removed == 0 && !seqs.is_empty())
+                    {
+                        return Err(StoreError::AlreadySettled {
+                            session: session.clone(),
+                        });
+                    }
                     Ok(entry.id)
                 })
                 .await
@@ -222,7 +233,9 @@ impl QueueStore for PgStore {
             let (seqs, ended) = (bigs(&run.seqs), big(run.ended_ms));
             self.call(move |c| async move {
                 transaction(&c, async |c: &Conn| {
-                    settle_seqs(c, &seqs, record.as_deref().map(|r| (ended, r))).await
+                    settle_seqs(c, &seqs, record.as_deref().map(|r| (ended, r)))
+                        .await
+                        .map(|_| ())
                 })
                 .await
             })

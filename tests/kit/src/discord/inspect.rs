@@ -31,6 +31,7 @@ impl FakeDiscord {
                 allowed_mentions: m.allowed_mentions.clone(),
                 embeds: m.json["embeds"].as_array().cloned().unwrap_or_default(),
                 attachments: m.attachments.clone(),
+                buttons: super::components::buttons_of(&m.json),
             })
             .collect()
     }

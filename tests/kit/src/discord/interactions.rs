@@ -1,4 +1,5 @@
-//! Slash-command interactions: a simulated user runs a command (`INTERACTION_CREATE`), and
+//! Interactions: a simulated user runs a slash command or presses a button
+//! (`INTERACTION_CREATE`, the press in `presses.rs`), and
 //! the bot answers through the interaction callback (`POST /interactions/{id}/{token}/
 //! callback`) and the interaction webhook (`PATCH`/`GET /webhooks/{app}/{token}/messages/
 //! @original`, follow-ups `POST /webhooks/{app}/{token}`), all recorded per interaction.
@@ -89,7 +90,119 @@ fn message(id: u64, channel: u64, content: &str, ephemeral: bool, edited: bool) 
     })
 }
 
+/// What starts an interaction: its type (2 a command, 3 a component), its name (a command's,
+/// or a button's `custom_id`), its `data`, and for a component the message it is on (id and
+/// JSON).
+pub(crate) struct Start {
+    pub(crate) kind: u8,
+    pub(crate) name: String,
+    pub(crate) data: Value,
+    pub(crate) message: Option<(u64, Value)>,
+}
+
 impl State {
+    /// `user` starts an interaction in `channel`: dispatches `INTERACTION_CREATE` as serenity
+    /// 0.12.5 reads it (`member` in guilds, `user` in DMs, the partial `channel`, `token`,
+    /// `version`, `app_permissions`, `locale`, `entitlements`,
+    /// `authorizing_integration_owners`, `context`, `attachment_size_limit`; `message` for a
+    /// component) and returns the interaction id.
+    pub(crate) fn start_interaction(
+        &mut self,
+        channel: &ChannelSpec,
+        user: &UserSpec,
+        start: Start,
+    ) -> u64 {
+        self.remember_user(user);
+        self.ensure_channel(channel, user.id);
+        if channel.kind == ChannelKind::Dm
+            && let Some(ch) = self.channels.get_mut(&channel.id)
+            && ch.recipient.is_none()
+        {
+            ch.recipient = Some(user.clone());
+        }
+        let id = self.next_id();
+        let token = format!("fake-interaction-token-{id}");
+        let mut data = json!({
+            "id": id.to_string(),
+            "application_id": APPLICATION_ID.to_string(),
+            "type": start.kind,
+            "data": start.data,
+            "channel_id": channel.id.to_string(),
+            "token": token,
+            "version": 1,
+            "app_permissions": "0",
+            "locale": "en-US",
+            "entitlements": [],
+            "attachment_size_limit": 10_485_760,
+        });
+        if let Some((_, message)) = &start.message {
+            data["message"] = message.clone();
+        }
+        self.place_interaction(&mut data, channel, user);
+        self.interactions.insert(
+            id,
+            Interaction {
+                info: InteractionInfo {
+                    id,
+                    token,
+                    name: start.name,
+                    kind: start.kind,
+                    message_id: start.message.map(|m| m.0),
+                    channel_id: channel.id,
+                    user_id: user.id,
+                    callback_type: None,
+                    ephemeral: false,
+                    response: None,
+                    edits: 0,
+                    followups: Vec::new(),
+                },
+                original_id: None,
+                payload: data.clone(),
+            },
+        );
+        self.dispatch("INTERACTION_CREATE", data, Gate::Always);
+        id
+    }
+
+    /// Adds where interaction `data` happens: the partial `channel`, and the guild's fields
+    /// with `member`, or `user` in a DM.
+    fn place_interaction(&self, data: &mut Value, channel: &ChannelSpec, user: &UserSpec) {
+        let mut partial = json!({
+            "id": channel.id.to_string(),
+            "type": channel.kind.type_id(),
+            "permissions": "0",
+        });
+        match channel.guild_id {
+            Some(guild) => {
+                partial["guild_id"] = json!(guild.to_string());
+                partial["name"] = json!(channel.display_name());
+                if let Some(parent) = channel.parent_id {
+                    partial["parent_id"] = json!(parent.to_string());
+                }
+                let mut member = json::member();
+                member["user"] = user.to_json();
+                member["permissions"] = json!("0");
+                member["roles"] = json!(
+                    self.member_roles
+                        .get(&(guild, user.id))
+                        .map(|r| r.iter().map(u64::to_string).collect::<Vec<_>>())
+                        .unwrap_or_default()
+                );
+                data["guild_id"] = json!(guild.to_string());
+                data["guild_locale"] = json!("en-US");
+                data["member"] = member;
+                data["authorizing_integration_owners"] = json!({ "0": guild.to_string() });
+                data["context"] = json!(0);
+            }
+            None => {
+                data["user"] = user.to_json();
+                data["authorizing_integration_owners"] = json!({ "0": "0" });
+                data["context"] = json!(1);
+            }
+        }
+        data["channel"] = partial;
+    }
+
     /// The interaction whose token is `token`.
     fn by_token(&mut self, token: &str) -> Result<&mut Interaction, ApiError> {
         self.interactions
@@ -194,11 +307,9 @@ pub(crate) fn followup(shared: &Arc<Shared>, app: &str, token: &str, body: &Body
 
 impl FakeDiscord {
     /// `user` runs the slash command `name` in `channel`, with `args` as its `args` string
-    /// option: dispatches `INTERACTION_CREATE` (type 2, as serenity 0.12.5 reads it: `data`
-    /// with the registered command's id when there is one, `member` in guilds, `user` in DMs,
-    /// `token`, `version`, `app_permissions`, `locale`, `entitlements`,
-    /// `authorizing_integration_owners`, `context`, `attachment_size_limit`) and returns the
-    /// interaction id. Needs a live session, like [`FakeDiscord::user_sends`].
+    /// option: dispatches `INTERACTION_CREATE` (type 2, `data` with the registered command's
+    /// id when there is one; see [`State::start_interaction`]) and returns the interaction
+    /// id. Needs a live session, like [`FakeDiscord::user_sends`].
     pub fn user_runs_command(
         &self,
         channel: ChannelSpec,
@@ -208,16 +319,6 @@ impl FakeDiscord {
     ) -> u64 {
         let mut guard = self.shared.lock();
         let state = &mut *guard;
-        state.remember_user(&user);
-        state.ensure_channel(&channel, user.id);
-        if channel.kind == ChannelKind::Dm
-            && let Some(ch) = state.channels.get_mut(&channel.id)
-            && ch.recipient.is_none()
-        {
-            ch.recipient = Some(user.clone());
-        }
-        let id = state.next_id();
-        let token = format!("fake-interaction-token-{id}");
         let command_id = state
             .commands
             .get(&None)
@@ -228,74 +329,13 @@ impl FakeDiscord {
             .map(|a| json!({ "name": "args", "type": 3, "value": a }))
             .into_iter()
             .collect();
-        let mut partial = json!({
-            "id": channel.id.to_string(),
-            "type": channel.kind.type_id(),
-            "permissions": "0",
-        });
-        let mut data = json!({
-            "id": id.to_string(),
-            "application_id": APPLICATION_ID.to_string(),
-            "type": 2,
-            "data": { "id": command_id.to_string(), "name": name, "type": 1, "options": options },
-            "channel_id": channel.id.to_string(),
-            "token": token,
-            "version": 1,
-            "app_permissions": "0",
-            "locale": "en-US",
-            "entitlements": [],
-            "attachment_size_limit": 10_485_760,
-        });
-        match channel.guild_id {
-            Some(guild) => {
-                partial["guild_id"] = json!(guild.to_string());
-                partial["name"] = json!(channel.display_name());
-                if let Some(parent) = channel.parent_id {
-                    partial["parent_id"] = json!(parent.to_string());
-                }
-                let mut member = json::member();
-                member["user"] = user.to_json();
-                member["permissions"] = json!("0");
-                member["roles"] = json!(
-                    state
-                        .member_roles
-                        .get(&(guild, user.id))
-                        .map(|r| r.iter().map(u64::to_string).collect::<Vec<_>>())
-                        .unwrap_or_default()
-                );
-                data["guild_id"] = json!(guild.to_string());
-                data["guild_locale"] = json!("en-US");
-                data["member"] = member;
-                data["authorizing_integration_owners"] = json!({ "0": guild.to_string() });
-                data["context"] = json!(0);
-            }
-            None => {
-                data["user"] = user.to_json();
-                data["authorizing_integration_owners"] = json!({ "0": "0" });
-                data["context"] = json!(1);
-            }
-        }
-        data["channel"] = partial;
-        state.interactions.insert(
-            id,
-            Interaction {
-                info: InteractionInfo {
-                    id,
-                    token,
-                    name: name.to_owned(),
-                    channel_id: channel.id,
-                    user_id: user.id,
-                    callback_type: None,
-                    ephemeral: false,
-                    response: None,
-                    edits: 0,
-                    followups: Vec::new(),
-                },
-                original_id: None,
-                payload: data.clone(),
-            },
-        );
-        state.dispatch("INTERACTION_CREATE", data, Gate::Always);
+        let start = Start {
+            kind: 2,
+            name: name.to_owned(),
+            data: json!({ "id": command_id.to_string(), "name": name, "type": 1, "options": options }),
+            message: None,
+        };
+        let id = state.start_interaction(&channel, &user, start);
         drop(guard);
         self.shared.touch();
         id

@@ -23,6 +23,8 @@ pub(crate) struct Draft {
     pub(crate) embeds: Vec<Value>,
     pub(crate) nonce: Option<Value>,
     pub(crate) tts: bool,
+    /// Action rows of buttons.
+    pub(crate) components: Vec<Value>,
 }
 
 impl Draft {
@@ -41,7 +43,7 @@ impl Draft {
             "mention_roles": self.mention_roles.iter().map(u64::to_string).collect::<Vec<_>>(),
             "attachments": self.attachments,
             "embeds": self.embeds,
-            "components": [],
+            "components": self.components,
             "pinned": false,
             "type": if self.reply.is_some() { 19 } else { 0 },
             "flags": 0,

@@ -101,7 +101,13 @@ pub(crate) fn create(shared: &Arc<Shared>, channel: u64, body: &Body) -> ApiResu
         .get("sticker_ids")
         .and_then(Value::as_array)
         .is_some_and(|s| !s.is_empty());
-    if content.trim().is_empty() && embeds.is_empty() && body.files.is_empty() && !stickers {
+    let components = super::components::components_of(data)?.unwrap_or_default();
+    if content.trim().is_empty()
+        && embeds.is_empty()
+        && body.files.is_empty()
+        && !stickers
+        && components.is_empty()
+    {
         return Err(ApiError::empty_message());
     }
     let nonce = data.get("nonce").filter(|n| !n.is_null()).cloned();
@@ -183,6 +189,7 @@ pub(crate) fn create(shared: &Arc<Shared>, channel: u64, body: &Body) -> ApiResu
         embeds,
         nonce,
         tts: data["tts"].as_bool().unwrap_or(false),
+        components,
     };
     let message = draft.to_json(guild);
     state.store_message(
@@ -249,7 +256,15 @@ pub(crate) fn edit(shared: &Arc<Shared>, channel: u64, message: u64, body: &Body
     let has_files = stored.json["attachments"]
         .as_array()
         .is_some_and(|a| !a.is_empty());
-    if content.trim().is_empty() && embeds.is_empty() && !has_files {
+    // Components: an array replaces them, null clears them, and none keeps them.
+    let components = match super::components::components_of(data)? {
+        Some(components) => components,
+        None => stored.json["components"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default(),
+    };
+    if content.trim().is_empty() && embeds.is_empty() && !has_files && components.is_empty() {
         return Err(ApiError::empty_message());
     }
     let allowed = match data.get("allowed_mentions") {
@@ -267,6 +282,7 @@ pub(crate) fn edit(shared: &Arc<Shared>, channel: u64, message: u64, body: &Body
     };
     stored.json["content"] = json!(content);
     stored.json["embeds"] = json!(embeds);
+    stored.json["components"] = json!(components);
     stored.json["edited_timestamp"] = json!(iso_now());
     stored.json["mentions"] = json!(mentions);
     stored.content = content;

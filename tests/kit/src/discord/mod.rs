@@ -81,6 +81,7 @@
 mod body;
 mod channels;
 mod commands;
+mod components;
 mod control;
 mod error;
 mod gateway;
@@ -90,6 +91,7 @@ mod json;
 mod limits;
 mod message;
 mod messages;
+mod presses;
 mod rest;
 mod shards;
 mod state;

@@ -237,6 +237,10 @@ pub struct BotMessage {
     pub embeds: Vec<Value>,
     /// The file names it was sent with (multipart uploads).
     pub attachments: Vec<String>,
+    /// Its buttons now, row by row, as (label, custom_id); empty when it has none (an edit
+    /// with `components: []` removes them; one that does not name them keeps them, as
+    /// Discord does).
+    pub buttons: Vec<(String, String)>,
 }
 
 /// One authorized REST call, in arrival order.
@@ -283,8 +287,12 @@ pub struct InteractionInfo {
     pub id: u64,
     /// Its token (in the callback and webhook paths).
     pub token: String,
-    /// The command name.
+    /// The command name; for a button press, the button's `custom_id`.
     pub name: String,
+    /// The interaction type: 2 a slash command, 3 a button press.
+    pub kind: u8,
+    /// The message whose button was pressed (presses only).
+    pub message_id: Option<u64>,
     /// The channel (or thread, or DM) it was run in.
     pub channel_id: u64,
     /// Who ran it.

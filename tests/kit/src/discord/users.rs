@@ -156,6 +156,7 @@ impl FakeDiscord {
             embeds: Vec::new(),
             nonce: None,
             tts: false,
+            components: Vec::new(),
         };
         let message = draft.to_json(guild);
         state.store_message(

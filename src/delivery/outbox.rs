@@ -8,7 +8,7 @@
 //! than `[delivery] ttl`, when it goes to the dead letters. A reply the platform refuses for
 //! good is dead-lettered at once.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -100,6 +100,9 @@ struct Inner {
     queues: Mutex<HashMap<Conversation, VecDeque<Delivery>>>,
     /// Deliveries handed over and not finished yet.
     in_flight: watch::Sender<usize>,
+    /// The ids of those deliveries: one handed over again meanwhile (a cluster node taking
+    /// back a partition it lost for a moment recovers its undelivered finals) is dropped.
+    ids: Mutex<HashSet<u64>>,
     counters: OutboxCounters,
     /// Which files a final's file lines may send.
     files: FilePolicy,
@@ -126,6 +129,7 @@ impl Outbox {
                 shutdown,
                 queues: Mutex::new(HashMap::new()),
                 in_flight: watch::channel(0).0,
+                ids: Mutex::new(HashSet::new()),
                 counters: OutboxCounters::default(),
                 files,
                 watchers: Mutex::new(HashMap::new()),
@@ -135,6 +139,15 @@ impl Outbox {
 
     /// Hands `delivery` over; it goes after every earlier one of its conversation.
     pub fn submit(&self, delivery: Delivery) {
+        let new = self
+            .inner
+            .ids
+            .lock()
+            .map_or(true, |mut ids| ids.insert(delivery.id));
+        if !new {
+            tracing::debug!(id = delivery.id, "reply already being delivered here");
+            return;
+        }
         self.inner.in_flight.send_modify(|n| *n += 1);
         let to = delivery.to.clone();
         let Ok(mut queues) = self.inner.queues.lock() else {
@@ -142,6 +155,9 @@ impl Outbox {
                 id = delivery.id,
                 "outbox queues poisoned; the reply waits for the next start"
             );
+            if let Ok(mut ids) = self.inner.ids.lock() {
+                ids.remove(&delivery.id);
+            }
             self.inner
                 .in_flight
                 .send_modify(|n| *n = n.saturating_sub(1));
@@ -223,6 +239,9 @@ impl Inner {
             }
             // Left for the next start: a watcher learns it by the closed channel.
             self.tell_none(id);
+            if let Ok(mut ids) = self.ids.lock() {
+                ids.remove(&id);
+            }
             // Popped (and the conversation let go when empty) before the count changes, so a
             // waiter woken by the count sees the queue as it is.
             next = self.pop(&to);

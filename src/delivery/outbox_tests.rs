@@ -397,3 +397,21 @@ async fn a_file_gone_by_send_time_is_dead_lettered_and_the_queue_goes_on() {
         "nothing of the dead one, and the next one goes"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_reply_handed_over_again_while_it_is_delivered_goes_once() {
+    // A cluster node that took back a partition it lost for a moment recovers its
+    // undelivered finals, among them one this outbox is still retrying.
+    let channel = Scripted::new();
+    channel.refuse("a", [transport()]);
+    let (outbox, store) = outbox(&channel, Duration::from_secs(600));
+    let id = submit(&outbox, &store, "a", "hello").await;
+    let again = store.undelivered().unwrap();
+    assert_eq!(again.len(), 1);
+    outbox.submit(Delivery::recorded(again[0].clone(), None));
+    outbox.idle().await;
+    let sent: Vec<String> = channel.sends().into_iter().map(|(_, _, t)| t).collect();
+    assert_eq!(sent, ["hello", "hello"], "one refused, then one delivered");
+    assert!(store.undelivered().unwrap().is_empty());
+    assert_eq!(again[0].id, id);
+}

@@ -34,8 +34,19 @@ impl IntakePort for Core {
             let (to, who) = (&press.conversation, &press.sender.id);
             let allowed = commands_allowed(self.command_allow_from(), to, who);
             let owner = allowed && self.is_owner(&to.channel, who);
-            self.desk.press(&press, owner).await;
+            if let Some(paired) = self.desk.press(&press, owner).await {
+                super::pairing::welcome(&self, paired).await;
+            }
         })
+    }
+
+    fn pairing_asked(
+        self: Arc<Self>,
+        inbound: Inbound,
+        code: String,
+        new: bool,
+    ) -> BoxFuture<'static, ()> {
+        Box::pin(async move { super::pairing::asked(&self, inbound, code, new).await })
     }
 
     fn run_command(

@@ -3,6 +3,7 @@
 
 mod command_context;
 mod intake_port;
+mod pairing;
 mod partition_work;
 mod reach_host;
 mod recover;
@@ -373,6 +374,7 @@ impl Gateway {
             cron_wake: core.cron_wake.clone(),
             fire: Arc::new(fire),
             rpc: core.rpc.clone(),
+            desk: core.desk.clone(),
             shutdown: core.shutdown.clone(),
         }))
     }

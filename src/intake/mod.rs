@@ -49,6 +49,18 @@ pub trait IntakePort: RouteFacts + Send + Sync {
     fn say<'a>(&'a self, to: &'a Conversation, text: &'a str) -> BoxFuture<'a, ()>;
     /// Answers a press on a button the bot sent (a question's answer).
     fn press(self: Arc<Self>, press: Press) -> BoxFuture<'static, ()>;
+    /// A stranger was given pairing code `code` by `inbound` (`new`: just issued, else
+    /// repeated): a new one is asked in the owners' DMs, and the message is held to be
+    /// answered once they are approved. By default nothing.
+    fn pairing_asked(
+        self: Arc<Self>,
+        inbound: Inbound,
+        code: String,
+        new: bool,
+    ) -> BoxFuture<'static, ()> {
+        let _ = (inbound, code, new);
+        Box::pin(async {})
+    }
     /// Runs chat command `command` from `inbound` for session `key` and answers it; returns
     /// a message to run next (the text after `/new`).
     fn run_command(

@@ -58,10 +58,8 @@ pub(super) async fn answer_stranger(intake: &Intake, port: &dyn IntakePort, inbo
         crate::domain::message::now_ms(),
     );
     match outcome {
-        Ok(PairingOutcome::New(code) | PairingOutcome::Existing(code)) => {
-            tracing::info!(channel = %conv.channel, sender = %sender.id, "pairing code issued");
-            port.answer(inbound, &code_text(&conv.channel, &code)).await;
-        }
+        Ok(PairingOutcome::New(code)) => issued(intake, port, inbound, code, true).await,
+        Ok(PairingOutcome::Existing(code)) => issued(intake, port, inbound, code, false).await,
         Ok(PairingOutcome::TooMany { retry_after_ms }) => {
             let who = format!("{}:{}:{}", conv.channel, conv.account, sender.id);
             // A native command must be answered; a typed message is, now and then.
@@ -72,6 +70,25 @@ pub(super) async fn answer_stranger(intake: &Intake, port: &dyn IntakePort, inbo
             }
         }
         Err(e) => tracing::error!(error = %e, "cannot issue a pairing code"),
+    }
+}
+
+/// Tells the stranger of `inbound` their pairing code (`new`: just issued); the owners are
+/// asked, and the message held, on a task of its own (the channel's loop goes on).
+async fn issued(
+    intake: &Intake,
+    port: &dyn IntakePort,
+    inbound: &Inbound,
+    code: String,
+    new: bool,
+) {
+    let (conv, sender) = (&inbound.conversation, &inbound.sender);
+    tracing::info!(channel = %conv.channel, sender = %sender.id, new, "pairing code issued");
+    port.answer(inbound, &code_text(&conv.channel, &code)).await;
+    if let Ok(port) = intake.port() {
+        intake
+            .tasks
+            .spawn(port.pairing_asked(inbound.clone(), code, new));
     }
 }
 

@@ -4,7 +4,8 @@
 //! cluster on any node: `remote.rs`) each wait in a [`PendingQuestions`] (`pending.rs`)
 //! until answered, timed out or stopped. Where the channel shows buttons (Telegram), an
 //! exec approval is asked with Allow once / Always / Deny under it (`buttons.rs`); a press
-//! (`press.rs`) answers it like `/approve`, by the same rule (owners only).
+//! (`press.rs`) answers it like `/approve`, by the same rule (owners only). A stranger's
+//! pairing request is asked in each owner's DM with Approve / Reject (`pairing.rs`).
 //!
 //! The [`Desk`] owns both registries and takes what it uses at construction: the store, the
 //! notices (to ask and to tell), this node of a cluster, and the timeouts. The agent's and
@@ -13,6 +14,7 @@
 pub mod approvals;
 pub mod ask;
 pub mod buttons;
+pub mod pairing;
 mod pending;
 pub mod press;
 pub mod remote;
@@ -49,6 +51,7 @@ pub struct Desk {
     permissions: PendingQuestions<Decision>,
     approvals: PendingQuestions<Approval>,
     buttons: buttons::Buttons,
+    pairing: pairing::PairingQuestions,
     store: Store,
     notices: Notices,
     cluster: Option<Arc<Cluster>>,
@@ -64,6 +67,7 @@ impl Desk {
             permissions: PendingQuestions::default(),
             approvals: PendingQuestions::default(),
             buttons: buttons::Buttons::default(),
+            pairing: pairing::PairingQuestions::default(),
             store: parts.store,
             notices: parts.notices,
             cluster: parts.cluster,
@@ -83,9 +87,14 @@ impl Desk {
         &self.approvals
     }
 
-    /// Answers a button press (by a bot owner when `owner`); see `press.rs`.
-    pub async fn press(&self, press: &chela_channel::Press, owner: bool) {
-        press::press(self, press, owner).await;
+    /// Answers a button press (by a bot owner when `owner`); see `press.rs`. A pairing
+    /// request approved by it gives the stranger, to welcome (`pairing.rs`).
+    pub async fn press(
+        &self,
+        press: &chela_channel::Press,
+        owner: bool,
+    ) -> Option<pairing::Paired> {
+        press::press(self, press, owner).await
     }
 
     /// The agent's port for exec approvals.

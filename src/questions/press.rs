@@ -1,29 +1,43 @@
 //! A press on a question's button: answered like the typed answer it stands for, by the
-//! same rule (an exec approval: owners only), and told to the presser alone.
+//! same rule (an exec approval or a pairing request: owners only), and told to the presser
+//! alone.
 
 use chela_channel::Press;
 
 use super::Desk;
 use super::buttons::{Pressed, UNKNOWN};
+use super::pairing::{Paired, PairingPressed};
 use crate::agent::approval::Approval;
 
+/// The note to one who may not answer.
+const OWNERS_ONLY: &str = "Only the bot's owners can answer this (as /approve).";
+
 /// Answers `press` (by a bot owner when `owner`): the question it belongs to is answered,
-/// or the presser is told why not. The message itself changes when the question ends.
-pub async fn press(desk: &Desk, press: &Press, owner: bool) {
-    let note = answer(desk, press, owner);
+/// or the presser is told why not. The message itself changes when the question ends. An
+/// approved pairing request gives the stranger back.
+pub async fn press(desk: &Desk, press: &Press, owner: bool) -> Option<Paired> {
+    let (note, paired) = match desk.pairing.pressed(&press.data) {
+        Some(PairingPressed::Ended(why)) => (why, None),
+        Some(PairingPressed::Waiting { .. }) if !owner => {
+            ("Only the bot's owners can answer this.".to_owned(), None)
+        }
+        Some(PairingPressed::Waiting { key, approve }) => {
+            desk.answer_pairing(&key, approve, &press.sender.name).await
+        }
+        None => (answer(desk, press, owner), None),
+    };
     let channel = &press.conversation.channel;
     desk.notices
         .answer_press(channel, &press.handle, &note)
         .await;
+    paired
 }
 
 /// What the press did, for the presser.
 fn answer(desk: &Desk, press: &Press, owner: bool) -> String {
     match desk.buttons.pressed(&press.data) {
         Pressed::Ended(why) => why,
-        Pressed::Waiting { .. } if !owner => {
-            "Only the bot's owners can answer this (as /approve).".to_owned()
-        }
+        Pressed::Waiting { .. } if !owner => OWNERS_ONLY.to_owned(),
         Pressed::Waiting { id, decision } => {
             let answer = || desk.approvals.answer(&id, decision).is_ok();
             match desk.buttons.answer_by(&id, &press.sender.name, answer) {

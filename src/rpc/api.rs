@@ -89,6 +89,17 @@ pub trait GatewayApi: Send + Sync + 'static {
     fn gauges(&self) -> BoxFuture<'_, Gauges>;
     /// The store (sessions, transcripts, pairing).
     fn store(&self) -> &Store;
+    /// Pairing request `request` was approved (`approved`) or rejected through the RPC or
+    /// the panel: the owners' messages about it end, and an approved stranger is told they
+    /// are in and answered. By default nothing.
+    fn pairing_answered(
+        &self,
+        request: crate::store::PairingRequest,
+        approved: bool,
+    ) -> BoxFuture<'_, ()> {
+        let _ = (request, approved);
+        Box::pin(async {})
+    }
     /// The configuration in force.
     fn config(&self) -> &Config;
     /// Fires when the gateway stops.

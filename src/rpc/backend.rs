@@ -58,6 +58,8 @@ pub struct BackendParts {
     pub fire: Arc<dyn Fire>,
     /// Where replies to RPC messages go.
     pub rpc: Arc<RpcChannel>,
+    /// The questions waiting in chats (pairing requests asked in owners' DMs).
+    pub desk: Arc<crate::questions::Desk>,
     /// Fires when the gateway stops.
     pub shutdown: CancellationToken,
 }
@@ -292,6 +294,19 @@ impl GatewayApi for Backend {
 
     fn store(&self) -> &Store {
         &self.0.store
+    }
+
+    fn pairing_answered(
+        &self,
+        request: crate::store::PairingRequest,
+        approved: bool,
+    ) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let parts = &self.0;
+            if let Some(paired) = parts.desk.answered_pairing(request, approved).await {
+                crate::questions::pairing::welcome(&parts.notices, &parts.router, paired).await;
+            }
+        })
     }
 
     fn config(&self) -> &Config {

@@ -30,22 +30,29 @@ pub(super) async fn call(
             Ok(json!({ "requests": requests }))
         }),
         "pairing.approve" => match protocol::params::<CodeParams>(params) {
-            Ok(p) => store
+            Ok(p) => match store
                 .approve_pairing(&p.channel, &p.code, now_ms(), may_make_owner)
                 .await
-                .map_err(internal)
-                .map(|approved| match approved {
-                    Some((request, owner)) => json!({ "request": request, "owner": owner }),
-                    None => json!({ "request": null, "owner": false }),
-                }),
+            {
+                Ok(Some((request, owner))) => {
+                    api.pairing_answered(request.clone(), true).await;
+                    Ok(json!({ "request": request, "owner": owner }))
+                }
+                Ok(None) => Ok(json!({ "request": null, "owner": false })),
+                Err(e) => Err(internal(e)),
+            },
             Err(e) => Err(e),
         },
         "pairing.reject" => match protocol::params::<CodeParams>(params) {
-            Ok(p) => store
-                .reject_pairing(&p.channel, &p.code, now_ms())
-                .await
-                .map_err(internal)
-                .map(|request| json!({ "request": request })),
+            Ok(p) => match store.reject_pairing(&p.channel, &p.code, now_ms()).await {
+                Ok(request) => {
+                    if let Some(request) = &request {
+                        api.pairing_answered(request.clone(), false).await;
+                    }
+                    Ok(json!({ "request": request }))
+                }
+                Err(e) => Err(internal(e)),
+            },
             Err(e) => Err(e),
         },
         _ => return None,

@@ -98,7 +98,12 @@ pub(super) async fn settle(
         Ok(id) => Some(id),
         Err(StoreError::AlreadySettled { .. }) => {
             tracing::info!(run_id = %run_id, "cluster: the turn was answered by another run; this final is dropped");
-            None
+            // What this run previewed goes too (the preview it shows last).
+            let mut previews = streamed.reply;
+            if let Err(e) = previews.deliver_once(crate::reply::stream::NO_REPLY).await {
+                tracing::debug!(error = %e, "cannot take back the preview of a second run");
+            }
+            return;
         }
         Err(e) => {
             let done = super::settle_again::Final {

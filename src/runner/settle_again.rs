@@ -50,16 +50,14 @@ pub async fn settle_again(store: &Store, error: &StoreError, done: &Final<'_>) -
         // The lease is gone: another node runs the session now; nothing to recheck here.
         return Settled::Fenced;
     }
-    if matches!(error, StoreError::AlreadySettled { .. }) {
-        // Answered by another run: its final went (or goes) out from there.
-        return Settled::Nothing;
-    }
     let Some(first) = record.seqs.first() else {
         return Settled::Nothing;
     };
     match store.is_pending(*first) {
         Ok(true) => match store.settle_turn(record, keep_record, to, text).await {
             Ok(id) => Settled::Recorded(id),
+            // Answered by another run meanwhile: its final goes out from there.
+            Err(StoreError::AlreadySettled { .. }) => Settled::Nothing,
             Err(e) => Settled::Unknown(e),
         },
         Ok(false) => match store.undelivered() {

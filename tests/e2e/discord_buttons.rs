@@ -128,3 +128,69 @@ async fn an_owners_press_answers_the_approval_and_anyone_elses_is_refused() {
     let done = s.texts(CHAN).iter().filter(|t| t.contains("done:")).count();
     assert_eq!(done, 1, "{:#?}", s.texts(CHAN));
 }
+
+/// Pairing by DM; ann (7001) owns the bot.
+const PAIRING: &str = "group_policy = \"open\"\ndm_policy = \"pairing\"\n[commands]\n\
+                       owner_allow_from = [\"discord:7001\"]";
+/// Ann's DM with the bot, and a stranger's.
+const ANN_DM: u64 = 2_000_040;
+const ZED_DM: u64 = 2_000_041;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_strangers_request_reaches_the_owners_dm_and_a_tap_lets_them_in() {
+    let s = DcSetup::with(DcConfig {
+        mode: "followup",
+        discord: PAIRING,
+        ..DcConfig::default()
+    })
+    .await;
+    let mut gw = s.gateway().await;
+    // Ann has a DM with the bot (the fake opens it again for the bot, as Discord does).
+    s.dc.user_runs_command(ChannelSpec::dm(ANN_DM), ann(), "whoami", None);
+    let zed = UserSpec::new(7003, "zed");
+    s.dc.user_sends(ChannelSpec::dm(ZED_DM), zed.clone(), "hi there");
+    let request = |s: &DcSetup| {
+        s.sent(ANN_DM)
+            .into_iter()
+            .find(|m| m.content.starts_with("🔑 Pairing request"))
+    };
+    gw.wait(&s, "the request in the owner's DM", |s| {
+        request(s).is_some_and(|m| m.buttons.len() == 2)
+    })
+    .await;
+    let asked = request(&s).unwrap();
+    assert!(
+        asked.content.contains("\"zed\" (unverified"),
+        "{}",
+        asked.content
+    );
+    let approve = &asked.buttons[0].1;
+    assert_eq!(asked.buttons[0].0, "Approve");
+    let id =
+        s.dc.user_presses(ChannelSpec::dm(ANN_DM), ann(), asked.id, approve)
+            .unwrap();
+    gw.wait(&s, "the waiting message answered", |s| {
+        s.texts(ZED_DM).iter().any(|t| t == "ok: hi there")
+    })
+    .await;
+    gw.wait(&s, "the request edited", |s| {
+        request(s).is_some_and(|m| m.buttons.is_empty())
+    })
+    .await;
+    gw.stop().await;
+    assert_eq!(
+        s.dc.interaction(id).unwrap().response.as_deref(),
+        Some("Approved.")
+    );
+    assert!(
+        request(&s)
+            .unwrap()
+            .content
+            .ends_with("✅ approved by ann.")
+    );
+    let texts = s.texts(ZED_DM);
+    assert!(
+        texts.iter().any(|t| t.starts_with("You're in:")),
+        "{texts:#?}"
+    );
+}

@@ -62,6 +62,7 @@ mod telegram_dm;
 mod telegram_groups;
 mod telegram_intake;
 mod telegram_load;
+mod telegram_pairing;
 mod telegram_smoke;
 mod telegram_storm;
 mod telegram_webhook;

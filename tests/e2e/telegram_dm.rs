@@ -228,13 +228,24 @@ async fn pairing_is_approved_while_the_gateway_runs() {
         ok && approved.contains("approved name \"Zed\" (unverified) (id 78)"),
         "{approved}"
     );
+    // Approved through the running gateway: Zed is told, and the message sent while
+    // waiting is answered now.
+    gw.wait(&s, "the waiting message answered", |s| {
+        s.texts(78).iter().any(|t| t == "ok: hi there")
+    })
+    .await;
     s.tg.user_sends(chat, zed, "hello again");
     gw.wait(&s, "the answer", |s| {
         s.texts(78).iter().any(|t| t == "ok: hello again")
     })
     .await;
     gw.stop().await;
-    assert_eq!(s.asked(), vec!["hello again".to_string()]);
+    assert_eq!(s.asked(), ["hi there", "hello again"]);
+    assert!(
+        s.texts(78)[1].starts_with("You're in: the bot's owner approved you."),
+        "{:#?}",
+        s.texts(78)
+    );
 }
 
 /// The code in a pairing prompt.
@@ -360,7 +371,10 @@ async fn with_owners_configured_an_approved_stranger_is_no_owner() {
         texts.contains(&"/approve is for the bot's owners. The operator can make telegram:79 one in [commands] owner_allow_from.".to_string()),
         "{texts:#?}"
     );
-    assert_eq!(texts.len(), 4, "{texts:#?}");
+    // The prompt, "You're in", the refusal, the answers to "hi there" (sent while waiting)
+    // and "hello again", and /status.
+    assert_eq!(texts.len(), 6, "{texts:#?}");
+    assert!(texts.contains(&"ok: hi there".to_string()), "{texts:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -383,6 +383,12 @@ pub trait Channel: Send + Sync {
         let _ = (handle, text);
         Box::pin(async { Ok(()) })
     }
+    /// The direct conversation with user `user_id` (to write to them first, as to an owner
+    /// about a pairing request). Unsupported by default.
+    fn direct<'a>(&'a self, user_id: &'a str) -> BoxFuture<'a, Result<Conversation, ChannelError>> {
+        let _ = user_id;
+        Box::pin(async { Err(ChannelError::Unsupported("direct conversations")) })
+    }
     /// Shows a typing indicator (a no-op where the platform has none).
     fn typing<'a>(&'a self, to: &'a Conversation) -> BoxFuture<'a, Result<(), ChannelError>> {
         let _ = to;

@@ -415,6 +415,24 @@ impl Channel for DiscordChannel {
         Box::pin(self.answer_once(handle, text))
     }
 
+    /// A Discord user's DM channel, opened (or found) through the API.
+    fn direct<'a>(&'a self, user_id: &'a str) -> BoxFuture<'a, Result<Conversation, ChannelError>> {
+        Box::pin(async move {
+            let dm = UserId::new(id_of(user_id)?)
+                .create_dm_channel(&self.http)
+                .await
+                .map_err(channel_error)?;
+            self.state.remember(dm.id.get(), Place::Direct, None);
+            Ok(Conversation {
+                channel: "discord".into(),
+                account: self.settings.account.clone(),
+                kind: ChatKind::Direct,
+                chat_id: dm.id.get().to_string(),
+                thread_id: None,
+            })
+        })
+    }
+
     fn typing<'a>(&'a self, to: &'a Conversation) -> BoxFuture<'a, Result<(), ChannelError>> {
         Box::pin(async move {
             target(to)?

@@ -29,7 +29,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chela_channel::{
-    BoxFuture, Button, Channel, ChannelError, Conversation, InboundSink, Limits, SentMessage,
+    BoxFuture, Button, Channel, ChannelError, ChatKind, Conversation, InboundSink, Limits,
+    SentMessage,
 };
 use teloxide::payloads::SendChatActionSetters;
 use teloxide::prelude::*;
@@ -305,6 +306,20 @@ impl Channel for TelegramChannel {
             let params = json!({ "callback_query_id": handle, "text": text });
             self.api.call("answerCallbackQuery", &params).await?;
             Ok(())
+        })
+    }
+
+    /// A Telegram user's private chat has the user's id (the bot reaches it once they
+    /// started the bot).
+    fn direct<'a>(&'a self, user_id: &'a str) -> BoxFuture<'a, Result<Conversation, ChannelError>> {
+        Box::pin(async move {
+            Ok(Conversation {
+                channel: "telegram".into(),
+                account: self.settings.account.clone(),
+                kind: ChatKind::Direct,
+                chat_id: user_id.to_owned(),
+                thread_id: None,
+            })
         })
     }
 

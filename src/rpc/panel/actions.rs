@@ -103,6 +103,7 @@ async fn approve(panel: &Panel, channel: &str, code: &str) -> Done {
     {
         Ok(Some((request, owner))) => {
             tracing::info!(channel, sender = %request.sender_id, "panel: pairing approved");
+            panel.api.pairing_answered(request.clone(), true).await;
             let role = if owner { ", now the owner" } else { "" };
             Done::ok(
                 "/panel/pairing",
@@ -133,14 +134,17 @@ async fn reject(panel: &Panel, channel: &str, code: &str) -> Done {
         .reject_pairing(channel, code, now_ms())
         .await
     {
-        Ok(Some(request)) => Done::ok(
-            "/panel/pairing",
-            format!(
-                "Rejected {} (name unverified, id {}).",
-                quoted(&request.sender_name),
-                request.sender_id
-            ),
-        ),
+        Ok(Some(request)) => {
+            panel.api.pairing_answered(request.clone(), false).await;
+            Done::ok(
+                "/panel/pairing",
+                format!(
+                    "Rejected {} (name unverified, id {}).",
+                    quoted(&request.sender_name),
+                    request.sender_id
+                ),
+            )
+        }
         Ok(None) => Done::failed(
             StatusCode::NOT_FOUND,
             "/panel/pairing",

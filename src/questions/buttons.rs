@@ -121,21 +121,8 @@ impl Buttons {
         let mut state = self.lock();
         let by = state.answered_by.remove(id);
         let how = ending(outcome, by.as_deref());
-        let datas: Vec<String> = state
-            .waiting
-            .iter()
-            .filter(|(_, (asked, _))| asked == id)
-            .map(|(data, _)| data.clone())
-            .collect();
-        for data in datas {
-            state.waiting.remove(&data);
-            state
-                .ended
-                .push_back((data, format!("Already ended: {how}.")));
-        }
-        while state.ended.len() > ENDED_KEPT {
-            state.ended.pop_front();
-        }
+        let State { waiting, ended, .. } = &mut *state;
+        retire(waiting, ended, id, &how);
         let asked = state.asked.remove(id)?;
         let text = format!("{}\n{how}.", asked.text);
         Some((asked, text))
@@ -145,6 +132,27 @@ impl Buttons {
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Moves the buttons of question `id` from `waiting` (data -> (question, answer)) to
+/// `ended`, where a late press reads `how` it ended; `ended` keeps the newest
+/// [`ENDED_KEPT`].
+pub(super) fn retire<T>(
+    waiting: &mut HashMap<String, (String, T)>,
+    ended: &mut VecDeque<(String, String)>,
+    id: &str,
+    how: &str,
+) {
+    waiting.retain(|data, (question, _)| {
+        if question != id {
+            return true;
+        }
+        ended.push_back((data.clone(), format!("Already ended: {how}.")));
+        false
+    });
+    while ended.len() > ENDED_KEPT {
+        ended.pop_front();
     }
 }
 

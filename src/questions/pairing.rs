@@ -32,8 +32,6 @@ const IN_SEND_AGAIN: &str = "You're in: the bot's owner approved you. Send your 
 pub const HELD_MAX: usize = 5;
 /// Requests asked at once, at most (the store allows 20 per channel account).
 const OPEN_MAX: usize = 256;
-/// How many ended requests still say why to a late press.
-const ENDED_KEPT: usize = 256;
 
 /// An approved stranger, and what they sent while waiting (oldest first).
 #[derive(Debug, Clone)]
@@ -159,21 +157,8 @@ impl PairingQuestions {
     /// where it was asked, the text each message should now show, and the held messages.
     fn end(&self, key: &str, how: &str) -> Option<Ending> {
         let mut state = self.lock();
-        let datas: Vec<String> = state
-            .waiting
-            .iter()
-            .filter(|(_, (k, _))| k == key)
-            .map(|(data, _)| data.clone())
-            .collect();
-        for data in datas {
-            state.waiting.remove(&data);
-            state
-                .ended
-                .push_back((data, format!("Already ended: {how}.")));
-        }
-        while state.ended.len() > ENDED_KEPT {
-            state.ended.pop_front();
-        }
+        let State { waiting, ended, .. } = &mut *state;
+        super::buttons::retire(waiting, ended, key, how);
         let open = state.open.remove(key)?;
         let edits = open
             .asked

@@ -202,3 +202,20 @@ pub fn dm(id: i64, name: &str) -> (ChatSpec, UserSpec) {
 pub fn at_bot() -> String {
     format!("@{}", FakeTelegram::BOT_USERNAME)
 }
+
+/// The data of the button labelled `label` under `message`.
+pub fn button(message: &BotMessage, label: &str) -> String {
+    let found = message.buttons.iter().find(|(l, _)| l == label);
+    found
+        .map(|(_, data)| data.clone())
+        .unwrap_or_else(|| panic!("no {label}: {message:#?}"))
+}
+
+/// The texts the bot answered button presses with, in order.
+pub fn press_answers(s: &TgSetup) -> Vec<String> {
+    let calls = s.tg.calls();
+    let answers = calls.iter().filter(|c| c.method == "answercallbackquery");
+    answers
+        .map(|c| c.body["text"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}

@@ -7,7 +7,7 @@
 use crate::common;
 
 use chela_testkit::telegram::{BotMessage, UserSpec};
-use common::telegram::{TgConfig, TgSetup, dm};
+use common::telegram::{TgConfig, TgSetup, button, dm, press_answers};
 
 /// Exec needs an approval; `owners` may give it.
 async fn setup(owners: &str, timeout_s: u64) -> TgSetup {
@@ -27,23 +27,6 @@ fn question(s: &TgSetup) -> Option<BotMessage> {
     s.sent(42)
         .into_iter()
         .find(|m| m.text.starts_with("🔐 Approval needed"))
-}
-
-/// The data of the button labelled `label` under `message`.
-fn button(message: &BotMessage, label: &str) -> String {
-    let found = message.buttons.iter().find(|(l, _)| l == label);
-    found
-        .map(|(_, data)| data.clone())
-        .unwrap_or_else(|| panic!("no {label}: {message:#?}"))
-}
-
-/// The texts the bot answered button presses with, in order.
-fn press_answers(s: &TgSetup) -> Vec<String> {
-    let calls = s.tg.calls();
-    let answers = calls.iter().filter(|c| c.method == "answercallbackquery");
-    answers
-        .map(|c| c.body["text"].as_str().unwrap_or_default().to_owned())
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

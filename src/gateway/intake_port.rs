@@ -46,7 +46,7 @@ impl IntakePort for Core {
         code: String,
         new: bool,
     ) -> BoxFuture<'static, ()> {
-        Box::pin(async move { super::pairing::asked(&self, inbound, code, new).await })
+        Box::pin(async move { super::pairing::asked(&self, inbound, code, new) })
     }
 
     fn run_command(

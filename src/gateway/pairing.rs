@@ -3,24 +3,23 @@
 //! stranger is told they are in, then their messages from before the approval are taken in
 //! again, now as an approved sender's, and answered.
 
+use std::sync::Arc;
+
 use chela_channel::Inbound;
 
 use super::Core;
 use crate::questions::pairing::Paired;
 use crate::store::PairingRequest;
 
-/// A stranger was given `code` by `inbound`: a new request is asked in the owners' DMs, and
-/// the message held either way.
-pub(super) async fn asked(core: &Core, inbound: Inbound, code: String, new: bool) {
+/// A stranger was given `code` by `inbound`: the message is held (a new request is opened
+/// with it), then a new request is asked in the owners' DMs on a task of its own.
+pub(super) fn asked(core: &Arc<Core>, inbound: Inbound, code: String, new: bool) {
     let channel = inbound.conversation.channel.clone();
     if !new {
         core.desk.pairing().hold(&channel, &code, inbound);
         return;
     }
     let owners = owners_on(&core.config.commands.owner_allow_from, &channel);
-    if owners.is_empty() {
-        tracing::info!(channel = %channel, "a pairing request waits; no owner is configured to ask (commands.owner_allow_from)");
-    }
     let request = PairingRequest {
         code,
         channel,
@@ -29,7 +28,17 @@ pub(super) async fn asked(core: &Core, inbound: Inbound, code: String, new: bool
         sender_name: inbound.sender.name.clone(),
         created_ms: crate::domain::message::now_ms(),
     };
-    core.desk.ask_pairing(&request, inbound, &owners).await;
+    let Some(buttons) = core.desk.pairing().open(&request, inbound) else {
+        return;
+    };
+    if owners.is_empty() {
+        tracing::info!(channel = %request.channel, "a pairing request waits; no owner is configured to ask (commands.owner_allow_from)");
+        return;
+    }
+    let desk = core.desk.clone();
+    core.tasks.spawn(async move {
+        desk.ask_owners(&request, &buttons, &owners).await;
+    });
 }
 
 /// Tells the approved stranger of `paired` they are in, then takes their held messages in

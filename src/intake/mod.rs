@@ -50,8 +50,9 @@ pub trait IntakePort: RouteFacts + Send + Sync {
     /// Answers a press on a button the bot sent (a question's answer).
     fn press(self: Arc<Self>, press: Press) -> BoxFuture<'static, ()>;
     /// A stranger was given pairing code `code` by `inbound` (`new`: just issued, else
-    /// repeated): a new one is asked in the owners' DMs, and the message is held to be
-    /// answered once they are approved. By default nothing.
+    /// repeated): the message is held to be answered once they are approved, and a new
+    /// request asked in the owners' DMs (on a task of its own: this returns at once, so the
+    /// stranger's messages are held in the order they came). By default nothing.
     fn pairing_asked(
         self: Arc<Self>,
         inbound: Inbound,

@@ -73,8 +73,8 @@ pub(super) async fn answer_stranger(intake: &Intake, port: &dyn IntakePort, inbo
     }
 }
 
-/// Tells the stranger of `inbound` their pairing code (`new`: just issued); the owners are
-/// asked, and the message held, on a task of its own (the channel's loop goes on).
+/// Tells the stranger of `inbound` their pairing code (`new`: just issued); the message is
+/// held, and a new request asked in the owners' DMs (`IntakePort::pairing_asked`).
 async fn issued(
     intake: &Intake,
     port: &dyn IntakePort,
@@ -86,9 +86,7 @@ async fn issued(
     tracing::info!(channel = %conv.channel, sender = %sender.id, new, "pairing code issued");
     port.answer(inbound, &code_text(&conv.channel, &code)).await;
     if let Ok(port) = intake.port() {
-        intake
-            .tasks
-            .spawn(port.pairing_asked(inbound.clone(), code, new));
+        port.pairing_asked(inbound.clone(), code, new).await;
     }
 }
 

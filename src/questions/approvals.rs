@@ -267,7 +267,9 @@ impl Approver for ChatApprover {
             };
             // The buttons end while the id is still taken, so a new approval cannot get it
             // and lose its own buttons.
-            let ended = desk.buttons.end(&id, outcome);
+            let ended = desk
+                .buttons
+                .end(&id, |by| super::buttons::ending(outcome, by));
             desk.approvals.forget(&id);
             if let Some((asked, text)) = ended {
                 desk.notices.edit(&asked.to, &asked.message, &text).await;

@@ -1,9 +1,11 @@
 //! Permission questions asked in the chat (`[acp] permissions = "ask"`, SPEC 4): the request
-//! is shown in the bound conversation and its owner answers `allow` or `deny` there; no answer
-//! within the timeout denies.
+//! is shown in the bound conversation and its owner answers `allow` or `deny` there, or with
+//! the Allow / Deny buttons under it where the channel shows buttons; no answer within the
+//! timeout denies.
 
 use std::sync::{Arc, Weak};
 
+use super::buttons::Asked;
 use super::{Desk, PendingQuestions};
 use crate::acp::client::Asker;
 use crate::acp::manager::AskerFor;
@@ -57,18 +59,50 @@ impl Asker for ChatAsker {
                 options.join(" / "),
                 humantime::format_duration(timeout)
             );
-            desk.notices.say(&binding.conversation, &text).await;
-            match tokio::time::timeout(timeout, answer).await {
-                Ok(Ok(decision)) => Some(decision),
-                _ => {
-                    desk.permissions.forget(&id);
-                    desk.notices
-                        .say(&binding.conversation, "No answer in time: denied.")
-                        .await;
-                    None
-                }
+            let to = binding.conversation.clone();
+            let buttons = desk
+                .permission_buttons
+                .offer_to(&id, &CHOICES, &binding.owner);
+            if let Some(message) = desk.notices.ask(&to, &text, &buttons).await {
+                desk.permission_buttons
+                    .asked(&id, Asked { to, message, text });
             }
+            let decision = match tokio::time::timeout(timeout, answer).await {
+                Ok(Ok(decision)) => Some(decision),
+                _ => None,
+            };
+            // The buttons end while the id is still taken, so a new question cannot get it.
+            let ended = desk.permission_buttons.end(&id, |by| ending(decision, by));
+            if decision.is_none() {
+                desk.permissions.forget(&id);
+            }
+            if let Some((asked, text)) = ended {
+                desk.notices.edit(&asked.to, &asked.message, &text).await;
+            }
+            if decision.is_none() {
+                desk.notices
+                    .say(&binding.conversation, "No answer in time: denied.")
+                    .await;
+            }
+            decision
         })
+    }
+}
+
+/// The buttons under a permission question.
+const CHOICES: [(&str, Decision); 2] = [("Allow", Decision::Allow), ("Deny", Decision::Deny)];
+
+/// How a permission question ended (`None`: no answer in time), and by whom when a press
+/// answered it.
+fn ending(decision: Option<Decision>, by: Option<&str>) -> String {
+    let how = match decision {
+        Some(Decision::Allow) => "✅ allowed",
+        Some(Decision::Deny) => "⛔ denied",
+        None => "⌛ no answer in time: denied",
+    };
+    match by {
+        Some(who) => format!("{how} by {who}"),
+        None => how.to_owned(),
     }
 }
 

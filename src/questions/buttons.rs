@@ -1,5 +1,6 @@
-//! The buttons under the questions asked in chats (exec approvals for now): what a press on
-//! each one means, and what a press says once its question ended. A button's data is a
+//! The buttons under the questions asked in chats (exec approvals, coding agents' permission
+//! questions): what a press on each one means, who besides the owners may press it, and what
+//! a press says once its question ended. A button's data is a
 //! random token looked up here, never the answer itself, so a press cannot be forged into
 //! another question or another answer.
 //!
@@ -34,40 +35,65 @@ pub struct Asked {
 
 /// What a press on a button means now.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Pressed {
-    /// The button answers approval `id` with `decision`.
+pub enum Pressed<A> {
+    /// The button answers question `id` with `decision`.
     Waiting {
-        /// The approval.
+        /// The question.
         id: String,
         /// The answer the button gives.
-        decision: Approval,
+        decision: A,
+        /// Who besides the bot's owners may answer (`channel:sender_id`: a coding agent's
+        /// question, its binding's owner), if anyone.
+        also: Option<String>,
     },
     /// The question ended; the text says how ("Already answered: allowed once by Ann").
     Ended(String),
 }
 
-#[derive(Debug, Default)]
-struct State {
-    /// Button data -> (approval id, decision).
-    waiting: HashMap<String, (String, Approval)>,
-    /// Approval id -> where it was asked, once sent.
+#[derive(Debug)]
+struct State<A> {
+    /// Button data -> (question id, decision).
+    waiting: HashMap<String, (String, A)>,
+    /// Question id -> who besides the owners may answer it.
+    also: HashMap<String, String>,
+    /// Question id -> where it was asked, once sent.
     asked: HashMap<String, Asked>,
-    /// Approval id -> who answered by a press.
+    /// Question id -> who answered by a press.
     answered_by: HashMap<String, String>,
     /// Button data of ended questions -> how they ended, oldest first.
     ended: VecDeque<(String, String)>,
 }
 
-/// The buttons of the questions waiting in chats.
-#[derive(Debug, Default)]
-pub struct Buttons {
-    state: Mutex<State>,
+impl<A> Default for State<A> {
+    fn default() -> Self {
+        State {
+            waiting: HashMap::new(),
+            also: HashMap::new(),
+            asked: HashMap::new(),
+            answered_by: HashMap::new(),
+            ended: VecDeque::new(),
+        }
+    }
 }
 
-impl Buttons {
-    /// Buttons answering approval `id` with each of `choices` (label, decision); their data
+/// The buttons of the questions of one kind (answers of type `A`) waiting in chats.
+#[derive(Debug)]
+pub struct Buttons<A> {
+    state: Mutex<State<A>>,
+}
+
+impl<A> Default for Buttons<A> {
+    fn default() -> Self {
+        Buttons {
+            state: Mutex::new(State::default()),
+        }
+    }
+}
+
+impl<A: Copy> Buttons<A> {
+    /// Buttons answering question `id` with each of `choices` (label, decision); their data
     /// are fresh random tokens.
-    pub fn offer(&self, id: &str, choices: &[(&str, Approval)]) -> Vec<Button> {
+    pub fn offer(&self, id: &str, choices: &[(&str, A)]) -> Vec<Button> {
         let mut state = self.lock();
         choices
             .iter()
@@ -84,22 +110,30 @@ impl Buttons {
             .collect()
     }
 
+    /// [`Buttons::offer`], which `also` (`channel:sender_id`) may press besides the owners.
+    pub fn offer_to(&self, id: &str, choices: &[(&str, A)], also: &str) -> Vec<Button> {
+        self.lock().also.insert(id.to_owned(), also.to_owned());
+        self.offer(id, choices)
+    }
+
     /// Approval `id` was asked with buttons as `asked`.
     pub fn asked(&self, id: &str, asked: Asked) {
         self.lock().asked.insert(id.to_owned(), asked);
     }
 
-    /// What a press on the button with `data` means.
-    pub fn pressed(&self, data: &str) -> Pressed {
+    /// What a press on the button with `data` means; `None` when no button of this kind
+    /// ever had it (here, since the start).
+    pub fn pressed(&self, data: &str) -> Option<Pressed<A>> {
         let state = self.lock();
         if let Some((id, decision)) = state.waiting.get(data) {
-            return Pressed::Waiting {
+            return Some(Pressed::Waiting {
                 id: id.clone(),
                 decision: *decision,
-            };
+                also: state.also.get(id).cloned(),
+            });
         }
-        let ended = state.ended.iter().find(|(d, _)| d == data);
-        Pressed::Ended(ended.map_or_else(|| UNKNOWN.to_owned(), |e| e.1.clone()))
+        let ended = state.ended.iter().find(|(d, _)| d == data)?;
+        Some(Pressed::Ended(ended.1.clone()))
     }
 
     /// Answers approval `id` by a press of `who` with `answer` (which gives the approval its
@@ -115,12 +149,18 @@ impl Buttons {
         answered
     }
 
-    /// Approval `id` ended with `outcome`: its buttons now say so, and where it was asked is
-    /// returned with the text the message should now show.
-    pub fn end(&self, id: &str, outcome: Approval) -> Option<(Asked, String)> {
+    /// Question `id` ended, as `describe` says given who pressed the answer (if a press
+    /// did): its buttons now say so, and where it was asked is returned with the text the
+    /// message should now show.
+    pub fn end(
+        &self,
+        id: &str,
+        describe: impl FnOnce(Option<&str>) -> String,
+    ) -> Option<(Asked, String)> {
         let mut state = self.lock();
         let by = state.answered_by.remove(id);
-        let how = ending(outcome, by.as_deref());
+        state.also.remove(id);
+        let how = describe(by.as_deref());
         let State { waiting, ended, .. } = &mut *state;
         retire(waiting, ended, id, &how);
         let asked = state.asked.remove(id)?;
@@ -128,7 +168,7 @@ impl Buttons {
         Some((asked, text))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State<A>> {
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -157,7 +197,7 @@ pub(super) fn retire<T>(
 }
 
 /// How an approval ended, in a few words (and by whom, when a press answered it).
-fn ending(outcome: Approval, by: Option<&str>) -> String {
+pub fn ending(outcome: Approval, by: Option<&str>) -> String {
     let how = match outcome {
         Approval::AllowOnce => "✅ allowed once",
         Approval::AllowAlways => "✅ allowed always",
@@ -184,34 +224,41 @@ mod tests {
 
     #[test]
     fn a_button_means_its_answer_until_the_question_ends_then_says_how() {
-        let buttons = Buttons::default();
+        let buttons = Buttons::<Approval>::default();
         let offered = buttons.offer("ab12", &CHOICES);
         assert_eq!(offered.len(), 2);
         assert_ne!(offered[0].data, offered[1].data);
         assert!(!offered[0].data.contains("ab12"), "the data is opaque");
         assert_eq!(
             buttons.pressed(&offered[1].data),
-            Pressed::Waiting {
+            Some(Pressed::Waiting {
                 id: "ab12".into(),
-                decision: Approval::Deny
-            }
+                decision: Approval::Deny,
+                also: None,
+            })
         );
         assert!(buttons.answer_by("ab12", "Ann", || true));
         assert!(
             !buttons.answer_by("ab12", "Bob", || false),
             "an answer that lost"
         );
-        assert!(buttons.end("ab12", Approval::Deny).is_none(), "never sent");
-        let Pressed::Ended(late) = buttons.pressed(&offered[0].data) else {
+        let denied = |by: Option<&str>| ending(Approval::Deny, by);
+        assert!(buttons.end("ab12", denied).is_none(), "never sent");
+        let Some(Pressed::Ended(late)) = buttons.pressed(&offered[0].data) else {
             panic!("still waiting");
         };
         assert_eq!(late, "Already ended: ⛔ denied by Ann.");
-        assert_eq!(buttons.pressed("forged"), Pressed::Ended(UNKNOWN.into()));
+        assert_eq!(buttons.pressed("forged"), None);
+        let also = buttons.offer_to("ef56", &CHOICES, "telegram:9");
+        let Some(Pressed::Waiting { also, .. }) = buttons.pressed(&also[0].data) else {
+            panic!("not waiting");
+        };
+        assert_eq!(also.as_deref(), Some("telegram:9"));
     }
 
     #[test]
     fn ending_gives_the_message_its_outcome() {
-        let buttons = Buttons::default();
+        let buttons = Buttons::<Approval>::default();
         buttons.offer("cd34", &CHOICES);
         let to = Conversation {
             channel: "telegram".into(),
@@ -225,7 +272,8 @@ mod tests {
         };
         let text = "🔐 Approval needed".to_owned();
         buttons.asked("cd34", Asked { to, message, text });
-        let (asked, text) = buttons.end("cd34", Approval::TimedOut).unwrap();
+        let timed_out = |by: Option<&str>| ending(Approval::TimedOut, by);
+        let (asked, text) = buttons.end("cd34", timed_out).unwrap();
         assert_eq!(asked.message.message_id, "7");
         assert_eq!(text, "🔐 Approval needed\n⌛ no answer in time: denied.");
     }

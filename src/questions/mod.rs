@@ -50,7 +50,8 @@ pub struct DeskParts {
 pub struct Desk {
     permissions: PendingQuestions<Decision>,
     approvals: PendingQuestions<Approval>,
-    buttons: buttons::Buttons,
+    buttons: buttons::Buttons<Approval>,
+    permission_buttons: buttons::Buttons<Decision>,
     pairing: pairing::PairingQuestions,
     store: Store,
     notices: Notices,
@@ -67,6 +68,7 @@ impl Desk {
             permissions: PendingQuestions::default(),
             approvals: PendingQuestions::default(),
             buttons: buttons::Buttons::default(),
+            permission_buttons: buttons::Buttons::default(),
             pairing: pairing::PairingQuestions::default(),
             store: parts.store,
             notices: parts.notices,

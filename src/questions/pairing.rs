@@ -32,6 +32,11 @@ const IN_SEND_AGAIN: &str = "You're in: the bot's owner approved you. Send your 
 pub const HELD_MAX: usize = 5;
 /// Requests asked at once, at most (the store allows 20 per channel account).
 const OPEN_MAX: usize = 256;
+/// New requests asked in the owners' DMs per channel and hour, at most: past it a request
+/// waits in `chela pairing list` alone, so a crowd of strangers cannot flood the owners.
+pub const ASKED_PER_HOUR: usize = 10;
+/// The window of [`ASKED_PER_HOUR`].
+const HOUR: Duration = Duration::from_secs(3600);
 
 /// An approved stranger, and what they sent while waiting (oldest first).
 #[derive(Debug, Clone)]
@@ -68,6 +73,8 @@ struct Open {
     asked: Vec<Asked>,
     held: Vec<Inbound>,
     since: Instant,
+    /// A press is answering it (in the store): a second press waits its turn.
+    answering: bool,
 }
 
 #[derive(Debug, Default)]
@@ -78,6 +85,8 @@ struct State {
     open: HashMap<String, Open>,
     /// Button data of ended requests -> how they ended, oldest first.
     ended: VecDeque<(String, String)>,
+    /// When requests were asked, per channel, within the last hour.
+    asked_at: HashMap<String, VecDeque<Instant>>,
 }
 
 /// The pairing requests waiting in owners' DMs.
@@ -93,15 +102,35 @@ fn key_of(channel: &str, code: &str) -> String {
 
 impl PairingQuestions {
     /// Opens `request`, holding `first` (the message that asked): the Approve and Reject
-    /// buttons, with fresh random tokens; `None` when it is open already.
-    fn open(&self, request: &PairingRequest, first: Inbound) -> Option<Vec<Button>> {
+    /// buttons, with fresh random tokens; `None` when it is open already, or its channel
+    /// had [`ASKED_PER_HOUR`] requests asked within the hour.
+    pub fn open(&self, request: &PairingRequest, first: Inbound) -> Option<Vec<Button>> {
         let mut state = self.lock();
         let ttl = Duration::from_millis(CODE_TTL_MS);
-        state.open.retain(|_, o| o.since.elapsed() < ttl);
+        let expired: Vec<String> = state
+            .open
+            .iter()
+            .filter(|(_, o)| o.since.elapsed() >= ttl)
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in expired {
+            state.open.remove(&key);
+            let State { waiting, ended, .. } = &mut *state;
+            super::buttons::retire(waiting, ended, &key, "⌛ expired");
+        }
         let key = key_of(&request.channel, &request.code);
         if state.open.contains_key(&key) || state.open.len() >= OPEN_MAX {
             return None;
         }
+        let asked_at = state.asked_at.entry(request.channel.clone()).or_default();
+        while asked_at.front().is_some_and(|at| at.elapsed() >= HOUR) {
+            asked_at.pop_front();
+        }
+        if asked_at.len() >= ASKED_PER_HOUR {
+            tracing::info!(channel = %request.channel, "pairing request not asked in the owners' DMs: {ASKED_PER_HOUR} were this hour (see chela pairing list)");
+            return None;
+        }
+        asked_at.push_back(Instant::now());
         state.open.insert(
             key.clone(),
             Open {
@@ -109,6 +138,7 @@ impl PairingQuestions {
                 asked: Vec::new(),
                 held: vec![first],
                 since: Instant::now(),
+                answering: false,
             },
         );
         let buttons = [("Approve", true), ("Reject", false)].map(|(label, approve)| {
@@ -148,9 +178,23 @@ impl PairingQuestions {
         Some(PairingPressed::Ended(ended.1.clone()))
     }
 
-    /// The request with `key`, while open.
-    fn request(&self, key: &str) -> Option<PairingRequest> {
-        self.lock().open.get(key).map(|o| o.request.clone())
+    /// Claims request `key` for one press's answer: the request, or what to tell the
+    /// presser (it ended, or another press is answering it).
+    fn claim(&self, key: &str) -> Result<PairingRequest, &'static str> {
+        let mut state = self.lock();
+        let open = state.open.get_mut(key).ok_or(super::buttons::UNKNOWN)?;
+        if open.answering {
+            return Err("This request is being answered.");
+        }
+        open.answering = true;
+        Ok(open.request.clone())
+    }
+
+    /// Gives back the claim on request `key` (its answer failed).
+    fn unclaim(&self, key: &str) {
+        if let Some(open) = self.lock().open.get_mut(key) {
+            open.answering = false;
+        }
     }
 
     /// Ends request `key` with `how` ("✅ approved by Ann"): its buttons now say so; returns
@@ -184,19 +228,27 @@ fn question_text(request: &PairingRequest) -> String {
         "🔑 Pairing request on {channel}: {name} (unverified; user id {id}) asks to talk to \
          the bot.\nApprove or reject below, or type: chela pairing approve {channel} {code}",
         channel = request.channel,
-        name = crate::domain::text::quoted(&request.sender_name),
+        name = as_code(&crate::domain::text::quoted(&request.sender_name)),
         id = request.sender_id,
         code = request.code,
     )
 }
 
+/// `text` as inline code, so that no markup in it (a link, bold) is rendered: a stranger's
+/// name cannot dress up as the bot's own link. Its backticks become `'`.
+fn as_code(text: &str) -> String {
+    format!("`{}`", text.replace('`', "'"))
+}
+
 impl Desk {
     /// Asks each of `owners` (user ids on the request's channel) in a DM whether to let the
-    /// stranger of `request` in, holding `first`, the message that asked.
-    pub async fn ask_pairing(&self, request: &PairingRequest, first: Inbound, owners: &[String]) {
-        let Some(buttons) = self.pairing.open(request, first) else {
-            return;
-        };
+    /// stranger of `request` in, with `buttons` (from [`PairingQuestions::open`]).
+    pub async fn ask_owners(
+        &self,
+        request: &PairingRequest,
+        buttons: &[Button],
+        owners: &[String],
+    ) {
         let Some(channel) = self.notices.channel(&request.channel) else {
             return;
         };
@@ -210,7 +262,7 @@ impl Desk {
                     continue;
                 }
             };
-            if let Some(message) = self.notices.ask(&to, &text, &buttons).await {
+            if let Some(message) = self.notices.ask(&to, &text, buttons).await {
                 let asked = Asked {
                     to,
                     message,
@@ -251,15 +303,16 @@ impl Desk {
 
     /// Answers pairing request `key` by a press of `who`: approves or rejects it in the
     /// store, edits every owner's message to say so; the presser's note, and the approved
-    /// stranger with what they sent meanwhile.
+    /// stranger with what they sent meanwhile. One press answers at a time.
     pub(super) async fn answer_pairing(
         &self,
         key: &str,
         approve: bool,
         who: &str,
     ) -> (String, Option<Paired>) {
-        let Some(request) = self.pairing.request(key) else {
-            return (super::buttons::UNKNOWN.to_owned(), None);
+        let request = match self.pairing.claim(key) {
+            Ok(request) => request,
+            Err(why) => return (why.to_owned(), None),
         };
         let (channel, code) = (&request.channel, &request.code);
         let now = crate::domain::message::now_ms();
@@ -274,9 +327,19 @@ impl Desk {
         let (note, how) = match (&answered, approve) {
             (Ok(Some(_)), true) => ("Approved.", format!("✅ approved by {who}")),
             (Ok(Some(_)), false) => ("Rejected.", format!("⛔ rejected by {who}")),
-            (Ok(None), _) => ("This request has expired.", "⌛ expired".to_owned()),
+            // Answered meanwhile another way (typed, the panel), or expired.
+            (Ok(None), _) => {
+                match self
+                    .store
+                    .is_paired(channel, &request.account, &request.sender_id)
+                {
+                    Ok(true) => ("Already approved.", "✅ approved".to_owned()),
+                    _ => ("This request has expired.", "⌛ expired".to_owned()),
+                }
+            }
             (Err(e), _) => {
                 tracing::error!(error = %e, "cannot answer a pairing request");
+                self.pairing.unclaim(key);
                 return ("Could not answer; try again.".to_owned(), None);
             }
         };
@@ -393,9 +456,66 @@ mod tests {
     fn the_question_names_the_stranger_as_untrusted_and_gives_the_typed_form() {
         let text = question_text(&request());
         assert!(
-            text.contains("\"Mallory\\napproved: yes\" (unverified"),
+            text.contains("`\"Mallory\\napproved: yes\"` (unverified"),
             "{text}"
         );
         assert!(text.ends_with("chela pairing approve telegram ABCD2345"));
+        // A link or markup in a name stays text: inline code, its backticks made quotes.
+        let link = PairingRequest {
+            sender_name: "[✅ Verified](https://evil.example) `x".into(),
+            ..request()
+        };
+        let text = question_text(&link);
+        assert!(
+            text.contains("`\"[✅ Verified](https://evil.example) 'x\"`"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn one_press_answers_at_a_time() {
+        let questions = PairingQuestions::default();
+        questions.open(&request(), inbound("hi")).unwrap();
+        let key = key_of("telegram", "ABCD2345");
+        assert_eq!(questions.claim(&key).unwrap().code, "ABCD2345");
+        assert_eq!(
+            questions.claim(&key),
+            Err("This request is being answered.")
+        );
+        questions.unclaim(&key);
+        assert!(
+            questions.claim(&key).is_ok(),
+            "free again after a failed answer"
+        );
+        assert!(questions.claim("telegram:NONE").is_err());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn at_most_a_few_requests_an_hour_reach_the_owners_of_a_channel() {
+        let questions = PairingQuestions::default();
+        let nth = |n: usize| PairingRequest {
+            code: format!("CODE{n}"),
+            ..request()
+        };
+        for n in 0..ASKED_PER_HOUR {
+            assert!(questions.open(&nth(n), inbound("hi")).is_some(), "{n}");
+        }
+        assert!(
+            questions.open(&nth(99), inbound("hi")).is_none(),
+            "over the cap"
+        );
+        let discord = PairingRequest {
+            channel: "discord".into(),
+            ..nth(100)
+        };
+        assert!(
+            questions.open(&discord, inbound("hi")).is_some(),
+            "per channel"
+        );
+        tokio::time::advance(HOUR).await;
+        assert!(
+            questions.open(&nth(101), inbound("hi")).is_some(),
+            "an hour later"
+        );
     }
 }

@@ -1,15 +1,16 @@
 //! A press on a question's button: answered like the typed answer it stands for, by the
-//! same rule (an exec approval or a pairing request: owners only), and told to the presser
-//! alone.
+//! same rule (an exec approval or a pairing request: owners only; a coding agent's permission
+//! question: owners and its binding's owner), and told to the presser alone.
 
 use chela_channel::Press;
 
 use super::Desk;
 use super::buttons::{Pressed, UNKNOWN};
 use super::pairing::{Paired, PairingPressed};
+use crate::acp::permission::Decision;
 use crate::agent::approval::Approval;
 
-/// The note to one who may not answer.
+/// The note to one who may not answer an approval.
 const OWNERS_ONLY: &str = "Only the bot's owners can answer this (as /approve).";
 
 /// Answers `press` (by a bot owner when `owner`): the question it belongs to is answered,
@@ -33,18 +34,44 @@ pub async fn press(desk: &Desk, press: &Press, owner: bool) -> Option<Paired> {
     paired
 }
 
-/// What the press did, for the presser.
+/// What a press on a question's button did, for the presser.
 fn answer(desk: &Desk, press: &Press, owner: bool) -> String {
+    if let Some(pressed) = desk.permission_buttons.pressed(&press.data) {
+        return permission(desk, press, owner, pressed);
+    }
     match desk.buttons.pressed(&press.data) {
-        Pressed::Ended(why) => why,
-        Pressed::Waiting { .. } if !owner => OWNERS_ONLY.to_owned(),
-        Pressed::Waiting { id, decision } => {
+        None => UNKNOWN.to_owned(),
+        Some(Pressed::Ended(why)) => why,
+        Some(Pressed::Waiting { .. }) if !owner => OWNERS_ONLY.to_owned(),
+        Some(Pressed::Waiting { id, decision, .. }) => {
             let answer = || desk.approvals.answer(&id, decision).is_ok();
             match desk.buttons.answer_by(&id, &press.sender.name, answer) {
                 true => said(decision).to_owned(),
                 false => UNKNOWN.to_owned(),
             }
         }
+    }
+}
+
+/// A press on a coding agent's permission question: owners and the binding's owner answer.
+fn permission(desk: &Desk, press: &Press, owner: bool, pressed: Pressed<Decision>) -> String {
+    let (id, decision, also) = match pressed {
+        Pressed::Ended(why) => return why,
+        Pressed::Waiting { id, decision, also } => (id, decision, also),
+    };
+    let who = format!("{}:{}", press.conversation.channel, press.sender.id);
+    if !owner && also.as_deref() != Some(who.as_str()) {
+        return "Only the owner of this coding agent's session or the bot's owners can answer this."
+            .to_owned();
+    }
+    let answer = || desk.permissions.answer(&id, decision).is_ok();
+    match desk
+        .permission_buttons
+        .answer_by(&id, &press.sender.name, answer)
+    {
+        true if decision == Decision::Allow => "Allowed.".to_owned(),
+        true => "Denied.".to_owned(),
+        false => "This question has ended.".to_owned(),
     }
 }
 

@@ -301,10 +301,15 @@ impl GatewayApi for Backend {
         request: crate::store::PairingRequest,
         approved: bool,
     ) -> BoxFuture<'_, ()> {
+        let parts = &self.0;
+        let (notices, router) = (parts.notices.clone(), parts.router.clone());
         Box::pin(async move {
-            let parts = &self.0;
             if let Some(paired) = parts.desk.answered_pairing(request, approved).await {
-                crate::questions::pairing::welcome(&parts.notices, &parts.router, paired).await;
+                // On a task of its own: the held messages may wait for a run (a `/new`
+                // among them), and the operator's approval does not wait for them.
+                tokio::spawn(async move {
+                    crate::questions::pairing::welcome(&notices, &router, paired).await;
+                });
             }
         })
     }

@@ -160,8 +160,8 @@ async fn a_strangers_request_reaches_the_owners_dm_and_a_tap_lets_them_in() {
     .await;
     let asked = request(&s).unwrap();
     assert!(
-        asked.content.contains("\"zed\" (unverified"),
-        "{}",
+        asked.content.contains("`\"zed\"` (unverified"),
+        "the name is inline code: {}",
         asked.content
     );
     let approve = &asked.buttons[0].1;

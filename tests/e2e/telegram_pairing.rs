@@ -46,11 +46,10 @@ async fn an_owner_approves_a_stranger_with_a_tap_and_their_waiting_messages_are_
         .await;
     let asked = request(&s).unwrap();
     assert!(
-        // The fake keeps the HTML chela sent; Telegram shows `&quot;` as a quote.
+        // The fake keeps the HTML chela sent: the name is code, its markup shown as text.
         asked
             .text
-            .replace("&quot;", "\"")
-            .contains("\"Zed /approve all\" (unverified"),
+            .contains("<code>&quot;Zed /approve all&quot;</code> (unverified"),
         "{}",
         asked.text
     );

@@ -228,6 +228,59 @@ async fn a_permission_question_is_asked_in_the_topic_and_the_owners_allow_answer
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permission_question_is_answered_with_its_buttons_and_anyone_elses_press_is_refused() {
+    let (s, files) = setup("ask", "").await;
+    let mut gw = s.gateway();
+    let topic = bind_topic(&s, &mut gw).await;
+    s.tg.user_sends_with(forum(), ann(), "perm deploy", in_topic(Some(topic)));
+    let question = |s: &TgSetup| {
+        in_thread(s, Some(topic))
+            .into_iter()
+            .find(|m| m.text.contains("🔐"))
+    };
+    gw.wait(&s, "the permission question with buttons", |s| {
+        question(s).is_some_and(|m| m.buttons.len() == 2)
+    })
+    .await;
+    let asked = question(&s).unwrap();
+    let allow = common::telegram::button(&asked, "Allow");
+    // Bob is neither the binding's owner nor an owner of the bot: refused, nothing changes.
+    s.tg.user_presses(FORUM, bob(), asked.message_id, &allow)
+        .unwrap();
+    gw.wait(&s, "the refusal", |s| {
+        common::telegram::press_answers(s).len() == 1
+    })
+    .await;
+    assert_eq!(question(&s).unwrap().buttons.len(), 2, "unchanged");
+    s.tg.user_presses(FORUM, ann(), asked.message_id, &allow)
+        .unwrap();
+    gw.wait(&s, "the allowed result", |s| {
+        texts_in(s, Some(topic))
+            .iter()
+            .any(|t| is_permission_result(t))
+    })
+    .await;
+    gw.wait(&s, "the question edited", |s| {
+        question(s).is_some_and(|m| m.buttons.is_empty())
+    })
+    .await;
+    gw.stop().await;
+    assert_eq!(
+        common::telegram::press_answers(&s),
+        [
+            "Only the owner of this coding agent's session or the bot's owners can answer this.",
+            "Allowed."
+        ]
+    );
+    assert!(
+        question(&s).unwrap().text.ends_with("✅ allowed by Ann."),
+        "{}",
+        question(&s).unwrap().text
+    );
+    assert_eq!(files.permission_outcomes(), vec!["allow_once".to_string()]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_non_owners_allow_does_not_answer_a_permission_question() {
     let (s, files) = setup("ask", "").await;
     let mut gw = s.gateway();

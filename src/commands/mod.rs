@@ -48,6 +48,11 @@ pub async fn handle(
         }
         Command::Reset { soft: false } => reset(ctx, key, "reset").await,
         Command::Status => status(ctx, key).await,
+        Command::Queue(args) if args.trim().is_empty() => {
+            let text = queue(ctx, key, "").await;
+            ctx.offer(inbound, &text, &queue_choices()).await;
+            return None;
+        }
         Command::Queue(args) => queue(ctx, key, &args).await,
         Command::Help => HELP
             .iter()
@@ -62,6 +67,12 @@ pub async fn handle(
         Command::Session(args) => acp::session(ctx, key, &args).await,
         Command::Compact => compact(ctx, key).await,
         Command::Approve(args) => ctx.approve(to, &args).await,
+        Command::Model(args) if args.trim().is_empty() && !ctx.allowed_models().is_empty() => {
+            let text = model(ctx, key, "").await;
+            let choices = model_choices(ctx.allowed_models());
+            ctx.offer(inbound, &text, &choices).await;
+            return None;
+        }
         Command::Model(args) => model(ctx, key, &args).await,
         Command::Whoami => format!(
             "You are {} (id {}) on {}; session {}",
@@ -238,6 +249,32 @@ fn next_runs(ctx: &dyn CommandContext, key: &str) -> Vec<String> {
         })
         .collect()
 }
+
+/// The buttons under `/queue`: each mode, and back to the defaults.
+fn queue_choices() -> Vec<(String, String)> {
+    let modes = ["steer", "followup", "collect", "interrupt"];
+    let mut choices: Vec<(String, String)> = modes
+        .iter()
+        .map(|m| ((*m).to_owned(), format!("/queue {m}")))
+        .collect();
+    choices.push(("Reset".to_owned(), "/queue reset".to_owned()));
+    choices
+}
+
+/// The buttons under `/model`: the first models `[model] models` allows (the rest are
+/// typed), and back to the default.
+fn model_choices(allowed: &[String]) -> Vec<(String, String)> {
+    let mut choices: Vec<(String, String)> = allowed
+        .iter()
+        .take(MODEL_BUTTONS)
+        .map(|m| (m.clone(), format!("/model {m}")))
+        .collect();
+    choices.push(("Default".to_owned(), "/model default".to_owned()));
+    choices
+}
+
+/// Models shown as buttons at most (a Discord row holds five buttons, one is Default).
+const MODEL_BUTTONS: usize = 4;
 
 /// `provider/model` of session `key`, saying whether it is the session's own choice.
 fn model_line(ctx: &dyn CommandContext, key: &str) -> String {

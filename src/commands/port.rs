@@ -40,6 +40,17 @@ pub trait CommandContext: Send + Sync {
     fn answer<'a>(&'a self, inbound: &'a Inbound, text: &'a str) -> BoxFuture<'a, ()>;
     /// Says `text` in `to` outside any run.
     fn say<'a>(&'a self, to: &'a Conversation, text: &'a str) -> BoxFuture<'a, ()>;
+    /// Answers `inbound` with `text` and a button for each of `choices` (label, the typed
+    /// command it stands for); by default (and for a native command) the text alone.
+    fn offer<'a>(
+        &'a self,
+        inbound: &'a Inbound,
+        text: &'a str,
+        choices: &'a [(String, String)],
+    ) -> BoxFuture<'a, ()> {
+        let _ = choices;
+        self.answer(inbound, text)
+    }
     /// `/stop` for session `key`, with its sub-agents, on the node that runs it.
     fn stop<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Stopped>;
     /// `/approve ARGS` from conversation `to`: answers an exec approval or lists the

@@ -64,6 +64,23 @@ impl CommandContext for CoreCommands {
         Box::pin(self.0.notices.say(to, text))
     }
 
+    fn offer<'a>(
+        &'a self,
+        inbound: &'a Inbound,
+        text: &'a str,
+        choices: &'a [(String, String)],
+    ) -> BoxFuture<'a, ()> {
+        // A native command's answer is private: no menu under it.
+        if inbound.interaction.is_some() || choices.is_empty() {
+            return self.answer(inbound, text);
+        }
+        Box::pin(
+            self.0
+                .desk
+                .offer_choices(&inbound.conversation, text, choices),
+        )
+    }
+
     fn stop<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Stopped> {
         Box::pin(async move {
             let core = &self.0;

@@ -3,13 +3,14 @@
 
 use std::sync::Arc;
 
-use chela_channel::{BoxFuture, Conversation, Inbound, Press};
+use chela_channel::{BoxFuture, Conversation, Inbound, InboundSink, Press};
 
 use super::Core;
 use crate::acp::permission::Decision;
 use crate::inbound::commands::Command;
 use crate::inbound::route::{RouteFacts, commands_allowed};
 use crate::intake::IntakePort;
+use crate::questions::press::AfterPress;
 
 impl IntakePort for Core {
     fn answer_question(&self, key: &str, decision: Decision) -> bool {
@@ -34,8 +35,16 @@ impl IntakePort for Core {
             let (to, who) = (&press.conversation, &press.sender.id);
             let allowed = commands_allowed(self.command_allow_from(), to, who);
             let owner = allowed && self.is_owner(&to.channel, who);
-            if let Some(paired) = self.desk.press(&press, owner).await {
-                super::pairing::welcome(&self, paired).await;
+            match self.desk.press(&press, owner).await {
+                Some(AfterPress::Paired(paired)) => super::pairing::welcome(&self, paired).await,
+                Some(AfterPress::Command(command)) => {
+                    // The presser's own typed command: the rules of typing it apply.
+                    let router = crate::intake::Router::new(self.intake.clone());
+                    if let Err(e) = router.accept(*command).await {
+                        tracing::warn!(error = %e, "cannot take in a menu's choice");
+                    }
+                }
+                None => {}
             }
         })
     }

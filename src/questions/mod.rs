@@ -14,6 +14,7 @@
 pub mod approvals;
 pub mod ask;
 pub mod buttons;
+pub mod choices;
 pub mod pairing;
 mod pending;
 pub mod press;
@@ -53,6 +54,7 @@ pub struct Desk {
     buttons: buttons::Buttons<Approval>,
     permission_buttons: buttons::Buttons<Decision>,
     pairing: pairing::PairingQuestions,
+    choices: choices::Choices,
     store: Store,
     notices: Notices,
     cluster: Option<Arc<Cluster>>,
@@ -70,6 +72,7 @@ impl Desk {
             buttons: buttons::Buttons::default(),
             permission_buttons: buttons::Buttons::default(),
             pairing: pairing::PairingQuestions::default(),
+            choices: choices::Choices::default(),
             store: parts.store,
             notices: parts.notices,
             cluster: parts.cluster,
@@ -90,12 +93,13 @@ impl Desk {
     }
 
     /// Answers a button press (by a bot owner when `owner`); see `press.rs`. A pairing
-    /// request approved by it gives the stranger, to welcome (`pairing.rs`).
+    /// request approved by it gives the stranger, to welcome (`pairing.rs`); a menu's
+    /// choice, the command to take in (`choices.rs`).
     pub async fn press(
         &self,
         press: &chela_channel::Press,
         owner: bool,
-    ) -> Option<pairing::Paired> {
+    ) -> Option<press::AfterPress> {
         press::press(self, press, owner).await
     }
 

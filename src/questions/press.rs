@@ -2,7 +2,7 @@
 //! same rule (an exec approval or a pairing request: owners only; a coding agent's permission
 //! question: owners and its binding's owner), and told to the presser alone.
 
-use chela_channel::Press;
+use chela_channel::{Inbound, Press};
 
 use super::Desk;
 use super::buttons::{Pressed, UNKNOWN};
@@ -13,25 +13,41 @@ use crate::agent::approval::Approval;
 /// The note to one who may not answer an approval.
 const OWNERS_ONLY: &str = "Only the bot's owners can answer this (as /approve).";
 
+/// What a press leaves for the gateway to do.
+#[derive(Debug)]
+pub enum AfterPress {
+    /// A stranger was approved: tell them, and answer what they sent meanwhile.
+    Paired(Paired),
+    /// A menu's choice: take this message in as the presser's own typed command.
+    Command(Box<Inbound>),
+}
+
 /// Answers `press` (by a bot owner when `owner`): the question it belongs to is answered,
 /// or the presser is told why not. The message itself changes when the question ends. An
-/// approved pairing request gives the stranger back.
-pub async fn press(desk: &Desk, press: &Press, owner: bool) -> Option<Paired> {
-    let (note, paired) = match desk.pairing.pressed(&press.data) {
+/// approved pairing request gives the stranger back; a menu's choice, the command.
+pub async fn press(desk: &Desk, press: &Press, owner: bool) -> Option<AfterPress> {
+    let (note, after) = match desk.pairing.pressed(&press.data) {
         Some(PairingPressed::Ended(why)) => (why, None),
         Some(PairingPressed::Waiting { .. }) if !owner => {
             ("Only the bot's owners can answer this.".to_owned(), None)
         }
         Some(PairingPressed::Waiting { key, approve }) => {
-            desk.answer_pairing(&key, approve, &press.sender.name).await
+            let (note, paired) = desk.answer_pairing(&key, approve, &press.sender.name).await;
+            (note, paired.map(AfterPress::Paired))
         }
-        None => (answer(desk, press, owner), None),
+        None => match desk.choose(press).await {
+            Some(command) => {
+                let note = format!("Chosen: {}", command.text);
+                (note, Some(AfterPress::Command(Box::new(command))))
+            }
+            None => (answer(desk, press, owner), None),
+        },
     };
     let channel = &press.conversation.channel;
     desk.notices
         .answer_press(channel, &press.handle, &note)
         .await;
-    paired
+    after
 }
 
 /// What a press on a question's button did, for the presser.

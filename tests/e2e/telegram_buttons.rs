@@ -152,3 +152,55 @@ async fn a_press_by_someone_who_is_no_owner_is_refused_and_changes_nothing() {
     );
     assert!(!s.setup.path("ws/refused.txt").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_without_a_mode_offers_the_modes_and_a_press_sets_one() {
+    let s = setup("\"telegram:7\"", 120).await;
+    let mut gw = s.gateway();
+    let (chat, ann) = dm(42, "Ann");
+    s.tg.user_sends(chat, ann.clone(), "/queue");
+    let menu = |s: &TgSetup| {
+        s.sent(42)
+            .into_iter()
+            .find(|m| m.text.starts_with("Queue: steer"))
+    };
+    gw.wait(&s, "the menu", |s| {
+        menu(s).is_some_and(|m| m.buttons.len() == 5)
+    })
+    .await;
+    let asked = menu(&s).unwrap();
+    let labels: Vec<&str> = asked.buttons.iter().map(|(l, _)| l.as_str()).collect();
+    assert_eq!(
+        labels,
+        ["steer", "followup", "collect", "interrupt", "Reset"]
+    );
+    // Ann is no owner: /queue is anyone's, so her press counts like her typing it.
+    let collect = button(&asked, "collect");
+    s.tg.user_presses(42, ann.clone(), asked.message_id, &collect)
+        .unwrap();
+    gw.wait(&s, "the mode set", |s| {
+        s.texts(42).iter().any(|t| t.starts_with("Queue: collect"))
+    })
+    .await;
+    gw.wait(&s, "the menu edited", |s| {
+        menu(s).is_some_and(|m| m.buttons.is_empty())
+    })
+    .await;
+    // The menu is used up: a second press says so and changes nothing.
+    s.tg.user_presses(42, ann, asked.message_id, &button(&asked, "interrupt"))
+        .unwrap();
+    gw.wait(&s, "the late press answered", |s| {
+        press_answers(s).len() == 2
+    })
+    .await;
+    gw.stop().await;
+    assert_eq!(press_answers(&s)[0], "Chosen: /queue collect");
+    assert!(menu(&s).unwrap().text.ends_with("Ann chose collect."));
+    assert!(
+        !s.texts(42)
+            .iter()
+            .any(|t| t.starts_with("Queue: interrupt")),
+        "{:#?}",
+        s.texts(42)
+    );
+}

@@ -31,7 +31,13 @@ struct Menu {
 #[derive(Debug, Default)]
 pub struct Choices {
     menus: Mutex<VecDeque<Menu>>,
+    /// The button data of menus used already, newest last (at most [`MENUS_KEPT`] menus'
+    /// worth).
+    used: Mutex<VecDeque<String>>,
 }
+
+/// What a press on a menu that was used already is told.
+pub const USED: &str = "This menu was used already: type the command to choose again.";
 
 /// A press on a menu's button: the typed command it stands for, and the menu's message.
 #[derive(Debug)]
@@ -93,12 +99,25 @@ impl Choices {
             .iter()
             .position(|m| &m.to == to && m.choices.iter().any(|c| c.0 == data))?;
         let menu = menus.remove(at)?;
+        if let Ok(mut used) = self.used.lock() {
+            used.extend(menu.choices.iter().map(|c| c.0.clone()));
+            while used.len() > MENUS_KEPT * 5 {
+                used.pop_front();
+            }
+        }
         let (_, label, command) = menu.choices.into_iter().find(|c| c.0 == data)?;
         Some(Chosen {
             command,
             label,
             asked: menu.asked,
         })
+    }
+
+    /// Whether button `data` was on a menu used already.
+    pub fn was_used(&self, data: &str) -> bool {
+        self.used
+            .lock()
+            .is_ok_and(|used| used.iter().any(|d| d == data))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Menu>> {
@@ -186,6 +205,8 @@ mod tests {
             choices.take(&offered[1].data, &chat("1")).is_none(),
             "used up"
         );
+        assert!(choices.was_used(&offered[1].data));
+        assert!(!choices.was_used("other"));
     }
 
     #[test]

@@ -40,6 +40,7 @@ pub async fn press(desk: &Desk, press: &Press, owner: bool) -> Option<AfterPress
                 let note = format!("Chosen: {}", command.text);
                 (note, Some(AfterPress::Command(Box::new(command))))
             }
+            None if desk.choices.was_used(&press.data) => (super::choices::USED.to_owned(), None),
             None => (answer(desk, press, owner), None),
         },
     };

@@ -194,7 +194,13 @@ async fn queue_without_a_mode_offers_the_modes_and_a_press_sets_one() {
     })
     .await;
     gw.stop().await;
-    assert_eq!(press_answers(&s)[0], "Chosen: /queue collect");
+    assert_eq!(
+        press_answers(&s),
+        [
+            "Chosen: /queue collect",
+            "This menu was used already: type the command to choose again."
+        ]
+    );
     assert!(menu(&s).unwrap().text.ends_with("Ann chose collect."));
     assert!(
         !s.texts(42)

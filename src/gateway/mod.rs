@@ -282,6 +282,9 @@ impl Gateway {
                 config,
             }
         });
+        // Questions a previous process left open in chats end (their buttons go).
+        let desk = core.desk.clone();
+        tokio::spawn(async move { desk.end_left_open().await });
         match &cluster {
             // The partitions this node takes are recovered as it takes them.
             Some(cluster) => partition_work::start(&core, cluster),

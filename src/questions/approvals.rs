@@ -253,9 +253,12 @@ impl Approver for ChatApprover {
                 humantime::format_duration(timeout)
             );
             let buttons = desk.buttons.offer(&id, &CHOICES);
+            let ledger_id = format!("approval:{id}");
             if let Some(message) = desk.notices.ask(&to, &text, &buttons).await {
                 let to = to.clone();
-                desk.buttons.asked(&id, Asked { to, message, text });
+                let asked = Asked { to, message, text };
+                desk.ledger.add(&ledger_id, &asked).await;
+                desk.buttons.asked(&id, asked);
             }
             let outcome = tokio::select! {
                 _ = cancel.cancelled() => Approval::Cancelled,
@@ -273,6 +276,7 @@ impl Approver for ChatApprover {
             desk.approvals.forget(&id);
             if let Some((asked, text)) = ended {
                 desk.notices.edit(&asked.to, &asked.message, &text).await;
+                desk.ledger.remove(&ledger_id).await;
             }
             if outcome == Approval::TimedOut {
                 let told = format!("No answer to approval {id} in time: denied.");

@@ -63,9 +63,11 @@ impl Asker for ChatAsker {
             let buttons = desk
                 .permission_buttons
                 .offer_to(&id, &CHOICES, &binding.owner);
+            let ledger_id = format!("permission:{id}");
             if let Some(message) = desk.notices.ask(&to, &text, &buttons).await {
-                desk.permission_buttons
-                    .asked(&id, Asked { to, message, text });
+                let asked = Asked { to, message, text };
+                desk.ledger.add(&ledger_id, &asked).await;
+                desk.permission_buttons.asked(&id, asked);
             }
             let decision = match tokio::time::timeout(timeout, answer).await {
                 Ok(Ok(decision)) => Some(decision),
@@ -78,6 +80,7 @@ impl Asker for ChatAsker {
             }
             if let Some((asked, text)) = ended {
                 desk.notices.edit(&asked.to, &asked.message, &text).await;
+                desk.ledger.remove(&ledger_id).await;
             }
             if decision.is_none() {
                 desk.notices

@@ -15,6 +15,7 @@ pub mod approvals;
 pub mod ask;
 pub mod buttons;
 pub mod choices;
+pub mod ledger;
 pub mod pairing;
 mod pending;
 pub mod press;
@@ -55,6 +56,7 @@ pub struct Desk {
     permission_buttons: buttons::Buttons<Decision>,
     pairing: pairing::PairingQuestions,
     choices: choices::Choices,
+    ledger: ledger::Ledger,
     store: Store,
     notices: Notices,
     cluster: Option<Arc<Cluster>>,
@@ -73,6 +75,10 @@ impl Desk {
             permission_buttons: buttons::Buttons::default(),
             pairing: pairing::PairingQuestions::default(),
             choices: choices::Choices::default(),
+            ledger: ledger::Ledger::new(
+                parts.store.clone(),
+                parts.cluster.as_ref().map_or("", |c| c.node()),
+            ),
             store: parts.store,
             notices: parts.notices,
             cluster: parts.cluster,
@@ -101,6 +107,12 @@ impl Desk {
         owner: bool,
     ) -> Option<press::AfterPress> {
         press::press(self, press, owner).await
+    }
+
+    /// Ends the questions with buttons a previous process left open in chats (their
+    /// messages say so and lose their buttons); see `ledger.rs`.
+    pub async fn end_left_open(&self) {
+        self.ledger.end_left_open(&self.notices).await;
     }
 
     /// The agent's port for exec approvals.

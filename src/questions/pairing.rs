@@ -268,6 +268,7 @@ impl Desk {
                     message,
                     text: text.clone(),
                 };
+                self.ledger.add(&format!("pairing:{key}"), &asked).await;
                 if let Some(open) = self.pairing.lock().open.get_mut(&key) {
                     open.asked.push(asked);
                 }
@@ -298,6 +299,7 @@ impl Desk {
         for (asked, text) in edits {
             self.notices.edit(&asked.to, &asked.message, &text).await;
         }
+        self.ledger.remove(&format!("pairing:{key}")).await;
         approved.then_some(Paired { request, held })
     }
 
@@ -349,6 +351,7 @@ impl Desk {
         for (asked, text) in edits {
             self.notices.edit(&asked.to, &asked.message, &text).await;
         }
+        self.ledger.remove(&format!("pairing:{key}")).await;
         let paired = match answered {
             Ok(Some(request)) if approve => Some(Paired { request, held }),
             _ => None,

@@ -186,6 +186,12 @@ impl Gateway {
         done
     }
 
+    /// Waits for a stderr line containing `needle` (the gateway's log); returns it.
+    pub async fn wait_log(&self, needle: &str) -> String {
+        let chat = self.chat.as_ref().expect("gateway still running");
+        chat.wait_stderr_line(needle).await
+    }
+
     /// SIGKILL (kill -9) and waits for the process to go.
     pub async fn kill(mut self) {
         let chat = self.chat.take().expect("gateway still running");

@@ -210,3 +210,55 @@ async fn queue_without_a_mode_offers_the_modes_and_a_press_sets_one() {
         s.texts(42)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_left_open_by_a_kill_9_ends_at_the_next_start_and_loses_its_buttons() {
+    let s = setup("\"telegram:42\"", 120).await;
+    let mut gw = s.gateway_env(&[("RUST_LOG", "warn,chela::questions=debug")]);
+    let (chat, ann) = dm(42, "Ann");
+    s.tg.user_sends(
+        chat,
+        ann.clone(),
+        r#"tool exec {"command": "touch late.txt"}"#,
+    );
+    gw.wait(&s, "the question with buttons", |s| {
+        question(s).is_some_and(|m| m.buttons.len() == 3)
+    })
+    .await;
+    let asked = question(&s).unwrap();
+    // Killed once the question is in the store (it is there before the run waits on it).
+    gw.wait_log("question kept open in the store").await;
+    gw.kill().await;
+
+    // The next start ends the question the killed process left open: no button stays.
+    let mut gw = s.gateway();
+    gw.wait(&s, "the old question ended", |s| {
+        s.sent(42)
+            .iter()
+            .any(|m| m.message_id == asked.message_id && m.buttons.is_empty())
+    })
+    .await;
+    // A press a client still shows is told the question ended; nothing runs.
+    s.tg.user_presses(42, ann, asked.message_id, &button(&asked, "Allow once"))
+        .unwrap();
+    gw.wait(&s, "the press answered", |s| !press_answers(s).is_empty())
+        .await;
+    gw.stop().await;
+    let ended = s
+        .sent(42)
+        .into_iter()
+        .find(|m| m.message_id == asked.message_id)
+        .unwrap();
+    assert!(
+        ended
+            .text
+            .ends_with("⌛ ended: the gateway restarted; ask again."),
+        "{}",
+        ended.text
+    );
+    assert_eq!(
+        press_answers(&s)[0],
+        "This question has ended, or waits on another node: answer it with the /approve shown."
+    );
+    assert!(!s.setup.path("ws/late.txt").exists());
+}

@@ -70,8 +70,10 @@ impl CommandContext for CoreCommands {
         text: &'a str,
         choices: &'a [(String, String)],
     ) -> BoxFuture<'a, ()> {
-        // A native command's answer is private: no menu under it.
-        if inbound.interaction.is_some() || choices.is_empty() {
+        // A native command's answer is private: no menu under it. Menus are shown in
+        // direct chats alone, where the one who asked is the only one who can press.
+        let direct = inbound.conversation.kind == chela_channel::ChatKind::Direct;
+        if inbound.interaction.is_some() || choices.is_empty() || !direct {
             return self.answer(inbound, text);
         }
         Box::pin(

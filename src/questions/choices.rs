@@ -1,8 +1,9 @@
-//! Choices offered as buttons under a command's answer (`/model` with no name: the models
-//! `[model] models` allows; `/queue` with no mode: the queue modes). A press stands for the
-//! typed command it names (`/model NAME`), run as the presser's own message in the same
-//! conversation, so the rules of the typed command apply to it unchanged. One press per menu:
-//! the menu then says who chose what and loses its buttons.
+//! Choices offered as buttons under a command's answer in a direct chat (`/model` with no
+//! name: the models `[model] models` allows; `/queue` with no mode: the queue modes). A press
+//! stands for the typed command it names (`/model NAME`), taken in as the presser's own
+//! message in the same conversation, so the rules of the typed command apply to it unchanged
+//! (a refusal is answered as for typing it). One press per menu: the menu then says which
+//! button was pressed and loses its buttons.
 //!
 //! Kept in memory, the newest [`MENUS_KEPT`] menus: an older or restarted one is told to
 //! type the command.
@@ -140,15 +141,12 @@ impl Desk {
     }
 
     /// A press on a menu's button: the presser's own message standing for the command
-    /// (to be taken in like a typed one), with the menu edited to say who chose what;
+    /// (to be taken in like a typed one), with the menu edited to say what was pressed;
     /// `None` when `press` is on no menu.
     pub(super) async fn choose(&self, press: &Press) -> Option<Inbound> {
         let chosen = self.choices.take(&press.data, &press.conversation)?;
         if let Some(asked) = &chosen.asked {
-            let text = format!(
-                "{}\n{} chose {}.",
-                asked.text, press.sender.name, chosen.label
-            );
+            let text = format!("{}\nPressed: {}.", asked.text, chosen.label);
             self.notices.edit(&asked.to, &asked.message, &text).await;
         }
         Some(Inbound {

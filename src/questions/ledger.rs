@@ -29,21 +29,48 @@ struct Open {
 /// The questions with buttons open in chats, as the store keeps them.
 pub struct Ledger {
     store: Store,
-    key: String,
-    open: Mutex<Vec<Open>>,
+    /// The store key; `None`: kept nowhere (a cluster node without a configured
+    /// `node_id` gets a new id at each start, so it could never find its questions again).
+    key: Option<String>,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    open: Vec<Open>,
+    /// What a previous process left open, until [`Ledger::end_left_open`] ends it.
+    left: Vec<Open>,
+    /// Bumped at each change: a write of an older list never lands after a newer one.
+    version: u64,
+    written: u64,
 }
 
 impl Ledger {
-    /// The ledger of node `node` (empty: a single gateway) in `store`.
-    pub fn new(store: Store, node: &str) -> Ledger {
-        let key = match node {
+    /// The ledger under `node` in `store`: `Some("")` a single gateway, `Some(id)` a
+    /// cluster node with a configured id, `None` kept nowhere. What a previous process
+    /// left is read now, so questions asked from now on add to it.
+    pub fn new(store: Store, node: Option<&str>) -> Ledger {
+        let key = node.map(|node| match node {
             "" => "chela:questions".to_owned(),
             node => format!("chela:questions:{node}"),
+        });
+        let left: Vec<Open> = match &key {
+            Some(key) => store.get_settings(key).unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "cannot read the questions left open");
+                None
+            }),
+            None => None,
+        }
+        .unwrap_or_default();
+        let state = State {
+            open: left.clone(),
+            left,
+            ..State::default()
         };
         Ledger {
             store,
             key,
-            open: Mutex::new(Vec::new()),
+            state: Mutex::new(state),
         }
     }
 
@@ -56,33 +83,19 @@ impl Ledger {
             message_id: asked.message.message_id.clone(),
             text: asked.text.clone(),
         };
-        self.change(|all| all.push(open));
-        self.flush().await;
+        self.change(|all| all.push(open)).await;
         tracing::debug!(id, "question kept open in the store");
     }
 
     /// Question `id` ended (its messages were edited). Durable when it returns.
     pub async fn remove(&self, id: &str) {
-        self.change(|all| all.retain(|o| o.id != id));
-        self.flush().await;
-    }
-
-    async fn flush(&self) {
-        if let Err(e) = self.store.flush().await {
-            tracing::warn!(error = %e, "cannot keep the questions open in the store");
-        }
+        self.change(|all| all.retain(|o| o.id != id)).await;
     }
 
     /// Ends the questions a previous process left open: each message is edited to say so
-    /// (its buttons go), and the ledger is emptied.
+    /// (its buttons go), and they leave the ledger.
     pub async fn end_left_open(&self, notices: &Notices) {
-        let left: Vec<Open> = match self.store.get_settings(&self.key) {
-            Ok(left) => left.unwrap_or_default(),
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot read the questions left open");
-                return;
-            }
-        };
+        let left = std::mem::take(&mut self.lock().left);
         if left.is_empty() {
             return;
         }
@@ -97,24 +110,48 @@ impl Ledger {
             let text = format!("{}\n{ENDED_BY_RESTART}", open.text);
             notices.edit(&open.to, &message, &text).await;
         }
-        self.change(|all| all.retain(|o| !left.contains(o)));
-        self.flush().await;
+        self.change(|all| all.retain(|o| !left.contains(o))).await;
     }
 
-    /// Applies `change` to the open questions and stores them.
-    fn change(&self, change: impl FnOnce(&mut Vec<Open>)) {
-        let mut open = self
-            .open
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        change(&mut open);
+    /// Applies `change` to the open questions and stores them (written outside the lock,
+    /// and only when no newer list was written meanwhile), durably.
+    async fn change(&self, change: impl FnOnce(&mut Vec<Open>)) {
+        let Some(key) = &self.key else {
+            return;
+        };
+        let (open, version) = {
+            let mut state = self.lock();
+            change(&mut state.open);
+            state.version += 1;
+            (state.open.clone(), state.version)
+        };
+        let stale = {
+            let mut state = self.lock();
+            let stale = state.written > version;
+            if !stale {
+                state.written = version;
+            }
+            stale
+        };
+        if stale {
+            return;
+        }
         let stored = match open.is_empty() {
-            true => self.store.clear_settings(&self.key),
-            false => self.store.put_settings(&self.key, &*open),
+            true => self.store.clear_settings(key),
+            false => self.store.put_settings(key, &open),
         };
         if let Err(e) = stored {
             tracing::warn!(error = %e, "cannot keep the questions open in the store");
         }
+        if let Err(e) = self.store.flush().await {
+            tracing::warn!(error = %e, "cannot keep the questions open in the store");
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -142,7 +179,7 @@ mod tests {
     #[tokio::test]
     async fn open_questions_are_in_the_store_until_they_end() {
         let store = Store::temporary().unwrap();
-        let ledger = Ledger::new(store.clone(), "");
+        let ledger = Ledger::new(store.clone(), Some(""));
         ledger.add("ab12", &asked("7")).await;
         ledger.add("cd34", &asked("8")).await;
         ledger.remove("ab12").await;
@@ -160,6 +197,14 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
-        assert_eq!(Ledger::new(store, "n1").key, "chela:questions:n1");
+        assert_eq!(
+            Ledger::new(store.clone(), Some("n1")).key.as_deref(),
+            Some("chela:questions:n1")
+        );
+        // A new process finds what the previous one left, before anything is asked.
+        ledger.add("ef56", &asked("9")).await;
+        let next = Ledger::new(store, Some(""));
+        assert_eq!(next.lock().left.len(), 1);
+        assert_eq!(next.lock().open.len(), 1);
     }
 }

@@ -75,9 +75,14 @@ impl Desk {
             permission_buttons: buttons::Buttons::default(),
             pairing: pairing::PairingQuestions::default(),
             choices: choices::Choices::default(),
+            // A cluster node keeps its open questions only under a configured id.
             ledger: ledger::Ledger::new(
                 parts.store.clone(),
-                parts.cluster.as_ref().map_or("", |c| c.node()),
+                match (&parts.cluster, parts.node_id.as_str()) {
+                    (None, _) => Some(""),
+                    (Some(_), "") => None,
+                    (Some(_), id) => Some(id),
+                },
             ),
             store: parts.store,
             notices: parts.notices,

@@ -268,9 +268,17 @@ impl Desk {
                     message,
                     text: text.clone(),
                 };
-                self.ledger.add(&format!("pairing:{key}"), &asked).await;
-                if let Some(open) = self.pairing.lock().open.get_mut(&key) {
-                    open.asked.push(asked);
+                // Kept (and in the store) only while the request is open: one answered
+                // meanwhile leaves this late message as it is.
+                let kept = match self.pairing.lock().open.get_mut(&key) {
+                    Some(open) => {
+                        open.asked.push(asked.clone());
+                        true
+                    }
+                    None => false,
+                };
+                if kept {
+                    self.ledger.add(&format!("pairing:{key}"), &asked).await;
                 }
             }
         }

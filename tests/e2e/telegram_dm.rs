@@ -348,6 +348,11 @@ async fn with_owners_configured_an_approved_stranger_is_no_owner() {
         "the approval says plainly that Zed is no owner: {approved}"
     );
     assert!(!approved.contains("now the OWNER"), "{approved}");
+    // Approved through the running gateway: the message sent while waiting is answered.
+    gw.wait(&s, "the waiting message answered", |s| {
+        s.texts(79).iter().any(|t| t == "ok: hi there")
+    })
+    .await;
     // /approve is for owners only: Zed's is refused with the reason (#12.6: in a DM a refusal
     // says why); his plain message is answered.
     s.tg.user_sends(chat.clone(), zed.clone(), "/approve");

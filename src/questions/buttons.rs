@@ -16,8 +16,7 @@ use crate::agent::approval::Approval;
 
 /// What a press on a button this node does not know says: the question ended (or chela
 /// restarted), or on several nodes it may wait on another node, which the typed form reaches.
-pub const UNKNOWN: &str =
-    "This question has ended, or waits on another node: answer it with the /approve shown.";
+pub const UNKNOWN: &str = "This question has ended, or waits on another node: type the answer the message shows (/approve, allow or deny, or the command).";
 
 /// How many ended questions still say why to a late press.
 const ENDED_KEPT: usize = 256;

@@ -148,7 +148,7 @@ async fn a_press_by_someone_who_is_no_owner_is_refused_and_changes_nothing() {
     gw.stop().await;
     assert_eq!(
         press_answers(&s)[1],
-        "This question has ended, or waits on another node: answer it with the /approve shown."
+        "This question has ended, or waits on another node: type the answer the message shows (/approve, allow or deny, or the command)."
     );
     assert!(!s.setup.path("ws/refused.txt").exists());
 }
@@ -258,7 +258,7 @@ async fn a_question_left_open_by_a_kill_9_ends_at_the_next_start_and_loses_its_b
     );
     assert_eq!(
         press_answers(&s)[0],
-        "This question has ended, or waits on another node: answer it with the /approve shown."
+        "This question has ended, or waits on another node: type the answer the message shows (/approve, allow or deny, or the command)."
     );
     assert!(!s.setup.path("ws/late.txt").exists());
 }

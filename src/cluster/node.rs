@@ -24,6 +24,10 @@ pub(super) struct State {
     pub(super) held: HashMap<u32, Held>,
     /// Turns handed to a lane here: seq -> (partition, when).
     submitted: HashMap<u64, (u32, Instant)>,
+    /// Partitions taken over whose recovery (the previous holder's undelivered finals
+    /// handed to delivery) has not run yet: their turns wait, so a new reply cannot go out
+    /// before an older final of the same chat.
+    recovering: HashSet<u32>,
     /// Sessions whose queued command is being carried out: their later messages wait.
     busy: HashSet<String>,
     /// A live node speaking another cluster protocol, seen at the last heartbeat: while
@@ -138,7 +142,7 @@ impl Cluster {
             .held
             .get(&partition)
             .is_some_and(|h| h.until > Instant::now());
-        if !held || state.submitted.contains_key(&seq) {
+        if !held || state.submitted.contains_key(&seq) || state.recovering.contains(&partition) {
             return false;
         }
         state.submitted.insert(seq, (partition, Instant::now()));
@@ -245,6 +249,7 @@ impl Cluster {
                 .is_some_and(|h| h.generation == lease.generation);
             if !known {
                 fresh.push(lease.partition);
+                state.recovering.insert(lease.partition);
             }
             state.held.insert(
                 lease.partition,
@@ -268,8 +273,18 @@ impl Cluster {
             state
                 .held
                 .insert(lease.partition, Held { generation, until });
+            state.recovering.insert(lease.partition);
         }
         taken.iter().map(|l| l.partition).collect()
+    }
+
+    /// The recovery of partitions `parts` ran: their turns may be handed out now (the loop
+    /// that hands them out is woken).
+    pub(super) fn recovered(&self, parts: &HashSet<u32>) {
+        if let Ok(mut state) = self.state.lock() {
+            state.recovering.retain(|p| !parts.contains(p));
+        }
+        self.released.notify_one();
     }
 
     /// Forgets the turns handed to lanes before `since` that are no longer pending.

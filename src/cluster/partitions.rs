@@ -141,7 +141,9 @@ async fn maintain(work: &Arc<dyn PartitionWork>, store: &Store, cluster: &Cluste
     if !fresh.is_empty() {
         let parts: HashSet<u32> = fresh.into_iter().collect();
         // Their pending turns go to lanes at the next poll (one loop hands turns over, so a
-        // session's turns keep their order).
+        // session's turns keep their order), once the previous holder's undelivered finals
+        // are queued for delivery: a new reply must not overtake them.
         work.clone().recover(&parts);
+        cluster.recovered(&parts);
     }
 }

@@ -39,6 +39,8 @@ async fn a_turn_is_claimed_once_and_only_while_its_lease_is_trusted() {
     let fresh = cluster.renewed(&[lease(p, 1)], Instant::now());
     assert_eq!(fresh, vec![p], "new to this node: recovered");
     assert!(cluster.owns(key));
+    assert!(!cluster.claim(1, key), "its recovery has not run yet");
+    cluster.recovered(&fresh.iter().copied().collect());
     assert!(cluster.claim(1, key));
     assert!(!cluster.claim(1, key), "handed to a lane once");
     assert!(cluster.claim(2, key));
@@ -62,6 +64,7 @@ async fn settled_turns_are_forgotten_but_not_ones_handed_over_after_the_read() {
     let cluster = Cluster::new(idle(), Duration::from_secs(10));
     let key = "k";
     cluster.renewed(&[lease(partition_of(key), 1)], Instant::now());
+    cluster.recovered(&[partition_of(key)].into_iter().collect());
     assert!(cluster.claim(1, key));
     assert!(cluster.claim(2, key));
     tokio::time::advance(Duration::from_millis(5)).await;
@@ -80,10 +83,11 @@ async fn a_session_held_by_a_command_has_its_later_messages_wait() {
     let cluster = Cluster::new(idle(), Duration::from_secs(10));
     let key = "agent:main:telegram:default:direct:7";
     let other = "agent:main:telegram:default:direct:8";
-    cluster.renewed(
+    let fresh = cluster.renewed(
         &[lease(partition_of(key), 1), lease(partition_of(other), 1)],
         Instant::now(),
     );
+    cluster.recovered(&fresh.into_iter().collect());
     assert!(cluster.claim(1, key), "the command");
     cluster.hold(key);
     assert!(!cluster.claim(2, key), "the message behind it waits");
@@ -156,6 +160,7 @@ async fn a_live_node_of_another_protocol_stops_turns_here_until_it_is_gone() {
     let cluster = Cluster::new(coordinator.clone(), Duration::from_secs(10));
     let key = "agent:main:telegram:default:direct:7";
     cluster.renewed(&[lease(partition_of(key), 1)], Instant::now());
+    cluster.recovered(&[partition_of(key)].into_iter().collect());
     let set_nodes = |old_seen_ms: u64| {
         // This node started after the other one: it is the one to stand aside.
         let mut me = node_info("n", 100_000, NodeVersion::current());

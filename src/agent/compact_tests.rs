@@ -8,10 +8,13 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::agent::compact::*;
 use crate::agent::provider::{BoxFuture, EventStream, ProviderError};
 use crate::agent::run::RunStatus;
 use crate::agent::tools::{Tool, ToolContext, ToolOutput};
 use crate::domain::message::{AssistantMessage, ToolCall, Usage, now_ms};
+use crate::domain::message::{ContentBlock, text_of};
+use crate::store::SUMMARY_HEADING;
 use crate::store::{Entry, Store};
 
 const KEY: &str = "agent:main:compact";

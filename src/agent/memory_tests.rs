@@ -8,6 +8,7 @@ use serde_json::json;
 
 use super::*;
 use crate::agent::compact::{CompactionSettings, SUMMARY_SYSTEM};
+use crate::agent::memory::*;
 use crate::agent::provider::{BoxFuture, EventStream, Provider, ProviderError};
 use crate::agent::run::RunStatus;
 use crate::domain::events::RunEvent;

@@ -3,10 +3,12 @@
 mod agents;
 pub mod approval;
 pub mod compact;
+pub mod compaction;
 pub mod context;
 pub mod hooks;
 pub mod media;
 pub mod memory;
+pub mod memory_flush;
 pub mod model_choice;
 pub mod policy;
 pub mod provider;

@@ -72,10 +72,29 @@ impl Notices {
         text: &str,
         buttons: &[Button],
     ) -> Option<SentMessage> {
+        self.shown(to, text, Shown::Buttons(buttons)).await
+    }
+
+    /// Offers one choice among `options` under `text` in `to`: a select menu where the
+    /// platform has one, else buttons, else (or when that send fails) the text alone.
+    pub async fn offer(
+        &self,
+        to: &Conversation,
+        text: &str,
+        options: &[Button],
+    ) -> Option<SentMessage> {
+        self.shown(to, text, Shown::Menu(options)).await
+    }
+
+    async fn shown(&self, to: &Conversation, text: &str, shown: Shown<'_>) -> Option<SentMessage> {
         let channel = self.channel(&to.channel).filter(|c| c.has_buttons());
         if let Some(channel) = channel {
             self.outbox.settled_within(to).await;
-            match channel.send_buttons(to, text, buttons).await {
+            let sent = match shown {
+                Shown::Buttons(buttons) => channel.send_buttons(to, text, buttons).await,
+                Shown::Menu(options) => channel.send_menu(to, text, options).await,
+            };
+            match sent {
                 Ok(sent) => return Some(sent),
                 Err(e) => {
                     tracing::warn!(error = %e, channel = %to.channel, "cannot send a question with buttons; sending it as text");
@@ -140,4 +159,12 @@ impl Notices {
             }
         }
     }
+}
+
+/// How a question's answers are shown.
+enum Shown<'a> {
+    /// Buttons under the message.
+    Buttons(&'a [Button]),
+    /// One choice among options (a select menu where the platform has one).
+    Menu(&'a [Button]),
 }

@@ -1,9 +1,10 @@
-//! Choices offered as buttons under a command's answer in a direct chat (`/model` with no
-//! name: the models `[model] models` allows; `/queue` with no mode: the queue modes). A press
-//! stands for the typed command it names (`/model NAME`), taken in as the presser's own
-//! message in the same conversation, so the rules of the typed command apply to it unchanged
-//! (a refusal is answered as for typing it). One press per menu: the menu then says which
-//! button was pressed and loses its buttons.
+//! Choices offered under a command's answer in a direct chat, as buttons on Telegram and a
+//! select menu on Discord (`/model` with no name: the models `[model] models` allows and the
+//! provider's server lists; `/queue` with no mode: the queue modes). A choice stands for the
+//! typed command it names (`/model NAME`), taken in as the presser's own message in the same
+//! conversation, so the rules of the typed command apply to it unchanged (a refusal is
+//! answered as for typing it). One choice per menu: the menu then says what was chosen and
+//! loses its buttons.
 //!
 //! Kept in memory, the newest [`MENUS_KEPT`] menus: an older or restarted one is told to
 //! type the command.
@@ -133,7 +134,7 @@ impl Desk {
     /// channel has no buttons, the text alone.
     pub async fn offer_choices(&self, to: &Conversation, text: &str, choices: &[(String, String)]) {
         let buttons = self.choices.offer(to, choices);
-        if let Some(message) = self.notices.ask(to, text, &buttons).await
+        if let Some(message) = self.notices.offer(to, text, &buttons).await
             && let Some(first) = buttons.first()
         {
             self.choices.asked(&first.data, message, text.to_owned());
@@ -146,7 +147,7 @@ impl Desk {
     pub(super) async fn choose(&self, press: &Press) -> Option<Inbound> {
         let chosen = self.choices.take(&press.data, &press.conversation)?;
         if let Some(asked) = &chosen.asked {
-            let text = format!("{}\nPressed: {}.", asked.text, chosen.label);
+            let text = format!("{}\nChosen: {}.", asked.text, chosen.label);
             self.notices.edit(&asked.to, &asked.message, &text).await;
         }
         Some(Inbound {

@@ -3,7 +3,7 @@
 //! deferred answer (Discord's 3 s), then answered privately. A press by someone who is no
 //! owner is refused and changes nothing; an owner's answers the approval, the message is
 //! edited to say who answered what and loses its buttons, and a late press is told the
-//! question ended.
+//! question ended. `/queue` with no mode offers its modes as a select menu.
 
 use crate::common;
 
@@ -193,4 +193,59 @@ async fn a_strangers_request_reaches_the_owners_dm_and_a_tap_lets_them_in() {
         texts.iter().any(|t| t.starts_with("You're in:")),
         "{texts:#?}"
     );
+}
+
+/// Ann's DM for the menu test.
+const MENU_DM: u64 = 2_000_050;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_without_a_mode_offers_a_select_menu_and_a_choice_sets_the_mode() {
+    let s = DcSetup::with(DcConfig {
+        discord: ASKS,
+        ..DcConfig::default()
+    })
+    .await;
+    let mut gw = s.gateway().await;
+    s.dc.user_sends(ChannelSpec::dm(MENU_DM), ann(), "/queue");
+    let menu = |s: &DcSetup| {
+        s.sent(MENU_DM)
+            .into_iter()
+            .find(|m| m.content.starts_with("Queue: steer"))
+    };
+    gw.wait(&s, "the select menu", |s| {
+        menu(s).is_some_and(|m| m.menu.is_some())
+    })
+    .await;
+    let asked = menu(&s).unwrap();
+    assert!(asked.buttons.is_empty(), "a menu, not buttons: {asked:#?}");
+    let (_, options) = asked.menu.clone().unwrap();
+    let labels: Vec<&str> = options.iter().map(|(l, _)| l.as_str()).collect();
+    assert_eq!(
+        labels,
+        ["steer", "followup", "collect", "interrupt", "Reset"]
+    );
+    let collect = &options[2].1;
+    assert_eq!(collect.len(), 32, "an opaque value: {collect}");
+    let id =
+        s.dc.user_chooses(ChannelSpec::dm(MENU_DM), ann(), asked.id, collect)
+            .unwrap();
+    gw.wait(&s, "the mode set", |s| {
+        s.texts(MENU_DM)
+            .iter()
+            .any(|t| t.starts_with("Queue: collect"))
+    })
+    .await;
+    gw.wait(&s, "the menu edited and gone", |s| {
+        menu(s).is_some_and(|m| m.menu.is_none())
+    })
+    .await;
+    gw.wait(&s, "the private answer to the choice", |s| {
+        s.dc.interaction(id).is_some_and(|i| i.response.is_some())
+    })
+    .await;
+    gw.stop().await;
+    let info = s.dc.interaction(id).unwrap();
+    assert!(info.ephemeral, "{info:#?}");
+    assert_eq!(info.response.as_deref(), Some("Chosen: /queue collect"));
+    assert!(menu(&s).unwrap().content.ends_with("Chosen: collect."));
 }

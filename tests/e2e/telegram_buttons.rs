@@ -201,7 +201,7 @@ async fn queue_without_a_mode_offers_the_modes_and_a_press_sets_one() {
             "This menu was used already: type the command to choose again."
         ]
     );
-    assert!(menu(&s).unwrap().text.ends_with("Pressed: collect."));
+    assert!(menu(&s).unwrap().text.ends_with("Chosen: collect."));
     assert!(
         !s.texts(42)
             .iter()

@@ -179,7 +179,7 @@ pub struct Button {
     pub data: String,
 }
 
-/// Someone pressed a [`Button`] the bot sent.
+/// Someone pressed a [`Button`] the bot sent (or chose an option of its menu).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Press {
     /// Where the message with the button is.
@@ -188,7 +188,7 @@ pub struct Press {
     pub sender: Sender,
     /// The message that carries the button.
     pub message_id: String,
-    /// The button's data.
+    /// The button's data (the chosen option's, for a menu).
     pub data: String,
     /// The platform's handle for answering this press ([`Channel::answer_press`]).
     pub handle: String,
@@ -373,6 +373,17 @@ pub trait Channel: Send + Sync {
     ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
         let _ = buttons;
         self.send(to, text)
+    }
+    /// Sends `text` into `to` offering one choice among `options`: a select menu where the
+    /// platform has one (Discord), else the same as [`Channel::send_buttons`]. A choice comes
+    /// back as a [`Press`] whose data is the chosen option's.
+    fn send_menu<'a>(
+        &'a self,
+        to: &'a Conversation,
+        text: &'a str,
+        options: &'a [Button],
+    ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
+        self.send_buttons(to, text, options)
     }
     /// Answers a [`Press`] (by its handle) with a short note only the presser sees.
     fn answer_press<'a>(

@@ -42,17 +42,23 @@ pub fn normalize_command(
     })
 }
 
-/// Normalizes a button press for `account`, given where its channel lives; `None` for
-/// presses by bots and components that are not buttons.
+/// Normalizes a button press (or a choice in a string select menu: the chosen option's
+/// value is its data) for `account`, given where its channel lives; `None` for presses by
+/// bots and for other components.
 pub fn normalize_press(press: &ComponentInteraction, place: Place, account: &str) -> Option<Press> {
-    if press.user.bot || !matches!(press.data.kind, ComponentInteractionDataKind::Button) {
+    if press.user.bot {
         return None;
     }
+    let data = match &press.data.kind {
+        ComponentInteractionDataKind::Button => press.data.custom_id.clone(),
+        ComponentInteractionDataKind::StringSelect { values } => values.first()?.clone(),
+        _ => return None,
+    };
     Some(Press {
         conversation: conversation(press.channel_id.get(), place, account),
         sender: sender(&press.user),
         message_id: press.message.id.get().to_string(),
-        data: press.data.custom_id.clone(),
+        data,
         handle: press.id.get().to_string(),
     })
 }
@@ -223,9 +229,16 @@ mod tests {
     }
 
     #[test]
-    fn a_select_menu_is_no_press() {
-        let menu = serde_json::json!({"data": {"custom_id": "m", "component_type": 3,
-                                               "values": ["a"]}});
-        assert!(normalize_press(&press(menu), Place::Channel, "d").is_none());
+    fn a_choice_in_a_select_menu_is_a_press_of_its_value() {
+        let menu = serde_json::json!({"data": {"custom_id": "menu:a", "component_type": 3,
+                                               "values": ["b"]}});
+        let p = normalize_press(&press(menu), Place::Channel, "d").unwrap();
+        assert_eq!(p.data, "b");
+        let none = serde_json::json!({"data": {"custom_id": "menu:a", "component_type": 3,
+                                               "values": []}});
+        assert!(normalize_press(&press(none), Place::Channel, "d").is_none());
+        let users = serde_json::json!({"data": {"custom_id": "u", "component_type": 5,
+                                                "values": ["1"]}});
+        assert!(normalize_press(&press(users), Place::Channel, "d").is_none());
     }
 }

@@ -191,14 +191,14 @@ impl DiscordChannel {
             let body = Body {
                 text,
                 quote,
-                buttons: &[],
+                components: Components::None,
             };
             return self.create(channel, &body, &nonce).await.map(sent);
         };
         let body = Body {
             text,
             quote,
-            buttons: &[],
+            components: Components::None,
         };
         for round in 0..nonce::KEYED_ROUNDS {
             let since = nonce::snowflake_now();
@@ -215,6 +215,23 @@ impl DiscordChannel {
         }
         let nonce = uuid::Uuid::new_v4().simple().to_string()[..25].to_string();
         self.create(channel, &body, &nonce).await.map(sent)
+    }
+
+    /// Sends `text` with `components` under it (a question: never a reply part, so a fresh
+    /// nonce).
+    async fn send_components(
+        &self,
+        to: &Conversation,
+        text: &str,
+        components: Components<'_>,
+    ) -> Result<SentMessage, ChannelError> {
+        let nonce = uuid::Uuid::new_v4().simple().to_string()[..25].to_string();
+        let body = Body {
+            text,
+            quote: None,
+            components,
+        };
+        self.create(target(to)?, &body, &nonce).await.map(sent)
     }
 
     /// Whether message `id` of `channel` still exists (true when that cannot be told).
@@ -243,8 +260,10 @@ impl DiscordChannel {
                 .nonce(Nonce::String(nonce.to_owned()))
                 .enforce_nonce(true)
                 .allowed_mentions(CreateAllowedMentions::new().replied_user(false));
-            if !body.buttons.is_empty() {
-                builder = builder.components(buttons::row(body.buttons));
+            match body.components {
+                Components::None => {}
+                Components::Buttons(list) => builder = builder.components(buttons::row(list)),
+                Components::Menu(options) => builder = builder.components(buttons::menu(options)),
             }
             if let Some(id) = body
                 .quote
@@ -273,8 +292,19 @@ struct Body<'a> {
     text: &'a str,
     /// The message it answers, if any.
     quote: Option<&'a str>,
-    /// Buttons under it, in one row.
-    buttons: &'a [chela_channel::Button],
+    /// Buttons or a menu under it.
+    components: Components<'a>,
+}
+
+/// The components under a message chela creates.
+#[derive(Clone, Copy)]
+enum Components<'a> {
+    /// Nothing.
+    None,
+    /// Buttons, in one row.
+    Buttons(&'a [chela_channel::Button]),
+    /// A select menu of these options.
+    Menu(&'a [chela_channel::Button]),
 }
 
 fn sent(id: u64) -> SentMessage {
@@ -396,15 +426,16 @@ impl Channel for DiscordChannel {
         text: &'a str,
         buttons: &'a [chela_channel::Button],
     ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
-        Box::pin(async move {
-            let nonce = uuid::Uuid::new_v4().simple().to_string()[..25].to_string();
-            let body = Body {
-                text,
-                quote: None,
-                buttons,
-            };
-            self.create(target(to)?, &body, &nonce).await.map(sent)
-        })
+        Box::pin(self.send_components(to, text, Components::Buttons(buttons)))
+    }
+
+    fn send_menu<'a>(
+        &'a self,
+        to: &'a Conversation,
+        text: &'a str,
+        options: &'a [chela_channel::Button],
+    ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
+        Box::pin(self.send_components(to, text, Components::Menu(options)))
     }
 
     fn answer_press<'a>(

@@ -32,6 +32,7 @@ impl FakeDiscord {
                 embeds: m.json["embeds"].as_array().cloned().unwrap_or_default(),
                 attachments: m.attachments.clone(),
                 buttons: super::components::buttons_of(&m.json),
+                menu: super::components::menu_of(&m.json),
             })
             .collect()
     }

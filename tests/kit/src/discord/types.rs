@@ -241,6 +241,9 @@ pub struct BotMessage {
     /// with `components: []` removes them; one that does not name them keeps them, as
     /// Discord does).
     pub buttons: Vec<(String, String)>,
+    /// Its string select menu now, if any: the menu's `custom_id` and its options as
+    /// (label, value); `None` when it has none.
+    pub menu: Option<(String, Vec<(String, String)>)>,
 }
 
 /// One authorized REST call, in arrival order.

@@ -67,9 +67,9 @@ pub async fn handle(
         Command::Session(args) => acp::session(ctx, key, &args).await,
         Command::Compact => compact(ctx, key).await,
         Command::Approve(args) => ctx.approve(to, &args).await,
-        Command::Model(args) if args.trim().is_empty() && !ctx.allowed_models().is_empty() => {
+        Command::Model(args) if args.trim().is_empty() => {
             let text = model(ctx, key, "").await;
-            let choices = model_choices(ctx.allowed_models());
+            let choices = model_choices(ctx, key, inbound).await;
             ctx.offer(inbound, &text, &choices).await;
             return None;
         }
@@ -261,20 +261,40 @@ fn queue_choices() -> Vec<(String, String)> {
     choices
 }
 
-/// The buttons under `/model`: the first models `[model] models` allows (the rest are
-/// typed), and back to the default.
-fn model_choices(allowed: &[String]) -> Vec<(String, String)> {
-    let mut choices: Vec<(String, String)> = allowed
+/// The menu under `/model` (none when there is nothing to choose): the models `[model]
+/// models` allows or, when that list is empty and the sender may switch models, those the
+/// provider's server lists; the first [`MENU_MODELS`] of them (the rest are typed), and
+/// back to the default.
+async fn model_choices(
+    ctx: &dyn CommandContext,
+    key: &str,
+    inbound: &Inbound,
+) -> Vec<(String, String)> {
+    let mut models = ctx.allowed_models().to_vec();
+    if models.is_empty() && ctx.may_choose_models(inbound) {
+        models = match ctx.provider(key).models().await {
+            Ok(listed) => listed,
+            Err(e) => {
+                tracing::info!(error = %e, "/model: the model server's list could not be read");
+                Vec::new()
+            }
+        };
+    }
+    if models.is_empty() {
+        return Vec::new();
+    }
+    let mut choices: Vec<(String, String)> = models
         .iter()
-        .take(MODEL_BUTTONS)
+        .take(MENU_MODELS)
         .map(|m| (m.clone(), format!("/model {m}")))
         .collect();
     choices.push(("Default".to_owned(), "/model default".to_owned()));
     choices
 }
 
-/// Models shown as buttons at most (a Discord row holds five buttons, one is Default).
-const MODEL_BUTTONS: usize = 4;
+/// Models offered in `/model`'s menu at most (a Discord select menu holds 25 options, one is
+/// Default).
+const MENU_MODELS: usize = 24;
 
 /// `provider/model` of session `key`, saying whether it is the session's own choice.
 fn model_line(ctx: &dyn CommandContext, key: &str) -> String {

@@ -28,6 +28,8 @@ pub trait CommandContext: Send + Sync {
     fn provider(&self, key: &str) -> &Arc<dyn Provider>;
     /// `[model] models`: the names `/model` may choose (empty: any).
     fn allowed_models(&self) -> &[String];
+    /// Whether the sender of `inbound` may switch to a model by name (`/model NAME`).
+    fn may_choose_models(&self, inbound: &Inbound) -> bool;
     /// The bounds of what `/queue` may set (`[queue] max_cap`, `max_debounce_ms`).
     fn queue_limits(&self) -> QueueLimits;
     /// The workspace of session `key`'s agent.

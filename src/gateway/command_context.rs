@@ -64,6 +64,14 @@ impl CommandContext for CoreCommands {
         Box::pin(self.0.notices.say(to, text))
     }
 
+    fn may_choose_models(&self, inbound: &Inbound) -> bool {
+        crate::inbound::route::may_choose_models(
+            &inbound.conversation,
+            &inbound.sender.id,
+            &*self.0,
+        )
+    }
+
     fn offer<'a>(
         &'a self,
         inbound: &'a Inbound,

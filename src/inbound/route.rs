@@ -220,7 +220,13 @@ fn may_switch_model(args: &str, conv: &Conversation, sender: &str, facts: &dyn R
     name.is_empty()
         || name.eq_ignore_ascii_case("default")
         || name.eq_ignore_ascii_case("reset")
-        || conv.channel == "terminal"
+        || may_choose_models(conv, sender, facts)
+}
+
+/// Whether `sender` in `conv` may switch to a model by name (`/model NAME`): the local
+/// terminal, owners, and everyone when `[commands] model` opens it to others.
+pub fn may_choose_models(conv: &Conversation, sender: &str, facts: &dyn RouteFacts) -> bool {
+    conv.channel == "terminal"
         || facts.is_owner(&conv.channel, sender)
         || facts.others_choose_models()
 }

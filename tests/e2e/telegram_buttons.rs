@@ -2,7 +2,8 @@
 //! Deny buttons; an owner's press answers it, the message is edited to say who answered
 //! what and loses its buttons, a press after that is told the question ended; a press by
 //! someone who is no owner is refused privately and changes nothing. The typed `/approve`
-//! stays in the message for those who type.
+//! stays in the message for those who type. `/queue` and `/model` with nothing after them
+//! offer their choices (for `/model`, the models the server lists) as buttons.
 
 use crate::common;
 
@@ -261,4 +262,50 @@ async fn a_question_left_open_by_a_kill_9_ends_at_the_next_start_and_loses_its_b
         "This question has ended, or waits on another node: type the answer the message shows (/approve, allow or deny, or the command)."
     );
     assert!(!s.setup.path("ws/late.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_without_a_name_offers_the_servers_models_to_an_owner() {
+    let s = setup("\"telegram:42\"", 120).await;
+    let mut gw = s.gateway();
+    let (chat, ann) = dm(42, "Ann");
+    s.tg.user_sends(chat, ann.clone(), "/model");
+    let menu = |s: &TgSetup| {
+        s.sent(42)
+            .into_iter()
+            .find(|m| m.text.starts_with("Model: openai/"))
+    };
+    gw.wait(&s, "the menu", |s| {
+        menu(s).is_some_and(|m| !m.buttons.is_empty())
+    })
+    .await;
+    let asked = menu(&s).unwrap();
+    let labels: Vec<&str> = asked.buttons.iter().map(|(l, _)| l.as_str()).collect();
+    // The fake model server lists one model (GET /v1/models).
+    assert_eq!(labels, ["fake-model", "Default"]);
+    s.tg.user_presses(42, ann, asked.message_id, &button(&asked, "fake-model"))
+        .unwrap();
+    gw.wait(&s, "the model chosen", |s| {
+        s.texts(42)
+            .iter()
+            .any(|t| t.contains("openai/fake-model (this conversation's"))
+    })
+    .await;
+    gw.stop().await;
+    assert_eq!(press_answers(&s), ["Chosen: /model fake-model"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_without_a_name_offers_no_menu_to_who_may_not_switch() {
+    let s = setup("\"telegram:7\"", 120).await;
+    let mut gw = s.gateway();
+    let (chat, ann) = dm(42, "Ann");
+    s.tg.user_sends(chat, ann, "/model");
+    gw.wait(&s, "the answer", |s| {
+        s.texts(42).iter().any(|t| t.starts_with("Model: openai/"))
+    })
+    .await;
+    gw.stop().await;
+    let answer = s.sent(42);
+    assert!(answer.iter().all(|m| m.buttons.is_empty()), "{answer:#?}");
 }

@@ -297,6 +297,22 @@ impl Channel for TelegramChannel {
         Box::pin(self.send_marked_up(to, text, None, Some(markup)))
     }
 
+    /// A choice on Telegram: a button per option, one under the other (Telegram has no
+    /// select menu; long lists read better as a column than as one cramped row).
+    fn send_menu<'a>(
+        &'a self,
+        to: &'a Conversation,
+        text: &'a str,
+        options: &'a [Button],
+    ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
+        let rows: Vec<Value> = options
+            .iter()
+            .map(|b| json!([{ "text": b.label, "callback_data": b.data }]))
+            .collect();
+        let markup = json!({ "inline_keyboard": rows });
+        Box::pin(self.send_marked_up(to, text, None, Some(markup)))
+    }
+
     fn answer_press<'a>(
         &'a self,
         handle: &'a str,

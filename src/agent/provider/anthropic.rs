@@ -101,6 +101,20 @@ impl Provider for AnthropicProvider {
             stream_call(endpoint, &body, AnthropicDecoder::default()).await
         })
     }
+
+    fn models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {
+        Box::pin(async move {
+            // `{base}/v1/models`, beside `{base}/v1/messages`.
+            let url = format!("{}models", self.url.trim_end_matches("messages"));
+            super::models::list(super::models::Listing {
+                client: &self.client,
+                url: &url,
+                base_url: &self.base_url,
+                headers: &self.headers,
+            })
+            .await
+        })
+    }
 }
 
 /// The JSON body of a streamed Messages call.

@@ -7,6 +7,7 @@
 //! - [`openai`]: OpenAI-compatible chat completions (OpenAI, Ollama, llama.cpp, vLLM, ...).
 //! - [`anthropic`]: Anthropic Messages.
 //! - [`echo`]: answers `echo: <text>`; a wiring check only.
+//! - `models`: the models a provider's server lists, for `/model`'s menu.
 //! - [`retry`]: connection-level retries with backoff and `retry-after`.
 //! - [`with_idle_timeout`]: ends a stream that stays silent for too long.
 
@@ -14,6 +15,7 @@ pub mod anthropic;
 mod anthropic_stream;
 mod build;
 pub mod echo;
+mod models;
 pub mod openai;
 mod openai_stream;
 pub mod retry;
@@ -134,6 +136,10 @@ pub trait Provider: Send + Sync {
     /// stream is returned; the returned stream ends with [`ProviderEvent::Done`] or an error.
     fn stream(&self, request: ProviderRequest)
     -> BoxFuture<'_, Result<EventStream, ProviderError>>;
+    /// The models the provider's server lists (for `/model`'s menu); none by default.
+    fn models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
 }
 
 /// Fixtures shared by the providers' tests.

@@ -102,6 +102,19 @@ impl Provider for OpenAiProvider {
             stream_call(endpoint, &body, OpenAiDecoder::default()).await
         })
     }
+
+    fn models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {
+        Box::pin(async move {
+            let url = format!("{}/models", self.base_url);
+            super::models::list(super::models::Listing {
+                client: &self.client,
+                url: &url,
+                base_url: &self.base_url,
+                headers: &self.headers,
+            })
+            .await
+        })
+    }
 }
 
 /// The JSON body of a streamed chat-completions call (without a token cap; the provider

@@ -98,7 +98,7 @@ pub(crate) async fn stream_call<D: Decoder>(
 }
 
 /// A send failure as [`ProviderError::Connect`], with the cause chain, short.
-fn connect_error(base_url: &str, err: &reqwest::Error) -> ProviderError {
+pub(crate) fn connect_error(base_url: &str, err: &reqwest::Error) -> ProviderError {
     let mut reason = err.to_string();
     let mut source = std::error::Error::source(err);
     while let Some(cause) = source {
@@ -113,7 +113,7 @@ fn connect_error(base_url: &str, err: &reqwest::Error) -> ProviderError {
 }
 
 /// Reads an error response into [`ProviderError::Status`].
-async fn error_response(response: reqwest::Response, wait: Duration) -> ProviderError {
+pub(crate) async fn error_response(response: reqwest::Response, wait: Duration) -> ProviderError {
     let status = response.status();
     let retry_after = response
         .headers()

@@ -164,8 +164,10 @@ mod tests {
             row(json!([{"type": 3, "custom_id": "m", "options": []}])),
             row(json!([{"type": 3, "custom_id": "m",
                         "options": [{"label": "A", "value": "a"}, {"label": "B", "value": "a"}]}])),
-            row(json!([{"type": 3, "custom_id": "m", "options": [{"label": "A", "value": "a"}]},
-                       {"type": 2, "style": 2, "label": "B", "custom_id": "b"}])),
+            row(
+                json!([{"type": 3, "custom_id": "m", "options": [{"label": "A", "value": "a"}]},
+                       {"type": 2, "style": 2, "label": "B", "custom_id": "b"}]),
+            ),
         ];
         for body in bad {
             assert!(components_of(&body).is_err(), "{body}");

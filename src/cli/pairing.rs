@@ -39,6 +39,11 @@ pub enum PairingCommand {
 pub async fn run(loaded: LoadedConfig, command: PairingCommand) -> ExitCode {
     let may_make_owner = loaded.config.commands.pairing_makes_owners();
     let result = match Store::open_config(&loaded.config) {
+        // PostgreSQL opens while gateways run: the one the RPC reaches answers, so the
+        // stranger it approves is told at once (and their held messages answered).
+        Ok(store) if store.engine() == "postgresql" && rpc_answers(&loaded).await => {
+            through_rpc(&loaded, &command).await
+        }
         Ok(store) => direct(&store, &command, may_make_owner)
             .await
             .map_err(|e| e.to_string()),
@@ -142,15 +147,25 @@ async fn direct(
     let now = now_ms();
     Ok(match command {
         PairingCommand::List => Outcome::Listed(store.pairing_requests(now)?),
-        PairingCommand::Approve { channel, code } => Outcome::Approved(
-            store
+        PairingCommand::Approve { channel, code } => {
+            let approved = store
                 .approve_pairing(channel, code, now, may_make_owner)
-                .await?,
-        ),
+                .await?;
+            // No gateway runs: the next one to start tells the stranger they are in.
+            if let Some((request, _)) = &approved {
+                chela::questions::offline::note(store, request)?;
+            }
+            Outcome::Approved(approved)
+        }
         PairingCommand::Reject { channel, code } => {
             Outcome::Rejected(store.reject_pairing(channel, code, now).await?)
         }
     })
+}
+
+/// Whether a gateway's RPC answers (connects) with `loaded`'s settings.
+async fn rpc_answers(loaded: &LoadedConfig) -> bool {
+    super::rpc::connect(loaded).await.is_ok()
 }
 
 async fn through_rpc(loaded: &LoadedConfig, command: &PairingCommand) -> Result<Outcome, String> {

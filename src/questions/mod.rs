@@ -16,6 +16,7 @@ pub mod ask;
 pub mod buttons;
 pub mod choices;
 pub mod ledger;
+pub mod offline;
 pub mod pairing;
 mod pending;
 pub mod press;
@@ -114,10 +115,12 @@ impl Desk {
         press::press(self, press, owner).await
     }
 
-    /// Ends the questions with buttons a previous process left open in chats (their
-    /// messages say so and lose their buttons); see `ledger.rs`.
+    /// At start: ends the questions with buttons a previous process left open in chats
+    /// (their messages say so and lose their buttons; `ledger.rs`), and tells the strangers
+    /// approved while no gateway ran that they are in (`offline.rs`).
     pub async fn end_left_open(&self) {
         self.ledger.end_left_open(&self.notices).await;
+        offline::welcome(&self.store, &self.notices).await;
     }
 
     /// The agent's port for exec approvals.

@@ -13,6 +13,13 @@
 //! the raw text), nor rate limits or length limits (it enforces none): chela's own fake
 //! (tests/e2e/telegram_smoke.rs, chela_testkit::FakeTelegram) covers those.
 //!
+//! Button presses: an exec approval comes with an inline keyboard; the simulated user presses
+//! "Allow once" through the emulator's client API (`POST /sendCallback`), the command runs,
+//! the bot answers the press (`answerCallbackQuery`) and edits the question to its outcome
+//! without the keyboard. The emulator keeps callback queries but not their answers, and
+//! serves a callback_query without the `chat_instance` the Bot API requires: the launcher
+//! fills both gaps (see launcher.js).
+//!
 //! Needs `node` and `npm ci` in tests/conformance/telegram: `scripts/test.sh` does both.
 
 use crate::common;
@@ -115,7 +122,8 @@ impl Emulator {
         answer["result"].clone()
     }
 
-    /// What the bot sent into `chat` (latest text of each message still there), in order.
+    /// What the bot sent into `chat` (latest text of each message still there), in order,
+    /// each with the `message_id` the emulator gave it.
     async fn bot_messages(&self, chat: i64) -> Vec<Value> {
         let history = self
             .client("/getUpdatesHistory", json!({ "token": TOKEN }))
@@ -127,7 +135,11 @@ impl Emulator {
             // Bot messages are stored as the sendMessage request (`chat_id`); user
             // messages as the Message the simulated user posted (`chat`).
             .filter(|u| u["message"]["chat_id"].as_i64() == Some(chat))
-            .map(|u| u["message"].clone())
+            .map(|u| {
+                let mut message = u["message"].clone();
+                message["message_id"] = u["messageId"].clone();
+                message
+            })
             .collect()
     }
 
@@ -139,9 +151,112 @@ impl Emulator {
             .collect()
     }
 
+    /// The bot's answers to button presses (answerCallbackQuery calls), in order.
+    fn press_answers(&self) -> Vec<Value> {
+        let calls = self.calls();
+        calls
+            .into_iter()
+            .filter(|c| c["method"] == "answerCallbackQuery")
+            .collect()
+    }
+
     fn log(&self) -> String {
         String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
     }
+}
+
+/// The simulated user, as a Bot API User.
+fn ann() -> Value {
+    json!({
+        "id": USER, "is_bot": false, "first_name": "Ann", "last_name": "Lee",
+        "username": "ann_lee", "language_code": "en",
+    })
+}
+
+/// The simulated user's private chat with the bot, as a Bot API Chat.
+fn ann_chat() -> Value {
+    json!({
+        "id": USER, "type": "private", "first_name": "Ann", "last_name": "Lee",
+        "username": "ann_lee",
+    })
+}
+
+impl Emulator {
+    /// The simulated user writes `text` to the bot in a DM (the emulator numbers it).
+    async fn user_says(&self, text: &str) {
+        let message = json!({
+            "botToken": TOKEN, "from": ann(), "chat": ann_chat(), "date": now_s(), "text": text,
+        });
+        self.client("/sendMessage", message).await;
+    }
+
+    /// The simulated user presses the button carrying `data` under bot message `message_id`.
+    async fn user_presses(&self, message_id: i64, data: &str) {
+        let press = json!({
+            "botToken": TOKEN, "from": ann(), "date": now_s(), "data": data,
+            "message": { "message_id": message_id, "chat": ann_chat() },
+        });
+        self.client("/sendCallback", press).await;
+    }
+
+    /// Polls the bot's messages in `chat` until `done` holds for them; panics after WAIT.
+    async fn wait_sent(
+        &self,
+        chat: i64,
+        what: &str,
+        gateway: &common::Chat,
+        done: impl Fn(&[Value]) -> bool,
+    ) {
+        let deadline = Instant::now() + common::WAIT;
+        loop {
+            let sent = self.bot_messages(chat).await;
+            if done(&sent) {
+                return;
+            }
+            if Instant::now() > deadline {
+                gateway.signal("TERM");
+                panic!(
+                    "waited in vain for {what}; sent {sent:#?}\nlauncher: {}",
+                    self.log()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// Appends the Telegram channel, pointed at `tg`, and `tables` to the setup's config.
+fn configure(setup: &common::Setup, tg: &Emulator, tables: &str) {
+    let mut config = std::fs::read_to_string(setup.config()).unwrap();
+    config.push_str(&format!(
+        "[channels.telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\ndm_policy = \"open\"\n\
+         poll_timeout_s = 1\n{tables}",
+        tg.base
+    ));
+    std::fs::write(setup.config(), config).unwrap();
+}
+
+/// The labels and callback data of a message's inline keyboard, row after row.
+fn keyboard(message: &Value) -> Vec<(String, String)> {
+    let rows = message["reply_markup"]["inline_keyboard"].as_array();
+    rows.into_iter()
+        .flatten()
+        .filter_map(Value::as_array)
+        .flatten()
+        .map(|b| {
+            let field = |k: &str| b[k].as_str().unwrap_or_default().to_string();
+            (field("text"), field("callback_data"))
+        })
+        .collect()
+}
+
+/// The bot's message that asks for an exec approval, among `sent`.
+fn question(sent: &[Value]) -> Option<&Value> {
+    sent.iter().find(|m| {
+        m["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("🔐 Approval needed"))
+    })
 }
 
 fn now_s() -> u64 {
@@ -155,32 +270,11 @@ fn now_s() -> u64 {
 async fn a_dm_gets_one_streamed_reply_through_the_third_party_emulator() {
     let tg = Emulator::start().await;
     let setup = common::Setup::openai("steer").await;
-    let mut config = std::fs::read_to_string(setup.config()).unwrap();
-    config.push_str(&format!(
-        "[channels.telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\ndm_policy = \"open\"\n\
-         poll_timeout_s = 1\n",
-        tg.base
-    ));
-    std::fs::write(setup.config(), config).unwrap();
+    configure(&setup, &tg, "");
     let gateway = common::Chat::spawn(setup.chela(&["gateway"]));
 
     // A user DMs the bot: a Message as Telegram would deliver it (the emulator numbers it).
-    let user = json!({
-        "id": USER, "is_bot": false, "first_name": "Ann", "last_name": "Lee",
-        "username": "ann_lee", "language_code": "en",
-    });
-    let chat = json!({
-        "id": USER, "type": "private", "first_name": "Ann", "last_name": "Lee",
-        "username": "ann_lee",
-    });
-    tg.client(
-        "/sendMessage",
-        json!({
-            "botToken": TOKEN, "from": user, "chat": chat, "date": now_s(),
-            "text": "slow 300 6",
-        }),
-    )
-    .await;
+    tg.user_says("slow 300 6").await;
 
     let expected = "tick 1 tick 2 tick 3 tick 4 tick 5 tick 6";
     let deadline = Instant::now() + common::WAIT;
@@ -260,4 +354,126 @@ async fn a_dm_gets_one_streamed_reply_through_the_third_party_emulator() {
     }
     assert_eq!(text(edits[edits.len() - 1]), expected, "{context}");
     assert!(of("deleteMessage").is_empty(), "{context}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owners_press_on_an_inline_keyboard_answers_an_exec_approval_through_the_emulator() {
+    let tg = Emulator::start().await;
+    let setup = common::Setup::openai("steer").await;
+    let tables = format!(
+        "[tools]\nexec_approvals = \"ask\"\napproval_timeout_s = 120\n\
+         [commands]\nowner_allow_from = [\"telegram:{USER}\"]\n"
+    );
+    configure(&setup, &tg, &tables);
+    let gateway = common::Chat::spawn(setup.chela(&["gateway"]));
+
+    // Ann asks for a command; exec waits for an owner's answer, asked with three buttons.
+    tg.user_says(r#"tool exec {"command": "touch pressed.txt"}"#)
+        .await;
+    tg.wait_sent(USER, "the question with buttons", &gateway, |sent| {
+        question(sent).is_some_and(|q| keyboard(q).len() == 3)
+    })
+    .await;
+    let asked = question(&tg.bot_messages(USER).await).unwrap().clone();
+    let buttons = keyboard(&asked);
+    let labels: Vec<&str> = buttons.iter().map(|(l, _)| l.as_str()).collect();
+    assert_eq!(labels, ["Allow once", "Always", "Deny"], "{asked}");
+    assert!(
+        !setup.path("ws/pressed.txt").exists(),
+        "ran before approval"
+    );
+
+    // Ann presses "Allow once": the command runs, the run answers, the question says so.
+    let message_id = asked["message_id"].as_i64().unwrap();
+    tg.user_presses(message_id, &buttons[0].1).await;
+    tg.wait_sent(
+        USER,
+        "the run's answer and the ended question",
+        &gateway,
+        |sent| {
+            let done = sent
+                .iter()
+                .any(|m| m["text"].as_str().is_some_and(|t| t.starts_with("done:")));
+            done && question(sent).is_some_and(|q| keyboard(q).is_empty())
+        },
+    )
+    .await;
+    assert!(setup.path("ws/pressed.txt").exists());
+
+    // A late press on the buttons a client still shows (Deny) changes nothing.
+    tg.user_presses(message_id, &buttons[2].1).await;
+    tg.wait_sent(USER, "the late press answered", &gateway, |_| {
+        tg.press_answers().len() == 2
+    })
+    .await;
+
+    gateway.signal("TERM");
+    let done = gateway.finish().await;
+    assert!(done.status.success(), "chela gateway: {}", done.stderr);
+    let sent = tg.bot_messages(USER).await;
+    let calls = tg.calls();
+    let context = format!(
+        "sent {sent:#?}\ncalls {calls:#?}\nchela stderr: {}",
+        done.stderr
+    );
+    assert_pressed_once(&tg, &sent, message_id, &context);
+}
+
+/// What the emulator and the launcher's log show once Ann allowed the question
+/// `message_id` once and then pressed Deny too late.
+fn assert_pressed_once(tg: &Emulator, sent: &[Value], message_id: i64, context: &str) {
+    let calls = tg.calls();
+    let answers = tg.press_answers();
+    let texts: Vec<&str> = answers.iter().filter_map(|c| c["text"].as_str()).collect();
+    assert_eq!(
+        texts,
+        ["Allowed once.", "Already ended: ✅ allowed once by Ann."],
+        "{context}"
+    );
+    // Each press answered with the id the emulator gave it, privately (no alert).
+    let ids: Vec<&str> = answers
+        .iter()
+        .filter_map(|c| c["callback_query_id"].as_str())
+        .collect();
+    assert_eq!(ids, ["1", "2"], "{context}");
+    assert!(
+        answers.iter().all(|c| c["show_alert"] == false),
+        "{context}"
+    );
+
+    // The question was sent with the keyboard and edited once: to its outcome, keyboard gone.
+    let of_question = |method: &str| -> Vec<&Value> {
+        calls
+            .iter()
+            .filter(|c| c["method"] == method && c["message_id"] == message_id)
+            .collect()
+    };
+    let sends = of_question("sendMessage");
+    assert_eq!(sends.len(), 1, "{context}");
+    assert_eq!(
+        sends[0]["inline_keyboard"][0].as_array().map(Vec::len),
+        Some(3),
+        "{context}"
+    );
+    let edits = of_question("editMessageText");
+    assert_eq!(edits.len(), 1, "{context}");
+    assert!(edits[0]["inline_keyboard"].is_null(), "{context}");
+    let ended = question(sent).expect("the question is still there");
+    assert!(
+        ended["text"]
+            .as_str()
+            .is_some_and(|t| t.trim_end().ends_with("✅ allowed once by Ann.")),
+        "{context}"
+    );
+    assert!(keyboard(ended).is_empty(), "{context}");
+
+    // The command ran once: one answer of the run.
+    let runs = sent
+        .iter()
+        .filter(|m| m["text"].as_str().is_some_and(|t| t.starts_with("done:")));
+    assert_eq!(runs.count(), 1, "{context}");
+    assert!(
+        calls.iter().all(|c| c["method"] != "deleteMessage"),
+        "{context}"
+    );
 }

@@ -192,16 +192,32 @@ async fn an_unknown_dm_gets_a_pairing_code_and_is_answered_once_approved() {
     let (ok, list) = s.cli(&["pairing", "list"]).await;
     assert!(ok && !list.contains(&code), "{list}");
 
+    // Approved while no gateway ran: the next start tells them, once.
+    let welcome = "You're in: the bot's owner approved you while the bot was offline. \
+                   Send your message again.";
     let mut gw = s.gateway();
-    s.tg.user_sends(chat, zed, "hello again");
+    gw.wait(&s, "the welcome", |s| {
+        s.texts(77).iter().any(|t| t == welcome)
+    })
+    .await;
+    s.tg.user_sends(chat.clone(), zed.clone(), "hello again");
     gw.wait(&s, "the answer", |s| {
         s.texts(77).iter().any(|t| t == "ok: hello again")
     })
     .await;
     gw.stop().await;
-    // Only the message after approval reached the model; the first one is not replayed.
-    assert_eq!(s.asked(), vec!["hello again".to_string()]);
-    assert_eq!(s.texts(77).len(), 2, "{:#?}", s.texts(77));
+    // The start after that tells nobody again (its start-up work runs beside this turn).
+    let mut gw = s.gateway();
+    s.tg.user_sends(chat, zed, "third");
+    gw.wait(&s, "the third answer", |s| {
+        s.texts(77).iter().any(|t| t == "ok: third")
+    })
+    .await;
+    gw.stop().await;
+    // Only the messages after approval reached the model; the first one is not replayed.
+    assert_eq!(s.asked(), ["hello again", "third"]);
+    assert_eq!(s.texts(77).len(), 4, "{:#?}", s.texts(77));
+    assert_eq!(s.texts(77)[1], welcome, "once, before the answer");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,13 +8,15 @@
 // Every corrected handler works on the emulator's own state (`server.storage`,
 // `addBotMessage`, `editMessageText`, `deleteMessage`, its events), so the emulator's client
 // API keeps working: `POST /sendMessage` (a simulated user writes to the bot) and
-// `POST /getUpdatesHistory` (what the bot sent, with edits applied).
+// `POST /getUpdatesHistory` (what the bot sent, with edits applied), and
+// `POST /sendCallback` (a simulated user presses an inline keyboard button).
 //
 // Usage: node launcher.js [PORT]   (or TELEGRAM_TEST_API_PORT; 0 or nothing: any free port)
 // Prints exactly one line on stdout once ready: `listening http://127.0.0.1:PORT`.
 // On stderr: one JSON line per state-changing bot call (sendMessage and editMessageText with
-// their text, deleteMessage), since the emulator's history keeps only the latest text of a
-// message and forgets deleted ones. Exits on SIGTERM/SIGINT, and when stdin is a pipe that
+// their text and inline keyboard, deleteMessage, answerCallbackQuery), since the emulator's
+// history keeps only the latest text of a message, forgets deleted ones and keeps no answers
+// to button presses. Exits on SIGTERM/SIGINT, and when stdin is a pipe that
 // closes (the parent test died).
 'use strict';
 
@@ -47,6 +49,12 @@ function ok(res, result) {
 
 function fail(res, code, description, extra) {
   res.status(code).json(Object.assign({ ok: false, error_code: code, description }, extra));
+}
+
+// The inline keyboard a request (or a stored message) carries, or null.
+function keyboard(p) {
+  const markup = p && p.reply_markup;
+  return markup && Array.isArray(markup.inline_keyboard) ? markup.inline_keyboard : null;
 }
 
 function logCall(method, fields) {
@@ -118,6 +126,28 @@ function installCorrections(app, server) {
       && String(u.message.chat_id) === String(chatId));
   }
 
+  // Gaps: the stock callback_query lacks `chat_instance` (required by the Bot API; teloxide
+  // drops the update without it), and its `message` is whatever the simulated user posted.
+  // Here: the message is the bot's stored message the button is under, as Telegram sends it
+  // (a press on a message the emulator does not have keeps the posted one), and
+  // `chat_instance` is derived from the chat.
+  function callbackQuery(token, update) {
+    const query = Object.assign({}, update.callback_query);
+    const posted = query.message || {};
+    const chatId = posted.chat ? posted.chat.id : posted.chat_id;
+    const entry = findBotMessage(token, chatId, posted.message_id);
+    if (entry) query.message = botMessage(entry);
+    query.chat_instance = `ci-${chatId}`;
+    return query;
+  }
+
+  // The callback query ids the emulator handed out, and those already answered.
+  function callbackKnown(token, id) {
+    return server.storage.userMessages.some((u) => u.botToken === token
+      && u.callbackQuery !== undefined && String(u.callbackId) === String(id));
+  }
+  const answered = new Set();
+
   // Gap: getMe lacks is_bot and the Me fields teloxide requires (its dispatcher panics).
   method(app, 'getMe', (req, res, token) => {
     ok(res, Object.assign(botUser(token), {
@@ -160,6 +190,7 @@ function installCorrections(app, server) {
           message.date = toSeconds(message.date || u.time);
           update.message = message;
         }
+        if (update.callback_query) update.callback_query = callbackQuery(token, update);
         return [u, update];
       })
       .filter(([, update]) => !allowed || allowed.some((kind) => kind in update))
@@ -215,26 +246,31 @@ function installCorrections(app, server) {
     const entry = server.storage.botMessages[server.storage.botMessages.length - 1];
     logCall('sendMessage', {
       chat_id: Number(p.chat_id), message_id: entry.messageId, text: p.text,
+      inline_keyboard: keyboard(p),
     });
     return ok(res, botMessage(entry));
   });
 
   // Gaps: the stock edit answers `result: null` (teloxide expects the edited Message),
-  // succeeds silently for a message that does not exist, and never says "not modified".
+  // succeeds silently for a message that does not exist, never says "not modified", and
+  // keeps the inline keyboard of an edit that carries none (Telegram removes it).
   method(app, 'editMessageText', (req, res, token, p) => {
     if (p.inline_message_id !== undefined) {
       return fail(res, 400, 'Bad Request: inline messages are not emulated');
     }
     const entry = findBotMessage(token, p.chat_id, p.message_id);
     if (!entry) return fail(res, 400, 'Bad Request: message to edit not found');
-    if (entry.message.text === p.text) {
+    const sameMarkup = JSON.stringify(keyboard(entry.message)) === JSON.stringify(keyboard(p));
+    if (entry.message.text === p.text && sameMarkup) {
       return fail(res, 400, 'Bad Request: message is not modified: specified new message '
         + 'content and reply markup are exactly the same as a current content and reply '
         + 'markup of the message');
     }
     server.editMessageText(Object.assign({}, p, { edit_date: nowS() }));
+    if (keyboard(p) === null) delete entry.message.reply_markup;
     logCall('editMessageText', {
       chat_id: Number(p.chat_id), message_id: entry.messageId, text: p.text,
+      inline_keyboard: keyboard(p),
     });
     return ok(res, botMessage(entry));
   });
@@ -247,6 +283,24 @@ function installCorrections(app, server) {
       return fail(res, 400, 'Bad Request: message to delete not found');
     }
     logCall('deleteMessage', { chat_id: chatId, message_id: messageId });
+    return ok(res, true);
+  });
+
+  // Gaps: the stock answerCallbackQuery answers `result: null` (the Bot API says `true`),
+  // accepts any id or none, and keeps nothing. Here: an id the emulator never handed out,
+  // or one answered already, is refused as Telegram does; each answer is logged.
+  method(app, 'answerCallbackQuery', (req, res, token, p) => {
+    const id = String(p.callback_query_id === undefined ? '' : p.callback_query_id);
+    const key = `${token} ${id}`;
+    if (!callbackKnown(token, id) || answered.has(key)) {
+      return fail(res, 400, 'Bad Request: query is too old and response timeout expired or '
+        + 'query ID is invalid');
+    }
+    answered.add(key);
+    logCall('answerCallbackQuery', {
+      callback_query_id: id, text: p.text === undefined ? null : p.text,
+      show_alert: Boolean(p.show_alert),
+    });
     return ok(res, true);
   });
 

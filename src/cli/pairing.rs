@@ -39,15 +39,16 @@ pub enum PairingCommand {
 pub async fn run(loaded: LoadedConfig, command: PairingCommand) -> ExitCode {
     let may_make_owner = loaded.config.commands.pairing_makes_owners();
     let result = match Store::open_config(&loaded.config) {
-        // PostgreSQL opens while gateways run: the one the RPC reaches answers, so the
-        // stranger it approves is told at once (and their held messages answered).
-        Ok(store) if store.engine() == "postgresql" && rpc_answers(&loaded).await => {
-            through_rpc(&loaded, &command).await
+        Ok(store) if store.engine() == "postgresql" => {
+            shared(&loaded, &store, &command, may_make_owner).await
         }
-        Ok(store) => direct(&store, &command, may_make_owner)
+        Ok(store) => direct(&store, &command, may_make_owner, true)
             .await
             .map_err(|e| e.to_string()),
-        Err(StoreError::Locked { .. }) => through_rpc(&loaded, &command).await,
+        Err(StoreError::Locked { .. }) => match super::rpc::connect(&loaded).await {
+            Ok(client) => through_rpc(client, &command).await,
+            Err(e) => Err(e.to_string()),
+        },
         Err(e) => {
             eprintln!("chela: {e}");
             return ExitCode::from(2);
@@ -139,10 +140,37 @@ impl Outcome {
     }
 }
 
+/// On PostgreSQL, which opens while gateways run: through the gateway the RPC reaches, so
+/// the stranger it approves is told at once (and their held messages answered); else on the
+/// store, and the stranger is told nothing (they are let in when they write).
+async fn shared(
+    loaded: &LoadedConfig,
+    store: &Store,
+    command: &PairingCommand,
+    may_make_owner: bool,
+) -> Result<Outcome, String> {
+    match super::rpc::connect(loaded).await {
+        Ok(client) => through_rpc(client, command).await,
+        Err(e) => {
+            if matches!(command, PairingCommand::Approve { .. }) {
+                eprintln!(
+                    "chela: no gateway answered ({e}); approving in the store: the sender is not told, and is let in when they write"
+                );
+            }
+            direct(store, command, may_make_owner, false)
+                .await
+                .map_err(|e| e.to_string())
+        }
+    }
+}
+
+/// The action on `store` itself; an approval is noted for the next gateway to tell the
+/// stranger when `note_welcome` (the embedded store, which no gateway holds now).
 async fn direct(
     store: &Store,
     command: &PairingCommand,
     may_make_owner: bool,
+    note_welcome: bool,
 ) -> Result<Outcome, StoreError> {
     let now = now_ms();
     Ok(match command {
@@ -152,8 +180,12 @@ async fn direct(
                 .approve_pairing(channel, code, now, may_make_owner)
                 .await?;
             // No gateway runs: the next one to start tells the stranger they are in.
-            if let Some((request, _)) = &approved {
-                chela::questions::offline::note(store, request)?;
+            if let Some((request, _)) = approved.as_ref().filter(|_| note_welcome)
+                && let Err(e) = chela::questions::offline::note(store, request).await
+            {
+                eprintln!(
+                    "chela: approved, but the next gateway cannot tell them so ({e}): tell them yourself"
+                );
             }
             Outcome::Approved(approved)
         }
@@ -163,15 +195,10 @@ async fn direct(
     })
 }
 
-/// Whether a gateway's RPC answers (connects) with `loaded`'s settings.
-async fn rpc_answers(loaded: &LoadedConfig) -> bool {
-    super::rpc::connect(loaded).await.is_ok()
-}
-
-async fn through_rpc(loaded: &LoadedConfig, command: &PairingCommand) -> Result<Outcome, String> {
-    let mut client = super::rpc::connect(loaded)
-        .await
-        .map_err(|e| e.to_string())?;
+async fn through_rpc(
+    mut client: chela::rpc::client::RpcClient,
+    command: &PairingCommand,
+) -> Result<Outcome, String> {
     let (method, params) = match command {
         PairingCommand::List => ("pairing.list", json!({})),
         PairingCommand::Approve { channel, code } => {

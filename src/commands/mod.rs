@@ -270,7 +270,11 @@ async fn model_choices(
     key: &str,
     inbound: &Inbound,
 ) -> Vec<(String, String)> {
+    if !ctx.offers_menus(inbound) {
+        return Vec::new();
+    }
     let mut models = ctx.allowed_models().to_vec();
+    models.retain(|m| !m.trim().is_empty());
     if models.is_empty() && ctx.may_choose_models(inbound) {
         models = match ctx.provider(key).models().await {
             Ok(listed) => listed,
@@ -322,7 +326,8 @@ async fn model(ctx: &dyn CommandContext, key: &str, args: &str) -> String {
     let name = args.trim();
     let choice = match name {
         "" => return format!("Model: {}{}", model_line(ctx, key), choices()),
-        "default" | "reset" => None,
+        // Case as the routing's rule reads it (anyone may go back to the default).
+        _ if name.eq_ignore_ascii_case("default") || name.eq_ignore_ascii_case("reset") => None,
         _ if name.chars().any(char::is_control) => {
             return "A model name cannot contain control characters.".to_owned();
         }

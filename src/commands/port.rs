@@ -42,8 +42,14 @@ pub trait CommandContext: Send + Sync {
     fn answer<'a>(&'a self, inbound: &'a Inbound, text: &'a str) -> BoxFuture<'a, ()>;
     /// Says `text` in `to` outside any run.
     fn say<'a>(&'a self, to: &'a Conversation, text: &'a str) -> BoxFuture<'a, ()>;
-    /// Answers `inbound` with `text` and a button for each of `choices` (label, the typed
-    /// command it stands for); by default (and for a native command) the text alone.
+    /// Whether an answer to `inbound` can carry a menu ([`CommandContext::offer`]); none by
+    /// default.
+    fn offers_menus(&self, inbound: &Inbound) -> bool {
+        let _ = inbound;
+        false
+    }
+    /// Answers `inbound` with `text` and a menu of `choices` (label, the typed command it
+    /// stands for) where [`CommandContext::offers_menus`]; elsewhere the text alone.
     fn offer<'a>(
         &'a self,
         inbound: &'a Inbound,

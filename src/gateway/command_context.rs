@@ -72,16 +72,26 @@ impl CommandContext for CoreCommands {
         )
     }
 
+    fn offers_menus(&self, inbound: &Inbound) -> bool {
+        // A native command's answer is private: no menu under it. Menus are shown in
+        // direct chats alone, where the one who asked is the only one who can press, and on
+        // channels that show buttons.
+        inbound.interaction.is_none()
+            && inbound.conversation.kind == chela_channel::ChatKind::Direct
+            && self
+                .0
+                .notices
+                .channel(&inbound.conversation.channel)
+                .is_some_and(|c| c.has_buttons())
+    }
+
     fn offer<'a>(
         &'a self,
         inbound: &'a Inbound,
         text: &'a str,
         choices: &'a [(String, String)],
     ) -> BoxFuture<'a, ()> {
-        // A native command's answer is private: no menu under it. Menus are shown in
-        // direct chats alone, where the one who asked is the only one who can press.
-        let direct = inbound.conversation.kind == chela_channel::ChatKind::Direct;
-        if inbound.interaction.is_some() || choices.is_empty() || !direct {
+        if choices.is_empty() || !self.offers_menus(inbound) {
             return self.answer(inbound, text);
         }
         Box::pin(

@@ -1,7 +1,9 @@
-//! Strangers approved while no gateway ran (`chela pairing approve` on the store): the
-//! approval notes them in the store (settings, every engine), and the next gateway to start
-//! tells each of them they are in and asks them to send their message again (what they sent
-//! before was not kept: a stranger's text is never stored before approval).
+//! Strangers approved while no gateway ran (`chela pairing approve` on the embedded store,
+//! which only one process opens at a time): the approval notes them in the store, and the
+//! next gateway to start tells each of them they are in and asks them to send their message
+//! again (what they sent before was not kept: a stranger's text is never stored before
+//! approval). Each is forgotten as soon as they were told, so a crash part-way tells none
+//! twice but the one being told; one whose send fails stays noted for the next start.
 
 use chela_channel::Conversation;
 
@@ -16,42 +18,56 @@ pub const IN_WHILE_OFFLINE: &str =
 /// Noted at most (the oldest go first): the store allows few pending requests anyway.
 const NOTED_MAX: usize = 256;
 
-/// Notes that `request` was approved while no gateway ran. Durable when it returns.
-pub fn note(store: &Store, request: &PairingRequest) -> Result<(), StoreError> {
+/// Notes that `request` was approved while no gateway ran (the caller holds the embedded
+/// store: no gateway can read or write the list meanwhile). Durable when it returns.
+pub async fn note(store: &Store, request: &PairingRequest) -> Result<(), StoreError> {
     let mut noted: Vec<PairingRequest> = store.get_settings(KEY)?.unwrap_or_default();
     noted.push(request.clone());
     let excess = noted.len().saturating_sub(NOTED_MAX);
     noted.drain(..excess);
-    store.put_settings(KEY, &noted)
+    store.put_settings(KEY, &noted)?;
+    store.flush().await
 }
 
-/// Tells every stranger noted by [`note`] that they are in (in their direct chat), then
-/// forgets them. One who cannot be reached now (their channel does not run, or the platform
-/// refuses) stays noted for the next start.
+/// Tells every stranger noted by [`note`] that they are in (in their direct chat),
+/// forgetting each once told. One who cannot be reached now (their channel does not run, or
+/// the platform refuses) stays noted for the next start.
 pub async fn welcome(store: &Store, notices: &Notices) {
-    let noted: Vec<PairingRequest> = match store.get_settings(KEY) {
+    let mut noted: Vec<PairingRequest> = match store.get_settings(KEY) {
         Ok(noted) => noted.unwrap_or_default(),
         Err(e) => {
             tracing::warn!(error = %e, "cannot read the strangers approved while offline");
             return;
         }
     };
-    if noted.is_empty() {
-        return;
-    }
-    let mut left = Vec::new();
-    for request in noted {
-        match direct_chat(notices, &request).await {
-            Some(to) => notices.say(&to, IN_WHILE_OFFLINE).await,
-            None => left.push(request),
+    let mut at = 0;
+    while at < noted.len() {
+        if !told(notices, &noted[at]).await {
+            at += 1;
+            continue;
+        }
+        noted.remove(at);
+        let written = match noted.is_empty() {
+            true => store.clear_settings(KEY),
+            false => store.put_settings(KEY, &noted),
+        };
+        if let Err(e) = written.and(store.flush().await) {
+            tracing::warn!(error = %e, "cannot forget a stranger told they are in");
         }
     }
-    let written = match left.is_empty() {
-        true => store.clear_settings(KEY),
-        false => store.put_settings(KEY, &left),
+}
+
+/// Tells the stranger of `request` they are in; whether that went out.
+async fn told(notices: &Notices, request: &PairingRequest) -> bool {
+    let Some(to) = direct_chat(notices, request).await else {
+        return false;
     };
-    if let Err(e) = written {
-        tracing::warn!(error = %e, "cannot forget the strangers told they are in");
+    match notices.send_text(&to, IN_WHILE_OFFLINE).await {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!(error = %e, channel = %request.channel, "cannot tell a stranger approved while offline that they are in; trying at the next start");
+            false
+        }
     }
 }
 
@@ -83,11 +99,11 @@ mod tests {
         }
     }
 
-    #[test]
-    fn approvals_are_noted_in_order_and_bounded() {
+    #[tokio::test]
+    async fn approvals_are_noted_in_order_and_bounded() {
         let store = Store::temporary().unwrap();
         for i in 0..NOTED_MAX + 2 {
-            note(&store, &request(&i.to_string())).unwrap();
+            note(&store, &request(&i.to_string())).await.unwrap();
         }
         let noted: Vec<PairingRequest> = store.get_settings(KEY).unwrap().unwrap();
         assert_eq!(noted.len(), NOTED_MAX);

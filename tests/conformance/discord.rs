@@ -15,10 +15,20 @@
 //! a thread opened while chela was connected (it saw THREAD_CREATE) and one opened before
 //! (it has to ask `GET /channels/{id}` where the channel sits).
 //!
+//! (c) an exec approval asked in the channel (where `group_profile = "coding"` gives exec)
+//! comes with Allow once / Always / Deny buttons; the user presses one (the emulator's own
+//! INTERACTION_CREATE, type 3), chela acknowledges it with a deferred ephemeral response,
+//! then answers privately by editing that response; the command runs and the question is
+//! edited to its outcome without buttons; a late press is told the question ended.
+//!
 //! What the emulator lets us observe: every message of a channel or thread with its latest
 //! text and `edited_timestamp`; and, through the launcher's log on stderr, every
 //! MESSAGE_CREATE / MESSAGE_UPDATE / MESSAGE_DELETE / THREAD_CREATE it dispatched, with the text
-//! at that moment. Not observable here: rate limits and 429s, the 2000-char limit, nonce
+//! at that moment (and its buttons); and each interaction's response record (acknowledged,
+//! callback type, data, the message its answer became). One gap left unfilled: the emulator
+//! turns the edit of a deferred *ephemeral* response into an ordinary channel message (flags
+//! 0, dispatched as MESSAGE_UPDATE), so the private answers show up among the channel's
+//! messages. Not observable here: rate limits and 429s, the 2000-char limit, nonce
 //! de-duplication (the emulator enforces none of them) and how Discord renders markdown;
 //! chela's unit tests and own fakes cover those.
 //!
@@ -210,6 +220,79 @@ impl Emulator {
         }
     }
 
+    /// Polls the messages of `channel` until `done` holds for them; those messages.
+    async fn wait_messages(
+        &mut self,
+        channel: &str,
+        what: &str,
+        chela: &Chela,
+        done: impl Fn(&[Value]) -> bool,
+    ) -> Vec<Value> {
+        let deadline = Instant::now() + common::WAIT;
+        loop {
+            let messages = self.messages(channel).await;
+            if done(&messages) {
+                return messages;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "waited in vain for {what} in {channel}; messages {messages:#?}\n\
+                 launcher log: {}\nchela stderr: {}",
+                self.log(),
+                chela.stderr()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The user presses the button `custom_id` under `message` in `channel`; the
+    /// interaction's id.
+    async fn press(&mut self, channel: &str, message: &Value, custom_id: &str) -> String {
+        let cmd = json!({
+            "cmd": "press", "channel": channel, "message": message["id"], "custom_id": custom_id,
+        });
+        let answer = self.cmd(cmd).await;
+        answer["interaction"]["id"].as_str().unwrap().to_string()
+    }
+
+    /// The emulator's record of the bot's response to interaction `id`.
+    async fn interaction(&mut self, id: &str) -> Value {
+        let answer = self.cmd(json!({ "cmd": "interaction", "id": id })).await;
+        answer["interaction"].clone()
+    }
+
+    /// Waits until interaction `id`, a press under `asked` in `channel`, was answered (its
+    /// deferred response edited into a message of its own); its response record and that
+    /// answer's text.
+    async fn wait_answer(
+        &mut self,
+        channel: &str,
+        asked: &Value,
+        id: &str,
+        chela: &Chela,
+    ) -> (Value, String) {
+        let deadline = Instant::now() + common::WAIT;
+        loop {
+            let record = self.interaction(id).await;
+            // Until answered, the record names the pressed message (or none).
+            let answered = record["acknowledged"] == true && record["messageId"] != asked["id"];
+            if let Some(answer) = record["messageId"].as_str().filter(|_| answered) {
+                let messages = self.messages(channel).await;
+                if let Some(m) = messages.iter().find(|m| m["id"] == answer) {
+                    return (record.clone(), content(m));
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "interaction {id} was never answered: {record:#}\nlauncher log: {}\n\
+                 chela stderr: {}",
+                self.log(),
+                chela.stderr()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// The launcher's event log: one JSON object per dispatched event it logs.
     fn events(&self) -> Vec<Value> {
         self.log()
@@ -233,10 +316,15 @@ struct Chela {
 impl Chela {
     /// Starts the gateway and waits until its Discord handler has seen READY.
     async fn start(setup: &common::Setup, dc: &Emulator) -> Chela {
+        Chela::start_with(setup, dc, "").await
+    }
+
+    /// [`Chela::start`] with `tables` appended to the config.
+    async fn start_with(setup: &common::Setup, dc: &Emulator, tables: &str) -> Chela {
         let mut config = std::fs::read_to_string(setup.config()).unwrap();
         config.push_str(&format!(
             "[channels.discord]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\ngateway_url = \"{}\"\n\
-             dm_policy = \"open\"\ngroup_policy = \"open\"\nrequire_mention = true\n",
+             dm_policy = \"open\"\ngroup_policy = \"open\"\nrequire_mention = true\n{tables}",
             dc.rest, dc.gateway
         ));
         std::fs::write(setup.config(), config).unwrap();
@@ -316,6 +404,30 @@ async fn sessions(setup: &common::Setup) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     stdout
+}
+
+/// The buttons under a message (or in a logged event) as (label, custom_id) pairs.
+fn buttons(message: &Value) -> Vec<(String, String)> {
+    if let Some(logged) = message["buttons"].as_array() {
+        let field = |b: &Value, i: usize| b[i].as_str().unwrap_or_default().to_string();
+        return logged.iter().map(|b| (field(b, 0), field(b, 1))).collect();
+    }
+    let rows = message["components"].as_array().into_iter().flatten();
+    rows.filter_map(|row| row["components"].as_array())
+        .flatten()
+        .filter(|c| c["type"] == 2)
+        .map(|b| {
+            let field = |k: &str| b[k].as_str().unwrap_or_default().to_string();
+            (field("label"), field("custom_id"))
+        })
+        .collect()
+}
+
+/// The bot's message among `messages` that asks for an exec approval.
+fn question(messages: &[Value]) -> Option<&Value> {
+    messages
+        .iter()
+        .find(|m| content(m).starts_with("🔐 Approval needed"))
 }
 
 fn content(event: &Value) -> String {
@@ -496,6 +608,104 @@ async fn a_mention_in_a_thread_is_answered_in_that_thread_through_the_third_part
     assert!(in_channel.is_empty(), "{context}");
     assert!(
         of(&events, "MESSAGE_CREATE", &channel, &bot).is_empty(),
+        "{context}"
+    );
+    assert!(
+        events.iter().all(|e| e["event"] != "MESSAGE_DELETE"),
+        "{context}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owners_button_press_answers_an_exec_approval_through_the_third_party_emulator() {
+    let mut dc = Emulator::start().await;
+    let setup = common::Setup::openai("steer").await;
+    let (channel, bot, user) = (dc.channel.clone(), dc.bot.clone(), dc.user.clone());
+    let tables = format!(
+        "[tools]\ngroup_profile = \"coding\"\nexec_approvals = \"ask\"\n\
+         approval_timeout_s = 120\n[commands]\nowner_allow_from = [\"discord:{user}\"]\n"
+    );
+    let chela = Chela::start_with(&setup, &dc, &tables).await;
+
+    // The user asks for a command; exec waits for an owner's answer, asked with buttons.
+    let ask = format!(r#"<@{bot}> tool exec {{"command": "touch pressed.txt"}}"#);
+    dc.user_says(&channel, &ask).await;
+    let messages = dc
+        .wait_messages(&channel, "the question with buttons", &chela, |m| {
+            question(m).is_some_and(|q| buttons(q).len() == 3)
+        })
+        .await;
+    let asked = question(&messages).unwrap().clone();
+    let offered = buttons(&asked);
+    let labels: Vec<&str> = offered.iter().map(|(l, _)| l.as_str()).collect();
+    assert_eq!(labels, ["Allow once", "Always", "Deny"], "{asked:#}");
+    assert!(
+        !setup.path("ws/pressed.txt").exists(),
+        "ran before approval"
+    );
+
+    // The owner presses "Allow once": acknowledged privately at once, then answered.
+    let once = dc.press(&channel, &asked, &offered[0].1).await;
+    let (record, answer) = dc.wait_answer(&channel, &asked, &once, &chela).await;
+    assert_deferred_ephemeral(&record);
+    assert_eq!(answer, "Allowed once.", "{record:#}");
+    dc.wait_messages(
+        &channel,
+        "the run's answer, the question ended",
+        &chela,
+        |m| {
+            let done = m.iter().any(|m| content(m).starts_with("done:"));
+            done && question(m).is_some_and(|q| buttons(q).is_empty())
+        },
+    )
+    .await;
+    assert!(setup.path("ws/pressed.txt").exists());
+
+    // A late press on buttons a client still shows (Deny) is told the question ended.
+    let late = dc.press(&channel, &asked, &offered[2].1).await;
+    let (record, answer) = dc.wait_answer(&channel, &asked, &late, &chela).await;
+    assert_deferred_ephemeral(&record);
+    assert_eq!(
+        answer, "Already ended: ✅ allowed once by ann.",
+        "{record:#}"
+    );
+
+    let stderr = chela.stop().await;
+    let messages = dc.messages(&channel).await;
+    let events = dc.events();
+    let context = format!("messages {messages:#?}\nevents {events:#?}\nchela stderr: {stderr}");
+    assert_question_ended(&events, &asked, &channel, &bot, &context);
+    let ended = question(&messages).unwrap();
+    assert!(buttons(ended).is_empty(), "{context}");
+    let runs = messages.iter().filter(|m| content(m).starts_with("done:"));
+    assert_eq!(runs.count(), 1, "the command ran once: {context}");
+}
+
+/// The bot acknowledged the interaction `record` with a deferred response seen by the
+/// presser alone (callback type 5, flag 64: ephemeral).
+fn assert_deferred_ephemeral(record: &Value) {
+    assert_eq!(record["acknowledged"], true, "{record:#}");
+    assert_eq!(record["type"], 5, "{record:#}");
+    assert_eq!(record["data"]["flags"], 64, "{record:#}");
+}
+
+/// The event log: the question `asked` was created with three buttons, then edited once (by
+/// the bot, in the channel) to its outcome with no buttons; nothing was deleted.
+fn assert_question_ended(events: &[Value], asked: &Value, channel: &str, bot: &str, context: &str) {
+    let of_question = |event: &str| -> Vec<&Value> {
+        of(events, event, channel, bot)
+            .into_iter()
+            .filter(|e| e["id"] == asked["id"])
+            .collect()
+    };
+    let creates = of_question("MESSAGE_CREATE");
+    assert_eq!(creates.len(), 1, "{context}");
+    assert_eq!(buttons(creates[0]).len(), 3, "{context}");
+    let updates = of_question("MESSAGE_UPDATE");
+    assert_eq!(updates.len(), 1, "{context}");
+    assert!(buttons(updates[0]).is_empty(), "{context}");
+    assert!(
+        content(updates[0]).ends_with("✅ allowed once by ann."),
         "{context}"
     );
     assert!(

@@ -427,7 +427,10 @@ fn assert_pressed_once(tg: &Emulator, sent: &[Value], message_id: i64, context: 
     let texts: Vec<&str> = answers.iter().filter_map(|c| c["text"].as_str()).collect();
     assert_eq!(
         texts,
-        ["Allowed once.", "Already ended: ✅ allowed once by Ann."],
+        [
+            "Allowed once.",
+            "Already ended: ✅ allowed once by Ann Lee."
+        ],
         "{context}"
     );
     // Each press answered with the id the emulator gave it, privately (no alert).
@@ -462,7 +465,7 @@ fn assert_pressed_once(tg: &Emulator, sent: &[Value], message_id: i64, context: 
     assert!(
         ended["text"]
             .as_str()
-            .is_some_and(|t| t.trim_end().ends_with("✅ allowed once by Ann.")),
+            .is_some_and(|t| t.trim_end().ends_with("✅ allowed once by Ann Lee.")),
         "{context}"
     );
     assert!(keyboard(ended).is_empty(), "{context}");

@@ -119,7 +119,7 @@ impl CommandIntake {
         };
         let Some(normalized) = normalize_press(&press, place, self.state.account()) else {
             return self
-                .refuse(&press.token, "Only buttons are supported.")
+                .refuse(&press.token, "Only buttons and menus are supported.")
                 .await;
         };
         if place != Place::Direct

@@ -16,6 +16,8 @@ const LIST_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_LISTED: usize = 200;
 /// Characters of an id kept (longer ones are left out: no typed `/model` would hold them).
 const MAX_ID_CHARS: usize = 100;
+/// Bytes of a list read at most (OpenAI's own list is about 30 KB).
+const MAX_BODY: usize = 1 << 20;
 
 /// Where to ask and how.
 pub(crate) struct Listing<'a> {
@@ -29,35 +31,51 @@ pub(crate) struct Listing<'a> {
     pub headers: &'a HeaderMap,
 }
 
-/// The ids the server at `listing` lists.
+/// The ids the server at `listing` lists, within [`LIST_TIMEOUT`] in all.
 pub(crate) async fn list(listing: Listing<'_>) -> Result<Vec<String>, ProviderError> {
-    let send = listing
+    tokio::time::timeout(LIST_TIMEOUT, fetch(listing))
+        .await
+        .map_err(|_| ProviderError::IdleTimeout(LIST_TIMEOUT.as_secs()))?
+}
+
+async fn fetch(listing: Listing<'_>) -> Result<Vec<String>, ProviderError> {
+    let mut response = listing
         .client
         .get(listing.url)
         .headers(listing.headers.clone())
-        .send();
-    let response = tokio::time::timeout(LIST_TIMEOUT, send)
+        .send()
         .await
-        .map_err(|_| ProviderError::IdleTimeout(LIST_TIMEOUT.as_secs()))?
         .map_err(|e| connect_error(listing.base_url, &e))?;
     if !response.status().is_success() {
         return Err(error_response(response, LIST_TIMEOUT).await);
     }
-    let body = tokio::time::timeout(LIST_TIMEOUT, response.bytes())
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
         .await
-        .map_err(|_| ProviderError::IdleTimeout(LIST_TIMEOUT.as_secs()))?
-        .map_err(|e| ProviderError::Stream(e.to_string()))?;
+        .map_err(|e| ProviderError::Stream(e.to_string()))?
+    {
+        if body.len() + chunk.len() > MAX_BODY {
+            return Err(ProviderError::Stream(format!(
+                "the model list is over {MAX_BODY} bytes"
+            )));
+        }
+        body.extend_from_slice(&chunk);
+    }
     let json: Value = serde_json::from_slice(&body)
         .map_err(|e| ProviderError::Stream(format!("the model list is not JSON: {e}")))?;
     Ok(ids_of(&json))
 }
 
-/// The ids of a `{"data": [{"id": ...}]}` list: printable, without spaces, each once.
+/// The ids of a `{"data": [{"id": ...}]}` list: printable, without spaces, each once, and
+/// none that `/model` reads as going back to the default (`default`, `reset`).
 fn ids_of(json: &Value) -> Vec<String> {
     let mut ids: Vec<String> = Vec::new();
     let listed = json["data"].as_array().into_iter().flatten();
     for id in listed.filter_map(|m| m["id"].as_str()) {
         let usable = !id.is_empty()
+            && !id.eq_ignore_ascii_case("default")
+            && !id.eq_ignore_ascii_case("reset")
             && id.chars().count() <= MAX_ID_CHARS
             && !id.chars().any(|c| c.is_control() || c.is_whitespace());
         if usable && !ids.iter().any(|i| i == id) {
@@ -79,7 +97,7 @@ mod tests {
         let json = serde_json::json!({"data": [
             {"id": "gpt-4.1"}, {"id": "llama3:8b"}, {"id": "gpt-4.1"}, {"id": "two words"},
             {"id": ""}, {"name": "no id"}, {"id": "x".repeat(101)}, {"id": "bad\nline"},
-            {"id": "claude-sonnet-4-5"}
+            {"id": "Default"}, {"id": "reset"}, {"id": "claude-sonnet-4-5"}
         ]});
         assert_eq!(ids_of(&json), ["gpt-4.1", "llama3:8b", "claude-sonnet-4-5"]);
         assert!(ids_of(&serde_json::json!({"error": "x"})).is_empty());

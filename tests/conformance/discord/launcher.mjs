@@ -18,9 +18,15 @@
 //   {"cmd":"messages","channel":ID}                       -> {messages}  (oldest first)
 //   {"cmd":"threads","channel":ID}                        -> {threads}   (under a parent)
 //   {"cmd":"wait_reply","channel":ID,"timeout_ms":N}      -> {message}   (first bot message)
+//   {"cmd":"press","channel":ID,"message":ID,"custom_id":TEXT} -> {interaction: {id, token}}
+//                                    (the user presses a button under a message: the
+//                                     emulator's own INTERACTION_CREATE, type 3)
+//   {"cmd":"interaction","id":ID}                         -> {interaction}
+//                                    (the emulator's record of the bot's response to it:
+//                                     acknowledged, type, data, messageId)
 // On stderr: one JSON line per MESSAGE_CREATE / MESSAGE_UPDATE / MESSAGE_DELETE /
-// THREAD_CREATE the emulator dispatches (with the text at that moment), since its store keeps
-// only the latest text of a message. Exits when stdin closes (the parent test went away), and
+// THREAD_CREATE the emulator dispatches (with the text and the buttons at that moment), since
+// its store keeps only the latest text of a message. Exits when stdin closes (the parent test went away), and
 // on SIGTERM/SIGINT.
 //
 // Gaps filled (each one is something real Discord does that the emulator does not):
@@ -33,9 +39,20 @@
 //     the thread a fresh id): `create_thread` opens a public thread from a user's message with
 //     the user as owner and, as on Discord, the starter message's id as the thread id, then
 //     dispatches THREAD_CREATE like the emulator's own route.
+//  5. For a button press answered with a deferred message (callback type 5), `@original` is
+//     a new response message on Discord; the emulator pre-creates the interaction's record
+//     with the pressed message's id (src/index.ts, `simulateInteraction`:
+//     `messageId: messageId ?? null`), keeps it through the callback (src/server.ts, the
+//     `/interactions/.../callback` route: `let messageId = existing.messageId`), so its
+//     `PATCH /webhooks/.../messages/@original` edits the message the button is under. For
+//     presses made through `press`, we detach that id before such a request, so the
+//     emulator's own "deferred: create the message on first edit" path runs.
 // Not filled, on purpose: `GET /api/v10/gateway` is missing, so chela must be given
 // `gateway_url` (serenity otherwise falls back to the real gateway); rate limits, the 2000-char
-// limit and `enforce_nonce` de-duplication are not emulated (chela's own fakes cover those).
+// limit and `enforce_nonce` de-duplication are not emulated (chela's own fakes cover those);
+// the answer to a deferred *ephemeral* response becomes an ordinary channel message (flags 0,
+// dispatched as MESSAGE_UPDATE to everyone), which the test tells apart by the interaction's
+// record.
 import http from 'node:http';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -45,6 +62,10 @@ import { DigitalDiscord } from 'discord-digital-twin';
 // Discord's channel types (the emulator's dependency `discord-api-types` is not ours to import).
 const GUILD_TEXT = 0;
 const PUBLIC_THREAD = 11;
+// Discord's interaction callback type "deferred channel message with source".
+const DEFERRED_CHANNEL_MESSAGE = 5;
+// Discord's component type of a button.
+const BUTTON = 2;
 
 // Not in the package's `exports`, so imported by path: the emulator's own serializer, so a
 // thread we create looks exactly like one its routes create.
@@ -82,6 +103,22 @@ try {
 // The emulator's internals (a TypeScript-private field): its HTTP server and gateway.
 const { httpServer, gateway } = discord.server;
 
+// Gap 5: interaction token -> the message whose button was pressed (presses made by `press`).
+const pressed = new Map();
+const ORIGINAL = /^\/api\/v10\/webhooks\/\d+\/([^/]+)\/messages\/(?:@|%40)original(?:[?]|$)/;
+
+// Gap 5: a deferred-message answer's `@original` is not the pressed message.
+async function detachFromPressed(token) {
+  const record = await discord.prisma.interactionResponse.findUnique({
+    where: { interactionToken: token },
+  });
+  if (record && record.type === DEFERRED_CHANNEL_MESSAGE && record.messageId === pressed.get(token)) {
+    await discord.prisma.interactionResponse.update({
+      where: { interactionId: record.interactionId }, data: { messageId: null },
+    });
+  }
+}
+
 // Gap 2: REST calls must carry the bot token.
 const [handler] = httpServer.listeners('request');
 httpServer.removeAllListeners('request');
@@ -89,6 +126,15 @@ httpServer.on('request', (req, res) => {
   if (req.url.startsWith('/api/') && req.headers.authorization !== `Bot ${TOKEN}`) {
     res.writeHead(401, { 'Content-Type': 'application/json' });
     res.end(JSON.stringify({ message: '401: Unauthorized', code: 0 }));
+    return;
+  }
+  const original = req.url.match(ORIGINAL);
+  const token = original && decodeURIComponent(original[1]);
+  if (token && pressed.has(token)) {
+    detachFromPressed(token).then(() => handler(req, res), (e) => {
+      process.stderr.write(`launcher: ${e && e.stack}\n`);
+      res.writeHead(500).end();
+    });
     return;
   }
   handler(req, res);
@@ -114,11 +160,17 @@ gateway.broadcast = (event, data) => {
     process.stderr.write(`${JSON.stringify({
       event, id: data.id, channel_id: data.channel_id ?? null, parent_id: data.parent_id ?? null,
       author: data.author?.id ?? null, content: data.content ?? null,
-      edited: data.edited_timestamp != null,
+      edited: data.edited_timestamp != null, buttons: buttons(data.components),
     })}\n`);
   }
   broadcast(event, data);
 };
+
+// The buttons of a message's action rows as [label, custom_id] pairs (none: []).
+function buttons(components) {
+  return (components ?? []).flatMap((row) => row.components ?? [])
+    .filter((c) => c.type === BUTTON).map((c) => [c.label ?? null, c.custom_id ?? null]);
+}
 
 // Gap 4: a user opens a public thread from their message (mirrors the emulator's
 // `POST /channels/:id/messages/:mid/threads`, with the user as owner and Discord's thread id).
@@ -150,6 +202,18 @@ const commands = {
   create_thread: async (c) => ({ thread: await createThread(c) }),
   messages: async (c) => ({ messages: (await discord.channel(c.channel).getMessages()).sort(byId) }),
   threads: async (c) => ({ threads: await discord.channel(c.channel).getThreads() }),
+  press: async (c) => {
+    const interaction = await discord.simulateButtonClick({
+      channelId: c.channel, userId: c.user ?? USER, messageId: c.message, customId: c.custom_id,
+    });
+    pressed.set(interaction.token, c.message);
+    return { interaction };
+  },
+  interaction: async (c) => {
+    const record = await discord.prisma.interactionResponse.findUnique({ where: { interactionId: c.id } });
+    if (!record) throw new Error(`no interaction ${c.id}`);
+    return { interaction: { ...record, data: record.data ? JSON.parse(record.data) : null } };
+  },
   wait_reply: async (c) => ({
     message: await discord.channel(c.channel).waitForBotReply({ timeout: c.timeout_ms ?? 10000 }),
   }),

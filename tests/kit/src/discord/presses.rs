@@ -29,7 +29,7 @@ impl FakeDiscord {
     /// `user` chooses the option with `value` in the select menu under the bot's message
     /// `message_id` in `channel`: dispatches `INTERACTION_CREATE` of type 3 with the menu's
     /// `custom_id`, `data.component_type` 3 and `data.values` `[value]`; `None` if the message
-    /// is not the bot's, was deleted or has no select menu any more.
+    /// is not the bot's, was deleted, has no select menu any more or no option `value`.
     pub fn user_chooses(
         &self,
         channel: ChannelSpec,
@@ -41,7 +41,9 @@ impl FakeDiscord {
             .sent(channel.id)
             .into_iter()
             .find(|m| m.id == message_id)?;
-        let (custom_id, _) = message.menu?;
+        // Discord refuses a value the menu does not offer.
+        let (custom_id, options) = message.menu?;
+        options.iter().find(|(_, v)| v == value)?;
         let data = json!({ "custom_id": custom_id, "component_type": 3, "values": [value] });
         self.component_interaction(channel, user, message_id, data)
     }

@@ -1,5 +1,5 @@
-//! The questions with buttons open in chats, kept in the store (every engine: the store's
-//! settings, as JSON under one key per node), so a restart can end them. A question's
+//! The questions with buttons open in chats, kept in the store (every engine:
+//! [`Store::open_questions`], one list per node), so a restart can end them. A question's
 //! waiting run does not outlive the process (its turn runs again and asks anew), so after a
 //! restart each message still showing buttons is edited to say the question ended, which
 //! removes its buttons; a press on one a client still shows is told it ended, and a typed
@@ -7,31 +7,20 @@
 
 use std::sync::Mutex;
 
-use serde::{Deserialize, Serialize};
-
 use super::buttons::Asked;
 use crate::delivery::Notices;
-use crate::store::Store;
+use crate::store::{OpenQuestion as Open, Store};
 
 /// What a message whose question ended at a restart now says, below its text.
 pub const ENDED_BY_RESTART: &str = "⌛ ended: the gateway restarted; ask again.";
 
-/// One message showing a question's buttons.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct Open {
-    /// The question (an approval or permission id, a pairing request's key and owner).
-    id: String,
-    to: chela_channel::Conversation,
-    message_id: String,
-    text: String,
-}
-
 /// The questions with buttons open in chats, as the store keeps them.
 pub struct Ledger {
     store: Store,
-    /// The store key; `None`: kept nowhere (a cluster node without a configured
-    /// `node_id` gets a new id at each start, so it could never find its questions again).
-    key: Option<String>,
+    /// The node whose list it is (`""`: a single gateway); `None`: kept nowhere (a cluster
+    /// node without a configured `node_id` gets a new id at each start, so it could never
+    /// find its questions again).
+    node: Option<String>,
     state: Mutex<State>,
 }
 
@@ -50,18 +39,14 @@ impl Ledger {
     /// cluster node with a configured id, `None` kept nowhere. What a previous process
     /// left is read now, so questions asked from now on add to it.
     pub fn new(store: Store, node: Option<&str>) -> Ledger {
-        let key = node.map(|node| match node {
-            "" => "chela:questions".to_owned(),
-            node => format!("chela:questions:{node}"),
-        });
-        let left: Vec<Open> = match &key {
-            Some(key) => store.get_settings(key).unwrap_or_else(|e| {
+        let node = node.map(str::to_owned);
+        let left: Vec<Open> = match &node {
+            Some(node) => store.open_questions(node).unwrap_or_else(|e| {
                 tracing::warn!(error = %e, "cannot read the questions left open");
-                None
+                Vec::new()
             }),
-            None => None,
-        }
-        .unwrap_or_default();
+            None => Vec::new(),
+        };
         let state = State {
             open: left.clone(),
             left,
@@ -69,7 +54,7 @@ impl Ledger {
         };
         Ledger {
             store,
-            key,
+            node,
             state: Mutex::new(state),
         }
     }
@@ -116,7 +101,7 @@ impl Ledger {
     /// Applies `change` to the open questions and stores them (written outside the lock,
     /// and only when no newer list was written meanwhile), durably.
     async fn change(&self, change: impl FnOnce(&mut Vec<Open>)) {
-        let Some(key) = &self.key else {
+        let Some(node) = &self.node else {
             return;
         };
         let (open, version) = {
@@ -136,11 +121,7 @@ impl Ledger {
         if stale {
             return;
         }
-        let stored = match open.is_empty() {
-            true => self.store.clear_settings(key),
-            false => self.store.put_settings(key, &open),
-        };
-        if let Err(e) = stored {
+        if let Err(e) = self.store.put_open_questions(node, &open) {
             tracing::warn!(error = %e, "cannot keep the questions open in the store");
         }
         if let Err(e) = self.store.flush().await {
@@ -184,23 +165,14 @@ mod tests {
         ledger.add("cd34", &asked("8")).await;
         ledger.remove("ab12").await;
         // A new process over the same store finds what is still open.
-        let left: Vec<Open> = store.get_settings("chela:questions").unwrap().unwrap();
+        let left = store.open_questions("").unwrap();
         assert_eq!(left.len(), 1);
         assert_eq!(
             (left[0].id.as_str(), left[0].message_id.as_str()),
             ("cd34", "8")
         );
         ledger.remove("cd34").await;
-        assert!(
-            store
-                .get_settings::<Vec<Open>>("chela:questions")
-                .unwrap()
-                .is_none()
-        );
-        assert_eq!(
-            Ledger::new(store.clone(), Some("n1")).key.as_deref(),
-            Some("chela:questions:n1")
-        );
+        assert!(store.open_questions("").unwrap().is_empty());
         // A new process finds what the previous one left, before anything is asked.
         ledger.add("ef56", &asked("9")).await;
         let next = Ledger::new(store, Some(""));

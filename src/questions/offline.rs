@@ -10,8 +10,6 @@ use chela_channel::Conversation;
 use crate::delivery::Notices;
 use crate::store::{PairingRequest, Store, StoreError};
 
-/// The settings key of the strangers approved while no gateway ran.
-const KEY: &str = "chela:pairing:approved-offline";
 /// What they are told at the next start.
 pub const IN_WHILE_OFFLINE: &str =
     "You're in: the bot's owner approved you while the bot was offline. Send your message again.";
@@ -21,11 +19,11 @@ const NOTED_MAX: usize = 256;
 /// Notes that `request` was approved while no gateway ran (the caller holds the embedded
 /// store: no gateway can read or write the list meanwhile). Durable when it returns.
 pub async fn note(store: &Store, request: &PairingRequest) -> Result<(), StoreError> {
-    let mut noted: Vec<PairingRequest> = store.get_settings(KEY)?.unwrap_or_default();
+    let mut noted = store.approved_offline()?;
     noted.push(request.clone());
     let excess = noted.len().saturating_sub(NOTED_MAX);
     noted.drain(..excess);
-    store.put_settings(KEY, &noted)?;
+    store.put_approved_offline(&noted)?;
     store.flush().await
 }
 
@@ -33,8 +31,8 @@ pub async fn note(store: &Store, request: &PairingRequest) -> Result<(), StoreEr
 /// forgetting each once told. One who cannot be reached now (their channel does not run, or
 /// the platform refuses) stays noted for the next start.
 pub async fn welcome(store: &Store, notices: &Notices) {
-    let mut noted: Vec<PairingRequest> = match store.get_settings(KEY) {
-        Ok(noted) => noted.unwrap_or_default(),
+    let mut noted = match store.approved_offline() {
+        Ok(noted) => noted,
         Err(e) => {
             tracing::warn!(error = %e, "cannot read the strangers approved while offline");
             return;
@@ -47,10 +45,7 @@ pub async fn welcome(store: &Store, notices: &Notices) {
             continue;
         }
         noted.remove(at);
-        let written = match noted.is_empty() {
-            true => store.clear_settings(KEY),
-            false => store.put_settings(KEY, &noted),
-        };
+        let written = store.put_approved_offline(&noted);
         if let Err(e) = written.and(store.flush().await) {
             tracing::warn!(error = %e, "cannot forget a stranger told they are in");
         }
@@ -105,7 +100,7 @@ mod tests {
         for i in 0..NOTED_MAX + 2 {
             note(&store, &request(&i.to_string())).await.unwrap();
         }
-        let noted: Vec<PairingRequest> = store.get_settings(KEY).unwrap().unwrap();
+        let noted = store.approved_offline().unwrap();
         assert_eq!(noted.len(), NOTED_MAX);
         assert_eq!(noted[0].sender_id, "2", "the oldest went first");
         assert_eq!(noted[NOTED_MAX - 1].sender_id, (NOTED_MAX + 1).to_string());

@@ -44,6 +44,7 @@ pub mod pi_export;
 mod ports;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod questions;
 mod redb;
 mod show;
 #[cfg(feature = "sled")]
@@ -80,6 +81,7 @@ pub use ports::{
     PendingTurn, QueueStore, ReplyJournal, SUMMARY_HEADING, SessionMeta, SessionStore, StoreFuture,
     SubagentLink, SubagentState, WindowMessage, dedupe_key, partition_of,
 };
+pub use questions::OpenQuestion;
 
 /// The high-water file beside store folder `store` (`<store>.highwater`), if it has a name.
 pub fn highwater_path_for(store: &Path) -> Option<PathBuf> {

@@ -17,6 +17,7 @@
 mod cron;
 mod delivery;
 mod links;
+mod questions;
 mod queue;
 mod sessions;
 
@@ -25,6 +26,7 @@ use chela_channel::{ChatKind, Conversation, Inbound, Sender};
 pub(crate) use cron::*;
 pub(crate) use delivery::*;
 pub(crate) use links::*;
+pub(crate) use questions::*;
 pub(crate) use queue::*;
 pub(crate) use sessions::*;
 
@@ -75,6 +77,8 @@ macro_rules! store_contract_tests {
             cron_jobs_round_trip_durably,
             advance_cron_moves_a_job_past_a_run_once,
             add_cron_adds_an_id_once,
+            open_questions_are_kept_per_node_across_a_restart,
+            strangers_approved_offline_are_kept_across_a_restart,
         );
     };
     (@each $harness:expr; $($check:ident),* $(,)?) => {

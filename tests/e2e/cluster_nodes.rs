@@ -240,7 +240,10 @@ async fn approve_in_a_conversation_of_another_node_answers_the_approval() {
     let answered = nodes
         .wait_text(owner, |t| t.starts_with("Allowed") || t.contains(" is no"))
         .await;
-    let ran = nodes.wait_text(asker, |t| t.starts_with("done:")).await;
+    // The whole answer, not a preview of its first words.
+    let ran = nodes
+        .wait_text(asker, |t| t.starts_with("done: crossed"))
+        .await;
     let again = format!("/approve {id} deny");
     post(&nodes.listens[1], &update(owner, owner, 3, &again, false)).await;
     let late = nodes

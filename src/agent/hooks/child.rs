@@ -80,7 +80,7 @@ pub(crate) async fn run(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let mut child = cmd.spawn().map_err(|source| HookError::Spawn {
+    let mut child = spawn(&mut cmd).await.map_err(|source| HookError::Spawn {
         program: program.clone(),
         source,
     })?;
@@ -140,3 +140,24 @@ async fn capped(pipe: Option<impl AsyncRead + Unpin>) -> String {
     }
     String::from_utf8_lossy(&kept).into_owned()
 }
+
+/// Tries a spawn that failed with "text file busy" again, a few times: a script written
+/// just before (by the agent's file tools, or a test) stays open for writing in any child
+/// another thread forked meanwhile, until that child's exec closes it.
+async fn spawn(cmd: &mut Command) -> io::Result<tokio::process::Child> {
+    let mut attempt = 0;
+    loop {
+        match cmd.spawn() {
+            Err(e) if e.kind() == io::ErrorKind::ExecutableFileBusy && attempt < BUSY_TRIES => {
+                attempt += 1;
+                tokio::time::sleep(BUSY_PAUSE * attempt).await;
+            }
+            spawned => return spawned,
+        }
+    }
+}
+
+/// Tries after "text file busy".
+const BUSY_TRIES: u32 = 5;
+/// The pause before the first of them (the next ones wait longer).
+const BUSY_PAUSE: Duration = Duration::from_millis(10);

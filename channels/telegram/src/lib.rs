@@ -289,10 +289,7 @@ impl Channel for TelegramChannel {
         text: &'a str,
         buttons: &'a [Button],
     ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
-        let row: Vec<Value> = buttons
-            .iter()
-            .map(|b| json!({ "text": b.label, "callback_data": b.data }))
-            .collect();
+        let row: Vec<Value> = buttons.iter().map(callback_button).collect();
         let markup = json!({ "inline_keyboard": [row] });
         Box::pin(self.send_marked_up(to, text, None, Some(markup)))
     }
@@ -307,7 +304,7 @@ impl Channel for TelegramChannel {
     ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
         let rows: Vec<Value> = options
             .iter()
-            .map(|b| json!([{ "text": b.label, "callback_data": b.data }]))
+            .map(|b| json!([callback_button(b)]))
             .collect();
         let markup = json!({ "inline_keyboard": rows });
         Box::pin(self.send_marked_up(to, text, None, Some(markup)))
@@ -489,4 +486,9 @@ fn send_topic(to: &Conversation) -> Option<ThreadId> {
         return None;
     }
     topic.parse().ok().map(|id| ThreadId(MessageId(id)))
+}
+
+/// One inline keyboard button whose press brings back `button`'s data.
+fn callback_button(button: &Button) -> Value {
+    json!({ "text": button.label, "callback_data": button.data })
 }

@@ -29,6 +29,7 @@ pub mod intake_lease;
 pub mod intake_shards;
 mod members;
 mod node;
+mod order;
 pub mod partitions;
 pub mod peers;
 mod peers_fresh;

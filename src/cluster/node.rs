@@ -27,9 +27,12 @@ pub(super) struct State {
     /// Partitions taken over whose recovery (the previous holder's undelivered finals
     /// handed to delivery) has not run yet: their turns wait, so a new reply cannot go out
     /// before an older final of the same chat.
-    recovering: HashSet<u32>,
+    pub(super) recovering: HashSet<u32>,
     /// Sessions whose queued command is being carried out: their later messages wait.
-    busy: HashSet<String>,
+    pub(super) busy: HashSet<String>,
+    /// When this node last lost each partition it lost (ms since the epoch): its lanes may
+    /// still hold turns handed out before ([`Cluster::hold`]).
+    pub(super) lost_at: HashMap<u32, u64>,
     /// A live node speaking another cluster protocol, seen at the last heartbeat: while
     /// there is one, this node takes no new partition and no turn, and gives back those it
     /// holds once paused for a full lease.
@@ -229,8 +232,10 @@ impl Cluster {
             .filter(|p| !now.contains(p))
             .copied()
             .collect();
+        let now_ms = crate::domain::message::now_ms();
         for partition in &lost {
             state.held.remove(partition);
+            state.lost_at.insert(*partition, now_ms);
             // Whatever runs here is fenced (its settle and delivery are refused) until the
             // partition is held again. Taken again, by this node or another, its pending turns
             // are handed out again: a lane that still holds one runs it once, and a turn
@@ -250,6 +255,10 @@ impl Cluster {
             if !known {
                 fresh.push(lease.partition);
                 state.recovering.insert(lease.partition);
+                if state.held.contains_key(&lease.partition) {
+                    // Lost and taken again between two renewals (another generation).
+                    state.lost_at.insert(lease.partition, now_ms);
+                }
             }
             state.held.insert(
                 lease.partition,
@@ -283,6 +292,42 @@ impl Cluster {
     pub(super) fn recovered(&self, parts: &HashSet<u32>) {
         if let Ok(mut state) = self.state.lock() {
             state.recovering.retain(|p| !parts.contains(p));
+        }
+        self.released.notify_one();
+    }
+
+    /// Whether a turn of session `key` queued at `queued_ms` (ms since the epoch; 0 unknown)
+    /// may start here now: `None` when the session is not held here, or its recovery has not
+    /// run yet; else whether the session's older messages must be looked at first, as this
+    /// node lost the partition after (or shortly before, for clocks apart) the turn was
+    /// queued, so its lane may hold turns handed out before. A session whose command is being
+    /// carried out goes on (a command does not keep its place in line).
+    pub(super) fn may_start(&self, key: &str, queued_ms: u64) -> Option<bool> {
+        /// How far apart the clocks of the node that queued a message and this one may be.
+        const SKEW_MS: u64 = 60_000;
+        let partition = partition_of(key);
+        let state = self.state.lock().ok()?;
+        if state.busy.contains(key) {
+            return Some(false);
+        }
+        let held = state
+            .held
+            .get(&partition)
+            .is_some_and(|h| h.until > Instant::now());
+        if !held || state.recovering.contains(&partition) {
+            return None;
+        }
+        let lost = state.lost_at.get(&partition);
+        Some(lost.is_some_and(|at| queued_ms == 0 || queued_ms <= at.saturating_add(SKEW_MS)))
+    }
+
+    /// Messages `seqs` are no longer handed out here (a lane gave them back, to run in
+    /// order): the loop that hands messages out is woken to hand them out again.
+    pub fn give_back(&self, seqs: &[u64]) {
+        if let Ok(mut state) = self.state.lock() {
+            for seq in seqs {
+                state.submitted.remove(seq);
+            }
         }
         self.released.notify_one();
     }

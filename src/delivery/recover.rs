@@ -35,6 +35,7 @@ pub fn recover_replies(
                 // takes them back, then sends the whole final once, journaled again, so a
                 // crash during this resend is taken back at the next start too. One older
                 // than the TTL is dead-lettered by the worker.
+                tracing::debug!(id = entry.id, session = %entry.session_key, "recovered an undelivered final");
                 notices.outbox().submit(Delivery::recorded(entry, journal));
             }
         }

@@ -16,6 +16,19 @@ impl RunnerPort for Core {
         self.placement.still_held(key)
     }
 
+    fn hold(&self, key: &str, turn: &QueuedTurn) -> crate::lane::Hold {
+        match self.placement.cluster() {
+            Some(cluster) => cluster.lane_hold(&self.store, key, turn),
+            None => crate::lane::Hold::Go,
+        }
+    }
+
+    fn give_back(&self, seqs: &[u64]) {
+        if let Some(cluster) = self.placement.cluster() {
+            cluster.give_back(seqs);
+        }
+    }
+
     fn finish_subagent<'a>(
         self: Arc<Self>,
         key: &'a str,

@@ -64,6 +64,31 @@ pub trait Runner: Send + Sync {
     /// What to show while `turn` waits for a slot under the global run limit (the typing
     /// indicator); it never ends by itself and is dropped when the run starts or is stopped.
     fn waiting(&self, turn: &QueuedTurn) -> BoxFuture<'static, std::convert::Infallible>;
+    /// Whether `turn` of session `key` may start here now. On a cluster a message of the
+    /// session may wait outside its lane: a partition lost for a moment and taken back hands
+    /// its waiting turns out again while the lane still holds turns handed out before, and a
+    /// run cut by the loss left its message waiting. Always [`Hold::Go`] when one process runs
+    /// every session.
+    fn hold(&self, _key: &str, _turn: &QueuedTurn) -> Hold {
+        Hold::Go
+    }
+    /// Gives the messages of `seqs` of session `key` back, to be handed out again in seq
+    /// order: a lane did not start a turn ([`Runner::hold`]). Never called when one process
+    /// runs every session.
+    fn give_back(&self, _key: &str, _seqs: &[u64]) {}
+}
+
+/// Whether a lane may start a turn now ([`Runner::hold`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Hold {
+    /// Start it.
+    Go,
+    /// The session does not run here now (its partition is not held, or its recovery has
+    /// not run yet): give the turn and every queued one back.
+    NotHere,
+    /// These durable pending messages of the session are older than the turn: unless each
+    /// is queued in this lane, give them, the turn and every queued one back.
+    Older(Vec<u64>),
 }
 
 /// What `/stop` did.

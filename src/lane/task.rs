@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::queue::{PushOutcome, QueuedTurn, TurnQueue};
-use super::{LaneJob, LaneMsg, LaneSettings, LaneStatus, Shared, StopReport};
+use super::{Hold, LaneJob, LaneMsg, LaneSettings, LaneStatus, Shared, StopReport};
 use crate::agent::run::{RunOutcome, Steer};
 use crate::config::QueueMode;
 
@@ -258,6 +258,10 @@ impl Lane {
             self.queue.pop_next()
         };
         let turn = next?;
+        if let Some(seqs) = self.out_of_order(&turn) {
+            self.shared.runner.give_back(&self.key, &seqs);
+            return None;
+        }
         let run_seqs = turn.seqs.clone();
         let cancel = self.shared.shutdown.child_token();
         let (steer_tx, steer_rx) = mpsc::channel(STEER_BUFFER);
@@ -306,6 +310,40 @@ impl Lane {
             stop_waiters: Vec::new(),
         });
         Some(handle)
+    }
+
+    /// When `turn` may not start here now ([`super::Runner::hold`]): the seqs to give back,
+    /// so that all are handed out again in order: the older ones waiting outside this lane,
+    /// `turn`'s and every queued turn's. In interrupt mode the newest message runs first by
+    /// design, so older ones queued here do not hold it back; in the other modes any older one
+    /// does (the queue would run out of order).
+    fn out_of_order(&mut self, turn: &QueuedTurn) -> Option<Vec<u64>> {
+        let mut seqs = match self.shared.runner.hold(&self.key, turn) {
+            Hold::Go => return None,
+            Hold::NotHere => Vec::new(),
+            Hold::Older(older) if self.settings.mode == QueueMode::Interrupt => {
+                let outside: Vec<u64> = older
+                    .into_iter()
+                    .filter(|seq| !self.queue.holds(*seq))
+                    .collect();
+                if outside.is_empty() {
+                    return None;
+                }
+                outside
+            }
+            Hold::Older(older) if older.is_empty() => return None,
+            Hold::Older(older) => older,
+        };
+        tracing::info!(
+            session = %self.key,
+            seqs = ?turn.seqs,
+            older = ?seqs,
+            "cluster: the turn may not start here now (an older message waits, or the session is not held); its turns are handed out again in order"
+        );
+        seqs.extend(&turn.seqs);
+        seqs.extend(self.queue.clear());
+        self.collect_at = None;
+        Some(seqs)
     }
 
     /// Starts `job` in the run's place: it waits for a slot under the global limit, and

@@ -48,6 +48,9 @@ struct FakeRunner {
     dropped: Arc<Mutex<Vec<u64>>>,
     /// Texts of turns that had to wait for a slot.
     waiting: Arc<Mutex<Vec<String>>>,
+    /// As on a cluster: the store whose waiting messages a turn may not overtake (a run
+    /// removes its turn's), and the seqs the lane gave back.
+    cluster: Option<(Store, Arc<Mutex<Vec<u64>>>)>,
 }
 
 impl Runner for FakeRunner {
@@ -60,6 +63,7 @@ impl Runner for FakeRunner {
     ) -> BoxFuture<'static, RunOutcome> {
         let log = self.log.clone();
         log.lock().unwrap().push(format!("start {}", turn.text));
+        let settles = self.cluster.as_ref().map(|(store, _)| store.clone());
         let (finish, finished) = oneshot::channel();
         let (text, seqs) = (turn.text.clone(), turn.seqs.clone());
         let _ = self.started.send(RunHandle {
@@ -87,6 +91,11 @@ impl Runner for FakeRunner {
             while let Ok(s) = steer.try_recv() {
                 leftover.push(*s);
             }
+            if let Some(store) = &settles {
+                for seq in &turn.seqs {
+                    store.remove_pending(*seq).unwrap();
+                }
+            }
             let end = format!("end {} {status:?}", turn.text);
             log.lock().unwrap().push(end);
             let usage = Default::default();
@@ -113,6 +122,26 @@ impl Runner for FakeRunner {
     fn waiting(&self, turn: &QueuedTurn) -> BoxFuture<'static, std::convert::Infallible> {
         self.waiting.lock().unwrap().push(turn.text.clone());
         Box::pin(std::future::pending())
+    }
+
+    fn hold(&self, key: &str, turn: &QueuedTurn) -> Hold {
+        let Some((store, _)) = &self.cluster else {
+            return Hold::Go;
+        };
+        let first = turn.seqs.iter().min().unwrap();
+        let pending = store.pending_for(key).unwrap();
+        Hold::Older(
+            pending
+                .into_iter()
+                .map(|(s, _)| s)
+                .filter(|s| s < first)
+                .collect(),
+        )
+    }
+
+    fn give_back(&self, _key: &str, seqs: &[u64]) {
+        let (_, given_back) = self.cluster.as_ref().expect("given back alone");
+        given_back.lock().unwrap().extend_from_slice(seqs);
     }
 }
 
@@ -187,6 +216,22 @@ impl Harness {
     }
 
     fn over(store: Store, defaults: LaneSettings, max_runs: usize) -> Self {
+        Self::built(store, defaults, max_runs, None)
+    }
+
+    /// A lane as on a cluster: a turn does not overtake the session's older waiting
+    /// messages, and the seqs given back are collected in `given_back`.
+    fn clustered(defaults: LaneSettings, given_back: Arc<Mutex<Vec<u64>>>) -> Self {
+        let store = Store::temporary().unwrap();
+        Self::built(store.clone(), defaults, 4, Some((store, given_back)))
+    }
+
+    fn built(
+        store: Store,
+        defaults: LaneSettings,
+        max_runs: usize,
+        cluster: Option<(Store, Arc<Mutex<Vec<u64>>>)>,
+    ) -> Self {
         let log = Arc::new(Mutex::new(Vec::new()));
         let (started, runs) = mpsc::unbounded_channel();
         let dropped = Arc::new(Mutex::new(Vec::new()));
@@ -196,6 +241,7 @@ impl Harness {
             started,
             dropped: dropped.clone(),
             waiting: waiting.clone(),
+            cluster,
         });
         let lanes = Lanes::new(runner, store.clone(), defaults, max_runs);
         Harness {
@@ -949,4 +995,35 @@ async fn a_turn_handed_over_again_while_queued_or_running_runs_once() {
     h.submit("k", [turn(0, "a")]).await;
     h.finish_runs("k", 1).await;
     assert_eq!(h.started(), ["a", "b", "c", "a"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_turn_does_not_overtake_an_older_message_waiting_outside_its_lane() {
+    let given_back = Arc::new(Mutex::new(Vec::new()));
+    let mut h = Harness::clustered(settings(QueueMode::Followup), given_back.clone());
+    let turns = h.durable("k", &["a", "b", "c"]).await;
+    let seqs: Vec<u64> = turns.iter().flat_map(|t| t.seqs.clone()).collect();
+    // "a" waits outside the lane (its run was cut by a lost lease): "b" and "c" go back.
+    h.submit("k", turns[1..].iter().cloned()).await;
+    settle().await;
+    assert!(
+        h.log.lock().unwrap().is_empty(),
+        "{:?}",
+        h.log.lock().unwrap()
+    );
+    let mut back = given_back.lock().unwrap().clone();
+    back.sort_unstable();
+    back.dedup();
+    assert_eq!(
+        back, seqs,
+        "the older one, the turn and what was queued after it"
+    );
+    assert_eq!(h.pending_seqs("k"), seqs, "nothing given back is dropped");
+    // Handed out again in order, each runs once, oldest first.
+    h.submit("k", turns).await;
+    h.finish_runs("k", 3).await;
+    let log = h.log.lock().unwrap().clone();
+    let starts: Vec<&String> = log.iter().filter(|l| l.starts_with("start")).collect();
+    assert_eq!(starts, ["start a", "start b", "start c"]);
+    assert!(h.pending_seqs("k").is_empty());
 }

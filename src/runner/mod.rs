@@ -45,6 +45,10 @@ pub trait RunnerPort: Send + Sync {
     /// For a reply in session `key`: whether this node still holds the session, asked before
     /// each new message; `None` when it always does.
     fn still_held(&self, key: &str) -> Option<StillHeld>;
+    /// Whether `turn` of session `key` may start here now ([`lane::Runner::hold`]).
+    fn hold(&self, key: &str, turn: &QueuedTurn) -> lane::Hold;
+    /// Gives messages `seqs` back to be handed out again in order (on a cluster).
+    fn give_back(&self, seqs: &[u64]);
     /// Ends sub-agent `key`'s turn: settles the child and hands its result to its parent.
     fn finish_subagent<'a>(
         self: Arc<Self>,
@@ -135,6 +139,19 @@ impl lane::Runner for TurnRunner {
                 .instrument(span)
                 .await
         })
+    }
+
+    fn hold(&self, key: &str, turn: &QueuedTurn) -> lane::Hold {
+        match self.handles.port.upgrade() {
+            Some(port) => port.hold(key, turn),
+            None => lane::Hold::Go,
+        }
+    }
+
+    fn give_back(&self, _key: &str, seqs: &[u64]) {
+        if let Some(port) = self.handles.port.upgrade() {
+            port.give_back(seqs);
+        }
     }
 
     fn notice(&self, to: &chela_channel::Conversation, text: String) {

@@ -22,6 +22,7 @@ mod durations;
 mod env;
 mod error;
 mod hooks;
+mod lenient;
 mod log;
 mod media;
 mod memory;

@@ -205,7 +205,10 @@ fn main() -> ExitCode {
             Command::Status => cli::status::status(loaded).await,
             Command::Panel => cli::panel::panel(&loaded),
             Command::Doctor => cli::doctor::doctor(loaded).await,
-            Command::Config { .. } => cli::config::show(&loaded),
+            Command::Config {
+                command: cli::config::ConfigCommand::Show { changed },
+            } => cli::config::show(&loaded, changed),
+            Command::Config { .. } => ExitCode::SUCCESS,
             Command::Completions { .. } => ExitCode::SUCCESS,
         }
     });

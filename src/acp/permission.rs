@@ -1,5 +1,6 @@
 //! Answering an agent's permission requests (SPEC 4): a mode decides, options are chosen by
-//! their kind (never by id: ids differ per agent).
+//! their kind (never by id: ids differ per agent), or a person picks one of the agent's own
+//! options from the request's list.
 
 use agent_client_protocol::v1::schema::{
     PermissionOption, PermissionOptionKind, RequestPermissionOutcome, SelectedPermissionOutcome,
@@ -23,6 +24,9 @@ pub enum Decision {
     Allow,
     /// Refuse it (once).
     Deny,
+    /// The agent's own option at this place of the request's list (a button showing it was
+    /// pressed).
+    Chosen(usize),
 }
 
 /// Why chela's policy refused a tool call, and which setting lets it run. `asked_nobody`:
@@ -89,9 +93,18 @@ fn is_read(kind: ToolKind) -> bool {
 }
 
 /// The outcome that carries `decision`: the `*_once` option of the right side, else its
-/// `*_always` option, else `cancelled` (the agent offered no such choice).
+/// `*_always` option, else `cancelled` (the agent offered no such choice); the chosen option
+/// itself for [`Decision::Chosen`] (`cancelled` when the list has no such place).
 pub fn outcome(options: &[PermissionOption], decision: Decision) -> RequestPermissionOutcome {
+    let selected = |o: &PermissionOption| {
+        RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(o.option_id.clone()))
+    };
     let kinds = match decision {
+        Decision::Chosen(at) => {
+            return options
+                .get(at)
+                .map_or(RequestPermissionOutcome::Cancelled, selected);
+        }
         Decision::Allow => [
             PermissionOptionKind::AllowOnce,
             PermissionOptionKind::AllowAlways,
@@ -104,9 +117,15 @@ pub fn outcome(options: &[PermissionOption], decision: Decision) -> RequestPermi
     kinds
         .iter()
         .find_map(|kind| options.iter().find(|o| o.kind == *kind))
-        .map_or(RequestPermissionOutcome::Cancelled, |o| {
-            RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(o.option_id.clone()))
-        })
+        .map_or(RequestPermissionOutcome::Cancelled, selected)
+}
+
+/// Whether option `option` lets the tool run (`allow_once`, `allow_always`).
+pub fn allows(option: &PermissionOption) -> bool {
+    matches!(
+        option.kind,
+        PermissionOptionKind::AllowOnce | PermissionOptionKind::AllowAlways
+    )
 }
 
 /// The kind of the chosen option in `outcome`, for logs and the user ("allow_once"...).
@@ -185,6 +204,24 @@ mod tests {
             outcome(&only_always, Decision::Deny),
             RequestPermissionOutcome::Cancelled
         );
+    }
+
+    #[test]
+    fn a_chosen_option_is_answered_by_its_own_id() {
+        let options = options();
+        let always = outcome(&options, Decision::Chosen(0));
+        assert_eq!(
+            always,
+            RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new("a1".to_owned()))
+        );
+        assert_eq!(chosen_kind(&options, &always), "allow_always");
+        let reject = outcome(&options, Decision::Chosen(3));
+        assert_eq!(chosen_kind(&options, &reject), "reject_always");
+        assert_eq!(
+            outcome(&options, Decision::Chosen(4)),
+            RequestPermissionOutcome::Cancelled
+        );
+        assert!(allows(&options[1]) && !allows(&options[2]));
     }
 
     #[test]

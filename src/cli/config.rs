@@ -14,7 +14,12 @@ const EXAMPLE: &str = include_str!("../../config.example.toml");
 #[derive(Subcommand)]
 pub enum ConfigCommand {
     /// Print the effective configuration (secrets hidden) and the files in use.
-    Show,
+    Show {
+        /// Only the keys whose values differ from the built-in defaults (the config file's
+        /// and the environment's doing).
+        #[arg(long)]
+        changed: bool,
+    },
     /// Write the commented example config (every key with its default) to the config path:
     /// --config FILE, else $CHELA_CONFIG, else the platform config dir's chela/config.toml.
     /// An existing file is never overwritten.
@@ -23,7 +28,7 @@ pub enum ConfigCommand {
 
 /// `chela config show`: the paths in use, the model as it will be reached, then the
 /// effective configuration as TOML with tokens and keys shown as `<set>`.
-pub fn show(loaded: &LoadedConfig) -> ExitCode {
+pub fn show(loaded: &LoadedConfig, changed: bool) -> ExitCode {
     let config = &loaded.config;
     let mut out = String::new();
     let file = match &loaded.source {
@@ -43,7 +48,12 @@ pub fn show(loaded: &LoadedConfig) -> ExitCode {
     for line in lines.iter().chain(env_lines().iter()) {
         out.push_str(&format!("# {line}\n"));
     }
-    match toml::to_string(&config.redacted()) {
+    let shown = match changed {
+        true => changed_keys(loaded),
+        false => table_of(&config.redacted()),
+    };
+    match shown.and_then(|table| toml::to_string(&table)) {
+        Ok(text) if text.is_empty() => out.push_str("\n# (every key has its default)\n"),
         Ok(text) => out.push_str(&format!("\n{text}")),
         Err(e) => {
             eprintln!("chela: cannot print the configuration: {e}");
@@ -53,6 +63,45 @@ pub fn show(loaded: &LoadedConfig) -> ExitCode {
     // `chela config show | head` closes the pipe early: not an error worth a panic.
     let _ = std::io::stdout().lock().write_all(out.as_bytes());
     ExitCode::SUCCESS
+}
+
+/// The keys of the effective configuration (secrets hidden) whose values differ from the
+/// built-in defaults, with the defaults' paths resolved as the loaded ones were.
+fn changed_keys(loaded: &LoadedConfig) -> Result<toml::Table, toml::ser::Error> {
+    let mut defaults = chela::config::Config::default();
+    defaults.resolve_paths(&loaded.base_dir, dirs::home_dir().as_deref());
+    let current = table_of(&loaded.config.redacted())?;
+    let defaults = table_of(&defaults.redacted())?;
+    Ok(differing(current, &defaults))
+}
+
+/// `config` as a TOML table.
+fn table_of(config: &chela::config::Config) -> Result<toml::Table, toml::ser::Error> {
+    match toml::Value::try_from(config)? {
+        toml::Value::Table(table) => Ok(table),
+        _ => Ok(toml::Table::new()),
+    }
+}
+
+/// What of `current` differs from `defaults`: tables compared key by key, any other value
+/// (arrays included) whole.
+fn differing(current: toml::Table, defaults: &toml::Table) -> toml::Table {
+    let mut out = toml::Table::new();
+    for (key, value) in current {
+        match (value, defaults.get(&key)) {
+            (toml::Value::Table(table), Some(toml::Value::Table(default))) => {
+                let inner = differing(table, default);
+                if !inner.is_empty() {
+                    out.insert(key, toml::Value::Table(inner));
+                }
+            }
+            (value, Some(default)) if &value == default => {}
+            (value, _) => {
+                out.insert(key, value);
+            }
+        }
+    }
+    out
 }
 
 /// The model as the gateway will reach it, environment included.
@@ -157,9 +206,35 @@ fn target(explicit: Option<&Path>) -> Option<PathBuf> {
         .or_else(chela::config::default_config_path)
 }
 
-/// `chela completions SHELL`: the completion script of `command` on stdout.
+/// `chela completions SHELL`: the completion script of `command` on stdout. A reader that
+/// stops early (`| head -1`) ends it quietly, as for any Unix filter.
 pub fn completions(shell: clap_complete::Shell, mut command: clap::Command) -> ExitCode {
     let name = command.get_name().to_owned();
-    clap_complete::generate(shell, &mut command, name, &mut std::io::stdout());
-    ExitCode::SUCCESS
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, name, &mut script);
+    let mut out = std::io::stdout().lock();
+    match out.write_all(&script).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("chela completions: cannot write the script: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::differing;
+
+    #[test]
+    fn only_values_that_differ_are_kept_tables_compared_key_by_key() {
+        let current: toml::Table =
+            toml::from_str("a = 1\nb = [1, 2]\n[t]\nx = \"same\"\ny = 2\n[u]\nz = 0\n").unwrap();
+        let defaults: toml::Table =
+            toml::from_str("a = 1\nb = [1]\n[t]\nx = \"same\"\ny = 1\n[u]\nz = 0\n").unwrap();
+        let changed = toml::to_string(&differing(current, &defaults)).unwrap();
+        assert_eq!(changed, "b = [1, 2]\n\n[t]\ny = 2\n");
+    }
 }

@@ -62,12 +62,15 @@ pub struct AcpConfig {
     /// What `ask` does where nobody can be asked: `deny` | `fail`.
     pub non_interactive: NonInteractive,
     /// Seconds the owner has to answer a permission question before it is denied.
+    #[serde(deserialize_with = "super::lenient::secs")]
     pub ask_timeout_s: u64,
     /// The harness `/acp spawn` uses when none is named.
     pub default_agent: String,
     /// Seconds without a turn after which a binding expires.
+    #[serde(deserialize_with = "super::lenient::secs")]
     pub binding_idle_s: u64,
     /// Seconds without a turn after which a warm agent process is shut down.
+    #[serde(deserialize_with = "super::lenient::secs")]
     pub process_idle_s: u64,
     /// Show tool calls and plans as compact progress lines.
     pub progress: bool,

@@ -103,16 +103,19 @@ pub struct TelegramConfig {
     /// Account id in session keys (several bots: one account each).
     pub account: String,
     /// Long-poll timeout of getUpdates, in seconds.
+    #[serde(deserialize_with = "super::lenient::secs")]
     pub poll_timeout_s: u64,
     /// How replies stream.
     pub streaming: Streaming,
     /// Direct-message policy: pairing | allowlist | open | disabled.
     pub dm_policy: DmPolicy,
     /// Sender ids allowed to message the bot directly (`"*"`: everyone).
+    #[serde(deserialize_with = "super::lenient::ids")]
     pub allow_from: Vec<String>,
     /// Group policy: allowlist | open.
     pub group_policy: GroupPolicy,
     /// Sender ids allowed in groups; empty: `allow_from`.
+    #[serde(deserialize_with = "super::lenient::ids")]
     pub group_allow_from: Vec<String>,
     /// In groups, only messages that mention the bot (or reply to it) are answered.
     pub require_mention: bool,
@@ -179,10 +182,12 @@ pub struct DiscordConfig {
     /// Direct-message policy: pairing | allowlist | open | disabled.
     pub dm_policy: DmPolicy,
     /// User ids allowed to message the bot directly (`"*"`: everyone).
+    #[serde(deserialize_with = "super::lenient::ids")]
     pub allow_from: Vec<String>,
     /// Who may talk in guild channels: allowlist | open.
     pub group_policy: GroupPolicy,
     /// User ids allowed in guild channels; empty: `allow_from`.
+    #[serde(deserialize_with = "super::lenient::ids")]
     pub group_allow_from: Vec<String>,
     /// In guild channels, only messages that mention the bot (or reply to it) are answered.
     pub require_mention: bool,
@@ -287,10 +292,12 @@ pub struct CommandsConfig {
     /// Owners as `channel:sender_id` (e.g. `telegram:42`): they may /new, /reset and /stop
     /// in groups. Empty: the first sender approved by pairing becomes the owner; set, it is
     /// the only source of owners (pairing never makes one).
+    #[serde(deserialize_with = "super::lenient::ids")]
     pub owner_allow_from: Vec<String>,
     /// When not empty, the only senders (`channel:sender_id`, or `*`) whose commands are
     /// taken; everyone else's are ignored (inline, they stay plain text). The terminal and
     /// the RPC are not limited by it.
+    #[serde(deserialize_with = "super::lenient::ids")]
     pub allow_from: Vec<String>,
     /// Who may switch a conversation's model with `/model NAME`: owner | listed | everyone.
     pub model: ModelChange,

@@ -15,6 +15,7 @@ pub struct ClusterConfig {
     pub node_id: String,
     /// Seconds a partition lease lasts without renewal: after a node dies, its sessions move
     /// to the other nodes within about this long.
+    #[serde(deserialize_with = "super::lenient::secs")]
     pub lease_s: u64,
 }
 

@@ -245,15 +245,23 @@ pub(crate) fn de_error(
             None => name.to_owned(),
         });
         let expected = expected.trim_start_matches(',').trim().replace('`', "");
-        if expected.is_empty() {
-            "unknown key".to_owned()
-        } else {
-            format!("unknown key; {expected}")
+        let hint = unknown_key_hint(key.as_deref().unwrap_or(name), name, &expected);
+        match (hint, expected.is_empty()) {
+            (Some(hint), true) => format!("unknown key ({hint})"),
+            (Some(hint), false) => format!("unknown key ({hint}); {expected}"),
+            (None, true) => "unknown key".to_owned(),
+            (None, false) => format!("unknown key; {expected}"),
         }
     } else if let Some(rest) = message.strip_prefix("unknown variant `") {
         let (name, expected) = rest.split_once('`').unwrap_or((rest, ""));
         let expected = expected.trim_start_matches(',').trim().replace('`', "");
-        format!("unknown value {name:?}; {expected}")
+        match openai_compatible(name) {
+            Some(base_url) => format!(
+                "unknown value {name:?}; {expected} ({name} speaks the OpenAI API: \
+                 provider = \"openai\" with base_url = \"{base_url}\")"
+            ),
+            None => format!("unknown value {name:?}; {expected}"),
+        }
     } else if let Some((head, _)) = message.split_once("expected struct ") {
         format!("{head}expected a table")
     } else {
@@ -264,6 +272,36 @@ pub(crate) fn de_error(
         key,
         message,
     }
+}
+
+/// For a server that speaks the OpenAI API, named as if it were a provider: its usual
+/// local `base_url`.
+fn openai_compatible(name: &str) -> Option<&'static str> {
+    match name.to_ascii_lowercase().as_str() {
+        "ollama" => Some("http://localhost:11434/v1"),
+        "llamacpp" | "llama.cpp" | "llama-cpp" | "llama_cpp" => Some("http://localhost:8080/v1"),
+        "vllm" => Some("http://localhost:8000/v1"),
+        "lmstudio" | "lm-studio" | "lm_studio" => Some("http://localhost:1234/v1"),
+        _ => None,
+    }
+}
+
+/// The channels that go under `[channels.NAME]`.
+const CHANNEL_TABLES: [&str; 4] = ["telegram", "discord", "terminal", "slack"];
+
+/// A hint for unknown key `name` (at dotted `path`) given serde's `expected` ("expected one
+/// of a, b"): a channel table written at the top, or the closest expected key (a typo).
+fn unknown_key_hint(path: &str, name: &str, expected: &str) -> Option<String> {
+    if path == name && CHANNEL_TABLES.contains(&name) {
+        return Some(format!("channels go under [channels.{name}]"));
+    }
+    let names = expected.strip_prefix("expected one of ")?.split(", ");
+    let max = (name.chars().count() / 3).max(1);
+    names
+        .map(|candidate| (strsim::damerau_levenshtein(name, candidate), candidate))
+        .filter(|(distance, _)| *distance <= max)
+        .min()
+        .map(|(_, closest)| format!("did you mean {closest}?"))
 }
 
 /// 1-based line and char column of byte `offset`.

@@ -12,6 +12,7 @@ pub struct HookConfig {
     /// Tool names the hook applies to; empty: every tool. Only for the tool hooks.
     pub tools: Vec<String>,
     /// Seconds the hook may take; then its process group is killed and the call goes on.
+    #[serde(deserialize_with = "super::lenient::secs")]
     pub timeout_s: u64,
     /// Names of chela's environment variables the hook gets (beyond PATH, HOME, LANG...).
     pub pass_env: Vec<String>,

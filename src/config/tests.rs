@@ -111,15 +111,33 @@ fn bad_substitution_names_the_line() {
 }
 
 #[test]
+fn an_openai_compatible_server_named_as_provider_is_explained() {
+    let err = parse("[model]\nprovider = \"ollama\"\n").unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("provider = \"openai\" with base_url = \"http://localhost:11434/v1\""),
+        "{text}"
+    );
+}
+
+#[test]
 fn unknown_key_names_key_and_line() {
     let err = parse("[store]\npath = \"x\"\n[model]\nprovidr = \"openai\"\n").unwrap_err();
     let text = err.to_string();
     assert!(
         text.starts_with(
-            "config.toml:4:1: model.providr: unknown key; expected one of provider, base_url"
+            "config.toml:4:1: model.providr: unknown key (did you mean provider?); expected one of provider, base_url"
         ),
         "{text}"
     );
+    let err = parse("[telegram]\nbot_token = \"x\"\n").unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("telegram: unknown key (channels go under [channels.telegram])"),
+        "{err}"
+    );
+    let err = parse("[model]\nzzz = 1\n").unwrap_err();
+    assert!(!err.to_string().contains("did you mean"), "{err}");
     let err = parse("[modle]\n").unwrap_err();
     assert!(err.to_string().starts_with("config.toml:1:"), "{err}");
     assert!(err.to_string().contains("modle: unknown key"), "{err}");
@@ -130,7 +148,8 @@ fn wrong_type_names_key_and_line() {
     let err = parse("[queue]\nmode = \"steer\"\ndebounce_ms = \"abc\"\n").unwrap_err();
     assert_eq!(
         err.to_string(),
-        "config.toml:3:15: queue.debounce_ms: invalid type: string \"abc\", expected u64"
+        "config.toml:3:15: queue.debounce_ms: invalid value: string \"abc\", expected a number \
+         of milliseconds or a duration such as \"500ms\""
     );
 }
 

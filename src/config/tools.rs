@@ -236,6 +236,7 @@ pub struct ToolScopeConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct ToolsConfig {
     /// Default timeout of an `exec` call, in seconds.
+    #[serde(deserialize_with = "super::lenient::secs")]
     pub exec_timeout_s: u64,
     /// Tool output longer than this is truncated (head and tail kept).
     pub max_output_chars: usize,
@@ -250,6 +251,7 @@ pub struct ToolsConfig {
     /// Whether `exec` needs the owner's approval: `off` | `ask`.
     pub exec_approvals: ExecApprovals,
     /// Seconds the owner has to answer an approval before it is denied.
+    #[serde(deserialize_with = "super::lenient::secs")]
     pub approval_timeout_s: u64,
     /// Whether the session tools (`message` to a target, `sessions_list`,
     /// `sessions_history`) reach the sessions of other `[[agents]]` too; by default an agent

@@ -235,6 +235,7 @@ pub struct ModelConfig {
     /// Most output tokens per model call.
     pub max_tokens: u32,
     /// Seconds without a streamed byte before a model call is abandoned.
+    #[serde(deserialize_with = "super::lenient::secs")]
     pub idle_timeout_s: u64,
     /// Retries of a failed model call (retryable errors only).
     pub max_retries: u32,
@@ -274,6 +275,7 @@ pub struct AgentConfig {
     /// The agent's working folder; file tools stay inside it.
     pub workspace: PathBuf,
     /// Seconds a run may take before it is aborted.
+    #[serde(deserialize_with = "super::lenient::secs")]
     pub timeout_s: u64,
     /// The first line of the system prompt.
     pub identity: String,
@@ -295,6 +297,7 @@ pub struct AgentConfig {
     pub managed_skills_dir: PathBuf,
     /// Seconds `chela gateway` lets runs going on finish after SIGTERM or Ctrl-C before it
     /// stops them (they then run again at the next start); 0: stop them at once.
+    #[serde(deserialize_with = "super::lenient::secs")]
     pub shutdown_grace_s: u64,
 }
 
@@ -376,6 +379,7 @@ pub struct QueueConfig {
     /// Default queue mode (a session's `/queue` setting overrides it).
     pub mode: QueueMode,
     /// Quiet window of `collect` mode, in milliseconds.
+    #[serde(deserialize_with = "super::lenient::millis")]
     pub debounce_ms: u64,
     /// Most pending messages per session.
     pub cap: usize,
@@ -385,6 +389,7 @@ pub struct QueueConfig {
     pub max_cap: usize,
     /// Longest quiet window a chat's `/queue debounce:` may set, in milliseconds (never below
     /// `debounce_ms`).
+    #[serde(deserialize_with = "super::lenient::millis")]
     pub max_debounce_ms: u64,
 }
 

@@ -57,6 +57,7 @@ impl Default for WebSearchConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct WebConfig {
     /// Seconds one `web_fetch` or `web_search` call may take, redirects and body included.
+    #[serde(deserialize_with = "super::lenient::secs")]
     pub timeout_s: u64,
     /// Most bytes of a page `web_fetch` reads; the rest is cut (and the result says so).
     pub max_bytes: u64,

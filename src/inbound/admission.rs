@@ -51,7 +51,10 @@ pub fn decide(access: &AccessConfig, inbound: &Inbound, facts: SenderFacts) -> V
             let allowed =
                 access.group_policy == GroupPolicy::Open || facts.owner || listed(list, sender);
             if !allowed {
-                return Verdict::Drop("sender not in the group allowlist");
+                return Verdict::Drop(
+                    "sender not in the group allowlist (group_allow_from, else allow_from; \
+                     group_policy = \"open\" admits every member)",
+                );
             }
             if access.require_mention && !mentioned(access, inbound) {
                 return Verdict::History;

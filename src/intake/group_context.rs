@@ -48,8 +48,9 @@ impl GroupContext {
         framed
     }
 
-    /// Keeps `inbound`, an unmentioned message of group session `key`, as context.
-    pub(super) fn keep(&self, store: &Store, key: &str, inbound: &Inbound) {
+    /// Keeps `inbound`, an unmentioned message of group session `key`, as context; true when
+    /// it is the first one kept since the session's last turn (as far as this node knows).
+    pub(super) fn keep(&self, store: &Store, key: &str, inbound: &Inbound) -> bool {
         let sender = &inbound.sender;
         let name = if sender.name.is_empty() {
             &sender.id
@@ -62,18 +63,21 @@ impl GroupContext {
             if let Err(e) = store.append_group_line(key, &line, HISTORY_PER_GROUP, HISTORY_GROUPS) {
                 tracing::warn!(error = %e, session = %key, "cannot keep the group context");
             }
-            return;
+            return false;
         };
-        if let Ok(mut history) = history.lock() {
-            if let Some(forgotten) = history.remember(key, name, &text) {
-                forget(store, &forgotten);
-            }
-            // Written through, so a restart keeps the context (the channel's cursor moves
-            // past this message once it returns).
-            if let Err(e) = store.save_group_history(key, &history.lines(key)) {
-                tracing::warn!(error = %e, session = %key, "cannot save group history");
-            }
+        let Ok(mut history) = history.lock() else {
+            return false;
+        };
+        if let Some(forgotten) = history.remember(key, name, &text) {
+            forget(store, &forgotten);
         }
+        // Written through, so a restart keeps the context (the channel's cursor moves past
+        // this message once it returns).
+        let lines = history.lines(key);
+        if let Err(e) = store.save_group_history(key, &lines) {
+            tracing::warn!(error = %e, session = %key, "cannot save group history");
+        }
+        lines.len() == 1
     }
 }
 

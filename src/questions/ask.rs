@@ -1,7 +1,7 @@
 //! Permission questions asked in the chat (`[acp] permissions = "ask"`, SPEC 4): the request
 //! is shown in the bound conversation and its owner answers `allow` or `deny` there, or with
-//! the Allow / Deny buttons under it where the channel shows buttons; no answer within the
-//! timeout denies.
+//! the buttons under it where the channel shows buttons (the agent's own options, or Allow /
+//! Deny); no answer within the timeout denies.
 
 use std::sync::{Arc, Weak};
 
@@ -12,7 +12,7 @@ use crate::acp::manager::AskerFor;
 use crate::acp::permission::Decision;
 use crate::agent::provider::BoxFuture;
 use crate::store::Binding;
-use agent_client_protocol::v1::schema::RequestPermissionRequest;
+use agent_client_protocol::v1::schema::{PermissionOption, RequestPermissionRequest};
 
 /// Permission questions waiting for an answer in the chat.
 pub type Questions = PendingQuestions<Decision>;
@@ -60,9 +60,10 @@ impl Asker for ChatAsker {
                 humantime::format_duration(timeout)
             );
             let to = binding.conversation.clone();
+            let choices = choices(&request.options);
             let buttons = desk
                 .permission_buttons
-                .offer_to(&id, &CHOICES, &binding.owner);
+                .offer_to(&id, &choices, &binding.owner);
             let ledger_id = format!("permission:{id}");
             if let Some(message) = desk.notices.ask(&to, &text, &buttons).await {
                 let asked = Asked { to, message, text };
@@ -74,7 +75,9 @@ impl Asker for ChatAsker {
                 _ => None,
             };
             // The buttons end while the id is still taken, so a new question cannot get it.
-            let ended = desk.permission_buttons.end(&id, |by| ending(decision, by));
+            let ended = desk
+                .permission_buttons
+                .end(&id, |by| ending(decision, by, &request.options));
             if decision.is_none() {
                 desk.permissions.forget(&id);
             }
@@ -92,15 +95,52 @@ impl Asker for ChatAsker {
     }
 }
 
-/// The buttons under a permission question.
+/// chela's own buttons, when the agent's options cannot be shown as buttons.
 const CHOICES: [(&str, Decision); 2] = [("Allow", Decision::Allow), ("Deny", Decision::Deny)];
 
+/// At most this many of an agent's options become buttons (Discord's one row).
+const MAX_OWN_CHOICES: usize = 5;
+
+/// Characters of an option's name shown on its button.
+const MAX_LABEL: usize = 40;
+
+/// The buttons under a permission question: the agent's own options (their names, cut to
+/// [`MAX_LABEL`]), each answering with itself; chela's Allow / Deny when the agent offered
+/// none, more than [`MAX_OWN_CHOICES`], or one without a name.
+fn choices(options: &[PermissionOption]) -> Vec<(String, Decision)> {
+    let named = options.iter().all(|o| !o.name.trim().is_empty());
+    if options.is_empty() || options.len() > MAX_OWN_CHOICES || !named {
+        return CHOICES.map(|(label, d)| (label.to_owned(), d)).to_vec();
+    }
+    options
+        .iter()
+        .enumerate()
+        .map(|(at, o)| {
+            let label = o.name.trim().chars().take(MAX_LABEL).collect();
+            (label, Decision::Chosen(at))
+        })
+        .collect()
+}
+
 /// How a permission question ended (`None`: no answer in time), and by whom when a press
-/// answered it.
-fn ending(decision: Option<Decision>, by: Option<&str>) -> String {
+/// answered it; a chosen option is named as the agent named it.
+fn ending(decision: Option<Decision>, by: Option<&str>, options: &[PermissionOption]) -> String {
+    let chosen;
     let how = match decision {
         Some(Decision::Allow) => "✅ allowed",
         Some(Decision::Deny) => "⛔ denied",
+        Some(Decision::Chosen(at)) => {
+            let Some(option) = options.get(at) else {
+                return "⛔ denied".to_owned();
+            };
+            let mark = if crate::acp::permission::allows(option) {
+                "✅"
+            } else {
+                "⛔"
+            };
+            chosen = format!("{mark} {}", option.name.trim());
+            &chosen
+        }
         None => "⌛ no answer in time: denied",
     };
     match by {
@@ -114,6 +154,51 @@ fn ending(decision: Option<Decision>, by: Option<&str>) -> String {
 mod tests {
     use super::*;
     use crate::inbound::route::parse_answer;
+
+    use agent_client_protocol::v1::schema::PermissionOptionKind;
+
+    fn option(name: &str, kind: PermissionOptionKind) -> PermissionOption {
+        PermissionOption::new(format!("id-{name}"), name.to_owned(), kind)
+    }
+
+    #[test]
+    fn the_agents_own_options_become_the_buttons_when_they_fit() {
+        let options = vec![
+            option("Always allow", PermissionOptionKind::AllowAlways),
+            option("Reject", PermissionOptionKind::RejectOnce),
+        ];
+        let labels: Vec<(String, Decision)> = choices(&options);
+        assert_eq!(
+            labels,
+            [
+                ("Always allow".to_owned(), Decision::Chosen(0)),
+                ("Reject".to_owned(), Decision::Chosen(1))
+            ]
+        );
+        let chela = |options: &[PermissionOption]| {
+            choices(options).iter().map(|(_, d)| *d).collect::<Vec<_>>()
+        };
+        let allow_deny = [Decision::Allow, Decision::Deny];
+        assert_eq!(chela(&[]), allow_deny, "none offered");
+        let six = vec![option("Allow", PermissionOptionKind::AllowOnce); 6];
+        assert_eq!(chela(&six), allow_deny, "more than a row");
+        let unnamed = [option(" ", PermissionOptionKind::AllowOnce)];
+        assert_eq!(chela(&unnamed), allow_deny, "a blank name");
+        let long = [option(&"x".repeat(90), PermissionOptionKind::AllowOnce)];
+        assert_eq!(choices(&long)[0].0.chars().count(), MAX_LABEL);
+        assert_eq!(
+            ending(Some(Decision::Chosen(0)), Some("Ann"), &options),
+            "✅ Always allow by Ann"
+        );
+        assert_eq!(
+            ending(Some(Decision::Chosen(1)), None, &options),
+            "⛔ Reject"
+        );
+        assert_eq!(
+            ending(Some(Decision::Chosen(7)), None, &options),
+            "⛔ denied"
+        );
+    }
 
     #[test]
     fn answers_are_read_loosely() {

@@ -41,6 +41,8 @@ pub enum Pressed<A> {
         id: String,
         /// The answer the button gives.
         decision: A,
+        /// The button's label.
+        label: String,
         /// Who besides the bot's owners may answer (`channel:sender_id`: a coding agent's
         /// question, its binding's owner), if anyone.
         also: Option<String>,
@@ -51,8 +53,8 @@ pub enum Pressed<A> {
 
 #[derive(Debug)]
 struct State<A> {
-    /// Button data -> (question id, decision).
-    waiting: HashMap<String, (String, A)>,
+    /// Button data -> (question id, (decision, label)).
+    waiting: HashMap<String, (String, (A, String))>,
     /// Question id -> who besides the owners may answer it.
     also: HashMap<String, String>,
     /// Question id -> where it was asked, once sent.
@@ -92,17 +94,16 @@ impl<A> Default for Buttons<A> {
 impl<A: Copy> Buttons<A> {
     /// Buttons answering question `id` with each of `choices` (label, decision); their data
     /// are fresh random tokens.
-    pub fn offer(&self, id: &str, choices: &[(&str, A)]) -> Vec<Button> {
+    pub fn offer<L: AsRef<str>>(&self, id: &str, choices: &[(L, A)]) -> Vec<Button> {
         let mut state = self.lock();
         choices
             .iter()
             .map(|(label, decision)| {
                 let data = uuid::Uuid::new_v4().simple().to_string();
-                state
-                    .waiting
-                    .insert(data.clone(), (id.to_owned(), *decision));
+                let answer = (*decision, label.as_ref().to_owned());
+                state.waiting.insert(data.clone(), (id.to_owned(), answer));
                 Button {
-                    label: (*label).to_owned(),
+                    label: label.as_ref().to_owned(),
                     data,
                 }
             })
@@ -110,7 +111,7 @@ impl<A: Copy> Buttons<A> {
     }
 
     /// [`Buttons::offer`], which `also` (`channel:sender_id`) may press besides the owners.
-    pub fn offer_to(&self, id: &str, choices: &[(&str, A)], also: &str) -> Vec<Button> {
+    pub fn offer_to<L: AsRef<str>>(&self, id: &str, choices: &[(L, A)], also: &str) -> Vec<Button> {
         self.lock().also.insert(id.to_owned(), also.to_owned());
         self.offer(id, choices)
     }
@@ -124,10 +125,11 @@ impl<A: Copy> Buttons<A> {
     /// ever had it (here, since the start).
     pub fn pressed(&self, data: &str) -> Option<Pressed<A>> {
         let state = self.lock();
-        if let Some((id, decision)) = state.waiting.get(data) {
+        if let Some((id, (decision, label))) = state.waiting.get(data) {
             return Some(Pressed::Waiting {
                 id: id.clone(),
                 decision: *decision,
+                label: label.clone(),
                 also: state.also.get(id).cloned(),
             });
         }
@@ -233,6 +235,7 @@ mod tests {
             Some(Pressed::Waiting {
                 id: "ab12".into(),
                 decision: Approval::Deny,
+                label: "Deny".into(),
                 also: None,
             })
         );

@@ -72,9 +72,14 @@ fn answer(desk: &Desk, press: &Press, owner: bool) -> String {
 
 /// A press on a coding agent's permission question: owners and the binding's owner answer.
 fn permission(desk: &Desk, press: &Press, owner: bool, pressed: Pressed<Decision>) -> String {
-    let (id, decision, also) = match pressed {
+    let (id, decision, label, also) = match pressed {
         Pressed::Ended(why) => return why,
-        Pressed::Waiting { id, decision, also } => (id, decision, also),
+        Pressed::Waiting {
+            id,
+            decision,
+            label,
+            also,
+        } => (id, decision, label, also),
     };
     let who = format!("{}:{}", press.conversation.channel, press.sender.id);
     if !owner && also.as_deref() != Some(who.as_str()) {
@@ -86,8 +91,11 @@ fn permission(desk: &Desk, press: &Press, owner: bool, pressed: Pressed<Decision
         .permission_buttons
         .answer_by(&id, &press.sender.name, answer)
     {
-        true if decision == Decision::Allow => "Allowed.".to_owned(),
-        true => "Denied.".to_owned(),
+        true => match decision {
+            Decision::Allow => "Allowed.".to_owned(),
+            Decision::Deny => "Denied.".to_owned(),
+            Decision::Chosen(_) => format!("Chosen: {label}."),
+        },
         false => "This question has ended.".to_owned(),
     }
 }

@@ -125,6 +125,11 @@ impl RpcServer {
             }
         });
         tracing::info!("rpc listening on {address}");
+        if shared.methods.api.config().rpc.panel {
+            tracing::info!(
+                "control panel at http://{address}/panel/ (`chela panel` says how to log in)"
+            );
+        }
         Ok(Some(RpcServer {
             address,
             stop,

@@ -228,7 +228,8 @@ async fn a_permission_question_is_asked_in_the_topic_and_the_owners_allow_answer
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_permission_question_is_answered_with_its_buttons_and_anyone_elses_press_is_refused() {
+async fn a_permission_question_shows_the_agents_options_as_buttons_and_anyone_elses_press_is_refused()
+ {
     let (s, files) = setup("ask", "").await;
     let mut gw = s.gateway();
     let topic = bind_topic(&s, &mut gw).await;
@@ -239,11 +240,17 @@ async fn a_permission_question_is_answered_with_its_buttons_and_anyone_elses_pre
             .find(|m| m.text.contains("🔐"))
     };
     gw.wait(&s, "the permission question with buttons", |s| {
-        question(s).is_some_and(|m| m.buttons.len() == 2)
+        question(s).is_some_and(|m| !m.buttons.is_empty())
     })
     .await;
     let asked = question(&s).unwrap();
-    let allow = common::telegram::button(&asked, "Allow");
+    // The fake agent's own four options, by their names; a press answers with that option.
+    let labels: Vec<&str> = asked.buttons.iter().map(|b| b.0.as_str()).collect();
+    assert_eq!(
+        labels,
+        ["Allow once", "Always allow", "Reject", "Always reject"]
+    );
+    let allow = common::telegram::button(&asked, "Always allow");
     // Bob is neither the binding's owner nor an owner of the bot: refused, nothing changes.
     s.tg.user_presses(FORUM, bob(), asked.message_id, &allow)
         .unwrap();
@@ -251,7 +258,7 @@ async fn a_permission_question_is_answered_with_its_buttons_and_anyone_elses_pre
         common::telegram::press_answers(s).len() == 1
     })
     .await;
-    assert_eq!(question(&s).unwrap().buttons.len(), 2, "unchanged");
+    assert_eq!(question(&s).unwrap().buttons.len(), 4, "unchanged");
     s.tg.user_presses(FORUM, ann(), asked.message_id, &allow)
         .unwrap();
     gw.wait(&s, "the allowed result", |s| {
@@ -269,15 +276,21 @@ async fn a_permission_question_is_answered_with_its_buttons_and_anyone_elses_pre
         common::telegram::press_answers(&s),
         [
             "Only the owner of this coding agent's session or the bot's owners can answer this.",
-            "Allowed."
+            "Chosen: Always allow."
         ]
     );
     assert!(
-        question(&s).unwrap().text.ends_with("✅ allowed by Ann."),
+        question(&s)
+            .unwrap()
+            .text
+            .ends_with("✅ Always allow by Ann."),
         "{}",
         question(&s).unwrap().text
     );
-    assert_eq!(files.permission_outcomes(), vec!["allow_once".to_string()]);
+    assert_eq!(
+        files.permission_outcomes(),
+        vec!["allow_always".to_string()]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

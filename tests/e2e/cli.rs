@@ -136,6 +136,30 @@ async fn completions_are_printed_for_each_shell_even_with_a_broken_config() {
 }
 
 #[tokio::test]
+async fn completions_into_a_pipe_closed_early_end_quietly() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = chela_command(home.path());
+    cmd.args(["completions", "bash"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    // The reader is gone before chela writes (as `| head -1` once it has its line).
+    drop(child.stdout.take());
+    let out = tokio::time::timeout(common::WAIT, child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        text(&out.stderr)
+    );
+    assert_eq!(text(&out.stderr), "", "no panic, no message");
+}
+
+#[tokio::test]
 async fn config_init_writes_the_example_once_and_show_names_the_paths() {
     let home = tempfile::tempdir().unwrap();
     let out = chela(home.path(), &["config", "init"], &[]).await;
@@ -206,6 +230,22 @@ async fn config_show_hides_tokens_and_keys() {
         shown.contains("# environment: TELEGRAM_BOT_TOKEN is set"),
         "{shown}"
     );
+    // --changed: only what the file and the environment set, secrets still hidden.
+    let out = chela(home.path(), &["config", "show", "--changed"], &env).await;
+    let changed = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let keys: Vec<&str> = changed
+        .lines()
+        .filter(|l| !l.starts_with('#') && l.contains(" = "))
+        .collect();
+    assert!(keys.contains(&"api_key = \"<set>\""), "{changed}");
+    assert!(keys.contains(&"model = \"llama3.2\""), "{changed}");
+    assert_eq!(
+        keys.len(),
+        6,
+        "api_key, model, rpc.listen (CHELA_RPC_LISTEN), rpc and both channel tokens:\n{changed}"
+    );
+    assert!(!changed.contains("debounce_ms"), "{changed}");
 }
 
 #[tokio::test]

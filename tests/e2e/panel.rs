@@ -308,6 +308,10 @@ async fn every_page_and_action_refuses_without_a_login_csrf_token_or_own_origin(
         "{out}"
     );
     assert!(!out.contains(&operator) && !out.contains(CLIENT), "{out}");
+    // The listener's root leads to the panel.
+    let root = c.get(format!("{base}/")).send().await.unwrap();
+    assert_eq!(root.status(), StatusCode::SEE_OTHER);
+    assert_eq!(root.headers()[reqwest::header::LOCATION], "/panel/");
 
     // Without a login, or with a made-up cookie, every path answers the same.
     for cookie in ["", "chela_panel=0123456789abcdef"] {

@@ -17,6 +17,7 @@
 mod api;
 mod errors;
 pub mod format;
+mod keyboard;
 mod media;
 mod narrow;
 pub mod normalize;
@@ -225,7 +226,8 @@ impl Channel for TelegramChannel {
             if let Err(e) = self.bot.delete_webhook().await {
                 tracing::debug!(error = %channel_error(e), "telegram deleteWebhook failed");
             }
-            tracing::info!(bot = ?me.user.username, "telegram channel polling");
+            let bot = me.user.username.as_deref().unwrap_or(&me.user.first_name);
+            tracing::info!(bot = %bot, "telegram channel polling");
             poll::poll(
                 &self.bot,
                 &me,
@@ -289,8 +291,7 @@ impl Channel for TelegramChannel {
         text: &'a str,
         buttons: &'a [Button],
     ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
-        let row: Vec<Value> = buttons.iter().map(callback_button).collect();
-        let markup = json!({ "inline_keyboard": [row] });
+        let markup = json!({ "inline_keyboard": keyboard::rows(buttons) });
         Box::pin(self.send_marked_up(to, text, None, Some(markup)))
     }
 
@@ -302,11 +303,7 @@ impl Channel for TelegramChannel {
         text: &'a str,
         options: &'a [Button],
     ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
-        let rows: Vec<Value> = options
-            .iter()
-            .map(|b| json!([callback_button(b)]))
-            .collect();
-        let markup = json!({ "inline_keyboard": rows });
+        let markup = json!({ "inline_keyboard": keyboard::column(options) });
         Box::pin(self.send_marked_up(to, text, None, Some(markup)))
     }
 
@@ -486,9 +483,4 @@ fn send_topic(to: &Conversation) -> Option<ThreadId> {
         return None;
     }
     topic.parse().ok().map(|id| ThreadId(MessageId(id)))
-}
-
-/// One inline keyboard button whose press brings back `button`'s data.
-fn callback_button(button: &Button) -> Value {
-    json!({ "text": button.label, "callback_data": button.data })
 }

@@ -71,6 +71,11 @@ pub fn router(
         stop,
     });
     axum::Router::new()
+        // The listener's root leads here (a newcomer opens the address the log shows).
+        .route(
+            "/",
+            axum::routing::get(|| async { axum::response::Redirect::to("/panel/") }),
+        )
         .route("/panel", axum::routing::any(serve))
         .route("/panel/", axum::routing::any(serve))
         .route("/panel/{*rest}", axum::routing::any(serve))

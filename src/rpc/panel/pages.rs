@@ -333,15 +333,14 @@ fn config(panel: &Panel) -> Page {
 }
 
 /// `text` (TOML) with the value of every key that names a secret masked, besides what
-/// `Config::redacted` hides already.
+/// `Config::redacted` hides already. A key names a secret when one of its words (split at
+/// `_`, `-` and `.`) is one: `api_key`, `GITHUB_TOKEN`, not `max_tokens`.
 fn mask(text: &str) -> String {
-    const SECRET: [&str; 5] = ["token", "key", "password", "secret", "credential"];
     let mut out = String::with_capacity(text.len());
     for line in text.lines() {
         match line.split_once('=') {
             Some((name, value))
-                if SECRET.iter().any(|s| name.to_lowercase().contains(s))
-                    && !matches!(value.trim(), "\"\"" | "[]" | "{}") =>
+                if names_a_secret(name) && !matches!(value.trim(), "\"\"" | "[]" | "{}") =>
             {
                 let _ = writeln!(out, "{name}= \"<hidden>\"");
             }
@@ -352,6 +351,23 @@ fn mask(text: &str) -> String {
         }
     }
     out
+}
+
+/// Whether TOML key `name` names a secret (a word of it is one).
+fn names_a_secret(name: &str) -> bool {
+    const SECRET: [&str; 8] = [
+        "token",
+        "key",
+        "apikey",
+        "password",
+        "passwd",
+        "secret",
+        "credential",
+        "credentials",
+    ];
+    let name = name.trim().trim_matches('"').to_lowercase();
+    name.split(['_', '-', '.'])
+        .any(|word| SECRET.contains(&word))
 }
 
 /// The model of session `key`'s agent when an `[[agents]]` entry sets one.
@@ -376,6 +392,10 @@ mod tests {
             "{masked}"
         );
         assert!(masked.contains("model = \"gpt\"") && masked.contains("token = \"\""));
+        let kept = mask("max_tokens = 4096\nkeep_alive = 5\nGITHUB_TOKEN = \"ghp\"\n");
+        assert!(kept.contains("max_tokens = 4096"), "{kept}");
+        assert!(kept.contains("keep_alive = 5"), "{kept}");
+        assert!(!kept.contains("ghp"), "{kept}");
     }
 
     #[test]

@@ -160,6 +160,9 @@ fn main() -> ExitCode {
     // Log lines would tear the chat apart: they go to a file unless asked for with -v.
     let log_file = match args.command {
         Command::Chat(_) if args.verbose == 0 => Some(cli::log_file(&loaded)),
+        Command::Gateway if args.verbose == 0 && cli::terminal_gateway(&loaded) => {
+            Some(cli::log_file(&loaded))
+        }
         _ => None,
     };
     // `chela gateway` also logs to `[log] file`, when set.

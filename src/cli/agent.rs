@@ -117,7 +117,7 @@ pub async fn agent(
 }
 
 /// The turn through the running gateway's RPC.
-async fn through_rpc(
+pub(super) async fn through_rpc(
     loaded: &LoadedConfig,
     message: String,
     session: Option<String>,

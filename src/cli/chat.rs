@@ -34,7 +34,7 @@ pub struct ChatOptions {
 
 impl ChatOptions {
     /// The commands the options stand for, handed on before the first typed line.
-    fn preface(&self) -> Vec<String> {
+    pub(super) fn preface(&self) -> Vec<String> {
         let mut lines = Vec::new();
         if self.new {
             lines.push("/new".to_owned());
@@ -67,6 +67,11 @@ pub async fn chat(loaded: LoadedConfig, options: ChatOptions) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // A gateway (or another chat) holds the store: chat through its RPC.
+    if let Ok(client) = super::rpc::connect(&loaded).await {
+        client.close().await;
+        return super::chat_rpc::chat(&loaded, &options, session).await;
+    }
     let user = super::terminal_user(&loaded);
     let interactive = std::io::stdin().is_terminal();
     // Put back at exit: the chat may end (Ctrl-C) while the editor is reading in raw mode.
@@ -205,11 +210,20 @@ pub fn history_file(loaded: &LoadedConfig) -> std::path::PathBuf {
 
 /// The line shown when an interactive chat starts: model, session, how to leave.
 fn banner(gateway: &chela::gateway::Gateway, key: &str, options: &ChatOptions) -> String {
+    format!(
+        "chela chat · {} · session {key} · Ctrl-C stops a reply, Ctrl-D leaves · a line ending in \\ goes on",
+        model_of(gateway, key, options.model.clone())
+    )
+}
+
+/// `provider/model` of session `key`: `asked` (`--model`), else the one chosen in the
+/// conversation, else the agent's.
+fn model_of(gateway: &chela::gateway::Gateway, key: &str, asked: Option<String>) -> String {
     let provider = &gateway.agents().for_key(key).provider;
     let chosen = chela::agent::model_choice::chosen(gateway.store(), key);
-    let model = options.model.clone().or(chosen);
+    let model = asked.or(chosen);
     format!(
-        "chela chat · {}/{} · session {key} · Ctrl-C stops a reply, Ctrl-D leaves · a line ending in \\ goes on",
+        "{}/{}",
         provider.name(),
         model.as_deref().unwrap_or(provider.model())
     )
@@ -351,12 +365,15 @@ pub async fn gateway(loaded: LoadedConfig) -> ExitCode {
         Ok(channels) => channels,
         Err(code) => return code,
     };
-    if channels.is_empty() {
-        // No platform token set: the terminal is the channel.
-        channels
-            .push(TerminalChannel::new(super::terminal_user(&loaded))
-                as Arc<dyn chela_channel::Channel>);
+    // No platform token set: the terminal is the channel; typed at by a person, it shows the
+    // chat's banner and Ctrl-D stops the gateway.
+    let terminal = channels
+        .is_empty()
+        .then(|| TerminalChannel::new(super::terminal_user(&loaded)));
+    if let Some(terminal) = &terminal {
+        channels.push(terminal.clone() as Arc<dyn chela_channel::Channel>);
     }
+    let typed_at = terminal.is_some() && super::terminal_gateway(&loaded);
     let names: Vec<String> = channels.iter().map(|c| c.name().to_string()).collect();
     let gateway = match super::start(&loaded, channels).await {
         Ok(g) => g,
@@ -370,6 +387,15 @@ pub async fn gateway(loaded: LoadedConfig) -> ExitCode {
         channels = %names.join(","),
         "chela ready"
     );
+    if let Some(terminal) = terminal.as_ref().filter(|_| typed_at) {
+        let key = gateway.session_key(&terminal.inbound(""));
+        let banner = format!(
+            "chela gateway · {} · session {key} · no platform token: the terminal is the \
+             channel · Ctrl-D or Ctrl-C stops the gateway",
+            model_of(&gateway, &key, None)
+        );
+        let _ = terminal.note(&banner).await;
+    }
     let stop = CancellationToken::new();
     let run = gateway.run_channels(stop.clone());
     tokio::pin!(run);
@@ -377,7 +403,13 @@ pub async fn gateway(loaded: LoadedConfig) -> ExitCode {
     let damaged = loop {
         tokio::select! {
             _ = signals.next() => break None,
-            _ = &mut run, if !channels_done => channels_done = true,
+            // Ctrl-D on the terminal that is the channel: the gateway stops.
+            _ = &mut run, if !channels_done => {
+                channels_done = true;
+                if typed_at {
+                    break None;
+                }
+            }
             damage = gateway.store_damaged() => break Some(damage),
         }
     };

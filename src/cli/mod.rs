@@ -4,6 +4,7 @@ pub mod acp;
 pub mod agent;
 pub mod allocator;
 pub mod chat;
+mod chat_rpc;
 pub mod config;
 pub mod cron;
 pub mod doctor;
@@ -143,6 +144,17 @@ pub fn terminal_user(loaded: &LoadedConfig) -> String {
 }
 
 /// The platform channels whose tokens are set (Telegram today).
+/// Whether `chela gateway` runs the terminal as its channel, typed at by a person: no
+/// platform token is set and stdin is a terminal. Its log then goes to the log file (as
+/// `chela chat`'s), and Ctrl-D stops it.
+pub fn terminal_gateway(loaded: &LoadedConfig) -> bool {
+    let channels = &loaded.config.channels;
+    channels.telegram.token.trim().is_empty()
+        && channels.discord.token.trim().is_empty()
+        && std::io::IsTerminal::is_terminal(&std::io::stdin())
+}
+
+/// The platform channels whose token is set (none: the terminal is the channel).
 pub fn platform_channels(
     loaded: &LoadedConfig,
 ) -> Result<Vec<std::sync::Arc<dyn chela_channel::Channel>>, ExitCode> {

@@ -30,9 +30,10 @@ pub(super) struct State {
     pub(super) recovering: HashSet<u32>,
     /// Sessions whose queued command is being carried out: their later messages wait.
     pub(super) busy: HashSet<String>,
-    /// When this node last lost each partition it lost (ms since the epoch): its lanes may
-    /// still hold turns handed out before ([`Cluster::hold`]).
-    pub(super) lost_at: HashMap<u32, u64>,
+    /// When this node last lost each partition, or gave turns of it back (ms since the
+    /// epoch): its lanes may still hold turns handed out before, and messages older than
+    /// them may wait outside ([`Cluster::lane_hold`]).
+    pub(super) moved_at: HashMap<u32, u64>,
     /// A live node speaking another cluster protocol, seen at the last heartbeat: while
     /// there is one, this node takes no new partition and no turn, and gives back those it
     /// holds once paused for a full lease.
@@ -235,7 +236,7 @@ impl Cluster {
         let now_ms = crate::domain::message::now_ms();
         for partition in &lost {
             state.held.remove(partition);
-            state.lost_at.insert(*partition, now_ms);
+            state.moved_at.insert(*partition, now_ms);
             // Whatever runs here is fenced (its settle and delivery are refused) until the
             // partition is held again. Taken again, by this node or another, its pending turns
             // are handed out again: a lane that still holds one runs it once, and a turn
@@ -257,7 +258,7 @@ impl Cluster {
                 state.recovering.insert(lease.partition);
                 if state.held.contains_key(&lease.partition) {
                     // Lost and taken again between two renewals (another generation).
-                    state.lost_at.insert(lease.partition, now_ms);
+                    state.moved_at.insert(lease.partition, now_ms);
                 }
             }
             state.held.insert(
@@ -299,8 +300,8 @@ impl Cluster {
     /// Whether a turn of session `key` queued at `queued_ms` (ms since the epoch; 0 unknown)
     /// may start here now: `None` when the session is not held here, or its recovery has not
     /// run yet; else whether the session's older messages must be looked at first, as this
-    /// node lost the partition after (or shortly before, for clocks apart) the turn was
-    /// queued, so its lane may hold turns handed out before. A session whose command is being
+    /// node lost the partition, or gave turns of it back, after (or shortly before, for
+    /// clocks apart) the turn was queued, so its lane may hold turns handed out before. A session whose command is being
     /// carried out goes on (a command does not keep its place in line).
     pub(super) fn may_start(&self, key: &str, queued_ms: u64) -> Option<bool> {
         /// How far apart the clocks of the node that queued a message and this one may be.
@@ -317,17 +318,21 @@ impl Cluster {
         if !held || state.recovering.contains(&partition) {
             return None;
         }
-        let lost = state.lost_at.get(&partition);
+        let lost = state.moved_at.get(&partition);
         Some(lost.is_some_and(|at| queued_ms == 0 || queued_ms <= at.saturating_add(SKEW_MS)))
     }
 
-    /// Messages `seqs` are no longer handed out here (a lane gave them back, to run in
-    /// order): the loop that hands messages out is woken to hand them out again.
-    pub fn give_back(&self, seqs: &[u64]) {
+    /// Messages `seqs` of session `key` are no longer handed out here (a lane gave them
+    /// back, to run in order): the loop that hands messages out is woken to hand them out
+    /// again, and until then no turn of the partition queued before now starts ahead of them
+    /// ([`Cluster::may_start`] looks at the older messages).
+    pub fn give_back(&self, key: &str, seqs: &[u64]) {
         if let Ok(mut state) = self.state.lock() {
             for seq in seqs {
                 state.submitted.remove(seq);
             }
+            let now_ms = crate::domain::message::now_ms();
+            state.moved_at.insert(partition_of(key), now_ms);
         }
         self.released.notify_one();
     }

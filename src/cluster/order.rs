@@ -104,6 +104,14 @@ mod tests {
         );
         let long_after = queued(seq, crate::domain::message::now_ms() + 3_600_000);
         assert_eq!(cluster.lane_hold(&store, key, &long_after), Hold::Go);
+        // Turns given back: a turn queued before waits for the older messages too.
+        cluster.give_back(key, &[seq]);
+        let fresh = queued(seq, crate::domain::message::now_ms() + 3_600_000);
+        assert_eq!(cluster.lane_hold(&store, key, &fresh), Hold::Go);
+        assert_eq!(
+            cluster.lane_hold(&store, key, &before),
+            Hold::Older(vec![older])
+        );
         // A session whose command is being carried out goes on.
         cluster.hold(key);
         assert_eq!(cluster.lane_hold(&store, key, &before), Hold::Go);

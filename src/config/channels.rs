@@ -292,12 +292,10 @@ pub struct CommandsConfig {
     /// Owners as `channel:sender_id` (e.g. `telegram:42`): they may /new, /reset and /stop
     /// in groups. Empty: the first sender approved by pairing becomes the owner; set, it is
     /// the only source of owners (pairing never makes one).
-    #[serde(deserialize_with = "super::lenient::ids")]
     pub owner_allow_from: Vec<String>,
     /// When not empty, the only senders (`channel:sender_id`, or `*`) whose commands are
     /// taken; everyone else's are ignored (inline, they stay plain text). The terminal and
     /// the RPC are not limited by it.
-    #[serde(deserialize_with = "super::lenient::ids")]
     pub allow_from: Vec<String>,
     /// Who may switch a conversation's model with `/model NAME`: owner | listed | everyone.
     pub model: ModelChange,

@@ -287,7 +287,7 @@ fn openai_compatible(name: &str) -> Option<&'static str> {
 }
 
 /// The channels that go under `[channels.NAME]`.
-const CHANNEL_TABLES: [&str; 4] = ["telegram", "discord", "terminal", "slack"];
+const CHANNEL_TABLES: [&str; 2] = ["telegram", "discord"];
 
 /// A hint for unknown key `name` (at dotted `path`) given serde's `expected` ("expected one
 /// of a, b"): a channel table written at the top, or the closest expected key (a typo).

@@ -23,9 +23,9 @@ impl RunnerPort for Core {
         }
     }
 
-    fn give_back(&self, seqs: &[u64]) {
+    fn give_back(&self, key: &str, seqs: &[u64]) {
         if let Some(cluster) = self.placement.cluster() {
-            cluster.give_back(seqs);
+            cluster.give_back(key, seqs);
         }
     }
 

@@ -53,7 +53,7 @@ pub(super) async fn admit(
             // Why the bot stays silent, once per stretch of such messages (a busy group
             // would fill the log): the rest until the next turn at debug.
             if intake.history.keep(&intake.store, key, &inbound) {
-                tracing::info!(session = %key, sender = %sender.id, "group message not addressed to the bot (no mention, reply or mention pattern; require_mention = true): kept as context for the next turn, later ones logged at debug");
+                tracing::info!(session = %key, sender = %sender.id, "unmentioned group message kept as context (not addressed to the bot: no mention, reply or mention pattern, and require_mention = true); later ones until the next turn are logged at debug");
             } else {
                 tracing::debug!(session = %key, sender = %sender.id, "unmentioned group message kept as context");
             }

@@ -105,8 +105,9 @@ const MAX_OWN_CHOICES: usize = 5;
 const MAX_LABEL: usize = 40;
 
 /// The buttons under a permission question: the agent's own options (their names, cut to
-/// [`MAX_LABEL`]), each answering with itself; chela's Allow / Deny when the agent offered
-/// none, more than [`MAX_OWN_CHOICES`], or one without a name.
+/// [`MAX_LABEL`], after ✅ for an option that lets the tool run and ⛔ for one that refuses
+/// it, so a name cannot pass one for the other), each answering with itself; chela's Allow /
+/// Deny when the agent offered none, more than [`MAX_OWN_CHOICES`], or one without a name.
 fn choices(options: &[PermissionOption]) -> Vec<(String, Decision)> {
     let named = options.iter().all(|o| !o.name.trim().is_empty());
     if options.is_empty() || options.len() > MAX_OWN_CHOICES || !named {
@@ -116,10 +117,25 @@ fn choices(options: &[PermissionOption]) -> Vec<(String, Decision)> {
         .iter()
         .enumerate()
         .map(|(at, o)| {
-            let label = o.name.trim().chars().take(MAX_LABEL).collect();
-            (label, Decision::Chosen(at))
+            (
+                format!("{} {}", mark(o), cut(&o.name)),
+                Decision::Chosen(at),
+            )
         })
         .collect()
+}
+
+/// ✅ for an option that lets the tool run, ⛔ for one that refuses it.
+fn mark(option: &PermissionOption) -> &'static str {
+    match crate::acp::permission::allows(option) {
+        true => "✅",
+        false => "⛔",
+    }
+}
+
+/// An option's name as shown: trimmed, at most [`MAX_LABEL`] characters (the agent's text).
+fn cut(name: &str) -> String {
+    name.trim().chars().take(MAX_LABEL).collect()
 }
 
 /// How a permission question ended (`None`: no answer in time), and by whom when a press
@@ -133,12 +149,7 @@ fn ending(decision: Option<Decision>, by: Option<&str>, options: &[PermissionOpt
             let Some(option) = options.get(at) else {
                 return "⛔ denied".to_owned();
             };
-            let mark = if crate::acp::permission::allows(option) {
-                "✅"
-            } else {
-                "⛔"
-            };
-            chosen = format!("{mark} {}", option.name.trim());
+            chosen = format!("{} {}", mark(option), cut(&option.name));
             &chosen
         }
         None => "⌛ no answer in time: denied",
@@ -171,8 +182,8 @@ mod tests {
         assert_eq!(
             labels,
             [
-                ("Always allow".to_owned(), Decision::Chosen(0)),
-                ("Reject".to_owned(), Decision::Chosen(1))
+                ("✅ Always allow".to_owned(), Decision::Chosen(0)),
+                ("⛔ Reject".to_owned(), Decision::Chosen(1))
             ]
         );
         let chela = |options: &[PermissionOption]| {
@@ -185,7 +196,10 @@ mod tests {
         let unnamed = [option(" ", PermissionOptionKind::AllowOnce)];
         assert_eq!(chela(&unnamed), allow_deny, "a blank name");
         let long = [option(&"x".repeat(90), PermissionOptionKind::AllowOnce)];
-        assert_eq!(choices(&long)[0].0.chars().count(), MAX_LABEL);
+        assert_eq!(choices(&long)[0].0.chars().count(), MAX_LABEL + 2);
+        // A name cannot pass an allowing option for a refusing one.
+        let forged = [option("Deny", PermissionOptionKind::AllowAlways)];
+        assert_eq!(choices(&forged)[0].0, "✅ Deny");
         assert_eq!(
             ending(Some(Decision::Chosen(0)), Some("Ann"), &options),
             "✅ Always allow by Ann"

@@ -47,8 +47,9 @@ pub trait RunnerPort: Send + Sync {
     fn still_held(&self, key: &str) -> Option<StillHeld>;
     /// Whether `turn` of session `key` may start here now ([`lane::Runner::hold`]).
     fn hold(&self, key: &str, turn: &QueuedTurn) -> lane::Hold;
-    /// Gives messages `seqs` back to be handed out again in order (on a cluster).
-    fn give_back(&self, seqs: &[u64]);
+    /// Gives messages `seqs` of session `key` back to be handed out again in order (on a
+    /// cluster).
+    fn give_back(&self, key: &str, seqs: &[u64]);
     /// Ends sub-agent `key`'s turn: settles the child and hands its result to its parent.
     fn finish_subagent<'a>(
         self: Arc<Self>,
@@ -148,9 +149,9 @@ impl lane::Runner for TurnRunner {
         }
     }
 
-    fn give_back(&self, _key: &str, seqs: &[u64]) {
+    fn give_back(&self, key: &str, seqs: &[u64]) {
         if let Some(port) = self.handles.port.upgrade() {
-            port.give_back(seqs);
+            port.give_back(key, seqs);
         }
     }
 

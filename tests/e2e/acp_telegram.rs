@@ -248,9 +248,14 @@ async fn a_permission_question_shows_the_agents_options_as_buttons_and_anyone_el
     let labels: Vec<&str> = asked.buttons.iter().map(|b| b.0.as_str()).collect();
     assert_eq!(
         labels,
-        ["Allow once", "Always allow", "Reject", "Always reject"]
+        [
+            "✅ Allow once",
+            "✅ Always allow",
+            "⛔ Reject",
+            "⛔ Always reject"
+        ]
     );
-    let allow = common::telegram::button(&asked, "Always allow");
+    let allow = common::telegram::button(&asked, "✅ Always allow");
     // Bob is neither the binding's owner nor an owner of the bot: refused, nothing changes.
     s.tg.user_presses(FORUM, bob(), asked.message_id, &allow)
         .unwrap();
@@ -276,7 +281,7 @@ async fn a_permission_question_shows_the_agents_options_as_buttons_and_anyone_el
         common::telegram::press_answers(&s),
         [
             "Only the owner of this coding agent's session or the bot's owners can answer this.",
-            "Chosen: Always allow."
+            "Chosen: ✅ Always allow."
         ]
     );
     assert!(

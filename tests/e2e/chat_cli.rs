@@ -179,3 +179,36 @@ async fn chat_session_talks_in_the_named_session_and_refuses_a_bad_key() {
     assert_eq!(done.status.code(), Some(2), "{}", done.stderr);
     assert!(done.stderr.contains("--session"), "{}", done.stderr);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_beside_a_running_gateway_talks_through_its_rpc() {
+    let setup = Setup::openai("steer").await;
+    let mut cmd = setup.chela(&["gateway"]);
+    cmd.env("RUST_LOG", "info");
+    let gateway = Chat::spawn(cmd);
+    gateway.wait_stderr_line("rpc listening on ").await;
+    // The store is the gateway's: instead of refusing, the chat goes through its RPC.
+    let mut chat = setup.chat();
+    chat.send("hello there\n/status").await;
+    let done = chat.finish().await;
+    assert!(done.status.success(), "{}", done.stderr);
+    assert!(
+        done.stderr.contains("a gateway runs on this store"),
+        "{}",
+        done.stderr
+    );
+    assert!(done.stdout.contains("ok: hello there"), "{}", done.stdout);
+    assert!(
+        done.stdout.contains(&format!("Session: {KEY}")),
+        "the terminal's own session: {}",
+        done.stdout
+    );
+    gateway.signal("TERM");
+    let stopped = gateway.finish().await;
+    assert!(stopped.status.success(), "{}", stopped.stderr);
+    let texts: Vec<String> = messages(&setup.export(KEY).await)
+        .into_iter()
+        .map(text_of)
+        .collect();
+    assert_eq!(texts, ["hello there", "ok: hello there"]);
+}

@@ -1,7 +1,7 @@
 //! End-to-end: `chela chat` on a real terminal (a PTY): the banner and prompt, arrow keys
 //! editing the line (never reaching the model as escape codes), history recalled with Up and
 //! kept in `<store>.history` (mode 0600), a bracketed paste sent as one message, and Ctrl-D
-//! leaving with status 0.
+//! leaving with status 0; `chela gateway` with no platform token chatting on the terminal.
 
 use crate::common;
 
@@ -52,50 +52,90 @@ fn user_texts(setup: &Setup) -> Vec<String> {
         .collect()
 }
 
+/// `chela <args>` running on a PTY: the child, what it shows, and its keyboard.
+struct OnPty {
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    screen: Screen,
+    keys: Box<dyn Write + Send>,
+}
+
+impl OnPty {
+    /// Starts `chela --config <setup's> <args>` on a new PTY with a clean environment and
+    /// `RUST_LOG` `log`.
+    fn start(setup: &Setup, args: &[&str], log: &str) -> OnPty {
+        let pty = native_pty_system()
+            .openpty(PtySize {
+                rows: 30,
+                cols: 200,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_chela"));
+        cmd.args(["--config", setup.config().to_str().unwrap()]);
+        cmd.args(args);
+        cmd.env_clear();
+        for (name, value) in [
+            ("HOME", setup.dir.path().to_str().unwrap()),
+            ("USER", "tester"),
+            ("TERM", "xterm"),
+            ("RUST_LOG", log),
+            ("CHELA_RPC_LISTEN", "127.0.0.1:0"),
+        ] {
+            cmd.env(name, value);
+        }
+        cmd.env("PATH", std::env::var_os("PATH").unwrap_or_default());
+        cmd.cwd(setup.dir.path());
+        let child = pty.slave.spawn_command(cmd).unwrap();
+        drop(pty.slave);
+        let screen = Screen::default();
+        let mut reader = pty.master.try_clone_reader().unwrap();
+        let shown = screen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                shown.0.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        let keys = pty.master.take_writer().unwrap();
+        OnPty {
+            child,
+            screen,
+            keys,
+        }
+    }
+
+    /// Types `bytes`.
+    fn press(&mut self, bytes: &str) {
+        self.keys.write_all(bytes.as_bytes()).unwrap();
+        self.keys.flush().unwrap();
+    }
+
+    /// Waits for the process to end (failing the test after [`WAIT`]); its exit status.
+    async fn ended(&mut self, what: &str) -> portable_pty::ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            if start.elapsed() > WAIT {
+                self.child.kill().unwrap();
+                panic!("{what} did not end it: {:?}", self.screen.text());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_terminal_chat_edits_lines_recalls_history_and_pastes_whole() {
     let setup = Setup::openai("followup").await;
-    let pty = native_pty_system()
-        .openpty(PtySize {
-            rows: 30,
-            cols: 200,
-            pixel_width: 0,
-            pixel_height: 0,
-        })
-        .unwrap();
-    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_chela"));
-    cmd.args(["--config", setup.config().to_str().unwrap(), "chat"]);
-    cmd.env_clear();
-    for (name, value) in [
-        ("HOME", setup.dir.path().to_str().unwrap()),
-        ("USER", "tester"),
-        ("TERM", "xterm"),
-        ("RUST_LOG", "warn"),
-        ("CHELA_RPC_LISTEN", "127.0.0.1:0"),
-    ] {
-        cmd.env(name, value);
-    }
-    cmd.env("PATH", std::env::var_os("PATH").unwrap_or_default());
-    cmd.cwd(setup.dir.path());
-    let mut child = pty.slave.spawn_command(cmd).unwrap();
-    drop(pty.slave);
-    let screen = Screen::default();
-    let mut reader = pty.master.try_clone_reader().unwrap();
-    let shown = screen.clone();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = reader.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            shown.0.lock().unwrap().extend_from_slice(&buf[..n]);
-        }
-    });
-    let mut keys = pty.master.take_writer().unwrap();
-    let mut press = |bytes: &str| {
-        keys.write_all(bytes.as_bytes()).unwrap();
-        keys.flush().unwrap();
-    };
+    let mut pty = OnPty::start(&setup, &["chat"], "warn");
+    let screen = pty.screen.clone();
+    let mut press = |bytes: &str| pty.press(bytes);
 
     screen.wait_for("chela chat · openai/", 1);
     screen.wait_for("Ctrl-D leaves", 1);
@@ -111,17 +151,7 @@ async fn a_terminal_chat_edits_lines_recalls_history_and_pastes_whole() {
     press("\x1b[200~first line\nsecond line\x1b[201~\r");
     screen.wait_for("ok: first line", 1);
     press("\x04");
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > WAIT {
-            child.kill().unwrap();
-            panic!("Ctrl-D did not end the chat: {:?}", screen.text());
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let status = pty.ended("Ctrl-D").await;
     assert!(status.success(), "{status:?}: {:?}", screen.text());
 
     assert_eq!(
@@ -138,4 +168,25 @@ async fn a_terminal_chat_edits_lines_recalls_history_and_pastes_whole() {
         let mode = std::fs::metadata(&history).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600, "history mode {mode:o}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_without_a_platform_token_chats_on_the_terminal_and_ctrl_d_stops_it() {
+    let setup = Setup::openai("followup").await;
+    let mut pty = OnPty::start(&setup, &["gateway"], "info");
+    pty.screen.wait_for("chela gateway · openai/", 1);
+    pty.screen.wait_for("Ctrl-D or Ctrl-C stops the gateway", 1);
+    pty.press("hello there\r");
+    pty.screen.wait_for("ok: hello there", 1);
+    pty.press("\x04");
+    let status = pty.ended("Ctrl-D").await;
+    assert!(status.success(), "{status:?}: {:?}", pty.screen.text());
+    // Its log went to the log file, not into the chat.
+    assert!(
+        !pty.screen.text().contains("chela ready"),
+        "{:?}",
+        pty.screen.text()
+    );
+    let log = std::fs::read_to_string(setup.path("data.log")).unwrap();
+    assert!(log.contains("chela ready"), "{log}");
 }

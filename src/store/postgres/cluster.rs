@@ -65,6 +65,10 @@ pub struct PgCoordinator {
     version: NodeVersion,
     config: tokio_postgres::Config,
     client: tokio::sync::Mutex<Option<Client>>,
+    /// A connection of its own for [`Coordinator::publish_events`]: a busy node relays an
+    /// event per streamed piece of text, and renewals queued behind them on one connection
+    /// came late enough under load for the leases to lapse.
+    publisher: tokio::sync::Mutex<Option<Client>>,
     wake_tx: mpsc::UnboundedSender<u32>,
     wake_rx: Mutex<Option<mpsc::UnboundedReceiver<u32>>>,
     events_tx: mpsc::UnboundedSender<String>,
@@ -91,6 +95,7 @@ impl PgCoordinator {
             version: joining.version.clone(),
             config,
             client: tokio::sync::Mutex::new(None),
+            publisher: tokio::sync::Mutex::new(None),
             wake_tx,
             wake_rx: Mutex::new(Some(wake_rx)),
             events_tx,
@@ -156,6 +161,26 @@ impl PgCoordinator {
         }
         slot.as_ref()
             .ok_or_else(|| StoreError::Db("no coordinator connection".into()))
+    }
+
+    /// The publishing connection, made first if there is none or it was lost (it listens to
+    /// nothing).
+    async fn publishing<'a>(&self, slot: &'a mut Option<Client>) -> Result<&'a Client, StoreError> {
+        if slot.as_ref().is_none_or(|c| c.is_closed()) {
+            let (client, connection) = self
+                .config
+                .connect(NoTls)
+                .await
+                .map_err(|e| StoreError::Db(error_text(&e)))?;
+            tokio::spawn(async move {
+                if let Err(e) = connection.await {
+                    tracing::debug!(error = %error_text(&e), "cluster: the event publishing connection ended");
+                }
+            });
+            *slot = Some(client);
+        }
+        slot.as_ref()
+            .ok_or_else(|| StoreError::Db("no publishing connection".into()))
     }
 
     /// [`EVENTS_CHANNEL`] of `client`'s schema (at most 63 bytes, PostgreSQL's limit), noted
@@ -472,8 +497,15 @@ impl Coordinator for PgCoordinator {
                 .lock()
                 .map(|c| c.clone())
                 .unwrap_or_else(|_| EVENTS_CHANNEL.to_owned());
-            self.rows("SELECT pg_notify($1, $2)", &[&channel, &payload])
-                .await?;
+            let mut slot = self.publisher.lock().await;
+            let client = self.publishing(&mut slot).await?;
+            let sent = client
+                .execute("SELECT pg_notify($1, $2)", &[&channel, &payload])
+                .await;
+            if sent.is_err() && client.is_closed() {
+                *slot = None;
+            }
+            sent.map_err(pg_err)?;
             Ok(())
         })
     }

@@ -34,7 +34,7 @@ pub struct ChatOptions {
 
 impl ChatOptions {
     /// The commands the options stand for, handed on before the first typed line.
-    pub(super) fn preface(&self) -> Vec<String> {
+    fn preface(&self) -> Vec<String> {
         let mut lines = Vec::new();
         if self.new {
             lines.push("/new".to_owned());
@@ -70,7 +70,7 @@ pub async fn chat(loaded: LoadedConfig, options: ChatOptions) -> ExitCode {
     // A gateway (or another chat) holds the store: chat through its RPC.
     if let Ok(client) = super::rpc::connect(&loaded).await {
         client.close().await;
-        return super::chat_rpc::chat(&loaded, &options, session).await;
+        return super::chat_rpc::chat(&loaded, options.preface(), session).await;
     }
     let user = super::terminal_user(&loaded);
     let interactive = std::io::stdin().is_terminal();

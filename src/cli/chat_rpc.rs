@@ -12,13 +12,11 @@ use chela_terminal::TerminalChannel;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use super::chat::ChatOptions;
-
 /// Chats through the RPC of the gateway holding the store, in session `session` (else the
-/// terminal's own).
+/// terminal's own), `preface` (the commands `--new` and `--model` stand for) first.
 pub async fn chat(
     loaded: &LoadedConfig,
-    options: &ChatOptions,
+    preface: Vec<String>,
     session: Option<String>,
 ) -> ExitCode {
     let key = session.unwrap_or_else(|| {
@@ -29,7 +27,7 @@ pub async fn chat(
         "chela: a gateway runs on this store: chatting through it, in session {key} \
          (/stop or Ctrl-C stops a reply; Ctrl-D exits)"
     );
-    let mut preface: VecDeque<String> = options.preface().into();
+    let mut preface: VecDeque<String> = preface.into();
     let mut input = BufReader::new(tokio::io::stdin()).lines();
     let mut failed = false;
     loop {

@@ -186,7 +186,7 @@ fn main() -> ExitCode {
     };
     let code = runtime.block_on(async move {
         match args.command {
-            Command::Gateway => cli::chat::gateway(loaded).await,
+            Command::Gateway => cli::serve::gateway(loaded).await,
             Command::Chat(options) => cli::chat::chat(loaded, options).await,
             Command::Agent {
                 message,

@@ -180,6 +180,7 @@ impl AcpManager {
                     steered_seqs: Vec::new(),
                     leftover,
                     usage: Usage::default(),
+                    context_tokens: 0,
                 }
             };
         let Some(mut binding) = self.binding(&session_key) else {

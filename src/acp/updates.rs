@@ -61,6 +61,8 @@ impl UpdateMapper {
             SessionUpdate::ToolCall(call) => vec![RunEvent::Tool(ToolEvent::Start {
                 id: call.tool_call_id.0.to_string(),
                 name: call.title.clone(),
+                // The coding agent's title says what the call does.
+                summary: String::new(),
             })],
             SessionUpdate::ToolCallUpdate(update) => {
                 let id = update.tool_call_id.0.to_string();

@@ -68,6 +68,8 @@ pub struct RunOutcome {
     pub leftover: Vec<Steer>,
     /// Tokens used over the run.
     pub usage: Usage,
+    /// The prompt tokens of the run's last model call (how full the context window is).
+    pub context_tokens: u64,
 }
 
 /// Why the transcript could not be written.
@@ -127,6 +129,8 @@ struct Turn<'a> {
     steered_seqs: Vec<u64>,
     stash: Vec<Steer>,
     usage: Usage,
+    /// The prompt tokens of the last model call: how full the context window is.
+    context_tokens: u64,
     /// The tools this run may use.
     allowed: crate::agent::policy::Allowed,
     /// The session's `/model` choice, if any.
@@ -161,6 +165,7 @@ impl Agent {
             steered_seqs: Vec::new(),
             stash: Vec::new(),
             usage: Usage::default(),
+            context_tokens: 0,
             allowed: self.allowed_for(&req.session_key, req.reply_to.as_ref()),
             model: crate::agent::model_choice::chosen(&self.store, &req.session_key),
             compaction_gave_up: false,
@@ -208,6 +213,7 @@ impl Agent {
             steered_seqs: turn.steered_seqs,
             leftover,
             usage: turn.usage,
+            context_tokens: turn.context_tokens,
         }
     }
 }
@@ -432,6 +438,10 @@ impl Turn<'_> {
             crate::metrics::global().model_call(called.elapsed().as_secs_f64());
         }
         add_usage(&mut self.usage, &message.usage);
+        let prompt = &message.usage;
+        if prompt.input + prompt.cache_read + prompt.cache_write > 0 {
+            self.context_tokens = prompt.input + prompt.cache_read + prompt.cache_write;
+        }
         if aborted {
             message.stop_reason = StopReason::Aborted;
         } else if !calls.is_empty() && message.stop_reason == StopReason::Stop {
@@ -470,6 +480,7 @@ impl Turn<'_> {
                 .send(RunEvent::Tool(ToolEvent::Start {
                     id: call.id.clone(),
                     name: call.name.clone(),
+                    summary: crate::domain::events::call_summary(&call.arguments),
                 }))
                 .await;
             // Policy first (a refused call reaches no hook), then the hooks around the call;

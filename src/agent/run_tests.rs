@@ -396,7 +396,8 @@ async fn a_tool_result_is_seen_by_the_next_model_call() {
     assert_eq!(outcome.text, "done");
     assert_eq!(*h.instant.args.lock().unwrap(), [json!({"id": "c1"})]);
     let (id, name) = ("c1".to_string(), "instant".to_string());
-    let start = RunEvent::Tool(ToolEvent::Start { id, name });
+    let summary = r#"{"id":"c1"}"#.to_owned();
+    let start = RunEvent::Tool(ToolEvent::Start { id, name, summary });
     let pos = |e: &RunEvent| events.iter().position(|x| x == e).expect("event sent");
     assert!(pos(&start) < pos(&tool_end("c1", "instant", false)));
     let requests = h.provider.requests();

@@ -40,7 +40,7 @@ pub async fn agent(
     // here; and a second process joining the cluster under this node's id would give its
     // leases away when it ends. Ask the local gateway instead.
     if loaded.config.cluster.enabled {
-        return through_rpc(&loaded, message, session, json).await;
+        return through_rpc(&loaded, message, session, Output::text_or_json(json)).await;
     }
     let user = super::terminal_user(&loaded);
     let terminal = if json {
@@ -56,7 +56,7 @@ pub async fn agent(
     let gateway = match started {
         Ok(g) => g,
         Err(GatewayError::Store(StoreError::Locked { .. })) => {
-            return through_rpc(&loaded, message, session, json).await;
+            return through_rpc(&loaded, message, session, Output::text_or_json(json)).await;
         }
         Err(e) => return super::start_failed(e),
     };
@@ -116,13 +116,34 @@ pub async fn agent(
     finish(&result, json, Shown::Reply)
 }
 
+/// Where a turn through the RPC shows its run.
+pub(super) enum Output<'a> {
+    /// The reply's text as it streams, then the result's error (`chela agent`).
+    Text,
+    /// The result as JSON (`chela agent --json`).
+    Json,
+    /// Each `agent` event of the run handed to the watcher (a chat's screen), then the result
+    /// as an event `run` (as `events.subscribe` pushes it), then the result's error.
+    Watch(&'a mut (dyn FnMut(&Value) + Send)),
+}
+
+impl Output<'_> {
+    fn text_or_json(json: bool) -> Output<'static> {
+        match json {
+            true => Output::Json,
+            false => Output::Text,
+        }
+    }
+}
+
 /// The turn through the running gateway's RPC.
 pub(super) async fn through_rpc(
     loaded: &LoadedConfig,
     message: String,
     session: Option<String>,
-    json: bool,
+    output: Output<'_>,
 ) -> ExitCode {
+    let json = matches!(output, Output::Json);
     let mut client = match super::rpc::connect(loaded).await {
         Ok(client) => client,
         Err(e) => return super::rpc::report(&e),
@@ -145,7 +166,7 @@ pub(super) async fn through_rpc(
         Err(e) => return super::rpc::report(&e),
     };
     let run_id = accepted["runId"].as_str().unwrap_or_default().to_owned();
-    let mut printer = DeltaPrinter::new(&run_id, !json);
+    let mut printer = DeltaPrinter::new(&run_id, output);
     for event in &early {
         printer.see(event);
     }
@@ -182,6 +203,11 @@ pub(super) async fn through_rpc(
         Ok(result) => result,
         Err(e) => return super::rpc::report(&e),
     };
+    if let Output::Watch(watch) = &mut printer.output {
+        let mut ended = result.clone();
+        ended["event"] = Value::String("run".to_owned());
+        watch(&ended);
+    }
     if streamed && !complete {
         eprintln!("chela: some of the streamed text was missed; the whole answer follows");
     }
@@ -205,22 +231,22 @@ enum Shown {
     Reply,
 }
 
-/// Prints the assistant text deltas of one run as its `agent` events arrive, and notices a
-/// gap in their numbering (a feed that dropped events).
-struct DeltaPrinter {
+/// Prints the assistant text deltas of one run as its `agent` events arrive (or hands every
+/// event to a watcher), and notices a gap in their numbering (a feed that dropped events).
+struct DeltaPrinter<'a> {
     run_id: String,
-    enabled: bool,
+    output: Output<'a>,
     printed: bool,
     /// The last event number seen of this run.
     last_seq: u64,
     gap: bool,
 }
 
-impl DeltaPrinter {
-    fn new(run_id: &str, enabled: bool) -> DeltaPrinter {
+impl<'a> DeltaPrinter<'a> {
+    fn new(run_id: &str, output: Output<'a>) -> DeltaPrinter<'a> {
         DeltaPrinter {
             run_id: run_id.to_owned(),
-            enabled,
+            output,
             printed: false,
             last_seq: 0,
             gap: false,
@@ -238,10 +264,18 @@ impl DeltaPrinter {
         }
         self.gap |= seq != self.last_seq + 1;
         self.last_seq = seq;
-        if !self.enabled || event["stream"] != "assistant" {
+        let delta = event["delta"]
+            .as_str()
+            .filter(|_| event["stream"] == "assistant");
+        if let Output::Watch(watch) = &mut self.output {
+            watch(event);
+            self.printed |= delta.is_some();
             return;
         }
-        if let Some(delta) = event["delta"].as_str() {
+        if !matches!(self.output, Output::Text) {
+            return;
+        }
+        if let Some(delta) = delta {
             let mut out = std::io::stdout().lock();
             let _ = out.write_all(delta.as_bytes());
             let _ = out.flush();
@@ -251,8 +285,8 @@ impl DeltaPrinter {
 
     /// Ends the streamed text with a newline; answers whether anything was printed and
     /// whether every event of the run was seen.
-    fn end(self) -> (bool, bool) {
-        if self.printed {
+    fn end(&mut self) -> (bool, bool) {
+        if self.printed && matches!(self.output, Output::Text) {
             println!();
         }
         (self.printed, !self.gap)
@@ -296,7 +330,7 @@ mod tests {
 
     #[test]
     fn repeated_events_are_skipped_and_a_gap_is_noticed() {
-        let mut printer = DeltaPrinter::new("run-1", false);
+        let mut printer = DeltaPrinter::new("run-1", Output::Json);
         printer.see(&delta(1, "a"));
         printer.see(&delta(1, "a"));
         printer.see(&delta(2, "b"));

@@ -5,15 +5,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chela::agent::run::RunStatus;
 use chela::config::LoadedConfig;
-use chela::domain::events::LiveEvent;
-use chela::domain::events::{RunEvent, ToolEvent};
 use chela::domain::session_key::SessionKey;
-use chela_terminal::editor::{self, Typed};
-use chela_terminal::{Input, TerminalChannel};
-use tokio::sync::broadcast::error::RecvError;
+use chela_terminal::editor::Typed;
+use chela_terminal::{Input, Note, TerminalChannel};
 use tokio_util::sync::CancellationToken;
+
+use super::screen::{self, Runs, Shows};
 
 /// A second Ctrl-C within this window exits even while a run is stopping.
 const DOUBLE_CTRL_C: Duration = Duration::from_secs(2);
@@ -76,11 +74,7 @@ pub async fn chat(loaded: LoadedConfig, options: ChatOptions) -> ExitCode {
     let interactive = std::io::stdin().is_terminal();
     // Put back at exit: the chat may end (Ctrl-C) while the editor is reading in raw mode.
     let _modes = interactive.then(TerminalModes::save);
-    let (terminal, mut typed) = if interactive {
-        terminal_with_editor(&loaded, user)
-    } else {
-        (TerminalChannel::new(user), None)
-    };
+    let (terminal, mut typed) = screen::open(&loaded, user);
     // Lines from the editor go through here, so Ctrl-C and Ctrl-D at the prompt reach the loop.
     let mut lines = None;
     let input = match (&typed, interactive) {
@@ -110,10 +104,7 @@ pub async fn chat(loaded: LoadedConfig, options: ChatOptions) -> ExitCode {
     let mut runs = Runs {
         key: key.clone(),
         events: gateway.subscribe_events(),
-        terminal: terminal.clone(),
-        progress: interactive
-            && std::io::stdout().is_terminal()
-            && loaded.config.terminal.tool_progress,
+        shows: Shows::new(&loaded, terminal.clone(), false),
         failed: 0,
         missed: false,
         open: true,
@@ -122,6 +113,7 @@ pub async fn chat(loaded: LoadedConfig, options: ChatOptions) -> ExitCode {
         lanes: gateway.lanes().clone(),
         key: key.clone(),
         last: None,
+        terminal: terminal.clone(),
     };
     let stop = CancellationToken::new();
     let router = match session {
@@ -135,11 +127,11 @@ pub async fn chat(loaded: LoadedConfig, options: ChatOptions) -> ExitCode {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => if ctrl_c.exits().await { break },
             line = next_typed(&mut typed) => match line {
-                Typed::Line(line) => {
-                    if let Some(tx) = &lines {
-                        let _ = tx.send(line).await;
-                    }
-                }
+                Typed::Line(line) => if !runs.shows.usage_command(&line)
+                    && let Some(tx) = &lines
+                {
+                    let _ = tx.send(line).await;
+                },
                 Typed::Interrupt => if ctrl_c.exits().await { break },
                 // Ctrl-D: the input ends once the lines before it are in.
                 Typed::End => {
@@ -175,24 +167,6 @@ pub async fn chat(loaded: LoadedConfig, options: ChatOptions) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// The terminal channel printing above a line editor's prompt, and what is typed; a plain
-/// terminal (and no editor) when the editor cannot start.
-fn terminal_with_editor(
-    loaded: &LoadedConfig,
-    user: String,
-) -> (
-    Arc<TerminalChannel>,
-    Option<tokio::sync::mpsc::Receiver<Typed>>,
-) {
-    match editor::start("> ".to_owned(), history_file(loaded)) {
-        Ok((typed, out)) => (TerminalChannel::with_output(user, out, false), Some(typed)),
-        Err(e) => {
-            eprintln!("chela: {e}; reading plain lines");
-            (TerminalChannel::new(user), None)
-        }
-    }
-}
-
 /// The next thing typed at the editor (never, without one).
 async fn next_typed(typed: &mut Option<tokio::sync::mpsc::Receiver<Typed>>) -> Typed {
     match typed {
@@ -218,7 +192,11 @@ fn banner(gateway: &chela::gateway::Gateway, key: &str, options: &ChatOptions) -
 
 /// `provider/model` of session `key`: `asked` (`--model`), else the one chosen in the
 /// conversation, else the agent's.
-fn model_of(gateway: &chela::gateway::Gateway, key: &str, asked: Option<String>) -> String {
+pub(super) fn model_of(
+    gateway: &chela::gateway::Gateway,
+    key: &str,
+    asked: Option<String>,
+) -> String {
     let provider = &gateway.agents().for_key(key).provider;
     let chosen = chela::agent::model_choice::chosen(gateway.store(), key);
     let model = asked.or(chosen);
@@ -234,6 +212,7 @@ struct CtrlC {
     lanes: chela::lane::Lanes,
     key: String,
     last: Option<tokio::time::Instant>,
+    terminal: Arc<TerminalChannel>,
 }
 
 impl CtrlC {
@@ -250,7 +229,14 @@ impl CtrlC {
             return true;
         }
         self.last = Some(now);
-        eprintln!("\n[stopping; Ctrl-C again to exit]");
+        let notice = "[stopping; Ctrl-C again to exit]";
+        match self.terminal.is_live() {
+            true => {
+                let _ = self.terminal.note_as(Note::Error, notice);
+            }
+            // Piped: stdout holds the replies alone.
+            false => eprintln!("\n{notice}"),
+        }
         let (lanes, key) = (self.lanes.clone(), self.key.clone());
         tokio::spawn(async move {
             let _ = lanes.stop(&key).await;
@@ -285,202 +271,6 @@ impl Drop for TerminalModes {
     }
 }
 
-/// The chat's view of the run bus: failed turns, and tool progress lines.
-struct Runs {
-    key: String,
-    events: tokio::sync::broadcast::Receiver<LiveEvent>,
-    terminal: Arc<TerminalChannel>,
-    /// Show a line per tool call of chela's agent.
-    progress: bool,
-    /// Runs of the chat's session that ended in an error.
-    failed: usize,
-    /// Whether run events were missed (the bus lagged), so a failure may have gone unseen.
-    missed: bool,
-    /// False once the bus has closed.
-    open: bool,
-}
-
-impl Runs {
-    async fn see(&mut self, event: Result<LiveEvent, RecvError>) {
-        let event = match event {
-            Ok(event) if event.session_key == self.key => event.event,
-            Ok(_) => return,
-            Err(RecvError::Lagged(n)) => {
-                tracing::warn!(missed = n, "the chat missed run events");
-                // A missed end may have been a failure: a pipe must not report success then.
-                self.missed = true;
-                return;
-            }
-            Err(RecvError::Closed) => {
-                self.open = false;
-                return;
-            }
-        };
-        match event {
-            RunEvent::Finished(record) if matches!(record.status, RunStatus::Error(_)) => {
-                self.failed += 1;
-            }
-            RunEvent::Tool(tool) if self.progress => {
-                if let Some(line) = progress_line(&tool) {
-                    let _ = self.terminal.note(&line).await;
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// Takes in what the bus still holds.
-    async fn drain(&mut self) {
-        while self.open {
-            match self.events.try_recv() {
-                Ok(event) => self.see(Ok(event)).await,
-                Err(tokio::sync::broadcast::error::TryRecvError::Lagged(n)) => {
-                    self.see(Err(RecvError::Lagged(n))).await;
-                }
-                Err(_) => break,
-            }
-        }
-    }
-}
-
-/// The progress line of a tool event: its start, and a failed end.
-fn progress_line(event: &ToolEvent) -> Option<String> {
-    match event {
-        ToolEvent::Start { name, .. } => Some(format!("🔧 {name}")),
-        ToolEvent::End {
-            name,
-            is_error: true,
-            ..
-        } => Some(format!("⚠️ {name} failed")),
-        ToolEvent::End { .. } => None,
-    }
-}
-
-/// `chela gateway`: runs every configured channel until Ctrl-C or SIGTERM; a second signal
-/// exits at once.
-pub async fn gateway(loaded: LoadedConfig) -> ExitCode {
-    let started = std::time::Instant::now();
-    let mut signals = Signals::new();
-    let mut channels = match super::platform_channels(&loaded) {
-        Ok(channels) => channels,
-        Err(code) => return code,
-    };
-    // No platform token set: the terminal is the channel; typed at by a person, it shows the
-    // chat's banner and Ctrl-D stops the gateway.
-    let terminal = channels
-        .is_empty()
-        .then(|| TerminalChannel::new(super::terminal_user(&loaded)));
-    if let Some(terminal) = &terminal {
-        channels.push(terminal.clone() as Arc<dyn chela_channel::Channel>);
-    }
-    let typed_at = terminal.is_some() && super::terminal_gateway(&loaded);
-    let names: Vec<String> = channels.iter().map(|c| c.name().to_string()).collect();
-    let gateway = match super::start(&loaded, channels).await {
-        Ok(g) => g,
-        Err(code) => return code,
-    };
-    if let Err(code) = super::serve_rpc(&gateway).await {
-        return code;
-    }
-    tracing::info!(
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        channels = %names.join(","),
-        "chela ready"
-    );
-    if let Some(terminal) = terminal.as_ref().filter(|_| typed_at) {
-        let key = gateway.session_key(&terminal.inbound(""));
-        let banner = format!(
-            "chela gateway · {} · session {key} · no platform token: the terminal is the \
-             channel · Ctrl-D or Ctrl-C stops the gateway",
-            model_of(&gateway, &key, None)
-        );
-        let _ = terminal.note(&banner).await;
-    }
-    let stop = CancellationToken::new();
-    let run = gateway.run_channels(stop.clone());
-    tokio::pin!(run);
-    let mut channels_done = false;
-    let damaged = loop {
-        tokio::select! {
-            _ = signals.next() => break None,
-            // Ctrl-D on the terminal that is the channel: the gateway stops.
-            _ = &mut run, if !channels_done => {
-                channels_done = true;
-                if typed_at {
-                    break None;
-                }
-            }
-            damage = gateway.store_damaged() => break Some(damage),
-        }
-    };
-    if let Some(damage) = damaged {
-        // Nothing more can be kept or answered: stop at once, and say what to do.
-        tracing::error!(error = %damage, "the store is damaged; stopping");
-        stop.cancel();
-        gateway.shutdown().await;
-        eprintln!("chela: {damage}");
-        return ExitCode::from(2);
-    }
-    let grace = std::time::Duration::from_secs(loaded.config.agent.shutdown_grace_s);
-    tracing::info!(
-        grace_s = grace.as_secs(),
-        "shutting down; runs going on may finish"
-    );
-    stop.cancel();
-    tokio::select! {
-        _ = gateway.shutdown_after(grace) => {}
-        _ = signals.next() => eprintln!("chela: second signal, exiting now"),
-    }
-    ExitCode::SUCCESS
-}
-
-/// SIGTERM and SIGINT, listened to from the start of `chela gateway` to its end, so a
-/// signal that arrives between two waits is not missed.
-struct Signals {
-    #[cfg(unix)]
-    term: Option<tokio::signal::unix::Signal>,
-    #[cfg(unix)]
-    int: Option<tokio::signal::unix::Signal>,
-}
-
-impl Signals {
-    fn new() -> Signals {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            Signals {
-                term: signal(SignalKind::terminate()).ok(),
-                int: signal(SignalKind::interrupt()).ok(),
-            }
-        }
-        #[cfg(not(unix))]
-        Signals {}
-    }
-
-    /// Waits for the next SIGTERM or SIGINT.
-    async fn next(&mut self) {
-        #[cfg(unix)]
-        {
-            async fn recv(signal: &mut Option<tokio::signal::unix::Signal>) {
-                match signal {
-                    Some(signal) => {
-                        signal.recv().await;
-                    }
-                    None => std::future::pending().await,
-                }
-            }
-            tokio::select! {
-                _ = recv(&mut self.term) => {}
-                _ = recv(&mut self.int) => {}
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -494,21 +284,5 @@ mod tests {
         };
         assert_eq!(options.preface(), ["/new", "/model small"]);
         assert!(ChatOptions::default().preface().is_empty());
-    }
-
-    #[test]
-    fn a_tool_shows_its_start_and_a_failure() {
-        let start = ToolEvent::Start {
-            id: "1".into(),
-            name: "exec".into(),
-        };
-        assert_eq!(progress_line(&start).as_deref(), Some("🔧 exec"));
-        let end = |is_error| ToolEvent::End {
-            id: "1".into(),
-            name: "exec".into(),
-            is_error,
-        };
-        assert_eq!(progress_line(&end(false)), None);
-        assert_eq!(progress_line(&end(true)).as_deref(), Some("⚠️ exec failed"));
     }
 }

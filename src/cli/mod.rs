@@ -14,6 +14,8 @@ pub mod logfile;
 pub mod pairing;
 pub mod panel;
 pub mod rpc;
+mod screen;
+pub mod serve;
 pub mod sessions;
 pub mod skills;
 pub mod status;
@@ -143,7 +145,6 @@ pub fn terminal_user(loaded: &LoadedConfig) -> String {
     loaded.config.terminal.resolved_user()
 }
 
-/// The platform channels whose tokens are set (Telegram today).
 /// Whether `chela gateway` runs the terminal as its channel, typed at by a person: no
 /// platform token is set and stdin is a terminal. Its log then goes to the log file (as
 /// `chela chat`'s), and Ctrl-D stops it.

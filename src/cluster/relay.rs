@@ -333,6 +333,7 @@ mod roundtrip_tests {
             RunEvent::Tool(ToolEvent::Start {
                 id: "t".into(),
                 name: "ls".into(),
+                summary: "-la".into(),
             }),
             RunEvent::Lifecycle(Lifecycle::End {
                 text: "x".into(),

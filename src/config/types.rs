@@ -434,6 +434,9 @@ pub struct TerminalConfig {
     pub user: String,
     /// `chela chat` on a terminal shows a line per tool call of chela's agent.
     pub tool_progress: bool,
+    /// A chat on a terminal shows the tokens each turn used (in, out, cached) and how full the
+    /// context window is; `/usage` switches it on and off there.
+    pub usage: bool,
 }
 
 impl Default for TerminalConfig {
@@ -441,6 +444,7 @@ impl Default for TerminalConfig {
         TerminalConfig {
             user: String::new(),
             tool_progress: true,
+            usage: false,
         }
     }
 }

@@ -61,6 +61,9 @@ pub enum ToolEvent {
         id: String,
         /// Tool name.
         name: String,
+        /// A short excerpt of the call (`ls -la src` for an exec; see [`call_summary`]).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        summary: String,
     },
     /// A tool call ended.
     End {
@@ -71,6 +74,42 @@ pub enum ToolEvent {
         /// True when it failed, was refused or was skipped.
         is_error: bool,
     },
+}
+
+/// Most characters of a tool call's excerpt.
+const SUMMARY_CHARS: usize = 72;
+
+/// The arguments that say best what a call does, in this order.
+const TELLING: [&str; 9] = [
+    "command",
+    "cmd",
+    "path",
+    "file_path",
+    "url",
+    "query",
+    "pattern",
+    "prompt",
+    "task",
+];
+
+/// A short excerpt of a tool call's `arguments`: the telling argument (the command of an
+/// exec, the path of a file tool, the query of a search), else the arguments as compact
+/// JSON; its first line, cut at 72 characters.
+pub fn call_summary(arguments: &serde_json::Value) -> String {
+    let telling = TELLING
+        .iter()
+        .find_map(|key| arguments.get(key).and_then(serde_json::Value::as_str));
+    let text = match telling {
+        Some(text) => text.to_owned(),
+        None if arguments.as_object().is_some_and(|o| o.is_empty()) => String::new(),
+        None => arguments.to_string(),
+    };
+    let first = text.lines().next().unwrap_or("").trim();
+    let mut cut: String = first.chars().take(SUMMARY_CHARS).collect();
+    if cut.len() < first.len() || text.trim().lines().nth(1).is_some() {
+        cut.push('…');
+    }
+    cut
 }
 
 /// A compaction of a session's model window (SPEC 7): one `compaction` entry was appended.
@@ -100,4 +139,47 @@ pub struct LiveEvent {
     pub seq: u64,
     /// The event.
     pub event: RunEvent,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_call_is_summed_up_by_its_telling_argument() {
+        assert_eq!(
+            call_summary(&json!({"command": "ls -la src"})),
+            "ls -la src"
+        );
+        assert_eq!(
+            call_summary(&json!({"path": "notes.md", "content": "x"})),
+            "notes.md"
+        );
+        assert_eq!(call_summary(&json!({})), "");
+        assert_eq!(call_summary(&json!({"n": 3})), r#"{"n":3}"#);
+        // The first line only, cut at 72 characters, with a mark that there is more.
+        assert_eq!(
+            call_summary(&json!({"command": "echo a\necho b"})),
+            "echo a…"
+        );
+        let long = "x".repeat(100);
+        let cut = call_summary(&json!({ "command": long }));
+        assert_eq!(cut.chars().count(), 73);
+        assert!(cut.ends_with('…'));
+    }
+
+    #[test]
+    fn a_tool_start_without_a_summary_reads_as_before() {
+        let old: ToolEvent =
+            serde_json::from_value(json!({"phase": "start", "id": "1", "name": "exec"})).unwrap();
+        assert_eq!(
+            old,
+            ToolEvent::Start {
+                id: "1".into(),
+                name: "exec".into(),
+                summary: String::new()
+            }
+        );
+    }
 }

@@ -65,6 +65,20 @@ pub struct RunRecord {
     pub started_ms: u64,
     /// End, ms since the epoch.
     pub ended_ms: u64,
+    /// Tokens the run used, over all its model calls (zeros when unknown; not written then).
+    #[serde(default, skip_serializing_if = "no_tokens")]
+    pub usage: crate::domain::message::Usage,
+    /// The prompt tokens of its last model call: how full the context window was.
+    #[serde(default, skip_serializing_if = "no_context")]
+    pub context_tokens: u64,
+}
+
+fn no_tokens(usage: &crate::domain::message::Usage) -> bool {
+    *usage == crate::domain::message::Usage::default()
+}
+
+fn no_context(tokens: &u64) -> bool {
+    *tokens == 0
 }
 
 impl RunRecord {
@@ -80,6 +94,8 @@ impl RunRecord {
             text: "the answer".to_owned(),
             started_ms: 1,
             ended_ms: 2,
+            usage: Default::default(),
+            context_tokens: 0,
         }
     }
 }

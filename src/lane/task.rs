@@ -455,6 +455,7 @@ fn nothing_ran() -> RunOutcome {
         steered_seqs: Vec::new(),
         leftover: Vec::new(),
         usage: Default::default(),
+        context_tokens: 0,
     }
 }
 

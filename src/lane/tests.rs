@@ -106,6 +106,7 @@ impl Runner for FakeRunner {
                 steered_seqs,
                 leftover,
                 usage,
+                context_tokens: 0,
             }
         })
     }

@@ -283,6 +283,10 @@ pub fn run_result(asked: &str, record: &RunRecord) -> Value {
     if let RunStatus::Error(e) = &record.status {
         out["error"] = Value::String(e.to_string());
     }
+    if record.usage != crate::domain::message::Usage::default() {
+        out["usage"] = json!(record.usage);
+        out["contextTokens"] = json!(record.context_tokens);
+    }
     out
 }
 

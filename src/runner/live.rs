@@ -134,6 +134,8 @@ mod tests {
             text: "done".into(),
             started_ms: 1,
             ended_ms: 2,
+            usage: Default::default(),
+            context_tokens: 0,
         };
         bus.finish(record.clone()).await;
         // Already published when finish returned: no waiting needed.

@@ -133,6 +133,7 @@ impl lane::Runner for TurnRunner {
                     steered_seqs: Vec::new(),
                     leftover: Vec::new(),
                     usage: Default::default(),
+                    context_tokens: 0,
                 };
             };
             let span = tracing::info_span!("run", session = %key);
@@ -191,6 +192,8 @@ impl lane::Runner for TurnRunner {
             text: String::new(),
             started_ms: now,
             ended_ms: now,
+            usage: Default::default(),
+            context_tokens: 0,
         };
         let event = LiveEvent {
             run_id: record.run_id.clone(),

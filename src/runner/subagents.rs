@@ -284,6 +284,7 @@ mod tests {
             steered_seqs: Vec::new(),
             leftover: Vec::new(),
             usage: Default::default(),
+            context_tokens: 0,
         }
     }
 

@@ -73,6 +73,8 @@ pub(super) async fn run_turn(
         text: outcome.text.clone(),
         started_ms,
         ended_ms: crate::domain::message::now_ms(),
+        usage: outcome.usage,
+        context_tokens: outcome.context_tokens,
     };
     super::settle::settle(handles, port, &key, &turn, &record, &outcome, reply).await;
     bus.finish(record).await;
@@ -111,6 +113,7 @@ fn not_run(mut steer: mpsc::Receiver<Box<Steer>>) -> RunOutcome {
         steered_seqs: Vec::new(),
         leftover,
         usage: Default::default(),
+        context_tokens: 0,
     }
 }
 

@@ -1,7 +1,10 @@
 //! End-to-end: `chela chat` on a real terminal (a PTY): the banner and prompt, arrow keys
 //! editing the line (never reaching the model as escape codes), history recalled with Up and
 //! kept in `<store>.history` (mode 0600), a bracketed paste sent as one message, and Ctrl-D
-//! leaving with status 0; `chela gateway` with no platform token chatting on the terminal.
+//! leaving with status 0; replies streamed as they come with a spinner while waiting,
+//! markdown rendered in colour (none with `NO_COLOR`), tool lines with an excerpt, `/usage`;
+//! `chela gateway` with no platform token chatting on the terminal, and `chela chat` beside
+//! it through its RPC.
 
 use crate::common;
 
@@ -63,6 +66,11 @@ impl OnPty {
     /// Starts `chela --config <setup's> <args>` on a new PTY with a clean environment and
     /// `RUST_LOG` `log`.
     fn start(setup: &Setup, args: &[&str], log: &str) -> OnPty {
+        OnPty::start_with(setup, args, log, &[])
+    }
+
+    /// As [`OnPty::start`], with the variables `env` set too.
+    fn start_with(setup: &Setup, args: &[&str], log: &str, env: &[(&str, &str)]) -> OnPty {
         let pty = native_pty_system()
             .openpty(PtySize {
                 rows: 30,
@@ -82,6 +90,9 @@ impl OnPty {
             ("RUST_LOG", log),
             ("CHELA_RPC_LISTEN", "127.0.0.1:0"),
         ] {
+            cmd.env(name, value);
+        }
+        for (name, value) in env {
             cmd.env(name, value);
         }
         cmd.env("PATH", std::env::var_os("PATH").unwrap_or_default());
@@ -144,9 +155,10 @@ async fn a_terminal_chat_edits_lines_recalls_history_and_pastes_whole() {
     press("\x1b[D\x1b[D\x1b[D");
     press("e\r");
     screen.wait_for("ok: hello", 1);
-    // Up recalls the line just sent.
-    press("\x1b[A\r");
-    screen.wait_for("ok: hello", 2);
+    // Up recalls the line just sent (a reply shows while it streams and again once whole:
+    // another word makes the second one's own).
+    press("\x1b[A again\r");
+    screen.wait_for("ok: hello again", 1);
     // A bracketed paste of two lines is one message.
     press("\x1b[200~first line\nsecond line\x1b[201~\r");
     screen.wait_for("ok: first line", 1);
@@ -156,7 +168,7 @@ async fn a_terminal_chat_edits_lines_recalls_history_and_pastes_whole() {
 
     assert_eq!(
         user_texts(&setup),
-        ["hello", "hello", "first line\nsecond line"],
+        ["hello", "hello again", "first line\nsecond line"],
         "what the model was sent"
     );
     let history = setup.path("data.history");
@@ -189,4 +201,136 @@ async fn a_gateway_without_a_platform_token_chats_on_the_terminal_and_ctrl_d_sto
     );
     let log = std::fs::read_to_string(setup.path("data.log")).unwrap();
     assert!(log.contains("chela ready"), "{log}");
+}
+
+/// `text` without its colour and style escape sequences.
+fn unstyled(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("\x1b[") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        let params = after
+            .find(|c: char| !(c.is_ascii_digit() || c == ';'))
+            .unwrap_or(after.len());
+        rest = match after[params..].strip_prefix('m') {
+            Some(tail) => tail,
+            None => {
+                out.push_str("\x1b[");
+                after
+            }
+        };
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Whether `text` holds a colour or style escape sequence (`ESC [ digits;... m`).
+fn has_style(text: &str) -> bool {
+    text.match_indices("\x1b[").any(|(i, _)| {
+        let rest = &text[i + 2..];
+        let params = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == ';'))
+            .unwrap_or(rest.len());
+        rest[params..].starts_with('m')
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminal_chat_streams_renders_markdown_and_shows_a_spinner_tools_and_usage() {
+    let setup = Setup::openai("followup").await;
+    let mut pty = OnPty::start(&setup, &["chat"], "warn");
+    let screen = pty.screen.clone();
+    screen.wait_for("Ctrl-D leaves", 1);
+
+    // A model that takes its time: a spinner with the time waited.
+    pty.press("after 1500 slow one\r");
+    screen.wait_for(" thinking 0.", 1);
+    screen.wait_for("ok: slow one", 1);
+    // Streamed as it comes: the first delta shows while its line is still open (the model
+    // then stalls, until Ctrl-C stops the reply).
+    pty.press("stall\r");
+    screen.wait_for("thinking...", 1);
+    pty.press("\x03");
+    screen.wait_for("[stopping; Ctrl-C again to exit]", 1);
+    screen.wait_for("[stopped]", 1);
+    // Markdown rendered: no marks, bullets, a drawn table, bold and highlighted code.
+    pty.press("markdown 5\r");
+    screen.wait_for("Done.", 1);
+    let styled = screen.text();
+    let shown = unstyled(&styled);
+    assert!(
+        shown.contains("\x1b[JPlan\r\n"),
+        "the heading without its marks, where the live line was cleared: {shown:?}"
+    );
+    assert!(
+        shown.contains("• first") && shown.contains("• second"),
+        "{shown:?}"
+    );
+    assert!(shown.contains("┌───────┬───┐"), "{shown:?}");
+    assert!(shown.contains("│ alpha │ 1 │"), "{shown:?}");
+    assert!(styled.contains("\x1b[1mbold"), "{styled:?}");
+    assert!(
+        styled.contains("\x1b[38;2;"),
+        "code highlighted: {styled:?}"
+    );
+    // A tool call's line says what it runs.
+    pty.press("run echo hi\r");
+    screen.wait_for("🔧 exec  echo hi", 1);
+    screen.wait_for("done: ", 1);
+    // /usage is the screen's own: each turn's tokens from then on.
+    pty.press("/usage\r");
+    screen.wait_for("usage: each turn's tokens are shown", 1);
+    pty.press("hello\r");
+    screen.wait_for(" out · context ", 1);
+    pty.press("\x04");
+    let status = pty.ended("Ctrl-D").await;
+    assert!(status.success(), "{status:?}: {:?}", screen.text());
+    let sent = user_texts(&setup);
+    assert!(sent.iter().any(|t| t == "hello"), "{sent:?}");
+    assert!(!sent.iter().any(|t| t.contains("/usage")), "{sent:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_no_color_a_terminal_chat_keeps_the_layout_and_drops_the_colours() {
+    let setup = Setup::openai("followup").await;
+    let mut pty = OnPty::start_with(&setup, &["chat"], "warn", &[("NO_COLOR", "1")]);
+    pty.screen.wait_for("Ctrl-D leaves", 1);
+    pty.press("markdown 0\r");
+    pty.screen.wait_for("Done.", 1);
+    pty.press("\x04");
+    let status = pty.ended("Ctrl-D").await;
+    assert!(status.success(), "{status:?}");
+    let shown = pty.screen.text();
+    assert!(
+        shown.contains("• first") && shown.contains("┌"),
+        "{shown:?}"
+    );
+    assert!(!has_style(&shown), "no colour with NO_COLOR: {shown:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_beside_a_running_gateway_streams_on_the_terminal_through_its_rpc() {
+    let setup = Setup::openai("followup").await;
+    let mut cmd = setup.chela(&["gateway"]);
+    cmd.env("RUST_LOG", "info");
+    let gateway = common::Chat::spawn(cmd);
+    gateway.wait_stderr_line("rpc listening on ").await;
+    let mut pty = OnPty::start(&setup, &["chat"], "warn");
+    pty.screen
+        .wait_for("a gateway runs on this store: chatting through it", 1);
+    pty.press("stall\r");
+    pty.screen.wait_for("thinking...", 1);
+    pty.press("\x03");
+    pty.screen.wait_for("[stopping]", 1);
+    pty.press("markdown 0\r");
+    pty.screen.wait_for("Done.", 1);
+    let shown = unstyled(&pty.screen.text());
+    assert!(shown.contains("• first"), "{shown:?}");
+    pty.press("\x04");
+    let status = pty.ended("Ctrl-D").await;
+    assert!(status.success(), "{status:?}: {:?}", pty.screen.text());
+    gateway.signal("TERM");
+    let stopped = gateway.finish().await;
+    assert!(stopped.status.success(), "{}", stopped.stderr);
 }

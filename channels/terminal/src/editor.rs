@@ -1,18 +1,22 @@
-//! The line editor of a `chela chat` on a terminal (rustyline): a prompt, arrow keys and
-//! history (kept in a file), and multi-line messages: a line ending in `\` goes on on the
-//! next line, and a bracketed paste arrives whole as one message. Output is printed above
-//! the prompt, a line at a time.
+//! The line editor of a chat on a terminal (rustyline): a prompt, arrow keys and history
+//! (kept in a file), and multi-line messages: a line ending in `\` goes on on the next
+//! line, and a bracketed paste arrives whole as one message. Output is printed above the
+//! prompt as the view writes it ([`crate::view`]: each write ends with a line break), so
+//! the prompt stays usable while a reply streams.
 
+use std::borrow::Cow;
 use std::io;
 use std::path::PathBuf;
-use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::sync::Arc;
 
 use rustyline::error::ReadlineError;
+use rustyline::highlight::{CmdKind, Highlighter};
 use rustyline::validate::{ValidationContext, ValidationResult, Validator};
 use rustyline::{ExternalPrinter, Helper, history::FileHistory};
-use tokio::io::AsyncWrite;
 use tokio::sync::mpsc;
+
+use crate::style::{self, Paint};
+use crate::width;
 
 /// What the person at the terminal did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,8 +55,11 @@ pub fn message(buffer: &str) -> String {
         .join("\n")
 }
 
-/// Keeps the buffer open while its last line continues.
-struct Continuation;
+/// Keeps the buffer open while its last line continues, and colours the prompt and what is
+/// typed.
+struct Continuation {
+    paint: Paint,
+}
 
 impl Validator for Continuation {
     fn validate(&self, ctx: &mut ValidationContext) -> rustyline::Result<ValidationResult> {
@@ -70,36 +77,94 @@ impl rustyline::completion::Completer for Continuation {
 impl rustyline::hint::Hinter for Continuation {
     type Hint = String;
 }
-impl rustyline::highlight::Highlighter for Continuation {}
+impl Highlighter for Continuation {
+    fn highlight<'l>(&self, line: &'l str, _pos: usize) -> Cow<'l, str> {
+        match self.paint.on() {
+            true => Cow::Owned(self.paint.paint(style::INPUT, line)),
+            false => Cow::Borrowed(line),
+        }
+    }
 
-/// Starts the editor on a thread of its own, showing `prompt`, with its history in
-/// `history` (made with mode 0600). Returns what is typed, and the output to print through
-/// (above the prompt).
-pub fn start(
+    fn highlight_prompt<'b, 's: 'b, 'p: 'b>(
+        &'s self,
+        prompt: &'p str,
+        _default: bool,
+    ) -> Cow<'b, str> {
+        match self.paint.on() {
+            true => Cow::Owned(self.paint.paint(style::PROMPT, prompt)),
+            false => Cow::Borrowed(prompt),
+        }
+    }
+
+    fn highlight_char(&self, _line: &str, _pos: usize, _kind: CmdKind) -> bool {
+        self.paint.on()
+    }
+}
+
+/// Told of each line entered, with the rows it took on the screen and the line as to show
+/// it again (the prompt and the text, styled), before the next prompt shows.
+pub type OnEnter = Arc<dyn Fn(usize, &str) + Send + Sync>;
+
+/// A line editor opened but not reading yet (see [`Editor::read`]).
+pub struct Editor {
+    editor: rustyline::Editor<Continuation, FileHistory>,
     prompt: String,
     history: PathBuf,
-) -> Result<(mpsc::Receiver<Typed>, Box<dyn AsyncWrite + Send + Unpin>), EditorError> {
+    paint: Paint,
+}
+
+/// Opens the editor showing `prompt` (in colour with `paint`), with its history in
+/// `history` (made with mode 0600). Returns it, and the output to print through (above the
+/// prompt).
+pub fn open(
+    prompt: String,
+    history: PathBuf,
+    paint: Paint,
+) -> Result<(Editor, Box<dyn io::Write + Send>), EditorError> {
     let config = rustyline::Config::builder()
         .auto_add_history(false)
         .max_history_size(1000)?
         .build();
     let mut editor: rustyline::Editor<Continuation, FileHistory> =
         rustyline::Editor::with_config(config)?;
-    editor.set_helper(Some(Continuation));
+    editor.set_helper(Some(Continuation { paint }));
     private_file(&history);
     // A missing file is a first start.
     let _ = editor.load_history(&history);
     let printer = editor.create_external_printer()?;
-    let (tx, rx) = mpsc::channel(16);
-    std::thread::Builder::new()
-        .name("chela-editor".into())
-        .spawn(move || read_lines(editor, &prompt, &history, tx))
-        .map_err(|e| EditorError(ReadlineError::Io(e)))?;
-    let out = AbovePrompt {
-        printer: Box::new(printer),
-        pending: String::new(),
+    let editor = Editor {
+        editor,
+        prompt,
+        history,
+        paint,
     };
-    Ok((rx, Box::new(out)))
+    Ok((editor, Box::new(AbovePrompt(Box::new(printer)))))
+}
+
+impl Editor {
+    /// Reads on a thread of its own until Ctrl-D or until no one listens; `on_enter` is told
+    /// of each line entered.
+    pub fn read(self, on_enter: OnEnter) -> Result<mpsc::Receiver<Typed>, EditorError> {
+        let (tx, rx) = mpsc::channel(16);
+        std::thread::Builder::new()
+            .name("chela-editor".into())
+            .spawn(move || read_lines(self, on_enter, tx))
+            .map_err(|e| EditorError(ReadlineError::Io(e)))?;
+        Ok(rx)
+    }
+}
+
+/// The rows `prompt` and `buffer` took on a terminal `cols` wide (continued lines show
+/// without the prompt).
+pub fn entered_rows(prompt: &str, buffer: &str, cols: usize) -> usize {
+    buffer
+        .split('\n')
+        .enumerate()
+        .map(|(i, line)| match i {
+            0 => width::rows(&format!("{prompt}{line}"), cols),
+            _ => width::rows(line, cols),
+        })
+        .sum()
 }
 
 /// Creates `path` empty with mode 0600 when it does not exist.
@@ -121,18 +186,24 @@ fn private_file(path: &std::path::Path) {
 }
 
 /// The editor thread: reads until Ctrl-D or until no one listens.
-fn read_lines(
-    mut editor: rustyline::Editor<Continuation, FileHistory>,
-    prompt: &str,
-    history: &std::path::Path,
-    tx: mpsc::Sender<Typed>,
-) {
+fn read_lines(mut ed: Editor, on_enter: OnEnter, tx: mpsc::Sender<Typed>) {
     loop {
-        let typed = match editor.readline(prompt) {
+        let typed = match ed.editor.readline(&ed.prompt) {
             Ok(buffer) if buffer.trim().is_empty() => continue,
             Ok(buffer) => {
-                if editor.add_history_entry(buffer.as_str()).unwrap_or(false) {
-                    let _ = editor.append_history(history);
+                let rows = entered_rows(&ed.prompt, &buffer, crate::terminal_cols());
+                let echo = format!(
+                    "{}{}",
+                    ed.paint.paint(style::PROMPT, &ed.prompt),
+                    ed.paint.paint(style::INPUT, &buffer)
+                );
+                on_enter(rows, &echo);
+                if ed
+                    .editor
+                    .add_history_entry(buffer.as_str())
+                    .unwrap_or(false)
+                {
+                    let _ = ed.editor.append_history(&ed.history);
                 }
                 Typed::Line(message(&buffer))
             }
@@ -146,34 +217,21 @@ fn read_lines(
     }
 }
 
-/// Output printed above the editor's prompt, by whole lines.
-struct AbovePrompt {
-    printer: Box<dyn ExternalPrinter + Send>,
-    pending: String,
-}
+/// Output printed above the editor's prompt, a write at a time (the view's writes each end
+/// with a line break).
+struct AbovePrompt(Box<dyn ExternalPrinter + Send>);
 
-impl AsyncWrite for AbovePrompt {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        self.pending.push_str(&String::from_utf8_lossy(buf));
-        while let Some(end) = self.pending.find('\n') {
-            let line: String = self.pending.drain(..=end).collect();
-            self.printer
-                .print(line)
-                .map_err(|e| io::Error::other(e.to_string()))?;
-        }
-        Poll::Ready(Ok(buf.len()))
+impl io::Write for AbovePrompt {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let text = String::from_utf8_lossy(buf).into_owned();
+        self.0
+            .print(text)
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        Ok(buf.len())
     }
 
-    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
@@ -196,5 +254,12 @@ mod tests {
         // A pasted block keeps its lines; a last backslash is kept.
         assert_eq!(message("a\nb\\"), "a\nb\\");
         assert_eq!(message("plain"), "plain");
+    }
+
+    #[test]
+    fn an_entered_line_takes_the_rows_of_its_prompt_and_lines() {
+        assert_eq!(entered_rows("> ", "hi", 80), 1);
+        assert_eq!(entered_rows("> ", &"x".repeat(79), 80), 2);
+        assert_eq!(entered_rows("> ", "one \\\ntwo", 80), 2);
     }
 }

@@ -1,29 +1,57 @@
 //! chela-terminal: the terminal channel. Each line read from stdin is one message from the
 //! local user; replies stream to stdout as they are generated (an edit prints only the new
-//! text), and a finished reply ends its line.
+//! text), and a finished reply ends its line. On a terminal the reply is rendered as
+//! markdown as it streams, with a spinner while waiting and colours ([`view`]).
 
 pub mod editor;
+mod highlight;
+mod inline;
+mod markdown;
+pub mod style;
+mod table;
+pub mod view;
+pub mod width;
 
-use std::sync::Arc;
+use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use chela_channel::{
     BoxFuture, Channel, ChannelError, ChatKind, Conversation, Inbound, InboundSink, Limits, Sender,
     SentMessage,
 };
-use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::Mutex;
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
+
+pub use view::Note;
+use view::View;
 
 /// The channel name in session keys and conversations.
 pub const NAME: &str = "terminal";
 
-/// What has been printed of the reply being streamed.
+/// How often the spinner turns.
+const TICK: Duration = Duration::from_millis(120);
+
+/// The width of the terminal on stdout (80 when it cannot be told).
+pub fn terminal_cols() -> usize {
+    terminal_size::terminal_size().map_or(80, |(w, _)| usize::from(w.0))
+}
+
+/// The message being streamed, and what of it has been shown.
 #[derive(Default)]
-struct Screen {
+struct Shown {
     current: Option<String>,
     printed: String,
-    open_line: bool,
+    /// Notes that wait for the reply's end.
+    after: Vec<(Note, String)>,
+}
+
+/// Where the terminal writes, and what it shows.
+struct Screen {
+    out: Box<dyn Write + Send>,
+    view: View,
+    shown: Shown,
 }
 
 /// Where the terminal's lines come from, and how they are handed on.
@@ -41,55 +69,86 @@ pub enum Input {
 /// The terminal channel.
 pub struct TerminalChannel {
     user: String,
-    out: Mutex<(Box<dyn AsyncWrite + Send + Unpin>, Screen)>,
+    screen: Mutex<Screen>,
     next_id: AtomicU64,
     quiet: bool,
-    input: std::sync::Mutex<Option<Input>>,
+    input: Mutex<Option<Input>>,
     /// Lines handed on in order before the input (`chat --new`, `--model`).
-    preface: std::sync::Mutex<Vec<String>>,
+    preface: Mutex<Vec<String>>,
     /// When quiet: each message sent, by id, with its latest text (see [`TerminalChannel::said`]).
-    said: std::sync::Mutex<Vec<(String, String)>>,
+    said: Mutex<Vec<(String, String)>>,
+    /// The task turning the spinner, while it shows.
+    ticker: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 /// Most messages a quiet terminal keeps for [`TerminalChannel::said`].
 const SAID_MAX: usize = 64;
 
 impl TerminalChannel {
-    /// A terminal channel for `user`, printing to stdout.
+    /// A terminal channel for `user`, printing plain text to stdout.
     pub fn new(user: impl Into<String>) -> Arc<Self> {
-        Self::with_output(user, Box::new(tokio::io::stdout()), false)
+        Self::with_output(user, Box::new(std::io::stdout()), false)
     }
 
     /// A terminal channel that prints nothing (for `chela agent --json`).
     pub fn quiet(user: impl Into<String>) -> Arc<Self> {
-        Self::with_output(user, Box::new(tokio::io::sink()), true)
+        Self::with_output(user, Box::new(std::io::sink()), true)
     }
 
-    /// A terminal channel writing to `out` (tests).
+    /// A terminal channel writing plain text to `out` (tests).
     pub fn with_output(
         user: impl Into<String>,
-        out: Box<dyn AsyncWrite + Send + Unpin>,
+        out: Box<dyn Write + Send>,
         quiet: bool,
     ) -> Arc<Self> {
+        Self::build(user.into(), out, View::plain(), quiet)
+    }
+
+    /// A terminal channel showing a person at a terminal what happens through `out` (stdout,
+    /// or a line editor's printer): replies rendered as they stream, a spinner, colours when
+    /// `paint` says so.
+    pub fn live(
+        user: impl Into<String>,
+        out: Box<dyn Write + Send>,
+        paint: style::Paint,
+    ) -> Arc<Self> {
+        Self::build(user.into(), out, View::live(paint, terminal_cols), false)
+    }
+
+    fn build(user: String, out: Box<dyn Write + Send>, view: View, quiet: bool) -> Arc<Self> {
         Arc::new(TerminalChannel {
-            user: user.into(),
-            out: Mutex::new((out, Screen::default())),
+            user,
+            screen: Mutex::new(Screen {
+                out,
+                view,
+                shown: Shown::default(),
+            }),
             next_id: AtomicU64::new(1),
             quiet,
-            input: std::sync::Mutex::new(Some(Input::Stdin)),
-            preface: std::sync::Mutex::new(Vec::new()),
-            said: std::sync::Mutex::new(Vec::new()),
+            input: Mutex::new(Some(Input::Stdin)),
+            preface: Mutex::new(Vec::new()),
+            said: Mutex::new(Vec::new()),
+            ticker: Mutex::new(None),
         })
+    }
+
+    /// Whether this terminal shows a person what happens (see [`TerminalChannel::live`]).
+    pub fn is_live(&self) -> bool {
+        self.show(|view, _| (view.is_live(), String::new()))
+            .unwrap_or(false)
+    }
+
+    /// Its colours.
+    pub fn paint(&self) -> style::Paint {
+        self.show(|view, _| (view.paint(), String::new()))
+            .unwrap_or(style::Paint::new(false))
     }
 
     /// The text of each message a quiet terminal was asked to show, oldest first, as last
     /// edited (at most the last 64): `chela agent --json` prints a command's answer, which
     /// comes without a run. Empty when not quiet.
     pub fn said(&self) -> Vec<String> {
-        let said = self
-            .said
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let said = self.said.lock().unwrap_or_else(PoisonError::into_inner);
         said.iter().map(|(_, text)| text.clone()).collect()
     }
 
@@ -98,10 +157,7 @@ impl TerminalChannel {
         if !self.quiet {
             return;
         }
-        let mut said = self
-            .said
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut said = self.said.lock().unwrap_or_else(PoisonError::into_inner);
         match said.iter_mut().find(|(kept, _)| kept == id) {
             Some((_, kept)) => *kept = text.to_owned(),
             None => {
@@ -124,16 +180,73 @@ impl TerminalChannel {
         }
     }
 
-    /// Prints `line` on a line of its own between the reply's text (a tool's progress).
+    /// Prints `line` on a line of its own between the reply's text (the chat's own words).
     pub async fn note(&self, line: &str) -> Result<(), ChannelError> {
-        self.write(|screen| {
-            let lead = if screen.open_line { "\n" } else { "" };
-            // The reply goes on below the note, on a new line.
-            screen.open_line = false;
-            screen.current = None;
-            format!("{lead}{line}\n")
-        })
-        .await
+        self.note_as(Note::Info, line)
+    }
+
+    /// Prints `line` on a line of its own, coloured as `kind`.
+    pub fn note_as(&self, kind: Note, line: &str) -> Result<(), ChannelError> {
+        // The reply goes on below the note, on a new line, with what it had not shown.
+        self.show(|view, _| (Ok(()), view.note(kind, line)))?
+    }
+
+    /// Shows the spinner waiting for `label` (time counted from now), turning until
+    /// [`TerminalChannel::unspin`]; nothing off a terminal.
+    pub fn spin(self: &Arc<Self>, label: &str) {
+        let now = Instant::now();
+        let _ = self.show(|view, _| ((), view.spin(label, now)));
+        let mut ticker = self.ticker.lock().unwrap_or_else(PoisonError::into_inner);
+        if ticker.as_ref().is_some_and(|t| !t.is_finished()) || !self.is_live() {
+            return;
+        }
+        let terminal = Arc::downgrade(self);
+        *ticker = Some(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(TICK).await;
+                let Some(terminal) = terminal.upgrade() else {
+                    return;
+                };
+                let turning = terminal.show(|view, _| (view.spinning(), view.tick()));
+                if !matches!(turning, Ok(true)) {
+                    return;
+                }
+            }
+        }));
+    }
+
+    /// More text of a reply that comes from elsewhere than this channel's messages (a chat
+    /// through a gateway's RPC), shown as it streams.
+    pub fn stream(&self, delta: &str) {
+        let _ = self.show(|view, _| ((), view.text(delta)));
+    }
+
+    /// The reply [`TerminalChannel::stream`] showed has ended.
+    pub fn end_stream(&self) {
+        let _ = self.show(|view, _| ((), view.end()));
+    }
+
+    /// `line` on a line of its own as `kind` once the reply being shown has ended (at once
+    /// when none is).
+    pub fn note_after_reply(&self, kind: Note, line: &str) {
+        let _ = self.show(|view, shown| match shown.current.is_some() {
+            true => {
+                shown.after.push((kind, line.to_owned()));
+                ((), String::new())
+            }
+            false => ((), view.note(kind, line)),
+        });
+    }
+
+    /// Takes the spinner away.
+    pub fn unspin(&self) {
+        let _ = self.show(|view, _| ((), view.unspin()));
+    }
+
+    /// A line the person entered at the editor took `rows` rows (see
+    /// [`editor::OnEnter`]): it is shown again above what is live.
+    pub fn entered(&self, rows: usize, echo: &str) {
+        let _ = self.show(|view, _| ((), view.entered(rows, echo)));
     }
 
     /// Hands one line on; a refused line is said on the screen.
@@ -145,9 +258,7 @@ impl TerminalChannel {
             sink.accept(inbound).await
         };
         if let Err(e) = accepted {
-            let _ = self
-                .write(|_| format!("[chela] message not accepted: {e}\n"))
-                .await;
+            let _ = self.note_as(Note::Error, &format!("[chela] message not accepted: {e}"));
         }
     }
 
@@ -183,19 +294,22 @@ impl TerminalChannel {
         }
     }
 
-    async fn write(&self, f: impl FnOnce(&mut Screen) -> String) -> Result<(), ChannelError> {
-        let mut guard = self.out.lock().await;
-        let (out, screen) = &mut *guard;
-        let text = f(screen);
+    /// Changes what is shown with `f` (which returns its answer and the text to write), then
+    /// writes that text in one piece.
+    fn show<T>(
+        &self,
+        f: impl FnOnce(&mut View, &mut Shown) -> (T, String),
+    ) -> Result<T, ChannelError> {
+        let mut screen = self.screen.lock().unwrap_or_else(PoisonError::into_inner);
+        let Screen { out, view, shown } = &mut *screen;
+        let (answer, text) = f(view, shown);
         if self.quiet || text.is_empty() {
-            return Ok(());
+            return Ok(answer);
         }
         out.write_all(text.as_bytes())
-            .await
+            .and_then(|()| out.flush())
             .map_err(|e| ChannelError::Transport(e.to_string()))?;
-        out.flush()
-            .await
-            .map_err(|e| ChannelError::Transport(e.to_string()))
+        Ok(answer)
     }
 }
 
@@ -271,14 +385,17 @@ impl Channel for TerminalChannel {
             let id = self.next_id.fetch_add(1, Ordering::Relaxed).to_string();
             self.keep(&id, text);
             let new_id = id.clone();
-            self.write(move |screen| {
-                let lead = if screen.open_line { "\n" } else { "" };
-                screen.current = Some(new_id);
-                screen.printed = text.to_string();
-                screen.open_line = true;
-                format!("{lead}{text}")
-            })
-            .await?;
+            self.show(move |view, shown| {
+                // A new message starts on a line of its own.
+                let mut out = match shown.current.is_some() {
+                    true => view.end(),
+                    false => String::new(),
+                };
+                shown.current = Some(new_id);
+                shown.printed = text.to_string();
+                out.push_str(&view.text(text));
+                ((), out)
+            })?;
             Ok(SentMessage { message_id: id })
         })
     }
@@ -291,32 +408,32 @@ impl Channel for TerminalChannel {
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
         Box::pin(async move {
             self.keep(&message.message_id, text);
-            self.write(|screen| {
-                let same = screen.current.as_deref() == Some(message.message_id.as_str());
-                let out = if same && text.starts_with(&screen.printed) {
-                    text[screen.printed.len()..].to_string()
+            self.show(|view, shown| {
+                let same = shown.current.as_deref() == Some(message.message_id.as_str());
+                let out = if same && text.starts_with(&shown.printed) {
+                    view.text(&text[shown.printed.len()..])
                 } else {
                     // A terminal cannot rewrite what scrolled by: show the new text whole.
-                    format!("\n{text}")
+                    let mut out = view.end();
+                    out.push_str(&view.text(text));
+                    out
                 };
-                screen.current = Some(message.message_id.clone());
-                screen.printed = text.to_string();
-                screen.open_line = true;
-                out
+                shown.current = Some(message.message_id.clone());
+                shown.printed = text.to_string();
+                ((), out)
             })
-            .await
         })
     }
 
     fn reply_done<'a>(&'a self, _to: &'a Conversation) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            let _ = self
-                .write(|screen| {
-                    let end = if screen.open_line { "\n" } else { "" };
-                    *screen = Screen::default();
-                    end.to_string()
-                })
-                .await;
+            let _ = self.show(|view, shown| {
+                let mut out = view.end();
+                for (kind, line) in std::mem::take(shown).after {
+                    out.push_str(&view.note(kind, &line));
+                }
+                ((), out)
+            });
         })
     }
 }
@@ -331,21 +448,61 @@ fn now_ms() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::AsyncReadExt;
+
+    /// Output kept for a test to read.
+    #[derive(Clone, Default)]
+    struct Kept(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Kept {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Kept {
+        fn text(&self) -> String {
+            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+        }
+    }
 
     #[tokio::test]
     async fn edits_print_only_new_text_and_done_ends_the_line() {
-        let (writer, mut reader) = tokio::io::duplex(1024);
-        let term = TerminalChannel::with_output("me", Box::new(writer), false);
+        let kept = Kept::default();
+        let term = TerminalChannel::with_output("me", Box::new(kept.clone()), false);
         let to = term.conversation();
         let sent = term.send(&to, "Hel").await.unwrap();
         term.edit(&to, &sent, "Hello").await.unwrap();
         term.edit(&to, &sent, "Hello, world").await.unwrap();
         term.reply_done(&to).await;
-        drop(term);
-        let mut out = String::new();
-        reader.read_to_string(&mut out).await.unwrap();
-        assert_eq!(out, "Hello, world\n");
+        assert_eq!(kept.text(), "Hello, world\n");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_live_terminal_renders_the_reply_and_turns_a_spinner_while_waiting() {
+        let kept = Kept::default();
+        let term = TerminalChannel::live("me", Box::new(kept.clone()), style::Paint::new(false));
+        let to = term.conversation();
+        term.spin("thinking");
+        let sent = term.send(&to, "# Tit").await.unwrap();
+        tokio::time::sleep(TICK * 3).await;
+        assert!(
+            kept.text().contains('⠙'),
+            "the spinner turned: {:?}",
+            kept.text()
+        );
+        term.unspin();
+        term.edit(&to, &sent, "# Title\n- **one**").await.unwrap();
+        term.reply_done(&to).await;
+        let shown = width::strip(&kept.text());
+        assert!(shown.contains("\rTitle\n"), "{shown:?}");
+        assert!(shown.ends_with("\r• one\n"), "{shown:?}");
+        let before = kept.text().len();
+        tokio::time::sleep(TICK * 3).await;
+        assert_eq!(kept.text().len(), before, "the spinner stopped turning");
     }
 
     #[tokio::test]
@@ -356,7 +513,7 @@ mod tests {
         term.edit(&to, &first, "Hello").await.unwrap();
         term.send(&to, "again").await.unwrap();
         assert_eq!(term.said(), ["Hello", "again"]);
-        let loud = TerminalChannel::with_output("me", Box::new(tokio::io::sink()), false);
+        let loud = TerminalChannel::with_output("me", Box::new(std::io::sink()), false);
         loud.send(&to, "x").await.unwrap();
         assert!(loud.said().is_empty());
     }

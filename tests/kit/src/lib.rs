@@ -29,6 +29,7 @@
 //! | `run <command>` | one call to the first offered of `exec`, `exec_command`, `shell`, `Bash`, `bash`, with the arguments its schema asks for (`cmd`; `command` as `["bash", "-lc", ..]` when an array; else `command`); else text `no shell tool offered` |
 //! | `escalate <command>` | as `run`, plus the sandbox escape the schema offers (`sandbox_permissions: "require_escalated"` or `with_escalated_permissions: true`, and a `justification`): makes Codex ask permission |
 //! | `slow <ms> <n>` | `n` deltas `tick <i> `, each after a real delay of `ms` |
+//! | `markdown <ms>` | a sample of markdown (heading, emphasis, list, table, code block) in 6-character deltas, each after a real delay of `ms` |
 //! | `after <ms> <text>` | `ok: <text>` in one delta, after a real delay of `ms` (a model that takes its time) |
 //! | `verbatim <text>` | exactly `<text>` (e.g. `verbatim HEARTBEAT_OK`) |
 //! | `stall` | the delta `thinking...`, then silence until the client leaves |

@@ -24,6 +24,13 @@ const DONE_QUOTE: usize = 200;
 /// Characters per streamed delta of a `long` answer.
 const LONG_CHUNK: usize = 50;
 
+/// The answer of `markdown <ms>`: a heading, emphasis, a list, a table and a code block.
+pub(crate) const MARKDOWN_SAMPLE: &str = "# Plan\nSome **bold** and `code`.\n- first\n- second\n\n\
+| name | n |\n|---|--:|\n| alpha | 1 |\n\n```rust\nfn main() { let x = 1; }\n```\nDone.";
+
+/// Characters per streamed delta of a `markdown` answer.
+const MARKDOWN_CHUNK: usize = 6;
+
 /// Largest `long` answer, to keep a typo from eating memory.
 const LONG_MAX: usize = 10_000_000;
 
@@ -147,6 +154,16 @@ impl Script {
                 delay: Duration::from_millis(ms),
                 ..Answer::default()
             }),
+            Some(Directive::Markdown(ms)) => Reply::Answer(Answer {
+                chunks: MARKDOWN_SAMPLE
+                    .chars()
+                    .collect::<Vec<_>>()
+                    .chunks(MARKDOWN_CHUNK)
+                    .map(|chunk| chunk.iter().collect())
+                    .collect(),
+                delay: Duration::from_millis(ms),
+                ..Answer::default()
+            }),
             Some(Directive::After(ms, text)) => Reply::Answer(Answer {
                 chunks: vec![format!("ok: {text}")],
                 delay: Duration::from_millis(ms),
@@ -197,6 +214,8 @@ enum Directive<'a> {
     /// `run` (false) or `escalate` (true) with the command.
     Run(&'a str, bool),
     Slow(u64, u64),
+    /// `markdown <ms>`: [`MARKDOWN_SAMPLE`] in small deltas, each after a real delay of `ms`.
+    Markdown(u64),
     /// `after <ms> <text>`: `ok: <text>` in one delta, after a real delay of `ms`.
     After(u64, &'a str),
     Stall,
@@ -246,6 +265,7 @@ impl<'a> Directive<'a> {
                 let (ms, text) = rest.split_once(char::is_whitespace)?;
                 Some(Directive::After(ms.parse().ok()?, text.trim()))
             }
+            "markdown" => rest.parse().ok().map(Directive::Markdown),
             "stall" => Some(Directive::Stall),
             "verbatim" if !rest.is_empty() => Some(Directive::Verbatim(rest)),
             "error" => {

@@ -175,13 +175,6 @@ async fn next_typed(typed: &mut Option<tokio::sync::mpsc::Receiver<Typed>>) -> T
     }
 }
 
-/// The chat's history of typed lines: `<store.path>.history`, beside the store.
-pub fn history_file(loaded: &LoadedConfig) -> std::path::PathBuf {
-    let mut name = loaded.config.store.path.clone().into_os_string();
-    name.push(".history");
-    name.into()
-}
-
 /// The line shown when an interactive chat starts: model, session, how to leave.
 fn banner(gateway: &chela::gateway::Gateway, key: &str, options: &ChatOptions) -> String {
     format!(

@@ -35,14 +35,13 @@ pub(super) fn open(
     if !std::io::stdin().is_terminal() {
         return (on_stdout(), None);
     }
-    let (editor, out) =
-        match editor::open(PROMPT.to_owned(), super::chat::history_file(loaded), paint) {
-            Ok(opened) => opened,
-            Err(e) => {
-                eprintln!("chela: {e}; reading plain lines");
-                return (on_stdout(), None);
-            }
-        };
+    let (editor, out) = match editor::open(PROMPT.to_owned(), history_file(loaded), paint) {
+        Ok(opened) => opened,
+        Err(e) => {
+            eprintln!("chela: {e}; reading plain lines");
+            return (on_stdout(), None);
+        }
+    };
     let terminal = match out_is_terminal {
         true => TerminalChannel::live(user.clone(), out, paint),
         false => TerminalChannel::with_output(user.clone(), out, false),
@@ -60,6 +59,13 @@ pub(super) fn open(
             (on_stdout(), None)
         }
     }
+}
+
+/// The chat's history of typed lines: `<store.path>.history`, beside the store.
+fn history_file(loaded: &LoadedConfig) -> std::path::PathBuf {
+    let mut name = loaded.config.store.path.clone().into_os_string();
+    name.push(".history");
+    name.into()
 }
 
 /// What `line`, typed at the chat, asks of the screen itself: `/usage` (`on`, `off`, or

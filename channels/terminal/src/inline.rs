@@ -112,7 +112,7 @@ impl Styled {
     }
 }
 
-/// The markdown options of a reply (tables are gathered apart, see [`crate::table`]).
+/// The markdown options of a reply (a table's rows are gathered and drawn apart).
 pub fn options() -> Options {
     Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS | Options::ENABLE_TABLES
 }

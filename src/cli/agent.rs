@@ -123,7 +123,8 @@ pub(super) enum Output<'a> {
     /// The result as JSON (`chela agent --json`).
     Json,
     /// Each `agent` event of the run handed to the watcher (a chat's screen), then the result
-    /// as an event `run` (as `events.subscribe` pushes it), then the result's error.
+    /// as an event `run` (as `events.subscribe` pushes it) with `streamed` (text was shown)
+    /// and `complete` (no event was missed); nothing is printed.
     Watch(&'a mut (dyn FnMut(&Value) + Send)),
 }
 
@@ -204,9 +205,13 @@ pub(super) async fn through_rpc(
         Err(e) => return super::rpc::report(&e),
     };
     if let Output::Watch(watch) = &mut printer.output {
+        // The watcher shows it all: what was missed of the text, the error.
         let mut ended = result.clone();
         ended["event"] = Value::String("run".to_owned());
+        ended["streamed"] = Value::Bool(streamed);
+        ended["complete"] = Value::Bool(complete);
         watch(&ended);
+        return exit_code(&result);
     }
     if streamed && !complete {
         eprintln!("chela: some of the streamed text was missed; the whole answer follows");
@@ -314,8 +319,13 @@ fn finish(result: &Value, json: bool, shown: Shown) -> ExitCode {
             ),
         }
     }
-    match status {
-        "ok" | "aborted" => ExitCode::SUCCESS,
+    exit_code(result)
+}
+
+/// 0 when a run's result is `ok` or `aborted`, else 1.
+fn exit_code(result: &Value) -> ExitCode {
+    match result["status"].as_str() {
+        Some("ok" | "aborted") => ExitCode::SUCCESS,
         _ => ExitCode::FAILURE,
     }
 }

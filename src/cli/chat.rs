@@ -72,9 +72,7 @@ pub async fn chat(loaded: LoadedConfig, options: ChatOptions) -> ExitCode {
     }
     let user = super::terminal_user(&loaded);
     let interactive = std::io::stdin().is_terminal();
-    // Put back at exit: the chat may end (Ctrl-C) while the editor is reading in raw mode.
-    let _modes = interactive.then(TerminalModes::save);
-    let (terminal, mut typed) = screen::open(&loaded, user);
+    let (terminal, mut typed, _modes) = screen::open(&loaded, user);
     // Lines from the editor go through here, so Ctrl-C and Ctrl-D at the prompt reach the loop.
     let mut lines = None;
     let input = match (&typed, interactive) {
@@ -149,6 +147,7 @@ pub async fn chat(loaded: LoadedConfig, options: ChatOptions) -> ExitCode {
     stop.cancel();
     gateway.shutdown().await;
     runs.drain().await;
+    terminal.settle();
     if !interactive && runs.failed > 0 {
         eprintln!(
             "chela: {} turn(s) failed (the log: {})",
@@ -222,45 +221,16 @@ impl CtrlC {
             return true;
         }
         self.last = Some(now);
-        let notice = "[stopping; Ctrl-C again to exit]";
-        match self.terminal.is_live() {
-            true => {
-                let _ = self.terminal.note_as(Note::Error, notice);
-            }
-            // Piped: stdout holds the replies alone.
-            false => eprintln!("\n{notice}"),
-        }
+        screen::tell(
+            &self.terminal,
+            Note::Error,
+            "[stopping; Ctrl-C again to exit]",
+        );
         let (lanes, key) = (self.lanes.clone(), self.key.clone());
         tokio::spawn(async move {
             let _ = lanes.stop(&key).await;
         });
         false
-    }
-}
-
-/// The terminal's settings at the start of the chat, put back when it ends.
-struct TerminalModes(Option<nix::sys::termios::Termios>);
-
-impl TerminalModes {
-    fn save() -> Self {
-        TerminalModes(nix::sys::termios::tcgetattr(std::io::stdin()).ok())
-    }
-}
-
-impl Drop for TerminalModes {
-    fn drop(&mut self) {
-        if let Some(modes) = &self.0 {
-            let now = nix::sys::termios::SetArg::TCSANOW;
-            if let Err(e) = nix::sys::termios::tcsetattr(std::io::stdin(), now, modes) {
-                tracing::warn!(error = %e, "cannot restore the terminal's settings");
-            }
-            // The editor turns bracketed paste on for each read: off again.
-            use std::io::Write;
-            let mut out = std::io::stdout();
-            if let Err(e) = out.write_all(b"\x1b[?2004l").and_then(|()| out.flush()) {
-                tracing::debug!(error = %e, "cannot end bracketed paste");
-            }
-        }
     }
 }
 

@@ -52,7 +52,7 @@ pub async fn chat(
     preface: Vec<String>,
     session: Option<String>,
 ) -> ExitCode {
-    let (terminal, typed) = screen::open(loaded, super::terminal_user(loaded));
+    let (terminal, typed, _modes) = screen::open(loaded, super::terminal_user(loaded));
     let key = session
         .unwrap_or_else(|| chela::intake::session_key_of(&loaded.config, &terminal.inbound("")));
     match terminal.is_live() {
@@ -94,6 +94,7 @@ pub async fn chat(
         let code = turn(loaded, &key, line, &mut shows, &mut lines, &mut waiting).await;
         failed |= code != ExitCode::SUCCESS;
     }
+    terminal.settle();
     match failed {
         true => ExitCode::FAILURE,
         false => ExitCode::SUCCESS,
@@ -111,13 +112,12 @@ async fn turn(
     waiting: &mut VecDeque<String>,
 ) -> ExitCode {
     let terminal = shows.terminal.clone();
-    let mut watch = |event: &Value| {
-        let shown = match event["event"].as_str() {
-            Some("run") => Some(RunEvent::Finished(Box::new(ended(key, event)))),
-            _ => serde_json::from_value::<RunEvent>(event.clone()).ok(),
-        };
-        if let Some(event) = shown {
-            shows.show(&event);
+    let mut watch = |event: &Value| match event["event"].as_str() {
+        Some("run") => show_end(shows, key, event),
+        _ => {
+            if let Ok(event) = serde_json::from_value::<RunEvent>(event.clone()) {
+                shows.show(&event);
+            }
         }
     };
     let turn = super::agent::through_rpc(
@@ -128,15 +128,56 @@ async fn turn(
     );
     tokio::pin!(turn);
     let mut typing = true;
-    loop {
+    let code = loop {
         tokio::select! {
             code = &mut turn => break code,
             typed = lines.next(), if typing => match typed {
+                Typed::Line(line) if line.trim() == "/stop" => stop(loaded, key, &terminal).await,
                 Typed::Line(line) => waiting.push_back(line),
                 Typed::Interrupt => stop(loaded, key, &terminal).await,
                 Typed::End => typing = false,
             },
+            // The input has ended (and with it the editor): Ctrl-C is a signal again.
+            _ = tokio::signal::ctrl_c(), if !typing => stop(loaded, key, &terminal).await,
         }
+    };
+    // A turn that failed before its end was told leaves nothing turning or half shown.
+    terminal.unspin();
+    terminal.end_stream();
+    code
+}
+
+/// Shows the end of a run as the RPC tells it (see [`super::agent::Output::Watch`]): the
+/// whole text when the stream missed some, the error, the tokens.
+fn show_end(shows: &Shows, key: &str, result: &Value) {
+    let terminal = &shows.terminal;
+    let text = result["text"].as_str().unwrap_or_default();
+    let streamed = result["streamed"].as_bool().unwrap_or(false);
+    let complete = result["complete"].as_bool().unwrap_or(false);
+    let shown_whole = streamed && complete;
+    if !(shown_whole || text.is_empty()) {
+        terminal.end_stream();
+        if streamed {
+            let missed = "chela: some of the streamed text was missed; the whole answer follows";
+            let _ = terminal.note_as(Note::Error, missed);
+        }
+        terminal.stream(text);
+    }
+    shows.show(&RunEvent::Finished(Box::new(ended(key, result))));
+    let said = match result["status"].as_str() {
+        Some("ok" | "aborted") => None,
+        Some("timeout") => {
+            Some("the run did not end in time; it goes on in the gateway".to_owned())
+        }
+        _ => Some(
+            result["error"]
+                .as_str()
+                .unwrap_or("the run failed")
+                .to_owned(),
+        ),
+    };
+    if let Some(said) = said {
+        screen::tell(terminal, Note::Error, &format!("chela: {said}"));
     }
 }
 
@@ -168,7 +209,9 @@ fn ended(key: &str, result: &Value) -> RunRecord {
 
 /// Stops the run of session `key` where it runs (as `/stop`).
 async fn stop(loaded: &LoadedConfig, key: &str, terminal: &TerminalChannel) {
-    let _ = terminal.note_as(Note::Error, "[stopping]");
+    if terminal.is_live() {
+        let _ = terminal.note_as(Note::Error, "[stopping]");
+    }
     let failed = match super::rpc::connect(loaded).await {
         Ok(mut client) => {
             let stopped = client.call("abort", json!({ "session": key })).await;
@@ -178,7 +221,8 @@ async fn stop(loaded: &LoadedConfig, key: &str, terminal: &TerminalChannel) {
         Err(e) => Some(e.to_string()),
     };
     if let Some(e) = failed {
-        let _ = terminal.note_as(Note::Error, &format!("chela: cannot stop the reply: {e}"));
+        let said = format!("chela: cannot stop the reply: {e}");
+        screen::tell(terminal, Note::Error, &said);
     }
 }
 

@@ -20,9 +20,24 @@ use tokio::sync::mpsc::Receiver;
 /// The prompt of the line editor.
 const PROMPT: &str = "> ";
 
-/// The terminal channel of a chat, and what is typed at its line editor (none when stdin is
-/// not a terminal, or the editor could not start).
+/// The terminal channel of a chat, what is typed at its line editor (none when stdin is not
+/// a terminal, or the editor could not start), and the terminal's settings to put back at
+/// the end (keep them until then).
 pub(super) fn open(
+    loaded: &LoadedConfig,
+    user: String,
+) -> (
+    Arc<TerminalChannel>,
+    Option<Receiver<Typed>>,
+    Option<TerminalModes>,
+) {
+    let modes = std::io::stdin().is_terminal().then(TerminalModes::save);
+    let (terminal, typed) = open_channel(loaded, user);
+    (terminal, typed, modes)
+}
+
+/// The channel and the editor of [`open`].
+fn open_channel(
     loaded: &LoadedConfig,
     user: String,
 ) -> (Arc<TerminalChannel>, Option<Receiver<Typed>>) {
@@ -68,6 +83,44 @@ fn history_file(loaded: &LoadedConfig) -> std::path::PathBuf {
     name.into()
 }
 
+/// The terminal's settings at the start of a chat, put back when it ends (it may end while
+/// the editor is reading in raw mode).
+pub(super) struct TerminalModes(Option<nix::sys::termios::Termios>);
+
+impl TerminalModes {
+    fn save() -> Self {
+        TerminalModes(nix::sys::termios::tcgetattr(std::io::stdin()).ok())
+    }
+}
+
+impl Drop for TerminalModes {
+    fn drop(&mut self) {
+        if let Some(modes) = &self.0 {
+            let now = nix::sys::termios::SetArg::TCSANOW;
+            if let Err(e) = nix::sys::termios::tcsetattr(std::io::stdin(), now, modes) {
+                tracing::warn!(error = %e, "cannot restore the terminal's settings");
+            }
+            // The editor turns bracketed paste on for each read: off again.
+            use std::io::Write;
+            let mut out = std::io::stdout();
+            if let Err(e) = out.write_all(b"\x1b[?2004l").and_then(|()| out.flush()) {
+                tracing::debug!(error = %e, "cannot end bracketed paste");
+            }
+        }
+    }
+}
+
+/// Says `said` on the terminal as `kind` when it shows a person what happens, else on stderr
+/// (stdout holds the replies alone).
+pub(super) fn tell(terminal: &TerminalChannel, kind: Note, said: &str) {
+    match terminal.is_live() {
+        true => {
+            let _ = terminal.note_as(kind, said);
+        }
+        false => eprintln!("{said}"),
+    }
+}
+
 /// What `line`, typed at the chat, asks of the screen itself: `/usage` (`on`, `off`, or
 /// neither to switch) sets whether each turn's tokens show. `None`: the line is a message.
 pub(super) fn usage_switch(line: &str, now: bool) -> Option<bool> {
@@ -107,6 +160,8 @@ impl Runs {
             Ok(_) => return,
             Err(RecvError::Lagged(n)) => {
                 tracing::warn!(missed = n, "the chat missed run events");
+                // The end of a run may be among them: nothing is left turning.
+                self.shows.terminal.unspin();
                 // A missed end may have been a failure: a pipe must not report success then.
                 self.missed = true;
                 return;
@@ -162,7 +217,7 @@ impl Shows {
         let terminal_config = &loaded.config.terminal;
         Shows {
             progress: terminal_config.tool_progress && terminal.is_live(),
-            usage: terminal_config.usage,
+            usage: terminal_config.usage && terminal.is_live(),
             context_window: loaded.config.model.context_window,
             terminal,
             text_from_events,
@@ -205,6 +260,10 @@ impl Shows {
     /// Takes `/usage` typed at the chat (see [`usage_switch`]) and says what it did; false
     /// when `line` is a message.
     pub fn usage_command(&mut self, line: &str) -> bool {
+        // Off a terminal the reply's text is all that is printed: the line is a message.
+        if !self.terminal.is_live() {
+            return false;
+        }
         let Some(on) = usage_switch(line, self.usage) else {
             return false;
         };

@@ -23,16 +23,16 @@ pub async fn gateway(loaded: LoadedConfig) -> ExitCode {
     // No platform token set: the terminal is the channel; typed at by a person, it is the
     // chat's (banner, prompt, spinner), and Ctrl-D or Ctrl-C stops the gateway.
     let typed_at = channels.is_empty() && super::terminal_gateway(&loaded);
-    let (terminal, typed) = match (channels.is_empty(), typed_at) {
-        (false, _) => (None, None),
+    let (terminal, typed, _modes) = match (channels.is_empty(), typed_at) {
+        (false, _) => (None, None, None),
         (true, true) => {
-            let (terminal, typed) = screen::open(&loaded, super::terminal_user(&loaded));
-            (Some(terminal), typed)
+            let (terminal, typed, modes) = screen::open(&loaded, super::terminal_user(&loaded));
+            (Some(terminal), typed, modes)
         }
-        (true, false) => (
-            Some(TerminalChannel::new(super::terminal_user(&loaded))),
-            None,
-        ),
+        (true, false) => {
+            let terminal = TerminalChannel::new(super::terminal_user(&loaded));
+            (Some(terminal), None, None)
+        }
     };
     let mut lines = None;
     if let (Some(terminal), Some(_)) = (&terminal, &typed) {
@@ -97,6 +97,11 @@ pub async fn gateway(loaded: LoadedConfig) -> ExitCode {
     tokio::select! {
         _ = gateway.shutdown_after(grace) => {}
         _ = signals.next() => eprintln!("chela: second signal, exiting now"),
+        // At the terminal's prompt a Ctrl-C is a key, not a signal.
+        _ = Person::interrupted(person.as_mut()) => eprintln!("chela: second Ctrl-C, exiting now"),
+    }
+    if let Some(person) = &person {
+        person.runs.shows.terminal.settle();
     }
     ExitCode::SUCCESS
 }
@@ -134,6 +139,21 @@ impl Person {
             open: true,
         };
         Person { typed, lines, runs }
+    }
+
+    /// Waits for a Ctrl-C at the prompt (what else is typed is let go); never without a
+    /// person.
+    async fn interrupted(person: Option<&mut Person>) {
+        let Some(typed) = person.and_then(|person| person.typed.as_mut()) else {
+            return std::future::pending().await;
+        };
+        loop {
+            match typed.recv().await {
+                Some(Typed::Interrupt) => return,
+                Some(_) => {}
+                None => return std::future::pending().await,
+            }
+        }
     }
 
     /// Handles what comes next: a typed line, a run's event; true when the person ends the

@@ -104,9 +104,15 @@ pub fn call_summary(arguments: &serde_json::Value) -> String {
         None if arguments.as_object().is_some_and(|o| o.is_empty()) => String::new(),
         None => arguments.to_string(),
     };
+    let text = text.trim();
     let first = text.lines().next().unwrap_or("").trim();
-    let mut cut: String = first.chars().take(SUMMARY_CHARS).collect();
-    if cut.len() < first.len() || text.trim().lines().nth(1).is_some() {
+    // No control character (an escape sequence would reach a terminal showing the line).
+    let mut cut: String = first
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(SUMMARY_CHARS)
+        .collect();
+    if first.chars().count() > SUMMARY_CHARS || text.lines().nth(1).is_some() {
         cut.push('…');
     }
     cut

@@ -60,6 +60,8 @@ struct OnPty {
     child: Box<dyn portable_pty::Child + Send + Sync>,
     screen: Screen,
     keys: Box<dyn Write + Send>,
+    /// The terminal's side, to read its settings.
+    master: Box<dyn portable_pty::MasterPty + Send>,
 }
 
 impl OnPty {
@@ -116,6 +118,7 @@ impl OnPty {
             child,
             screen,
             keys,
+            master: pty.master,
         }
     }
 
@@ -123,6 +126,12 @@ impl OnPty {
     fn press(&mut self, bytes: &str) {
         self.keys.write_all(bytes.as_bytes()).unwrap();
         self.keys.flush().unwrap();
+    }
+
+    /// Whether the terminal is back to lines typed with echo (not the editor's raw mode).
+    fn cooked(&self) -> bool {
+        let modes = format!("{:?}", self.master.get_termios());
+        modes.contains("ICANON") && modes.contains("ISIG")
     }
 
     /// Waits for the process to end (failing the test after [`WAIT`]); its exit status.
@@ -201,6 +210,20 @@ async fn a_gateway_without_a_platform_token_chats_on_the_terminal_and_ctrl_d_sto
     );
     let log = std::fs::read_to_string(setup.path("data.log")).unwrap();
     assert!(log.contains("chela ready"), "{log}");
+    assert!(pty.cooked(), "the terminal's settings were put back");
+
+    // Ctrl-C at its prompt stops it too.
+    let mut pty = OnPty::start(&setup, &["gateway"], "info");
+    pty.screen.wait_for("Ctrl-D or Ctrl-C stops the gateway", 1);
+    let start = Instant::now();
+    while pty.cooked() {
+        assert!(start.elapsed() < WAIT, "the editor never read in raw mode");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    pty.press("\x03");
+    let status = pty.ended("Ctrl-C").await;
+    assert!(status.success(), "{status:?}: {:?}", pty.screen.text());
+    assert!(pty.cooked(), "the terminal's settings were put back");
 }
 
 /// `text` without its colour and style escape sequences.
@@ -274,6 +297,22 @@ async fn a_terminal_chat_streams_renders_markdown_and_shows_a_spinner_tools_and_
         styled.contains("\x1b[38;2;"),
         "code highlighted: {styled:?}"
     );
+    // As a terminal draws it: each line once, the spinner gone.
+    let lines = drawn(&pty.screen.0.lock().unwrap(), 30, 200);
+    let count = |needle: &str| lines.iter().filter(|l| l.contains(needle)).count();
+    for once in [
+        "> markdown 5",
+        "Plan",
+        "• first",
+        "│ alpha │ 1 │",
+        "fn main()",
+        "Done.",
+    ] {
+        assert_eq!(count(once), 1, "{once:?} once: {lines:#?}");
+    }
+    let spinner = |l: &&String| l.contains(['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏']);
+    assert_eq!(lines.iter().filter(spinner).count(), 0, "{lines:#?}");
+    assert_eq!(count("**"), 0, "no raw markdown left: {lines:#?}");
     // A tool call's line says what it runs.
     pty.press("run echo hi\r");
     screen.wait_for("🔧 exec  echo hi", 1);
@@ -327,10 +366,59 @@ async fn a_chat_beside_a_running_gateway_streams_on_the_terminal_through_its_rpc
     pty.screen.wait_for("Done.", 1);
     let shown = unstyled(&pty.screen.text());
     assert!(shown.contains("• first"), "{shown:?}");
-    pty.press("\x04");
-    let status = pty.ended("Ctrl-D").await;
+    // Ctrl-C with no reply going: the chat ends, the terminal as it was.
+    pty.press("\x03");
+    let status = pty.ended("Ctrl-C").await;
     assert!(status.success(), "{status:?}: {:?}", pty.screen.text());
+    assert!(pty.cooked(), "the terminal's settings were put back");
     gateway.signal("TERM");
     let stopped = gateway.finish().await;
     assert!(stopped.status.success(), "{}", stopped.stderr);
+}
+
+/// The screen a terminal of `rows` x `cols` shows after `bytes`, line by line.
+fn drawn(bytes: &[u8], rows: u16, cols: u16) -> Vec<String> {
+    let size = |n: u16| std::num::NonZeroU16::new(n).unwrap();
+    let mut terminal = vt100::Parser::new(size(rows), size(cols), 0);
+    terminal.process(bytes);
+    terminal
+        .screen()
+        .rows(0, cols)
+        .map(|row| row.trim_end().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typing_while_a_reply_streams_leaves_each_line_once_on_the_screen() {
+    let setup = Setup::openai("followup").await;
+    let mut pty = OnPty::start(&setup, &["chat"], "warn");
+    let screen = pty.screen.clone();
+    screen.wait_for("Ctrl-D leaves", 1);
+    pty.press("slow 150 12\r");
+    screen.wait_for("tick 3 ", 1);
+    // An empty Enter, then a line, while the reply streams above the prompt.
+    pty.press("\r");
+    pty.press("hello mid\r");
+    screen.wait_for("ok: hello mid", 1);
+    pty.press("\x04");
+    let status = pty.ended("Ctrl-D").await;
+    assert!(status.success(), "{status:?}");
+    let bytes = pty.screen.0.lock().unwrap().clone();
+    let lines = drawn(&bytes, 30, 200);
+    let count = |needle: &str| lines.iter().filter(|l| l.contains(needle)).count();
+    assert_eq!(
+        count("tick 1 tick 2"),
+        1,
+        "the streamed line once: {lines:#?}"
+    );
+    assert_eq!(count("tick 12"), 1, "{lines:#?}");
+    assert_eq!(count("> hello mid"), 1, "the entered line once: {lines:#?}");
+    assert_eq!(count("ok: hello mid"), 1, "{lines:#?}");
+    assert_eq!(count(" thinking "), 0, "no spinner left: {lines:#?}");
+    let tick_line = lines.iter().position(|l| l.contains("tick 12")).unwrap();
+    let answer = lines
+        .iter()
+        .position(|l| l.contains("ok: hello mid"))
+        .unwrap();
+    assert!(tick_line < answer, "{lines:#?}");
 }

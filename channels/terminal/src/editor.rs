@@ -59,6 +59,8 @@ pub fn message(buffer: &str) -> String {
 /// typed.
 struct Continuation {
     paint: Paint,
+    /// The buffer as last shown (what a Ctrl-C leaves on the screen).
+    shown: std::sync::Mutex<String>,
 }
 
 impl Validator for Continuation {
@@ -79,6 +81,10 @@ impl rustyline::hint::Hinter for Continuation {
 }
 impl Highlighter for Continuation {
     fn highlight<'l>(&self, line: &'l str, _pos: usize) -> Cow<'l, str> {
+        if let Ok(mut shown) = self.shown.lock() {
+            shown.clear();
+            shown.push_str(line);
+        }
         match self.paint.on() {
             true => Cow::Owned(self.paint.paint(style::INPUT, line)),
             false => Cow::Borrowed(line),
@@ -97,7 +103,8 @@ impl Highlighter for Continuation {
     }
 
     fn highlight_char(&self, _line: &str, _pos: usize, _kind: CmdKind) -> bool {
-        self.paint.on()
+        // Every change is drawn again through `highlight`, which keeps the buffer shown.
+        true
     }
 }
 
@@ -127,7 +134,10 @@ pub fn open(
         .build();
     let mut editor: rustyline::Editor<Continuation, FileHistory> =
         rustyline::Editor::with_config(config)?;
-    editor.set_helper(Some(Continuation { paint }));
+    editor.set_helper(Some(Continuation {
+        paint,
+        shown: std::sync::Mutex::new(String::new()),
+    }));
     private_file(&history);
     // A missing file is a first start.
     let _ = editor.load_history(&history);
@@ -157,14 +167,19 @@ impl Editor {
 /// The rows `prompt` and `buffer` took on a terminal `cols` wide (continued lines show
 /// without the prompt).
 pub fn entered_rows(prompt: &str, buffer: &str, cols: usize) -> usize {
-    buffer
+    let lines: Vec<String> = buffer
         .split('\n')
         .enumerate()
         .map(|(i, line)| match i {
-            0 => width::rows(&format!("{prompt}{line}"), cols),
-            _ => width::rows(line, cols),
+            0 => format!("{prompt}{line}"),
+            _ => line.to_owned(),
         })
-        .sum()
+        .collect();
+    let rows: usize = lines.iter().map(|line| width::rows(line, cols)).sum();
+    // The editor moves to a row of its own when the text ends exactly at the edge.
+    let last = lines.last().map_or(0, |line| width::columns(line));
+    let at_edge = last > 0 && last.is_multiple_of(cols.max(1));
+    rows + usize::from(at_edge)
 }
 
 /// Creates `path` empty with mode 0600 when it does not exist.
@@ -188,16 +203,23 @@ fn private_file(path: &std::path::Path) {
 /// The editor thread: reads until Ctrl-D or until no one listens.
 fn read_lines(mut ed: Editor, on_enter: OnEnter, tx: mpsc::Sender<Typed>) {
     loop {
-        let typed = match ed.editor.readline(&ed.prompt) {
+        let read = ed.editor.readline(&ed.prompt);
+        // Whatever ended the read, the prompt and its line stay on the screen, a line down.
+        let buffer = match &read {
+            Ok(buffer) => buffer.clone(),
+            Err(ReadlineError::Interrupted) => ed.shown(),
+            Err(_) => String::new(),
+        };
+        let rows = entered_rows(&ed.prompt, &buffer, crate::terminal_cols());
+        let echo = format!(
+            "{}{}",
+            ed.paint.paint(style::PROMPT, &ed.prompt),
+            ed.paint.paint(style::INPUT, &buffer)
+        );
+        on_enter(rows, &echo);
+        let typed = match read {
             Ok(buffer) if buffer.trim().is_empty() => continue,
             Ok(buffer) => {
-                let rows = entered_rows(&ed.prompt, &buffer, crate::terminal_cols());
-                let echo = format!(
-                    "{}{}",
-                    ed.paint.paint(style::PROMPT, &ed.prompt),
-                    ed.paint.paint(style::INPUT, &buffer)
-                );
-                on_enter(rows, &echo);
                 if ed
                     .editor
                     .add_history_entry(buffer.as_str())
@@ -214,6 +236,16 @@ fn read_lines(mut ed: Editor, on_enter: OnEnter, tx: mpsc::Sender<Typed>) {
         if tx.blocking_send(typed).is_err() || end {
             return;
         }
+    }
+}
+
+impl Editor {
+    /// The buffer as the editor last showed it.
+    fn shown(&self) -> String {
+        self.editor
+            .helper()
+            .and_then(|helper| helper.shown.lock().ok().map(|shown| shown.clone()))
+            .unwrap_or_default()
     }
 }
 
@@ -260,6 +292,9 @@ mod tests {
     fn an_entered_line_takes_the_rows_of_its_prompt_and_lines() {
         assert_eq!(entered_rows("> ", "hi", 80), 1);
         assert_eq!(entered_rows("> ", &"x".repeat(79), 80), 2);
+        // Ending at the edge, the editor goes on to a row of its own.
+        assert_eq!(entered_rows("> ", &"x".repeat(78), 80), 2);
+        assert_eq!(entered_rows("> ", "", 80), 1);
         assert_eq!(entered_rows("> ", "one \\\ntwo", 80), 2);
     }
 }

@@ -11,6 +11,7 @@ pub mod style;
 mod table;
 pub mod view;
 pub mod width;
+mod writer;
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,12 +31,20 @@ use view::View;
 /// The channel name in session keys and conversations.
 pub const NAME: &str = "terminal";
 
+/// Longest wait for what is queued to reach the terminal.
+const SETTLE: Duration = Duration::from_secs(5);
+
 /// How often the spinner turns.
 const TICK: Duration = Duration::from_millis(120);
 
 /// The width of the terminal on stdout (80 when it cannot be told).
 pub fn terminal_cols() -> usize {
-    terminal_size::terminal_size().map_or(80, |(w, _)| usize::from(w.0))
+    terminal_dimensions().0
+}
+
+/// The columns and rows of the terminal on stdout (80 x 24 when they cannot be told).
+pub fn terminal_dimensions() -> (usize, usize) {
+    terminal_size::terminal_size().map_or((80, 24), |(w, h)| (usize::from(w.0), usize::from(h.0)))
 }
 
 /// The message being streamed, and what of it has been shown.
@@ -47,9 +56,38 @@ struct Shown {
     after: Vec<(Note, String)>,
 }
 
+/// Where the terminal writes: a writer thread, or (when none could start) the output itself.
+enum Out {
+    Thread(writer::Writer),
+    Direct(writer::Shared),
+}
+
+impl Out {
+    fn new(out: Box<dyn Write + Send>) -> Out {
+        let out: writer::Shared = Arc::new(Mutex::new(out));
+        match writer::Writer::start(out.clone()) {
+            Some(writer) => Out::Thread(writer),
+            None => Out::Direct(out),
+        }
+    }
+
+    /// Writes `text` (queues it, with a thread).
+    fn write(&self, text: String) -> Result<(), ChannelError> {
+        match self {
+            Out::Thread(writer) => writer.write(text).map_err(ChannelError::Transport),
+            Out::Direct(out) => {
+                let mut out = out.lock().unwrap_or_else(PoisonError::into_inner);
+                out.write_all(text.as_bytes())
+                    .and_then(|()| out.flush())
+                    .map_err(|e| ChannelError::Transport(e.to_string()))
+            }
+        }
+    }
+}
+
 /// Where the terminal writes, and what it shows.
 struct Screen {
-    out: Box<dyn Write + Send>,
+    out: Out,
     view: View,
     shown: Shown,
 }
@@ -112,14 +150,19 @@ impl TerminalChannel {
         out: Box<dyn Write + Send>,
         paint: style::Paint,
     ) -> Arc<Self> {
-        Self::build(user.into(), out, View::live(paint, terminal_cols), false)
+        Self::build(
+            user.into(),
+            out,
+            View::live(paint, terminal_dimensions),
+            false,
+        )
     }
 
     fn build(user: String, out: Box<dyn Write + Send>, view: View, quiet: bool) -> Arc<Self> {
         Arc::new(TerminalChannel {
             user,
             screen: Mutex::new(Screen {
-                out,
+                out: Out::new(out),
                 view,
                 shown: Shown::default(),
             }),
@@ -243,10 +286,26 @@ impl TerminalChannel {
         let _ = self.show(|view, _| ((), view.unspin()));
     }
 
-    /// A line the person entered at the editor took `rows` rows (see
-    /// [`editor::OnEnter`]): it is shown again above what is live.
+    /// A line the person entered at the editor took the `rows` rows above the cursor (see
+    /// [`editor::OnEnter`]; called before the editor reads again): they are cleared at once,
+    /// so the live part is right above the prompt again as every queued write expects, and
+    /// the line is shown again (`echo`) above the live part, in its turn.
     pub fn entered(&self, rows: usize, echo: &str) {
-        let _ = self.show(|view, _| ((), view.entered(rows, echo)));
+        if !self.is_live() || rows == 0 {
+            return;
+        }
+        let clear = format!("\x1b[{rows}A\r\x1b[J");
+        {
+            let screen = self.screen.lock().unwrap_or_else(PoisonError::into_inner);
+            match &screen.out {
+                Out::Thread(writer) => writer.hold(&clear),
+                Out::Direct(out) => {
+                    let mut out = out.lock().unwrap_or_else(PoisonError::into_inner);
+                    let _ = out.write_all(clear.as_bytes()).and_then(|()| out.flush());
+                }
+            }
+        }
+        let _ = self.show(|view, _| ((), view.entered(echo)));
     }
 
     /// Hands one line on; a refused line is said on the screen.
@@ -306,10 +365,19 @@ impl TerminalChannel {
         if self.quiet || text.is_empty() {
             return Ok(answer);
         }
-        out.write_all(text.as_bytes())
-            .and_then(|()| out.flush())
-            .map_err(|e| ChannelError::Transport(e.to_string()))?;
+        out.write(text)?;
         Ok(answer)
+    }
+
+    /// Waits (at most 5 s) until everything shown so far is on the terminal: before the
+    /// process exits, and for tests.
+    pub fn settle(&self) {
+        let screen = self.screen.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Out::Thread(writer) = &screen.out {
+            let writer = writer.clone();
+            drop(screen);
+            writer.settle(SETTLE);
+        }
     }
 }
 
@@ -478,6 +546,7 @@ mod tests {
         term.edit(&to, &sent, "Hello").await.unwrap();
         term.edit(&to, &sent, "Hello, world").await.unwrap();
         term.reply_done(&to).await;
+        term.settle();
         assert_eq!(kept.text(), "Hello, world\n");
     }
 
@@ -489,6 +558,7 @@ mod tests {
         term.spin("thinking");
         let sent = term.send(&to, "# Tit").await.unwrap();
         tokio::time::sleep(TICK * 3).await;
+        term.settle();
         assert!(
             kept.text().contains('⠙'),
             "the spinner turned: {:?}",
@@ -497,11 +567,13 @@ mod tests {
         term.unspin();
         term.edit(&to, &sent, "# Title\n- **one**").await.unwrap();
         term.reply_done(&to).await;
+        term.settle();
         let shown = width::strip(&kept.text());
         assert!(shown.contains("\rTitle\n"), "{shown:?}");
         assert!(shown.ends_with("\r• one\n"), "{shown:?}");
         let before = kept.text().len();
         tokio::time::sleep(TICK * 3).await;
+        term.settle();
         assert_eq!(kept.text().len(), before, "the spinner stopped turning");
     }
 

@@ -58,22 +58,22 @@ pub struct View {
     spinner: Option<Spinner>,
     /// Rows the live part takes on the screen.
     rows: usize,
-    /// The width of the terminal, asked at each write.
-    cols: fn() -> usize,
+    /// The terminal's columns and rows, asked at each write.
+    size: fn() -> (usize, usize),
 }
 
 impl View {
     /// The plain view (not a terminal).
     pub fn plain() -> View {
-        View::new(false, Paint::new(false), || usize::MAX)
+        View::new(false, Paint::new(false), || (usize::MAX, usize::MAX))
     }
 
-    /// The live view of a terminal, `cols` telling its width.
-    pub fn live(paint: Paint, cols: fn() -> usize) -> View {
-        View::new(true, paint, cols)
+    /// The live view of a terminal, `size` telling its columns and rows.
+    pub fn live(paint: Paint, size: fn() -> (usize, usize)) -> View {
+        View::new(true, paint, size)
     }
 
-    fn new(live: bool, paint: Paint, cols: fn() -> usize) -> View {
+    fn new(live: bool, paint: Paint, size: fn() -> (usize, usize)) -> View {
         View {
             live,
             paint,
@@ -82,7 +82,7 @@ impl View {
             open: false,
             spinner: None,
             rows: 0,
-            cols,
+            size,
         }
     }
 
@@ -105,13 +105,20 @@ impl View {
             self.open = true;
             return delta.to_owned();
         }
-        self.partial.push_str(delta);
-        let cols = (self.cols)();
+        // No control character reaches the terminal but line breaks and tabs: a reply cannot
+        // move the cursor, retitle the window or hide what it wrote.
+        self.partial.extend(
+            delta
+                .chars()
+                .filter(|c| !c.is_control() || matches!(c, '\n' | '\t')),
+        );
+        let (cols, _) = (self.size)();
         let mut done = Vec::new();
         while let Some(end) = self.partial.find('\n') {
             let line: String = self.partial.drain(..=end).collect();
             done.extend(self.md.line(line.trim_end_matches(['\n', '\r']), cols));
         }
+        done.extend(self.outgrown());
         self.redraw(done)
     }
 
@@ -177,20 +184,56 @@ impl View {
         self.redraw(Vec::new())
     }
 
-    /// A line the person entered took `rows` rows below the live part: the next write
-    /// clears them too and shows `echo` (the entered line) above what comes next.
-    pub fn entered(&mut self, rows: usize, echo: &str) -> String {
-        if !self.live || self.rows == 0 {
+    /// A line the person entered, cleared from below the live part, shown again (`echo`)
+    /// above it.
+    pub fn entered(&mut self, echo: &str) -> String {
+        if !self.live {
             return String::new();
         }
-        self.rows += rows;
-        // The live part is drawn again below the entered line.
         self.redraw(vec![echo.to_owned()])
+    }
+
+    /// The rows the live part may take: half the terminal (at least 3), so it is never
+    /// taller than the screen (the cursor cannot go up past its top) and a long line costs
+    /// little to draw again.
+    fn budget(&self) -> usize {
+        let (_, height) = (self.size)();
+        (height / 2).max(3)
+    }
+
+    /// What has outgrown the live part, as finished lines: the held table rows (drawn as a
+    /// table of their own), and the first whole rows of a line longer than the budget (as
+    /// written: its markdown is not rendered).
+    fn outgrown(&mut self) -> Vec<String> {
+        let (cols, _) = (self.size)();
+        let budget = self.budget();
+        let mut done = Vec::new();
+        let held: usize = self
+            .md
+            .held()
+            .iter()
+            .map(|row| width::rows(row, cols))
+            .sum();
+        if held > budget / 2 {
+            done.extend(self.md.flush(cols));
+        }
+        // A row for the spinner.
+        let keep = budget.saturating_sub(1).max(1);
+        let partial = width::expand_tabs(&self.partial);
+        let total = width::rows(&partial, cols);
+        if total > keep {
+            let (_, cut) = width::wrap(&partial, cols, total - keep);
+            if cut > 0 && cut < partial.len() {
+                done.push(partial[..cut].to_owned());
+                self.partial = partial[cut..].to_owned();
+            }
+        }
+        done
     }
 
     /// The reply's partial line and held rows, as finished lines.
     fn settle(&mut self) -> Vec<String> {
-        let cols = (self.cols)();
+        let (cols, _) = (self.size)();
         let mut done = Vec::new();
         if !self.partial.is_empty() {
             let line = std::mem::take(&mut self.partial);
@@ -202,9 +245,10 @@ impl View {
 
     /// Clears the live part, writes `done`, then draws the live part again.
     fn redraw(&mut self, done: Vec<String>) -> String {
-        let cols = (self.cols)();
+        let (cols, _) = (self.size)();
         let mut out = String::new();
-        if self.rows > 0 {
+        let cleared = self.rows > 0;
+        if cleared {
             out.push_str(&format!("\x1b[{}A\r\x1b[J", self.rows));
         }
         for line in &done {
@@ -217,14 +261,25 @@ impl View {
             out.push_str(line);
             out.push('\n');
         }
+        if cleared && done.is_empty() && live.is_empty() {
+            // Only cleared: every write ends a line (a line editor adds the break itself),
+            // so an empty row is left; it is the live part now, cleared by the next write.
+            out.push('\n');
+            self.rows = 1;
+        }
         out
     }
 
     /// The lines of the live part.
     fn live_lines(&self) -> Vec<String> {
-        let mut lines: Vec<String> = self.md.held().to_vec();
+        let mut lines: Vec<String> = self
+            .md
+            .held()
+            .iter()
+            .map(|row| width::expand_tabs(row))
+            .collect();
         if !self.partial.is_empty() {
-            lines.push(self.partial.clone());
+            lines.push(width::expand_tabs(&self.partial));
         }
         if let Some(spinner) = &self.spinner {
             let waited = spinner.since.elapsed();
@@ -246,8 +301,8 @@ mod tests {
     use super::*;
     use crate::width::strip;
 
-    fn eighty() -> usize {
-        80
+    fn eighty() -> (usize, usize) {
+        (80, 24)
     }
 
     #[test]
@@ -310,12 +365,55 @@ mod tests {
     }
 
     #[test]
+    fn a_line_longer_than_the_live_part_is_finished_a_row_at_a_time() {
+        // 80 x 24: 12 rows live, one of them for the spinner.
+        let mut view = View::live(Paint::new(false), eighty);
+        let out = view.text(&"w".repeat(80 * 10 + 5));
+        assert!(!out.contains("\x1b["), "nothing to clear yet: {out:?}");
+        assert_eq!(view.rows, 11);
+        let out = view.text(&"w".repeat(80));
+        // The first row is finished as written, the last 11 stay live.
+        assert!(
+            out.starts_with(&format!("\x1b[11A\r\x1b[J{}\n", "w".repeat(80))),
+            "{out:?}"
+        );
+        assert_eq!(view.rows, 11);
+        assert_eq!(view.partial.len(), 80 * 10 + 5);
+    }
+
+    #[test]
+    fn a_table_taller_than_the_live_part_is_drawn_as_it_grows() {
+        let mut view = View::live(Paint::new(false), eighty);
+        let mut out = view.text("| a | b |\n|---|---|\n");
+        for i in 0..6 {
+            out += &view.text(&format!("| {i} | x |\n"));
+        }
+        assert!(out.contains("┌───┬───┐"), "{out:?}");
+        assert!(view.md.held().len() <= 6, "{:?}", view.md.held());
+    }
+
+    #[test]
+    fn control_characters_of_a_reply_never_reach_the_terminal() {
+        let mut view = View::live(Paint::new(false), eighty);
+        let out = view.text("a\x1b]0;owned\x07b\rc\n");
+        assert_eq!(out, "a]0;ownedbc\n");
+    }
+
+    #[test]
+    fn clearing_alone_leaves_an_empty_row_the_next_write_clears() {
+        let mut view = View::live(Paint::new(false), eighty);
+        view.spin("thinking", Instant::now());
+        assert_eq!(view.unspin(), "\x1b[1A\r\x1b[J\n");
+        assert_eq!(view.text("Hi"), "\x1b[1A\r\x1b[JHi\n");
+    }
+
+    #[test]
     fn an_entered_line_is_cleared_with_the_live_part_and_shown_above_it() {
         let mut view = View::live(Paint::new(false), eighty);
         view.text("partial");
-        assert_eq!(view.entered(1, "> hi"), "\x1b[2A\r\x1b[J> hi\npartial\n");
-        // Nothing live: nothing to clear, the entered line stays where it is.
+        assert_eq!(view.entered("> hi"), "\x1b[1A\r\x1b[J> hi\npartial\n");
+        // Nothing live: the line shows where it was.
         let mut idle = View::live(Paint::new(false), eighty);
-        assert_eq!(idle.entered(1, "> hi"), "");
+        assert_eq!(idle.entered("> hi"), "> hi\n");
     }
 }

@@ -27,6 +27,7 @@ mod log;
 mod media;
 mod memory;
 mod overrides;
+mod pricing;
 pub mod redact;
 mod rpc;
 mod tools;
@@ -58,6 +59,7 @@ pub use log::LogConfig;
 pub use media::{MediaConfig, Vision};
 pub use memory::MemoryConfig;
 pub use overrides::ENV_OVERRIDES;
+pub use pricing::{PriceEntry, Rate};
 pub use redact::REDACTED;
 pub use rpc::{DEFAULT_RPC_LISTEN, RpcConfig, discovery_path_for};
 pub use tools::{

@@ -14,12 +14,27 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::domain::message::Usage;
+
 /// The content type of [`Metrics::render`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ChannelLabel {
     channel: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TokenLabel {
+    provider: String,
+    model: String,
+    kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModelLabel {
+    provider: String,
+    model: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -132,6 +147,8 @@ pub struct Metrics {
     retries: Family<ChannelLabel, Counter>,
     dead_letters: Family<ChannelLabel, Counter>,
     model_seconds: Histogram,
+    model_tokens: Family<TokenLabel, Counter>,
+    model_cost: Family<ModelLabel, Counter<f64, std::sync::atomic::AtomicU64>>,
     first_text_seconds: Histogram,
     pending_turns: Gauge,
     acp_sessions: Gauge,
@@ -171,6 +188,8 @@ impl Metrics {
             retries: Family::default(),
             dead_letters: Family::default(),
             model_seconds: seconds_buckets(),
+            model_tokens: Family::default(),
+            model_cost: Family::default(),
             first_text_seconds: seconds_buckets(),
             pending_turns: Gauge::default(),
             acp_sessions: Gauge::default(),
@@ -210,6 +229,16 @@ impl Metrics {
             "chela_model_call_duration_seconds",
             "Model calls, from the request to the end of the streamed answer",
             metrics.model_seconds.clone(),
+        );
+        r.register(
+            "chela_model_tokens",
+            "Tokens of model calls, by provider, model and kind (input, output, cache_read, cache_write)",
+            metrics.model_tokens.clone(),
+        );
+        r.register(
+            "chela_model_cost_usd",
+            "What model calls cost in US dollars, by provider and model (calls of models with a known price)",
+            metrics.model_cost.clone(),
         );
         r.register(
             "chela_first_text_seconds",
@@ -279,6 +308,32 @@ impl Metrics {
     /// A model call took `seconds`.
     pub fn model_call(&self, seconds: f64) {
         self.model_seconds.observe(seconds);
+    }
+
+    /// A model call of `model` of `provider` used `usage` and cost `cost` dollars (`None`:
+    /// its price is not known).
+    pub fn model_tokens(&self, provider: &str, model: &str, usage: &Usage, cost: Option<f64>) {
+        let kinds = [
+            ("input", usage.input),
+            ("output", usage.output),
+            ("cache_read", usage.cache_read),
+            ("cache_write", usage.cache_write),
+        ];
+        for (kind, n) in kinds.into_iter().filter(|(_, n)| *n > 0) {
+            let label = TokenLabel {
+                provider: provider.to_owned(),
+                model: model.to_owned(),
+                kind: kind.to_owned(),
+            };
+            self.model_tokens.get_or_create(&label).inc_by(n);
+        }
+        if let Some(cost) = cost {
+            let label = ModelLabel {
+                provider: provider.to_owned(),
+                model: model.to_owned(),
+            };
+            self.model_cost.get_or_create(&label).inc_by(cost);
+        }
     }
 
     /// The first text of a reply became visible `seconds` after its message was accepted.

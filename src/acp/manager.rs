@@ -181,6 +181,7 @@ impl AcpManager {
                     leftover,
                     usage: Usage::default(),
                     context_tokens: 0,
+                    cost_usd: None,
                 }
             };
         let Some(mut binding) = self.binding(&session_key) else {

@@ -133,6 +133,7 @@ fn agent(model: Arc<Model>, workspace: &std::path::Path, flush: bool) -> Agent {
         tool_context: crate::agent::tools::test_support::ctx(workspace),
         run_timeout: Duration::from_secs(600),
         max_tokens: 1000,
+        pricing: Default::default(),
         vision: crate::config::Vision::Auto,
         shutdown: Default::default(),
         compaction: CompactionSettings {

@@ -11,6 +11,7 @@ pub mod memory;
 pub mod memory_flush;
 pub mod model_choice;
 pub mod policy;
+pub mod pricing;
 pub mod provider;
 pub mod run;
 pub mod skills;
@@ -18,6 +19,7 @@ pub mod steer;
 #[cfg(test)]
 pub(crate) mod test_support;
 pub mod tools;
+pub mod usage;
 
 use std::time::Duration;
 
@@ -134,6 +136,7 @@ pub fn build(
         },
         run_timeout: Duration::from_secs(config.agent.timeout_s),
         max_tokens: config.model.max_tokens,
+        pricing: std::sync::Arc::new(pricing::Pricing::new(config.pricing.clone())),
         vision: config.model.vision,
         shutdown,
         compaction: compact::CompactionSettings {

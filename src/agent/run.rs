@@ -70,6 +70,8 @@ pub struct RunOutcome {
     pub usage: Usage,
     /// The prompt tokens of the run's last model call (how full the context window is).
     pub context_tokens: u64,
+    /// What its model calls cost in US dollars (`None` when a model's price is not known).
+    pub cost_usd: Option<f64>,
 }
 
 /// Why the transcript could not be written.
@@ -100,6 +102,8 @@ pub struct Agent {
     pub run_timeout: Duration,
     /// Output token cap per model call.
     pub max_tokens: u32,
+    /// What model calls cost (`[pricing]` and the built-in prices).
+    pub pricing: Arc<crate::agent::pricing::Pricing>,
     /// Whether pictures go to the model as images (`[model] vision`).
     pub vision: crate::config::Vision,
     /// Fires when the gateway shuts down. A run cancelled by shutdown (not by /stop) keeps
@@ -131,6 +135,8 @@ struct Turn<'a> {
     usage: Usage,
     /// The prompt tokens of the last model call: how full the context window is.
     context_tokens: u64,
+    /// What the run's model calls cost (`None` once one of them had no known price).
+    cost_usd: Option<f64>,
     /// The tools this run may use.
     allowed: crate::agent::policy::Allowed,
     /// The session's `/model` choice, if any.
@@ -166,6 +172,7 @@ impl Agent {
             stash: Vec::new(),
             usage: Usage::default(),
             context_tokens: 0,
+            cost_usd: Some(0.0),
             allowed: self.allowed_for(&req.session_key, req.reply_to.as_ref()),
             model: crate::agent::model_choice::chosen(&self.store, &req.session_key),
             compaction_gave_up: false,
@@ -214,6 +221,7 @@ impl Agent {
             leftover,
             usage: turn.usage,
             context_tokens: turn.context_tokens,
+            cost_usd: turn.cost_usd.filter(|_| turn.usage != Usage::default()),
         }
     }
 }
@@ -438,6 +446,7 @@ impl Turn<'_> {
             crate::metrics::global().model_call(called.elapsed().as_secs_f64());
         }
         add_usage(&mut self.usage, &message.usage);
+        self.count_cost(&message);
         let prompt = &message.usage;
         if prompt.input + prompt.cache_read + prompt.cache_write > 0 {
             self.context_tokens = prompt.input + prompt.cache_read + prompt.cache_write;
@@ -632,6 +641,23 @@ fn failed(mut message: AssistantMessage, error: &ProviderError) -> AssistantMess
     message.stop_reason = StopReason::Error;
     message.error_message = Some(format!("model error: {error}"));
     message
+}
+
+impl Turn<'_> {
+    /// Adds what `message`'s call cost to the run's cost and to the metrics.
+    fn count_cost(&mut self, message: &AssistantMessage) {
+        let cost = self
+            .agent
+            .pricing
+            .cost(&message.provider, &message.model, &message.usage);
+        crate::metrics::global().model_tokens(
+            &message.provider,
+            &message.model,
+            &message.usage,
+            cost,
+        );
+        self.cost_usd = self.cost_usd.zip(cost).map(|(sum, cost)| sum + cost);
+    }
 }
 
 fn add_usage(total: &mut Usage, add: &Usage) {

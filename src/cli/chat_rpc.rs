@@ -204,6 +204,7 @@ fn ended(key: &str, result: &Value) -> RunRecord {
         ended_ms: result["endedAt"].as_u64().unwrap_or(0),
         usage: serde_json::from_value(result["usage"].clone()).unwrap_or_default(),
         context_tokens: result["contextTokens"].as_u64().unwrap_or(0),
+        cost_usd: result["costUsd"].as_f64(),
     }
 }
 

@@ -7,6 +7,7 @@
 use std::io::IsTerminal;
 use std::sync::Arc;
 
+use chela::agent::pricing::thousands;
 use chela::agent::run::RunStatus;
 use chela::config::LoadedConfig;
 use chela::domain::events::{Lifecycle, LiveEvent, RunEvent, ToolEvent};
@@ -121,15 +122,15 @@ pub(super) fn tell(terminal: &TerminalChannel, kind: Note, said: &str) {
     }
 }
 
-/// What `line`, typed at the chat, asks of the screen itself: `/usage` (`on`, `off`, or
-/// neither to switch) sets whether each turn's tokens show. `None`: the line is a message.
-pub(super) fn usage_switch(line: &str, now: bool) -> Option<bool> {
+/// What `line`, typed at the chat, asks of the screen itself: `/usage on` or `/usage off`
+/// sets whether each turn's tokens show. `None`: the line is a message (`/usage` alone is
+/// the gateway's command: the session's tokens and cost).
+pub(super) fn usage_switch(line: &str) -> Option<bool> {
     let mut words = line.split_whitespace();
     if words.next() != Some("/usage") {
         return None;
     }
     match (words.next(), words.next()) {
-        (None, _) => Some(!now),
         (Some("on"), None) => Some(true),
         (Some("off"), None) => Some(false),
         _ => None,
@@ -264,12 +265,14 @@ impl Shows {
         if !self.terminal.is_live() {
             return false;
         }
-        let Some(on) = usage_switch(line, self.usage) else {
+        let Some(on) = usage_switch(line) else {
             return false;
         };
         self.usage = on;
         let said = match on {
-            true => "usage: each turn's tokens are shown (/usage off hides them)",
+            true => {
+                "usage: each turn's tokens are shown (/usage off hides them; /usage alone sums up the session)"
+            }
             false => "usage: hidden (/usage on shows each turn's tokens)",
         };
         let _ = self.terminal.note_as(Note::Info, said);
@@ -302,7 +305,7 @@ pub(super) fn progress_line(event: &ToolEvent) -> Option<(Note, String)> {
 }
 
 /// The usage line of a run: `↑ 1,200 in (800 cached) · ↓ 56 out · context 1,290 of 128,000
-/// (1%)`. The cost is not known yet (no price table).
+/// (1%) · $0.0012` (the cost when every model's price is known).
 pub(super) fn usage_line(record: &RunRecord, context_window: u64) -> String {
     let usage = &record.usage;
     if usage.input + usage.output + usage.cache_read + usage.cache_write == 0 {
@@ -324,20 +327,10 @@ pub(super) fn usage_line(record: &RunRecord, context_window: u64) -> String {
             line.push_str(&format!(" of {} ({percent}%)", thousands(context_window)));
         }
     }
-    line
-}
-
-/// `1234567` as `1,234,567`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
+    if let Some(cost) = record.cost_usd {
+        line.push_str(&format!(" · {}", chela::agent::pricing::dollars(cost)));
     }
-    out
+    line
 }
 
 #[cfg(test)]
@@ -384,6 +377,7 @@ mod tests {
             ended_ms: 2,
             usage: Usage::default(),
             context_tokens: 0,
+            cost_usd: None,
         };
         assert!(usage_line(&record, 0).contains("did not say"));
         record.usage = Usage {
@@ -398,18 +392,18 @@ mod tests {
             usage_line(&record, 128_000),
             "↑ 1,600 in (1,200 cached) · ↓ 56 out · context 1,290 of 128,000 (1%)"
         );
-        assert_eq!(thousands(1_234_567), "1,234,567");
-        assert_eq!(thousands(12), "12");
+        record.cost_usd = Some(0.00042);
+        assert!(usage_line(&record, 0).ends_with(" · $0.0004"));
     }
 
     #[test]
     fn usage_is_switched_by_its_command_only() {
-        assert_eq!(usage_switch("/usage", false), Some(true));
-        assert_eq!(usage_switch("/usage", true), Some(false));
-        assert_eq!(usage_switch("/usage on", false), Some(true));
-        assert_eq!(usage_switch(" /usage off ", true), Some(false));
-        assert_eq!(usage_switch("/usage please", true), None);
-        assert_eq!(usage_switch("/usages", true), None);
-        assert_eq!(usage_switch("hello", true), None);
+        assert_eq!(usage_switch("/usage on"), Some(true));
+        assert_eq!(usage_switch(" /usage off "), Some(false));
+        // Alone, it asks the gateway for the session's usage.
+        assert_eq!(usage_switch("/usage"), None);
+        assert_eq!(usage_switch("/usage please"), None);
+        assert_eq!(usage_switch("/usages on"), None);
+        assert_eq!(usage_switch("hello"), None);
     }
 }

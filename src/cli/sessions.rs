@@ -61,7 +61,12 @@ pub async fn run(loaded: LoadedConfig, command: SessionsCommand) -> ExitCode {
     };
     let result = match command {
         SessionsCommand::List => store.list_sessions().map(|sessions| print_list(&sessions)),
-        SessionsCommand::Show { key } => store.render_text(&key).map(|text| print!("{text}")),
+        SessionsCommand::Show { key } => store.render_text(&key).map(|text| {
+            print!("{text}");
+            if let Ok(entries) = store.entries(&key) {
+                print_usage(&loaded, &entries);
+            }
+        }),
         SessionsCommand::Export { key, out, format } => {
             let mut buf = Vec::new();
             match store.export(&key, &mut buf) {
@@ -176,8 +181,41 @@ async fn transcript_through_rpc(loaded: &LoadedConfig, command: SessionsCommand)
         Some((out, format)) => write_export(text.as_bytes(), &format, out),
         None => {
             print!("{text}");
+            usage_through_rpc(loaded, &key).await;
             ExitCode::SUCCESS
         }
+    }
+}
+
+/// The usage of session `key`, from its transcript as the running gateway exports it.
+async fn usage_through_rpc(loaded: &LoadedConfig, key: &str) {
+    let exported = async {
+        let mut client = super::rpc::connect(loaded).await?;
+        let value = client
+            .call("sessions.export", serde_json::json!({ "key": key }))
+            .await?;
+        client.close().await;
+        Ok::<_, chela::rpc::client::ClientError>(value["jsonl"].as_str().unwrap_or("").to_owned())
+    }
+    .await;
+    match exported {
+        Ok(jsonl) => {
+            let entries: Vec<chela::store::Entry> = jsonl
+                .lines()
+                .filter_map(|line| serde_json::from_str(line).ok())
+                .collect();
+            print_usage(loaded, &entries);
+        }
+        Err(e) => tracing::warn!(error = %e, "cannot read the session's usage"),
+    }
+}
+
+/// Prints the usage of a transcript's model calls after it (nothing before the first).
+fn print_usage(loaded: &LoadedConfig, entries: &[chela::store::Entry]) {
+    let pricing = chela::agent::pricing::Pricing::new(loaded.config.pricing.clone());
+    let window = loaded.config.model.context_window;
+    if let Some(summary) = chela::agent::usage::summary(entries, &pricing, window) {
+        println!("\n[usage]\n{summary}");
     }
 }
 

@@ -48,6 +48,13 @@ pub async fn handle(
         }
         Command::Reset { soft: false } => reset(ctx, key, "reset").await,
         Command::Status => status(ctx, key).await,
+        Command::Usage => match ctx.store().entries(key) {
+            Ok(entries) => {
+                crate::agent::usage::summary(&entries, ctx.pricing(key), ctx.context_window(key))
+                    .unwrap_or_else(|| "No model call in this session yet.".to_owned())
+            }
+            Err(e) => format!("Cannot read this session's transcript: {e}"),
+        },
         Command::Queue(args) if args.trim().is_empty() => {
             let text = queue(ctx, key, "").await;
             ctx.offer(inbound, &text, &queue_choices()).await;

@@ -26,6 +26,10 @@ pub trait CommandContext: Send + Sync {
     fn acp(&self) -> &AcpManager;
     /// The model backend of session `key`'s agent.
     fn provider(&self, key: &str) -> &Arc<dyn Provider>;
+    /// What model calls cost, for session `key`'s agent.
+    fn pricing(&self, key: &str) -> &crate::agent::pricing::Pricing;
+    /// The context window of session `key`'s agent's model in tokens (0: unknown).
+    fn context_window(&self, key: &str) -> u64;
     /// `[model] models`: the names `/model` may choose (empty: any).
     fn allowed_models(&self) -> &[String];
     /// Whether the sender of `inbound` may switch to a model by name (`/model NAME`).

@@ -543,3 +543,13 @@ fn network_policies_parse_per_section_and_default_to_web() {
     let err = parse("[acp]\nallow_ports = [70000]\n").unwrap_err();
     assert!(err.to_string().contains("allow_ports"), "{err}");
 }
+
+#[test]
+fn prices_are_read_per_model_and_a_wrong_key_is_named() {
+    let config = parse("[pricing.\"qwen2.5:7b\"]\ninput = 0\noutput = 0.5\n").unwrap();
+    let entry = config.pricing["qwen2.5:7b"];
+    assert_eq!(entry.output, crate::config::Rate(0.5));
+    assert_eq!(entry.cache_read, None);
+    let wrong = parse("[pricing.x]\ninput = 1\noutput = 1\ncached = 1\n").unwrap_err();
+    assert!(wrong.to_string().contains("cached"), "{wrong}");
+}

@@ -58,6 +58,9 @@ pub struct Config {
     /// `[[bindings]]`: which chats go to which agent.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub bindings: Vec<super::agents::Binding>,
+    /// `[pricing.MODEL]`: what models cost, before the built-in prices.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub pricing: BTreeMap<String, super::pricing::PriceEntry>,
     /// The folder the config file is in (relative paths were resolved against it); set by
     /// loading, never read from the file. The exec sandbox keeps it out of reach.
     #[serde(skip)]

@@ -71,6 +71,9 @@ pub struct RunRecord {
     /// The prompt tokens of its last model call: how full the context window was.
     #[serde(default, skip_serializing_if = "no_context")]
     pub context_tokens: u64,
+    /// What its model calls cost in US dollars, when every model's price was known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 fn no_tokens(usage: &crate::domain::message::Usage) -> bool {
@@ -96,6 +99,7 @@ impl RunRecord {
             ended_ms: 2,
             usage: Default::default(),
             context_tokens: 0,
+            cost_usd: None,
         }
     }
 }

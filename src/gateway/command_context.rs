@@ -36,6 +36,14 @@ impl CommandContext for CoreCommands {
         &self.0.agents.for_key(key).provider
     }
 
+    fn pricing(&self, key: &str) -> &crate::agent::pricing::Pricing {
+        &self.0.agents.for_key(key).pricing
+    }
+
+    fn context_window(&self, key: &str) -> u64 {
+        self.0.agents.for_key(key).compaction.context_window
+    }
+
     fn allowed_models(&self) -> &[String] {
         &self.0.config.model.models
     }

@@ -31,6 +31,8 @@ pub enum Command {
     Approve(String),
     /// `/model [name|default]`: show or set this session's model.
     Model(String),
+    /// `/usage`: tokens and cost of the session and its last turn.
+    Usage,
 }
 
 /// Plain-text messages that act as `/stop` (exact, after lowercasing and trimming punctuation).
@@ -58,6 +60,7 @@ pub const HELP: &[(&str, &str)] = &[
     ),
     ("stop", "Stop the current run and drop queued messages"),
     ("status", "Show session, model, queue and run state"),
+    ("usage", "Tokens and cost of this session and its last turn"),
     (
         "queue",
         "Show or set the queue mode: /queue steer|followup|collect|interrupt [debounce:500ms] [cap:20] [drop:summarize|old|new] or /queue reset",
@@ -114,6 +117,7 @@ pub fn parse(text: &str, bot_username: Option<&str>) -> Option<Command> {
         }),
         "stop" => Some(Command::Stop),
         "status" => Some(Command::Status),
+        "usage" => Some(Command::Usage),
         "queue" => Some(Command::Queue(args.to_string())),
         "help" | "start" => Some(Command::Help),
         "whoami" => Some(Command::Whoami),

@@ -456,6 +456,7 @@ fn nothing_ran() -> RunOutcome {
         leftover: Vec::new(),
         usage: Default::default(),
         context_tokens: 0,
+        cost_usd: None,
     }
 }
 

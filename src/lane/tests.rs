@@ -107,6 +107,7 @@ impl Runner for FakeRunner {
                 leftover,
                 usage,
                 context_tokens: 0,
+                cost_usd: None,
             }
         })
     }

@@ -287,6 +287,9 @@ pub fn run_result(asked: &str, record: &RunRecord) -> Value {
         out["usage"] = json!(record.usage);
         out["contextTokens"] = json!(record.context_tokens);
     }
+    if let Some(cost) = record.cost_usd {
+        out["costUsd"] = json!(cost);
+    }
     out
 }
 

@@ -136,6 +136,7 @@ mod tests {
             ended_ms: 2,
             usage: Default::default(),
             context_tokens: 0,
+            cost_usd: None,
         };
         bus.finish(record.clone()).await;
         // Already published when finish returned: no waiting needed.

@@ -134,6 +134,7 @@ impl lane::Runner for TurnRunner {
                     leftover: Vec::new(),
                     usage: Default::default(),
                     context_tokens: 0,
+                    cost_usd: None,
                 };
             };
             let span = tracing::info_span!("run", session = %key);
@@ -194,6 +195,7 @@ impl lane::Runner for TurnRunner {
             ended_ms: now,
             usage: Default::default(),
             context_tokens: 0,
+            cost_usd: None,
         };
         let event = LiveEvent {
             run_id: record.run_id.clone(),

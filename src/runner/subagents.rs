@@ -285,6 +285,7 @@ mod tests {
             leftover: Vec::new(),
             usage: Default::default(),
             context_tokens: 0,
+            cost_usd: None,
         }
     }
 

@@ -75,6 +75,7 @@ pub(super) async fn run_turn(
         ended_ms: crate::domain::message::now_ms(),
         usage: outcome.usage,
         context_tokens: outcome.context_tokens,
+        cost_usd: outcome.cost_usd,
     };
     super::settle::settle(handles, port, &key, &turn, &record, &outcome, reply).await;
     bus.finish(record).await;
@@ -114,6 +115,7 @@ fn not_run(mut steer: mpsc::Receiver<Box<Steer>>) -> RunOutcome {
         leftover,
         usage: Default::default(),
         context_tokens: 0,
+        cost_usd: None,
     }
 }
 

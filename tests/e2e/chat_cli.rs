@@ -172,6 +172,14 @@ async fn chat_session_talks_in_the_named_session_and_refuses_a_bad_key() {
         !listed.contains(KEY),
         "the terminal's own session is untouched: {listed}"
     );
+    let shown = setup
+        .chela(&["sessions", "show", other])
+        .output()
+        .await
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("\n[usage]\nSession: "), "{shown}");
+    assert!(shown.contains("Last turn: "), "{shown}");
 
     let mut bad = Chat::spawn(setup.chela(&["chat", "--session", "not a key"]));
     bad.send("hi").await;

@@ -317,11 +317,17 @@ async fn a_terminal_chat_streams_renders_markdown_and_shows_a_spinner_tools_and_
     pty.press("run echo hi\r");
     screen.wait_for("🔧 exec  echo hi", 1);
     screen.wait_for("done: ", 1);
-    // /usage is the screen's own: each turn's tokens from then on.
-    pty.press("/usage\r");
+    // /usage on is the screen's own: each turn's tokens from then on.
+    pty.press("/usage on\r");
     screen.wait_for("usage: each turn's tokens are shown", 1);
     pty.press("hello\r");
     screen.wait_for(" out · context ", 1);
+    // gpt-4.1-mini has a built-in price: the line ends with the turn's cost.
+    screen.wait_for("%) · $0.", 1);
+    // Alone, /usage is the gateway's: the session's tokens and cost.
+    pty.press("/usage\r");
+    screen.wait_for("Session: ", 1);
+    screen.wait_for("Prices of ", 1);
     pty.press("\x04");
     let status = pty.ended("Ctrl-D").await;
     assert!(status.success(), "{status:?}: {:?}", screen.text());

@@ -134,6 +134,20 @@ async fn probes_and_counters_follow_the_gateway() {
         sample(&text, "chela_store_size_bytes").unwrap() > 0.0,
         "{text}"
     );
+    // The fake model counts tokens; gpt-4.1-mini has a built-in price.
+    let model = "provider=\"openai\",model=\"gpt-4.1-mini\"";
+    for kind in ["input", "output"] {
+        let series = format!("chela_model_tokens_total{{{model},kind=\"{kind}\"}}");
+        assert!(
+            sample(&text, &series).unwrap_or(0.0) > 0.0,
+            "{series} in\n{text}"
+        );
+    }
+    let cost = format!("chela_model_cost_usd_total{{{model}}}");
+    assert!(
+        sample(&text, &cost).unwrap_or(0.0) > 0.0,
+        "{cost} in\n{text}"
+    );
     assert!(
         !text.contains("=\"42"),
         "a chat id leaked into a label:\n{text}"

@@ -404,6 +404,10 @@ async fn chela_agent_and_status_go_through_the_rpc_while_the_gateway_runs() {
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{shown}");
     assert!(shown.contains("ok: again"), "{shown}");
+    // After the transcript, what its model calls used and cost (gpt-4.1-mini has a price).
+    let usage = shown.split("\n[usage]\n").nth(1).unwrap_or_default();
+    assert!(usage.starts_with("Session: "), "{shown}");
+    assert!(usage.contains(" model calls · $0."), "{shown}");
     let live = setup.run(&["sessions", "export", KEY]).await;
     assert!(live.status.success());
     let out = setup.run(&["doctor"]).await;

@@ -189,9 +189,6 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("Context: 10 tokens"), "{text}");
-        assert_eq!(
-            answer(&[], &Pricing::default(), 0),
-            "No model call in this session yet."
-        );
+        assert_eq!(summary(&[], &Pricing::default(), 0), None);
     }
 }

@@ -14,8 +14,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::domain::message::Usage;
-
 /// The content type of [`Metrics::render`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
@@ -310,16 +308,16 @@ impl Metrics {
         self.model_seconds.observe(seconds);
     }
 
-    /// A model call of `model` of `provider` used `usage` and cost `cost` dollars (`None`:
-    /// its price is not known).
-    pub fn model_tokens(&self, provider: &str, model: &str, usage: &Usage, cost: Option<f64>) {
-        let kinds = [
-            ("input", usage.input),
-            ("output", usage.output),
-            ("cache_read", usage.cache_read),
-            ("cache_write", usage.cache_write),
-        ];
-        for (kind, n) in kinds.into_iter().filter(|(_, n)| *n > 0) {
+    /// A model call of `model` of `provider` used `tokens` (by kind: `input`, `output`,
+    /// `cache_read`, `cache_write`) and cost `cost` dollars (`None`: its price is not known).
+    pub fn model_tokens(
+        &self,
+        provider: &str,
+        model: &str,
+        tokens: &[(&str, u64)],
+        cost: Option<f64>,
+    ) {
+        for &(kind, n) in tokens.iter().filter(|(_, n)| *n > 0) {
             let label = TokenLabel {
                 provider: provider.to_owned(),
                 model: model.to_owned(),

@@ -650,12 +650,14 @@ impl Turn<'_> {
             .agent
             .pricing
             .cost(&message.provider, &message.model, &message.usage);
-        crate::metrics::global().model_tokens(
-            &message.provider,
-            &message.model,
-            &message.usage,
-            cost,
-        );
+        let usage = &message.usage;
+        let tokens = [
+            ("input", usage.input),
+            ("output", usage.output),
+            ("cache_read", usage.cache_read),
+            ("cache_write", usage.cache_write),
+        ];
+        crate::metrics::global().model_tokens(&message.provider, &message.model, &tokens, cost);
         self.cost_usd = self.cost_usd.zip(cost).map(|(sum, cost)| sum + cost);
     }
 }

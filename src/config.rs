@@ -298,6 +298,12 @@ impl Config {
                 "must be less than model.context_window (or set model.context_window = 0 to turn compaction off)".to_owned(),
             );
         }
+        if let Some(key) = pricing::wrong_rate(&self.pricing) {
+            return invalid(
+                &key,
+                "must be a price of 0 or more (US dollars per million tokens)".to_owned(),
+            );
+        }
         for (peer, ids) in &self.session.identity_links {
             if peer.trim().is_empty() {
                 return invalid("session.identity_links", "empty canonical peer".to_owned());

@@ -12,16 +12,17 @@ use crate::agent::compact::{
 use crate::agent::provider::{Provider, ProviderEvent, ProviderRequest, ToolSpec};
 use crate::agent::run::{Agent, RunError};
 use crate::domain::events::{Compacted, RunEvent};
-use crate::domain::message::{Message, StopReason};
+use crate::domain::message::{Message, StopReason, Usage};
 use crate::store::EntryKind;
 
-/// Asks `provider` for a summary of the conversation in `input` (a plain request: no tools).
+/// Asks `provider` for a summary of the conversation in `input` (a plain request: no tools);
+/// the summary, and the tokens the call used.
 async fn summarize(
     provider: &dyn Provider,
     input: String,
     max_tokens: u32,
     cancel: &CancellationToken,
-) -> Result<String, CompactError> {
+) -> Result<(String, Usage), CompactError> {
     let request = ProviderRequest {
         system: SUMMARY_SYSTEM.to_string(),
         messages: vec![Message::user(input)],
@@ -33,6 +34,7 @@ async fn summarize(
         let model = |e: crate::agent::provider::ProviderError| CompactError::Model(e.to_string());
         let mut stream = provider.stream(request).await.map_err(model)?;
         let mut summary = String::new();
+        let mut used = Usage::default();
         while let Some(event) = stream.next().await {
             match event.map_err(model)? {
                 ProviderEvent::TextDelta(delta) => summary.push_str(&delta),
@@ -44,7 +46,10 @@ async fn summarize(
                         "the model stopped with an error".into(),
                     ));
                 }
-                ProviderEvent::Done { .. } => break,
+                ProviderEvent::Done { usage, .. } => {
+                    used = usage;
+                    break;
+                }
                 ProviderEvent::ThinkingDelta(_) | ProviderEvent::ToolCall(_) => {}
             }
         }
@@ -52,7 +57,7 @@ async fn summarize(
         if summary.is_empty() {
             return Err(CompactError::EmptySummary);
         }
-        Ok(summary.to_string())
+        Ok((summary.to_string(), used))
     };
     tokio::select! {
         biased;
@@ -89,7 +94,9 @@ impl Agent {
             .min(self.compaction.reserve_tokens.max(MIN_SUMMARY_TOKENS))
             .max(1);
         let max_tokens = u32::try_from(max_tokens).unwrap_or(self.max_tokens);
-        let summary = summarize(self.provider.as_ref(), input, max_tokens, cancel).await?;
+        let (summary, used) = summarize(self.provider.as_ref(), input, max_tokens, cancel).await?;
+        // Not in the transcript: counted in the metrics only.
+        self.count_call(self.provider.name(), self.provider.model(), &used);
         let entry_id = self.store.append(
             key,
             EntryKind::Compaction {

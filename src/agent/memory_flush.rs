@@ -175,6 +175,10 @@ impl Agent {
         &self,
         request: ProviderRequest,
     ) -> Result<(String, Vec<ToolCall>), String> {
+        let model = request
+            .model
+            .clone()
+            .unwrap_or_else(|| self.provider.model().to_owned());
         let mut stream = self
             .provider
             .stream(request)
@@ -189,7 +193,11 @@ impl Agent {
                     stop_reason: StopReason::Error,
                     ..
                 } => return Err("the model stopped with an error".into()),
-                ProviderEvent::Done { .. } => break,
+                ProviderEvent::Done { usage, .. } => {
+                    // Not in the transcript: counted in the metrics only.
+                    self.count_call(self.provider.name(), &model, &usage);
+                    break;
+                }
                 ProviderEvent::ThinkingDelta(_) => {}
             }
         }

@@ -114,6 +114,12 @@ pub fn build(
         model: &format!("{}/{}", provider.name(), provider.model()),
     });
     let skill_names = skills.iter().map(|s| s.name.clone()).collect();
+    let pricing = std::sync::Arc::new(pricing::Pricing::with_named(
+        config.pricing.clone(),
+        std::iter::once(provider.model().to_owned())
+            .chain(config.model.models.iter().cloned())
+            .collect(),
+    ));
     Agent {
         skill_names,
         provider,
@@ -136,7 +142,7 @@ pub fn build(
         },
         run_timeout: Duration::from_secs(config.agent.timeout_s),
         max_tokens: config.model.max_tokens,
-        pricing: std::sync::Arc::new(pricing::Pricing::new(config.pricing.clone())),
+        pricing,
         vision: config.model.vision,
         shutdown,
         compaction: compact::CompactionSettings {

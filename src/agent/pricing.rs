@@ -25,6 +25,7 @@ const BUILT_IN: &[(&str, Rates)] = &[
     ("gpt-4.1-mini", (0.40, 1.60, 0.10, 0.40)),
     ("gpt-4.1-nano", (0.10, 0.40, 0.025, 0.10)),
     ("gpt-4o", (2.50, 10.0, 1.25, 2.50)),
+    ("gpt-4o-2024-05-13", (5.0, 15.0, 5.0, 5.0)),
     ("gpt-4o-mini", (0.15, 0.60, 0.075, 0.15)),
     ("o3", (2.0, 8.0, 0.50, 2.0)),
     ("o4-mini", (1.10, 4.40, 0.275, 1.10)),
@@ -43,32 +44,56 @@ const BUILT_IN: &[(&str, Rates)] = &[
 #[derive(Debug, Clone, Default)]
 pub struct Pricing {
     configured: BTreeMap<String, PriceEntry>,
+    /// The models the config names (the agent's, `[model] models`): the metrics label other
+    /// names `other`, so a chat cannot make series without end. Empty: every name is kept.
+    named: Vec<String>,
 }
 
 impl Pricing {
     /// `[pricing]` of the config, before the built-in table.
     pub fn new(configured: BTreeMap<String, PriceEntry>) -> Pricing {
-        Pricing { configured }
+        Pricing {
+            configured,
+            named: Vec::new(),
+        }
+    }
+
+    /// As [`Pricing::new`], the metrics labelling only the models in `named` by name.
+    pub fn with_named(configured: BTreeMap<String, PriceEntry>, named: Vec<String>) -> Pricing {
+        Pricing { configured, named }
+    }
+
+    /// The metrics' label for `model`: its name when the config names it, else `other`.
+    pub fn label<'a>(&self, model: &'a str) -> &'a str {
+        match self.named.is_empty() || self.named.iter().any(|n| n == model) {
+            true => model,
+            false => "other",
+        }
     }
 
     /// The prices of `model` of `provider`: `[pricing."provider/model"]`, `[pricing.model]`,
-    /// else the built-in table (a date suffix such as `-2025-04-14` left out).
+    /// the same without a date suffix (such as `-2025-04-14`), else the built-in table
+    /// (exact name first, then without the date).
     pub fn rates(&self, provider: &str, model: &str) -> Option<Rates> {
-        let configured = self
-            .configured
-            .get(&format!("{provider}/{model}"))
-            .or_else(|| self.configured.get(model));
+        let bare = model.rsplit('/').next().unwrap_or(model);
+        let base = undated(bare);
+        let configured = [model, bare, base].iter().find_map(|name| {
+            self.configured
+                .get(&format!("{provider}/{name}"))
+                .or_else(|| self.configured.get(*name))
+        });
         if let Some(entry) = configured {
             let input = entry.input.0;
             let read = entry.cache_read.map_or(input, |r| r.0);
             let write = entry.cache_write.map_or(input, |r| r.0);
             return Some((input, entry.output.0, read, write));
         }
-        let base = undated(model.rsplit('/').next().unwrap_or(model));
-        BUILT_IN
-            .iter()
-            .find(|(name, _)| *name == base || aliases(name).contains(&base))
-            .map(|(_, rates)| *rates)
+        [bare, base].iter().find_map(|name| {
+            BUILT_IN
+                .iter()
+                .find(|(known, _)| known == name || aliases(known).contains(name))
+                .map(|(_, rates)| *rates)
+        })
     }
 
     /// What `usage` of `model` of `provider` cost in US dollars; `None` when its prices are
@@ -84,8 +109,8 @@ impl Pricing {
     }
 }
 
-/// Other names of a built-in model (Anthropic's aliases without `-0`, and later versions
-/// at the same price).
+/// Other names of a built-in model: Anthropic's aliases without `-0`, and the later
+/// versions its pricing page lists at the same price (Opus 4.6 to 5, Sonnet 4.6).
 fn aliases(name: &str) -> &'static [&'static str] {
     match name {
         "claude-opus-4-5" => &[
@@ -194,6 +219,15 @@ mod tests {
         );
         // A prefix is not the model: gpt-5.2 is priced apart.
         assert!(pricing.rates("openai", "gpt-5.2").is_none());
+        // A snapshot priced apart keeps its own price.
+        assert_eq!(
+            pricing.rates("openai", "gpt-4o-2024-05-13"),
+            Some((5.0, 15.0, 5.0, 5.0))
+        );
+        assert_eq!(
+            pricing.rates("openai", "gpt-4o-2024-08-06"),
+            pricing.rates("openai", "gpt-4o")
+        );
         assert!(
             pricing
                 .cost("ollama", "qwen3:8b", &usage(10, 10, 0, 0))
@@ -219,6 +253,19 @@ mod tests {
         );
         assert_eq!(pricing.rates("local", "qwen3"), Some((0.0, 2.0, 0.0, 0.0)));
         assert_eq!(pricing.rates("other", "qwen3"), None);
+        // A configured name covers its dated snapshots too.
+        assert_eq!(
+            pricing.rates("openai", "gpt-4.1-mini-2025-04-14"),
+            Some((1.0, 2.0, 1.0, 0.0))
+        );
+    }
+
+    #[test]
+    fn the_metrics_name_only_the_models_the_config_names() {
+        let pricing = Pricing::with_named(BTreeMap::new(), vec!["gpt-4.1-mini".into()]);
+        assert_eq!(pricing.label("gpt-4.1-mini"), "gpt-4.1-mini");
+        assert_eq!(pricing.label("gpt-4o-00000001"), "other");
+        assert_eq!(Pricing::default().label("anything"), "anything");
     }
 
     #[test]

@@ -644,21 +644,32 @@ fn failed(mut message: AssistantMessage, error: &ProviderError) -> AssistantMess
 }
 
 impl Turn<'_> {
-    /// Adds what `message`'s call cost to the run's cost and to the metrics.
+    /// Adds what `message`'s call cost to the run's cost (and the metrics).
     fn count_cost(&mut self, message: &AssistantMessage) {
         let cost = self
             .agent
-            .pricing
-            .cost(&message.provider, &message.model, &message.usage);
-        let usage = &message.usage;
+            .count_call(&message.provider, &message.model, &message.usage);
+        self.cost_usd = self.cost_usd.zip(cost).map(|(sum, cost)| sum + cost);
+    }
+}
+
+impl Agent {
+    /// Counts a model call of `model` of `provider` that used `usage` in the metrics (a call
+    /// that used nothing, e.g. failed at once, is left out); what it cost, when known.
+    pub(crate) fn count_call(&self, provider: &str, model: &str, usage: &Usage) -> Option<f64> {
+        let cost = self.pricing.cost(provider, model, usage);
+        if *usage == Usage::default() {
+            return cost;
+        }
         let tokens = [
             ("input", usage.input),
             ("output", usage.output),
             ("cache_read", usage.cache_read),
             ("cache_write", usage.cache_write),
         ];
-        crate::metrics::global().model_tokens(&message.provider, &message.model, &tokens, cost);
-        self.cost_usd = self.cost_usd.zip(cost).map(|(sum, cost)| sum + cost);
+        let label = self.pricing.label(model);
+        crate::metrics::global().model_tokens(provider, label, &tokens, cost);
+        cost
     }
 }
 

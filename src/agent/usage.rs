@@ -1,9 +1,11 @@
 //! A session's usage (`/usage`, `chela sessions show`): the tokens its model calls used, in
-//! all and in its last turn, what they cost, and how full the context window is, read from
-//! its transcript (every model call's answer keeps its tokens, provider and model).
+//! all (since the session began, `/new` included) and in its last turn, what they cost, and
+//! how full the context window is, read from its transcript (every model call's answer keeps
+//! its tokens, provider and model). Compaction summaries and memory flushes are not in the
+//! transcript: the metrics count them, this does not.
 
 use crate::agent::pricing::{PRICES_TAKEN, Pricing, dollars, thousands};
-use crate::domain::message::{Message, Usage};
+use crate::domain::message::{Message, StopReason, Usage};
 use crate::store::{Entry, EntryKind};
 
 /// Tokens and cost of some model calls.
@@ -30,6 +32,8 @@ impl Tally {
         }
         match pricing.cost(provider, model, usage) {
             Some(cost) => self.cost += cost,
+            // A call that used nothing (it failed at once) costs nothing, priced or not.
+            None if *usage == Usage::default() => {}
             None => {
                 let name = format!("{provider}/{model}");
                 if !self.unpriced.contains(&name) {
@@ -71,10 +75,13 @@ pub fn summary(entries: &[Entry], pricing: &Pricing, context_window: u64) -> Opt
     let mut session = Tally::default();
     let mut turn = Tally::default();
     let mut last_prompt = 0;
+    // Whether the last call ended a run's answer (a user message then starts a turn; one
+    // after a tool call was steered into the run going on).
+    let mut answered = true;
     for entry in entries {
         let Entry::Item(item) = entry else { continue };
         match &item.kind {
-            EntryKind::Message(Message::User(_)) => turn = Tally::default(),
+            EntryKind::Message(Message::User(_)) if answered => turn = Tally::default(),
             EntryKind::Message(Message::Assistant(m)) => {
                 session.add(pricing, &m.provider, &m.model, &m.usage);
                 turn.add(pricing, &m.provider, &m.model, &m.usage);
@@ -82,8 +89,17 @@ pub fn summary(entries: &[Entry], pricing: &Pricing, context_window: u64) -> Opt
                 if prompt > 0 {
                     last_prompt = prompt;
                 }
+                answered = m.stop_reason != StopReason::ToolUse;
             }
-            _ => {}
+            EntryKind::Message(_) => {}
+            // The window starts again: what filled it is gone.
+            EntryKind::Reset { .. } => {
+                last_prompt = 0;
+                turn = Tally::default();
+                answered = true;
+            }
+            EntryKind::Compaction { .. } => last_prompt = 0,
+            EntryKind::ModelChange { .. } => {}
         }
     }
     if session.calls == 0 {
@@ -174,6 +190,43 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("Prices of 2026-11"), "{text}");
+    }
+
+    fn with_reason(entry: Entry, stop_reason: StopReason) -> Entry {
+        let Entry::Item(mut item) = entry else {
+            unreachable!()
+        };
+        if let EntryKind::Message(Message::Assistant(m)) = &mut item.kind {
+            m.stop_reason = stop_reason;
+        }
+        Entry::Item(item)
+    }
+
+    #[test]
+    fn a_steered_message_stays_in_its_turn_and_a_reset_empties_the_context() {
+        let mut entries = vec![
+            entry(Message::user("hi")),
+            with_reason(answered("gpt-4.1-mini", 100, 10, 0), StopReason::ToolUse),
+            entry(Message::user("steered in")),
+            answered("gpt-4.1-mini", 200, 20, 0),
+        ];
+        let text = summary(&entries, &Pricing::default(), 1_000).unwrap();
+        assert!(
+            text.contains("Last turn: 300 in · 30 out · 2 model calls"),
+            "{text}"
+        );
+        entries.push(Entry::Item(Item {
+            id: "00000002".into(),
+            parent_id: None,
+            timestamp: String::new(),
+            kind: EntryKind::Reset {
+                reason: "new".into(),
+            },
+        }));
+        let text = summary(&entries, &Pricing::default(), 1_000).unwrap();
+        assert!(!text.contains("Context:"), "{text}");
+        assert!(!text.contains("Last turn:"), "{text}");
+        assert!(text.contains("Session: 300 in"), "{text}");
     }
 
     #[test]

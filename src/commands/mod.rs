@@ -48,13 +48,7 @@ pub async fn handle(
         }
         Command::Reset { soft: false } => reset(ctx, key, "reset").await,
         Command::Status => status(ctx, key).await,
-        Command::Usage => match ctx.store().entries(key) {
-            Ok(entries) => {
-                crate::agent::usage::summary(&entries, ctx.pricing(key), ctx.context_window(key))
-                    .unwrap_or_else(|| "No model call in this session yet.".to_owned())
-            }
-            Err(e) => format!("Cannot read this session's transcript: {e}"),
-        },
+        Command::Usage => usage(ctx, key).await,
         Command::Queue(args) if args.trim().is_empty() => {
             let text = queue(ctx, key, "").await;
             ctx.offer(inbound, &text, &queue_choices()).await;
@@ -95,6 +89,22 @@ pub async fn handle(
     };
     ctx.answer(inbound, &answer).await;
     None
+}
+
+/// `/usage`'s answer: the session's tokens and cost, read from its transcript off the
+/// async workers (a long transcript takes a while to read).
+async fn usage(ctx: &dyn CommandContext, key: &str) -> String {
+    let store = ctx.store().clone();
+    let session = key.to_owned();
+    let read = tokio::task::spawn_blocking(move || store.entries(&session)).await;
+    let entries = match read {
+        Ok(Ok(entries)) => entries,
+        Ok(Err(crate::store::StoreError::UnknownSession(_))) => Vec::new(),
+        Ok(Err(e)) => return format!("Cannot read this session's transcript: {e}"),
+        Err(e) => return format!("Cannot read this session's transcript: {e}"),
+    };
+    crate::agent::usage::summary(&entries, ctx.pricing(key), ctx.context_window(key))
+        .unwrap_or_else(|| "No model call in this session yet.".to_owned())
 }
 
 /// `/stop`'s answer: what the stop did, wherever the session runs.

@@ -2,6 +2,8 @@
 //! cost `/usage`, the terminal and the metrics show. Entries here come before the built-in
 //! prices of well-known models (`agent::pricing`).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// US dollars per million tokens (a float; compared bit for bit so the config stays `Eq`).
@@ -31,4 +33,20 @@ pub struct PriceEntry {
     /// Prompt tokens written to the provider's cache; unset: `input`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_write: Option<Rate>,
+}
+
+/// The key of the first rate of `pricing` that is negative, infinite or not a number.
+pub fn wrong_rate(pricing: &BTreeMap<String, PriceEntry>) -> Option<String> {
+    pricing.iter().find_map(|(model, entry)| {
+        let rates = [
+            ("input", Some(entry.input)),
+            ("output", Some(entry.output)),
+            ("cache_read", entry.cache_read),
+            ("cache_write", entry.cache_write),
+        ];
+        rates.iter().find_map(|(name, rate)| {
+            let wrong = rate.is_some_and(|r| !r.0.is_finite() || r.0 < 0.0);
+            wrong.then(|| format!("pricing.{model}.{name}"))
+        })
+    })
 }

@@ -552,4 +552,9 @@ fn prices_are_read_per_model_and_a_wrong_key_is_named() {
     assert_eq!(entry.cache_read, None);
     let wrong = parse("[pricing.x]\ninput = 1\noutput = 1\ncached = 1\n").unwrap_err();
     assert!(wrong.to_string().contains("cached"), "{wrong}");
+    for bad in ["-1", "nan", "inf"] {
+        let text = format!("[pricing.x]\ninput = 1\noutput = {bad}\n");
+        let wrong = parse(&text).unwrap().validate().unwrap_err().to_string();
+        assert!(wrong.contains("pricing.x.output"), "{wrong}");
+    }
 }

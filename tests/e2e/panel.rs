@@ -137,6 +137,12 @@ async fn the_panel_in_a_browser_shows_runs_transcripts_and_acts_on_pairing_and_b
         .wait_text(".transcript", "the transcript", |t| t.contains("tick 8"))
         .await;
     assert!(transcript.contains("slow 300 8"), "{transcript}");
+    // What its model calls used and cost, as /usage says it.
+    let usage = b.text(".usage").await;
+    assert!(
+        usage.contains("Session: ") && usage.contains(" · $0."),
+        "{usage}"
+    );
 
     // A stranger asks for pairing; the code is approved from the page; the stranger is answered.
     let (zed_chat, zed) = (ChatSpec::private(ZED), UserSpec::new(ZED, "Zed"));

@@ -60,6 +60,7 @@ pub(super) fn session(panel: &Panel, viewer: &Viewer<'_>, query: &HashMap<String
         "Stop its run",
         false,
     ));
+    body.push_str(&usage(panel, &entries));
     body.push_str("<div class=transcript>");
     for entry in items.into_iter().skip(skipped) {
         if let Entry::Item(item) = entry {
@@ -68,6 +69,17 @@ pub(super) fn session(panel: &Panel, viewer: &Viewer<'_>, query: &HashMap<String
     }
     body.push_str("</div>");
     Ok((key.to_owned(), body))
+}
+
+/// What the session's model calls used and cost (as `/usage` says it), before its first
+/// call nothing.
+fn usage(panel: &Panel, entries: &[Entry]) -> String {
+    let config = panel.api.config();
+    let pricing = crate::agent::pricing::Pricing::new(config.pricing.clone());
+    match crate::agent::usage::summary(entries, &pricing, config.model.context_window) {
+        Some(summary) => format!("<pre class=usage>{}</pre>", esc(&summary)),
+        None => String::new(),
+    }
 }
 
 /// Appends the HTML of one transcript entry.

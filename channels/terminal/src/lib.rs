@@ -13,6 +13,9 @@ pub mod view;
 pub mod width;
 mod writer;
 
+#[cfg(test)]
+mod kept;
+
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -517,25 +520,7 @@ fn now_ms() -> u64 {
 mod tests {
     use super::*;
 
-    /// Output kept for a test to read.
-    #[derive(Clone, Default)]
-    struct Kept(Arc<Mutex<Vec<u8>>>);
-
-    impl Write for Kept {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl Kept {
-        fn text(&self) -> String {
-            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
-        }
-    }
+    use crate::kept::Kept;
 
     #[tokio::test]
     async fn edits_print_only_new_text_and_done_ends_the_line() {

@@ -23,23 +23,12 @@ pub async fn gateway(loaded: LoadedConfig) -> ExitCode {
     // No platform token set: the terminal is the channel; typed at by a person, it is the
     // chat's (banner, prompt, spinner), and Ctrl-D or Ctrl-C stops the gateway.
     let typed_at = channels.is_empty() && super::terminal_gateway(&loaded);
-    let (terminal, typed, _modes) = match (channels.is_empty(), typed_at) {
-        (false, _) => (None, None, None),
-        (true, true) => {
-            let (terminal, typed, modes) = screen::open(&loaded, super::terminal_user(&loaded));
-            (Some(terminal), typed, modes)
-        }
-        (true, false) => {
-            let terminal = TerminalChannel::new(super::terminal_user(&loaded));
-            (Some(terminal), None, None)
-        }
-    };
-    let mut lines = None;
-    if let (Some(terminal), Some(_)) = (&terminal, &typed) {
-        let (tx, rx) = tokio::sync::mpsc::channel(16);
-        lines = Some(tx);
-        terminal.set_input(Input::Lines(rx), Vec::new());
-    }
+    let Terminal {
+        channel: terminal,
+        typed,
+        lines,
+        modes: _modes,
+    } = Terminal::open(&loaded, channels.is_empty(), typed_at);
     if let Some(terminal) = &terminal {
         channels.push(terminal.clone() as Arc<dyn chela_channel::Channel>);
     }
@@ -104,6 +93,45 @@ pub async fn gateway(loaded: LoadedConfig) -> ExitCode {
         person.runs.shows.terminal.settle();
     }
     ExitCode::SUCCESS
+}
+
+/// The terminal as the gateway's channel, when no platform token is set.
+struct Terminal {
+    channel: Option<Arc<TerminalChannel>>,
+    /// What is typed at its line editor (a person at a terminal).
+    typed: Option<tokio::sync::mpsc::Receiver<Typed>>,
+    /// Where the typed lines go on to the channel.
+    lines: Option<tokio::sync::mpsc::Sender<String>>,
+    /// The terminal's settings, put back when dropped.
+    modes: Option<screen::TerminalModes>,
+}
+
+impl Terminal {
+    /// The terminal channel when `wanted`; with the chat's screen and editor when
+    /// `typed_at` by a person.
+    fn open(loaded: &LoadedConfig, wanted: bool, typed_at: bool) -> Terminal {
+        let user = super::terminal_user(loaded);
+        let (channel, typed, modes) = match (wanted, typed_at) {
+            (false, _) => (None, None, None),
+            (true, true) => {
+                let (channel, typed, modes) = screen::open(loaded, user);
+                (Some(channel), typed, modes)
+            }
+            (true, false) => (Some(TerminalChannel::new(user)), None, None),
+        };
+        let mut lines = None;
+        if let (Some(channel), Some(_)) = (&channel, &typed) {
+            let (tx, rx) = tokio::sync::mpsc::channel(16);
+            lines = Some(tx);
+            channel.set_input(Input::Lines(rx), Vec::new());
+        }
+        Terminal {
+            channel,
+            typed,
+            lines,
+            modes,
+        }
+    }
 }
 
 /// The person at the terminal that is the gateway's channel: what they type, and what the

@@ -7,7 +7,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::api::GatewayApi;
@@ -67,15 +67,20 @@ fn frame(event: &LiveEvent) -> String {
     }
 }
 
-/// Feeds `out` until the gateway stops or the connection goes.
+/// Feeds `out` until the gateway stops or the connection goes. A new `events.subscribe` on
+/// the connection changes `filter` and the feed goes on from the same place in the bus, so
+/// no event is lost between the two (`chela agent` narrows its feed to its session).
 pub(super) async fn feed(
     sources: Sources,
     stop: CancellationToken,
-    filter: SubscribeParams,
+    filter: watch::Receiver<SubscribeParams>,
     out: mpsc::Sender<String>,
 ) {
     let Sources { mut live } = sources;
-    let wanted = |session: &str| filter.session.as_deref().is_none_or(|s| s == session);
+    let wanted = |session: &str| {
+        let filter = filter.borrow();
+        filter.session.as_deref().is_none_or(|s| s == session)
+    };
     let mut dropped: u64 = 0;
     loop {
         let frame = tokio::select! {
@@ -107,6 +112,43 @@ mod tests {
     use super::*;
     use crate::domain::events::{Lifecycle, RunEvent};
     use serde_json::json;
+
+    fn delta(session: &str, seq: u64) -> LiveEvent {
+        LiveEvent {
+            run_id: "run-1".into(),
+            session_key: session.into(),
+            seq,
+            event: RunEvent::Assistant { delta: "x".into() },
+        }
+    }
+
+    #[tokio::test]
+    async fn a_narrowed_feed_goes_on_from_where_it_was() {
+        let (bus, live) = broadcast::channel(16);
+        let (filter_tx, filter) = watch::channel(SubscribeParams::default());
+        let (out, mut frames) = mpsc::channel(16);
+        // Published before the narrowing, not yet read by the feed.
+        bus.send(delta("mine", 1)).unwrap();
+        bus.send(delta("other", 1)).unwrap();
+        filter_tx
+            .send(SubscribeParams {
+                session: Some("mine".into()),
+            })
+            .unwrap();
+        bus.send(delta("mine", 2)).unwrap();
+        bus.send(delta("other", 2)).unwrap();
+        drop(bus);
+        feed(Sources { live }, CancellationToken::new(), filter, out).await;
+        let mut seen = Vec::new();
+        while let Ok(frame) = frames.try_recv() {
+            seen.push(frame);
+        }
+        assert_eq!(seen.len(), 2, "{seen:?}");
+        assert!(
+            seen.iter().all(|f| f.contains("\"session\":\"mine\"")),
+            "{seen:?}"
+        );
+    }
 
     #[test]
     fn an_agent_event_carries_its_run_session_and_number() {

@@ -202,8 +202,8 @@ async fn connection(mut socket: WebSocket, shared: Arc<Shared>, role: Role) {
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     // Dropped with the connection: its requests and its event feed end with it.
     let mut tasks = tokio::task::JoinSet::new();
-    // The connection's event feed; a new `events.subscribe` replaces it.
-    let mut feed: Option<tokio::task::AbortHandle> = None;
+    // The connection's event feed's filter; a new `events.subscribe` changes it.
+    let mut feed: Option<tokio::sync::watch::Sender<SubscribeParams>> = None;
     loop {
         let frame = tokio::select! {
             _ = shared.stop.cancelled() => {
@@ -220,14 +220,21 @@ async fn connection(mut socket: WebSocket, shared: Arc<Shared>, role: Role) {
                             match SubscribeParams::parse(&request.params) {
                                 Ok(filter) => {
                                     let session = filter.session.clone();
-                                    // Subscribed before the answer goes out: nothing after it
-                                    // is missed.
-                                    let sources = feed::Sources::of(shared.methods.api.as_ref());
-                                    if let Some(old) = feed.take() {
-                                        old.abort();
+                                    match feed.as_ref().filter(|running| !running.is_closed()) {
+                                        // The same feed with the new filter: nothing between the two is lost.
+                                        Some(running) => {
+                                            let _ = running.send(filter);
+                                        }
+                                        None => {
+                                            // Subscribed before the answer goes out: nothing after it
+                                            // is missed.
+                                            let sources = feed::Sources::of(shared.methods.api.as_ref());
+                                            let (filter_tx, filter_rx) = tokio::sync::watch::channel(filter);
+                                            let stop = shared.stop.clone();
+                                            tasks.spawn(feed::feed(sources, stop, filter_rx, out_tx.clone()));
+                                            feed = Some(filter_tx);
+                                        }
                                     }
-                                    let stop = shared.stop.clone();
-                                    feed = Some(tasks.spawn(feed::feed(sources, stop, filter, out_tx.clone())));
                                     let answer = serde_json::json!({ "subscribed": true, "session": session });
                                     protocol::answer(request.id, Ok(answer))
                                 }

@@ -210,13 +210,14 @@ fn settle_queued(intake: &Intake, seq: u64) {
     }
 }
 
-/// Whether `command` changes what the session's turns do (its model, queue, window), so
-/// that from a sequential input it must apply only after the turns before it have run.
+/// Whether `command` changes what the session's turns do (its model, queue, window), or
+/// reports what they did (`/usage`), so that from a sequential input it must apply only
+/// after the turns before it have run.
 fn acts_on_later_turns(command: &commands::Command) -> bool {
     use commands::Command as C;
     matches!(
         command,
-        C::Model(_) | C::Queue(_) | C::New(_) | C::Reset { .. } | C::Compact
+        C::Model(_) | C::Queue(_) | C::New(_) | C::Reset { .. } | C::Compact | C::Usage
     )
 }
 

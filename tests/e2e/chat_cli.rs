@@ -220,3 +220,22 @@ async fn chat_beside_a_running_gateway_talks_through_its_rpc() {
         .collect();
     assert_eq!(texts, ["hello there", "ok: hello there"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn piped_usage_answers_after_the_turns_before_it() {
+    let setup = Setup::openai("steer").await;
+    let mut chat = setup.chat();
+    chat.send("hello there\n/usage").await;
+    let done = chat.finish().await;
+    assert!(done.status.success(), "{}", done.stderr);
+    let usage = done
+        .stdout
+        .split("ok: hello there")
+        .nth(1)
+        .unwrap_or_default();
+    assert!(
+        usage.contains("Session: ") && usage.contains(" · 1 model call · $0."),
+        "{}",
+        done.stdout
+    );
+}

@@ -28,6 +28,7 @@ mod media;
 mod memory;
 mod overrides;
 mod pricing;
+pub mod providers;
 pub mod redact;
 mod rpc;
 mod tools;
@@ -60,6 +61,7 @@ pub use media::{MediaConfig, Vision};
 pub use memory::MemoryConfig;
 pub use overrides::ENV_OVERRIDES;
 pub use pricing::{PriceEntry, Rate};
+pub use providers::ProviderEntry;
 pub use redact::REDACTED;
 pub use rpc::{DEFAULT_RPC_LISTEN, RpcConfig, discovery_path_for};
 pub use tools::{
@@ -68,7 +70,7 @@ pub use tools::{
 };
 pub use types::{
     AgentConfig, Config, DmScope, DropPolicy, ModelConfig, ProviderKind, QueueConfig, QueueLimits,
-    QueueMode, SessionConfig, StoreConfig, StoreEngine, TerminalConfig,
+    QueueMode, SessionConfig, StoreConfig, StoreEngine, TerminalConfig, Thinking,
 };
 pub use web::{SearchProvider, WebConfig, WebSearchConfig};
 
@@ -335,6 +337,9 @@ impl Config {
             return invalid(&key, message);
         }
         if let Err((key, message)) = agents::check(&self.agent.id, &self.agents, &self.bindings) {
+            return invalid(&key, message);
+        }
+        if let Err((key, message)) = providers::check(self) {
             return invalid(&key, message);
         }
         if let Err((key, message)) = self.check_urls() {

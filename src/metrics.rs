@@ -30,6 +30,13 @@ struct TokenLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SkipLabel {
+    provider: String,
+    model: String,
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ModelLabel {
     provider: String,
     model: String,
@@ -147,6 +154,8 @@ pub struct Metrics {
     model_seconds: Histogram,
     model_tokens: Family<TokenLabel, Counter>,
     model_cost: Family<ModelLabel, Counter<f64, std::sync::atomic::AtomicU64>>,
+    model_answers: Family<ModelLabel, Counter>,
+    model_skips: Family<SkipLabel, Counter>,
     first_text_seconds: Histogram,
     pending_turns: Gauge,
     acp_sessions: Gauge,
@@ -188,6 +197,8 @@ impl Metrics {
             model_seconds: seconds_buckets(),
             model_tokens: Family::default(),
             model_cost: Family::default(),
+            model_answers: Family::default(),
+            model_skips: Family::default(),
             first_text_seconds: seconds_buckets(),
             pending_turns: Gauge::default(),
             acp_sessions: Gauge::default(),
@@ -237,6 +248,16 @@ impl Metrics {
             "chela_model_cost_usd",
             "What model calls cost in US dollars, by provider and model (calls of models with a known price)",
             metrics.model_cost.clone(),
+        );
+        r.register(
+            "chela_model_answers",
+            "Model calls answered (the first event came), by the provider and model that answered",
+            metrics.model_answers.clone(),
+        );
+        r.register(
+            "chela_model_skips",
+            "Models skipped for a call (the next fallback was tried), by provider, model and reason (rate_limited, auth, not_found, overloaded, server_error, timeout, unreachable, broken, resting, error)",
+            metrics.model_skips.clone(),
         );
         r.register(
             "chela_first_text_seconds",
@@ -334,6 +355,25 @@ impl Metrics {
         }
     }
 
+    /// A model call was answered by `model` of `provider`.
+    pub fn model_answered(&self, provider: &str, model: &str) {
+        let label = ModelLabel {
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+        };
+        self.model_answers.get_or_create(&label).inc();
+    }
+
+    /// `model` of `provider` was skipped for a call, for `reason`.
+    pub fn model_skipped(&self, provider: &str, model: &str, reason: &str) {
+        let label = SkipLabel {
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+            reason: reason.to_owned(),
+        };
+        self.model_skips.get_or_create(&label).inc();
+    }
+
     /// The first text of a reply became visible `seconds` after its message was accepted.
     pub fn first_text(&self, seconds: f64) {
         self.first_text_seconds.observe(seconds);
@@ -390,6 +430,8 @@ mod tests {
         m.rate_limited("telegram");
         m.delivery_retry("telegram");
         m.dead_letter("discord");
+        m.model_answered("backup", "claude-x");
+        m.model_skipped("openai", "gpt-x", "overloaded");
         let text = m.render(&Gauges::default()).unwrap();
         let want = [
             "chela_inbound_messages_total{channel=\"telegram\"} 2",
@@ -400,6 +442,8 @@ mod tests {
             "chela_platform_rate_limited_total{channel=\"telegram\"} 1",
             "chela_delivery_retries_total{channel=\"telegram\"} 1",
             "chela_dead_letters_total{channel=\"discord\"} 1",
+            "chela_model_answers_total{provider=\"backup\",model=\"claude-x\"} 1",
+            "chela_model_skips_total{provider=\"openai\",model=\"gpt-x\",reason=\"overloaded\"} 1",
         ];
         for w in want {
             assert!(text.lines().any(|l| l == w), "{w} missing in\n{text}");

@@ -5,11 +5,15 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use super::provider::route::catalog::Catalog;
 use super::provider::{Provider, ProviderError};
 use super::run::Agent;
-use super::{AgentPorts, build, provider};
+use super::{AgentPorts, build, router};
 use crate::config::Config;
 use crate::store::Store;
+
+/// The default agent's model backend, and each `[[agents]]` entry's in order.
+pub type AgentProviders = (Arc<dyn Provider>, Vec<Arc<dyn Provider>>);
 
 /// Every agent of a gateway.
 pub struct Agents {
@@ -18,15 +22,22 @@ pub struct Agents {
 }
 
 impl Agents {
-    /// The model backend of each `[[agents]]` entry of `config`, in order (fails on one it
-    /// cannot set up).
-    pub fn providers(config: &Config) -> Result<Vec<Arc<dyn Provider>>, ProviderError> {
-        config
+    /// The model backends of `config`'s agents: the default agent's, and each `[[agents]]`
+    /// entry's in order, over one catalog of providers (so a key or model that failed rests
+    /// for all); fails on one it cannot set up.
+    pub fn providers(config: &Config) -> Result<AgentProviders, ProviderError> {
+        let env = |name: &str| std::env::var(name).ok();
+        let catalog = Arc::new(Catalog::from_config(config, &env)?);
+        let default = router(config, &catalog, Catalog::main_name(config))?;
+        // An agent's bare model names are models of the default agent's provider.
+        let main = default.name().to_owned();
+        let others = config
             .agents
             .iter()
             .filter_map(|entry| config.for_agent(&entry.id))
-            .map(|own| provider(&own))
-            .collect()
+            .map(|own| router(&own, &catalog, &main))
+            .collect::<Result<_, _>>()?;
+        Ok((default, others))
     }
 
     /// Builds the default agent of `config` on `provider` and each `[[agents]]` entry on

@@ -123,7 +123,7 @@ pub fn message_tokens(message: &Message) -> u64 {
         .iter()
         .map(|block| match block {
             ContentBlock::Text { text } => text.chars().count(),
-            ContentBlock::Thinking { thinking } => thinking.chars().count(),
+            ContentBlock::Thinking { thinking, .. } => thinking.chars().count(),
             ContentBlock::ToolCall(call) => {
                 call.id.len() + call.name.len() + call.arguments.to_string().chars().count()
             }

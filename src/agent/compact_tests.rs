@@ -398,6 +398,7 @@ fn agent(model: Arc<TestModel>, context_window: u64, reserve_tokens: u64) -> Age
         run_timeout: Duration::from_secs(600),
         max_tokens: 1000,
         pricing: Default::default(),
+        thinking: Default::default(),
         vision: crate::config::Vision::Auto,
         shutdown: Default::default(),
         compaction: CompactionSettings {

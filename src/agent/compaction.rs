@@ -22,19 +22,21 @@ async fn summarize(
     input: String,
     max_tokens: u32,
     cancel: &CancellationToken,
-) -> Result<(String, Usage), CompactError> {
+) -> Result<(String, Usage, (String, String)), CompactError> {
     let request = ProviderRequest {
         system: SUMMARY_SYSTEM.to_string(),
         messages: vec![Message::user(input)],
         tools: Vec::new(),
         max_tokens,
         model: None,
+        thinking: crate::agent::provider::Thinking::Off,
     };
     let work = async {
         let model = |e: crate::agent::provider::ProviderError| CompactError::Model(e.to_string());
         let mut stream = provider.stream(request).await.map_err(model)?;
         let mut summary = String::new();
         let mut used = Usage::default();
+        let mut who = (provider.name().to_owned(), provider.model().to_owned());
         while let Some(event) = stream.next().await {
             match event.map_err(model)? {
                 ProviderEvent::TextDelta(delta) => summary.push_str(&delta),
@@ -50,14 +52,17 @@ async fn summarize(
                     used = usage;
                     break;
                 }
-                ProviderEvent::ThinkingDelta(_) | ProviderEvent::ToolCall(_) => {}
+                ProviderEvent::Answered(answered) => who = (answered.provider, answered.model),
+                ProviderEvent::ThinkingDelta(_)
+                | ProviderEvent::ThinkingSealed { .. }
+                | ProviderEvent::ToolCall(_) => {}
             }
         }
         let summary = summary.trim();
         if summary.is_empty() {
             return Err(CompactError::EmptySummary);
         }
-        Ok((summary.to_string(), used))
+        Ok((summary.to_string(), used, who))
     };
     tokio::select! {
         biased;
@@ -94,9 +99,10 @@ impl Agent {
             .min(self.compaction.reserve_tokens.max(MIN_SUMMARY_TOKENS))
             .max(1);
         let max_tokens = u32::try_from(max_tokens).unwrap_or(self.max_tokens);
-        let (summary, used) = summarize(self.provider.as_ref(), input, max_tokens, cancel).await?;
+        let (summary, used, who) =
+            summarize(self.provider.as_ref(), input, max_tokens, cancel).await?;
         // Not in the transcript: counted in the metrics only.
-        self.count_call(self.provider.name(), self.provider.model(), &used);
+        self.count_call(&who.0, &who.1, &used);
         let entry_id = self.store.append(
             key,
             EntryKind::Compaction {

@@ -150,6 +150,7 @@ impl Agent {
                 tools: tools.clone(),
                 max_tokens: self.max_tokens,
                 model: run.model.map(str::to_owned),
+                thinking: crate::agent::provider::Thinking::Off,
             };
             let (text, calls) = tokio::select! {
                 biased;
@@ -175,10 +176,13 @@ impl Agent {
         &self,
         request: ProviderRequest,
     ) -> Result<(String, Vec<ToolCall>), String> {
-        let model = request
-            .model
-            .clone()
-            .unwrap_or_else(|| self.provider.model().to_owned());
+        let mut answered = match &request.model {
+            Some(choice) => self.provider.resolve(choice),
+            None => (
+                self.provider.name().to_owned(),
+                self.provider.model().to_owned(),
+            ),
+        };
         let mut stream = self
             .provider
             .stream(request)
@@ -195,10 +199,11 @@ impl Agent {
                 } => return Err("the model stopped with an error".into()),
                 ProviderEvent::Done { usage, .. } => {
                     // Not in the transcript: counted in the metrics only.
-                    self.count_call(self.provider.name(), &model, &usage);
+                    self.count_call(&answered.0, &answered.1, &usage);
                     break;
                 }
-                ProviderEvent::ThinkingDelta(_) => {}
+                ProviderEvent::Answered(who) => answered = (who.provider, who.model),
+                ProviderEvent::ThinkingDelta(_) | ProviderEvent::ThinkingSealed { .. } => {}
             }
         }
         Ok((text, calls))

@@ -134,6 +134,7 @@ fn agent(model: Arc<Model>, workspace: &std::path::Path, flush: bool) -> Agent {
         run_timeout: Duration::from_secs(600),
         max_tokens: 1000,
         pricing: Default::default(),
+        thinking: Default::default(),
         vision: crate::config::Vision::Auto,
         shutdown: Default::default(),
         compaction: CompactionSettings {

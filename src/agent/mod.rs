@@ -32,21 +32,9 @@ use crate::store::Store;
 
 pub use agents::Agents;
 
-/// The provider settings `config` asks for, with environment fallbacks applied.
+/// The provider settings `config`'s `[model]` asks for, with environment fallbacks applied.
 pub fn provider_settings(config: &Config) -> ProviderSettings {
-    let m = &config.model;
-    let kind = m.provider;
-    let non_empty = |s: &str| (!s.is_empty()).then(|| s.to_string());
-    let settings = ProviderSettings {
-        kind,
-        base_url: non_empty(&m.base_url),
-        api_key: non_empty(&m.api_key),
-        model: non_empty(&m.model),
-        idle_timeout: Duration::from_secs(m.idle_timeout_s),
-        max_retries: m.max_retries,
-        max_tokens: m.max_tokens,
-    };
-    settings.resolve_env(|name| std::env::var(name).ok())
+    ProviderSettings::from_model(&config.model, |name| std::env::var(name).ok())
 }
 
 /// The exec sandbox `config` asks for, with a log line saying what it is.
@@ -74,9 +62,50 @@ pub struct AgentPorts {
     pub cron: tools::cron::CronPort,
 }
 
-/// The model backend `config` names (fails on a provider it cannot set up).
-pub fn provider(config: &Config) -> Result<std::sync::Arc<dyn provider::Provider>, ProviderError> {
-    provider::build(&provider_settings(config))
+/// The models the default agent of `config` calls, its own first and then its fallbacks,
+/// each with the settings of its provider (first key), environment included: what `chela
+/// doctor` checks and `chela config show` prints. Fails as the gateway's start would.
+pub fn model_targets(
+    config: &Config,
+) -> Result<Vec<(provider::route::Target, ProviderSettings)>, ProviderError> {
+    let env = |name: &str| std::env::var(name).ok();
+    let catalog = provider::route::catalog::Catalog::from_config(config, &env)?;
+    let main = provider::route::catalog::Catalog::main_name(config);
+    let router = model_router(config, std::sync::Arc::new(catalog), main)?;
+    let targets = router.targets().into_iter().filter_map(|target| {
+        let settings = provider::route::catalog::settings_of(config, &target.provider, &env)?;
+        Some((target, settings))
+    });
+    Ok(targets.collect())
+}
+
+/// The model backend of agent `config` (`Config::for_agent`'s view) over `catalog`, its
+/// bare model names being models of provider `main`.
+pub(crate) fn router(
+    config: &Config,
+    catalog: &std::sync::Arc<provider::route::catalog::Catalog>,
+    main: &str,
+) -> Result<std::sync::Arc<dyn provider::Provider>, ProviderError> {
+    Ok(std::sync::Arc::new(model_router(
+        config,
+        catalog.clone(),
+        main,
+    )?))
+}
+
+/// The model router of agent `config` over `catalog`, bare names models of `main`.
+fn model_router(
+    config: &Config,
+    catalog: std::sync::Arc<provider::route::catalog::Catalog>,
+    main: &str,
+) -> Result<provider::route::ModelRouter, ProviderError> {
+    provider::route::ModelRouter::new(
+        catalog,
+        main,
+        &config.model.model,
+        &config.model.fallbacks,
+        config.model.max_retries,
+    )
 }
 
 /// Builds the agent from config: provider, tools, system prompt, and the gateway's `ports`.
@@ -114,11 +143,14 @@ pub fn build(
         model: &format!("{}/{}", provider.name(), provider.model()),
     });
     let skill_names = skills.iter().map(|s| s.name.clone()).collect();
+    let named = std::iter::once(provider.model().to_owned()).chain(
+        (config.model.models.iter())
+            .chain(&config.model.fallbacks)
+            .map(|name| provider.resolve(name).1),
+    );
     let pricing = std::sync::Arc::new(pricing::Pricing::with_named(
         config.pricing.clone(),
-        std::iter::once(provider.model().to_owned())
-            .chain(config.model.models.iter().cloned())
-            .collect(),
+        named.collect(),
     ));
     Agent {
         skill_names,
@@ -143,6 +175,7 @@ pub fn build(
         run_timeout: Duration::from_secs(config.agent.timeout_s),
         max_tokens: config.model.max_tokens,
         pricing,
+        thinking: config.model.thinking,
         vision: config.model.vision,
         shutdown,
         compaction: compact::CompactionSettings {

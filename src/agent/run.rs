@@ -104,6 +104,8 @@ pub struct Agent {
     pub max_tokens: u32,
     /// What model calls cost (`[pricing]` and the built-in prices).
     pub pricing: Arc<crate::agent::pricing::Pricing>,
+    /// How much the model reasons unless a session says (`[model] thinking`).
+    pub thinking: crate::config::Thinking,
     /// Whether pictures go to the model as images (`[model] vision`).
     pub vision: crate::config::Vision,
     /// Fires when the gateway shuts down. A run cancelled by shutdown (not by /stop) keeps
@@ -141,6 +143,10 @@ struct Turn<'a> {
     allowed: crate::agent::policy::Allowed,
     /// The session's `/model` choice, if any.
     model: Option<String>,
+    /// How much the model reasons: the session's `/think`, else `[model] thinking`.
+    thinking: crate::config::Thinking,
+    /// Whether the reasoning goes out as events (`/reasoning on`).
+    show_reasoning: bool,
     /// A compaction of this run failed or found nothing to do: do not try again.
     compaction_gave_up: bool,
     /// The conversation the run replies to.
@@ -175,6 +181,12 @@ impl Agent {
             cost_usd: Some(0.0),
             allowed: self.allowed_for(&req.session_key, req.reply_to.as_ref()),
             model: crate::agent::model_choice::chosen(&self.store, &req.session_key),
+            thinking: crate::agent::model_choice::thinking(&self.store, &req.session_key)
+                .unwrap_or(self.thinking),
+            show_reasoning: crate::agent::model_choice::reasoning_shown(
+                &self.store,
+                &req.session_key,
+            ),
             compaction_gave_up: false,
             reply_to: req.reply_to.take(),
             steer_files: req.steer_files.take(),
@@ -374,11 +386,14 @@ impl Turn<'_> {
             .map(|t| t.spec())
             .filter(|spec| self.allowed.allows(&spec.name))
             .collect();
-        let model = self.model.as_deref().unwrap_or_else(|| provider.model());
+        let (provider_name, model) = match self.model.as_deref() {
+            Some(choice) => provider.resolve(choice),
+            None => (provider.name().to_owned(), provider.model().to_owned()),
+        };
         let messages = crate::agent::media::for_model(
             &self.messages,
             &self.agent.tool_context.workspace,
-            self.agent.vision.accepts(model),
+            self.agent.vision.accepts(&model),
         )
         .await;
         let request = ProviderRequest {
@@ -387,14 +402,12 @@ impl Turn<'_> {
             tools,
             max_tokens: self.agent.max_tokens,
             model: self.model.clone(),
+            thinking: self.thinking,
         };
         let mut message = AssistantMessage {
             content: Vec::new(),
-            provider: provider.name().to_string(),
-            model: self
-                .model
-                .clone()
-                .unwrap_or_else(|| provider.model().to_string()),
+            provider: provider_name,
+            model,
             usage: Usage::default(),
             stop_reason: StopReason::Stop,
             error_message: None,
@@ -414,7 +427,7 @@ impl Turn<'_> {
             Some(Err(e)) => return Ok((failed(message, &e), false)),
             Some(Ok(stream)) => stream,
         };
-        let (mut text, mut thinking) = (String::new(), String::new());
+        let (mut text, mut thinking) = (String::new(), Reasoning::default());
         let mut calls = Vec::new();
         let mut aborted = false;
         loop {
@@ -424,11 +437,23 @@ impl Turn<'_> {
                 next = stream.next() => next,
             };
             match next {
+                Some(Ok(ProviderEvent::Answered(answered))) => {
+                    self.answered(&mut message, answered)
+                }
                 Some(Ok(ProviderEvent::TextDelta(delta))) => {
                     text.push_str(&delta);
                     let _ = self.events.send(RunEvent::Assistant { delta }).await;
                 }
-                Some(Ok(ProviderEvent::ThinkingDelta(delta))) => thinking.push_str(&delta),
+                Some(Ok(ProviderEvent::ThinkingDelta(delta))) => {
+                    thinking.text.push_str(&delta);
+                    if self.show_reasoning {
+                        let _ = self.events.send(RunEvent::Reasoning { delta }).await;
+                    }
+                }
+                Some(Ok(ProviderEvent::ThinkingSealed {
+                    signature,
+                    redacted,
+                })) => thinking.seal(signature, redacted),
                 Some(Ok(ProviderEvent::ToolCall(call))) => calls.push(call),
                 Some(Ok(ProviderEvent::Done { stop_reason, usage })) => {
                     message.stop_reason = stop_reason;
@@ -456,9 +481,7 @@ impl Turn<'_> {
         } else if !calls.is_empty() && message.stop_reason == StopReason::Stop {
             message.stop_reason = StopReason::ToolUse;
         }
-        if !thinking.is_empty() {
-            message.content.push(ContentBlock::Thinking { thinking });
-        }
+        message.content.extend(thinking.blocks());
         if !text.is_empty() {
             message.content.push(ContentBlock::Text { text });
         }
@@ -636,6 +659,36 @@ fn resumes(messages: &[Message], text: &str) -> bool {
     !answered && crate::domain::message::text_of(&user.content) == text
 }
 
+/// A call's reasoning as it streams: the blocks sealed so far and the open text.
+#[derive(Default)]
+struct Reasoning {
+    sealed: Vec<ContentBlock>,
+    text: String,
+}
+
+impl Reasoning {
+    /// Ends the open text as a block with `signature` (or adds a redacted block).
+    fn seal(&mut self, signature: String, redacted: bool) {
+        let thinking = match redacted {
+            true => "[Reasoning redacted]".to_owned(),
+            false => std::mem::take(&mut self.text),
+        };
+        self.sealed.push(ContentBlock::Thinking {
+            thinking,
+            signature: Some(signature),
+            redacted,
+        });
+    }
+
+    /// The blocks, the open text last (unsigned).
+    fn blocks(mut self) -> Vec<ContentBlock> {
+        if !self.text.is_empty() {
+            self.sealed.push(ContentBlock::thinking(self.text));
+        }
+        self.sealed
+    }
+}
+
 fn failed(mut message: AssistantMessage, error: &ProviderError) -> AssistantMessage {
     tracing::warn!(error = %error, "model call failed");
     message.stop_reason = StopReason::Error;
@@ -644,6 +697,21 @@ fn failed(mut message: AssistantMessage, error: &ProviderError) -> AssistantMess
 }
 
 impl Turn<'_> {
+    /// Notes which model answers the call of `message`, and when it is a fallback, why the
+    /// others were skipped (for `/status`).
+    fn answered(&self, message: &mut AssistantMessage, answered: crate::agent::provider::Answered) {
+        message.provider = answered.provider;
+        message.model = answered.model;
+        if !answered.skipped.is_empty() {
+            let fallback = crate::agent::model_choice::Fallback {
+                answered: format!("{}/{}", message.provider, message.model),
+                skipped: answered.skipped,
+                at_ms: now_ms(),
+            };
+            crate::agent::model_choice::note_fallback(&self.agent.store, &self.key, &fallback);
+        }
+    }
+
     /// Adds what `message`'s call cost to the run's cost (and the metrics).
     fn count_cost(&mut self, message: &AssistantMessage) {
         let cost = self

@@ -228,6 +228,7 @@ impl Harness {
             run_timeout: Duration::from_secs(600),
             max_tokens: 1000,
             pricing: Default::default(),
+            thinking: Default::default(),
             vision: crate::config::Vision::Auto,
             shutdown: Default::default(),
             compaction: Default::default(),

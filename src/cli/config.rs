@@ -43,9 +43,12 @@ pub fn show(loaded: &LoadedConfig, changed: bool) -> ExitCode {
             "RPC discovery file: {}",
             chela::config::discovery_path_for(&config.store.path).display()
         ),
-        model_line(config),
     ];
-    for line in lines.iter().chain(env_lines().iter()) {
+    let lines = lines
+        .into_iter()
+        .chain(model_lines(config))
+        .chain(env_lines());
+    for line in lines {
         out.push_str(&format!("# {line}\n"));
     }
     let shown = match changed {
@@ -104,21 +107,36 @@ fn differing(current: toml::Table, defaults: &toml::Table) -> toml::Table {
     out
 }
 
-/// The model as the gateway will reach it, environment included.
-fn model_line(config: &chela::config::Config) -> String {
-    let settings = chela::agent::provider_settings(config);
-    let key = match settings.effective_api_key() {
-        Some(_) => "<set>",
-        None => "none",
+/// The models as the gateway will reach them (its own, then each fallback), environment
+/// included.
+fn model_lines(config: &chela::config::Config) -> Vec<String> {
+    let targets = match chela::agent::model_targets(config) {
+        Ok(targets) => targets,
+        Err(e) => return vec![format!("model: cannot be set up: {e}")],
     };
-    match settings.kind {
-        chela::config::ProviderKind::Echo => "model: echo (answers with your own text)".to_owned(),
-        kind => format!(
-            "model: {kind} {} at {} (API key {key})",
-            settings.effective_model(),
-            chela::config::redact::redact_url(&settings.effective_base_url(), false)
+    let line = |(i, (target, settings)): (
+        usize,
+        &(
+            chela::agent::provider::route::Target,
+            chela::agent::provider::ProviderSettings,
         ),
-    }
+    )| {
+        let what = if i == 0 { "model" } else { "fallback" };
+        let key = match settings.effective_api_key() {
+            Some(_) => "<set>",
+            None => "none",
+        };
+        match settings.kind {
+            chela::config::ProviderKind::Echo => {
+                format!("{what}: {target} (echo: answers with your own text)")
+            }
+            kind => format!(
+                "{what}: {target}, {kind} at {} (API key {key})",
+                chela::config::redact::redact_url(&settings.effective_base_url(), false)
+            ),
+        }
+    };
+    targets.iter().enumerate().map(line).collect()
 }
 
 /// The environment overrides in effect, one line each (values of secrets hidden).

@@ -108,38 +108,33 @@ async fn store(loaded: &LoadedConfig, report: &mut Report) {
     }
 }
 
-/// The provider is configured, its server answers and serves the model.
+/// The providers are configured, and each model the default agent calls (its own, then its
+/// fallbacks) is served by its provider's server.
 async fn model(loaded: &LoadedConfig, report: &mut Report) {
-    let settings = chela::agent::provider_settings(&loaded.config);
-    match chela::agent::provider::build(&settings) {
-        Err(e) => report.line(false, "model", e.to_string()),
-        Ok(provider) if settings.kind == ProviderKind::Echo => report.line(
-            true,
-            "model",
-            format!(
-                "{} (echo answers with your own text: a wiring check, not a model)",
-                provider.name()
-            ),
-        ),
-        Ok(provider) => {
-            let base = settings.effective_base_url();
-            let (good, detail) = remote::model_served(
-                settings.kind,
-                &base,
-                settings.effective_api_key(),
-                provider.model(),
-            )
-            .await;
+    let targets = match chela::agent::model_targets(&loaded.config) {
+        Ok(targets) => targets,
+        Err(e) => return report.line(false, "model", e.to_string()),
+    };
+    for (i, (target, settings)) in targets.iter().enumerate() {
+        let what = if i == 0 { "model" } else { "fallback" };
+        if settings.kind == ProviderKind::Echo {
             report.line(
-                good,
-                "model",
-                format!(
-                    "{}/{} at {base}: {detail}",
-                    provider.name(),
-                    provider.model()
-                ),
+                true,
+                what,
+                format!("{target} (echo answers with your own text: a wiring check, not a model)"),
             );
+            continue;
         }
+        let base = settings.effective_base_url();
+        let (good, detail) = remote::model_served(
+            settings.kind,
+            &base,
+            settings.effective_api_key(),
+            &target.model,
+        )
+        .await;
+        let shown = chela::config::redact::redact_url(&base, false);
+        report.line(good, what, format!("{target} at {shown}: {detail}"));
     }
 }
 

@@ -254,7 +254,10 @@ impl Shows {
                     terminal.note_after_reply(Note::Info, &usage_line(record, self.context_window));
                 }
             }
-            RunEvent::Lifecycle(_) | RunEvent::Compaction(_) | RunEvent::Sent { .. } => {}
+            RunEvent::Lifecycle(_)
+            | RunEvent::Compaction(_)
+            | RunEvent::Sent { .. }
+            | RunEvent::Reasoning { .. } => {}
         }
     }
 

@@ -210,6 +210,7 @@ fn fitting(envelope: usize, mut event: LiveEvent) -> (LiveEvent, usize) {
 fn text_of(event: &mut RunEvent) -> Option<&mut String> {
     match event {
         RunEvent::Assistant { delta: text }
+        | RunEvent::Reasoning { delta: text }
         | RunEvent::Sent { text }
         | RunEvent::Lifecycle(Lifecycle::End { text, .. })
         | RunEvent::Lifecycle(Lifecycle::Error { message: text }) => Some(text),

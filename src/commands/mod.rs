@@ -41,7 +41,10 @@ pub async fn handle(
         Command::Reset { soft: true } => {
             let _ = ctx.lanes().stop(key).await;
             let _ = ctx.lanes().set_settings(key, None).await;
-            if let Err(e) = crate::agent::model_choice::choose(ctx.store(), key, None) {
+            if let Err(e) = crate::agent::model_choice::choose(ctx.store(), key, None)
+                .and_then(|()| crate::agent::model_choice::set_thinking(ctx.store(), key, None))
+                .and_then(|()| crate::agent::model_choice::show_reasoning(ctx.store(), key, None))
+            {
                 tracing::warn!(error = %e, session = %key, "cannot reset the session's model");
             }
             "Session state reset; the conversation is kept.".to_string()
@@ -75,6 +78,8 @@ pub async fn handle(
             return None;
         }
         Command::Model(args) => model(ctx, key, &args).await,
+        Command::Think(args) => think(ctx, key, &args),
+        Command::Reasoning(args) => reasoning(ctx, key, &args),
         Command::Whoami => format!(
             "You are {} (id {}) on {}; session {}",
             if inbound.sender.name.is_empty() {
@@ -227,6 +232,7 @@ async fn status(ctx: &dyn CommandContext, key: &str) -> String {
         format!("Agent: {}", agent_of(key)),
         format!("Model: {}", model_line(ctx, key)),
     ];
+    lines.extend(fallback_lines(ctx, key));
     match ctx.lanes().status(key).await {
         Ok(lane) => {
             lines.push(format!("Queue: {}", describe(&lane.settings)));
@@ -321,13 +327,32 @@ const MENU_MODELS: usize = 24;
 fn model_line(ctx: &dyn CommandContext, key: &str) -> String {
     let provider = ctx.provider(key);
     match crate::agent::model_choice::chosen(ctx.store(), key) {
-        Some(model) => format!(
-            "{}/{model} (this conversation's; default {})",
-            provider.name(),
-            provider.model()
-        ),
+        Some(model) => {
+            let (chosen_provider, model) = provider.resolve(&model);
+            let default = match chosen_provider == provider.name() {
+                true => provider.model().to_owned(),
+                false => format!("{}/{}", provider.name(), provider.model()),
+            };
+            format!("{chosen_provider}/{model} (this conversation's; default {default})")
+        }
         None => format!("{}/{}", provider.name(), provider.model()),
     }
+}
+
+/// `/status`'s lines on the fallbacks: the agent's, what rests, and the session's last
+/// fallback (which model answered instead of which, and why).
+fn fallback_lines(ctx: &dyn CommandContext, key: &str) -> Vec<String> {
+    let choice = crate::agent::model_choice::chosen(ctx.store(), key);
+    let mut lines = ctx.provider(key).route_lines(choice.as_deref());
+    if let Some(last) = crate::agent::model_choice::last_fallback(ctx.store(), key) {
+        lines.push(format!(
+            "Last fallback ({}): {} answered; skipped {}",
+            crate::domain::schedule::iso(last.at_ms),
+            last.answered,
+            last.skipped.join("; ")
+        ));
+    }
+    lines
 }
 
 /// `/model`, `/model NAME`, `/model default`.
@@ -356,16 +381,20 @@ async fn model(ctx: &dyn CommandContext, key: &str, args: &str) -> String {
         }
         _ => Some(name),
     };
+    if let Some(why) = choice.and_then(|name| ctx.provider(key).unusable(name)) {
+        return format!("Cannot switch to {}: {why}", excerpt(name));
+    }
     if let Err(e) = crate::agent::model_choice::choose(ctx.store(), key, choice) {
         return format!("Cannot set the model: {e}");
     }
     // The transcript says from where on answers came from which model (SPEC 6); the entry
     // is the lane's to write, after a run going on.
     let provider = ctx.provider(key);
-    let kind = crate::store::EntryKind::ModelChange {
-        provider: provider.name().to_owned(),
-        model_id: choice.unwrap_or(provider.model()).to_owned(),
+    let (provider, model_id) = match choice {
+        Some(choice) => provider.resolve(choice),
+        None => (provider.name().to_owned(), provider.model().to_owned()),
     };
+    let kind = crate::store::EntryKind::ModelChange { provider, model_id };
     let (store, owned_key) = (ctx.store().clone(), key.to_owned());
     let cwd = ctx.workspace(key).display().to_string();
     let write = move || {
@@ -385,6 +414,56 @@ async fn model(ctx: &dyn CommandContext, key: &str, args: &str) -> String {
             "Model: {} (the transcript does not record the change: {e})",
             model_line(ctx, key)
         ),
+    }
+}
+
+/// `/think`, `/think LEVEL`, `/think default`: how much this session's model reasons.
+fn think(ctx: &dyn CommandContext, key: &str, args: &str) -> String {
+    use crate::agent::model_choice::{set_thinking, thinking};
+    let arg = args.trim();
+    let choice = match arg {
+        "" => None,
+        _ if arg.eq_ignore_ascii_case("default") || arg.eq_ignore_ascii_case("reset") => Some(None),
+        _ => match arg.parse::<crate::config::Thinking>() {
+            Ok(level) => Some(Some(level)),
+            Err(_) => {
+                return format!(
+                    "Unknown level {}. Usage: /think off|minimal|low|medium|high|default",
+                    excerpt(arg)
+                );
+            }
+        },
+    };
+    if let Some(level) = choice
+        && let Err(e) = set_thinking(ctx.store(), key, level)
+    {
+        return format!("Cannot set the thinking level: {e}");
+    }
+    let default = ctx.thinking(key);
+    match thinking(ctx.store(), key) {
+        Some(level) => format!("Thinking: {level} (this conversation's; default {default})"),
+        None => format!("Thinking: {default}"),
+    }
+}
+
+/// `/reasoning`, `/reasoning on|off`: whether this chat shows the model's reasoning.
+fn reasoning(ctx: &dyn CommandContext, key: &str, args: &str) -> String {
+    use crate::agent::model_choice::{reasoning_shown, show_reasoning};
+    let arg = args.trim().to_ascii_lowercase();
+    let set = match arg.as_str() {
+        "" => None,
+        "on" => Some(Some(true)),
+        "off" | "default" => Some(None),
+        _ => return "Usage: /reasoning on|off".to_owned(),
+    };
+    if let Some(shown) = set
+        && let Err(e) = show_reasoning(ctx.store(), key, shown)
+    {
+        return format!("Cannot change it: {e}");
+    }
+    match reasoning_shown(ctx.store(), key) {
+        true => "Reasoning: shown in this chat, collapsed, apart from the answer.".to_owned(),
+        false => "Reasoning: not shown (/reasoning on shows it).".to_owned(),
     }
 }
 

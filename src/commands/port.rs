@@ -30,6 +30,9 @@ pub trait CommandContext: Send + Sync {
     fn pricing(&self, key: &str) -> &crate::agent::pricing::Pricing;
     /// The context window of session `key`'s agent's model in tokens (0: unknown).
     fn context_window(&self, key: &str) -> u64;
+    /// How much session `key`'s agent's model reasons unless the session says
+    /// (`[model] thinking`).
+    fn thinking(&self, key: &str) -> crate::config::Thinking;
     /// `[model] models`: the names `/model` may choose (empty: any).
     fn allowed_models(&self) -> &[String];
     /// Whether the sender of `inbound` may switch to a model by name (`/model NAME`).

@@ -21,9 +21,13 @@ pub struct AgentEntry {
     /// Its working folder; default `~/.chela/workspace-<id>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<PathBuf>,
-    /// Its model (as `[model] model`, same provider); default `[model] model`.
+    /// Its model (as `[model] model`: `provider/model` or a model of `[model]`'s provider);
+    /// default `[model] model`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Its fallbacks (as `[model] fallbacks`); default `[model] fallbacks`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallbacks: Option<Vec<String>>,
     /// The first line of its system prompt; default `[agent] identity`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<String>,
@@ -171,6 +175,9 @@ impl super::Config {
         }
         if let Some(model) = &entry.model {
             config.model.model = model.clone();
+        }
+        if let Some(fallbacks) = &entry.fallbacks {
+            config.model.fallbacks = fallbacks.clone();
         }
         config.agent.skills = entry.skills.clone();
         let tools = &mut config.tools;

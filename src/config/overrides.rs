@@ -57,7 +57,9 @@ impl Config {
         if self.model.base_url.trim().is_empty() {
             // Read by the provider at start; a bad value would fail every model call.
             match self.model.provider {
-                ProviderKind::OpenAi => url("OPENAI_BASE_URL", HTTP).map(drop)?,
+                ProviderKind::OpenAi | ProviderKind::Responses => {
+                    url("OPENAI_BASE_URL", HTTP).map(drop)?
+                }
                 ProviderKind::Anthropic => url("ANTHROPIC_BASE_URL", HTTP).map(drop)?,
                 ProviderKind::Echo => {}
             }

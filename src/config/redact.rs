@@ -23,6 +23,12 @@ impl Config {
         hide(&mut copy.rpc.token);
         hide(&mut copy.media.transcribe_api_key);
         hide(&mut copy.tools.web.search.api_key);
+        for provider in copy.providers.values_mut() {
+            hide(&mut provider.api_key);
+            provider.api_keys.iter_mut().for_each(hide);
+            provider.headers.values_mut().for_each(hide);
+            provider.base_url = redact_url(&provider.base_url, false);
+        }
         for harness in copy.acp.agents.values_mut() {
             harness.env.values_mut().for_each(hide);
         }

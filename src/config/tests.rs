@@ -161,7 +161,10 @@ fn invalid_enum_value_names_key() {
         text.starts_with("config.toml:2:12: model.provider: unknown value \"gemini\""),
         "{text}"
     );
-    assert!(text.contains("openai, anthropic, echo"), "{text}");
+    assert!(
+        text.contains("openai, responses, anthropic, echo"),
+        "{text}"
+    );
     let err = parse("[queue]\ndrop = \"all\"\n").unwrap_err();
     assert!(err.to_string().contains("queue.drop"), "{err}");
     let err = parse("[session]\ndm_scope = \"per_peer\"\n").unwrap_err();
@@ -557,4 +560,45 @@ fn prices_are_read_per_model_and_a_wrong_key_is_named() {
         let wrong = parse(&text).unwrap().validate().unwrap_err().to_string();
         assert!(wrong.contains("pricing.x.output"), "{wrong}");
     }
+}
+
+#[test]
+fn named_providers_and_fallbacks_are_checked() {
+    let ok = parse(
+        "[model]\nmodel = \"router/openai/gpt-4.1\"\nfallbacks = [\"anthropic/claude-x\"]\n\
+         [providers.router]\nkind = \"openai\"\nbase_url = \"https://openrouter.ai/api/v1\"\n\
+         api_keys = [\"a\", \"b\"]\nheaders = { \"HTTP-Referer\" = \"https://example.org\" }\n\
+         [[agents]]\nid = \"coder\"\nfallbacks = [\"router/x\"]\n",
+    )
+    .unwrap();
+    ok.validate().unwrap();
+    assert_eq!(ok.providers["router"].api_keys, ["a", "b"]);
+    assert_eq!(ok.for_agent("coder").unwrap().model.fallbacks, ["router/x"]);
+    let shown = ok.redacted();
+    assert_eq!(shown.providers["router"].api_keys, ["<set>", "<set>"]);
+    assert_eq!(shown.providers["router"].headers["HTTP-Referer"], "<set>");
+    let wrong = |text: &str| parse(text).unwrap().validate().unwrap_err().to_string();
+    let bad_name = wrong("[providers.Big]\nkind = \"openai\"\n");
+    assert!(bad_name.contains("providers.Big"), "{bad_name}");
+    let bad_url = wrong("[providers.p]\nkind = \"openai\"\nbase_url = \"localhost:1\"\n");
+    assert!(bad_url.contains("providers.p.base_url"), "{bad_url}");
+    let bad_header = wrong("[providers.p]\nkind = \"openai\"\nheaders = { \"a b\" = \"x\" }\n");
+    assert!(
+        bad_header.contains("providers.p.headers.a b"),
+        "{bad_header}"
+    );
+    let auth =
+        wrong("[providers.p]\nkind = \"openai\"\nheaders = { Authorization = \"Bearer x\" }\n");
+    assert!(auth.contains("providers.p.headers.Authorization"), "{auth}");
+    let twice = wrong("[model]\napi_key = \"k\"\n[providers.openai]\nkind = \"openai\"\n");
+    assert!(
+        twice.contains("model.api_key") && twice.contains("[providers.openai]"),
+        "{twice}"
+    );
+    let spaced = wrong("[model]\nfallbacks = [\"a model\"]\n");
+    assert!(spaced.contains("model.fallbacks"), "{spaced}");
+    let unknown = parse("[providers.p]\nkind = \"openai\"\nkey = \"x\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(unknown.contains("key"), "{unknown}");
 }

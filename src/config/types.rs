@@ -58,6 +58,9 @@ pub struct Config {
     /// `[[bindings]]`: which chats go to which agent.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub bindings: Vec<super::agents::Binding>,
+    /// `[providers.NAME]`: model providers by name; models are then named `NAME/model`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub providers: BTreeMap<String, super::providers::ProviderEntry>,
     /// `[pricing.MODEL]`: what models cost, before the built-in prices.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub pricing: BTreeMap<String, super::pricing::PriceEntry>,
@@ -217,6 +220,8 @@ pub enum ProviderKind {
     /// Any OpenAI-compatible chat-completions server.
     #[default]
     OpenAi,
+    /// The OpenAI Responses API (reasoning models; reasoning summaries).
+    Responses,
     /// The Anthropic Messages API.
     Anthropic,
     /// Echoes the prompt back; for tests and offline use.
@@ -233,8 +238,13 @@ pub struct ModelConfig {
     pub base_url: String,
     /// API key; empty: `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`.
     pub api_key: String,
-    /// Model name; empty: the provider's default model.
+    /// Model name (`NAME/model` for a `[providers.NAME]` entry); empty: the provider's
+    /// default model.
     pub model: String,
+    /// Models tried in order when a call of `model` fails for a reason another model could
+    /// fix (rate limits past the retries, 5xx, overload, timeouts, refused connections,
+    /// rejected keys); each `provider/model` or a model of `model`'s provider.
+    pub fallbacks: Vec<String>,
     /// Most output tokens per model call.
     pub max_tokens: u32,
     /// Seconds without a streamed byte before a model call is abandoned.
@@ -250,6 +260,9 @@ pub struct ModelConfig {
     /// Whether pictures go to the model as images: `auto` (the known vision models), `on`,
     /// `off` (a note with the file's path instead).
     pub vision: super::media::Vision,
+    /// How much the model reasons by default: `off`, `minimal`, `low`, `medium`, `high`
+    /// (a session's `/think` overrides it).
+    pub thinking: Thinking,
 }
 
 impl Default for ModelConfig {
@@ -259,12 +272,14 @@ impl Default for ModelConfig {
             base_url: String::new(),
             api_key: String::new(),
             model: String::new(),
+            fallbacks: Vec::new(),
             max_tokens: 4096,
             idle_timeout_s: 120,
             max_retries: 3,
             context_window: 128_000,
             models: Vec::new(),
             vision: super::media::Vision::Auto,
+            thinking: Thinking::Off,
         }
     }
 }
@@ -372,8 +387,29 @@ named_enum!(DmScope, "dm scope", [
     PerAccountChannelPeer => "per-account-channel-peer",
 ]);
 named_enum!(ProviderKind, "model provider", [
-    OpenAi => "openai", Anthropic => "anthropic", Echo => "echo",
+    OpenAi => "openai", Responses => "responses", Anthropic => "anthropic", Echo => "echo",
 ]);
+named_enum!(Thinking, "thinking level", [
+    Off => "off", Minimal => "minimal", Low => "low", Medium => "medium", High => "high",
+]);
+
+/// How much a model reasons before it answers (`/think`, `[model] thinking`): OpenAI's
+/// `reasoning_effort` / the Responses API's `reasoning.effort`, Anthropic's thinking budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Thinking {
+    /// No reasoning asked for (the model's own default where it always reasons).
+    #[default]
+    Off,
+    /// The least.
+    Minimal,
+    /// A little.
+    Low,
+    /// Some.
+    Medium,
+    /// The most.
+    High,
+}
 
 /// `[queue]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

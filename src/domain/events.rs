@@ -16,6 +16,12 @@ pub enum RunEvent {
         /// The new text.
         delta: String,
     },
+    /// A piece of the model's reasoning, sent only for a session that shows it
+    /// (`/reasoning on`).
+    Reasoning {
+        /// The new reasoning text.
+        delta: String,
+    },
     /// Progress of a tool call.
     Tool(ToolEvent),
     /// The session's model window was compacted before the next model call.

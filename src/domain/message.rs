@@ -75,10 +75,22 @@ pub enum ContentBlock {
         /// The text.
         text: String,
     },
-    /// Model reasoning, kept for the transcript, never sent to chat.
+    /// Model reasoning, kept for the transcript, shown in a chat only when it asks
+    /// (`/reasoning on`).
     Thinking {
         /// The reasoning text.
         thinking: String,
+        /// The provider's signature of it (Anthropic), sent back with it while a tool loop
+        /// goes on; for a redacted block, its opaque data (pi's `thinkingSignature`).
+        #[serde(
+            default,
+            rename = "thinkingSignature",
+            skip_serializing_if = "Option::is_none"
+        )]
+        signature: Option<String>,
+        /// The provider redacted the reasoning; `signature` holds what it sent instead.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        redacted: bool,
     },
     /// A request to run a tool.
     ToolCall(ToolCall),
@@ -148,6 +160,15 @@ pub struct Usage {
 }
 
 impl ContentBlock {
+    /// A thinking block of `thinking` with no signature.
+    pub fn thinking(thinking: impl Into<String>) -> Self {
+        ContentBlock::Thinking {
+            thinking: thinking.into(),
+            signature: None,
+            redacted: false,
+        }
+    }
+
     /// A text block.
     pub fn text(text: impl Into<String>) -> Self {
         ContentBlock::Text { text: text.into() }

@@ -44,6 +44,10 @@ impl CommandContext for CoreCommands {
         self.0.agents.for_key(key).compaction.context_window
     }
 
+    fn thinking(&self, key: &str) -> crate::config::Thinking {
+        self.0.agents.for_key(key).thinking
+    }
+
     fn allowed_models(&self) -> &[String] {
         &self.0.config.model.models
     }

@@ -183,8 +183,7 @@ impl Gateway {
         let store = Store::open_config(&config)?;
         let cluster = join_cluster(&config, &store).await?;
         let shutdown = CancellationToken::new();
-        let provider = crate::agent::provider(&config)?;
-        let providers = crate::agent::Agents::providers(&config)?;
+        let (provider, providers) = crate::agent::Agents::providers(&config)?;
         let saved_history = store.group_histories().unwrap_or_else(|e| {
             tracing::warn!(error = %e, "cannot read the saved group history");
             Vec::new()

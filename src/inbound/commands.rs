@@ -33,6 +33,12 @@ pub enum Command {
     Model(String),
     /// `/usage`: tokens and cost of the session and its last turn.
     Usage,
+    /// `/think [off|minimal|low|medium|high|default]`: show or set how much this session's
+    /// model reasons.
+    Think(String),
+    /// `/reasoning [on|off]`: show or set whether this session's chat shows the model's
+    /// reasoning.
+    Reasoning(String),
 }
 
 /// Plain-text messages that act as `/stop` (exact, after lowercasing and trimming punctuation).
@@ -72,6 +78,14 @@ pub const HELP: &[(&str, &str)] = &[
     (
         "model",
         "Show or set this conversation's model: /model, /model NAME, /model default",
+    ),
+    (
+        "think",
+        "Show or set how much the model reasons: /think off|minimal|low|medium|high|default",
+    ),
+    (
+        "reasoning",
+        "Show the model's reasoning in this chat (collapsed): /reasoning on|off",
     ),
     ("help", "List commands"),
     ("whoami", "Show who you are to the bot"),
@@ -126,6 +140,8 @@ pub fn parse(text: &str, bot_username: Option<&str>) -> Option<Command> {
         "compact" => Some(Command::Compact),
         "approve" => Some(Command::Approve(args.to_string())),
         "model" => Some(Command::Model(args.to_string())),
+        "think" => Some(Command::Think(args.to_string())),
+        "reasoning" => Some(Command::Reasoning(args.to_string())),
         _ => None,
     }
 }

@@ -71,6 +71,8 @@ pub enum Refusal {
     AdminOnly,
     /// `/model NAME`: switching models is for owners (`[commands] model`).
     ModelOwnerOnly,
+    /// `/think LEVEL`: more reasoning costs more; for those who may switch models.
+    ThinkOwnerOnly,
 }
 
 impl Refusal {
@@ -89,6 +91,9 @@ impl Refusal {
             }
             Refusal::ModelOwnerOnly => format!(
                 "Switching models is for the bot's owners. The operator can make {who} one in [commands] owner_allow_from, or let others choose the models of [model] models."
+            ),
+            Refusal::ThinkOwnerOnly => format!(
+                "Turning the model's reasoning up is for those who may switch models. The operator can make {who} an owner in [commands] owner_allow_from, or open [commands] model to others."
             ),
         }
     }
@@ -198,10 +203,17 @@ async fn refusal(inbound: &Inbound, command: &Command, facts: &dyn RouteFacts) -
     {
         return Some(Refusal::ModelOwnerOnly);
     }
+    if let Command::Think(args) = command
+        && !may_turn_thinking_up(args, conv, sender, facts)
+    {
+        return Some(Refusal::ThinkOwnerOnly);
+    }
     let admin_only = match command {
         Command::New(_) | Command::Reset { .. } | Command::Stop => true,
         // Seeing the model is for everyone; changing a group's model is not.
-        Command::Model(args) => !args.trim().is_empty(),
+        Command::Model(args) | Command::Think(args) | Command::Reasoning(args) => {
+            !args.trim().is_empty()
+        }
         _ => false,
     };
     if !admin_only || conv.kind == ChatKind::Direct || facts.is_owner(&conv.channel, sender) {
@@ -220,6 +232,21 @@ fn may_switch_model(args: &str, conv: &Conversation, sender: &str, facts: &dyn R
     name.is_empty()
         || name.eq_ignore_ascii_case("default")
         || name.eq_ignore_ascii_case("reset")
+        || may_choose_models(conv, sender, facts)
+}
+
+/// Whether `/think ARGS` from `sender` may go on: showing the level, `off` and going back to
+/// the default are for everyone; a level above `off` follows `/model NAME`'s rule (it costs).
+fn may_turn_thinking_up(
+    args: &str,
+    conv: &Conversation,
+    sender: &str,
+    facts: &dyn RouteFacts,
+) -> bool {
+    let level = args.trim();
+    ["", "off", "default", "reset"]
+        .iter()
+        .any(|free| level.eq_ignore_ascii_case(free))
         || may_choose_models(conv, sender, facts)
 }
 

@@ -1,6 +1,7 @@
 //! Replies: run events -> chat. Preview edits, splitting, pacing, typing, finals.
 
 pub mod media_lines;
+pub mod reasoning;
 pub mod split;
 pub mod stream;
 
@@ -101,6 +102,7 @@ async fn stream_into(
     earlier: impl Future<Output = ()> + Send,
 ) -> Streamed {
     let mut sent = Vec::new();
+    let mut thought = reasoning::ReasoningPreview::new(channel.clone(), to.clone());
     // Beside the events, never before them: an indicator the platform is slow to answer
     // (or one its client retries) holds neither the reply nor the turn.
     let typing = show_typing(channel, to);
@@ -108,6 +110,7 @@ async fn stream_into(
     let mut may_preview = false;
     let ending = loop {
         let due = reply.preview_due().filter(|_| may_preview);
+        let thought_due = thought.due().filter(|_| may_preview);
         // Biased, the indicator first: it starts with the run even when events are already
         // waiting.
         tokio::select! {
@@ -116,6 +119,10 @@ async fn stream_into(
             () = &mut earlier, if !may_preview => may_preview = true,
             event = events.recv() => match event {
                 Some(RunEvent::Assistant { delta }) => {
+                    // The reasoning shows whole above the answer before its first text.
+                    if may_preview && thought.due().is_some() {
+                        thought.flush().await;
+                    }
                     reply.push(&delta);
                     let now = Instant::now();
                     if may_preview && reply.preview_due().is_some_and(|at| at <= now) {
@@ -124,6 +131,12 @@ async fn stream_into(
                 }
                 Some(RunEvent::Tool(ToolEvent::Start { .. })) => reply.mark_break(),
                 Some(RunEvent::Sent { text }) => sent.push(text),
+                Some(RunEvent::Reasoning { delta }) => {
+                    thought.push(&delta);
+                    if may_preview {
+                        thought.show().await;
+                    }
+                }
                 Some(RunEvent::Tool(_))
                 | Some(RunEvent::Compaction(_))
                 | Some(RunEvent::Finished(_))
@@ -133,6 +146,7 @@ async fn stream_into(
                 None => break Ending::Closed,
             },
             _ = sleep_until_opt(due), if due.is_some() => reply.preview().await,
+            _ = sleep_until_opt(thought_due), if thought_due.is_some() => thought.show().await,
         }
     };
     Streamed {

@@ -352,6 +352,13 @@ pub trait Channel: Send + Sync {
         let _ = key;
         self.send_reply(to, text, quote)
     }
+    /// A collapsed block titled `title` holding `body` (the model's reasoning), as text
+    /// [`Channel::send`] takes: by default the title, then the body as a quote (`> ` lines),
+    /// which a channel may show collapsed (Telegram's expandable quote).
+    fn collapsed(&self, title: &str, body: &str) -> String {
+        let quoted: Vec<String> = body.lines().map(|line| format!("> {line}")).collect();
+        format!("{title}\n{}", quoted.join("\n"))
+    }
     /// Replaces the text of a sent message.
     fn edit<'a>(
         &'a self,

@@ -401,6 +401,12 @@ impl Channel for DiscordChannel {
         Box::pin(self.send_once(to, text, quote, None))
     }
 
+    /// Discord has no collapsed quote: the title as small text and the body as a spoiler,
+    /// shown when tapped.
+    fn collapsed(&self, title: &str, body: &str) -> String {
+        format!("-# {title}\n||{}||", body.replace("||", "| |"))
+    }
+
     fn edit<'a>(
         &'a self,
         to: &'a Conversation,

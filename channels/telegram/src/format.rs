@@ -1,12 +1,23 @@
 //! Markdown the model writes -> Telegram HTML. Only balanced constructs are converted
-//! (fenced code, inline code, `**bold**`, `[text](url)`); everything else is escaped, so the
-//! result is always valid HTML even for a half-streamed preview.
+//! (fenced code, inline code, `**bold**`, `[text](url)`, and lines quoted with `> ` as an
+//! expandable quote, which Telegram shows collapsed when long); everything else is escaped,
+//! so the result is always valid HTML even for a half-streamed preview.
 
 /// Converts model markdown to Telegram HTML (`parse_mode = HTML`).
 pub fn to_html(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 16);
     let mut rest = text;
     while !rest.is_empty() {
+        let line_start =
+            rest.len() == text.len() || text[..text.len() - rest.len()].ends_with('\n');
+        if line_start && let Some((quote, after)) = quoted_lines(rest) {
+            out.push_str(&format!(
+                "<blockquote expandable>{}</blockquote>",
+                to_html(&quote)
+            ));
+            rest = after;
+            continue;
+        }
         if let Some(after) = rest.strip_prefix("```")
             && let Some(end) = after.find("```")
         {
@@ -68,6 +79,27 @@ pub fn to_html(text: &str) -> String {
     out
 }
 
+/// The `> ` lines at the start of `text`, without their marks, and what follows them (after
+/// the last quoted line's line break); `None` when `text` does not start with one.
+fn quoted_lines(text: &str) -> Option<(String, &str)> {
+    let mut lines = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let (line, after) = match rest.find('\n') {
+            Some(i) => (&rest[..i], &rest[i + 1..]),
+            None => (rest, ""),
+        };
+        let body = match line.strip_prefix("> ") {
+            Some(body) => body,
+            None if line == ">" => "",
+            None => break,
+        };
+        lines.push(body);
+        rest = after;
+    }
+    (!lines.is_empty()).then(|| (lines.join("\n"), rest))
+}
+
 fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -102,6 +134,18 @@ mod tests {
             to_html("[docs](https://x.dev/a)"),
             "<a href=\"https://x.dev/a\">docs</a>"
         );
+    }
+
+    #[test]
+    fn quoted_lines_become_an_expandable_quote() {
+        assert_eq!(
+            to_html("💭 Reasoning\n> a < b\n> **c**\nafter"),
+            "💭 Reasoning\n<blockquote expandable>a &lt; b\n<b>c</b></blockquote>after"
+        );
+        assert_eq!(to_html("> x"), "<blockquote expandable>x</blockquote>");
+        // A `>` inside a line is text.
+        assert_eq!(to_html("a > b"), "a &gt; b");
+        assert_eq!(to_html(">no space"), "&gt;no space");
     }
 
     #[test]

@@ -4,31 +4,18 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
 use super::anthropic_stream::AnthropicDecoder;
+use super::connection::Connection;
 use super::settings::{ProviderKind, ProviderSettings};
-use super::transport::{Endpoint, http_client, stream_call};
-use super::{BoxFuture, EventStream, Provider, ProviderError, ProviderRequest, ToolSpec};
+use super::{BoxFuture, EventStream, Provider, ProviderError, ProviderRequest, Thinking, ToolSpec};
 use crate::domain::message::{ContentBlock, Message, text_of};
 
 /// The API version sent in `anthropic-version`.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// A provider speaking the Anthropic Messages wire format.
+#[derive(Debug)]
 pub struct AnthropicProvider {
-    client: reqwest::Client,
-    base_url: String,
-    url: String,
-    model: String,
-    headers: HeaderMap,
-    settings: ProviderSettings,
-}
-
-impl std::fmt::Debug for AnthropicProvider {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AnthropicProvider")
-            .field("url", &self.url)
-            .field("model", &self.model)
-            .finish_non_exhaustive()
-    }
+    connection: Connection,
 }
 
 impl AnthropicProvider {
@@ -37,7 +24,6 @@ impl AnthropicProvider {
     pub fn new(settings: &ProviderSettings) -> Result<Self, ProviderError> {
         let mut settings = settings.clone();
         settings.kind = ProviderKind::Anthropic;
-        let base_url = settings.effective_base_url();
         let mut headers = HeaderMap::new();
         headers.insert(
             HeaderName::from_static("anthropic-version"),
@@ -54,17 +40,12 @@ impl AnthropicProvider {
             headers.insert(HeaderName::from_static("x-api-key"), value);
         }
         // `{base}/v1/messages`, without doubling a `/v1` the user already wrote.
-        let url = match base_url.strip_suffix("/v1") {
-            Some(_) => format!("{base_url}/messages"),
-            None => format!("{base_url}/v1/messages"),
+        let path = match settings.effective_base_url().ends_with("/v1") {
+            true => "/messages",
+            false => "/v1/messages",
         };
         Ok(AnthropicProvider {
-            client: http_client()?,
-            url,
-            base_url,
-            model: settings.effective_model(),
-            headers,
-            settings,
+            connection: Connection::new(settings, path, headers)?,
         })
     }
 }
@@ -75,56 +56,52 @@ impl Provider for AnthropicProvider {
     }
 
     fn model(&self) -> &str {
-        &self.model
+        &self.connection.model
     }
 
     fn stream(
         &self,
         request: ProviderRequest,
     ) -> BoxFuture<'_, Result<EventStream, ProviderError>> {
-        let max_tokens = if request.max_tokens > 0 {
-            request.max_tokens
-        } else {
-            self.settings.max_tokens
-        };
-        let model = request.model.as_deref().unwrap_or(&self.model);
-        let body = request_body(model, max_tokens, &request);
-        Box::pin(async move {
-            let endpoint = Endpoint {
-                client: &self.client,
-                url: &self.url,
-                base_url: &self.base_url,
-                headers: &self.headers,
-                idle_timeout: self.settings.idle_timeout,
-                max_retries: self.settings.max_retries,
-            };
-            stream_call(endpoint, &body, AnthropicDecoder::default()).await
-        })
+        let connection = &self.connection;
+        let max_tokens = connection.max_tokens(&request);
+        let body = request_body(connection.model_of(&request), max_tokens, &request);
+        Box::pin(async move { connection.stream(&body, AnthropicDecoder::default()).await })
     }
 
     fn models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {
-        Box::pin(async move {
-            // `{base}/v1/models`, beside `{base}/v1/messages`.
-            let url = format!("{}models", self.url.trim_end_matches("messages"));
-            super::models::list(super::models::Listing {
-                client: &self.client,
-                url: &url,
-                base_url: &self.base_url,
-                headers: &self.headers,
-            })
-            .await
-        })
+        // `{base}/v1/models`, beside `{base}/v1/messages`.
+        let url = format!("{}models", self.connection.url.trim_end_matches("messages"));
+        Box::pin(async move { self.connection.list(&url).await })
     }
 }
 
-/// The JSON body of a streamed Messages call.
+/// The thinking budget of a level, in tokens (the API's least is 1,024).
+pub fn thinking_budget(level: Thinking) -> Option<u32> {
+    match level {
+        Thinking::Off => None,
+        Thinking::Minimal => Some(1024),
+        Thinking::Low => Some(4096),
+        Thinking::Medium => Some(10_000),
+        Thinking::High => Some(24_000),
+    }
+}
+
+/// The JSON body of a streamed Messages call. With thinking, the budget comes on top of
+/// `max_tokens` (the API counts thinking in it), and the current tool loop's signed thinking
+/// blocks go back as the API requires; a loop whose last call did not think (it began
+/// without, or another model answered it) is continued without thinking.
 pub fn request_body(model: &str, max_tokens: u32, request: &ProviderRequest) -> Value {
+    let budget = thinking_budget(request.thinking).filter(|_| loop_thought(&request.messages));
     let mut body = json!({
         "model": model,
-        "max_tokens": max_tokens,
+        "max_tokens": max_tokens.saturating_add(budget.unwrap_or(0)),
         "stream": true,
-        "messages": messages(&request.messages),
+        "messages": messages(&request.messages, budget.is_some()),
     });
+    if let Some(budget) = budget {
+        body["thinking"] = json!({ "type": "enabled", "budget_tokens": budget });
+    }
     if !request.system.is_empty() {
         body["system"] = json!(request.system);
     }
@@ -142,20 +119,65 @@ fn tool(spec: &ToolSpec) -> Value {
     })
 }
 
+/// Whether the current tool loop (the assistant messages after the last user message) is
+/// empty or its last call thought (a signed thinking block): only then may thinking go on.
+fn loop_thought(conversation: &[Message]) -> bool {
+    let last_user = conversation
+        .iter()
+        .rposition(|m| matches!(m, Message::User(_)))
+        .map_or(0, |i| i + 1);
+    let last_call = conversation[last_user..]
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            Message::Assistant(a) => Some(a),
+            _ => None,
+        });
+    last_call.is_none_or(|a| a.content.iter().any(is_signed_thinking))
+}
+
+fn is_signed_thinking(block: &ContentBlock) -> bool {
+    matches!(block, ContentBlock::Thinking { signature: Some(s), .. } if !s.is_empty())
+}
+
+/// A signed thinking block as the API takes it back.
+fn thinking_block(block: &ContentBlock) -> Option<Value> {
+    match block {
+        ContentBlock::Thinking {
+            signature: Some(signature),
+            redacted: true,
+            ..
+        } => Some(json!({ "type": "redacted_thinking", "data": signature })),
+        ContentBlock::Thinking {
+            thinking,
+            signature: Some(signature),
+            ..
+        } => Some(json!({ "type": "thinking", "thinking": thinking, "signature": signature })),
+        _ => None,
+    }
+}
+
 /// Messages API turns. Roles alternate: consecutive tool results (and a user message right
-/// after them) share one `user` message, tool results first. Thinking blocks are not sent
-/// (they need a signature chela does not keep); empty text blocks and empty assistant turns
-/// are left out because the API rejects them.
-fn messages(conversation: &[Message]) -> Vec<Value> {
+/// after them) share one `user` message, tool results first. Thinking blocks go back only
+/// with `thinking` on, and only those of the current tool loop (after the last user message),
+/// signed, first in their message, as the API wants them; empty text blocks and empty
+/// assistant turns are left out because the API rejects them.
+fn messages(conversation: &[Message], thinking: bool) -> Vec<Value> {
     let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
-    for message in conversation {
+    let loop_start = conversation
+        .iter()
+        .rposition(|m| matches!(m, Message::User(_)))
+        .unwrap_or(0);
+    for (i, message) in conversation.iter().enumerate() {
         let (role, blocks) = match message {
             Message::User(user) => ("user", text_blocks(&user.content)),
             Message::Assistant(assistant) => {
-                let blocks = assistant
-                    .content
-                    .iter()
-                    .filter_map(|block| match block {
+                let thought = (thinking && i > loop_start)
+                    .then(|| assistant.content.iter().filter_map(thinking_block));
+                let blocks = thought
+                    .into_iter()
+                    .flatten()
+                    .chain(assistant.content.iter().filter_map(|block| match block {
                         ContentBlock::Text { text } if !text.is_empty() => {
                             Some(json!({ "type": "text", "text": text }))
                         }
@@ -170,7 +192,7 @@ fn messages(conversation: &[Message]) -> Vec<Value> {
                             },
                         })),
                         _ => None,
-                    })
+                    }))
                     .collect();
                 ("assistant", blocks)
             }
@@ -247,9 +269,7 @@ mod tests {
             messages: vec![
                 Message::user("look around"),
                 assistant(vec![
-                    ContentBlock::Thinking {
-                        thinking: "hmm".into(),
-                    },
+                    ContentBlock::thinking("hmm"),
                     ContentBlock::text("Sure."),
                     ContentBlock::ToolCall(a.clone()),
                     ContentBlock::ToolCall(b.clone()),
@@ -265,6 +285,7 @@ mod tests {
             }],
             max_tokens: 0,
             model: None,
+            thinking: crate::agent::provider::Thinking::Off,
         }
     }
 
@@ -306,7 +327,7 @@ mod tests {
 
     #[test]
     fn images_become_base64_image_blocks_after_the_text() {
-        let out = messages(&[with_image("aGk=")]);
+        let out = messages(&[with_image("aGk=")], false);
         assert_eq!(
             out[0]["content"],
             json!([
@@ -314,7 +335,7 @@ mod tests {
                 {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "aGk="}}
             ])
         );
-        let bare = messages(&[with_image("")]);
+        let bare = messages(&[with_image("")], false);
         assert_eq!(
             bare[0]["content"],
             json!([{"type": "text", "text": "what is this?"}])
@@ -348,16 +369,141 @@ mod tests {
         let mut settings = ProviderSettings::new(ProviderKind::Anthropic);
         settings.api_key = Some("sk-ant-test".into());
         let provider = AnthropicProvider::new(&settings)?;
-        assert_eq!(provider.url, "https://api.anthropic.com/v1/messages");
-        assert_eq!(provider.headers["anthropic-version"], ANTHROPIC_VERSION);
-        assert!(provider.headers["x-api-key"].is_sensitive());
+        assert_eq!(
+            provider.connection.url,
+            "https://api.anthropic.com/v1/messages"
+        );
+        assert_eq!(
+            provider.connection.headers["anthropic-version"],
+            ANTHROPIC_VERSION
+        );
+        assert!(provider.connection.headers["x-api-key"].is_sensitive());
         assert!(!format!("{provider:?}").contains("sk-ant-test"));
 
         settings.base_url = Some("http://127.0.0.1:9000/v1/".into());
         settings.api_key = None;
         let local = AnthropicProvider::new(&settings)?;
-        assert_eq!(local.url, "http://127.0.0.1:9000/v1/messages");
-        assert!(!local.headers.contains_key("x-api-key"));
+        assert_eq!(local.connection.url, "http://127.0.0.1:9000/v1/messages");
+        assert!(!local.connection.headers.contains_key("x-api-key"));
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod thinking_tests {
+    use super::*;
+    use crate::domain::message::{AssistantMessage, StopReason, ToolCall, Usage};
+
+    fn signed(text: &str, signature: &str) -> ContentBlock {
+        ContentBlock::Thinking {
+            thinking: text.into(),
+            signature: Some(signature.into()),
+            redacted: false,
+        }
+    }
+
+    fn assistant(content: Vec<ContentBlock>) -> Message {
+        Message::Assistant(AssistantMessage {
+            content,
+            provider: "anthropic".into(),
+            model: "m".into(),
+            usage: Usage::default(),
+            stop_reason: StopReason::ToolUse,
+            error_message: None,
+            timestamp: 1,
+        })
+    }
+
+    fn request(messages: Vec<Message>, thinking: Thinking) -> ProviderRequest {
+        ProviderRequest {
+            system: String::new(),
+            messages,
+            tools: Vec::new(),
+            max_tokens: 1000,
+            model: None,
+            thinking,
+        }
+    }
+
+    fn tool_loop(last_thought: bool) -> Vec<Message> {
+        let call = ToolCall {
+            id: "toolu_1".into(),
+            name: "ls".into(),
+            arguments: serde_json::json!({}),
+        };
+        let mut last = vec![ContentBlock::ToolCall(call.clone())];
+        if last_thought {
+            last.insert(0, signed("look first", "sig-2"));
+        }
+        vec![
+            Message::user("earlier"),
+            assistant(vec![
+                signed("old", "sig-1"),
+                ContentBlock::text("old answer"),
+            ]),
+            Message::user("list files"),
+            assistant(last),
+            Message::tool_result(&call, "a.txt", false),
+        ]
+    }
+
+    #[test]
+    fn a_level_asks_for_a_budget_on_top_of_max_tokens() {
+        let body = request_body(
+            "m",
+            1000,
+            &request(vec![Message::user("hi")], Thinking::Low),
+        );
+        assert_eq!(
+            body["thinking"],
+            json!({"type": "enabled", "budget_tokens": 4096})
+        );
+        assert_eq!(body["max_tokens"], 5096);
+        let off = request_body(
+            "m",
+            1000,
+            &request(vec![Message::user("hi")], Thinking::Off),
+        );
+        assert!(off.get("thinking").is_none());
+        assert_eq!(off["max_tokens"], 1000);
+    }
+
+    #[test]
+    fn the_tool_loops_signed_thinking_goes_back_first_and_older_thinking_does_not() {
+        let body = request_body("m", 1000, &request(tool_loop(true), Thinking::High));
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(
+            messages[1]["content"],
+            json!([{"type": "text", "text": "old answer"}])
+        );
+        assert_eq!(
+            messages[3]["content"][0],
+            json!({"type": "thinking", "thinking": "look first", "signature": "sig-2"})
+        );
+        assert_eq!(messages[3]["content"][1]["type"], "tool_use");
+        // Without thinking, no thinking block goes back at all.
+        let body = request_body("m", 1000, &request(tool_loop(true), Thinking::Off));
+        assert!(!body.to_string().contains("sig-2"));
+    }
+
+    #[test]
+    fn a_loop_whose_last_call_did_not_think_goes_on_without_thinking() {
+        let body = request_body("m", 1000, &request(tool_loop(false), Thinking::High));
+        assert!(body.get("thinking").is_none());
+        assert_eq!(body["max_tokens"], 1000);
+    }
+
+    #[test]
+    fn a_redacted_block_goes_back_as_its_data() {
+        let redacted = ContentBlock::Thinking {
+            thinking: "[Reasoning redacted]".into(),
+            signature: Some("opaque".into()),
+            redacted: true,
+        };
+        assert_eq!(
+            thinking_block(&redacted),
+            Some(json!({"type": "redacted_thinking", "data": "opaque"}))
+        );
+        assert_eq!(thinking_block(&ContentBlock::thinking("unsigned")), None);
     }
 }

@@ -24,7 +24,8 @@ pub(crate) struct AnthropicDecoder {
 #[derive(Debug)]
 enum Block {
     Text,
-    Thinking,
+    /// Reasoning, with the signature its `signature_delta` brought.
+    Thinking(String),
     ToolUse {
         id: String,
         name: String,
@@ -110,7 +111,14 @@ impl AnthropicDecoder {
             }
             "thinking" => {
                 push_text(out, ProviderEvent::ThinkingDelta, str_of("thinking"));
-                Block::Thinking
+                Block::Thinking(str_of("signature").to_owned())
+            }
+            "redacted_thinking" => {
+                out.push(ProviderEvent::ThinkingSealed {
+                    signature: str_of("data").to_owned(),
+                    redacted: true,
+                });
+                Block::Other
             }
             "tool_use" => Block::ToolUse {
                 id: str_of("id").to_string(),
@@ -137,18 +145,34 @@ impl AnthropicDecoder {
                     json.push_str(str_of("partial_json"));
                 }
             }
-            _ => {} // signature_delta and future delta types
+            "signature_delta" => {
+                if let Some(Block::Thinking(signature)) =
+                    index.and_then(|i| self.blocks.get_mut(&i))
+                {
+                    *signature = str_of("signature").to_owned();
+                }
+            }
+            _ => {} // future delta types
         }
     }
 
     /// Ends block `index`; a tool-use block becomes a complete [`ToolCall`].
     fn close_block(&mut self, index: u64, out: &mut Vec<ProviderEvent>) {
+        let block = self.blocks.remove(&index);
+        if let Some(Block::Thinking(signature)) = &block
+            && !signature.is_empty()
+        {
+            out.push(ProviderEvent::ThinkingSealed {
+                signature: signature.clone(),
+                redacted: false,
+            });
+        }
         if let Some(Block::ToolUse {
             id,
             name,
             initial_input,
             json,
-        }) = self.blocks.remove(&index)
+        }) = block
         {
             let arguments = if json.trim().is_empty() {
                 if initial_input.is_object() {

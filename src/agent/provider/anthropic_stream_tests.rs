@@ -92,6 +92,10 @@ fn tool_turn() -> String {
 fn expected_tool_turn() -> Vec<ProviderEvent> {
     vec![
         ProviderEvent::ThinkingDelta("Let me look.".into()),
+        ProviderEvent::ThinkingSealed {
+            signature: "abc".into(),
+            redacted: false,
+        },
         ProviderEvent::TextDelta("Checking".into()),
         ProviderEvent::ToolCall(ToolCall {
             id: "toolu_1".into(),

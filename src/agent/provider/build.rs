@@ -5,6 +5,7 @@ use std::sync::Arc;
 use super::anthropic::AnthropicProvider;
 use super::echo::EchoProvider;
 use super::openai::OpenAiProvider;
+use super::responses::ResponsesProvider;
 use super::settings::{
     ANTHROPIC_NOT_CONFIGURED, OPENAI_NOT_CONFIGURED, ProviderKind, ProviderSettings,
 };
@@ -18,13 +19,14 @@ pub fn build(settings: &ProviderSettings) -> Result<Arc<dyn Provider>, ProviderE
     let missing_key = settings.effective_api_key().is_none() && settings.is_official_endpoint();
     match settings.kind {
         ProviderKind::Echo => Ok(Arc::new(EchoProvider::new())),
-        ProviderKind::OpenAi if missing_key => Err(ProviderError::NotConfigured(
-            OPENAI_NOT_CONFIGURED.to_string(),
-        )),
+        ProviderKind::OpenAi | ProviderKind::Responses if missing_key => Err(
+            ProviderError::NotConfigured(OPENAI_NOT_CONFIGURED.to_string()),
+        ),
         ProviderKind::Anthropic if missing_key => Err(ProviderError::NotConfigured(
             ANTHROPIC_NOT_CONFIGURED.to_string(),
         )),
         ProviderKind::OpenAi => Ok(Arc::new(OpenAiProvider::new(settings)?)),
+        ProviderKind::Responses => Ok(Arc::new(ResponsesProvider::new(settings)?)),
         ProviderKind::Anthropic => Ok(Arc::new(AnthropicProvider::new(settings)?)),
     }
 }

@@ -79,6 +79,7 @@ mod tests {
             tools: Vec::new(),
             max_tokens: 0,
             model: None,
+            thinking: crate::agent::provider::Thinking::Off,
         };
         let events: Vec<ProviderEvent> = EchoProvider::new()
             .stream(request)

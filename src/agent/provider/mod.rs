@@ -5,20 +5,27 @@
 //!
 //! - [`settings`]: [`ProviderSettings`] (kind, base URL, key, model, timeouts) and [`build`].
 //! - [`openai`]: OpenAI-compatible chat completions (OpenAI, Ollama, llama.cpp, vLLM, ...).
+//! - [`responses`]: the OpenAI Responses API (reasoning models).
 //! - [`anthropic`]: Anthropic Messages.
 //! - [`echo`]: answers `echo: <text>`; a wiring check only.
 //! - `models`: the models a provider's server lists, for `/model`'s menu.
 //! - [`retry`]: connection-level retries with backoff and `retry-after`.
+//! - [`route`]: named providers, fallbacks, key rotation and rests: [`route::ModelRouter`],
+//!   the provider an agent calls.
 //! - [`with_idle_timeout`]: ends a stream that stays silent for too long.
 
 pub mod anthropic;
 mod anthropic_stream;
 mod build;
+mod connection;
 pub mod echo;
 mod models;
 pub mod openai;
 mod openai_stream;
+pub mod responses;
+mod responses_stream;
 pub mod retry;
+pub mod route;
 pub mod settings;
 mod transport;
 
@@ -63,15 +70,41 @@ pub struct ProviderRequest {
     pub max_tokens: u32,
     /// The model for this call (a session's `/model` choice); `None`: the provider's own.
     pub model: Option<String>,
+    /// How much the model reasons first (a session's `/think`).
+    pub thinking: Thinking,
+}
+
+pub use crate::config::Thinking;
+
+/// Which model answers a call, and which were skipped before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answered {
+    /// The provider's name.
+    pub provider: String,
+    /// The model.
+    pub model: String,
+    /// Each model skipped, with why (`openai/gpt-4.1: rate limited (429)`), in order.
+    pub skipped: Vec<String>,
 }
 
 /// One event of a streaming model call.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ProviderEvent {
+    /// Which model answers (first, from a [`route::ModelRouter`]; a single provider sends
+    /// none).
+    Answered(Answered),
     /// A piece of answer text.
     TextDelta(String),
     /// A piece of reasoning text.
     ThinkingDelta(String),
+    /// The reasoning so far ends here as one block (Anthropic): with its `signature`, or,
+    /// `redacted`, a block whose text the provider withheld and `signature` is its data.
+    ThinkingSealed {
+        /// The block's signature, or a redacted block's data.
+        signature: String,
+        /// Whether the block was redacted.
+        redacted: bool,
+    },
     /// A complete tool call (arguments fully assembled and parsed).
     ToolCall(ToolCall),
     /// The call ended; always the last event of a successful stream.
@@ -139,6 +172,23 @@ pub trait Provider: Send + Sync {
     /// The models the provider's server lists (for `/model`'s menu); none by default.
     fn models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {
         Box::pin(async { Ok(Vec::new()) })
+    }
+    /// The provider and the model a model name (a session's `/model`) names here; by
+    /// default this provider and the name.
+    fn resolve(&self, model: &str) -> (String, String) {
+        (self.name().to_owned(), model.to_owned())
+    }
+    /// Why model name `model` cannot be used here (its provider is named but not set up),
+    /// if it cannot; none by default.
+    fn unusable(&self, model: &str) -> Option<String> {
+        let _ = model;
+        None
+    }
+    /// Lines for `/status` about the fallbacks and what of them rests, for a session that
+    /// chose `choice` (`/model`); none by default.
+    fn route_lines(&self, choice: Option<&str>) -> Vec<String> {
+        let _ = choice;
+        Vec::new()
     }
 }
 

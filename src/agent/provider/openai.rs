@@ -3,33 +3,19 @@
 //! Works with OpenAI and with local servers that speak the same format (Ollama, llama.cpp,
 //! vLLM, LM Studio). Without an API key no `Authorization` header is sent.
 
-use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
+use super::connection::{Connection, bearer};
 use super::openai_stream::OpenAiDecoder;
 use super::settings::{ProviderKind, ProviderSettings};
-use super::transport::{Endpoint, http_client, stream_call};
 use super::{BoxFuture, EventStream, Provider, ProviderError, ProviderRequest, ToolSpec};
 use crate::domain::message::{ContentBlock, Message, text_of};
 
 /// A provider speaking the OpenAI chat-completions wire format.
+#[derive(Debug)]
 pub struct OpenAiProvider {
-    client: reqwest::Client,
-    base_url: String,
-    url: String,
-    model: String,
-    headers: HeaderMap,
-    settings: ProviderSettings,
+    connection: Connection,
     max_tokens_field: &'static str,
-}
-
-impl std::fmt::Debug for OpenAiProvider {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAiProvider")
-            .field("url", &self.url)
-            .field("model", &self.model)
-            .finish_non_exhaustive()
-    }
 }
 
 impl OpenAiProvider {
@@ -38,18 +24,6 @@ impl OpenAiProvider {
     pub fn new(settings: &ProviderSettings) -> Result<Self, ProviderError> {
         let mut settings = settings.clone();
         settings.kind = ProviderKind::OpenAi;
-        let base_url = settings.effective_base_url();
-        let mut headers = HeaderMap::new();
-        if let Some(key) = settings.effective_api_key() {
-            let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                ProviderError::NotConfigured(
-                    "the OpenAI API key contains characters not allowed in an HTTP header"
-                        .to_string(),
-                )
-            })?;
-            value.set_sensitive(true);
-            headers.insert(AUTHORIZATION, value);
-        }
         // OpenAI's own API wants `max_completion_tokens` (newer models reject `max_tokens`);
         // compatible servers understand `max_tokens`.
         let max_tokens_field = if settings.is_official_endpoint() {
@@ -57,13 +31,9 @@ impl OpenAiProvider {
         } else {
             "max_tokens"
         };
+        let headers = bearer(&settings)?;
         Ok(OpenAiProvider {
-            client: http_client()?,
-            url: format!("{base_url}/chat/completions"),
-            base_url,
-            model: settings.effective_model(),
-            headers,
-            settings,
+            connection: Connection::new(settings, "/chat/completions", headers)?,
             max_tokens_field,
         })
     }
@@ -75,45 +45,22 @@ impl Provider for OpenAiProvider {
     }
 
     fn model(&self) -> &str {
-        &self.model
+        &self.connection.model
     }
 
     fn stream(
         &self,
         request: ProviderRequest,
     ) -> BoxFuture<'_, Result<EventStream, ProviderError>> {
-        let max_tokens = if request.max_tokens > 0 {
-            request.max_tokens
-        } else {
-            self.settings.max_tokens
-        };
-        let model = request.model.as_deref().unwrap_or(&self.model);
-        let mut body = request_body(model, &request);
-        body[self.max_tokens_field] = json!(max_tokens);
-        Box::pin(async move {
-            let endpoint = Endpoint {
-                client: &self.client,
-                url: &self.url,
-                base_url: &self.base_url,
-                headers: &self.headers,
-                idle_timeout: self.settings.idle_timeout,
-                max_retries: self.settings.max_retries,
-            };
-            stream_call(endpoint, &body, OpenAiDecoder::default()).await
-        })
+        let connection = &self.connection;
+        let mut body = request_body(connection.model_of(&request), &request);
+        body[self.max_tokens_field] = json!(connection.max_tokens(&request));
+        Box::pin(async move { connection.stream(&body, OpenAiDecoder::default()).await })
     }
 
     fn models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {
-        Box::pin(async move {
-            let url = format!("{}/models", self.base_url);
-            super::models::list(super::models::Listing {
-                client: &self.client,
-                url: &url,
-                base_url: &self.base_url,
-                headers: &self.headers,
-            })
-            .await
-        })
+        let url = format!("{}/models", self.connection.base_url);
+        Box::pin(async move { self.connection.list(&url).await })
     }
 }
 
@@ -128,6 +75,9 @@ pub fn request_body(model: &str, request: &ProviderRequest) -> Value {
     });
     if !request.tools.is_empty() {
         body["tools"] = Value::Array(request.tools.iter().map(tool).collect());
+    }
+    if request.thinking != super::Thinking::Off {
+        body["reasoning_effort"] = json!(request.thinking.as_str());
     }
     body
 }
@@ -236,9 +186,7 @@ mod tests {
             Message::user("list files"),
             Message::Assistant(AssistantMessage {
                 content: vec![
-                    ContentBlock::Thinking {
-                        thinking: "hmm".into(),
-                    },
+                    ContentBlock::thinking("hmm"),
                     ContentBlock::text("Looking."),
                     ContentBlock::ToolCall(call.clone()),
                 ],
@@ -264,6 +212,7 @@ mod tests {
             }],
             max_tokens: 100,
             model: None,
+            thinking: crate::agent::provider::Thinking::Off,
         }
     }
 
@@ -340,15 +289,19 @@ mod tests {
         settings.api_key = Some("sk-test".into());
         let official = OpenAiProvider::new(&settings)?;
         assert_eq!(official.max_tokens_field, "max_completion_tokens");
-        assert!(official.headers.contains_key(AUTHORIZATION));
+        let auth = reqwest::header::AUTHORIZATION;
+        assert!(official.connection.headers.contains_key(&auth));
         assert!(!format!("{official:?}").contains("sk-test"));
 
         settings.base_url = Some("http://127.0.0.1:11434/v1".into());
         settings.api_key = None;
         let local = OpenAiProvider::new(&settings)?;
         assert_eq!(local.max_tokens_field, "max_tokens");
-        assert_eq!(local.url, "http://127.0.0.1:11434/v1/chat/completions");
-        assert!(local.headers.is_empty());
+        assert_eq!(
+            local.connection.url,
+            "http://127.0.0.1:11434/v1/chat/completions"
+        );
+        assert!(local.connection.headers.is_empty());
         Ok(())
     }
 }

@@ -27,7 +27,7 @@ impl ProviderKind {
     /// The base URL used when none is configured.
     pub fn default_base_url(self) -> &'static str {
         match self {
-            ProviderKind::OpenAi => OPENAI_DEFAULT_BASE_URL,
+            ProviderKind::OpenAi | ProviderKind::Responses => OPENAI_DEFAULT_BASE_URL,
             ProviderKind::Anthropic => ANTHROPIC_DEFAULT_BASE_URL,
             ProviderKind::Echo => "",
         }
@@ -36,7 +36,7 @@ impl ProviderKind {
     /// The model used when none is configured.
     pub fn default_model(self) -> &'static str {
         match self {
-            ProviderKind::OpenAi => OPENAI_DEFAULT_MODEL,
+            ProviderKind::OpenAi | ProviderKind::Responses => OPENAI_DEFAULT_MODEL,
             ProviderKind::Anthropic => ANTHROPIC_DEFAULT_MODEL,
             ProviderKind::Echo => "echo",
         }
@@ -45,7 +45,9 @@ impl ProviderKind {
     /// The environment variables for base URL and API key, if the kind has any.
     fn env_names(self) -> Option<(&'static str, &'static str)> {
         match self {
-            ProviderKind::OpenAi => Some(("OPENAI_BASE_URL", "OPENAI_API_KEY")),
+            ProviderKind::OpenAi | ProviderKind::Responses => {
+                Some(("OPENAI_BASE_URL", "OPENAI_API_KEY"))
+            }
             ProviderKind::Anthropic => Some(("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY")),
             ProviderKind::Echo => None,
         }
@@ -69,6 +71,8 @@ pub struct ProviderSettings {
     pub max_retries: u32,
     /// Output token cap used when a request sets 0.
     pub max_tokens: u32,
+    /// Extra HTTP headers sent with every call (`[providers.NAME] headers`).
+    pub headers: Vec<(String, String)>,
 }
 
 impl fmt::Debug for ProviderSettings {
@@ -81,6 +85,14 @@ impl fmt::Debug for ProviderSettings {
             .field("idle_timeout", &self.idle_timeout)
             .field("max_retries", &self.max_retries)
             .field("max_tokens", &self.max_tokens)
+            .field(
+                "headers",
+                &self
+                    .headers
+                    .iter()
+                    .map(|(name, _)| name)
+                    .collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -102,7 +114,57 @@ impl ProviderSettings {
             idle_timeout: Duration::from_secs(120),
             max_retries: 3,
             max_tokens: DEFAULT_MAX_TOKENS,
+            headers: Vec::new(),
         }
+    }
+
+    /// The provider `[model]` describes (`provider`, `base_url`, `api_key`, `model`), with
+    /// the environment's fallbacks read through `env`.
+    pub fn from_model(
+        m: &crate::config::ModelConfig,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Self {
+        let non_empty = |s: &str| (!s.is_empty()).then(|| s.to_string());
+        let settings = ProviderSettings {
+            base_url: non_empty(&m.base_url),
+            api_key: non_empty(&m.api_key),
+            model: non_empty(&m.model),
+            ..ProviderSettings::new(m.provider).limits_of(m)
+        };
+        settings.resolve_env(env)
+    }
+
+    /// The provider `[providers.NAME]` entry `entry` describes with its key `key`, and
+    /// `[model]`'s timeouts and limits; a provider named after its kind (`openai`,
+    /// `anthropic`) reads the kind's environment variables for what it leaves empty.
+    pub fn from_entry(
+        name: &str,
+        entry: &crate::config::ProviderEntry,
+        key: Option<String>,
+        m: &crate::config::ModelConfig,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Self {
+        let non_empty = |s: &str| (!s.trim().is_empty()).then(|| s.trim().to_string());
+        let settings = ProviderSettings {
+            base_url: non_empty(&entry.base_url),
+            api_key: key,
+            model: non_empty(&entry.model),
+            headers: entry.headers.clone().into_iter().collect(),
+            ..ProviderSettings::new(entry.kind).limits_of(m)
+        };
+        if name == crate::config::providers::kind_name(entry.kind) {
+            settings.resolve_env(env)
+        } else {
+            settings.resolve_env(|_| None)
+        }
+    }
+
+    /// These settings with `[model]`'s idle timeout, retries and token cap.
+    fn limits_of(mut self, m: &crate::config::ModelConfig) -> Self {
+        self.idle_timeout = Duration::from_secs(m.idle_timeout_s);
+        self.max_retries = m.max_retries;
+        self.max_tokens = m.max_tokens;
+        self
     }
 
     /// Fills `base_url` and `api_key`, when unset or empty, from `OPENAI_BASE_URL` /
@@ -148,10 +210,29 @@ impl ProviderSettings {
             .filter(|k| !k.is_empty())
     }
 
+    /// The extra headers as a header map, on top of `headers` (fails on a header HTTP does
+    /// not allow, naming it).
+    pub fn add_headers(
+        &self,
+        headers: &mut reqwest::header::HeaderMap,
+    ) -> Result<(), super::ProviderError> {
+        use reqwest::header::{HeaderName, HeaderValue};
+        for (name, value) in &self.headers {
+            let bad = || {
+                super::ProviderError::NotConfigured(format!("the header {name} is not valid HTTP"))
+            };
+            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())?;
+            let mut value = HeaderValue::from_str(value).map_err(|_| bad())?;
+            value.set_sensitive(true);
+            headers.insert(name, value);
+        }
+        Ok(())
+    }
+
     /// True when the base URL is the vendor's own API (which always needs a key).
     pub fn is_official_endpoint(&self) -> bool {
         let host = match self.kind {
-            ProviderKind::OpenAi => "api.openai.com",
+            ProviderKind::OpenAi | ProviderKind::Responses => "api.openai.com",
             ProviderKind::Anthropic => "api.anthropic.com",
             ProviderKind::Echo => return false,
         };

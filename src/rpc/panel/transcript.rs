@@ -99,7 +99,7 @@ fn render(out: &mut String, kind: &EntryKind) {
                     ContentBlock::Text { text } => {
                         let _ = write!(out, "<p>{}</p>", esc(text));
                     }
-                    ContentBlock::Thinking { thinking } => {
+                    ContentBlock::Thinking { thinking, .. } => {
                         let _ = write!(
                             out,
                             "<details><summary>thinking</summary><p>{}</p></details>",

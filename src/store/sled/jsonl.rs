@@ -170,9 +170,7 @@ mod tests {
             EntryKind::Message(Message::user(text)),
             EntryKind::Message(Message::Assistant(AssistantMessage {
                 content: vec![
-                    ContentBlock::Thinking {
-                        thinking: text.into(),
-                    },
+                    ContentBlock::thinking(text),
                     ContentBlock::text(text),
                     ContentBlock::ToolCall(call.clone()),
                 ],

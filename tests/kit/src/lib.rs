@@ -36,7 +36,12 @@
 //! | `error <status>` | HTTP `status` (400-599) with a provider-shaped error, `fake error <status>` |
 //! | `ratelimit <n>` | first `n` requests with this exact text: 429 + `retry-after: 1`; then `ok: recovered` |
 //! | `long <n>` | exactly `n` characters of prose, streamed in 50-character deltas |
+//! | `think <rest>` | reasoning `Let me think about <rest>.` first (Anthropic: a thinking block signed `sig-<request#>`; chat completions: `reasoning_content`; Responses: a reasoning summary), then what `<rest>` answers |
 //! | anything else (or a directive that does not parse) | `ok: ` + the text, one delta per word |
+//!
+//! The Messages endpoint refuses (400) a tool loop whose thinking breaks the API's rule: with
+//! `thinking` on, the assistant message before the last tool results must start with a
+//! signed thinking block; with it off, that message may hold none.
 //!
 //! Tool-call ids are `call_<request#>_<i>` (`toolu_...` for Anthropic). Usage reports input
 //! tokens as body characters / 4 and output tokens as answer characters / 4.
@@ -57,6 +62,6 @@ pub mod telegram;
 pub mod web;
 
 pub use discord::{ChannelSpec, FakeDiscord, MessageOptions};
-pub use model::{FakeModel, RecordedRequest};
+pub use model::{FakeModel, Outage, RecordedRequest};
 pub use telegram::{ChatSpec, FakeTelegram, SendOptions, UserSpec};
 pub use web::{FakeWeb, Route, WebHit};

@@ -36,6 +36,36 @@ fn block_part(block: &Value) -> Option<Part> {
     }
 }
 
+/// What the Messages API refuses about thinking in a tool loop, as its 400 says it: with
+/// thinking on, the assistant message before the last tool results must start with a signed
+/// thinking block; with it off, no thinking block may stand in the final assistant message.
+pub(crate) fn thinking_refusal(body: &Value) -> Option<String> {
+    let thinking = body["thinking"]["type"] == "enabled";
+    let messages = body["messages"].as_array()?;
+    let last = messages.last()?;
+    let results = last["content"]
+        .as_array()
+        .is_some_and(|blocks| blocks.iter().any(|b| b["type"] == "tool_result"));
+    let before = messages.iter().rev().nth(1)?;
+    let first = &before["content"][0];
+    let signed = matches!(
+        first["type"].as_str(),
+        Some("thinking" | "redacted_thinking")
+    ) && (first["signature"].is_string() || first["data"].is_string());
+    let any_thinking = before["content"]
+        .as_array()
+        .is_some_and(|blocks| blocks.iter().any(|b| b["type"] == "thinking"));
+    match (thinking, results) {
+        (true, true) if !signed => Some(
+            "Expected `thinking` or `redacted_thinking`, but found `tool_use`. When `thinking` is enabled, a final `assistant` message must start with a thinking block".to_owned(),
+        ),
+        (false, _) if any_thinking => Some(
+            "When thinking is disabled, an `assistant` message in the final position cannot contain `thinking`".to_owned(),
+        ),
+        _ => None,
+    }
+}
+
 fn stop_reason(has_tools: bool) -> &'static str {
     if has_tools { "tool_use" } else { "end_turn" }
 }
@@ -71,6 +101,7 @@ pub(crate) struct AnthropicWire {
     ctx: Ctx,
     index: usize,
     text_open: bool,
+    thinking_open: bool,
     had_tools: bool,
 }
 
@@ -81,6 +112,7 @@ impl AnthropicWire {
             ctx,
             index: 0,
             text_open: false,
+            thinking_open: false,
             had_tools: false,
         }
     }
@@ -107,6 +139,36 @@ impl Wire for AnthropicWire {
             typed("message_start", json!({ "message": message })),
             typed("ping", json!({})),
         ]
+    }
+
+    fn reasoning_delta(&mut self, text: &str) -> Vec<Event> {
+        let mut events = Vec::new();
+        if !self.thinking_open {
+            self.thinking_open = true;
+            events.push(typed(
+                "content_block_start",
+                json!({ "index": self.index, "content_block": { "type": "thinking", "thinking": "" } }),
+            ));
+        }
+        events.push(typed(
+            "content_block_delta",
+            json!({ "index": self.index, "delta": { "type": "thinking_delta", "thinking": text } }),
+        ));
+        events
+    }
+
+    fn reasoning_done(&mut self) -> Vec<Event> {
+        self.thinking_open = false;
+        let signature = format!("sig-{}", self.ctx.request);
+        let events = vec![
+            typed(
+                "content_block_delta",
+                json!({ "index": self.index, "delta": { "type": "signature_delta", "signature": signature } }),
+            ),
+            typed("content_block_stop", json!({ "index": self.index })),
+        ];
+        self.index += 1;
+        events
     }
 
     fn text_delta(&mut self, text: &str) -> Vec<Event> {

@@ -23,6 +23,10 @@ use tokio::task::JoinHandle;
 
 use server::Shared;
 
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 /// One POST the server received, in arrival order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedRequest {
@@ -30,6 +34,18 @@ pub struct RecordedRequest {
     pub path: String,
     /// The body as JSON; a body that is not JSON is kept as a JSON string of its text.
     pub body: Value,
+    /// The API key it carried (`authorization: Bearer KEY` or `x-api-key: KEY`), if any.
+    pub key: Option<String>,
+}
+
+/// A server-wide failure, whatever the request says (for fallbacks: the same prompt goes to
+/// a second server that answers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outage {
+    /// Every model call is answered with this HTTP status (429 with `retry-after: 1`).
+    Status(u16),
+    /// Every model call is taken and never answered (no headers), until the client leaves.
+    Silent,
 }
 
 /// A running fake model server. Dropping it (or calling [`FakeModel::shutdown`]) stops it:
@@ -86,6 +102,22 @@ impl FakeModel {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// Makes every model call fail as `outage` says (`None`: answer again).
+    pub fn set_outage(&self, outage: Option<Outage>) {
+        *lock(&self.shared.outage) = outage;
+    }
+
+    /// Only these API keys are accepted from now on: a call with another key, or none, is
+    /// answered 401.
+    pub fn accept_keys(&self, keys: &[&str]) {
+        lock(&self.shared.keys).accepted = Some(keys.iter().map(|k| k.to_string()).collect());
+    }
+
+    /// Calls with these API keys are answered 429 (`retry-after: 1`) from now on.
+    pub fn limit_keys(&self, keys: &[&str]) {
+        lock(&self.shared.keys).limited = keys.iter().map(|k| k.to_string()).collect();
     }
 
     /// How many POSTs were received so far.

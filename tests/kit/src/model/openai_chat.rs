@@ -123,6 +123,10 @@ impl Wire for ChatWire {
         vec![self.chunk(json!({ "content": text }), None)]
     }
 
+    fn reasoning_delta(&mut self, text: &str) -> Vec<Event> {
+        vec![self.chunk(json!({ "reasoning_content": text }), None)]
+    }
+
     fn text_done(&mut self) -> Vec<Event> {
         Vec::new()
     }

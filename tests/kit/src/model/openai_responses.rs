@@ -131,6 +131,15 @@ impl Wire for ResponsesWire {
         ]
     }
 
+    fn reasoning_delta(&mut self, text: &str) -> Vec<Event> {
+        let index = self.output.len();
+        let item_id = format!("rs_{}", self.ctx.request);
+        vec![self.event(
+            "response.reasoning_summary_text.delta",
+            json!({ "item_id": item_id, "output_index": index, "summary_index": 0, "delta": text }),
+        )]
+    }
+
     fn text_delta(&mut self, text: &str) -> Vec<Event> {
         let mut events = Vec::new();
         let index = self.output.len();

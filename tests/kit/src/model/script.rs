@@ -54,6 +54,8 @@ pub(crate) struct Answer {
     pub(crate) stall: bool,
     /// Tool calls, after the text.
     pub(crate) tool_calls: Vec<ToolCall>,
+    /// Reasoning deltas, before everything else.
+    pub(crate) reasoning: Vec<String>,
 }
 
 impl Answer {
@@ -122,6 +124,22 @@ impl Script {
             .as_deref()
             .unwrap_or_default()
             .trim();
+        // `think <rest>`: reasoning first, then what `<rest>` answers.
+        if let Some(rest) = user.strip_prefix("think ") {
+            let rest = rest.trim();
+            return match self.answer(conversation, request, rest) {
+                Reply::Answer(mut answer) => {
+                    answer.reasoning = vec!["Let me think ".to_owned(), format!("about {rest}.")];
+                    Reply::Answer(answer)
+                }
+                fail => fail,
+            };
+        }
+        self.answer(conversation, request, user)
+    }
+
+    /// The reply to `user`'s text (the directives).
+    fn answer(&self, conversation: &Conversation, request: usize, user: &str) -> Reply {
         let calls = |list: Vec<(String, Value)>| {
             let tool_calls = list
                 .into_iter()

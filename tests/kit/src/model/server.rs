@@ -6,7 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Json, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
@@ -24,6 +24,10 @@ pub(crate) const MODEL: &str = "fake-model";
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) requests: Mutex<Vec<RecordedRequest>>,
+    /// A failure of every model call, set by the test.
+    pub(crate) outage: Mutex<Option<super::Outage>>,
+    /// Which keys are refused or rate limited.
+    pub(crate) keys: Mutex<KeyRules>,
     script: Script,
     shutdown: watch::Receiver<bool>,
 }
@@ -33,13 +37,15 @@ impl Shared {
     pub(crate) fn new(shutdown: watch::Receiver<bool>) -> Shared {
         Shared {
             requests: Mutex::default(),
+            outage: Mutex::default(),
+            keys: Mutex::default(),
             script: Script::default(),
             shutdown,
         }
     }
 
     /// Records a POST; returns its 1-based number and the body parsed as JSON.
-    fn record(&self, path: &str, bytes: &Bytes) -> (usize, Option<Value>) {
+    fn record(&self, path: &str, headers: &HeaderMap, bytes: &Bytes) -> (usize, Option<Value>) {
         let parsed = serde_json::from_slice::<Value>(bytes).ok();
         let body = parsed
             .clone()
@@ -48,9 +54,68 @@ impl Shared {
         requests.push(RecordedRequest {
             path: path.to_owned(),
             body,
+            key: key_of(headers),
         });
         (requests.len(), parsed)
     }
+
+    /// The failure the test set for a call with `key`, if any: the outage, a refused key
+    /// (401), a rate-limited one (429).
+    async fn refusal(&self, key: Option<String>, format: Format) -> Option<Response> {
+        let outage = *self.outage.lock().unwrap_or_else(PoisonError::into_inner);
+        match outage {
+            Some(super::Outage::Status(code)) => {
+                let status = StatusCode::from_u16(code).unwrap_or(StatusCode::BAD_GATEWAY);
+                return Some(error(format, status, &format!("fake outage {code}")));
+            }
+            Some(super::Outage::Silent) => {
+                let mut shutdown = self.shutdown.clone();
+                let _ = shutdown.wait_for(|stop| *stop).await;
+                return Some(error(
+                    format,
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "shutting down",
+                ));
+            }
+            None => {}
+        }
+        let rules = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
+        let key = key.unwrap_or_default();
+        if rules
+            .accepted
+            .as_ref()
+            .is_some_and(|keys| !keys.contains(&key))
+        {
+            return Some(error(format, StatusCode::UNAUTHORIZED, "invalid api key"));
+        }
+        if rules.limited.contains(&key) {
+            return Some(error(
+                format,
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate limit reached for this key",
+            ));
+        }
+        None
+    }
+}
+
+/// Which API keys the server refuses or rate limits.
+#[derive(Debug, Default)]
+pub(crate) struct KeyRules {
+    /// `Some`: only these are accepted.
+    pub(crate) accepted: Option<Vec<String>>,
+    /// These are answered 429.
+    pub(crate) limited: Vec<String>,
+}
+
+/// The API key of a request: `authorization: Bearer KEY` or `x-api-key: KEY`.
+fn key_of(headers: &HeaderMap) -> Option<String> {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let api_key = headers.get("x-api-key").and_then(|v| v.to_str().ok());
+    bearer.or(api_key).map(str::to_owned)
 }
 
 type AppState = State<Arc<Shared>>;
@@ -76,23 +141,37 @@ enum Format {
     Anthropic,
 }
 
-async fn chat(state: AppState, uri: Uri, bytes: Bytes) -> Response {
-    generate(state, uri, bytes, Format::Chat).await
+async fn chat(state: AppState, uri: Uri, headers: HeaderMap, bytes: Bytes) -> Response {
+    generate(state, uri, headers, bytes, Format::Chat).await
 }
 
-async fn responses(state: AppState, uri: Uri, bytes: Bytes) -> Response {
-    generate(state, uri, bytes, Format::Responses).await
+async fn responses(state: AppState, uri: Uri, headers: HeaderMap, bytes: Bytes) -> Response {
+    generate(state, uri, headers, bytes, Format::Responses).await
 }
 
-async fn messages(state: AppState, uri: Uri, bytes: Bytes) -> Response {
-    generate(state, uri, bytes, Format::Anthropic).await
+async fn messages(state: AppState, uri: Uri, headers: HeaderMap, bytes: Bytes) -> Response {
+    generate(state, uri, headers, bytes, Format::Anthropic).await
 }
 
-async fn generate(State(shared): AppState, uri: Uri, bytes: Bytes, format: Format) -> Response {
-    let (request, body) = shared.record(uri.path(), &bytes);
+async fn generate(
+    State(shared): AppState,
+    uri: Uri,
+    headers: HeaderMap,
+    bytes: Bytes,
+    format: Format,
+) -> Response {
+    let (request, body) = shared.record(uri.path(), &headers, &bytes);
+    if let Some(refusal) = shared.refusal(key_of(&headers), format).await {
+        return refusal;
+    }
     let Some(body) = body else {
         return error(format, StatusCode::BAD_REQUEST, "request body is not JSON");
     };
+    if format == Format::Anthropic
+        && let Some(refusal) = anthropic::thinking_refusal(&body)
+    {
+        return error(format, StatusCode::BAD_REQUEST, &refusal);
+    }
     let conversation = match format {
         Format::Chat => openai_chat::conversation(&body),
         Format::Responses => openai_responses::conversation(&body),
@@ -146,8 +225,13 @@ fn tokens(chars: usize) -> u64 {
     u64::try_from(chars / 4).unwrap_or(u64::MAX).max(1)
 }
 
-async fn count_tokens(State(shared): AppState, uri: Uri, bytes: Bytes) -> Response {
-    let (_, body) = shared.record(uri.path(), &bytes);
+async fn count_tokens(
+    State(shared): AppState,
+    uri: Uri,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Response {
+    let (_, body) = shared.record(uri.path(), &headers, &bytes);
     if body.is_none() {
         return error(
             Format::Anthropic,
@@ -176,9 +260,15 @@ async fn models() -> Json<Value> {
     }))
 }
 
-async fn not_found(State(shared): AppState, method: Method, uri: Uri, bytes: Bytes) -> Response {
+async fn not_found(
+    State(shared): AppState,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Response {
     if method == Method::POST {
-        shared.record(uri.path(), &bytes);
+        shared.record(uri.path(), &headers, &bytes);
     }
     let message = format!("no route for {method} {}", uri.path());
     let body = json!({

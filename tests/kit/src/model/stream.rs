@@ -48,6 +48,15 @@ pub(crate) struct Ctx {
 pub(crate) trait Wire: Send + 'static {
     /// Events opening the response.
     fn start(&mut self) -> Vec<Event>;
+    /// One piece of reasoning (before the text); none by default.
+    fn reasoning_delta(&mut self, text: &str) -> Vec<Event> {
+        let _ = text;
+        Vec::new()
+    }
+    /// The reasoning is complete; nothing by default.
+    fn reasoning_done(&mut self) -> Vec<Event> {
+        Vec::new()
+    }
     /// One piece of answer text.
     fn text_delta(&mut self, text: &str) -> Vec<Event>;
     /// The answer text is complete.
@@ -99,6 +108,12 @@ async fn produce(
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), Gone> {
     send(tx, wire.start()).await?;
+    for piece in &answer.reasoning {
+        send(tx, wire.reasoning_delta(piece)).await?;
+    }
+    if !answer.reasoning.is_empty() {
+        send(tx, wire.reasoning_done()).await?;
+    }
     for chunk in &answer.chunks {
         if !answer.delay.is_zero() {
             pause(answer.delay, tx, &mut shutdown).await?;

@@ -1,0 +1,221 @@
+//! The OpenAI Responses API (`POST {base}/responses`, streamed), for reasoning models: the
+//! system prompt as `instructions`, the conversation as input items (messages,
+//! `function_call` and `function_call_output`), tools flat, `store: false` (nothing kept on
+//! the server), and `reasoning.effort` with a reasoning summary when the session thinks.
+
+use serde_json::{Value, json};
+
+use super::connection::{Connection, bearer};
+use super::responses_stream::ResponsesDecoder;
+use super::settings::{ProviderKind, ProviderSettings};
+use super::{BoxFuture, EventStream, Provider, ProviderError, ProviderRequest, Thinking, ToolSpec};
+use crate::domain::message::{ContentBlock, Message, text_of};
+
+/// A provider speaking the OpenAI Responses wire format.
+#[derive(Debug)]
+pub struct ResponsesProvider {
+    connection: Connection,
+}
+
+impl ResponsesProvider {
+    /// A provider for `settings` (kind is assumed to be `responses`; defaults fill the
+    /// gaps). Fails only when the key cannot go into a header or HTTP cannot be set up.
+    pub fn new(settings: &ProviderSettings) -> Result<Self, ProviderError> {
+        let mut settings = settings.clone();
+        settings.kind = ProviderKind::Responses;
+        let headers = bearer(&settings)?;
+        Ok(ResponsesProvider {
+            connection: Connection::new(settings, "/responses", headers)?,
+        })
+    }
+}
+
+impl Provider for ResponsesProvider {
+    fn name(&self) -> &str {
+        "responses"
+    }
+
+    fn model(&self) -> &str {
+        &self.connection.model
+    }
+
+    fn stream(
+        &self,
+        request: ProviderRequest,
+    ) -> BoxFuture<'_, Result<EventStream, ProviderError>> {
+        let connection = &self.connection;
+        let max_tokens = connection.max_tokens(&request);
+        let body = request_body(connection.model_of(&request), max_tokens, &request);
+        Box::pin(async move { connection.stream(&body, ResponsesDecoder::default()).await })
+    }
+
+    fn models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {
+        let url = format!("{}/models", self.connection.base_url);
+        Box::pin(async move { self.connection.list(&url).await })
+    }
+}
+
+/// The JSON body of a streamed Responses call.
+pub fn request_body(model: &str, max_tokens: u32, request: &ProviderRequest) -> Value {
+    let mut body = json!({
+        "model": model,
+        "stream": true,
+        "store": false,
+        "max_output_tokens": max_tokens,
+        "input": input(&request.messages),
+    });
+    if !request.system.is_empty() {
+        body["instructions"] = json!(request.system);
+    }
+    if !request.tools.is_empty() {
+        body["tools"] = Value::Array(request.tools.iter().map(tool).collect());
+    }
+    if request.thinking != Thinking::Off {
+        let effort = request.thinking.as_str();
+        body["reasoning"] = json!({ "effort": effort, "summary": "auto" });
+    }
+    body
+}
+
+/// A tool, flat, not strict (chela's schemas leave optional fields out of `required`).
+fn tool(spec: &ToolSpec) -> Value {
+    json!({
+        "type": "function",
+        "name": spec.name,
+        "description": spec.description,
+        "parameters": spec.parameters,
+        "strict": false,
+    })
+}
+
+/// The conversation as input items; thinking is left out (it is not kept in a form the API
+/// takes back).
+fn input(conversation: &[Message]) -> Vec<Value> {
+    let mut items = Vec::new();
+    for message in conversation {
+        match message {
+            Message::User(user) => items.push(json!({
+                "role": "user",
+                "content": user_content(&user.content),
+            })),
+            Message::Assistant(assistant) => {
+                let text = text_of(&assistant.content);
+                if !text.is_empty() {
+                    items.push(json!({
+                        "role": "assistant",
+                        "content": [{ "type": "output_text", "text": text }],
+                    }));
+                }
+                for block in &assistant.content {
+                    if let ContentBlock::ToolCall(call) = block {
+                        items.push(json!({
+                            "type": "function_call",
+                            "call_id": call.id,
+                            "name": call.name,
+                            "arguments": call.arguments.to_string(),
+                        }));
+                    }
+                }
+            }
+            Message::ToolResult(result) => items.push(json!({
+                "type": "function_call_output",
+                "call_id": result.tool_call_id,
+                "output": text_of(&result.content),
+            })),
+        }
+    }
+    items
+}
+
+/// A user message's content: its text, then its images (with their bytes) as data URLs.
+fn user_content(content: &[ContentBlock]) -> Value {
+    let mut parts = Vec::new();
+    let text = text_of(content);
+    if !text.is_empty() {
+        parts.push(json!({ "type": "input_text", "text": text }));
+    }
+    parts.extend(content.iter().filter_map(|block| match block {
+        ContentBlock::Image(image) if !image.data.is_empty() => Some(json!({
+            "type": "input_image",
+            "image_url": format!("data:{};base64,{}", image.mime_type, image.data),
+        })),
+        _ => None,
+    }));
+    Value::Array(parts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::message::{AssistantMessage, StopReason, ToolCall, Usage};
+
+    fn request() -> ProviderRequest {
+        let call = ToolCall {
+            id: "call_1".into(),
+            name: "ls".into(),
+            arguments: json!({"path": "."}),
+        };
+        ProviderRequest {
+            system: "Be terse.".into(),
+            messages: vec![
+                Message::user("list files"),
+                Message::Assistant(AssistantMessage {
+                    content: vec![
+                        ContentBlock::thinking("hmm"),
+                        ContentBlock::text("Looking."),
+                        ContentBlock::ToolCall(call.clone()),
+                    ],
+                    provider: "responses".into(),
+                    model: "m".into(),
+                    usage: Usage::default(),
+                    stop_reason: StopReason::ToolUse,
+                    error_message: None,
+                    timestamp: 1,
+                }),
+                Message::tool_result(&call, "a.txt", false),
+            ],
+            tools: vec![ToolSpec {
+                name: "ls".into(),
+                description: "List a folder.".into(),
+                parameters: json!({"type": "object"}),
+            }],
+            max_tokens: 100,
+            model: None,
+            thinking: Thinking::High,
+        }
+    }
+
+    #[test]
+    fn body_has_instructions_items_flat_tools_and_reasoning() {
+        let body = request_body("gpt-5", 100, &request());
+        assert_eq!(body["instructions"], "Be terse.");
+        assert_eq!(body["store"], false);
+        assert_eq!(body["max_output_tokens"], 100);
+        assert_eq!(
+            body["reasoning"],
+            json!({"effort": "high", "summary": "auto"})
+        );
+        assert_eq!(
+            body["tools"],
+            json!([{"type": "function", "name": "ls", "description": "List a folder.",
+                    "parameters": {"type": "object"}, "strict": false}])
+        );
+        assert_eq!(
+            body["input"],
+            json!([
+                {"role": "user", "content": [{"type": "input_text", "text": "list files"}]},
+                {"role": "assistant", "content": [{"type": "output_text", "text": "Looking."}]},
+                {"type": "function_call", "call_id": "call_1", "name": "ls",
+                 "arguments": "{\"path\":\".\"}"},
+                {"type": "function_call_output", "call_id": "call_1", "output": "a.txt"},
+            ])
+        );
+        let mut plain = request();
+        plain.thinking = Thinking::Off;
+        assert!(
+            request_body("gpt-5", 100, &plain)
+                .get("reasoning")
+                .is_none()
+        );
+    }
+}

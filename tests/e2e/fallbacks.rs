@@ -34,6 +34,22 @@ fn models(fake: &FakeModel) -> Vec<String> {
         .collect()
 }
 
+/// `provider/model` of each answer in session `key`'s transcript, in order.
+async fn answered_by(setup: &Setup, key: &str) -> Vec<String> {
+    let entries = setup.export(key).await;
+    common::messages(&entries)
+        .into_iter()
+        .filter(|m| m["role"] == "assistant")
+        .map(|m| {
+            format!(
+                "{}/{}",
+                m["provider"].as_str().unwrap(),
+                m["model"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_fixable_failure_falls_back_and_status_says_why() {
     let cases = [
@@ -89,18 +105,7 @@ async fn each_fixable_failure_falls_back_and_status_says_why() {
         );
         assert_eq!(models(&b), [BACKUP, BACKUP], "{why}");
         // The transcript names the model that answered.
-        let entries = setup.export(common::KEY).await;
-        let answered: Vec<String> = common::messages(&entries)
-            .into_iter()
-            .filter(|m| m["role"] == "assistant")
-            .map(|m| {
-                format!(
-                    "{}/{}",
-                    m["provider"].as_str().unwrap(),
-                    m["model"].as_str().unwrap()
-                )
-            })
-            .collect();
+        let answered = answered_by(&setup, common::KEY).await;
         assert_eq!(
             answered,
             ["backup/backup-model", "backup/backup-model"],
@@ -181,18 +186,7 @@ async fn agents_have_their_own_models_and_fallbacks_and_sessions_switch_provider
     assert_eq!(models(&setup.fake), ["fake-model", "other-model"]);
     // The second turn's answer came from A, named so in the transcript.
     let key = "agent:coder:terminal:direct:tester";
-    let entries = setup.export(key).await;
-    let answered: Vec<String> = common::messages(&entries)
-        .into_iter()
-        .filter(|m| m["role"] == "assistant")
-        .map(|m| {
-            format!(
-                "{}/{}",
-                m["provider"].as_str().unwrap(),
-                m["model"].as_str().unwrap()
-            )
-        })
-        .collect();
+    let answered = answered_by(&setup, key).await;
     assert_eq!(
         answered,
         [

@@ -250,7 +250,7 @@ mod tests {
         }
     }
 
-    fn assistant(content: Vec<ContentBlock>) -> Message {
+    pub(super) fn assistant(content: Vec<ContentBlock>) -> Message {
         Message::Assistant(AssistantMessage {
             content,
             provider: "anthropic".into(),
@@ -391,8 +391,9 @@ mod tests {
 
 #[cfg(test)]
 mod thinking_tests {
+    use super::tests::assistant;
     use super::*;
-    use crate::domain::message::{AssistantMessage, StopReason, ToolCall, Usage};
+    use crate::domain::message::ToolCall;
 
     fn signed(text: &str, signature: &str) -> ContentBlock {
         ContentBlock::Thinking {
@@ -400,18 +401,6 @@ mod thinking_tests {
             signature: Some(signature.into()),
             redacted: false,
         }
-    }
-
-    fn assistant(content: Vec<ContentBlock>) -> Message {
-        Message::Assistant(AssistantMessage {
-            content,
-            provider: "anthropic".into(),
-            model: "m".into(),
-            usage: Usage::default(),
-            stop_reason: StopReason::ToolUse,
-            error_message: None,
-            timestamp: 1,
-        })
     }
 
     fn request(messages: Vec<Message>, thinking: Thinking) -> ProviderRequest {

@@ -399,6 +399,7 @@ fn agent(model: Arc<TestModel>, context_window: u64, reserve_tokens: u64) -> Age
         max_tokens: 1000,
         pricing: Default::default(),
         thinking: Default::default(),
+        prompt_cache: false,
         vision: crate::config::Vision::Auto,
         shutdown: Default::default(),
         compaction: CompactionSettings {

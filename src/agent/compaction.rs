@@ -30,6 +30,8 @@ async fn summarize(
         max_tokens,
         model: None,
         thinking: crate::agent::provider::Thinking::Off,
+        show_reasoning: false,
+        cache_key: None,
     };
     let work = async {
         let model = |e: crate::agent::provider::ProviderError| CompactError::Model(e.to_string());
@@ -132,7 +134,8 @@ impl Agent {
     }
 
     /// Before a model call of a run: compacts the window when its estimated prompt exceeds
-    /// the threshold, replacing `messages` by the compacted window and sending a
+    /// the threshold (the window less `agent.compaction_reserve_tokens` and `extra_reserve`,
+    /// the call's thinking budget), replacing `messages` by the compacted window and sending a
     /// [`RunEvent::Compaction`]. When compaction fails (or finds nothing to summarize) the
     /// run goes on if the prompt still fits the window, else fails with
     /// [`RunError::ContextTooLong`];
@@ -140,15 +143,17 @@ impl Agent {
     pub(crate) async fn compact_before_call(
         &self,
         key: &str,
+        extra_reserve: u64,
         messages: &mut Vec<Message>,
         cancel: &CancellationToken,
         events: &mpsc::Sender<RunEvent>,
         gave_up: &mut bool,
     ) -> Result<(), RunError> {
-        let settings = self.compaction;
+        let mut settings = self.compaction;
         if !settings.enabled() {
             return Ok(());
         }
+        settings.reserve_tokens = settings.reserve_tokens.saturating_add(extra_reserve);
         let base = self.base_tokens();
         let estimate = estimate_prompt(base, messages);
         if estimate <= settings.threshold() {

@@ -71,6 +71,14 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
     out
 }
 
+/// The prompt-cache key of session `key` of agent `agent`: the same for each of its calls, and
+/// naming neither (the first 16 hex digits of a SHA-256 of both).
+pub fn cache_key(agent: &str, key: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(format!("{agent}\n{key}").as_bytes());
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
 /// `prompt` followed by the list of `tools` a run may use (none: the prompt alone).
 pub fn with_tools(prompt: &str, tools: &[ToolSpec]) -> String {
     let mut out = String::from(prompt);

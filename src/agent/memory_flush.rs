@@ -151,6 +151,8 @@ impl Agent {
                 max_tokens: self.max_tokens,
                 model: run.model.map(str::to_owned),
                 thinking: crate::agent::provider::Thinking::Off,
+                show_reasoning: false,
+                cache_key: None,
             };
             let (text, calls) = tokio::select! {
                 biased;

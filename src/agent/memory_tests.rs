@@ -135,6 +135,7 @@ fn agent(model: Arc<Model>, workspace: &std::path::Path, flush: bool) -> Agent {
         max_tokens: 1000,
         pricing: Default::default(),
         thinking: Default::default(),
+        prompt_cache: false,
         vision: crate::config::Vision::Auto,
         shutdown: Default::default(),
         compaction: CompactionSettings {

@@ -176,6 +176,7 @@ pub fn build(
         max_tokens: config.model.max_tokens,
         pricing,
         thinking: config.model.thinking,
+        prompt_cache: config.model.prompt_cache,
         vision: config.model.vision,
         shutdown,
         compaction: compact::CompactionSettings {

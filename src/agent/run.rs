@@ -106,6 +106,8 @@ pub struct Agent {
     pub pricing: Arc<crate::agent::pricing::Pricing>,
     /// How much the model reasons unless a session says (`[model] thinking`).
     pub thinking: crate::config::Thinking,
+    /// Whether calls ask the provider to cache their stable prefix (`[model] prompt_cache`).
+    pub prompt_cache: bool,
     /// Whether pictures go to the model as images (`[model] vision`).
     pub vision: crate::config::Vision,
     /// Fires when the gateway shuts down. A run cancelled by shutdown (not by /stop) keeps
@@ -330,9 +332,12 @@ impl Turn<'_> {
             self.agent
                 .flush_before_compaction(&flush, &self.messages, gave_up)
                 .await;
+            // Thinking takes room of its own in the answer.
+            let reserve = crate::agent::provider::thinking_budget(self.thinking).unwrap_or(0);
             self.agent
                 .compact_before_call(
                     &self.key,
+                    u64::from(reserve),
                     &mut self.messages,
                     &self.cancel,
                     &self.events,
@@ -403,6 +408,11 @@ impl Turn<'_> {
             max_tokens: self.agent.max_tokens,
             model: self.model.clone(),
             thinking: self.thinking,
+            show_reasoning: self.show_reasoning,
+            cache_key: self
+                .agent
+                .prompt_cache
+                .then(|| crate::agent::context::cache_key(&self.agent.id, &self.key)),
         };
         let mut message = AssistantMessage {
             content: Vec::new(),

@@ -229,6 +229,7 @@ impl Harness {
             max_tokens: 1000,
             pricing: Default::default(),
             thinking: Default::default(),
+            prompt_cache: false,
             vision: crate::config::Vision::Auto,
             shutdown: Default::default(),
             compaction: Default::default(),

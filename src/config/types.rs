@@ -263,6 +263,9 @@ pub struct ModelConfig {
     /// How much the model reasons by default: `off`, `minimal`, `low`, `medium`, `high`
     /// (a session's `/think` overrides it).
     pub thinking: Thinking,
+    /// Whether calls ask the provider to cache their stable prefix (Anthropic's
+    /// `cache_control` marks; a `prompt_cache_key` on OpenAI's own API).
+    pub prompt_cache: bool,
 }
 
 impl Default for ModelConfig {
@@ -280,6 +283,7 @@ impl Default for ModelConfig {
             models: Vec::new(),
             vision: super::media::Vision::Auto,
             thinking: Thinking::Off,
+            prompt_cache: true,
         }
     }
 }

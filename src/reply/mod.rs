@@ -145,7 +145,13 @@ async fn stream_into(
                 Some(RunEvent::Lifecycle(Lifecycle::Error { message })) => break Ending::Error(message),
                 None => break Ending::Closed,
             },
-            _ = sleep_until_opt(due), if due.is_some() => reply.preview().await,
+            _ = sleep_until_opt(due), if due.is_some() => {
+                // The reasoning shows above the answer's first preview, never below it.
+                if thought.due().is_some() {
+                    thought.flush().await;
+                }
+                reply.preview().await;
+            }
             _ = sleep_until_opt(thought_due), if thought_due.is_some() => thought.show().await,
         }
     };
@@ -356,6 +362,41 @@ mod typing_tests {
         assert_eq!(channel.calls(), [format!("send {text}")]);
         tx.send(end()).await.unwrap();
         task.await.unwrap().unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn reasoning_shows_before_the_answer_even_when_both_waited_for_earlier_finals() {
+        let channel = crate::test_channel::TestChannel::new(1_000);
+        let to = crate::test_channel::direct_chat();
+        let (delivered, earlier) = tokio::sync::oneshot::channel::<()>();
+        let earlier = async move {
+            let _ = earlier.await;
+        };
+        let (tx, task) = streaming(channel.clone(), to, earlier);
+        let reasoning = RunEvent::Reasoning {
+            delta: "thinking hard".into(),
+        };
+        tx.send(reasoning).await.unwrap();
+        let answer = "an answer long enough to be previewed at once";
+        tx.send(RunEvent::Assistant {
+            delta: answer.into(),
+        })
+        .await
+        .unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(channel.calls().is_empty(), "{:?}", channel.calls());
+        delivered.send(()).unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(
+            channel.calls(),
+            [
+                "send 💭 Reasoning\n> thinking hard".to_owned(),
+                format!("send {answer}")
+            ]
+        );
+        tx.send(end()).await.unwrap();
+        let streamed = task.await.unwrap().unwrap();
+        assert_eq!(streamed.final_text(), answer, "the reasoning stays out");
     }
 
     #[tokio::test(start_paused = true)]

@@ -86,6 +86,12 @@ impl ReasoningPreview {
         match result {
             Ok(Some(sent)) => self.message = Some(sent),
             Ok(None) => {}
+            Err(chela_channel::ChannelError::RateLimited { retry_after_ms }) => {
+                // Shown later, after the platform's wait: the answer's edits come first.
+                self.next_at =
+                    Instant::now() + Duration::from_millis(retry_after_ms).max(self.every);
+                return;
+            }
             Err(e) => {
                 tracing::debug!(error = %e, "the reasoning preview could not be shown");
                 self.failed = self.message.is_none();

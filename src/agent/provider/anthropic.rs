@@ -6,7 +6,9 @@ use serde_json::{Value, json};
 use super::anthropic_stream::AnthropicDecoder;
 use super::connection::Connection;
 use super::settings::{ProviderKind, ProviderSettings};
-use super::{BoxFuture, EventStream, Provider, ProviderError, ProviderRequest, Thinking, ToolSpec};
+use super::{
+    BoxFuture, EventStream, Provider, ProviderError, ProviderRequest, ToolSpec, thinking_budget,
+};
 use crate::domain::message::{ContentBlock, Message, text_of};
 
 /// The API version sent in `anthropic-version`.
@@ -76,28 +78,28 @@ impl Provider for AnthropicProvider {
     }
 }
 
-/// The thinking budget of a level, in tokens (the API's least is 1,024).
-pub fn thinking_budget(level: Thinking) -> Option<u32> {
-    match level {
-        Thinking::Off => None,
-        Thinking::Minimal => Some(1024),
-        Thinking::Low => Some(4096),
-        Thinking::Medium => Some(10_000),
-        Thinking::High => Some(24_000),
-    }
-}
+/// Most output tokens (answer and thinking) asked of a Claude model: the smallest output
+/// limit of the models that take a thinking budget (Opus 4 and 4.1: 32,000).
+const MAX_OUTPUT: u32 = 32_000;
+
+/// The least thinking budget the API takes.
+const MIN_BUDGET: u32 = 1024;
 
 /// The JSON body of a streamed Messages call. With thinking, the budget comes on top of
 /// `max_tokens` (the API counts thinking in it), and the current tool loop's signed thinking
 /// blocks go back as the API requires; a loop whose last call did not think (it began
 /// without, or another model answered it) is continued without thinking.
 pub fn request_body(model: &str, max_tokens: u32, request: &ProviderRequest) -> Value {
-    let budget = thinking_budget(request.thinking).filter(|_| loop_thought(&request.messages));
+    let max_tokens = max_tokens.min(MAX_OUTPUT);
+    let budget = thinking_budget(request.thinking)
+        .map(|budget| budget.min(MAX_OUTPUT - max_tokens))
+        .filter(|budget| *budget >= MIN_BUDGET)
+        .filter(|_| loop_thought(&request.messages, model));
     let mut body = json!({
         "model": model,
-        "max_tokens": max_tokens.saturating_add(budget.unwrap_or(0)),
+        "max_tokens": max_tokens + budget.unwrap_or(0),
         "stream": true,
-        "messages": messages(&request.messages, budget.is_some()),
+        "messages": messages(&request.messages, budget.map(|_| model)),
     });
     if let Some(budget) = budget {
         body["thinking"] = json!({ "type": "enabled", "budget_tokens": budget });
@@ -108,7 +110,29 @@ pub fn request_body(model: &str, max_tokens: u32, request: &ProviderRequest) -> 
     if !request.tools.is_empty() {
         body["tools"] = Value::Array(request.tools.iter().map(tool).collect());
     }
+    if request.cache_key.is_some() {
+        mark_cache(&mut body);
+    }
     body
+}
+
+/// Marks the stable prefix of `body` for Anthropic's prompt cache, three of the four marks
+/// the API takes, in its prefix order: the last tool (all tools), the system prompt, and the
+/// last block of the last message (the conversation so far: the next call of the tool loop,
+/// or the next turn, reads it; the API looks up to 20 blocks back from a mark for an earlier
+/// one).
+fn mark_cache(body: &mut Value) {
+    let mark = json!({ "type": "ephemeral" });
+    if let Some(last) = body["tools"].as_array_mut().and_then(|t| t.last_mut()) {
+        last["cache_control"] = mark.clone();
+    }
+    if let Some(system) = body["system"].as_str() {
+        body["system"] = json!([{ "type": "text", "text": system, "cache_control": mark }]);
+    }
+    let last_message = body["messages"].as_array_mut().and_then(|m| m.last_mut());
+    if let Some(last) = last_message.and_then(|m| m["content"].as_array_mut()?.last_mut()) {
+        last["cache_control"] = mark;
+    }
 }
 
 fn tool(spec: &ToolSpec) -> Value {
@@ -119,60 +143,80 @@ fn tool(spec: &ToolSpec) -> Value {
     })
 }
 
-/// Whether the current tool loop (the assistant messages after the last user message) is
-/// empty or its last call thought (a signed thinking block): only then may thinking go on.
-fn loop_thought(conversation: &[Message]) -> bool {
-    let last_user = conversation
-        .iter()
-        .rposition(|m| matches!(m, Message::User(_)))
-        .map_or(0, |i| i + 1);
-    let last_call = conversation[last_user..]
-        .iter()
-        .rev()
-        .find_map(|m| match m {
-            Message::Assistant(a) => Some(a),
-            _ => None,
-        });
-    last_call.is_none_or(|a| a.content.iter().any(is_signed_thinking))
-}
-
-fn is_signed_thinking(block: &ContentBlock) -> bool {
-    matches!(block, ContentBlock::Thinking { signature: Some(s), .. } if !s.is_empty())
-}
-
-/// A signed thinking block as the API takes it back.
-fn thinking_block(block: &ContentBlock) -> Option<Value> {
-    match block {
-        ContentBlock::Thinking {
-            signature: Some(signature),
-            redacted: true,
-            ..
-        } => Some(json!({ "type": "redacted_thinking", "data": signature })),
-        ContentBlock::Thinking {
-            thinking,
-            signature: Some(signature),
-            ..
-        } => Some(json!({ "type": "thinking", "thinking": thinking, "signature": signature })),
-        _ => None,
+/// Where the current turn starts: its user message, the last one the wire does not merge into
+/// tool results (a message steered in while tools ran, or sent after a stop or a crash cut a
+/// tool loop short, joins the loop's last `user` message). The tool loop is what follows it.
+fn turn_start(conversation: &[Message]) -> usize {
+    for (i, message) in conversation.iter().enumerate().rev() {
+        if !matches!(message, Message::User(_)) {
+            continue;
+        }
+        let before = conversation[..i].iter().rev().find(|m| !empty_on_wire(m));
+        if !matches!(before, Some(Message::ToolResult(_))) {
+            return i;
+        }
     }
+    0
+}
+
+/// Whether `message` sends nothing (an assistant turn with neither text nor tool calls, such
+/// as a call that failed at once).
+fn empty_on_wire(message: &Message) -> bool {
+    match message {
+        Message::Assistant(a) => !a.content.iter().any(|b| match b {
+            ContentBlock::Text { text } => !text.is_empty(),
+            ContentBlock::ToolCall(_) => true,
+            _ => false,
+        }),
+        _ => false,
+    }
+}
+
+/// Whether thinking may go on in the current tool loop: it is empty, or its last call was
+/// `model`'s and thought (a signed thinking block; another model's signature is not taken).
+fn loop_thought(conversation: &[Message], model: &str) -> bool {
+    let start = turn_start(conversation);
+    let last_call = conversation[start..].iter().rev().find_map(|m| match m {
+        Message::Assistant(a) if !empty_on_wire(m) => Some(a),
+        _ => None,
+    });
+    last_call
+        .is_none_or(|a| a.model == model && a.content.iter().any(|b| thinking_block(b).is_some()))
+}
+
+/// A signed thinking block as the API takes it back (`None` for an unsigned one).
+fn thinking_block(block: &ContentBlock) -> Option<Value> {
+    let ContentBlock::Thinking {
+        thinking,
+        signature: Some(signature),
+        redacted,
+    } = block
+    else {
+        return None;
+    };
+    if signature.is_empty() {
+        return None;
+    }
+    Some(match redacted {
+        true => json!({ "type": "redacted_thinking", "data": signature }),
+        false => json!({ "type": "thinking", "thinking": thinking, "signature": signature }),
+    })
 }
 
 /// Messages API turns. Roles alternate: consecutive tool results (and a user message right
 /// after them) share one `user` message, tool results first. Thinking blocks go back only
-/// with `thinking` on, and only those of the current tool loop (after the last user message),
-/// signed, first in their message, as the API wants them; empty text blocks and empty
-/// assistant turns are left out because the API rejects them.
-fn messages(conversation: &[Message], thinking: bool) -> Vec<Value> {
+/// while `thinking` (the model thinking), and only those that model signed in the current tool
+/// loop, first in their message, as the API wants them; empty text blocks and empty assistant
+/// turns are left out because the API rejects them.
+fn messages(conversation: &[Message], thinking: Option<&str>) -> Vec<Value> {
     let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
-    let loop_start = conversation
-        .iter()
-        .rposition(|m| matches!(m, Message::User(_)))
-        .unwrap_or(0);
+    let loop_start = turn_start(conversation);
     for (i, message) in conversation.iter().enumerate() {
         let (role, blocks) = match message {
             Message::User(user) => ("user", text_blocks(&user.content)),
             Message::Assistant(assistant) => {
-                let thought = (thinking && i > loop_start)
+                let own = thinking.is_some_and(|model| assistant.model == model);
+                let thought = (own && i > loop_start)
                     .then(|| assistant.content.iter().filter_map(thinking_block));
                 let blocks = thought
                     .into_iter()
@@ -286,6 +330,8 @@ mod tests {
             max_tokens: 0,
             model: None,
             thinking: crate::agent::provider::Thinking::Off,
+            show_reasoning: false,
+            cache_key: None,
         }
     }
 
@@ -327,7 +373,7 @@ mod tests {
 
     #[test]
     fn images_become_base64_image_blocks_after_the_text() {
-        let out = messages(&[with_image("aGk=")], false);
+        let out = messages(&[with_image("aGk=")], None);
         assert_eq!(
             out[0]["content"],
             json!([
@@ -335,7 +381,7 @@ mod tests {
                 {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "aGk="}}
             ])
         );
-        let bare = messages(&[with_image("")], false);
+        let bare = messages(&[with_image("")], None);
         assert_eq!(
             bare[0]["content"],
             json!([{"type": "text", "text": "what is this?"}])
@@ -393,6 +439,7 @@ mod tests {
 mod thinking_tests {
     use super::tests::assistant;
     use super::*;
+    use crate::agent::provider::Thinking;
     use crate::domain::message::ToolCall;
 
     fn signed(text: &str, signature: &str) -> ContentBlock {
@@ -411,6 +458,8 @@ mod thinking_tests {
             max_tokens: 1000,
             model: None,
             thinking,
+            show_reasoning: false,
+            cache_key: None,
         }
     }
 
@@ -476,6 +525,53 @@ mod thinking_tests {
     }
 
     #[test]
+    fn a_message_steered_into_the_loop_keeps_its_thinking() {
+        // A message steered in while the tool ran (or sent after a stop) joins the tool
+        // results' wire message: the loop and its signed thinking go on.
+        let mut conversation = tool_loop(true);
+        conversation.push(Message::user("also this"));
+        let body = request_body("m", 1000, &request(conversation, Thinking::High));
+        assert_eq!(body["thinking"]["budget_tokens"], 24000);
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(messages[3]["content"][0]["signature"], "sig-2");
+        let last = messages[4]["content"].as_array().unwrap();
+        assert_eq!(last[0]["type"], "tool_result");
+        assert_eq!(last[1]["text"], "also this");
+    }
+
+    #[test]
+    fn another_models_signature_is_not_sent_and_thinking_waits_for_the_next_turn() {
+        let body = request_body(
+            "other-model",
+            1000,
+            &request(tool_loop(true), Thinking::High),
+        );
+        assert!(body.get("thinking").is_none());
+        assert!(!body.to_string().contains("sig-2"));
+    }
+
+    #[test]
+    fn output_stays_under_the_models_limit() {
+        let body = request_body(
+            "m",
+            31_500,
+            &request(vec![Message::user("hi")], Thinking::High),
+        );
+        assert!(
+            body.get("thinking").is_none(),
+            "no room for a budget of 1,024"
+        );
+        assert_eq!(body["max_tokens"], 31_500);
+        let body = request_body(
+            "m",
+            8192,
+            &request(vec![Message::user("hi")], Thinking::High),
+        );
+        assert_eq!(body["thinking"]["budget_tokens"], 32_000 - 8192);
+        assert_eq!(body["max_tokens"], 32_000);
+    }
+
+    #[test]
     fn a_loop_whose_last_call_did_not_think_goes_on_without_thinking() {
         let body = request_body("m", 1000, &request(tool_loop(false), Thinking::High));
         assert!(body.get("thinking").is_none());
@@ -494,5 +590,50 @@ mod thinking_tests {
             Some(json!({"type": "redacted_thinking", "data": "opaque"}))
         );
         assert_eq!(thinking_block(&ContentBlock::thinking("unsigned")), None);
+    }
+}
+
+#[cfg(test)]
+mod cache_tests {
+    use super::*;
+    use crate::agent::provider::Thinking;
+
+    fn request(cache: bool) -> ProviderRequest {
+        ProviderRequest {
+            system: "You are terse.".into(),
+            messages: vec![Message::user("one"), Message::user("two")],
+            tools: ["a", "b"]
+                .iter()
+                .map(|name| ToolSpec {
+                    name: (*name).into(),
+                    description: String::new(),
+                    parameters: json!({"type": "object"}),
+                })
+                .collect(),
+            max_tokens: 10,
+            model: None,
+            thinking: Thinking::Off,
+            show_reasoning: false,
+            cache_key: cache.then(|| "k".to_owned()),
+        }
+    }
+
+    #[test]
+    fn the_stable_prefix_is_marked_in_three_places() {
+        let body = request_body("m", 10, &request(true));
+        let mark = json!({"type": "ephemeral"});
+        assert_eq!(
+            body["system"],
+            json!([{"type": "text", "text": "You are terse.", "cache_control": mark}])
+        );
+        assert!(body["tools"][0].get("cache_control").is_none());
+        assert_eq!(body["tools"][1]["cache_control"], mark);
+        let messages = body["messages"].as_array().unwrap();
+        let last = messages.last().unwrap()["content"].as_array().unwrap();
+        assert_eq!(last.last().unwrap()["cache_control"], mark);
+        assert_eq!(body.to_string().matches("cache_control").count(), 3);
+        let plain = request_body("m", 10, &request(false));
+        assert!(!plain.to_string().contains("cache_control"));
+        assert_eq!(plain["system"], "You are terse.");
     }
 }

@@ -149,7 +149,7 @@ impl AnthropicDecoder {
                 if let Some(Block::Thinking(signature)) =
                     index.and_then(|i| self.blocks.get_mut(&i))
                 {
-                    *signature = str_of("signature").to_owned();
+                    signature.push_str(str_of("signature"));
                 }
             }
             _ => {} // future delta types

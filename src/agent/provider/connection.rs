@@ -62,9 +62,26 @@ impl Connection {
         }
     }
 
+    /// The token cap of `request` with room for its reasoning, which an OpenAI model counts
+    /// in its output ([`super::thinking_budget`] on top).
+    pub fn max_tokens_thinking(&self, request: &ProviderRequest) -> u32 {
+        let room = super::thinking_budget(request.thinking).unwrap_or(0);
+        self.max_tokens(request).saturating_add(room)
+    }
+
     /// The model of `request` (the connection's when it names none).
     pub fn model_of<'a>(&'a self, request: &'a ProviderRequest) -> &'a str {
         request.model.as_deref().unwrap_or(&self.model)
+    }
+
+    /// Adds the request's `prompt_cache_key` to `body` on OpenAI's own API (its automatic
+    /// cache routes calls with one key to one cache; other servers may refuse the field).
+    pub fn add_cache_key(&self, body: &mut Value, request: &ProviderRequest) {
+        if let Some(key) = &request.cache_key
+            && self.settings.is_official_endpoint()
+        {
+            body["prompt_cache_key"] = Value::String(key.clone());
+        }
     }
 
     /// POSTs `body` to the call URL and decodes the answer with `decoder`.

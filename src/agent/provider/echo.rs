@@ -80,6 +80,8 @@ mod tests {
             max_tokens: 0,
             model: None,
             thinking: crate::agent::provider::Thinking::Off,
+            show_reasoning: false,
+            cache_key: None,
         };
         let events: Vec<ProviderEvent> = EchoProvider::new()
             .stream(request)

@@ -72,9 +72,28 @@ pub struct ProviderRequest {
     pub model: Option<String>,
     /// How much the model reasons first (a session's `/think`).
     pub thinking: Thinking,
+    /// The chat shows the model's reasoning (`/reasoning on`): ask for a reasoning summary
+    /// where the API makes one only on request (the Responses API; OpenAI refuses it to
+    /// unverified organizations, so it is not asked for otherwise).
+    pub show_reasoning: bool,
+    /// Ask the provider to cache the request's stable prefix, under this key (the same for
+    /// every call of one session; no session's key itself); `None`: no caching asked for.
+    pub cache_key: Option<String>,
 }
 
 pub use crate::config::Thinking;
+
+/// The tokens a thinking level may reason with: Anthropic's thinking budget, and what an
+/// OpenAI call's token cap grows by (its reasoning counts in it); `None` when off.
+pub fn thinking_budget(level: Thinking) -> Option<u32> {
+    match level {
+        Thinking::Off => None,
+        Thinking::Minimal => Some(1024),
+        Thinking::Low => Some(4096),
+        Thinking::Medium => Some(10_000),
+        Thinking::High => Some(24_000),
+    }
+}
 
 /// Which model answers a call, and which were skipped before it.
 #[derive(Debug, Clone, PartialEq, Eq)]

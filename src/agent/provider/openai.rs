@@ -54,7 +54,8 @@ impl Provider for OpenAiProvider {
     ) -> BoxFuture<'_, Result<EventStream, ProviderError>> {
         let connection = &self.connection;
         let mut body = request_body(connection.model_of(&request), &request);
-        body[self.max_tokens_field] = json!(connection.max_tokens(&request));
+        body[self.max_tokens_field] = json!(connection.max_tokens_thinking(&request));
+        connection.add_cache_key(&mut body, &request);
         Box::pin(async move { connection.stream(&body, OpenAiDecoder::default()).await })
     }
 
@@ -213,6 +214,8 @@ mod tests {
             max_tokens: 100,
             model: None,
             thinking: crate::agent::provider::Thinking::Off,
+            show_reasoning: false,
+            cache_key: None,
         }
     }
 
@@ -238,6 +241,10 @@ mod tests {
         assert_eq!(body["model"], "gpt-4.1-mini");
         assert_eq!(body["stream"], true);
         assert_eq!(body["stream_options"]["include_usage"], true);
+        assert!(
+            body.get("reasoning_effort").is_none(),
+            "thinking off asks for none"
+        );
         assert_eq!(
             body["tools"],
             json!([{
@@ -302,6 +309,15 @@ mod tests {
             "http://127.0.0.1:11434/v1/chat/completions"
         );
         assert!(local.connection.headers.is_empty());
+        // A cache key goes to OpenAI's own API only.
+        let mut with_key = request();
+        with_key.cache_key = Some("k".into());
+        let mut body = json!({});
+        official.connection.add_cache_key(&mut body, &with_key);
+        assert_eq!(body["prompt_cache_key"], "k");
+        let mut body = json!({});
+        local.connection.add_cache_key(&mut body, &with_key);
+        assert!(body.get("prompt_cache_key").is_none());
         Ok(())
     }
 }

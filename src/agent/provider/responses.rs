@@ -44,8 +44,9 @@ impl Provider for ResponsesProvider {
         request: ProviderRequest,
     ) -> BoxFuture<'_, Result<EventStream, ProviderError>> {
         let connection = &self.connection;
-        let max_tokens = connection.max_tokens(&request);
-        let body = request_body(connection.model_of(&request), max_tokens, &request);
+        let max_tokens = connection.max_tokens_thinking(&request);
+        let mut body = request_body(connection.model_of(&request), max_tokens, &request);
+        connection.add_cache_key(&mut body, &request);
         Box::pin(async move { connection.stream(&body, ResponsesDecoder::default()).await })
     }
 
@@ -71,8 +72,10 @@ pub fn request_body(model: &str, max_tokens: u32, request: &ProviderRequest) -> 
         body["tools"] = Value::Array(request.tools.iter().map(tool).collect());
     }
     if request.thinking != Thinking::Off {
-        let effort = request.thinking.as_str();
-        body["reasoning"] = json!({ "effort": effort, "summary": "auto" });
+        body["reasoning"] = json!({ "effort": request.thinking.as_str() });
+        if request.show_reasoning {
+            body["reasoning"]["summary"] = json!("auto");
+        }
     }
     body
 }
@@ -182,6 +185,8 @@ mod tests {
             max_tokens: 100,
             model: None,
             thinking: Thinking::High,
+            show_reasoning: true,
+            cache_key: None,
         }
     }
 

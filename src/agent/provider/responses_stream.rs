@@ -43,7 +43,10 @@ impl Decoder for ResponsesDecoder {
             .map_err(|e| ProviderError::Stream(format!("unreadable event: {e}")))?;
         let text = |field: &str| value[field].as_str().unwrap_or_default().to_owned();
         match value["type"].as_str().unwrap_or_default() {
-            "response.output_text.delta" => push(out, ProviderEvent::TextDelta, text("delta")),
+            // A refusal is the answer the model gives: shown as its text.
+            "response.output_text.delta" | "response.refusal.delta" => {
+                push(out, ProviderEvent::TextDelta, text("delta"));
+            }
             "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
                 push(out, ProviderEvent::ThinkingDelta, text("delta"));
             }
@@ -134,8 +137,14 @@ impl ResponsesDecoder {
         self.emitted_calls = true;
     }
 
-    /// The one `Done`, from the final response's usage; returns true (the stream is over).
+    /// The one `Done`, from the final response's usage, after any call whose item never said
+    /// it was done; returns true (the stream is over).
     fn finish(&mut self, response: &Value, incomplete: bool, out: &mut Vec<ProviderEvent>) -> bool {
+        for (id, call) in std::mem::take(&mut self.calls) {
+            let item = serde_json::json!({ "type": "function_call", "id": id, "call_id": call.call_id,
+                "name": call.name, "arguments": call.arguments });
+            self.item_done(&item, out);
+        }
         let usage = &response["usage"];
         let number = |v: &Value| v.as_u64().unwrap_or(0);
         let input = number(&usage["input_tokens"]);

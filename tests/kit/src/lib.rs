@@ -41,10 +41,12 @@
 //!
 //! The Messages endpoint refuses (400) a tool loop whose thinking breaks the API's rule: with
 //! `thinking` on, the assistant message before the last tool results must start with a
-//! signed thinking block; with it off, that message may hold none.
+//! signed thinking block.
 //!
 //! Tool-call ids are `call_<request#>_<i>` (`toolu_...` for Anthropic). Usage reports input
-//! tokens as body characters / 4 and output tokens as answer characters / 4.
+//! tokens as body characters / 4 and output tokens as answer characters / 4, and what a
+//! simulated prompt cache holds (`model/cache.rs`): OpenAI's automatic prefix caching, and
+//! Anthropic's `cache_control` marks, as cached (and written) tokens.
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {

@@ -142,6 +142,8 @@ fn request() -> ProviderRequest {
         max_tokens: 10,
         model: None,
         thinking: Thinking::Off,
+        show_reasoning: false,
+        cache_key: None,
     }
 }
 

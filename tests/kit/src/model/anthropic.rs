@@ -37,8 +37,8 @@ fn block_part(block: &Value) -> Option<Part> {
 }
 
 /// What the Messages API refuses about thinking in a tool loop, as its 400 says it: with
-/// thinking on, the assistant message before the last tool results must start with a signed
-/// thinking block; with it off, no thinking block may stand in the final assistant message.
+/// thinking on, the assistant message before the last tool results must start with a thinking
+/// block carrying a signature (or a redacted block's data).
 pub(crate) fn thinking_refusal(body: &Value) -> Option<String> {
     let thinking = body["thinking"]["type"] == "enabled";
     let messages = body["messages"].as_array()?;
@@ -48,22 +48,14 @@ pub(crate) fn thinking_refusal(body: &Value) -> Option<String> {
         .is_some_and(|blocks| blocks.iter().any(|b| b["type"] == "tool_result"));
     let before = messages.iter().rev().nth(1)?;
     let first = &before["content"][0];
+    let non_empty = |field: &str| first[field].as_str().is_some_and(|s| !s.is_empty());
     let signed = matches!(
         first["type"].as_str(),
         Some("thinking" | "redacted_thinking")
-    ) && (first["signature"].is_string() || first["data"].is_string());
-    let any_thinking = before["content"]
-        .as_array()
-        .is_some_and(|blocks| blocks.iter().any(|b| b["type"] == "thinking"));
-    match (thinking, results) {
-        (true, true) if !signed => Some(
-            "Expected `thinking` or `redacted_thinking`, but found `tool_use`. When `thinking` is enabled, a final `assistant` message must start with a thinking block".to_owned(),
-        ),
-        (false, _) if any_thinking => Some(
-            "When thinking is disabled, an `assistant` message in the final position cannot contain `thinking`".to_owned(),
-        ),
-        _ => None,
-    }
+    ) && (non_empty("signature") || non_empty("data"));
+    (thinking && results && !signed).then(|| {
+        "Expected `thinking` or `redacted_thinking`, but found `tool_use`. When `thinking` is enabled, a final `assistant` message must start with a thinking block".to_owned()
+    })
 }
 
 fn stop_reason(has_tools: bool) -> &'static str {
@@ -92,7 +84,17 @@ pub(crate) fn message(ctx: &Ctx, answer: &Answer) -> Value {
         "content": content,
         "stop_reason": stop_reason(!answer.tool_calls.is_empty()),
         "stop_sequence": null,
-        "usage": { "input_tokens": ctx.usage.input, "output_tokens": ctx.usage.output },
+        "usage": usage(ctx, ctx.usage.output),
+    })
+}
+
+/// A Messages usage object: the uncached input, the cache's reads and writes, `output`.
+fn usage(ctx: &Ctx, output: u64) -> Value {
+    json!({
+        "input_tokens": ctx.usage.uncached(),
+        "cache_read_input_tokens": ctx.usage.cache_read,
+        "cache_creation_input_tokens": ctx.usage.cache_write,
+        "output_tokens": output,
     })
 }
 
@@ -133,7 +135,7 @@ impl Wire for AnthropicWire {
             "content": [],
             "stop_reason": null,
             "stop_sequence": null,
-            "usage": { "input_tokens": self.ctx.usage.input, "output_tokens": 1 },
+            "usage": usage(&self.ctx, 1),
         });
         vec![
             typed("message_start", json!({ "message": message })),

@@ -3,6 +3,7 @@
 //! crate docs), and records every POST it receives.
 
 mod anthropic;
+mod cache;
 mod conversation;
 mod long;
 mod openai_chat;

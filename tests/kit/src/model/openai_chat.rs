@@ -37,6 +37,7 @@ fn usage(ctx: &Ctx) -> Value {
         "prompt_tokens": ctx.usage.input,
         "completion_tokens": ctx.usage.output,
         "total_tokens": ctx.usage.total(),
+        "prompt_tokens_details": { "cached_tokens": ctx.usage.cache_read },
     })
 }
 

@@ -33,7 +33,7 @@ pub(crate) fn conversation(body: &Value) -> Conversation {
 fn usage(ctx: &Ctx) -> Value {
     json!({
         "input_tokens": ctx.usage.input,
-        "input_tokens_details": { "cached_tokens": 0 },
+        "input_tokens_details": { "cached_tokens": ctx.usage.cache_read },
         "output_tokens": ctx.usage.output,
         "output_tokens_details": { "reasoning_tokens": 0 },
         "total_tokens": ctx.usage.total(),

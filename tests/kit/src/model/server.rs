@@ -28,6 +28,8 @@ pub(crate) struct Shared {
     pub(crate) outage: Mutex<Option<super::Outage>>,
     /// Which keys are refused or rate limited.
     pub(crate) keys: Mutex<KeyRules>,
+    /// The simulated prompt cache.
+    cache: super::cache::PromptCache,
     script: Script,
     shutdown: watch::Receiver<bool>,
 }
@@ -39,6 +41,7 @@ impl Shared {
             requests: Mutex::default(),
             outage: Mutex::default(),
             keys: Mutex::default(),
+            cache: super::cache::PromptCache::default(),
             script: Script::default(),
             shutdown,
         }
@@ -181,12 +184,18 @@ async fn generate(
         Reply::Answer(answer) => answer,
         Reply::Fail(Failure { status, message }) => return error(format, status, &message),
     };
+    let cached = match format {
+        Format::Anthropic => shared.cache.explicit(&body),
+        Format::Chat | Format::Responses => shared.cache.automatic(&body),
+    };
     let ctx = Ctx {
         request,
         model: body["model"].as_str().unwrap_or(MODEL).to_owned(),
         usage: Usage {
             input: tokens(bytes.len()),
             output: tokens(answer.output_chars()),
+            cache_read: (cached.read / 4) as u64,
+            cache_write: (cached.written / 4) as u64,
         },
         created: SystemTime::now()
             .duration_since(UNIX_EPOCH)

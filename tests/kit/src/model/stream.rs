@@ -17,16 +17,26 @@ use super::script::{Answer, ToolCall};
 /// Token counts reported in usage blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Usage {
-    /// Request body characters / 4.
+    /// Request body characters / 4 (the cached ones included).
     pub(crate) input: u64,
     /// Answer characters / 4.
     pub(crate) output: u64,
+    /// Of `input`, read from the simulated prompt cache.
+    pub(crate) cache_read: u64,
+    /// Of `input`, written to it (Anthropic).
+    pub(crate) cache_write: u64,
 }
 
 impl Usage {
     /// Input plus output.
     pub(crate) fn total(self) -> u64 {
         self.input + self.output
+    }
+
+    /// The input neither read from nor written to the cache (Anthropic's `input_tokens`).
+    pub(crate) fn uncached(self) -> u64 {
+        self.input
+            .saturating_sub(self.cache_read + self.cache_write)
     }
 }
 

@@ -77,6 +77,17 @@ impl CompactionSettings {
         self.context_window > 0
     }
 
+    /// These settings with `extra` more tokens kept free (a call's thinking budget), but the
+    /// reserve never above half the window unless it already was.
+    pub fn with_room(mut self, extra: u64) -> Self {
+        let grown = self
+            .reserve_tokens
+            .saturating_add(extra)
+            .min(self.context_window / 2);
+        self.reserve_tokens = self.reserve_tokens.max(grown);
+        self
+    }
+
     /// Estimated prompt tokens above which a run compacts before its next model call.
     pub fn threshold(&self) -> u64 {
         self.context_window.saturating_sub(self.reserve_tokens)

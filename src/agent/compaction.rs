@@ -149,11 +149,10 @@ impl Agent {
         events: &mpsc::Sender<RunEvent>,
         gave_up: &mut bool,
     ) -> Result<(), RunError> {
-        let mut settings = self.compaction;
+        let settings = self.compaction.with_room(extra_reserve);
         if !settings.enabled() {
             return Ok(());
         }
-        settings.reserve_tokens = settings.reserve_tokens.saturating_add(extra_reserve);
         let base = self.base_tokens();
         let estimate = estimate_prompt(base, messages);
         if estimate <= settings.threshold() {

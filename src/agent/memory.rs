@@ -102,6 +102,9 @@ pub(crate) struct FlushRun<'a> {
     pub model: Option<&'a str>,
     /// The run's cancel token.
     pub cancel: &'a CancellationToken,
+    /// Tokens kept free beyond `agent.compaction_reserve_tokens` (the thinking budget), as
+    /// the compaction that follows counts them.
+    pub extra_reserve: u64,
 }
 
 /// What a flush turn did.

@@ -48,7 +48,7 @@ impl Agent {
         messages: &[Message],
         gave_up: bool,
     ) -> Option<Flushed> {
-        let settings = self.compaction;
+        let settings = self.compaction.with_room(run.extra_reserve);
         if !self.memory.flush || !settings.enabled() || gave_up {
             return None;
         }
@@ -100,6 +100,7 @@ impl Agent {
             allowed: &allowed,
             model: model.as_deref(),
             cancel,
+            extra_reserve: 0,
         };
         self.claimed_flush(&run, &messages).await
     }

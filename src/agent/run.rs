@@ -321,19 +321,20 @@ impl Turn<'_> {
                 }
                 self.steered_seqs.extend(s.seqs);
             }
+            // Thinking takes room of its own in the answer.
+            let reserve = crate::agent::provider::thinking_budget(self.thinking).unwrap_or(0);
             let flush = crate::agent::memory::FlushRun {
                 key: &self.key,
                 run_id: &self.run_id,
                 allowed: &self.allowed,
                 model: self.model.as_deref(),
                 cancel: &self.cancel,
+                extra_reserve: u64::from(reserve),
             };
             let gave_up = self.compaction_gave_up;
             self.agent
                 .flush_before_compaction(&flush, &self.messages, gave_up)
                 .await;
-            // Thinking takes room of its own in the answer.
-            let reserve = crate::agent::provider::thinking_budget(self.thinking).unwrap_or(0);
             self.agent
                 .compact_before_call(
                     &self.key,

@@ -28,6 +28,8 @@ pub struct ReasoningPreview {
     every: Duration,
     max_chars: usize,
     failed: bool,
+    /// The platform said to wait until then (429).
+    limited_until: Option<Instant>,
 }
 
 impl ReasoningPreview {
@@ -48,6 +50,7 @@ impl ReasoningPreview {
             every: Duration::from_millis(every.max(500)),
             max_chars: limits.max_chars.saturating_sub(FRAME).max(FRAME),
             failed: false,
+            limited_until: None,
         }
     }
 
@@ -62,9 +65,16 @@ impl ReasoningPreview {
             .then_some(self.next_at)
     }
 
-    /// Shows what is new now, whenever it is due (before the answer's first text).
+    /// Shows what is new now, whatever its pace, as the answer's first text comes; when the
+    /// platform said to wait and nothing was shown yet, the reasoning is given up for this
+    /// run rather than shown below the answer.
     pub async fn flush(&mut self) {
-        self.next_at = Instant::now();
+        let now = Instant::now();
+        if self.limited_until.is_some_and(|until| until > now) {
+            self.failed |= self.message.is_none();
+            return;
+        }
+        self.next_at = now;
         self.show().await;
     }
 
@@ -88,8 +98,9 @@ impl ReasoningPreview {
             Ok(None) => {}
             Err(chela_channel::ChannelError::RateLimited { retry_after_ms }) => {
                 // Shown later, after the platform's wait: the answer's edits come first.
-                self.next_at =
-                    Instant::now() + Duration::from_millis(retry_after_ms).max(self.every);
+                let until = Instant::now() + Duration::from_millis(retry_after_ms).max(self.every);
+                self.limited_until = Some(until);
+                self.next_at = until;
                 return;
             }
             Err(e) => {

@@ -7,7 +7,8 @@ use super::anthropic_stream::AnthropicDecoder;
 use super::connection::Connection;
 use super::settings::{ProviderKind, ProviderSettings};
 use super::{
-    BoxFuture, EventStream, Provider, ProviderError, ProviderRequest, ToolSpec, thinking_budget,
+    BoxFuture, EventStream, Provider, ProviderError, ProviderRequest, Thinking, ToolSpec,
+    thinking_budget,
 };
 use crate::domain::message::{ContentBlock, Message, text_of};
 
@@ -90,7 +91,10 @@ const MIN_BUDGET: u32 = 1024;
 /// blocks go back as the API requires; a loop whose last call did not think (it began
 /// without, or another model answered it) is continued without thinking.
 pub fn request_body(model: &str, max_tokens: u32, request: &ProviderRequest) -> Value {
-    let max_tokens = max_tokens.min(MAX_OUTPUT);
+    let max_tokens = match request.thinking {
+        Thinking::Off => max_tokens,
+        _ => max_tokens.min(MAX_OUTPUT),
+    };
     let budget = thinking_budget(request.thinking)
         .map(|budget| budget.min(MAX_OUTPUT - max_tokens))
         .filter(|budget| *budget >= MIN_BUDGET)
@@ -116,6 +120,11 @@ pub fn request_body(model: &str, max_tokens: u32, request: &ProviderRequest) -> 
     body
 }
 
+/// The array at `key` of `body`, if there is one (never adding the key).
+fn list<'a>(body: &'a mut Value, key: &str) -> Option<&'a mut Vec<Value>> {
+    body.get_mut(key).and_then(Value::as_array_mut)
+}
+
 /// Marks the stable prefix of `body` for Anthropic's prompt cache, three of the four marks
 /// the API takes, in its prefix order: the last tool (all tools), the system prompt, and the
 /// last block of the last message (the conversation so far: the next call of the tool loop,
@@ -123,14 +132,15 @@ pub fn request_body(model: &str, max_tokens: u32, request: &ProviderRequest) -> 
 /// one).
 fn mark_cache(body: &mut Value) {
     let mark = json!({ "type": "ephemeral" });
-    if let Some(last) = body["tools"].as_array_mut().and_then(|t| t.last_mut()) {
+    if let Some(last) = list(body, "tools").and_then(|t| t.last_mut()) {
         last["cache_control"] = mark.clone();
     }
-    if let Some(system) = body["system"].as_str() {
+    if let Some(system) = body.get("system").and_then(Value::as_str) {
         body["system"] = json!([{ "type": "text", "text": system, "cache_control": mark }]);
     }
-    let last_message = body["messages"].as_array_mut().and_then(|m| m.last_mut());
-    if let Some(last) = last_message.and_then(|m| m["content"].as_array_mut()?.last_mut()) {
+    let last_message = list(body, "messages").and_then(|m| m.last_mut());
+    let content = last_message.and_then(|m| m.get_mut("content")?.as_array_mut());
+    if let Some(last) = content.and_then(|c| c.last_mut()) {
         last["cache_control"] = mark;
     }
 }
@@ -144,14 +154,18 @@ fn tool(spec: &ToolSpec) -> Value {
 }
 
 /// Where the current turn starts: its user message, the last one the wire does not merge into
-/// tool results (a message steered in while tools ran, or sent after a stop or a crash cut a
-/// tool loop short, joins the loop's last `user` message). The tool loop is what follows it.
+/// tool results (messages steered in while tools ran, or sent after a stop or a crash cut a
+/// tool loop short, join the loop's last `user` message, however many). The tool loop is what
+/// follows it.
 fn turn_start(conversation: &[Message]) -> usize {
     for (i, message) in conversation.iter().enumerate().rev() {
         if !matches!(message, Message::User(_)) {
             continue;
         }
-        let before = conversation[..i].iter().rev().find(|m| !empty_on_wire(m));
+        let before = conversation[..i]
+            .iter()
+            .rev()
+            .find(|m| !matches!(m, Message::User(_)) && !empty_on_wire(m));
         if !matches!(before, Some(Message::ToolResult(_))) {
             return i;
         }
@@ -159,12 +173,13 @@ fn turn_start(conversation: &[Message]) -> usize {
     0
 }
 
-/// Whether `message` sends nothing (an assistant turn with neither text nor tool calls, such
-/// as a call that failed at once).
+/// Whether `message` sends nothing: an assistant turn with neither text nor tool calls, such
+/// as a call that failed at once, or one stopped while it thought (a turn of thinking alone is
+/// refused by the API, so it is left out whole).
 fn empty_on_wire(message: &Message) -> bool {
     match message {
         Message::Assistant(a) => !a.content.iter().any(|b| match b {
-            ContentBlock::Text { text } => !text.is_empty(),
+            ContentBlock::Text { text } => !text.trim().is_empty(),
             ContentBlock::ToolCall(_) => true,
             _ => false,
         }),
@@ -214,6 +229,7 @@ fn messages(conversation: &[Message], thinking: Option<&str>) -> Vec<Value> {
     for (i, message) in conversation.iter().enumerate() {
         let (role, blocks) = match message {
             Message::User(user) => ("user", text_blocks(&user.content)),
+            Message::Assistant(_) if empty_on_wire(message) => continue,
             Message::Assistant(assistant) => {
                 let own = thinking.is_some_and(|model| assistant.model == model);
                 let thought = (own && i > loop_start)
@@ -222,7 +238,7 @@ fn messages(conversation: &[Message], thinking: Option<&str>) -> Vec<Value> {
                     .into_iter()
                     .flatten()
                     .chain(assistant.content.iter().filter_map(|block| match block {
-                        ContentBlock::Text { text } if !text.is_empty() => {
+                        ContentBlock::Text { text } if !text.trim().is_empty() => {
                             Some(json!({ "type": "text", "text": text }))
                         }
                         ContentBlock::ToolCall(call) => Some(json!({
@@ -268,7 +284,7 @@ fn messages(conversation: &[Message], thinking: Option<&str>) -> Vec<Value> {
 fn text_blocks(content: &[ContentBlock]) -> Vec<Value> {
     let text = text_of(content);
     let mut out = Vec::new();
-    if !text.is_empty() {
+    if !text.trim().is_empty() {
         out.push(json!({ "type": "text", "text": text }));
     }
     out.extend(content.iter().filter_map(|block| match block {
@@ -540,6 +556,40 @@ mod thinking_tests {
     }
 
     #[test]
+    fn two_steered_messages_and_a_failed_call_keep_the_loop() {
+        let mut conversation = tool_loop(true);
+        conversation.push(Message::user("also this"));
+        conversation.push(Message::user("and this"));
+        // A call that failed at once, and one stopped while it thought: nothing on the wire.
+        conversation.push(assistant(Vec::new()));
+        conversation.push(assistant(vec![signed("half a thought", "sig-3")]));
+        conversation.push(Message::user("still there?"));
+        let body = request_body("m", 1000, &request(conversation, Thinking::High));
+        assert_eq!(body["thinking"]["budget_tokens"], 24000);
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 5, "{messages:#?}");
+        assert_eq!(messages[3]["content"][0]["signature"], "sig-2");
+        let last: Vec<&str> = messages[4]["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(last, ["tool_result", "text", "text", "text"]);
+        assert!(!body.to_string().contains("sig-3"));
+    }
+
+    #[test]
+    fn without_thinking_the_token_cap_is_the_configured_one() {
+        let body = request_body(
+            "m",
+            64_000,
+            &request(vec![Message::user("hi")], Thinking::Off),
+        );
+        assert_eq!(body["max_tokens"], 64_000);
+    }
+
+    #[test]
     fn another_models_signature_is_not_sent_and_thinking_waits_for_the_next_turn() {
         let body = request_body(
             "other-model",
@@ -635,5 +685,11 @@ mod cache_tests {
         let plain = request_body("m", 10, &request(false));
         assert!(!plain.to_string().contains("cache_control"));
         assert_eq!(plain["system"], "You are terse.");
+        // No tools (a group's minimal profile): no `tools` key at all.
+        let mut bare = request(true);
+        bare.tools.clear();
+        let body = request_body("m", 10, &bare);
+        assert!(body.get("tools").is_none(), "{body:#}");
+        assert_eq!(body.to_string().matches("cache_control").count(), 2);
     }
 }

@@ -63,9 +63,13 @@ impl Connection {
     }
 
     /// The token cap of `request` with room for its reasoning, which an OpenAI model counts
-    /// in its output ([`super::thinking_budget`] on top).
+    /// in its output ([`super::thinking_budget`] on top), on OpenAI's own API; other servers
+    /// keep the cap as it is (vLLM refuses a cap past the context, DeepSeek one past 8,192).
     pub fn max_tokens_thinking(&self, request: &ProviderRequest) -> u32 {
-        let room = super::thinking_budget(request.thinking).unwrap_or(0);
+        let room = match self.settings.is_official_endpoint() {
+            true => super::thinking_budget(request.thinking).unwrap_or(0),
+            false => 0,
+        };
         self.max_tokens(request).saturating_add(room)
     }
 

@@ -140,9 +140,11 @@ impl ResponsesDecoder {
     /// The one `Done`, from the final response's usage, after any call whose item never said
     /// it was done; returns true (the stream is over).
     fn finish(&mut self, response: &Value, incomplete: bool, out: &mut Vec<ProviderEvent>) -> bool {
-        for (id, call) in std::mem::take(&mut self.calls) {
-            let item = serde_json::json!({ "type": "function_call", "id": id, "call_id": call.call_id,
-                "name": call.name, "arguments": call.arguments });
+        // A call cut off by the token cap has broken arguments: it is not run.
+        let unfinished = std::mem::take(&mut self.calls);
+        for (id, call) in unfinished.into_iter().filter(|_| !incomplete) {
+            let item = serde_json::json!({ "type": "function_call", "id": id,
+                "call_id": call.call_id, "name": call.name, "arguments": call.arguments });
             self.item_done(&item, out);
         }
         let usage = &response["usage"];

@@ -39,9 +39,11 @@
 //! | `think <rest>` | reasoning `Let me think about <rest>.` first (Anthropic: a thinking block signed `sig-<request#>`; chat completions: `reasoning_content`; Responses: a reasoning summary), then what `<rest>` answers |
 //! | anything else (or a directive that does not parse) | `ok: ` + the text, one delta per word |
 //!
-//! The Messages endpoint refuses (400) a tool loop whose thinking breaks the API's rule: with
-//! `thinking` on, the assistant message before the last tool results must start with a
-//! signed thinking block.
+//! The Messages endpoint refuses (400) what the API refuses in a request's shape: a tool loop
+//! whose thinking breaks its rule (with `thinking` on, the assistant message before the last
+//! tool results must start with a signed thinking block), an assistant message ending in
+//! thinking, blank text blocks, more than 4 `cache_control` marks or one on thinking, and
+//! `tools: null`.
 //!
 //! Tool-call ids are `call_<request#>_<i>` (`toolu_...` for Anthropic). Usage reports input
 //! tokens as body characters / 4 and output tokens as answer characters / 4, and what a

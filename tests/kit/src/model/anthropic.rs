@@ -36,10 +36,52 @@ fn block_part(block: &Value) -> Option<Part> {
     }
 }
 
+/// What the Messages API refuses (400) in a request's shape, as it says it: see
+/// [`thinking_refusal`], more than 4 `cache_control` marks, a mark on a thinking block or an
+/// empty text block, `tools: null`, an assistant message ending in thinking, and text blocks of
+/// whitespace alone.
+pub(crate) fn refusal(body: &Value) -> Option<String> {
+    if body.get("tools").is_some_and(Value::is_null) {
+        return Some("tools: Input should be a valid list".to_owned());
+    }
+    let marks = body.to_string().matches("\"cache_control\"").count();
+    if marks > 4 {
+        return Some(format!(
+            "A maximum of 4 blocks with cache_control may be provided. Found {marks}."
+        ));
+    }
+    let messages = body["messages"].as_array().into_iter().flatten();
+    for (i, message) in messages.enumerate() {
+        let blocks = message["content"].as_array().into_iter().flatten();
+        let blocks: Vec<&Value> = blocks.collect();
+        for block in &blocks {
+            let text_blank = block["type"] == "text"
+                && block["text"].as_str().is_some_and(|t| t.trim().is_empty());
+            if text_blank {
+                return Some(format!(
+                    "messages.{i}: text content blocks must contain non-whitespace text"
+                ));
+            }
+            if block["type"] == "thinking" && block.get("cache_control").is_some() {
+                return Some(format!("messages.{i}: thinking blocks cannot be cached"));
+            }
+        }
+        let ends_thinking = blocks
+            .last()
+            .is_some_and(|b| matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking")));
+        if message["role"] == "assistant" && ends_thinking {
+            return Some(format!(
+                "messages.{i}: The final block in an assistant message cannot be `thinking`."
+            ));
+        }
+    }
+    thinking_refusal(body)
+}
+
 /// What the Messages API refuses about thinking in a tool loop, as its 400 says it: with
 /// thinking on, the assistant message before the last tool results must start with a thinking
 /// block carrying a signature (or a redacted block's data).
-pub(crate) fn thinking_refusal(body: &Value) -> Option<String> {
+fn thinking_refusal(body: &Value) -> Option<String> {
     let thinking = body["thinking"]["type"] == "enabled";
     let messages = body["messages"].as_array()?;
     let last = messages.last()?;

@@ -171,7 +171,7 @@ async fn generate(
         return error(format, StatusCode::BAD_REQUEST, "request body is not JSON");
     };
     if format == Format::Anthropic
-        && let Some(refusal) = anthropic::thinking_refusal(&body)
+        && let Some(refusal) = anthropic::refusal(&body)
     {
         return error(format, StatusCode::BAD_REQUEST, &refusal);
     }

@@ -117,8 +117,22 @@ async fn openai_and_the_responses_api_ask_for_their_effort() {
         .iter()
         .map(|i| i["type"].as_str().unwrap_or("message"))
         .collect();
-    assert_eq!(kinds, ["message", "function_call", "function_call_output"]);
-    assert_eq!(input[1]["call_id"], input[2]["call_id"]);
+    // The reasoning item went back before the call it led to (encrypted: `store` is false).
+    assert_eq!(
+        kinds,
+        [
+            "message",
+            "reasoning",
+            "function_call",
+            "function_call_output"
+        ]
+    );
+    assert_eq!(input[1]["encrypted_content"], "enc-1");
+    assert_eq!(input[2]["call_id"], input[3]["call_id"]);
+    assert_eq!(
+        calls[0]["include"],
+        serde_json::json!(["reasoning.encrypted_content"])
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

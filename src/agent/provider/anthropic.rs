@@ -106,7 +106,15 @@ pub fn request_body(model: &str, max_tokens: u32, request: &ProviderRequest) -> 
         "messages": messages(&request.messages, budget.map(|_| model)),
     });
     if let Some(budget) = budget {
-        body["thinking"] = json!({ "type": "enabled", "budget_tokens": budget });
+        match adaptive(model) {
+            // The newest models decide how much to think themselves (those after 4.6 refuse a
+            // budget); the level becomes their effort.
+            true => {
+                body["thinking"] = json!({ "type": "adaptive" });
+                body["output_config"] = json!({ "effort": effort(request.thinking) });
+            }
+            false => body["thinking"] = json!({ "type": "enabled", "budget_tokens": budget }),
+        }
     }
     if !request.system.is_empty() {
         body["system"] = json!(request.system);
@@ -151,6 +159,31 @@ fn tool(spec: &ToolSpec) -> Value {
         "description": spec.description,
         "input_schema": spec.parameters,
     })
+}
+
+/// Whether `model` thinks adaptively (`thinking.type = "adaptive"` with an effort): Claude
+/// models of the 4.6 generation and later (`claude-opus-4-7`, `claude-sonnet-4-6-20260101`,
+/// `claude-opus-5`); older ones (`claude-sonnet-4-5`, `claude-3-7-sonnet`) take a budget.
+fn adaptive(model: &str) -> bool {
+    let Some(rest) = model.split_once("claude-").map(|(_, rest)| rest) else {
+        return false;
+    };
+    let mut numbers = rest
+        .split(['-', '.', '@'])
+        .filter_map(|part| part.parse::<u32>().ok())
+        .filter(|n| *n < 100);
+    let major = numbers.next().unwrap_or(0);
+    let minor = numbers.next().unwrap_or(0);
+    (major, minor) >= (4, 6)
+}
+
+/// The adaptive effort of a thinking level.
+fn effort(level: Thinking) -> &'static str {
+    match level {
+        Thinking::Off | Thinking::Minimal | Thinking::Low => "low",
+        Thinking::Medium => "medium",
+        Thinking::High => "high",
+    }
 }
 
 /// Where the current turn starts: its user message, the last one the wire does not merge into
@@ -577,6 +610,36 @@ mod thinking_tests {
             .collect();
         assert_eq!(last, ["tool_result", "text", "text", "text"]);
         assert!(!body.to_string().contains("sig-3"));
+    }
+
+    #[test]
+    fn the_newest_models_think_adaptively_with_an_effort() {
+        for (model, adaptive_model) in [
+            ("claude-opus-4-7", true),
+            ("claude-sonnet-4-6-20260101", true),
+            ("claude-opus-5", true),
+            ("anthropic.claude-fable-5-1", true),
+            ("claude-sonnet-4-5-20250929", false),
+            ("claude-3-7-sonnet-latest", false),
+            ("claude-opus-4-1", false),
+            ("llama3", false),
+        ] {
+            assert_eq!(adaptive(model), adaptive_model, "{model}");
+        }
+        let body = request_body(
+            "claude-opus-4-7",
+            1000,
+            &request(vec![Message::user("hi")], Thinking::Medium),
+        );
+        assert_eq!(body["thinking"], json!({"type": "adaptive"}));
+        assert_eq!(body["output_config"], json!({"effort": "medium"}));
+        let older = request_body(
+            "claude-sonnet-4-5",
+            1000,
+            &request(vec![Message::user("hi")], Thinking::Medium),
+        );
+        assert_eq!(older["thinking"]["type"], "enabled");
+        assert!(older.get("output_config").is_none());
     }
 
     #[test]

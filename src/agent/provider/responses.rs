@@ -63,7 +63,7 @@ pub fn request_body(model: &str, max_tokens: u32, request: &ProviderRequest) -> 
         "stream": true,
         "store": false,
         "max_output_tokens": max_tokens,
-        "input": input(&request.messages),
+        "input": input(&request.messages, (request.thinking != Thinking::Off).then_some(model)),
     });
     if !request.system.is_empty() {
         body["instructions"] = json!(request.system);
@@ -72,6 +72,8 @@ pub fn request_body(model: &str, max_tokens: u32, request: &ProviderRequest) -> 
         body["tools"] = Value::Array(request.tools.iter().map(tool).collect());
     }
     if request.thinking != Thinking::Off {
+        // The reasoning comes back encrypted, to be sent with the next calls of a tool loop.
+        body["include"] = json!(["reasoning.encrypted_content"]);
         body["reasoning"] = json!({ "effort": request.thinking.as_str() });
         if request.show_reasoning {
             body["reasoning"]["summary"] = json!("auto");
@@ -91,9 +93,10 @@ fn tool(spec: &ToolSpec) -> Value {
     })
 }
 
-/// The conversation as input items; thinking is left out (it is not kept in a form the API
-/// takes back).
-fn input(conversation: &[Message]) -> Vec<Value> {
+/// The conversation as input items. With `thinking` (the model reasoning), the reasoning items
+/// that model made (kept whole as its thinking blocks' signatures) go back before the answer
+/// and calls they led to, as the API pairs them; other thinking is left out.
+fn input(conversation: &[Message], thinking: Option<&str>) -> Vec<Value> {
     let mut items = Vec::new();
     for message in conversation {
         match message {
@@ -102,6 +105,9 @@ fn input(conversation: &[Message]) -> Vec<Value> {
                 "content": user_content(&user.content),
             })),
             Message::Assistant(assistant) => {
+                if thinking.is_some_and(|model| model == assistant.model) {
+                    items.extend(assistant.content.iter().filter_map(reasoning_item));
+                }
                 let text = text_of(&assistant.content);
                 if !text.is_empty() {
                     items.push(json!({
@@ -128,6 +134,19 @@ fn input(conversation: &[Message]) -> Vec<Value> {
         }
     }
     items
+}
+
+/// The reasoning item a thinking block keeps in its signature, if it keeps one.
+fn reasoning_item(block: &ContentBlock) -> Option<Value> {
+    let ContentBlock::Thinking {
+        signature: Some(signature),
+        ..
+    } = block
+    else {
+        return None;
+    };
+    let item: Value = serde_json::from_str(signature).ok()?;
+    (item["type"] == "reasoning" && item["encrypted_content"].is_string()).then_some(item)
 }
 
 /// A user message's content: its text, then its images (with their bytes) as data URLs.
@@ -222,5 +241,33 @@ mod tests {
                 .get("reasoning")
                 .is_none()
         );
+    }
+
+    #[test]
+    fn the_models_own_reasoning_goes_back_before_its_calls() {
+        let mut with_item = request();
+        let kept = json!({"type": "reasoning", "id": "rs_1", "summary": [],
+                          "encrypted_content": "opaque"});
+        if let Message::Assistant(a) = &mut with_item.messages[1] {
+            a.content[0] = ContentBlock::Thinking {
+                thinking: "hmm".into(),
+                signature: Some(kept.to_string()),
+                redacted: false,
+            };
+        }
+        let body = request_body("m", 100, &with_item);
+        assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));
+        assert_eq!(body["input"][1], kept);
+        assert_eq!(body["input"][2]["role"], "assistant");
+        assert_eq!(body["input"][3]["type"], "function_call");
+        // Another model's reasoning, or none asked for: not sent.
+        assert!(
+            !request_body("gpt-5", 100, &with_item)
+                .to_string()
+                .contains("rs_1")
+        );
+        with_item.thinking = Thinking::Off;
+        let off = request_body("m", 100, &with_item);
+        assert!(!off.to_string().contains("rs_1") && off.get("include").is_none());
     }
 }

@@ -60,6 +60,9 @@ impl Decoder for ResponsesDecoder {
                         .push_str(value["delta"].as_str().unwrap_or_default());
                 }
             }
+            "response.output_item.done" if value["item"]["type"] == "reasoning" => {
+                reasoning_done(&value["item"], out);
+            }
             "response.output_item.done" => self.item_done(&value["item"], out),
             "response.completed" => return Ok(self.finish(&value["response"], false, out)),
             "response.incomplete" => return Ok(self.finish(&value["response"], true, out)),
@@ -78,6 +81,25 @@ impl Decoder for ResponsesDecoder {
             "the answer ended before response.completed".to_owned(),
         ))
     }
+}
+
+/// A reasoning item is complete: the reasoning so far is sealed with the item itself (its
+/// id, summary and encrypted content, as JSON), which goes back with the next calls of the
+/// tool loop so the model keeps its reasoning (`store: false` keeps nothing on the server).
+fn reasoning_done(item: &Value, out: &mut Vec<ProviderEvent>) {
+    if item["encrypted_content"].as_str().is_none_or(str::is_empty) {
+        return;
+    }
+    let kept = serde_json::json!({
+        "type": "reasoning",
+        "id": item["id"],
+        "summary": item.get("summary").cloned().unwrap_or_else(|| serde_json::json!([])),
+        "encrypted_content": item["encrypted_content"],
+    });
+    out.push(ProviderEvent::ThinkingSealed {
+        signature: kept.to_string(),
+        redacted: false,
+    });
 }
 
 fn push(out: &mut Vec<ProviderEvent>, event: fn(String) -> ProviderEvent, text: String) {
@@ -231,6 +253,33 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn a_reasoning_item_is_kept_whole_to_go_back() {
+        let done = serde_json::json!({"type": "response.output_item.done", "item":
+            {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "plan"}],
+             "encrypted_content": "opaque"}});
+        let mut decoder = ResponsesDecoder::default();
+        let mut out = Vec::new();
+        let event = Event {
+            data: done.to_string(),
+            ..Event::default()
+        };
+        decoder.on_event(&event, &mut out).unwrap();
+        let [
+            ProviderEvent::ThinkingSealed {
+                signature,
+                redacted: false,
+            },
+        ] = &out[..]
+        else {
+            panic!("{out:?}");
+        };
+        let kept: serde_json::Value = serde_json::from_str(signature).unwrap();
+        assert_eq!(kept["id"], "rs_1");
+        assert_eq!(kept["encrypted_content"], "opaque");
+        assert_eq!(kept["summary"][0]["text"], "plan");
     }
 
     #[test]

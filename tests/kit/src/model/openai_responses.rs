@@ -8,6 +8,30 @@ use super::conversation::{Conversation, ConversationBuilder, Part, joined_text, 
 use super::script::{Answer, ToolCall};
 use super::stream::{Ctx, Wire, argument_pieces, event};
 
+/// What the Responses API refuses (400) about reasoning items sent back: one without its
+/// encrypted content (with `store: false` nothing else finds it), or one not followed by the
+/// call or message it led to.
+pub(crate) fn refusal(body: &Value) -> Option<String> {
+    let items = body["input"].as_array()?;
+    for (i, item) in items.iter().enumerate() {
+        if item["type"] != "reasoning" {
+            continue;
+        }
+        if item["encrypted_content"].as_str().is_none_or(str::is_empty) {
+            return Some(format!("Item with id '{}' not found.", item["id"]));
+        }
+        let next = items.get(i + 1);
+        let paired = next.is_some_and(|n| n["type"] == "function_call" || n["role"] == "assistant");
+        if !paired {
+            return Some(format!(
+                "Item '{}' of type 'reasoning' was provided without its required following item.",
+                item["id"]
+            ));
+        }
+    }
+    None
+}
+
 /// Reads the conversation: `input` as a string or as items (`role: user` messages and
 /// `*_call_output` items such as `function_call_output`), and `tools[].name`.
 pub(crate) fn conversation(body: &Value) -> Conversation {
@@ -138,6 +162,22 @@ impl Wire for ResponsesWire {
             "response.reasoning_summary_text.delta",
             json!({ "item_id": item_id, "output_index": index, "summary_index": 0, "delta": text }),
         )]
+    }
+
+    fn reasoning_done(&mut self) -> Vec<Event> {
+        let index = self.output.len();
+        let item = json!({
+            "type": "reasoning",
+            "id": format!("rs_{}", self.ctx.request),
+            "summary": [],
+            "encrypted_content": format!("enc-{}", self.ctx.request),
+        });
+        let done = self.event(
+            "response.output_item.done",
+            json!({ "output_index": index, "item": item }),
+        );
+        self.output.push(item);
+        vec![done]
     }
 
     fn text_delta(&mut self, text: &str) -> Vec<Event> {

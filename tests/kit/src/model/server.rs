@@ -170,9 +170,12 @@ async fn generate(
     let Some(body) = body else {
         return error(format, StatusCode::BAD_REQUEST, "request body is not JSON");
     };
-    if format == Format::Anthropic
-        && let Some(refusal) = anthropic::refusal(&body)
-    {
+    let refusal = match format {
+        Format::Anthropic => anthropic::refusal(&body),
+        Format::Responses => openai_responses::refusal(&body),
+        Format::Chat => None,
+    };
+    if let Some(refusal) = refusal {
         return error(format, StatusCode::BAD_REQUEST, &refusal);
     }
     let conversation = match format {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::types::ProviderKind;
+use super::ProviderKind;
 
 /// One `[providers.NAME]` entry.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

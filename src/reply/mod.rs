@@ -308,6 +308,18 @@ mod typing_tests {
         (tx, task)
     }
 
+    /// The conversation's earlier finals, delivered when the sender is used.
+    fn earlier_finals() -> (
+        tokio::sync::oneshot::Sender<()>,
+        impl Future<Output = ()> + Send + 'static,
+    ) {
+        let (delivered, earlier) = tokio::sync::oneshot::channel::<()>();
+        let earlier = async move {
+            let _ = earlier.await;
+        };
+        (delivered, earlier)
+    }
+
     fn end() -> RunEvent {
         RunEvent::Lifecycle(Lifecycle::End {
             text: String::new(),
@@ -347,10 +359,7 @@ mod typing_tests {
 
         // They get out while the run goes: the preview follows them.
         let channel = crate::test_channel::TestChannel::new(1_000);
-        let (delivered, earlier) = tokio::sync::oneshot::channel::<()>();
-        let earlier = async move {
-            let _ = earlier.await;
-        };
+        let (delivered, earlier) = earlier_finals();
         let (tx, task) = streaming(channel.clone(), to, earlier);
         tx.send(RunEvent::Assistant { delta: text.into() })
             .await
@@ -368,10 +377,7 @@ mod typing_tests {
     async fn reasoning_shows_before_the_answer_even_when_both_waited_for_earlier_finals() {
         let channel = crate::test_channel::TestChannel::new(1_000);
         let to = crate::test_channel::direct_chat();
-        let (delivered, earlier) = tokio::sync::oneshot::channel::<()>();
-        let earlier = async move {
-            let _ = earlier.await;
-        };
+        let (delivered, earlier) = earlier_finals();
         let (tx, task) = streaming(channel.clone(), to, earlier);
         let reasoning = RunEvent::Reasoning {
             delta: "thinking hard".into(),

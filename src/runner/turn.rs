@@ -132,9 +132,13 @@ fn outcome_label(status: &RunStatus) -> crate::metrics::RunOutcome {
     }
 }
 
-/// Remembers where session `key` replies (for the `message` tool's other sessions).
+/// Remembers where session `key` replies (for the `message` tool's other sessions, its
+/// scheduled jobs and its approvals). Not a sub-agent's internal conversation, nor an RPC
+/// call's, which shows nowhere once the call ends: a turn sent through the RPC (`chela agent
+/// --session`) leaves a chat's session answering in its chat.
 fn remember_target(handles: &Handles, key: &str, to: &chela_channel::Conversation) {
-    let internal = to.channel == super::INTERNAL_CHANNEL;
+    let internal =
+        to.channel == super::INTERNAL_CHANNEL || to.channel == crate::inbound::route::RPC_CHANNEL;
     if !internal && let Err(e) = handles.store.set_target(key, to) {
         tracing::warn!(error = %e, "cannot remember the session's conversation");
     }

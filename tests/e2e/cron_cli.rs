@@ -1,5 +1,6 @@
 //! End-to-end, the operator's `chela cron` against a real `chela gateway` and the fake
-//! Telegram: a job added on the command line fires into the chat of the session it names,
+//! Telegram: a job added on the command line fires into the chat of the session it names
+//! (even after a turn sent into that session through the RPC),
 //! `list` shows it with its next run, `run` fires one now, `rm` removes it; a config job
 //! cannot be removed; without the operator token a change is refused; with no gateway,
 //! `add`, `rm` and `list` work on the store and `run` says the gateway must run.
@@ -68,6 +69,21 @@ async fn the_operator_schedules_lists_runs_and_removes_jobs() {
     s.tg.user_sends(chat, ann, "hello");
     gw.wait(&s, "the answer to hello", |s| s.texts(42) == ["ok: hello"])
         .await;
+    // A turn sent into Ann's session through the RPC answers there, not in her chat, and
+    // leaves her session answering in her chat (the job below must reach it).
+    let out = s
+        .setup
+        .run(&["agent", "--session", ANN, "--message", "from the rpc"])
+        .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "ok: from the rpc"
+    );
 
     let (code, out) = cron(
         &s,

@@ -133,13 +133,21 @@ fn outcome_label(status: &RunStatus) -> crate::metrics::RunOutcome {
 }
 
 /// Remembers where session `key` replies (for the `message` tool's other sessions, its
-/// scheduled jobs and its approvals). Not a sub-agent's internal conversation, nor an RPC
-/// call's, which shows nowhere once the call ends: a turn sent through the RPC (`chela agent
-/// --session`) leaves a chat's session answering in its chat.
+/// scheduled jobs and its approvals). Not a sub-agent's internal conversation; and an RPC
+/// call's only for a session that answers in no chat: a turn sent through the RPC into a
+/// chat's session (`chela agent --session`) leaves it answering in its chat, not in the RPC,
+/// which shows a run only to whoever waits on it.
 fn remember_target(handles: &Handles, key: &str, to: &chela_channel::Conversation) {
-    let internal =
-        to.channel == super::INTERNAL_CHANNEL || to.channel == crate::inbound::route::RPC_CHANNEL;
-    if !internal && let Err(e) = handles.store.set_target(key, to) {
+    if to.channel == super::INTERNAL_CHANNEL {
+        return;
+    }
+    if to.channel == crate::inbound::route::RPC_CHANNEL {
+        let in_a_chat = handles.store.target(key).ok().flatten();
+        if in_a_chat.is_some_and(|t| t.channel != crate::inbound::route::RPC_CHANNEL) {
+            return;
+        }
+    }
+    if let Err(e) = handles.store.set_target(key, to) {
         tracing::warn!(error = %e, "cannot remember the session's conversation");
     }
 }

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 # (tests/conformance/pi). Reinstall a folder when its node_modules is missing or was
 # installed from another lockfile than the one checked out. They install while cargo builds.
 install_npm() {
-    for conformance in tests/conformance/telegram tests/conformance/discord tests/conformance/acp tests/conformance/pi; do
+    for conformance in tests/conformance/telegram tests/conformance/discord tests/conformance/acp tests/conformance/pi tests/conformance/mcp; do
         stamp="$conformance/node_modules/.chela-lockfile.sha256"
         want="$(sha256sum "$conformance/package-lock.json" | cut -d' ' -f1)"
         if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then

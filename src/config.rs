@@ -24,6 +24,8 @@ mod error;
 mod hooks;
 mod lenient;
 mod log;
+mod mcp;
+mod mcp_names;
 mod media;
 mod memory;
 mod overrides;
@@ -57,6 +59,8 @@ pub use env::{
 pub use error::{ConfigError, Location, ParseEnumError};
 pub use hooks::{HookConfig, HooksConfig};
 pub use log::LogConfig;
+pub use mcp::{McpConfig, McpServerConfig};
+pub use mcp_names::{is_server_name, mcp_entry_server};
 pub use media::{MediaConfig, Vision};
 pub use memory::MemoryConfig;
 pub use overrides::ENV_OVERRIDES;
@@ -223,6 +227,13 @@ impl Config {
                 *cwd = resolve(cwd);
             }
         }
+        for server in self.mcp.servers.values_mut() {
+            if server.command.contains('/') {
+                server.command = resolve(Path::new(server.command.as_str()))
+                    .to_string_lossy()
+                    .into_owned();
+            }
+        }
         for hook in self.hooks.all_mut() {
             // `guard.sh` is looked up on PATH; `./guard.sh`, `hooks/guard.sh`, `~/bin/x` are paths.
             if let Some(program) = hook.command.first_mut().filter(|p| p.contains('/')) {
@@ -334,6 +345,9 @@ impl Config {
             }
         }
         if let Err((key, message)) = self.hooks.check() {
+            return invalid(&key, message);
+        }
+        if let Err((key, message)) = self.mcp.check().and(mcp::check_references(self)) {
             return invalid(&key, message);
         }
         if let Err((key, message)) = agents::check(&self.agent.id, &self.agents, &self.bindings) {

@@ -22,6 +22,7 @@
 //! - [`lane`]: one FIFO lane per session, the global run limit, the four queue modes.
 //! - [`acp`]: coding agents over ACP: the client, bindings and their processes.
 //! - [`agent`]: the run: context, provider streaming, tools, skills, hooks, compaction.
+//! - [`mcp`]: the MCP client: `[mcp.servers]` kept running, their tools offered to the agent.
 //! - [`sandbox`]: what the agent's processes reach: scrubbed env, process groups, Landlock.
 //! - [`store`]: the store behind ports: redb (the default), sled (selectable) or PostgreSQL;
 //!   transcripts, pending queue, outbox, JSONL export/import.
@@ -43,6 +44,7 @@ pub mod gateway;
 pub mod inbound;
 pub mod intake;
 pub mod lane;
+pub mod mcp;
 pub mod metrics;
 pub mod questions;
 pub mod reach;

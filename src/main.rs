@@ -87,6 +87,12 @@ enum Command {
         #[command(subcommand)]
         command: cli::acp::AcpCommand,
     },
+    /// MCP: `chela mcp serve` lets MCP clients (Claude Code, Codex, ...) list the running
+    /// gateway's sessions, read one's last messages and post a text into one's chat.
+    Mcp {
+        #[command(subcommand)]
+        command: cli::mcp::McpCommand,
+    },
     /// Show store state: sessions, pending turns, undelivered and dead-lettered replies.
     Status,
     /// Print the running gateway's control panel URL and how to log in.
@@ -147,10 +153,16 @@ fn main() -> ExitCode {
             loaded.config.store.accept_rollback = args.accept_store_rollback;
             loaded
         }
-        Err(e) => {
-            eprintln!("chela: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => match &args.command {
+            Command::Mcp { command } if command.needs_no_config() => {
+                eprintln!("chela: {e}; going on with the RPC address and token given");
+                cli::mcp::without_config()
+            }
+            _ => {
+                eprintln!("chela: {e}");
+                return ExitCode::from(2);
+            }
+        },
     };
     let default_log = match args.command {
         Command::Gateway => "info",
@@ -205,6 +217,7 @@ fn main() -> ExitCode {
             Command::Cron { command } => cli::cron::run(loaded, command).await,
             Command::Skills { command } => cli::skills::run(loaded, command).await,
             Command::Acp { command } => cli::acp::run(loaded, command).await,
+            Command::Mcp { command } => cli::mcp::run(loaded, command).await,
             Command::Status => cli::status::status(loaded).await,
             Command::Panel => cli::panel::panel(&loaded),
             Command::Doctor => cli::doctor::doctor(loaded).await,

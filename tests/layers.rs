@@ -24,6 +24,7 @@ const LAYERS: &[&str] = &[
     "lane",
     "acp",
     "agent",
+    "mcp",
     "sandbox",
     "store",
     "config",

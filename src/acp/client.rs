@@ -67,6 +67,8 @@ pub struct Services {
     /// chela's own files (store folder, RPC token file, config file), which the file service
     /// refuses whatever the sandbox (see [`crate::sandbox::child::hidden`]).
     pub hidden: Arc<[PathBuf]>,
+    /// The MCP servers its sessions get ([`super::mcp_servers`]), as the agent takes them.
+    pub mcp_servers: Arc<[agent_client_protocol::v1::schema::McpServer]>,
 }
 
 /// State the connection's handlers share.
@@ -215,12 +217,23 @@ impl AcpClient {
         self.process.exit_status().is_none()
     }
 
+    /// The MCP servers a session of this agent gets: those configured for coding agents that
+    /// it takes (`mcpCapabilities`).
+    fn mcp_servers(&self) -> Vec<agent_client_protocol::v1::schema::McpServer> {
+        super::mcp_servers::offered(
+            &self.shared.services.mcp_servers,
+            &self.capabilities.mcp_capabilities,
+        )
+    }
+
     /// Starts a new session in `cwd`; returns its id.
     pub async fn new_session(&self, cwd: &Path) -> Result<String, AcpError> {
         let response = self
             .setup(
                 self.cx
-                    .send_request(NewSessionRequest::new(cwd.to_path_buf()))
+                    .send_request(
+                        NewSessionRequest::new(cwd.to_path_buf()).mcp_servers(self.mcp_servers()),
+                    )
                     .block_task(),
             )
             .await?;
@@ -238,7 +251,8 @@ impl AcpClient {
             });
         }
         self.set_root(id, cwd);
-        let request = LoadSessionRequest::new(SessionId::new(id), cwd.to_path_buf());
+        let request = LoadSessionRequest::new(SessionId::new(id), cwd.to_path_buf())
+            .mcp_servers(self.mcp_servers());
         self.setup(self.cx.send_request(request).block_task())
             .await?;
         Ok(())

@@ -61,6 +61,8 @@ pub struct AcpManager {
     sandbox: Arc<crate::sandbox::ChildSandbox>,
     /// chela's own files, refused by the file service whatever the sandbox.
     hidden: Arc<[PathBuf]>,
+    /// The MCP servers coding agents get.
+    mcp_servers: Arc<[agent_client_protocol::v1::schema::McpServer]>,
     store: Store,
     slots: Mutex<HashMap<String, Slot>>,
     /// Who answers permission questions in `ask` mode (`None`: nobody can be asked).
@@ -86,6 +88,7 @@ impl AcpManager {
                 "[acp] sandbox",
             )),
             hidden: crate::sandbox::child::hidden(config).into(),
+            mcp_servers: super::mcp_servers::for_coding_agents(config).into(),
             store,
             slots: Mutex::new(HashMap::new()),
             asker,
@@ -482,6 +485,7 @@ impl AcpManager {
             non_interactive: self.config.non_interactive,
             sandbox: self.sandbox.clone(),
             hidden: self.hidden.clone(),
+            mcp_servers: self.mcp_servers.clone(),
         }
     }
 

@@ -19,6 +19,7 @@ pub mod command;
 pub mod fs;
 pub mod harness;
 pub mod manager;
+pub mod mcp_servers;
 pub mod media;
 pub mod permission;
 pub mod process;

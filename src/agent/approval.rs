@@ -59,24 +59,36 @@ pub trait Approver: Send + Sync {
 pub type ApproverPort = Option<Arc<dyn Approver>>;
 
 /// The settings-tree record holding the commands approved "always" for agent `agent`.
-fn allowlist_key(agent: &str) -> String {
-    format!("exec-allowlist:{agent}")
+fn allowlist_key(kind: Asked, agent: &str) -> String {
+    match kind {
+        Asked::Exec => format!("exec-allowlist:{agent}"),
+        Asked::McpCall => format!("mcp-allowlist:{agent}"),
+    }
 }
 
-/// Commands approved "always" for agent `agent`.
-pub fn always_allowed(store: &Store, agent: &str) -> Vec<String> {
+/// What kind of thing an approval is asked for; each has its own list of "always" answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asked {
+    /// An `exec` command.
+    Exec,
+    /// A call of an MCP server's tool.
+    McpCall,
+}
+
+/// What was approved "always" of `kind` for agent `agent`.
+pub fn always_allowed(store: &Store, kind: Asked, agent: &str) -> Vec<String> {
     store
-        .get_settings::<Vec<String>>(&allowlist_key(agent))
+        .get_settings::<Vec<String>>(&allowlist_key(kind, agent))
         .ok()
         .flatten()
         .unwrap_or_default()
 }
 
-fn remember(store: &Store, agent: &str, command: &str) {
-    let mut list = always_allowed(store, agent);
+fn remember(store: &Store, kind: Asked, agent: &str, command: &str) {
+    let mut list = always_allowed(store, kind, agent);
     if !list.iter().any(|c| c == command) {
         list.push(command.to_owned());
-        if let Err(e) = store.put_settings(&allowlist_key(agent), &list) {
+        if let Err(e) = store.put_settings(&allowlist_key(kind, agent), &list) {
             tracing::warn!(error = %e, "cannot remember an always-approved command");
         }
     }
@@ -100,6 +112,24 @@ fn exec_summary(args: &Value) -> Option<String> {
     Some(summary)
 }
 
+/// Who asks for an approval, for which run, and of what kind.
+pub struct Asking<'a> {
+    /// What kind of thing is asked for.
+    pub kind: Asked,
+    /// The gateway's approver (`None`: nobody can be asked).
+    pub approver: &'a ApproverPort,
+    /// Where "always" answers are remembered.
+    pub store: &'a Store,
+    /// The agent whose list of "always" answers applies.
+    pub agent: &'a str,
+    /// The asking run's session.
+    pub session_key: &'a str,
+    /// The conversation the run replies to.
+    pub reply_to: Option<&'a chela_channel::Conversation>,
+    /// The run's stop.
+    pub cancel: &'a CancellationToken,
+}
+
 /// Gets approval for an `exec` call's command: `Ok` when it may run, else the refusal the
 /// model reads. Commands approved "always" before pass without asking.
 pub async fn approve_exec(
@@ -115,22 +145,37 @@ pub async fn approve_exec(
         // exec itself refuses a call without a command; nothing would run.
         return Ok(());
     };
-    let command = command.as_str();
-    if always_allowed(store, agent).iter().any(|c| c == command) {
+    let asking = Asking {
+        kind: Asked::Exec,
+        approver,
+        store,
+        agent,
+        session_key,
+        reply_to,
+        cancel,
+    };
+    approve(&asking, &command).await
+}
+
+/// Gets approval to run `what` (a command, or an MCP tool call with its arguments): `Ok`
+/// when it may run, else the refusal the model reads. What was approved "always" before
+/// passes without asking.
+pub async fn approve(asking: &Asking<'_>, what: &str) -> Result<(), ToolOutput> {
+    let (store, agent, kind) = (asking.store, asking.agent, asking.kind);
+    if always_allowed(store, kind, agent).iter().any(|c| c == what) {
         return Ok(());
     }
-    let answer = match approver.as_ref() {
+    let answer = match asking.approver.as_ref() {
         Some(approver) => {
-            approver
-                .request(session_key, reply_to, command, cancel.clone())
-                .await
+            let (key, to) = (asking.session_key, asking.reply_to);
+            approver.request(key, to, what, asking.cancel.clone()).await
         }
         None => Approval::NoOneToAsk,
     };
     match answer {
         Approval::AllowOnce => Ok(()),
         Approval::AllowAlways => {
-            remember(store, agent, command);
+            remember(store, kind, agent, what);
             Ok(())
         }
         Approval::Deny => Err(ToolOutput::error("The owner denied running this command.")),
@@ -138,7 +183,7 @@ pub async fn approve_exec(
             "No approval in time: the command was not run.",
         )),
         Approval::NoOneToAsk => Err(ToolOutput::error(
-            "exec needs the owner's approval here, and there is no conversation to ask in: the command was not run.",
+            "This needs the owner's approval here, and there is no conversation to ask in: the command was not run.",
         )),
         Approval::Cancelled => Err(ToolOutput::error(
             "Cancelled while waiting for approval: the command was not run.",
@@ -242,7 +287,7 @@ mod tests {
             "{refusal:?}"
         );
         // Another agent's list is its own.
-        assert!(always_allowed(&store, "other").is_empty());
+        assert!(always_allowed(&store, Asked::Exec, "other").is_empty());
     }
 
     #[tokio::test]

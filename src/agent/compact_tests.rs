@@ -380,6 +380,7 @@ fn agent(model: Arc<TestModel>, context_window: u64, reserve_tokens: u64) -> Age
         tools: vec![Arc::new(Instant)],
         system_prompt: "you are a test".into(),
         skill_names: Vec::new(),
+        mcp: None,
         policy: Default::default(),
         approver: Default::default(),
         id: "main".into(),

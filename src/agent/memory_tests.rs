@@ -126,6 +126,7 @@ fn agent(model: Arc<Model>, workspace: &std::path::Path, flush: bool) -> Agent {
         tools,
         system_prompt: "you are a test".into(),
         skill_names: Vec::new(),
+        mcp: None,
         policy: Default::default(),
         approver: Default::default(),
         id: "main".into(),

@@ -60,6 +60,8 @@ pub struct AgentPorts {
     pub approver: approval::ApproverPort,
     /// `cron`'s jobs.
     pub cron: tools::cron::CronPort,
+    /// The gateway's MCP servers (`None`: none configured).
+    pub mcp: Option<std::sync::Arc<crate::mcp::Hub>>,
 }
 
 /// The models the default agent of `config` calls, its own first and then its fallbacks,
@@ -156,6 +158,10 @@ pub fn build(
         skill_names,
         provider,
         tools,
+        mcp: ports.mcp.map(|hub| tools::mcp::McpTools {
+            hub,
+            selection: config.agent.mcp.clone(),
+        }),
         system_prompt,
         policy: policy::ToolPolicy::new(&config.tools),
         approver: ports.approver,

@@ -8,7 +8,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::config::{ExecApprovals, ToolProfile, ToolScopeConfig, ToolsConfig, expand_tool_name};
+use crate::config::{
+    ExecApprovals, ToolProfile, ToolScopeConfig, ToolsConfig, expand_tool_name, mcp_entry_server,
+};
 use crate::domain::session_key::{KeyBase, SessionKey};
 
 /// Where a session's conversation is, as the policy sees it.
@@ -85,9 +87,15 @@ impl Allowed {
         }
     }
 
-    /// Whether the tool named `name` may run.
+    /// Whether the tool named `name` may run. A tool of an MCP server (`SERVER__tool`) is
+    /// also named by `mcp:SERVER` and `mcp:*` (and a deny of `"*"` takes it away).
     pub fn allows(&self, name: &str) -> bool {
-        !self.denied.contains(name) && (self.everything || self.tools.contains(name))
+        let Some((server, _)) = name.split_once("__") else {
+            return !self.denied.contains(name) && (self.everything || self.tools.contains(name));
+        };
+        let names = [name.to_owned(), format!("mcp:{server}"), "mcp:*".to_owned()];
+        let denied = self.denied.contains("*") || names.iter().any(|n| self.denied.contains(n));
+        !denied && (self.everything || names.iter().any(|n| self.tools.contains(n)))
     }
 
     /// Takes `name` away (a sub-agent may not spawn).
@@ -138,12 +146,16 @@ impl ToolPolicy {
             .chain(scopes.iter().flat_map(|s| &s.allow))
             .collect();
         let everything = profile == ToolProfile::Full || allows.iter().any(|a| *a == "*");
+        // MCP entries (`mcp:NAME`, `NAME__tool`) and `"*"` are kept as written too.
         let expand = |names: Vec<&String>| -> BTreeSet<String> {
-            names
-                .into_iter()
+            let raw = names
+                .iter()
+                .filter(|n| n.as_str() == "*" || mcp_entry_server(n).is_some())
+                .map(|n| (*n).clone());
+            let expanded = (names.iter())
                 .flat_map(|name| expand_tool_name(name).unwrap_or_default())
-                .map(str::to_owned)
-                .collect()
+                .map(str::to_owned);
+            expanded.chain(raw).collect()
         };
         let mut tools = expand(allows);
         tools.extend(profile.tools().iter().map(|t| (*t).to_owned()));
@@ -306,6 +318,25 @@ mod tests {
         let p = policy("[tools]\ndeny = [\"group:memory\"]\n");
         let dm = p.resolve(&Scope::of(DM));
         assert!(!dm.allows("memory_search") && !dm.allows("memory_get") && dm.allows("read"));
+    }
+
+    #[test]
+    fn mcp_tools_come_with_full_or_by_server_or_by_name_and_deny_wins() {
+        let direct = Scope::of("agent:main:main");
+        let p = policy("[tools]\nprofile = \"full\"\ndeny = [\"mcp:web\", \"files__write\"]\n");
+        let a = p.resolve(&direct);
+        assert!(a.allows("files__read"));
+        assert!(!a.allows("files__write"));
+        assert!(!a.allows("web__fetch"));
+        let p = policy("[tools]\nprofile = \"coding\"\nallow = [\"mcp:files\", \"web__fetch\"]\n");
+        let a = p.resolve(&direct);
+        assert!(a.allows("files__write") && a.allows("web__fetch"));
+        assert!(!a.allows("web__other") && !a.allows("docs__search"));
+        let p = policy("[tools]\nprofile = \"coding\"\nallow = [\"mcp:*\"]\n");
+        assert!(p.resolve(&direct).allows("docs__search"));
+        let p = policy("[tools]\nprofile = \"full\"\ndeny = [\"*\"]\n");
+        assert!(!p.resolve(&direct).allows("docs__search"));
+        assert!(!policy("").resolve(&Scope::of(GROUP)).allows("docs__search"));
     }
 
     #[test]

@@ -85,6 +85,8 @@ pub struct Agent {
     pub provider: Arc<dyn Provider>,
     /// Tools offered to the model.
     pub tools: Vec<Arc<dyn Tool>>,
+    /// The MCP servers whose tools it offers too (`None`: no `[mcp.servers]`).
+    pub mcp: Option<crate::agent::tools::mcp::McpTools>,
     /// System prompt without the tool list (built once from identity, skills, bootstrap
     /// files and runtime facts); each call appends the tools its run may use.
     pub system_prompt: String,
@@ -143,6 +145,8 @@ struct Turn<'a> {
     cost_usd: Option<f64>,
     /// The tools this run may use.
     allowed: crate::agent::policy::Allowed,
+    /// The tools this run offers (the agent's own and its MCP servers').
+    tools: Vec<Arc<dyn Tool>>,
     /// The session's `/model` choice, if any.
     model: Option<String>,
     /// How much the model reasons: the session's `/think`, else `[model] thinking`.
@@ -156,6 +160,16 @@ struct Turn<'a> {
 }
 
 impl Agent {
+    /// The tools a run offers: the agent's own, then its MCP servers' (waiting, at most
+    /// until the start-up bound, for servers still starting).
+    pub async fn tools_for_run(&self) -> Vec<Arc<dyn Tool>> {
+        let mut tools = self.tools.clone();
+        if let Some(mcp) = &self.mcp {
+            tools.extend(mcp.tools().await);
+        }
+        tools
+    }
+
     /// Runs one turn to the end. Never panics; failures come back as [`RunStatus::Error`].
     pub async fn run(&self, mut req: RunRequest) -> RunOutcome {
         let timed_out = CancellationToken::new();
@@ -182,6 +196,7 @@ impl Agent {
             context_tokens: 0,
             cost_usd: Some(0.0),
             allowed: self.allowed_for(&req.session_key, req.reply_to.as_ref()),
+            tools: self.tools_for_run().await,
             model: crate::agent::model_choice::chosen(&self.store, &req.session_key),
             thinking: crate::agent::model_choice::thinking(&self.store, &req.session_key)
                 .unwrap_or(self.thinking),
@@ -386,7 +401,6 @@ impl Turn<'_> {
     async fn model_call(&mut self) -> Result<(AssistantMessage, bool), RunError> {
         let provider = &self.agent.provider;
         let tools: Vec<_> = self
-            .agent
             .tools
             .iter()
             .map(|t| t.spec())
@@ -552,7 +566,7 @@ impl Turn<'_> {
 
     /// Why `call` may not run here at all: an unknown tool, or one the policy leaves out.
     fn refusal(&self, call: &ToolCall) -> Option<ToolOutput> {
-        if !self.agent.tools.iter().any(|t| t.spec().name == call.name) {
+        if !self.tools.iter().any(|t| t.spec().name == call.name) {
             return Some(ToolOutput::error(format!("unknown tool: {}", call.name)));
         }
         (!self.allowed.allows(&call.name)).then(|| {
@@ -564,9 +578,12 @@ impl Turn<'_> {
     }
 
     async fn call_tool(&self, call: &ToolCall) -> ToolOutput {
-        let Some(tool) = self.agent.tools.iter().find(|t| t.spec().name == call.name) else {
+        let Some(tool) = self.tools.iter().find(|t| t.spec().name == call.name) else {
             return ToolOutput::error(format!("unknown tool: {}", call.name));
         };
+        if let Err(refusal) = self.approve_mcp(call).await {
+            return refusal;
+        }
         // Without the sandbox it asked for (the kernel lacks Landlock), exec needs approval.
         let ask = self.allowed.exec_approvals == crate::config::ExecApprovals::Ask
             || self.agent.tool_context.exec.needs_approval();
@@ -594,6 +611,32 @@ impl Turn<'_> {
             ..self.agent.tool_context.clone()
         };
         tool.call(call.arguments.clone(), &ctx).await
+    }
+
+    /// Gets an owner's approval for a call of a tool of an MCP server whose calls need it
+    /// (`approvals = "ask"`); `Ok` for every other call.
+    async fn approve_mcp(&self, call: &ToolCall) -> Result<(), ToolOutput> {
+        let (Some(mcp), Some(server)) = (&self.agent.mcp, crate::mcp::names::server_of(&call.name))
+        else {
+            return Ok(());
+        };
+        if mcp.hub.approvals(server) != crate::config::ExecApprovals::Ask {
+            return Ok(());
+        }
+        let what = format!("{} {}", call.name, call.arguments);
+        crate::agent::approval::approve(
+            &crate::agent::approval::Asking {
+                kind: crate::agent::approval::Asked::McpCall,
+                approver: &self.agent.approver,
+                store: &self.agent.store,
+                agent: &self.agent.id,
+                session_key: &self.key,
+                reply_to: self.reply_to.as_ref(),
+                cancel: &self.cancel,
+            },
+            &what,
+        )
+        .await
     }
 
     /// Gives every call in `calls` a synthetic result so the transcript stays paired.

@@ -210,6 +210,7 @@ impl Harness {
             tools: vec![instant.clone(), gate.clone()],
             system_prompt: "you are a test".into(),
             skill_names: Vec::new(),
+            mcp: None,
             policy: Default::default(),
             approver: Default::default(),
             id: "main".into(),

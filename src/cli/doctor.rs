@@ -44,6 +44,7 @@ pub async fn doctor(loaded: LoadedConfig) -> ExitCode {
     sandboxes(&loaded, &mut report);
     channels(&loaded, &mut report).await;
     coding_agents(&loaded, &mut report).await;
+    mcp_servers(&loaded, &mut report).await;
     if report.ok {
         ExitCode::SUCCESS
     } else {
@@ -154,6 +155,13 @@ fn sandboxes(loaded: &LoadedConfig, report: &mut Report) {
         .hooks
         .network
         .connect_ports(&config.hooks.allow_ports);
+    let mcp_tcp = config.mcp.network.connect_ports(&config.mcp.allow_ports);
+    let mcp = (!config.mcp.servers.is_empty()).then_some((
+        "mcp sandbox",
+        "[mcp] sandbox",
+        config.mcp.sandbox,
+        mcp_tcp,
+    ));
     for (name, key, mode, tcp) in [
         ("acp sandbox", "[acp] sandbox", config.acp.sandbox, acp_tcp),
         (
@@ -162,7 +170,10 @@ fn sandboxes(loaded: &LoadedConfig, report: &mut Report) {
             config.hooks.sandbox,
             hooks_tcp,
         ),
-    ] {
+    ]
+    .into_iter()
+    .chain(mcp)
+    {
         match chela::sandbox::ChildSandbox::from_config(mode, tcp, config).describe(key) {
             (true, detail) => report.line(true, name, detail),
             // They still run, unconfined: a warning, not a failure.
@@ -194,6 +205,29 @@ async fn channels(loaded: &LoadedConfig, report: &mut Report) {
     } else {
         let (good, detail) = remote::discord_me(&discord.api_url, discord.token.trim()).await;
         report.line(good, "discord", detail);
+    }
+}
+
+/// How long `chela doctor` waits for one MCP server to start and list its tools.
+const MCP_START: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Every enabled MCP server (`[mcp.servers]`) is started (or reached) as the gateway would,
+/// and its tools listed; a disabled one is named.
+async fn mcp_servers(loaded: &LoadedConfig, report: &mut Report) {
+    for (name, server) in &loaded.config.mcp.servers {
+        let what = format!("mcp {name}");
+        if !server.enabled {
+            report.line(true, &what, "disabled (enabled = false)".into());
+            continue;
+        }
+        match chela::mcp::probe(&loaded.config, name, MCP_START).await {
+            Ok(tools) => {
+                let names: Vec<&str> = tools.iter().map(|t| t.exposed.as_str()).collect();
+                let detail = format!("{} tools: {}", names.len(), names.join(", "));
+                report.line(true, &what, detail);
+            }
+            Err(why) => report.line(false, &what, why),
+        }
     }
 }
 

@@ -11,6 +11,7 @@ pub mod doctor;
 #[cfg(feature = "import-openclaw")]
 pub mod import;
 pub mod logfile;
+pub mod mcp;
 pub mod pairing;
 pub mod panel;
 pub mod rpc;

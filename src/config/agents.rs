@@ -49,6 +49,9 @@ pub struct AgentEntry {
     /// Which sessions its runs reach through the session tools; default `[tools] sessions`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools_sessions: Option<SessionsReach>,
+    /// Only these `[mcp.servers]` give it tools; default `[agent] mcp` (unset: every server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<Vec<String>>,
 }
 
 /// One `[[bindings]]` entry: chats that go to `agent`. Every field set must match; an
@@ -195,6 +198,9 @@ impl super::Config {
         }
         if let Some(reach) = entry.tools_sessions {
             tools.sessions = reach;
+        }
+        if let Some(servers) = &entry.mcp {
+            config.agent.mcp = Some(servers.clone());
         }
         Some(config)
     }

@@ -96,6 +96,8 @@ fn all(config: &Config) -> Vec<Bounded> {
             day,
         ),
         Bounded::secs("cluster.lease_s", config.cluster.lease_s, day),
+        Bounded::secs("mcp.startup_timeout_s", config.mcp.startup_timeout_s, day),
+        Bounded::secs("mcp.call_timeout_s", config.mcp.call_timeout_s, day),
     ];
     for (list, hooks) in config.hooks.lists() {
         for (i, hook) in hooks.iter().enumerate() {

@@ -8,7 +8,8 @@ pub const REDACTED: &str = "<set>";
 impl Config {
     /// This configuration with every token, key and secret that is set replaced by
     /// [`REDACTED`] (empty ones stay empty, so "not set" still shows), including the values of
-    /// coding agents' `env` tables.
+    /// coding agents' `env` tables and of MCP servers' `env` and `headers` (and their URLs'
+    /// secrets).
     pub fn redacted(&self) -> Config {
         let mut copy = self.clone();
         let hide = |value: &mut String| {
@@ -31,6 +32,11 @@ impl Config {
         }
         for harness in copy.acp.agents.values_mut() {
             harness.env.values_mut().for_each(hide);
+        }
+        for server in copy.mcp.servers.values_mut() {
+            server.env.values_mut().for_each(hide);
+            server.headers.values_mut().for_each(hide);
+            server.url = redact_url(&server.url, false);
         }
         copy.model.base_url = redact_url(&copy.model.base_url, false);
         copy.media.transcribe_url = redact_url(&copy.media.transcribe_url, false);
@@ -115,7 +121,10 @@ mod tests {
                     [channels.telegram]\ntoken = \"1:tg\"\nwebhook_secret = \"whsec-9\"\n\
                     [channels.discord]\ntoken = \"dc\"\n[rpc]\ntoken = \"rpc\"\n\
                     [acp.agents.x]\ncommand = [\"x\"]\nenv = { API_KEY = \"k\" }\n\
-                    [tools.web.search]\nprovider = \"brave\"\napi_key = \"BSA-brave\"\n";
+                    [tools.web.search]\nprovider = \"brave\"\napi_key = \"BSA-brave\"\n\
+                    [mcp.servers.m]\ncommand = \"m\"\nenv = { M_KEY = \"mcp-env\" }\n\
+                    [mcp.servers.h]\nurl = \"https://h.example/mcp?key=mcp-url\"\n\
+                    headers = { Authorization = \"Bearer mcp-header\" }\n";
         let config = Config::from_toml_str(text, "c.toml", &|_| None).unwrap();
         let shown = toml::to_string(&config.redacted()).unwrap();
         for secret in [
@@ -126,6 +135,9 @@ mod tests {
             "\"rpc\"",
             "\"k\"",
             "BSA-brave",
+            "mcp-env",
+            "mcp-url",
+            "mcp-header",
         ] {
             assert!(!shown.contains(secret), "{secret} shown:\n{shown}");
         }

@@ -325,12 +325,12 @@ impl ToolsConfig {
 
 fn check_names(key: &str, names: &[String]) -> Result<(), (String, String)> {
     for name in names {
-        if expand_tool_name(name).is_none() {
+        if expand_tool_name(name).is_none() && super::mcp_names::mcp_entry_server(name).is_none() {
             let groups: Vec<&str> = TOOL_GROUPS.iter().map(|(g, _)| *g).collect();
             return Err((
                 key.to_owned(),
                 format!(
-                    "unknown tool {name:?}; expected one of {}, {} or \"*\"",
+                    "unknown tool {name:?}; expected one of {}, {}, \"*\", or an MCP server's \"mcp:NAME\" or \"NAME__tool\"",
                     TOOL_NAMES.join(", "),
                     groups.join(", ")
                 ),

@@ -45,6 +45,8 @@ pub struct Config {
     pub media: super::media::MediaConfig,
     /// `[log]`: a log file besides stderr, rotated by size.
     pub log: super::log::LogConfig,
+    /// `[mcp]`: MCP servers whose tools the agent uses.
+    pub mcp: super::mcp::McpConfig,
     /// `[memory]`: durable notes in the workspace and the flush before a compaction.
     pub memory: super::memory::MemoryConfig,
     /// `[[cron]]`: scheduled jobs kept in the config.
@@ -311,6 +313,9 @@ pub struct AgentConfig {
     pub skills_dirs: Vec<PathBuf>,
     /// Only these skills (by name) are offered; empty: every skill found.
     pub skills: Vec<String>,
+    /// Only these `[mcp.servers]` (by name) give it tools; unset: every server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<Vec<String>>,
     /// Tokens of `model.context_window` kept free for the answer: a prompt estimated above
     /// the window minus this is compacted first.
     pub compaction_reserve_tokens: u64,
@@ -335,6 +340,7 @@ impl Default for AgentConfig {
             bootstrap_total_max_chars: 150_000,
             skills_dirs: Vec::new(),
             skills: Vec::new(),
+            mcp: None,
             compaction_reserve_tokens: 20_000,
             managed_skills_dir: PathBuf::from("~/.chela/skills"),
             shutdown_grace_s: 10,

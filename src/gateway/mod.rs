@@ -92,6 +92,8 @@ struct Core {
     placement: Arc<dyn crate::cluster::Placement>,
     /// Wakes the scheduler when jobs change.
     cron_wake: Arc<tokio::sync::Notify>,
+    /// The MCP servers (`None`: none configured).
+    mcp: Option<Arc<crate::mcp::Hub>>,
 }
 
 impl Core {
@@ -216,6 +218,8 @@ impl Gateway {
         // The core owns the lanes, the agent and the ACP manager, whose gateway-side ports
         // (runner, spawner, sessions, approvals, permission askers) point back at it: they
         // get a weak handle while it is built, so nothing is filled in afterwards.
+        // MCP servers start in the background: the gateway never waits for them.
+        let mcp = crate::mcp::Hub::start(&config, &shutdown);
         let core = Arc::new_cyclic(|weak: &std::sync::Weak<Core>| {
             let host = weak.clone() as std::sync::Weak<dyn crate::reach::Host>;
             let reach = Arc::new(crate::reach::ReachTools::new(host));
@@ -224,7 +228,9 @@ impl Gateway {
                 sessions: Some(reach.clone()),
                 approver: Some(Arc::new(desk.approver())),
                 cron: Some(reach.clone()),
+                mcp: mcp.clone(),
             };
+            let mcp = mcp.clone();
             let agents = crate::agent::Agents::build(
                 &config, &store, &shutdown, provider, providers, &ports,
             );
@@ -279,6 +285,7 @@ impl Gateway {
                 shutdown,
                 tasks,
                 config,
+                mcp,
             }
         });
         // Questions a previous process left open in chats end (their buttons go).
@@ -378,6 +385,7 @@ impl Gateway {
             rpc: core.rpc.clone(),
             desk: core.desk.clone(),
             shutdown: core.shutdown.clone(),
+            mcp: core.mcp.clone(),
         }))
     }
 

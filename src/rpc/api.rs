@@ -58,6 +58,16 @@ pub enum CronReply {
     },
 }
 
+/// Where `sessions.send` posted a text, and whether the transcript has it yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Posted {
+    /// The chat it went to (the session's remembered conversation).
+    pub to: chela_channel::Conversation,
+    /// Whether the session's transcript recorded it before the answer; `false` when a run
+    /// going on in the session holds the write back (it is recorded once that run ends).
+    pub recorded: bool,
+}
+
 /// What the RPC may ask of the gateway.
 pub trait GatewayApi: Send + Sync + 'static {
     /// Accepts `inbound` for session `key` on the path every channel's messages take.
@@ -81,6 +91,14 @@ pub trait GatewayApi: Send + Sync + 'static {
     /// and handed to the delivery worker; the entry, `None` when there is no such dead letter.
     /// In a cluster only the node running the entry's session may.
     fn retry_dead_letter(&self, id: u64) -> BoxFuture<'_, Result<Option<OutboxEntry>, Fault>>;
+    /// Posts `text` as the bot into the chat session `key` last answered in (its remembered
+    /// conversation) and records it in the session's transcript, so its agent sees it later;
+    /// refused when the session has no chat (`sessions.send`).
+    fn send_to_chat<'a>(
+        &'a self,
+        key: &'a str,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<Posted, Fault>>;
     /// The `status` report.
     fn status(&self) -> BoxFuture<'_, Result<Value, Fault>>;
     /// Whether the gateway is ready (`/readyz`): the store answers, each channel is connected.

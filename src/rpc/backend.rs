@@ -62,6 +62,8 @@ pub struct BackendParts {
     pub desk: Arc<crate::questions::Desk>,
     /// Fires when the gateway stops.
     pub shutdown: CancellationToken,
+    /// The MCP servers (`None`: none configured).
+    pub mcp: Option<Arc<crate::mcp::Hub>>,
 }
 
 /// The RPC's view of a running gateway: the stages' handles it was given.
@@ -211,14 +213,31 @@ impl GatewayApi for Backend {
         })
     }
 
+    fn send_to_chat<'a>(
+        &'a self,
+        key: &'a str,
+        text: &'a str,
+    ) -> BoxFuture<'a, Result<crate::rpc::api::Posted, Fault>> {
+        let chats = crate::rpc::session_send::Chats {
+            store: &self.0.store,
+            notices: &self.0.notices,
+            lanes: &self.0.lanes,
+        };
+        Box::pin(crate::rpc::session_send::post(chats, key, text))
+    }
+
     fn status(&self) -> BoxFuture<'_, Result<Value, Fault>> {
         Box::pin(async move {
             let mut channels: Vec<String> = self.0.notices.channels().keys().cloned().collect();
             channels.sort();
             let at = self.0.config.store.describe();
-            let report = StatusReport::running(&self.0.store, &at, channels, &self.0.lanes)
+            let mut report = StatusReport::running(&self.0.store, &at, channels, &self.0.lanes)
                 .await
                 .map_err(|e| Fault::internal(e.to_string()))?;
+            report.mcp = (self.0.mcp.iter())
+                .flat_map(|hub| hub.status())
+                .map(crate::rpc::status::McpLine::of)
+                .collect();
             serde_json::to_value(report).map_err(|e| Fault::internal(e.to_string()))
         })
     }

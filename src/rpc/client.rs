@@ -112,7 +112,7 @@ impl RpcClient {
         &mut self,
         method: &str,
         params: Value,
-        on_event: &mut dyn FnMut(&Value),
+        on_event: &mut (dyn FnMut(&Value) + Send),
     ) -> Result<Value, ClientError> {
         let id = self.next_id;
         self.next_id += 1;

@@ -1,6 +1,6 @@
 //! The methods: `agent`, `agent.wait`, `abort`, `sessions.list`, `status`, and those of
-//! `super::pairing`, `super::cron` and `super::transcripts` (`events.subscribe` belongs to
-//! the connection: see the server).
+//! `super::pairing`, `super::cron`, `super::transcripts` and `super::session_send`
+//! (`events.subscribe` belongs to the connection: see the server).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -120,6 +120,7 @@ impl Methods {
                 let protocol::NoParams {} = protocol::params(params)?;
                 self.api.status().await
             }
+            "sessions.send" => super::session_send::call(self.api.as_ref(), params).await,
             other if other.starts_with("cron.") => {
                 match super::cron::call(self.api.as_ref(), other, params).await {
                     Some(result) => result,

@@ -4,6 +4,8 @@
 //!
 //! - [`protocol`]: request, answer and event frames; error codes.
 //! - [`methods`]: `agent`, `agent.wait`, `abort`, `sessions.list`, `status`.
+//! - [`session_send`]: `sessions.send`, a text posted into a session's chat and transcript.
+//! - `transcripts`: `sessions.show` (whole, or its `tail`: `transcript_tail`), `sessions.export`.
 //! - [`cron`]: `cron.list`, `cron.add`, `cron.remove`, `cron.run` (`chela cron`).
 //! - [`runs`]: the bounded tracker of finished runs behind `agent.wait`.
 //! - [`channel`]: the `rpc` channel replies to RPC messages go to.
@@ -35,8 +37,10 @@ pub mod panel;
 pub mod protocol;
 pub mod runs;
 pub mod server;
+pub mod session_send;
 pub mod status;
 mod tokens;
+mod transcript_tail;
 mod transcripts;
 
 use std::net::SocketAddr;

@@ -154,6 +154,42 @@ pub struct StatusReport {
     /// The scheduled jobs, soonest first, one line each (id, schedule, next run, session).
     #[serde(default)]
     pub jobs: Vec<String>,
+    /// The MCP servers (`[mcp.servers]`) of a running gateway.
+    #[serde(default)]
+    pub mcp: Vec<McpLine>,
+}
+
+/// One MCP server of a running gateway.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpLine {
+    /// Its name.
+    pub name: String,
+    /// `stdio: <command>` or `http: <url>`.
+    pub transport: String,
+    /// `starting`, `ready`, or `unavailable: <why>`.
+    pub state: String,
+    /// Its tools as the model sees them (`NAME__tool`).
+    pub tools: Vec<String>,
+    /// How often it was started again.
+    pub restarts: u32,
+}
+
+impl McpLine {
+    /// The line of `server`.
+    pub fn of(server: crate::mcp::ServerStatus) -> McpLine {
+        McpLine {
+            state: match server.state {
+                crate::mcp::ServerState::Starting => "starting".to_owned(),
+                crate::mcp::ServerState::Ready => "ready".to_owned(),
+                crate::mcp::ServerState::Unavailable(why) => format!("unavailable: {why}"),
+            },
+            tools: server.tools.into_iter().map(|t| t.exposed).collect(),
+            name: server.name,
+            transport: server.transport,
+            restarts: server.restarts,
+        }
+    }
 }
 
 impl StatusReport {
@@ -207,6 +243,7 @@ impl StatusReport {
                 nodes.into_iter().map(|n| NodeLine::of(n, now_ms)).collect()
             },
             jobs: job_lines(store)?,
+            mcp: Vec::new(),
         })
     }
 
@@ -264,6 +301,20 @@ impl StatusReport {
                 let _ = writeln!(out, "  {job}");
             }
         }
+        if !self.mcp.is_empty() {
+            let _ = writeln!(out, "mcp servers: {}", self.mcp.len());
+        }
+        for server in &self.mcp {
+            let _ = writeln!(
+                out,
+                "  {} ({}): {}, {} tools, restarted {} times",
+                server.name,
+                server.transport,
+                server.state,
+                server.tools.len(),
+                server.restarts
+            );
+        }
         if !self.nodes.is_empty() {
             out.push_str(&versions(&self.nodes));
             let _ = writeln!(out, "nodes: {}", self.nodes.len());
@@ -316,8 +367,19 @@ mod tests {
                 "soon  at 2030-01-01T00:00:00Z  next 2030-01-01T00:00:00Z (in 5m)  k  \"hi\""
                     .into(),
             ],
+            mcp: vec![McpLine {
+                name: "files".into(),
+                transport: "stdio: npx".into(),
+                state: "unavailable: it exited".into(),
+                tools: vec!["files__read".into()],
+                restarts: 2,
+            }],
         };
         let text = report.render();
+        assert!(
+            text.contains("mcp servers: 1\n  files (stdio: npx): unavailable: it exited, 1 tools, restarted 2 times\n"),
+            "{text}"
+        );
         assert!(!text.contains("nodes:"), "{text}");
         assert!(text.contains("scheduled jobs: 1\n  soon  at "), "{text}");
         assert!(text.contains("channels: rpc, terminal\n"), "{text}");
@@ -374,6 +436,7 @@ mod tests {
                 node("b", Vec::new(), Vec::new()),
             ],
             jobs: Vec::new(),
+            mcp: Vec::new(),
         };
         let text = report.render();
         assert!(

@@ -82,6 +82,7 @@ pub use ports::{
     SubagentLink, SubagentState, WindowMessage, dedupe_key, partition_of,
 };
 pub use questions::OpenQuestion;
+pub use show::render_entry;
 
 /// The high-water file beside store folder `store` (`<store>.highwater`), if it has a name.
 pub fn highwater_path_for(store: &Path) -> Option<PathBuf> {

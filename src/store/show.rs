@@ -19,8 +19,8 @@ pub(super) fn render(entries: &[Entry]) -> String {
     out
 }
 
-/// Appends the rendering of one entry to `out`.
-fn render_entry(out: &mut String, entry: &Entry) {
+/// Appends the rendering of one entry to `out` (a header as `# session ...`).
+pub fn render_entry(out: &mut String, entry: &Entry) {
     // Writing to a String cannot fail.
     let item = match entry {
         Entry::Session(h) => {

@@ -23,37 +23,40 @@ pub const HARNESS: &str = "fake";
 /// of them, which is why it is not run when the binary is up to date.
 pub fn fake_agent() -> PathBuf {
     static AGENT: OnceLock<PathBuf> = OnceLock::new();
-    AGENT.get_or_init(build_fake_agent).clone()
+    AGENT
+        .get_or_init(|| build_kit_bin("fake-acp-agent"))
+        .clone()
 }
 
-fn build_fake_agent() -> PathBuf {
+/// The kit's `fake-mcp-server` binary of this build, found or built as [`fake_agent`] is.
+pub fn fake_mcp_server() -> PathBuf {
+    static SERVER: OnceLock<PathBuf> = OnceLock::new();
+    SERVER
+        .get_or_init(|| build_kit_bin("fake-mcp-server"))
+        .clone()
+}
+
+fn build_kit_bin(name: &str) -> PathBuf {
     let chela = Path::new(env!("CARGO_BIN_EXE_chela"));
     let profile_dir = chela.parent().expect("chela's folder");
     let target_dir = profile_dir.parent().expect("the target dir");
-    let agent = profile_dir.join("fake-acp-agent");
+    let agent = profile_dir.join(name);
     // Only a target dir of this checkout: one shared with another checkout may hold its kit.
     if target_dir.starts_with(env!("CARGO_MANIFEST_DIR")) && is_newer_than_the_kit(&agent) {
         return agent;
     }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = std::process::Command::new(cargo);
-    cmd.args([
-        "build",
-        "--quiet",
-        "-p",
-        "chela-testkit",
-        "--bin",
-        "fake-acp-agent",
-    ])
-    .env("CARGO_TARGET_DIR", target_dir)
-    .current_dir(env!("CARGO_MANIFEST_DIR"));
+    cmd.args(["build", "--quiet", "-p", "chela-testkit", "--bin", name])
+        .env("CARGO_TARGET_DIR", target_dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
     if profile_dir.file_name().is_some_and(|n| n == "release") {
         cmd.arg("--release");
     }
-    let out = cmd.output().expect("run cargo build for fake-acp-agent");
+    let out = cmd.output().expect("run cargo build for a kit binary");
     assert!(
         out.status.success(),
-        "cargo build -p chela-testkit --bin fake-acp-agent failed: {}",
+        "cargo build -p chela-testkit --bin {name} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(agent.is_file(), "{} was not built", agent.display());

@@ -7,7 +7,8 @@
 //! a text turn; a shell tool turn whose permission request is asked in the chat and allowed
 //! there (the file the command writes appears); a slow turn stopped with `/stop` (the agent
 //! answers `cancelled`); and after restarting chela, the next turn resumes the agent's session
-//! with `session/load` (the model sees the earlier turns again).
+//! with `session/load` (the model sees the earlier turns again). Each also gets chela's
+//! `[mcp.servers]` in `session/new` and offers that server's tools to its model.
 
 use crate::common;
 
@@ -95,6 +96,11 @@ async fn setup(name: &str) -> Setup {
          [acp.agents.{name}]\n{harness}",
         s.fake.addr().port()
     ));
+    // An MCP server the agent gets in `session/new` (and starts itself).
+    text.push_str(&format!(
+        "[mcp.servers.kit]\ncommand = {}\n",
+        lit(&common::acp::fake_mcp_server())
+    ));
     std::fs::write(s.config(), text).unwrap();
     s
 }
@@ -118,6 +124,14 @@ async fn conformance(name: &str, tool_directive: &str) {
     // A text turn.
     chat.send("hello there").await;
     chat.wait_for("hello there").await;
+    // The agent took chela's MCP server from `session/new`: the model is offered its tools.
+    let first = agent_requests(&s);
+    assert!(
+        first
+            .iter()
+            .any(|body| body.contains("Answers `echo: <text>`")),
+        "the agent's model request lacks the MCP server's echo tool: {first:#?}"
+    );
 
     // A tool turn: the agent asks permission, the owner allows it in the chat.
     chat.send(&format!(

@@ -1,5 +1,5 @@
 //! Conformance against third-party code, one binary: the Telegram and Discord emulators
-//! from npm (`telegram.rs`, `discord.rs`), real ACP coding agents (`acp.rs`) and pi's own
+//! from npm (`telegram.rs`, `discord.rs`), real ACP coding agents (`acp.rs`), the reference MCP filesystem server (`mcp.rs`) and pi's own
 //! session loader (`pi.rs`), each pinned by the lockfile of its folder here
 //! (`scripts/test.sh` installs them). `cargo test --test conformance telegram::` runs one.
 
@@ -10,5 +10,6 @@ mod common;
 
 mod acp;
 mod discord;
+mod mcp;
 mod pi;
 mod telegram;

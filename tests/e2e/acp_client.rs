@@ -33,6 +33,7 @@ async fn start_with(dir: &Path, permissions: PermissionMode) -> AcpClient {
         non_interactive: NonInteractive::Deny,
         sandbox: Default::default(),
         hidden: Vec::new().into(),
+        mcp_servers: Vec::new().into(),
     };
     AcpClient::start("fake", &harness, dir, services)
         .await

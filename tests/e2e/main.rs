@@ -43,6 +43,8 @@ mod durability;
 mod fallbacks;
 mod hooks;
 mod import;
+mod mcp_serve;
+mod mcp_tools;
 mod media;
 mod media_out;
 mod memory;

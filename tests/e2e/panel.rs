@@ -241,7 +241,7 @@ const ACTIONS: [&str; 8] = [
 ];
 
 /// A client that does not follow redirects.
-fn http() -> reqwest::Client {
+pub(crate) fn http() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -259,7 +259,7 @@ async fn shape(r: reqwest::Response) -> (StatusCode, String, String) {
 }
 
 /// Logs in with `token`: the session cookie (`name=value`) and the page's CSRF token.
-async fn login(c: &reqwest::Client, base: &str, token: &str) -> (String, String) {
+pub(crate) async fn login(c: &reqwest::Client, base: &str, token: &str) -> (String, String) {
     let r = c
         .post(format!("{base}/panel/login"))
         .form(&[("token", token)])

@@ -8,6 +8,7 @@
 //! - [`cron`]: `cron`, scheduled turns of the session (the gateway keeps and fires them).
 //! - [`spawn`]: `sessions_spawn`, handing a task to a coding agent (the gateway does it).
 //! - [`web`]: `web_fetch` and `web_search`, over `[tools.web]`.
+//! - [`mcp`]: the tools of MCP servers (`SERVER__tool`), through [`crate::mcp`].
 //! - [`memory`]: `memory_search` and `memory_get` over `MEMORY.md` and `memory/*.md`.
 //! - [`truncate`]: head-and-tail shortening of output with the total size stated.
 
@@ -22,6 +23,7 @@ pub mod exec;
 mod group;
 mod job;
 pub mod ls;
+pub mod mcp;
 pub mod memory;
 pub mod paths;
 pub mod process;

@@ -73,6 +73,34 @@ fn span(secs: u64) -> String {
     }
 }
 
+/// The "MCP servers" section of the overview (empty when none is configured): each server's
+/// transport, state, restarts and tools.
+fn mcp_servers(status: &serde_json::Value) -> String {
+    let Some(servers) = status["mcp"].as_array().filter(|s| !s.is_empty()) else {
+        return String::new();
+    };
+    let rows: Vec<Vec<String>> = servers
+        .iter()
+        .map(|server| {
+            let text = |field: &str| server[field].as_str().unwrap_or_default().to_owned();
+            let state = text("state");
+            let class = if state == "ready" { "ok" } else { "problem" };
+            let tools: Vec<&str> = (server["tools"].as_array().into_iter().flatten())
+                .filter_map(|t| t.as_str())
+                .collect();
+            vec![
+                esc(&text("name")),
+                esc(&text("transport")),
+                format!("<span class={class}>{}</span>", esc(&state)),
+                server["restarts"].as_u64().unwrap_or(0).to_string(),
+                esc(&tools.join(", ")),
+            ]
+        })
+        .collect();
+    let head = ["server", "transport", "state", "restarts", "tools"];
+    format!("<h2>MCP servers</h2>{}", table(&head, &rows))
+}
+
 /// Overview: channels, live runs, queues, undelivered replies, dead letters, uptime, memory.
 async fn overview(panel: &Panel) -> Page {
     let status = panel
@@ -129,6 +157,7 @@ async fn overview(panel: &Panel) -> Page {
         })
         .collect();
     body.push_str(&table(&["channel", "state"], &channels));
+    body.push_str(&mcp_servers(&status));
     body.push_str("<h2>Live runs</h2>");
     let runs: Vec<Vec<String>> = live
         .iter()

@@ -12,6 +12,9 @@
 //!   nonce dedupe, the 2000-character limit and 429s; serenity 0.12 runs against it.
 //! - [`web`]: [`FakeWeb`], a small web site (pages, redirects, a stalled and an endless page)
 //!   with a fake Brave Search API and SearXNG instance, for the web tools.
+//! - [`mcp`]: a fake MCP server (tools `echo`, `add`, `env`, `read`, `sleep`, `fail`, `big`,
+//!   `image`, `crash`): [`FakeMcpHttp`] over streamable HTTP, and the `fake-mcp-server` binary
+//!   over stdio (`--log`, `--slow-start-ms`, `--crash-after`, `--fail-starts`).
 //! - The `fake-acp-agent` binary: a scripted ACP v1 agent over stdio (its doc comment lists the
 //!   prompt script: echo, `fs-read`, `fs-write`, `term`, `perm`, `slow`, `plan`, `crash`, ...).
 //!
@@ -60,12 +63,14 @@
 //! ```
 
 pub mod discord;
+pub mod mcp;
 pub mod model;
 mod serve;
 pub mod telegram;
 pub mod web;
 
 pub use discord::{ChannelSpec, FakeDiscord, MessageOptions};
+pub use mcp::FakeMcpHttp;
 pub use model::{FakeModel, Outage, RecordedRequest};
 pub use telegram::{ChatSpec, FakeTelegram, SendOptions, UserSpec};
 pub use web::{FakeWeb, Route, WebHit};

@@ -13,7 +13,9 @@
 //!   as one JSON line `{"method": .., "sessionId": ..}` (`sessionId` null when
 //!   the params have none), and each answer to a permission request as
 //!   `{"reply": "session/request_permission", "sessionId": .., "outcome": ..}`
-//!   (outcome: an option kind, `cancelled`, `error: ..` or `no answer`).
+//!   (outcome: an option kind, `cancelled`, `error: ..` or `no answer`). `session/new` and
+//!   `session/load` lines also carry the request's `mcpServers`.
+//! - `FAKE_ACP_MCP_HTTP=1`: advertise `mcpCapabilities.http` (it takes HTTP MCP servers).
 //! - `FAKE_ACP_NO_LOAD=1`: advertise `loadSession: false` and refuse
 //!   `session/load` with method-not-found.
 //! - `FAKE_ACP_IMAGES=1`: advertise `promptCapabilities.image`.
@@ -61,8 +63,8 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, CloseSessionRequest, CloseSessionResponse, ContentBlock,
     ContentChunk, Error as SchemaError, Implementation, InitializeRequest, InitializeResponse,
-    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse,
-    PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
+    LoadSessionRequest, LoadSessionResponse, McpCapabilities, NewSessionRequest,
+    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
     SessionCloseCapabilities, SessionId, SessionNotification, SessionUpdate, TextContent,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
@@ -81,12 +83,15 @@ struct Fake {
     output: Output,
     load_session: bool,
     images: bool,
+    /// Advertise `mcpCapabilities.http`.
+    mcp_http: bool,
 }
 
 impl Fake {
     fn initialize(&self, responder: Responder<InitializeResponse>) -> Result<(), Error> {
         let capabilities = AgentCapabilities::new()
             .load_session(self.load_session)
+            .mcp_capabilities(McpCapabilities::new().http(self.mcp_http))
             .prompt_capabilities(PromptCapabilities::new().image(self.images))
             .session_capabilities(
                 SessionCapabilities::new().close(SessionCloseCapabilities::new()),
@@ -268,6 +273,7 @@ async fn main() -> ExitCode {
         output: Output::stdout(),
         load_session: std::env::var_os("FAKE_ACP_NO_LOAD").is_none_or(|value| value != "1"),
         images: std::env::var_os("FAKE_ACP_IMAGES").is_some_and(|value| value == "1"),
+        mcp_http: std::env::var_os("FAKE_ACP_MCP_HTTP").is_some_and(|value| value == "1"),
     };
     let transport = io::stdio_transport(fake.output.clone(), fake.log.clone());
     let (f1, f2, f3, f4, f5, f6) = (

@@ -35,7 +35,8 @@ impl MethodLog {
     }
 
     /// Records an incoming wire line if it is a request or notification:
-    /// `{"method": .., "sessionId": ..}` (`sessionId` is null when absent).
+    /// `{"method": .., "sessionId": ..}` (`sessionId` is null when absent), with the
+    /// `mcpServers` of `session/new` and `session/load`.
     pub fn record_line(&self, line: &str) {
         if self.path.is_none() {
             return;
@@ -50,7 +51,11 @@ impl MethodLog {
             .pointer("/params/sessionId")
             .cloned()
             .unwrap_or(Value::Null);
-        self.append(&json!({ "method": method, "sessionId": session_id }));
+        let mut entry = json!({ "method": method, "sessionId": session_id });
+        if let Some(servers) = message.pointer("/params/mcpServers") {
+            entry["mcpServers"] = servers.clone();
+        }
+        self.append(&entry);
     }
 
     /// Records the client's answer to a request the agent sent:

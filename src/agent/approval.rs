@@ -229,6 +229,30 @@ mod tests {
         (Some(dyn_approver), scripted)
     }
 
+    #[tokio::test]
+    async fn an_mcp_call_allowed_always_is_not_an_exec_command_allowed() {
+        let store = Store::temporary().unwrap();
+        let (slot, scripted) = slot(vec![Approval::AllowAlways, Approval::Deny]);
+        let cancel = CancellationToken::new();
+        let asking = |kind| Asking {
+            kind,
+            approver: &slot,
+            store: &store,
+            agent: "main",
+            session_key: "k",
+            reply_to: None,
+            cancel: &cancel,
+        };
+        let what = "kit__echo {}";
+        approve(&asking(Asked::McpCall), what).await.unwrap();
+        // Again: remembered, not asked.
+        approve(&asking(Asked::McpCall), what).await.unwrap();
+        // The same text as a command is asked for (and denied).
+        assert!(approve(&asking(Asked::Exec), what).await.is_err());
+        assert_eq!(scripted.asked.lock().unwrap().len(), 2);
+        assert!(always_allowed(&store, Asked::Exec, "main").is_empty());
+    }
+
     #[test]
     fn decisions_parse_loosely() {
         assert_eq!(Approval::parse("Allow-Once"), Some(Approval::AllowOnce));

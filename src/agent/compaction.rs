@@ -196,7 +196,8 @@ impl Agent {
 
     /// Estimated tokens of the system prompt and tool list of every call.
     pub(crate) fn base_tokens(&self) -> u64 {
-        let specs: Vec<ToolSpec> = self.tools.iter().map(|t| t.spec()).collect();
+        let mut specs: Vec<ToolSpec> = self.tools.iter().map(|t| t.spec()).collect();
+        specs.extend(self.mcp.iter().flat_map(|mcp| mcp.specs()));
         // Every tool, listed in the prompt too: a run offered fewer stays below this.
         let system = self.system_for(&specs);
         base_tokens(&system, &specs)

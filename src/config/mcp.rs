@@ -268,6 +268,51 @@ mod tests {
     }
 
     #[test]
+    fn agents_choose_servers_and_every_name_must_be_configured() {
+        let load = |toml: &str| {
+            let config = crate::config::Config::from_toml_str(toml, "c.toml", &|_| None).unwrap();
+            check_references(&config).map(|()| config)
+        };
+        let servers = "[mcp.servers.a]\ncommand = \"a\"\n[mcp.servers.b]\ncommand = \"b\"\n";
+        let config = load(&format!(
+            "{servers}[agent]\nmcp = [\"a\"]\n[[agents]]\nid = \"x\"\nmcp = [\"b\"]\n[[agents]]\nid = \"y\"\n"
+        ))
+        .unwrap();
+        assert_eq!(config.agent.mcp, Some(vec!["a".to_owned()]));
+        assert_eq!(
+            config.for_agent("x").unwrap().agent.mcp,
+            Some(vec!["b".to_owned()])
+        );
+        // An entry without its own choice takes the default agent's.
+        assert_eq!(
+            config.for_agent("y").unwrap().agent.mcp,
+            Some(vec!["a".to_owned()])
+        );
+        let key = |toml: String| load(&toml).unwrap_err().0;
+        assert_eq!(
+            key(format!("{servers}[agent]\nmcp = [\"c\"]\n")),
+            "agent.mcp"
+        );
+        assert_eq!(
+            key(format!("{servers}[[agents]]\nid = \"x\"\nmcp = [\"c\"]\n")),
+            "agents[0].mcp"
+        );
+        assert_eq!(
+            key(format!("{servers}[tools]\ndeny = [\"c__x\"]\n")),
+            "tools.deny"
+        );
+        assert_eq!(
+            key(format!(
+                "{servers}[tools.channels.telegram]\nallow = [\"mcp:c\"]\n"
+            )),
+            "tools.channels.telegram.allow"
+        );
+        assert!(
+            load(format!("{servers}[tools]\nallow = [\"mcp:*\", \"a__x\"]\n").as_str()).is_ok()
+        );
+    }
+
+    #[test]
     fn a_bad_server_names_its_key() {
         let key = |toml: &str| parse(toml).unwrap_err().0;
         assert_eq!(

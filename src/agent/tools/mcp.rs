@@ -35,6 +35,21 @@ impl McpTools {
     }
 }
 
+impl McpTools {
+    /// The specs of the chosen servers' tools listed so far (without waiting).
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        (self.hub.tools(self.selection.as_deref()).into_iter())
+            .map(|remote| {
+                McpTool {
+                    hub: self.hub.clone(),
+                    remote,
+                }
+                .spec()
+            })
+            .collect()
+    }
+}
+
 /// One tool of an MCP server.
 pub struct McpTool {
     hub: Arc<Hub>,

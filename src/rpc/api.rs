@@ -66,6 +66,9 @@ pub struct Posted {
     /// Whether the session's transcript recorded it before the answer; `false` when a run
     /// going on in the session holds the write back (it is recorded once that run ends).
     pub recorded: bool,
+    /// Whether the post ended before the answer; `false`: the platform is slow, the post
+    /// (and the record) go on.
+    pub done: bool,
 }
 
 /// What the RPC may ask of the gateway.

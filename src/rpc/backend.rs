@@ -219,11 +219,22 @@ impl GatewayApi for Backend {
         text: &'a str,
     ) -> BoxFuture<'a, Result<crate::rpc::api::Posted, Fault>> {
         let chats = crate::rpc::session_send::Chats {
-            store: &self.0.store,
-            notices: &self.0.notices,
-            lanes: &self.0.lanes,
+            store: self.0.store.clone(),
+            notices: self.0.notices.clone(),
+            lanes: self.0.lanes.clone(),
         };
-        Box::pin(crate::rpc::session_send::post(chats, key, text))
+        Box::pin(async move {
+            // On a cluster, the node running the session orders its transcript writes.
+            if self.0.placement.node().is_some() && !self.0.placement.runs_here(key) {
+                return Err(Fault::new(
+                    crate::rpc::protocol::UNAVAILABLE,
+                    format!(
+                        "another node runs {key}: send it through that node's RPC (chela status lists them)"
+                    ),
+                ));
+            }
+            crate::rpc::session_send::post(chats, key, text).await
+        })
     }
 
     fn status(&self) -> BoxFuture<'_, Result<Value, Fault>> {

@@ -329,3 +329,64 @@ async fn doctor_lists_each_servers_tools_and_status_and_the_panel_show_them() {
     assert!(page.contains("kit__echo, kit__add"), "{page}");
     chat.finish().await;
 }
+
+/// Calls `web__echo` through `hub` until it answers (the server came back), at most ~10 s.
+async fn echo_until_it_answers(
+    hub: &chela::mcp::Hub,
+    tool: &chela::mcp::RemoteTool,
+) -> Vec<String> {
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let mut failures = Vec::new();
+    for _ in 0..40 {
+        match hub
+            .call(tool, serde_json::json!({"text": "again"}), &cancel)
+            .await
+        {
+            Ok(reply) if reply.text == "echo: again" => return failures,
+            Ok(reply) => failures.push(reply.text),
+            Err(e) => failures.push(e.to_string()),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    panic!("the server never answered again: {failures:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_server_that_goes_down_or_forgets_its_session_is_reached_again() {
+    let web = FakeMcpHttp::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "[agent]\nworkspace = {:?}\n[mcp]\nstartup_timeout_s = 10\n[mcp.servers.web]\nurl = \"{}\"\n",
+        dir.path().join("ws").display().to_string(),
+        web.url()
+    );
+    let config = chela::config::Config::from_toml_str(&toml, "c.toml", &|_| None).unwrap();
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let hub = chela::mcp::Hub::start(&config, &shutdown).unwrap();
+    hub.settled(None).await;
+    let tools = hub.tools(None);
+    let echo = tools.iter().find(|t| t.exposed == "web__echo").unwrap();
+    assert!(echo_until_it_answers(&hub, echo).await.is_empty());
+
+    // Down: calls fail and say so; back up, they answer again.
+    web.set_down(true);
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let failed = hub
+        .call(echo, serde_json::json!({"text": "x"}), &cancel)
+        .await;
+    assert!(failed.is_err(), "{failed:?}");
+    web.set_down(false);
+    echo_until_it_answers(&hub, echo).await;
+
+    // The server forgot every session (it restarted): the next call starts a new one.
+    web.expire_sessions();
+    let failures = echo_until_it_answers(&hub, echo).await;
+    assert!(failures.is_empty(), "{failures:?}");
+    let status = hub.status();
+    assert_eq!(
+        status[0].state,
+        chela::mcp::ServerState::Ready,
+        "{status:?}"
+    );
+    shutdown.cancel();
+}

@@ -34,6 +34,7 @@ pub mod providers;
 pub mod redact;
 mod rpc;
 mod tools;
+mod tts;
 mod types;
 mod urls;
 mod web;
@@ -69,9 +70,11 @@ pub use providers::ProviderEntry;
 pub use redact::REDACTED;
 pub use rpc::{DEFAULT_RPC_LISTEN, RpcConfig, discovery_path_for};
 pub use tools::{
-    ExecApprovals, ExecConfig, NetworkMode, SandboxMode, SessionsReach, TOOL_GROUPS, TOOL_NAMES,
-    ToolProfile, ToolScopeConfig, ToolsConfig, WEB_PORTS, expand_tool_name,
+    ExecApprovals, ExecConfig, MESSAGE_ACTIONS, NetworkMode, SandboxMode, SessionsReach,
+    TOOL_GROUPS, TOOL_NAMES, ToolProfile, ToolScopeConfig, ToolsConfig, WEB_PORTS,
+    expand_tool_name,
 };
+pub use tts::{TtsConfig, TtsDefault, TtsMode};
 pub use types::{
     AgentConfig, Config, DmScope, DropPolicy, ModelConfig, ProviderKind, QueueConfig, QueueLimits,
     QueueMode, SessionConfig, StoreConfig, StoreEngine, TerminalConfig, Thinking,
@@ -145,6 +148,7 @@ impl Config {
             .and(config.delivery.check())
             .and(config.media.check())
             .and(config.memory.check())
+            .and(config.tts.check())
             .and(config.cluster.check(config.store.is_postgres()))
             .and(cron::check(&config.cron, &config.heartbeat));
         if let Err((key, message)) = checked {

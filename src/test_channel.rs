@@ -85,8 +85,8 @@ impl TestChannel {
         self.uploads.lock().unwrap().clone()
     }
 
-    /// What was asked (`send TEXT`, `edit TEXT`, `delete ID`, `answer HANDLE: TEXT`), in
-    /// order; refused calls included.
+    /// What was asked (`send TEXT`, `edit TEXT`, `delete ID`, `answer HANDLE: TEXT`,
+    /// `react ID EMOJI`, `pin ID`, `poll QUESTION [A|B]`), in order; refused calls included.
     pub fn calls(&self) -> Vec<String> {
         self.timed().into_iter().map(|(_, call)| call).collect()
     }
@@ -167,6 +167,36 @@ impl Channel for TestChannel {
         message: &'a SentMessage,
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
         Box::pin(async move { self.record(format!("delete {}", message.message_id), false) })
+    }
+    fn react<'a>(
+        &'a self,
+        _to: &'a Conversation,
+        message_id: &'a str,
+        emoji: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move { self.record(format!("react {message_id} {emoji}"), true) })
+    }
+    fn pin<'a>(
+        &'a self,
+        _to: &'a Conversation,
+        message_id: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move { self.record(format!("pin {message_id}"), true) })
+    }
+    fn send_poll<'a>(
+        &'a self,
+        _to: &'a Conversation,
+        poll: &'a chela_channel::Poll,
+    ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
+        Box::pin(async move {
+            let options = poll.options.join("|");
+            self.record(format!("poll {} [{options}]", poll.question), true)?;
+            let mut id = self.next_id.lock().unwrap();
+            *id += 1;
+            Ok(SentMessage {
+                message_id: format!("s{id}"),
+            })
+        })
     }
     fn caption_limit(&self) -> usize {
         20

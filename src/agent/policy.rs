@@ -6,10 +6,14 @@
 //! profile of one group. Then the `allow` lists (agent, channel, group) add tools and the
 //! `deny` lists take them away; deny always wins. A sub-agent runs under its parent's policy.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
+use serde_json::Value;
+
 use crate::config::{
-    ExecApprovals, ToolProfile, ToolScopeConfig, ToolsConfig, expand_tool_name, mcp_entry_server,
+    ExecApprovals, MESSAGE_ACTIONS, ToolProfile, ToolScopeConfig, ToolsConfig, expand_tool_name,
+    mcp_entry_server,
 };
 use crate::domain::session_key::{KeyBase, SessionKey};
 
@@ -88,8 +92,14 @@ impl Allowed {
     }
 
     /// Whether the tool named `name` may run. A tool of an MCP server (`SERVER__tool`) is
-    /// also named by `mcp:SERVER` and `mcp:*` (and a deny of `"*"` takes it away).
+    /// also named by `mcp:SERVER` and `mcp:*` (and a deny of `"*"` takes it away). A tool's
+    /// action (`message:react`) goes with a deny of its tool (`message`).
     pub fn allows(&self, name: &str) -> bool {
+        if let Some((tool, _)) = name.split_once(':')
+            && self.denied.contains(tool)
+        {
+            return false;
+        }
         let Some((server, _)) = name.split_once("__") else {
             return !self.denied.contains(name) && (self.everything || self.tools.contains(name));
         };
@@ -98,9 +108,36 @@ impl Allowed {
         !denied && (self.everything || names.iter().any(|n| self.tools.contains(n)))
     }
 
+    /// Whether the tool named `name` is offered to the model: it may run, or one of its
+    /// actions may (a conversation that may react but not send still gets `message`).
+    pub fn offers(&self, name: &str) -> bool {
+        self.allows(name)
+            || MESSAGE_ACTIONS
+                .iter()
+                .filter(|action| action.split_once(':').is_some_and(|(tool, _)| tool == name))
+                .any(|action| self.allows(action))
+    }
+
+    /// Whether a call of tool `name` with `args` may run: the policy name of the call
+    /// ([`call_name`]) must be allowed.
+    pub fn allows_call(&self, name: &str, args: &Value) -> bool {
+        self.allows(&call_name(name, args))
+    }
+
     /// Takes `name` away (a sub-agent may not spawn).
     pub fn remove(&mut self, name: &str) {
         self.denied.insert(name.to_owned());
+    }
+}
+
+/// The name the policy knows a call of tool `name` with `args` by: `message:<action>` for a
+/// `message` call whose `action` is not `send` (`message:react`, ...), else `name` itself.
+pub fn call_name<'a>(name: &'a str, args: &Value) -> Cow<'a, str> {
+    match args.get("action").and_then(Value::as_str).map(str::trim) {
+        Some(action) if name == "message" && !action.is_empty() && action != "send" => {
+            Cow::Owned(format!("message:{action}"))
+        }
+        _ => Cow::Borrowed(name),
     }
 }
 
@@ -337,6 +374,43 @@ mod tests {
         let p = policy("[tools]\nprofile = \"full\"\ndeny = [\"*\"]\n");
         assert!(!p.resolve(&direct).allows("docs__search"));
         assert!(!policy("").resolve(&Scope::of(GROUP)).allows("docs__search"));
+    }
+
+    #[test]
+    fn message_actions_have_names_of_their_own_and_go_with_a_deny_of_message() {
+        let react = serde_json::json!({"action": "react", "emoji": "👍"});
+        assert_eq!(call_name("message", &react), "message:react");
+        assert_eq!(
+            call_name("message", &serde_json::json!({"action": "send"})),
+            "message"
+        );
+        assert_eq!(
+            call_name("message", &serde_json::json!({"text": "hi"})),
+            "message"
+        );
+        assert_eq!(call_name("exec", &react), "exec");
+        // Full: every action; messaging: all but pin; coding: none.
+        let dm = policy("").resolve(&Scope::of(DM));
+        assert!(MESSAGE_ACTIONS.iter().all(|a| dm.allows(a)));
+        let messaging = policy("[tools]\nprofile = \"messaging\"\n").resolve(&Scope::of(DM));
+        assert!(messaging.allows_call("message", &react));
+        assert!(!messaging.allows("message:pin") && messaging.allows("message:poll"));
+        let coding = policy("[tools]\nprofile = \"coding\"\n").resolve(&Scope::of(DM));
+        assert!(!coding.offers("message") && !coding.allows_call("message", &react));
+        // One action denied; or the whole tool.
+        let p = policy("[tools]\ndeny = [\"message:delete\"]\n");
+        let dm = p.resolve(&Scope::of(DM));
+        assert!(dm.allows("message") && dm.allows("message:edit") && !dm.allows("message:delete"));
+        let p = policy("[tools]\ndeny = [\"message\"]\n");
+        let dm = p.resolve(&Scope::of(DM));
+        assert!(!dm.offers("message") && !dm.allows_call("message", &react));
+        // A group that may only react is offered the tool, for reacting alone.
+        let p = policy("[tools]\nallow = [\"message:react\"]\n");
+        let group = p.resolve(&Scope::of(GROUP));
+        assert!(group.offers("message") && !group.allows("message"));
+        assert!(group.allows_call("message", &react));
+        assert!(!group.allows_call("message", &serde_json::json!({"text": "hi"})));
+        assert!(!group.offers("exec"));
     }
 
     #[test]

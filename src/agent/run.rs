@@ -404,7 +404,7 @@ impl Turn<'_> {
             .tools
             .iter()
             .map(|t| t.spec())
-            .filter(|spec| self.allowed.allows(&spec.name))
+            .filter(|spec| self.allowed.offers(&spec.name))
             .collect();
         let (provider_name, model) = match self.model.as_deref() {
             Some(choice) => provider.resolve(choice),
@@ -569,10 +569,10 @@ impl Turn<'_> {
         if !self.tools.iter().any(|t| t.spec().name == call.name) {
             return Some(ToolOutput::error(format!("unknown tool: {}", call.name)));
         }
-        (!self.allowed.allows(&call.name)).then(|| {
+        let name = crate::agent::policy::call_name(&call.name, &call.arguments);
+        (!self.allowed.allows(&name)).then(|| {
             ToolOutput::error(format!(
-                "The tool {} is not allowed in this conversation (tool policy).",
-                call.name
+                "The tool {name} is not allowed in this conversation (tool policy)."
             ))
         })
     }

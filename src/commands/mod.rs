@@ -4,6 +4,7 @@
 
 pub mod acp;
 mod port;
+mod tts;
 
 pub use port::{CommandContext, Compactor};
 
@@ -44,6 +45,7 @@ pub async fn handle(
             if let Err(e) = crate::agent::model_choice::choose(ctx.store(), key, None)
                 .and_then(|()| crate::agent::model_choice::set_thinking(ctx.store(), key, None))
                 .and_then(|()| crate::agent::model_choice::show_reasoning(ctx.store(), key, None))
+                .and_then(|()| crate::delivery::tts_choice::choose(ctx.store(), key, None))
             {
                 tracing::warn!(error = %e, session = %key, "cannot reset the session's model");
             }
@@ -80,6 +82,7 @@ pub async fn handle(
         Command::Model(args) => model(ctx, key, &args).await,
         Command::Think(args) => think(ctx, key, &args),
         Command::Reasoning(args) => reasoning(ctx, key, &args),
+        Command::Tts(args) => tts::tts(ctx, key, &args),
         Command::Whoami => format!(
             "You are {} (id {}) on {}; session {}",
             if inbound.sender.name.is_empty() {

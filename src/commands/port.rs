@@ -33,6 +33,8 @@ pub trait CommandContext: Send + Sync {
     /// How much session `key`'s agent's model reasons unless the session says
     /// (`[model] thinking`).
     fn thinking(&self, key: &str) -> crate::config::Thinking;
+    /// `[tts]`: voice replies (`/tts`).
+    fn tts(&self) -> &crate::config::TtsConfig;
     /// `[model] models`: the names `/model` may choose (empty: any).
     fn allowed_models(&self) -> &[String];
     /// Whether the sender of `inbound` may switch to a model by name (`/model NAME`).

@@ -23,6 +23,7 @@ impl Config {
         hide(&mut copy.channels.discord.token);
         hide(&mut copy.rpc.token);
         hide(&mut copy.media.transcribe_api_key);
+        hide(&mut copy.tts.api_key);
         hide(&mut copy.tools.web.search.api_key);
         for provider in copy.providers.values_mut() {
             hide(&mut provider.api_key);
@@ -40,6 +41,7 @@ impl Config {
         }
         copy.model.base_url = redact_url(&copy.model.base_url, false);
         copy.media.transcribe_url = redact_url(&copy.media.transcribe_url, false);
+        copy.tts.url = redact_url(&copy.tts.url, false);
         copy.channels.telegram.api_url = redact_url(&copy.channels.telegram.api_url, false);
         copy.channels.telegram.webhook_url = redact_url(&copy.channels.telegram.webhook_url, true);
         copy.channels.discord.api_url = redact_url(&copy.channels.discord.api_url, false);
@@ -124,7 +126,8 @@ mod tests {
                     [tools.web.search]\nprovider = \"brave\"\napi_key = \"BSA-brave\"\n\
                     [mcp.servers.m]\ncommand = \"m\"\nenv = { M_KEY = \"mcp-env\" }\n\
                     [mcp.servers.h]\nurl = \"https://h.example/mcp?key=mcp-url\"\n\
-                    headers = { Authorization = \"Bearer mcp-header\" }\n";
+                    headers = { Authorization = \"Bearer mcp-header\" }\n\
+                    [tts]\nurl = \"https://tts.example/v1\"\napi_key = \"sk-tts\"\n";
         let config = Config::from_toml_str(text, "c.toml", &|_| None).unwrap();
         let shown = toml::to_string(&config.redacted()).unwrap();
         for secret in [
@@ -138,6 +141,7 @@ mod tests {
             "mcp-env",
             "mcp-url",
             "mcp-header",
+            "sk-tts",
         ] {
             assert!(!shown.contains(secret), "{secret} shown:\n{shown}");
         }

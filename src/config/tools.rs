@@ -16,7 +16,9 @@ use super::ParseEnumError;
 pub enum ToolProfile {
     /// No tools: chat only.
     Minimal,
-    /// `message`, `sessions_list`, `sessions_history`, `web_fetch`, `web_search`.
+    /// `message` (and its actions `message:react`, `message:edit`, `message:delete`,
+    /// `message:poll`; not `message:pin`), `sessions_list`, `sessions_history`, `web_fetch`,
+    /// `web_search`.
     Messaging,
     /// Files, `exec`, `process`, `sessions_spawn`, the session tools (not `message`) and the
     /// web tools.
@@ -132,7 +134,18 @@ pub struct ExecConfig {
     pub allow_ports: Vec<u16>,
 }
 
-/// Every tool chela's agent has, by name.
+/// The actions of the `message` tool beyond sending, each a name of its own in `allow` and
+/// `deny` (`message` itself is sending; a deny of `message` takes every action too).
+pub const MESSAGE_ACTIONS: &[&str] = &[
+    "message:react",
+    "message:edit",
+    "message:delete",
+    "message:pin",
+    "message:poll",
+];
+
+/// Every tool chela's agent has, by name, and the `message` tool's actions
+/// ([`MESSAGE_ACTIONS`]).
 pub const TOOL_NAMES: &[&str] = &[
     "read",
     "ls",
@@ -141,6 +154,11 @@ pub const TOOL_NAMES: &[&str] = &[
     "exec",
     "process",
     "message",
+    "message:react",
+    "message:edit",
+    "message:delete",
+    "message:pin",
+    "message:poll",
     "sessions_list",
     "sessions_history",
     "sessions_spawn",
@@ -159,7 +177,18 @@ pub const TOOL_GROUPS: &[(&str, &[&str])] = &[
         "group:sessions",
         &["sessions_list", "sessions_history", "sessions_spawn"],
     ),
-    ("group:messaging", &["message"]),
+    (
+        "group:messaging",
+        &[
+            "message",
+            "message:react",
+            "message:edit",
+            "message:delete",
+            "message:pin",
+            "message:poll",
+        ],
+    ),
+    ("group:message_actions", MESSAGE_ACTIONS),
     ("group:web", &["web_fetch", "web_search"]),
     ("group:memory", &["memory_search", "memory_get"]),
 ];
@@ -171,6 +200,10 @@ impl ToolProfile {
             ToolProfile::Minimal => &[],
             ToolProfile::Messaging => &[
                 "message",
+                "message:react",
+                "message:edit",
+                "message:delete",
+                "message:poll",
                 "sessions_list",
                 "sessions_history",
                 "web_fetch",
@@ -359,6 +392,13 @@ mod tests {
         }
         assert!(ToolProfile::Minimal.tools().is_empty());
         assert!(!ToolProfile::Coding.tools().contains(&"message"));
+        for action in MESSAGE_ACTIONS {
+            assert!(TOOL_NAMES.contains(action), "{action}");
+            assert!(!ToolProfile::Coding.tools().contains(action), "{action}");
+        }
+        // Messaging may react, edit and delete its own messages and start polls, not pin.
+        let messaging = ToolProfile::Messaging.tools();
+        assert!(messaging.contains(&"message:poll") && !messaging.contains(&"message:pin"));
         assert_eq!(ToolProfile::Full.tools().len(), TOOL_NAMES.len());
     }
 
@@ -371,6 +411,10 @@ mod tests {
         );
         assert_eq!(expand_tool_name("*").unwrap().len(), TOOL_NAMES.len());
         assert!(expand_tool_name("exce").is_none());
+        assert_eq!(expand_tool_name("message:pin").unwrap(), ["message:pin"]);
+        assert_eq!(expand_tool_name("group:message_actions").unwrap().len(), 5);
+        assert_eq!(expand_tool_name("group:messaging").unwrap().len(), 6);
+        assert!(expand_tool_name("message:shout").is_none());
     }
 
     #[test]

@@ -49,6 +49,8 @@ pub struct Config {
     pub mcp: super::mcp::McpConfig,
     /// `[memory]`: durable notes in the workspace and the flush before a compaction.
     pub memory: super::memory::MemoryConfig,
+    /// `[tts]`: final answers spoken and sent as voice notes.
+    pub tts: super::tts::TtsConfig,
     /// `[[cron]]`: scheduled jobs kept in the config.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cron: Vec<super::cron::CronEntry>,

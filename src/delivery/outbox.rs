@@ -20,8 +20,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::files::{self, FilePolicy};
 use super::journal::RunJournal;
+use super::voice::{self, Spoken, Voices};
 use crate::domain::message::now_ms;
-use crate::reply::{FileFailure, FileOpener, FileProgress, ReplyStream};
+use crate::reply::{FileFailure, FileOpener, FileProgress, ReplyStream, VoiceNote};
 use crate::store::{OutboxEntry, ReplyJournal, Store, StoreError};
 
 /// The first retry after a server failure or a dropped connection waits up to this long (at
@@ -106,20 +107,23 @@ struct Inner {
     counters: OutboxCounters,
     /// Which files a final's file lines may send.
     files: FilePolicy,
+    /// The voice notes of finals (`[tts]`); `None`: off.
+    voices: Option<Arc<Voices>>,
     /// Who waits for the outcome of which delivery ([`Outbox::submit_watched`]).
     watchers: Mutex<HashMap<u64, oneshot::Sender<Result<(), String>>>>,
 }
 
 impl Outbox {
-    /// A worker delivering through `channels`, the files of finals checked by `files`;
-    /// retries stop when `shutdown` fires (what is left stays in the outbox for the next
-    /// start).
+    /// A worker delivering through `channels`, the files of finals checked by `files`, finals
+    /// of sessions with voice replies on spoken by `voices`; retries stop when `shutdown`
+    /// fires (what is left stays in the outbox for the next start).
     pub fn new(
         store: Store,
         channels: HashMap<String, Arc<dyn Channel>>,
         ttl: Duration,
         shutdown: CancellationToken,
         files: FilePolicy,
+        voices: Option<Arc<Voices>>,
     ) -> Outbox {
         Outbox {
             inner: Arc::new(Inner {
@@ -132,6 +136,7 @@ impl Outbox {
                 ids: Mutex::new(HashSet::new()),
                 counters: OutboxCounters::default(),
                 files,
+                voices,
                 watchers: Mutex::new(HashMap::new()),
             }),
         }
@@ -298,6 +303,8 @@ impl Inner {
             None => FileFailure::Fail,
             Some(_) => FileFailure::Note,
         };
+        let speaks = voice::may_speak_into(channel.as_ref());
+        let recovered = delivery.stream.is_none();
         let mut stream = delivery.stream.take().unwrap_or_else(|| {
             let journal = delivery.run_id.as_ref().map(|run| {
                 // Fenced by `note_attempt` below, in the store, before each attempt.
@@ -307,6 +314,9 @@ impl Inner {
         });
         if delivery.run_id.is_none() && !paths.is_empty() {
             self.resume(&delivery, &mut stream);
+        }
+        if speaks && let Some(note) = self.voice_note(&delivery, &text, recovered).await {
+            stream.voice(note);
         }
         // Each part of this final is sent under a key of its own outbox record, so the same
         // part resent after a crash is answered with the first message (Discord's nonce).
@@ -392,6 +402,29 @@ impl Inner {
         self.forget_journals(delivery);
     }
 
+    /// The voice note of `delivery` with text `text` (without file lines), when it is a final
+    /// (not a `message`-tool record) of a session with voice replies on: spoken now, before
+    /// the first attempt, so every attempt sends the same audio; a `recovered` final reuses
+    /// the audio its previous delivery left ([`voice`]).
+    async fn voice_note(
+        &self,
+        delivery: &Delivery,
+        text: &str,
+        recovered: bool,
+    ) -> Option<VoiceNote> {
+        let voices = self.voices.as_ref()?;
+        delivery.run_id.as_ref()?;
+        let files = self.files.for_session(&delivery.session_key);
+        let spoken = Spoken {
+            id: delivery.id,
+            session_key: &delivery.session_key,
+            text,
+            workspace: files.workspace(),
+            reuse: recovered,
+        };
+        voices.note(&self.store, spoken, &self.shutdown).await
+    }
+
     /// Gives `stream` the durable progress of `delivery`, a `message`-tool record with files
     /// (its journal, [`files_journal`]), so a restart sends only what did not go yet.
     fn resume(&self, delivery: &Delivery, stream: &mut ReplyStream) {
@@ -439,10 +472,18 @@ impl Inner {
         }
     }
 
-    /// Forgets the journals of `delivery`: its run's, or its progress ([`files_journal`]).
+    /// Forgets what `delivery` kept beside its record: its run's journal and its voice note's
+    /// audio, or its progress ([`files_journal`]).
     fn forget_journals(&self, delivery: &Delivery) {
         match &delivery.run_id {
-            Some(run) => self.forget_journal(Some(run)),
+            Some(run) => {
+                self.forget_journal(Some(run));
+                if self.voices.is_some() {
+                    let files = self.files.for_session(&delivery.session_key);
+                    let workspace = files.workspace().to_path_buf();
+                    tokio::spawn(voice::discard(workspace, delivery.id));
+                }
+            }
             None => self.forget_journal(Some(&files_journal(delivery.id))),
         }
     }
@@ -566,3 +607,7 @@ mod tests;
 #[cfg(test)]
 #[path = "outbox_files_tests.rs"]
 mod files_tests;
+
+#[cfg(test)]
+#[path = "outbox_voice_tests.rs"]
+mod voice_tests;

@@ -36,6 +36,7 @@ fn setup() -> Setup {
         Duration::from_secs(600),
         CancellationToken::new(),
         files,
+        None,
     );
     Setup {
         _dir: dir,

@@ -117,6 +117,7 @@ fn outbox(channel: &Arc<Scripted>, ttl: Duration) -> (Outbox, Store) {
         ttl,
         CancellationToken::new(),
         files,
+        None,
     );
     (outbox, store)
 }

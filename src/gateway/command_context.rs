@@ -48,6 +48,10 @@ impl CommandContext for CoreCommands {
         self.0.agents.for_key(key).thinking
     }
 
+    fn tts(&self) -> &crate::config::TtsConfig {
+        &self.0.config.tts
+    }
+
     fn allowed_models(&self) -> &[String] {
         &self.0.config.model.models
     }

@@ -205,6 +205,7 @@ impl Gateway {
             config.delivery.ttl(),
             shutdown.clone(),
             crate::delivery::files::FilePolicy::from_config(&config),
+            crate::delivery::voice::Voices::from_config(&config.tts),
         );
         let notices = crate::delivery::Notices::new(channels, outbox.clone());
         let desk = Arc::new(crate::questions::Desk::new(crate::questions::DeskParts {

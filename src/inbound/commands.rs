@@ -39,6 +39,9 @@ pub enum Command {
     /// `/reasoning [on|off]`: show or set whether this session's chat shows the model's
     /// reasoning.
     Reasoning(String),
+    /// `/tts [on|off|default]`: show or set whether this session's finals come as voice
+    /// notes.
+    Tts(String),
 }
 
 /// Plain-text messages that act as `/stop` (exact, after lowercasing and trimming punctuation).
@@ -87,6 +90,7 @@ pub const HELP: &[(&str, &str)] = &[
         "reasoning",
         "Show the model's reasoning in this chat (collapsed): /reasoning on|off",
     ),
+    ("tts", "Answers as voice notes too: /tts on|off"),
     ("help", "List commands"),
     ("whoami", "Show who you are to the bot"),
     (
@@ -142,6 +146,7 @@ pub fn parse(text: &str, bot_username: Option<&str>) -> Option<Command> {
         "model" => Some(Command::Model(args.to_string())),
         "think" => Some(Command::Think(args.to_string())),
         "reasoning" => Some(Command::Reasoning(args.to_string())),
+        "tts" => Some(Command::Tts(args.to_string())),
         _ => None,
     }
 }

@@ -211,9 +211,10 @@ async fn refusal(inbound: &Inbound, command: &Command, facts: &dyn RouteFacts) -
     let admin_only = match command {
         Command::New(_) | Command::Reset { .. } | Command::Stop => true,
         // Seeing the model is for everyone; changing a group's model is not.
-        Command::Model(args) | Command::Think(args) | Command::Reasoning(args) => {
-            !args.trim().is_empty()
-        }
+        Command::Model(args)
+        | Command::Think(args)
+        | Command::Reasoning(args)
+        | Command::Tts(args) => !args.trim().is_empty(),
         _ => false,
     };
     if !admin_only || conv.kind == ChatKind::Direct || facts.is_owner(&conv.channel, sender) {

@@ -2,6 +2,8 @@
 //! run's session (SPEC 4, 7), each under one rule of who reaches what (`rule.rs`):
 //!
 //! - `sessions.rs`: `message` into another session, `sessions_list`, `sessions_history`.
+//! - `actions.rs`: the `message` tool's actions (react, edit, delete, pin, poll); `own.rs`
+//!   the messages the agent sent, which only it may edit and delete.
 //! - `spawn.rs`: `sessions_spawn`, a sub-agent (the runner's `subagents`) or a coding agent
 //!   (bound to a new thread through the commands' `start_binding`, or run once).
 //! - `cron.rs`: the `cron` tool, jobs in the calling session or, for an owner, any.
@@ -9,7 +11,9 @@
 //! The tools are built with the agent, before the stages they reach exist, so
 //! [`ReachTools`] holds the gateway weakly ([`Host`]) and takes its [`Handles`] at each call.
 
+mod actions;
 mod cron;
+mod own;
 mod rule;
 mod sessions;
 mod spawn;

@@ -1,20 +1,26 @@
 //! The agent's [`SessionsApi`]: what the `message`, `sessions_list` and `sessions_history`
 //! tools do. Which sessions a run reaches is [`Reach`]'s rule. A session can be messaged once
 //! it has replied somewhere (the store remembers where); text sent to the run's own
-//! conversation is kept so the final reply does not repeat it.
+//! conversation is kept so the final reply does not repeat it. The ids of the messages a send
+//! made come back in its result and are remembered as the agent's own (`own.rs`), for the
+//! tool's other actions (`actions.rs`).
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use chela_channel::Conversation;
+use chela_channel::{Conversation, SentMessage};
 
+use super::own::{self, OwnKind};
 use super::rule::Reach;
 use super::{Handles, ReachTools};
 use crate::agent::provider::BoxFuture;
+use crate::agent::tools::message_action::MessageAction;
 use crate::agent::tools::refusal::ToolRefusal;
 use crate::agent::tools::sessions::{Caller, FileSend, SessionsApi};
 use crate::delivery::Delivery;
 use crate::delivery::files;
 use crate::domain::message::{Message, now_ms, text_of};
+use crate::reply::{ReplyStream, SentJournal};
 use crate::store::SubagentState;
 
 /// Chars of one message `sessions_history` shows.
@@ -35,14 +41,31 @@ impl SessionsApi for ReachTools {
         Box::pin(async move {
             let host = host?;
             let (key, to) = destination(&host, caller, target)?;
-            host.notices
-                .send_text(&to, &text)
-                .await
-                .map_err(|e| ToolRefusal::Failed(e.to_string()))?;
+            let ids = send_text(&host, &to, &text).await?;
+            let ids = match ids.as_slice() {
+                [] => String::new(),
+                [one] => format!("; message id {one}"),
+                many => format!("; message ids {}", many.join(", ")),
+            };
             Ok(format!(
-                "sent to {} ({} chat {})",
+                "sent to {} ({} chat {}{ids})",
                 key, to.channel, to.chat_id
             ))
+        })
+    }
+
+    fn act(
+        &self,
+        caller: Caller,
+        target: Option<String>,
+        action: MessageAction,
+    ) -> BoxFuture<'static, Result<String, ToolRefusal>> {
+        let host = self.handles();
+        Box::pin(async move {
+            let host = host?;
+            let answered = super::actions::answered_message(&host, &caller);
+            let (key, to) = destination(&host, caller, target)?;
+            super::actions::act(&host, &key, to, answered, action).await
         })
     }
 
@@ -123,6 +146,50 @@ impl SessionsApi for ReachTools {
             .collect();
         let skip = lines.len().saturating_sub(limit);
         Ok(lines.into_iter().skip(skip).collect())
+    }
+}
+
+/// Sends `text` into `to` as one complete reply after the conversation's finals (as a
+/// notice goes), and remembers the messages it made as the agent's own; their ids.
+async fn send_text(
+    host: &Handles,
+    to: &Conversation,
+    text: &str,
+) -> Result<Vec<String>, ToolRefusal> {
+    let channel = host
+        .notices
+        .channel(&to.channel)
+        .ok_or_else(|| ToolRefusal::Failed(format!("the {} channel is not running", to.channel)))?;
+    host.notices.outbox().settled_within(to).await;
+    let made = Arc::new(Made::default());
+    let journal: Arc<dyn SentJournal> = made.clone();
+    let mut reply = ReplyStream::new(channel, to.clone()).journaled(Some(journal));
+    let sent = reply.finish(text).await;
+    // What went out before a failure is the agent's too.
+    let ids = made.ids();
+    if let Err(e) = own::note(&host.store, to, &ids, OwnKind::Text) {
+        tracing::warn!(error = %e, "cannot note the messages the agent sent");
+    }
+    sent.map_err(|e| ToolRefusal::Failed(e.to_string()))?;
+    Ok(ids)
+}
+
+/// The ids of the messages a send made, in order.
+#[derive(Default)]
+struct Made(Mutex<Vec<String>>);
+
+impl Made {
+    fn ids(&self) -> Vec<String> {
+        self.0.lock().map(|ids| ids.clone()).unwrap_or_default()
+    }
+}
+
+impl SentJournal for Made {
+    fn sent<'a>(&'a self, message: &'a SentMessage, _durable: bool) -> BoxFuture<'a, ()> {
+        if let Ok(mut ids) = self.0.lock() {
+            ids.push(message.message_id.clone());
+        }
+        Box::pin(async {})
     }
 }
 

@@ -263,7 +263,7 @@ async fn the_runs_own_session_as_target_is_the_runs_own_conversation() {
         .send(me.clone(), Some(anns.into()), "hi".into())
         .await
         .unwrap();
-    assert!(sent.contains("(test chat 99)"), "{sent}");
+    assert!(sent.contains("(test chat 99; message id "), "{sent}");
     let (key, to) = destination(core, me, Some(anns.into())).unwrap();
     assert_eq!((key.as_str(), to.chat_id.as_str()), (anns, "99"));
     gateway.shutdown().await;

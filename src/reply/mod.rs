@@ -13,7 +13,9 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::domain::events::{Lifecycle, RunEvent, ToolEvent};
-pub use stream::{FileFailure, FileOpener, FileProgress, NO_REPLY, ReplyStream, SentJournal};
+pub use stream::{
+    FileFailure, FileOpener, FileProgress, NO_REPLY, ReplyStream, SentJournal, VoiceNote,
+};
 
 /// How often the typing indicator is refreshed (Telegram's expires after about 5 s).
 const TYPING_EVERY: Duration = Duration::from_secs(6);

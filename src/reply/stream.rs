@@ -12,8 +12,11 @@ use super::split::{Split, block_head, split_head};
 
 #[path = "stream_files.rs"]
 mod files;
+#[path = "stream_voice.rs"]
+mod voice;
 
 pub use files::{FileFailure, FileOpener, FileProgress};
+pub use voice::VoiceNote;
 
 /// Attempts at delivering the final text before giving up.
 const FINAL_ATTEMPTS: u32 = 6;
@@ -85,6 +88,8 @@ pub struct ReplyStream {
     first_tried: bool,
     /// How far the final's files got ([`ReplyStream::deliver_with_files`]).
     files: files::FilesState,
+    /// The final's voice note and how far it got ([`ReplyStream::voice`]).
+    voice: voice::VoiceState,
     /// When the message this replies to was accepted (ms since the epoch), until the first
     /// text is visible (`chela_first_text_seconds`).
     accepted_ms: Option<u64>,
@@ -125,6 +130,7 @@ impl ReplyStream {
             calls: 0,
             first_tried: false,
             files: files::FilesState::default(),
+            voice: voice::VoiceState::default(),
             accepted_ms: None,
         }
     }
@@ -295,14 +301,15 @@ impl ReplyStream {
         self.limited_until.take()
     }
 
-    /// What has been shown so far (frozen bytes, shown bytes, a message open, files sent):
+    /// What has been shown so far (frozen bytes, shown bytes, a message open, files and voice
+    /// note sent):
     /// a change between two attempts means the second one made progress.
     pub fn progress(&self) -> (usize, usize, bool, usize) {
         (
             self.frozen,
             self.shown.len(),
             self.current.is_some(),
-            self.files.progress(),
+            self.files.progress() + self.voice.progress(),
         )
     }
 

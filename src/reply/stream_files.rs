@@ -81,11 +81,13 @@ impl ReplyStream {
 
     /// [`ReplyStream::deliver_once`] for a final that carries files (`paths`, opened with
     /// `opener` right before each upload): the text first (the preview completed, or as new
-    /// messages), then each file. A short text with no preview shown rides as the first
-    /// file's caption instead (at most the channel's caption limit; longer text goes as a
-    /// message of its own). Call it again after a retryable error: the text and the files
-    /// that got through are not sent again, a failed upload is repeated whole. Each file is
-    /// sent under the key `<key>.f<n>` and journaled like a part.
+    /// messages), then each file, then the voice note ([`ReplyStream::voice`]; one that goes
+    /// instead of the text goes first, and the preview is deleted). A short text with no
+    /// preview shown rides as the first file's caption instead (at most the channel's caption
+    /// limit; longer text goes as a message of its own). Call it again after a retryable
+    /// error: the text and the files that got through are not sent again, a failed upload is
+    /// repeated whole. Each file is sent under the key `<key>.f<n>` and journaled like a
+    /// part.
     pub async fn deliver_with_files(
         &mut self,
         final_text: &str,
@@ -93,7 +95,7 @@ impl ReplyStream {
         opener: &dyn FileOpener,
         failure: FileFailure,
     ) -> Result<(), ChannelError> {
-        if paths.is_empty() {
+        if paths.is_empty() && !self.voice.is_some() {
             return self.deliver_once(final_text).await;
         }
         if failure == FileFailure::Fail && !self.files.text_done {
@@ -104,7 +106,8 @@ impl ReplyStream {
             }
         }
         let body = final_text.trim();
-        self.deliver_text_first(final_text).await?;
+        self.deliver_text_first(final_text, !paths.is_empty(), opener)
+            .await?;
         while let Some(path) = paths.get(self.files.sent) {
             let n = self.files.sent;
             let caption = (self.files.captioned && n == 0).then_some(body);
@@ -132,6 +135,8 @@ impl ReplyStream {
                 self.files.text_owed = false;
             }
         }
+        // The voice note beside the text (done already when it took the text's place).
+        self.send_voice(opener).await?;
         if !self.files.notes.is_empty() && !self.files.notes_sent {
             let notes = self.files.notes.join("\n");
             let sent = match self.key.as_ref().map(|k| format!("{k}.n")) {
@@ -150,15 +155,29 @@ impl ReplyStream {
         Ok(())
     }
 
-    /// Delivers the text of a final with files, unless it rides as the first file's caption.
-    async fn deliver_text_first(&mut self, final_text: &str) -> Result<(), ChannelError> {
+    /// Delivers the text of a final with files, unless it rides as the first file's caption
+    /// (when `may_caption`: the final has files) or its voice note goes instead of it (the
+    /// preview then goes).
+    async fn deliver_text_first(
+        &mut self,
+        final_text: &str,
+        may_caption: bool,
+        opener: &dyn FileOpener,
+    ) -> Result<(), ChannelError> {
         if self.files.text_done {
+            return Ok(());
+        }
+        if self.voice_instead() && self.send_voice(opener).await? {
+            self.deliver_once(NO_REPLY).await?;
+            self.item_done("text").await;
+            self.files.text_done = true;
             return Ok(());
         }
         let body = final_text.trim();
         let silent = body.is_empty() || body.eq_ignore_ascii_case(NO_REPLY);
         let fits = body.chars().count() <= self.channel.caption_limit();
-        if !silent && fits && self.current.is_none() && self.frozen == 0 && self.files.sent == 0 {
+        let first = self.current.is_none() && self.frozen == 0 && self.files.sent == 0;
+        if may_caption && !silent && fits && first {
             self.files.captioned = true;
         } else {
             self.deliver_once(if silent { NO_REPLY } else { final_text })

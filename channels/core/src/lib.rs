@@ -11,8 +11,10 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 mod outbound;
+mod poll;
 
 pub use outbound::{OutboundFile, kind_for_name, mime_for_name};
+pub use poll::{POLL_MAX_OPTION, POLL_MAX_OPTIONS, POLL_MAX_QUESTION, POLL_MIN_OPTIONS, Poll};
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -425,6 +427,38 @@ pub trait Channel: Send + Sync {
     ) -> BoxFuture<'a, Result<(), ChannelError>> {
         let _ = (to, message);
         Box::pin(async { Err(ChannelError::Unsupported("delete")) })
+    }
+    /// Reacts to the platform message `message_id` in `to` with `emoji` (a Unicode emoji; on
+    /// Discord also a custom one, `<:name:id>`). Any message of the conversation, not only
+    /// the bot's. Unsupported by default.
+    fn react<'a>(
+        &'a self,
+        to: &'a Conversation,
+        message_id: &'a str,
+        emoji: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        let _ = (to, message_id, emoji);
+        Box::pin(async { Err(ChannelError::Unsupported("reactions")) })
+    }
+    /// Pins the platform message `message_id` in `to` (any message of the conversation).
+    /// Unsupported by default.
+    fn pin<'a>(
+        &'a self,
+        to: &'a Conversation,
+        message_id: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        let _ = (to, message_id);
+        Box::pin(async { Err(ChannelError::Unsupported("pinning")) })
+    }
+    /// Sends `poll` into `to` as the platform's native poll; the message it made.
+    /// Unsupported by default.
+    fn send_poll<'a>(
+        &'a self,
+        to: &'a Conversation,
+        poll: &'a Poll,
+    ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
+        let _ = (to, poll);
+        Box::pin(async { Err(ChannelError::Unsupported("polls")) })
     }
     /// Whether replies stream as finished blocks (separate messages, never edited) instead
     /// of one preview edited as the text grows.

@@ -16,6 +16,7 @@
 //! - `errors`: REST errors -> channel errors.
 //! - `message_rest`: message create and edit, with a 429's `retry_after` kept.
 //! - `upload`: files the bot sends (one attachment per message, nonce as for text).
+//! - `actions`: the agent's message actions (reactions, pins, native polls).
 //!
 //! Pointed at a non-default `api_url` (a fake), serenity's ratelimiter is off and chela paces
 //! itself (messages go through `message_rest`, which hands Discord's `retry_after` to the reply
@@ -23,6 +24,7 @@
 //! A keyed send ([`Channel::send_keyed`], a final's part) derives its nonce from the key, so
 //! the same part sent again after a restart is answered with the first message.
 
+mod actions;
 mod buttons;
 mod catch_up;
 mod command_intake;
@@ -47,7 +49,8 @@ mod upload;
 use std::sync::Arc;
 
 use chela_channel::{
-    BoxFuture, Channel, ChannelError, ChatKind, Conversation, InboundSink, Limits, SentMessage,
+    BoxFuture, Channel, ChannelError, ChatKind, Conversation, InboundSink, Limits, Poll,
+    SentMessage,
 };
 use serenity::builder::{
     Builder, CreateAllowedMentions, CreateInteractionResponseFollowup, CreateMessage, CreateThread,
@@ -490,6 +493,31 @@ impl Channel for DiscordChannel {
                 .await
                 .map_err(channel_error)
         })
+    }
+
+    fn react<'a>(
+        &'a self,
+        to: &'a Conversation,
+        message_id: &'a str,
+        emoji: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(self.react_once(to, message_id, emoji))
+    }
+
+    fn pin<'a>(
+        &'a self,
+        to: &'a Conversation,
+        message_id: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(self.pin_once(to, message_id))
+    }
+
+    fn send_poll<'a>(
+        &'a self,
+        to: &'a Conversation,
+        poll: &'a Poll,
+    ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
+        Box::pin(self.send_poll_once(to, poll))
     }
 
     fn open_thread<'a>(

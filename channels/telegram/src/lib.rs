@@ -8,12 +8,15 @@
 //! - `api`: the reply path's calls (send, edit, delete) over plain HTTP, so a 5xx, an HTML
 //!   error page or a dropped connection is a retryable error at once (teloxide sleeps 10 s
 //!   after a 5xx and reads an HTML page as a refusal).
+//! - `actions`: the agent's message actions (`setMessageReaction`, `pinChatMessage`,
+//!   `sendPoll`), over `api` too.
 //! - `upload`: files the bot sends (`sendPhoto`, `sendVoice`, `sendDocument`, multipart).
 //! - [`webhook`]: webhook mode (updates pushed to chela's listener, secret token checked).
 //!
 //! Sends into a forum topic carry `message_thread_id`, except the General topic (1), which
 //! Telegram rejects; typing indicators carry it always.
 
+mod actions;
 mod api;
 mod errors;
 pub mod format;
@@ -30,7 +33,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chela_channel::{
-    BoxFuture, Button, Channel, ChannelError, ChatKind, Conversation, InboundSink, Limits,
+    BoxFuture, Button, Channel, ChannelError, ChatKind, Conversation, InboundSink, Limits, Poll,
     SentMessage,
 };
 use teloxide::payloads::SendChatActionSetters;
@@ -358,6 +361,40 @@ impl Channel for TelegramChannel {
                 Ok(_) => Ok(()),
                 Err(e) => Err(e.into()),
             }
+        })
+    }
+
+    fn react<'a>(
+        &'a self,
+        to: &'a Conversation,
+        message_id: &'a str,
+        emoji: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            let message = actions::message_id(message_id)?;
+            actions::react(&self.api, chat_id(to)?.0, message, emoji).await
+        })
+    }
+
+    fn pin<'a>(
+        &'a self,
+        to: &'a Conversation,
+        message_id: &'a str,
+    ) -> BoxFuture<'a, Result<(), ChannelError>> {
+        Box::pin(async move {
+            let message = actions::message_id(message_id)?;
+            actions::pin(&self.api, chat_id(to)?.0, message).await
+        })
+    }
+
+    fn send_poll<'a>(
+        &'a self,
+        to: &'a Conversation,
+        poll: &'a Poll,
+    ) -> BoxFuture<'a, Result<SentMessage, ChannelError>> {
+        Box::pin(async move {
+            let topic = send_topic(to).map(|t| t.0.0);
+            actions::send_poll(&self.api, chat_id(to)?.0, topic, poll).await
         })
     }
 

@@ -25,6 +25,7 @@ mod job;
 pub mod ls;
 pub mod mcp;
 pub mod memory;
+pub mod message_action;
 pub mod paths;
 pub mod process;
 pub mod read;

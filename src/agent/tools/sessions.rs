@@ -1,12 +1,14 @@
 //! Tools that reach other conversations and sessions (SPEC 7): `message` (send to the current
-//! conversation or another session's), `sessions_list`, `sessions_history`. The gateway does
-//! the work behind [`SessionsApi`], so the agent stays platform-blind.
+//! conversation or another session's; react, edit, delete, pin, poll: `message_action.rs`),
+//! `sessions_list`, `sessions_history`. The gateway does the work behind [`SessionsApi`], so
+//! the agent stays platform-blind.
 
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use super::args::ArgError;
+use super::message_action::{self, MessageAction};
 use super::{Tool, ToolContext, ToolOutput, args, parse_args, truncate};
 use crate::agent::provider::{BoxFuture, ToolSpec};
 use crate::agent::tools::refusal::ToolRefusal;
@@ -61,6 +63,23 @@ pub trait SessionsApi: Send + Sync {
             ))
         })
     }
+    /// Carries out `action` from `caller`'s run in `target`'s conversation (a session key;
+    /// `None`: the run's own), as [`SessionsApi::send`] reaches it. Editing and deleting take
+    /// only messages the agent sent; reacting and pinning any message there. Returns a short
+    /// confirmation. By default: refused.
+    fn act(
+        &self,
+        caller: Caller,
+        target: Option<String>,
+        action: MessageAction,
+    ) -> BoxFuture<'static, Result<String, ToolRefusal>> {
+        let _ = (caller, target, action);
+        Box::pin(async {
+            Err(ToolRefusal::Refused(
+                "message actions are not supported here".into(),
+            ))
+        })
+    }
     /// The most recently active sessions `caller` may reach, newest first, one line each.
     fn list(&self, caller: &Caller, limit: usize) -> Result<Vec<String>, ToolRefusal>;
     /// The last `limit` messages of session `key` (refused when `caller` may not reach it),
@@ -96,31 +115,41 @@ fn api(port: &SessionsPort) -> Result<&Arc<dyn SessionsApi>, ToolOutput> {
         .ok_or_else(|| ToolOutput::error("this tool works only inside the gateway"))
 }
 
-/// `message`: `{text, target?, attachments?}`.
+/// `message`: `{action?, text?, target?, attachments?, message_id?, emoji?, question?,
+/// options?, multiple?}`.
 pub struct MessageTool {
     /// The gateway's API.
     pub api: SessionsPort,
 }
 
+/// What the tool tells the model about itself.
+const MESSAGE_DESCRIPTION: &str = "Send a chat message now: to this conversation (no target), \
+e.g. a progress note during long work, or to another session by its key (see sessions_list). \
+Text sent here is not repeated in your final answer; answer NO_REPLY if there is nothing more \
+to say. To send files or images, list their paths (inside the workspace) in `attachments`; \
+`text` is then their caption. A send reports the message id(s) it made. Other actions: \
+`react` (emoji on a message_id; none: the message you are answering), `edit` (new text of a \
+message you sent), `delete` (a message you sent), `pin` (a message_id; none: the message you \
+are answering), `poll` (question, 2-10 options, multiple).";
+
 impl Tool for MessageTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "message".to_string(),
-            description: "Send a chat message now: to this conversation (no target), e.g. a \
-                          progress note during long work, or to another session by its key (see \
-                          sessions_list). Text sent here is not repeated in your final answer; \
-                          answer NO_REPLY if there is nothing more to say. To send files or \
-                          images, list their paths (inside the workspace) in `attachments`; \
-                          `text` is then their caption."
-                .to_string(),
+            description: MESSAGE_DESCRIPTION.to_string(),
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "text": {"type": "string", "description": "The message"},
+                    "action": {"type": "string", "enum": message_action::ACTIONS, "description": "What to do (default send)"},
+                    "text": {"type": "string", "description": "send: the message; edit: the new text"},
                     "target": {"type": "string", "description": "A session key; omit for this conversation"},
-                    "attachments": {"type": "array", "items": {"type": "string"}, "description": "Files to send (paths inside the workspace): .jpg/.png/.webp go as pictures, .ogg/.opus as voice notes, the rest as documents"}
-                },
-                "required": ["text"]
+                    "attachments": {"type": "array", "items": {"type": "string"}, "description": "Files to send (paths inside the workspace): .jpg/.png/.webp go as pictures, .ogg/.opus as voice notes, the rest as documents"},
+                    "message_id": {"type": "string", "description": "react, edit, delete, pin: the message (edit and delete: one you sent)"},
+                    "emoji": {"type": "string", "description": "react: the emoji, e.g. 👍"},
+                    "question": {"type": "string", "description": "poll: the question"},
+                    "options": {"type": "array", "items": {"type": "string"}, "description": "poll: 2 to 10 answers"},
+                    "multiple": {"type": "boolean", "description": "poll: whether several answers may be chosen"}
+                }
             }),
         }
     }
@@ -128,18 +157,17 @@ impl Tool for MessageTool {
     fn call<'a>(&'a self, args: Value, ctx: &'a ToolContext) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             let parsed = parse_args(&args, |m| {
-                let text = args::optional_str(m, "text")?.unwrap_or("").to_owned();
-                let attachments = attachments(m)?;
-                if text.trim().is_empty() && attachments.is_empty() {
-                    return Err(ArgError::invalid("argument `text` must not be empty"));
-                }
                 let target = args::optional_str(m, "target")?
                     .map(str::trim)
                     .filter(|t| !t.is_empty())
                     .map(str::to_owned);
-                Ok((text, target, attachments))
+                let asked = match message_action::parse(m)? {
+                    Some(action) => Asked::Action(action),
+                    None => Asked::Send(send_args(m)?),
+                };
+                Ok((target, asked))
             });
-            let (text, target, attachments) = match parsed {
+            let (target, asked) = match parsed {
                 Ok(p) => p,
                 Err(out) => return out,
             };
@@ -147,35 +175,67 @@ impl Tool for MessageTool {
                 Ok(api) => api,
                 Err(out) => return out,
             };
-            let own = target.as_ref().is_none_or(|t| *t == ctx.session_key);
-            let sent = if attachments.is_empty() {
-                api.send(Caller::of(ctx), target, text.clone()).await
-            } else {
-                api.send_files(FileSend {
-                    from: ctx.session_key.clone(),
-                    run_id: ctx.run_id.clone(),
-                    reply_to: ctx.reply_to.clone(),
-                    target,
-                    text: text.clone(),
-                    attachments,
-                })
-                .await
+            let done = match asked {
+                Asked::Action(action) => api.act(Caller::of(ctx), target, action).await,
+                Asked::Send((text, attachments)) => send(api, ctx, target, text, attachments).await,
             };
-            match sent {
-                Ok(done) => {
-                    if own
-                        && !text.trim().is_empty()
-                        && let Some(events) = &ctx.events
-                    {
-                        // The run's final reply leaves out what was said here already.
-                        let _ = events.send(RunEvent::Sent { text }).await;
-                    }
-                    ToolOutput::ok(done)
-                }
+            match done {
+                Ok(done) => ToolOutput::ok(done),
                 Err(e) => ToolOutput::error(e.to_string()),
             }
         })
     }
+}
+
+/// What a `message` call asks for.
+enum Asked {
+    /// Send text and files (`text`, `attachments`).
+    Send((String, Vec<String>)),
+    /// Another action.
+    Action(MessageAction),
+}
+
+/// The text and attachments of a send; one of them must be there.
+fn send_args(m: &serde_json::Map<String, Value>) -> Result<(String, Vec<String>), ArgError> {
+    let text = args::optional_str(m, "text")?.unwrap_or("").to_owned();
+    let attachments = attachments(m)?;
+    if text.trim().is_empty() && attachments.is_empty() {
+        return Err(ArgError::invalid("argument `text` must not be empty"));
+    }
+    Ok((text, attachments))
+}
+
+/// Sends `text` (and `attachments`) to `target`; text sent into the run's own conversation is
+/// told to the run, so its final reply leaves it out.
+async fn send(
+    api: &Arc<dyn SessionsApi>,
+    ctx: &ToolContext,
+    target: Option<String>,
+    text: String,
+    attachments: Vec<String>,
+) -> Result<String, ToolRefusal> {
+    let own = target.as_ref().is_none_or(|t| *t == ctx.session_key);
+    let done = if attachments.is_empty() {
+        api.send(Caller::of(ctx), target, text.clone()).await?
+    } else {
+        api.send_files(FileSend {
+            from: ctx.session_key.clone(),
+            run_id: ctx.run_id.clone(),
+            reply_to: ctx.reply_to.clone(),
+            target,
+            text: text.clone(),
+            attachments,
+        })
+        .await?
+    };
+    if own
+        && !text.trim().is_empty()
+        && let Some(events) = &ctx.events
+    {
+        // The run's final reply leaves out what was said here already.
+        let _ = events.send(RunEvent::Sent { text }).await;
+    }
+    Ok(done)
 }
 
 /// The `attachments` argument: paths, blank ones left out.
@@ -306,6 +366,7 @@ mod tests {
     #[derive(Default)]
     struct Fake {
         sent: Mutex<Vec<(String, Option<String>, String)>>,
+        acted: Mutex<Vec<(Option<String>, MessageAction)>>,
     }
 
     impl SessionsApi for Fake {
@@ -320,6 +381,16 @@ mod tests {
                 .unwrap()
                 .push((caller.session, target, text));
             Box::pin(async { Ok("sent".to_owned()) })
+        }
+
+        fn act(
+            &self,
+            _caller: Caller,
+            target: Option<String>,
+            action: MessageAction,
+        ) -> BoxFuture<'static, Result<String, ToolRefusal>> {
+            self.acted.lock().unwrap().push((target, action));
+            Box::pin(async { Ok("done".to_owned()) })
         }
 
         fn list(&self, _caller: &Caller, limit: usize) -> Result<Vec<String>, ToolRefusal> {
@@ -362,6 +433,35 @@ mod tests {
         assert_eq!(out.text, "s0\ns1");
         let out = tools[2].call(json!({"key": "x"}), &ctx).await;
         assert!(out.is_error && out.text.contains("no session x"));
+    }
+
+    #[tokio::test]
+    async fn actions_go_to_the_gateway_and_are_not_told_as_sent_text() {
+        let fake = Arc::new(Fake::default());
+        let port: SessionsPort = Some(fake.clone());
+        let tools = tools(&port);
+        let (tx, mut rx) = tokio::sync::mpsc::channel(4);
+        let mut ctx = super::super::test_support::ctx(&std::env::temp_dir());
+        ctx.events = Some(tx);
+        let edit = json!({"action": "edit", "message_id": 5, "text": "new", "target": "k"});
+        assert_eq!(tools[0].call(edit, &ctx).await.text, "done");
+        let bad = tools[0]
+            .call(json!({"action": "edit", "text": "x"}), &ctx)
+            .await;
+        assert!(
+            bad.is_error && bad.text.contains("message_id"),
+            "{}",
+            bad.text
+        );
+        drop(ctx);
+        assert!(rx.recv().await.is_none(), "an edit is no sent text");
+        assert!(fake.sent.lock().unwrap().is_empty());
+        let acted = fake.acted.lock().unwrap().clone();
+        let want = MessageAction::Edit {
+            message_id: "5".into(),
+            text: "new".into(),
+        };
+        assert_eq!(acted, [(Some("k".to_owned()), want)]);
     }
 
     #[tokio::test]

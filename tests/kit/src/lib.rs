@@ -15,6 +15,8 @@
 //! - [`mcp`]: a fake MCP server (tools `echo`, `add`, `env`, `read`, `sleep`, `fail`, `big`,
 //!   `image`, `crash`): [`FakeMcpHttp`] over streamable HTTP, and the `fake-mcp-server` binary
 //!   over stdio (`--log`, `--slow-start-ms`, `--crash-after`, `--fail-starts`).
+//! - [`speech`]: [`FakeSpeech`], a fake OpenAI-compatible text-to-speech endpoint
+//!   (`POST /v1/audio/speech`, answering a few OGG/Opus bytes, or an error status when told).
 //! - The `fake-acp-agent` binary: a scripted ACP v1 agent over stdio (its doc comment lists the
 //!   prompt script: echo, `fs-read`, `fs-write`, `term`, `perm`, `slow`, `plan`, `crash`, ...).
 //!
@@ -66,11 +68,13 @@ pub mod discord;
 pub mod mcp;
 pub mod model;
 mod serve;
+pub mod speech;
 pub mod telegram;
 pub mod web;
 
 pub use discord::{ChannelSpec, FakeDiscord, MessageOptions};
 pub use mcp::FakeMcpHttp;
 pub use model::{FakeModel, Outage, RecordedRequest};
+pub use speech::{FakeSpeech, SpeechRequest};
 pub use telegram::{ChatSpec, FakeTelegram, SendOptions, UserSpec};
 pub use web::{FakeWeb, Route, WebHit};

@@ -1,5 +1,6 @@
-//! What tests read back: the bot's messages, recorded calls, typing, commands, threads, the
-//! gateway's counters and dispatches, and waiting for any of these to reach a state.
+//! What tests read back: the bot's messages, recorded calls, typing, commands, threads, pins,
+//! polls, the gateway's counters and dispatches, and waiting for any of these to reach a
+//! state.
 
 use std::time::Duration;
 
@@ -273,5 +274,40 @@ impl FakeDiscord {
     /// The id of the message the bot sent last in `channel_id`, if any.
     pub fn last_sent_id(&self, channel_id: u64) -> Option<u64> {
         self.sent(channel_id).last().map(|m| m.id)
+    }
+}
+
+/// Pins and polls.
+impl FakeDiscord {
+    /// The messages of `channel_id` pinned now, in id order.
+    pub fn pinned(&self, channel_id: u64) -> Vec<u64> {
+        let state = self.shared.lock();
+        state
+            .channels
+            .get(&channel_id)
+            .map(|c| {
+                c.messages
+                    .iter()
+                    .filter(|(_, m)| !m.deleted && m.json["pinned"] == Value::Bool(true))
+                    .map(|(id, _)| *id)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The polls the bot sent into `channel_id` and did not delete: message id and `poll`.
+    pub fn polls(&self, channel_id: u64) -> Vec<(u64, Value)> {
+        let state = self.shared.lock();
+        state
+            .channels
+            .get(&channel_id)
+            .map(|c| {
+                c.messages
+                    .iter()
+                    .filter(|(_, m)| m.from_bot && !m.deleted)
+                    .filter_map(|(id, m)| m.json.get("poll").map(|p| (*id, p.clone())))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 }

@@ -1,5 +1,5 @@
 //! The bot's message routes: create (nonce dedupe, 2000-character limit, replies, rate
-//! limits), edit, delete, get, list and reactions.
+//! limits, polls), edit, delete, get, list, reactions and pins.
 
 use std::sync::Arc;
 
@@ -102,11 +102,13 @@ pub(crate) fn create(shared: &Arc<Shared>, channel: u64, body: &Body) -> ApiResu
         .and_then(Value::as_array)
         .is_some_and(|s| !s.is_empty());
     let components = super::components::components_of(data)?.unwrap_or_default();
+    let poll = super::poll::poll_of(data)?;
     if content.trim().is_empty()
         && embeds.is_empty()
         && body.files.is_empty()
         && !stickers
         && components.is_empty()
+        && poll.is_none()
     {
         return Err(ApiError::empty_message());
     }
@@ -191,7 +193,10 @@ pub(crate) fn create(shared: &Arc<Shared>, channel: u64, body: &Body) -> ApiResu
         tts: data["tts"].as_bool().unwrap_or(false),
         components,
     };
-    let message = draft.to_json(guild);
+    let mut message = draft.to_json(guild);
+    if let Some(poll) = poll {
+        message["poll"] = poll;
+    }
     state.store_message(
         channel,
         Stored {
@@ -396,5 +401,23 @@ pub(crate) fn react(
     } else {
         stored.reactions.retain(|r| r != emoji);
     }
+    Ok(Reply::NoContent)
+}
+
+/// `PUT` (`pin`) or `DELETE` a pin of message `message` of `channel`: sets its `pinned`.
+pub(crate) fn pin(shared: &Arc<Shared>, channel: u64, message: u64, pin: bool) -> ApiResult {
+    let mut state = shared.lock();
+    let ch = state
+        .channels
+        .get_mut(&channel)
+        .ok_or_else(ApiError::unknown_channel)?;
+    let stored = ch
+        .messages
+        .get_mut(&message)
+        .filter(|m| !m.deleted)
+        .ok_or_else(ApiError::unknown_message)?;
+    stored.json["pinned"] = json!(pin);
+    drop(state);
+    shared.touch();
     Ok(Reply::NoContent)
 }

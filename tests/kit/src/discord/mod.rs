@@ -48,6 +48,9 @@
 //!   "Unknown Message"}`, unknown channel 404 `{"code":10003,"message":"Unknown Channel"}`.
 //! - `POST /channels/{c}/typing` 204 (counted); reactions `PUT`/`DELETE .../reactions/{e}/@me`
 //!   204; `GET`/`PATCH /channels/{c}` (threads: `name`, `archived`, `locked`).
+//! - Pins `PUT`/`DELETE /channels/{c}/pins/{m}` 204 (the message's `pinned`); a create with a
+//!   `poll` (question 1-300 characters, 1-10 answers of 1-55) needs no content and shows the
+//!   poll in the message. Read back with [`FakeDiscord::pinned`] and [`FakeDiscord::polls`].
 //! - `POST /channels/{c}/messages/{m}/threads` (thread id = message id, type 11; a second one
 //!   400 160004) and `POST /channels/{c}/threads` (type 12 unless `type: 11`): thread channel
 //!   with `parent_id`, `guild_id`, `thread_metadata`; THREAD_CREATE; non-text parents 400
@@ -91,6 +94,7 @@ mod json;
 mod limits;
 mod message;
 mod messages;
+mod poll;
 mod presses;
 mod rest;
 mod shards;

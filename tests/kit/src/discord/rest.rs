@@ -276,6 +276,14 @@ fn route(
                 _ => Err(ApiError::method_not_allowed()),
             }
         }
+        ["channels", channel, "pins", message] => {
+            let (channel, message) = (id(channel)?, id(message)?);
+            match m {
+                M::PUT => messages::pin(shared, channel, message, true),
+                M::DELETE => messages::pin(shared, channel, message, false),
+                _ => Err(ApiError::method_not_allowed()),
+            }
+        }
         ["channels", channel, "messages", message, "threads"] => {
             let (channel, message) = (id(channel)?, id(message)?);
             only(&m, M::POST, || {

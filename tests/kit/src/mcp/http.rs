@@ -1,38 +1,20 @@
 //! [`FakeMcpHttp`]: the fake MCP server over streamable HTTP (MCP 2025-11-25 transports),
 //! in-process on `127.0.0.1`, recording every request. The routes are in `http_routes.rs`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::handler::{HandlerOptions, McpEvent, McpHandler};
-
-/// One HTTP request the server received.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct McpHttpRequest {
-    /// `POST`, `GET` or `DELETE`.
-    pub http_method: String,
-    /// The JSON-RPC method of a POSTed request or notification.
-    pub method: Option<String>,
-    /// The request headers (lower-case names; values that are not text are left out).
-    pub headers: HashMap<String, String>,
-}
-
-/// What the routes share.
-pub(crate) struct HttpShared {
-    pub(crate) handler: McpHandler,
-    pub(crate) sessions: Mutex<HashSet<String>>,
-    pub(crate) requests: Mutex<Vec<McpHttpRequest>>,
-    pub(crate) calls: Arc<Mutex<Vec<String>>>,
-    pub(crate) down: AtomicBool,
-    pub(crate) event_ids: AtomicU64,
-}
+use super::http_state::HttpShared;
+pub use super::http_state::McpHttpRequest;
+use super::http_state::lock;
 
 /// A running fake MCP server; dropping it (or [`FakeMcpHttp::stop`]) stops it and ends
 /// every call under way.
@@ -129,9 +111,4 @@ impl Drop for FakeMcpHttp {
         self.shared.handler.cancel_all();
         let _ = self.stop.send(true);
     }
-}
-
-/// Locks a mutex, ignoring poisoning (the data are plain records).
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -12,7 +12,7 @@ use axum::routing::post;
 use serde_json::Value;
 
 use super::handler::Reply;
-use super::http::{HttpShared, McpHttpRequest, lock};
+use super::http_state::{HttpShared, McpHttpRequest, lock};
 use super::jsonrpc::{self, Incoming, PARSE_ERROR};
 
 /// The session header.

@@ -30,6 +30,7 @@ mod call;
 mod handler;
 mod http;
 mod http_routes;
+mod http_state;
 pub mod jsonrpc;
 mod log;
 mod sse;

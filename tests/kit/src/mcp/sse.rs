@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::{StreamExt, stream};
 
 use super::handler::Reply;
-use super::http::HttpShared;
+use super::http_state::HttpShared;
 
 /// A 200 event stream that carries `work`'s answer once it is ready (nothing if cancelled).
 pub(crate) fn answer(

@@ -25,6 +25,10 @@
 //!   reply markup are exactly the same as a current content and reply markup of the
 //!   message`; replies: `Bad Request: message to be replied not found` unless
 //!   `allow_sending_without_reply`; unknown chat: `Bad Request: chat not found`.
+//! - `setMessageReaction` (emoji reactions on a live message, the last call's kept),
+//!   `pinChatMessage`, `sendPoll` (question 1-300 characters, 2-12 options of 1-100; the
+//!   poll is a bot message without `text`, so [`FakeTelegram::sent`] leaves it out): read
+//!   back with [`FakeTelegram::reactions`], [`FakeTelegram::pinned`], [`FakeTelegram::polls`].
 //! - Forums: thread id 1 (General) or an unknown topic in `sendMessage`: `Bad Request: message
 //!   thread not found`; `sendChatAction` accepts 1. Non-forum chats ignore
 //!   `message_thread_id`. Messages in a topic carry `message_thread_id`, `is_topic_message`
@@ -49,6 +53,7 @@
 //! # Ok(()) }
 //! ```
 
+mod actions;
 mod body;
 mod entities;
 mod faults;

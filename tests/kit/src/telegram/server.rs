@@ -122,6 +122,9 @@ async fn dispatch(shared: &Arc<Shared>, method: &str, params: &Params) -> ApiRes
         "deletewebhook" => misc::delete_webhook(shared, params),
         "getwebhookinfo" => misc::get_webhook_info(shared),
         "answercallbackquery" => Ok(json!(true)),
+        "setmessagereaction" => super::actions::set_message_reaction(shared, params),
+        "pinchatmessage" => super::actions::pin_chat_message(shared, params),
+        "sendpoll" => super::actions::send_poll(shared, params),
         _ => Err(ApiError::not_found()),
     }
 }

@@ -240,6 +240,10 @@ pub(crate) struct State {
     pub(crate) uploads: Vec<super::uploads::Upload>,
     /// File names whose uploads fail with a 500 (see `FakeTelegram::fail_uploads_of`).
     pub(crate) failing_uploads: Vec<String>,
+    /// The bot's reaction by (chat, message): its emoji.
+    pub(crate) reactions: BTreeMap<(i64, i64), Vec<String>>,
+    /// Messages the bot pinned: (chat, message), in order.
+    pub(crate) pins: Vec<(i64, i64)>,
 }
 
 impl State {

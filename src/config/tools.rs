@@ -184,7 +184,6 @@ pub const TOOL_GROUPS: &[(&str, &[&str])] = &[
             "message:react",
             "message:edit",
             "message:delete",
-            "message:pin",
             "message:poll",
         ],
     ),
@@ -413,7 +412,7 @@ mod tests {
         assert!(expand_tool_name("exce").is_none());
         assert_eq!(expand_tool_name("message:pin").unwrap(), ["message:pin"]);
         assert_eq!(expand_tool_name("group:message_actions").unwrap().len(), 5);
-        assert_eq!(expand_tool_name("group:messaging").unwrap().len(), 6);
+        assert_eq!(expand_tool_name("group:messaging").unwrap().len(), 5);
         assert!(expand_tool_name("message:shout").is_none());
     }
 

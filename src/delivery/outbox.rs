@@ -304,7 +304,6 @@ impl Inner {
             Some(_) => FileFailure::Note,
         };
         let speaks = voice::may_speak_into(channel.as_ref());
-        let recovered = delivery.stream.is_none();
         let mut stream = delivery.stream.take().unwrap_or_else(|| {
             let journal = delivery.run_id.as_ref().map(|run| {
                 // Fenced by `note_attempt` below, in the store, before each attempt.
@@ -315,7 +314,7 @@ impl Inner {
         if delivery.run_id.is_none() && !paths.is_empty() {
             self.resume(&delivery, &mut stream);
         }
-        if speaks && let Some(note) = self.voice_note(&delivery, &text, recovered).await {
+        if speaks && let Some(note) = self.voice_note(&delivery, &text).await {
             stream.voice(note);
         }
         // Each part of this final is sent under a key of its own outbox record, so the same
@@ -404,14 +403,9 @@ impl Inner {
 
     /// The voice note of `delivery` with text `text` (without file lines), when it is a final
     /// (not a `message`-tool record) of a session with voice replies on: spoken now, before
-    /// the first attempt, so every attempt sends the same audio; a `recovered` final reuses
-    /// the audio its previous delivery left ([`voice`]).
-    async fn voice_note(
-        &self,
-        delivery: &Delivery,
-        text: &str,
-        recovered: bool,
-    ) -> Option<VoiceNote> {
+    /// the first attempt, so every attempt sends the same audio; a recovered final is spoken
+    /// again ([`voice`]).
+    async fn voice_note(&self, delivery: &Delivery, text: &str) -> Option<VoiceNote> {
         let voices = self.voices.as_ref()?;
         delivery.run_id.as_ref()?;
         let files = self.files.for_session(&delivery.session_key);
@@ -420,7 +414,6 @@ impl Inner {
             session_key: &delivery.session_key,
             text,
             workspace: files.workspace(),
-            reuse: recovered,
         };
         voices.note(&self.store, spoken, &self.shutdown).await
     }

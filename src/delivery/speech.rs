@@ -38,16 +38,35 @@ pub enum SpeechError {
     /// The answer has no audio.
     #[error("the speech endpoint answered no audio")]
     Empty,
+    /// The answer is not an OGG stream (a proxy's page, another format).
+    #[error("the speech endpoint answered something that is not OGG/Opus audio")]
+    NotAudio,
 }
 
-/// A speech endpoint, with its model and voice.
-#[derive(Debug, Clone)]
+/// The first bytes of every OGG stream.
+const OGG_MAGIC: &[u8] = b"OggS";
+
+/// The most bytes of an error answer read (for its excerpt).
+const ERROR_BYTES: usize = 4096;
+
+/// A speech endpoint, with its model and voice (its `Debug` leaves the key out).
+#[derive(Clone)]
 pub struct Speech {
     client: reqwest::Client,
     url: String,
     api_key: String,
     model: String,
     voice: String,
+}
+
+impl std::fmt::Debug for Speech {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Speech")
+            .field("url", &crate::config::redact::redact_url(&self.url, false))
+            .field("model", &self.model)
+            .field("voice", &self.voice)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Speech {
@@ -85,31 +104,33 @@ impl Speech {
         let response = request.send().await.map_err(http)?;
         let status = response.status();
         if !status.is_success() {
-            let text = response.text().await.unwrap_or_default();
+            let bytes = read_capped(response, ERROR_BYTES).await.unwrap_or_default();
+            let text = String::from_utf8_lossy(&bytes);
             return Err(SpeechError::Status {
                 status: status.as_u16(),
                 body: text.trim().chars().take(ERROR_EXCERPT).collect(),
             });
         }
-        let audio = read_capped(response).await?;
+        let audio = read_capped(response, MAX_AUDIO_BYTES).await?;
         if audio.is_empty() {
             return Err(SpeechError::Empty);
+        }
+        // A voice note that is not audio would stand in for the answer (mode `instead`).
+        if !audio.starts_with(OGG_MAGIC) {
+            return Err(SpeechError::NotAudio);
         }
         Ok(audio)
     }
 }
 
-/// The answer's body, refused past [`MAX_AUDIO_BYTES`].
-async fn read_capped(mut response: reqwest::Response) -> Result<Vec<u8>, SpeechError> {
-    if response
-        .content_length()
-        .is_some_and(|n| n > MAX_AUDIO_BYTES as u64)
-    {
+/// The answer's body, refused past `max` bytes.
+async fn read_capped(mut response: reqwest::Response, max: usize) -> Result<Vec<u8>, SpeechError> {
+    if response.content_length().is_some_and(|n| n > max as u64) {
         return Err(SpeechError::TooBig);
     }
     let mut bytes = Vec::new();
     while let Some(chunk) = response.chunk().await.map_err(http)? {
-        if bytes.len() + chunk.len() > MAX_AUDIO_BYTES {
+        if bytes.len() + chunk.len() > max {
             return Err(SpeechError::TooBig);
         }
         bytes.extend_from_slice(&chunk);

@@ -29,6 +29,19 @@ pub fn spoken(markdown: &str) -> String {
         .join("\n")
 }
 
+/// Whether [`spoken`] keeps all `markdown` says: no code block, link or picture left out. A
+/// voice note stands in for the text (`mode = "instead"`) only then.
+pub fn says_all(markdown: &str) -> bool {
+    let options =
+        Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
+    !Parser::new_ext(markdown, options).any(|event| {
+        matches!(
+            event,
+            Event::Start(Tag::CodeBlock(_) | Tag::Link { .. } | Tag::Image { .. })
+        )
+    })
+}
+
 /// Whether the block `end` closes ends a spoken line.
 fn ends_a_line(end: &TagEnd) -> bool {
     matches!(
@@ -56,6 +69,14 @@ mod tests {
             "Weather\nIt is warm and sunny in Paris.\ntake sunscreen\ndrink water\n\
              day, high\nMon, 25\nquoted not line"
         );
+    }
+
+    #[test]
+    fn code_links_and_pictures_are_not_all_said() {
+        assert!(says_all("It is **warm**.\n- take `sunscreen`"));
+        assert!(!says_all("Run this:\n```sh\nmake\n```"));
+        assert!(!says_all("See [the docs](https://docs.example)."));
+        assert!(!says_all("![chart](chart.png)"));
     }
 
     #[test]

@@ -3,8 +3,9 @@
 //! synthesized ([`super::speech`]) and kept in the session's workspace as
 //! `media/tts/reply-<outbox id>.ogg` until the final is delivered or dead-lettered; the reply
 //! stream sends it once, as a voice note beside the text or instead of it. A recovered final
-//! (the previous process was cut short) reuses the file left for it instead of speaking
-//! again. A voice note that cannot be made leaves the final text only.
+//! (the previous process was cut short) is spoken again: a file left at that path in the
+//! workspace, which the agent's other sessions can write, is never trusted. A voice note that
+//! cannot be made leaves the final text only.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -55,8 +56,6 @@ pub struct Spoken<'a> {
     pub text: &'a str,
     /// The workspace of the session's agent.
     pub workspace: &'a Path,
-    /// Whether an audio file already there for this final is used (a recovered final).
-    pub reuse: bool,
 }
 
 impl Voices {
@@ -95,20 +94,18 @@ impl Voices {
         if silent || text.chars().count() > self.max_chars {
             return None;
         }
-        let kept = spoken.reuse && is_kept(spoken.workspace, spoken.id);
-        if !kept {
-            let made = tokio::select! {
-                made = self.make(&text, spoken.workspace, spoken.id) => made,
-                () = cancel.cancelled() => return None,
-            };
-            if let Err(e) = made {
-                tracing::warn!(error = %e, id = spoken.id, "no voice note for a reply; text only");
-                return None;
-            }
+        let made = tokio::select! {
+            made = self.make(&text, spoken.workspace, spoken.id) => made,
+            () = cancel.cancelled() => return None,
+        };
+        if let Err(e) = made {
+            tracing::warn!(error = %e, id = spoken.id, "no voice note for a reply; text only");
+            return None;
         }
         Some(VoiceNote {
             path: relative(spoken.id).display().to_string(),
-            instead: self.mode == TtsMode::Instead,
+            // A voice note stands in for the text only when it says all of it.
+            instead: self.mode == TtsMode::Instead && super::spoken::says_all(spoken.text),
         })
     }
 
@@ -153,12 +150,6 @@ fn relative(id: u64) -> PathBuf {
 
 fn file_name(id: u64) -> OsString {
     OsString::from(format!("reply-{id}.ogg"))
-}
-
-/// Whether final `id`'s audio file is in `workspace` (a regular file, not empty).
-fn is_kept(workspace: &Path, id: u64) -> bool {
-    std::fs::symlink_metadata(workspace.join(relative(id)))
-        .is_ok_and(|m| m.is_file() && m.len() > 0)
 }
 
 /// Writes `audio` as final `id`'s audio file beneath `workspace`: a `.part` file made in the

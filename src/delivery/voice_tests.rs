@@ -41,13 +41,12 @@ async fn setup(config: impl FnOnce(&mut TtsConfig)) -> Setup {
 }
 
 impl Setup {
-    async fn note(&self, key: &str, id: u64, text: &str, reuse: bool) -> Option<VoiceNote> {
+    async fn note(&self, key: &str, id: u64, text: &str) -> Option<VoiceNote> {
         let spoken = Spoken {
             id,
             session_key: key,
             text,
             workspace: &self.ws,
-            reuse,
         };
         let cancel = CancellationToken::new();
         self.voices.note(&self.store, spoken, &cancel).await
@@ -58,7 +57,7 @@ impl Setup {
 async fn a_final_is_spoken_as_plain_text_and_kept_until_discarded() {
     let s = setup(|_| {}).await;
     let note = s
-        .note("on", 7, "It is **warm** in [Paris](https://p.fr).", false)
+        .note("on", 7, "It is **warm** in [Paris](https://p.fr).")
         .await;
     let note = note.expect("a voice note");
     assert_eq!(note.path, "media/tts/reply-7.ogg");
@@ -82,11 +81,14 @@ async fn a_final_is_spoken_as_plain_text_and_kept_until_discarded() {
         requests[0].authorization.as_deref(),
         Some("Bearer sk-voice")
     );
-    // A recovered final reuses the audio; a fresh delivery speaks again.
-    assert!(s.note("on", 7, "It is warm.", true).await.is_some());
-    assert_eq!(s.speech.requests().len(), 1);
-    assert!(s.note("on", 7, "It is warm.", false).await.is_some());
+    // A file left at that path is never trusted: the final is spoken again.
+    std::fs::write(s.ws.join(&note.path), b"OggS planted by another session").unwrap();
+    assert!(s.note("on", 7, "It is warm.").await.is_some());
     assert_eq!(s.speech.requests().len(), 2);
+    assert_eq!(
+        std::fs::read(s.ws.join(&note.path)).unwrap(),
+        FakeSpeech::AUDIO
+    );
     discard(s.ws.clone(), 7).await;
     assert!(!s.ws.join(&note.path).exists());
     discard(s.ws.clone(), 8).await;
@@ -95,16 +97,12 @@ async fn a_final_is_spoken_as_plain_text_and_kept_until_discarded() {
 #[tokio::test]
 async fn only_finals_worth_speaking_of_sessions_with_voice_replies_on_are_spoken() {
     let s = setup(|tts| tts.max_chars = 10).await;
-    assert_eq!(
-        s.note("off", 1, "short", false).await,
-        None,
-        "not turned on"
-    );
-    assert_eq!(s.note("on", 2, "NO_REPLY", false).await, None);
-    assert_eq!(s.note("on", 3, "```\ncode\n```", false).await, None);
-    assert_eq!(s.note("on", 4, "longer than ten", false).await, None);
+    assert_eq!(s.note("off", 1, "short").await, None, "not turned on");
+    assert_eq!(s.note("on", 2, "NO_REPLY").await, None);
+    assert_eq!(s.note("on", 3, "```\ncode\n```").await, None);
+    assert_eq!(s.note("on", 4, "longer than ten").await, None);
     assert!(s.speech.requests().is_empty());
-    assert!(s.note("on", 5, "ten chars!", false).await.is_some());
+    assert!(s.note("on", 5, "ten chars!").await.is_some());
 }
 
 #[tokio::test]
@@ -114,21 +112,30 @@ async fn the_default_and_the_mode_come_from_the_config() {
         tts.mode = TtsMode::Instead;
     })
     .await;
-    let note = s.note("never-chose", 1, "hello", false).await.unwrap();
+    let note = s.note("never-chose", 1, "hello").await.unwrap();
     assert!(note.instead);
     super::super::tts_choice::choose(&s.store, "chose-off", Some(false)).unwrap();
-    assert_eq!(s.note("chose-off", 2, "hello", false).await, None);
+    assert_eq!(s.note("chose-off", 2, "hello").await, None);
 }
 
 #[tokio::test]
 async fn a_failing_endpoint_leaves_no_note_and_no_file() {
     let s = setup(|_| {}).await;
     s.speech.fail_with(Some(500));
-    assert_eq!(s.note("on", 1, "hello", false).await, None);
+    assert_eq!(s.note("on", 1, "hello").await, None);
     assert_eq!(s.speech.requests().len(), 1);
     assert!(!s.ws.join("media/tts/reply-1.ogg").exists());
     // Off without a URL.
     assert!(Voices::from_config(&TtsConfig::default()).is_none());
+}
+
+#[tokio::test]
+async fn an_answer_that_is_not_audio_leaves_no_note() {
+    let s = setup(|_| {}).await;
+    // A 200 whose body is a JSON error (as a proxy's page would be): no voice note.
+    s.speech.fail_with(Some(200));
+    assert_eq!(s.note("on", 1, "hello").await, None);
+    assert!(!s.ws.join("media/tts/reply-1.ogg").exists());
 }
 
 #[tokio::test]
@@ -137,6 +144,6 @@ async fn a_folder_swapped_for_a_link_is_refused() {
     let outside = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(s.ws.join("media")).unwrap();
     std::os::unix::fs::symlink(outside.path(), s.ws.join("media/tts")).unwrap();
-    assert_eq!(s.note("on", 1, "hello", false).await, None);
+    assert_eq!(s.note("on", 1, "hello").await, None);
     assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
 }

@@ -12,15 +12,25 @@ use crate::agent::tools::message_action::MessageAction;
 use crate::agent::tools::refusal::ToolRefusal;
 use crate::agent::tools::sessions::Caller;
 
-/// Carries out `action` in conversation `to` of session `key`; `answered` is the message
-/// the run answers, with its conversation, if any ([`answered_message`]).
+/// Where an action happens: session `key`'s conversation `to`, for the run `run_id`.
+pub(super) struct Place<'a> {
+    /// The session.
+    pub(super) key: &'a str,
+    /// Its conversation.
+    pub(super) to: Conversation,
+    /// The acting run (empty outside the gateway's runs).
+    pub(super) run_id: &'a str,
+}
+
+/// Carries out `action` at `at`; `answered` is the message the run answers, with its
+/// conversation, if any ([`answered_message`]).
 pub(super) async fn act(
     host: &Handles,
-    key: &str,
-    to: Conversation,
+    at: Place<'_>,
     answered: Option<(Conversation, String)>,
     action: MessageAction,
 ) -> Result<String, ToolRefusal> {
+    let Place { key, to, run_id } = at;
     let channel = host
         .notices
         .channel(&to.channel)
@@ -61,12 +71,27 @@ pub(super) async fn act(
             Ok(format!("deleted message {}", message.message_id))
         }
         MessageAction::Poll(poll) => {
+            // The same poll of the same run goes once (a run again after a crash).
+            let what = format!("poll|{}|{}", poll.question, poll.options.join("|"));
+            let mark =
+                (!run_id.is_empty()).then(|| crate::delivery::files::send_mark(run_id, &to, &what));
+            if let Some(mark) = &mark
+                && !host
+                    .store
+                    .mark_seen(mark, crate::domain::message::now_ms())?
+            {
+                return Ok(format!("already sent this poll to {key} in this run"));
+            }
             host.notices.outbox().settled_within(&to).await;
-            let id = channel
-                .send_poll(&to, &poll)
-                .await
-                .map_err(failed)?
-                .message_id;
+            let sent = channel.send_poll(&to, &poll).await.map_err(|e| {
+                if let Some(mark) = &mark
+                    && let Err(e) = host.store.forget_seen(mark)
+                {
+                    tracing::warn!(error = %e, "could not drop the mark of a failed poll");
+                }
+                failed(e)
+            });
+            let id = sent?.message_id;
             note_own(host, &to, &id, OwnKind::Poll);
             let place = format!("{} chat {}", to.channel, to.chat_id);
             Ok(format!("sent a poll to {key} ({place}; message id {id})"))

@@ -64,8 +64,14 @@ impl SessionsApi for ReachTools {
         Box::pin(async move {
             let host = host?;
             let answered = super::actions::answered_message(&host, &caller);
+            let run_id = caller.run_id.clone();
             let (key, to) = destination(&host, caller, target)?;
-            super::actions::act(&host, &key, to, answered, action).await
+            let at = super::actions::Place {
+                key: &key,
+                to,
+                run_id: &run_id,
+            };
+            super::actions::act(&host, at, answered, action).await
         })
     }
 

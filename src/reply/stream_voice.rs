@@ -11,6 +11,8 @@ use super::{FileOpener, ReplyStream, not_held};
 /// a voice note is not worth holding the text (mode instead) or the conversation's next
 /// finals for the whole `[delivery] ttl`.
 const VOICE_ATTEMPTS: u32 = 3;
+/// The longest rate limit a voice note waits out; past it the note is given up.
+const VOICE_LONGEST_WAIT_MS: u64 = 10_000;
 
 /// A final's text spoken, to send with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,13 +138,17 @@ impl ReplyStream {
     }
 
     /// A retryable error of an upload (a rate limit counted in the metrics): returned for the
-    /// next attempt, or the note given up after [`VOICE_ATTEMPTS`] of them.
+    /// next attempt, or the note given up after [`VOICE_ATTEMPTS`] of them, or at once for a
+    /// rate limit longer than [`VOICE_LONGEST_WAIT_MS`] (it would hold the chat's next
+    /// replies).
     fn retry(&mut self, error: ChannelError) -> Result<bool, ChannelError> {
-        if let ChannelError::RateLimited { .. } = error {
+        let mut too_long = false;
+        if let ChannelError::RateLimited { retry_after_ms } = error {
             crate::metrics::global().rate_limited(self.channel.name());
+            too_long = retry_after_ms > VOICE_LONGEST_WAIT_MS;
         }
         self.voice.failures += 1;
-        if self.voice.failures >= VOICE_ATTEMPTS {
+        if too_long || self.voice.failures >= VOICE_ATTEMPTS {
             return Ok(self.voice_given_up(&error));
         }
         Err(error)

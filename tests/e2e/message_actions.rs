@@ -54,6 +54,11 @@ async fn on_telegram_the_agent_reacts_edits_pins_polls_and_deletes_its_own_only(
     tg_turn(&s, &mut gw, chat.clone(), send, "done: sent to").await;
     let note = tg_id(&s, ANN, "draft note");
     let reported = format!("; message id {note})");
+    // The answer quoting the tool's result may still be streaming: wait for all of it.
+    gw.wait(&s, "the whole report of the send", |s| {
+        s.texts(ANN).iter().any(|t| t.ends_with(&reported))
+    })
+    .await;
     assert!(
         s.texts(ANN).iter().any(|t| t.ends_with(&reported)),
         "{:?}",

@@ -64,11 +64,46 @@ impl DiscordChannel {
     }
 }
 
-/// The reaction `emoji` names; a custom emoji is `<:name:id>` (or `<a:name:id>`).
+/// The reaction `emoji` names: a custom emoji `<:name:id>` (or `<a:name:id>`: a name of 2 to
+/// 32 letters, digits and `_`, a numeric id), or a Unicode emoji (at most 16 characters, no
+/// ASCII at all but digits, `#` and `*` of keycaps). Anything else is refused before serenity
+/// sees it: a custom emoji's name goes into the request's path unencoded, so `../` in it
+/// would reach another endpoint.
 fn reaction(emoji: &str) -> Result<ReactionType, ChannelError> {
     let emoji = emoji.trim();
-    ReactionType::try_from(emoji.to_owned())
-        .map_err(|_| ChannelError::Rejected(format!("{emoji:?} is not an emoji Discord takes")))
+    let refused = || ChannelError::Rejected(format!("{emoji:?} is not an emoji Discord takes"));
+    let valid = match emoji.strip_prefix('<') {
+        Some(custom) => is_custom_emoji(custom),
+        None => {
+            let keycap = |c: char| c.is_ascii_digit() || c == '#' || c == '*';
+            !emoji.is_empty()
+                && emoji.chars().count() <= 16
+                && emoji.chars().all(|c| !c.is_ascii() || keycap(c))
+                && !emoji.is_ascii()
+        }
+    };
+    if !valid {
+        return Err(refused());
+    }
+    ReactionType::try_from(emoji.to_owned()).map_err(|_| refused())
+}
+
+/// Whether `rest` (after `<`) is `a?:name:id>` with a plain name and a numeric id.
+fn is_custom_emoji(rest: &str) -> bool {
+    let Some(inner) = rest.strip_suffix('>') else {
+        return false;
+    };
+    let inner = inner.strip_prefix('a').unwrap_or(inner);
+    let mut parts = inner.split(':');
+    let (Some(""), Some(name), Some(id), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    let name_ok = (2..=32).contains(&name.len())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let id_ok = !id.is_empty() && id.len() <= 20 && id.chars().all(|c| c.is_ascii_digit());
+    name_ok && id_ok
 }
 
 /// `poll` as serenity's builder.
@@ -94,6 +129,26 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    #[test]
+    fn an_emoji_that_could_reach_another_endpoint_is_refused() {
+        for bad in [
+            "<:../../../../../guilds/1/bans/2?:1>",
+            "<:name:1/../2>",
+            "<:na me:1>",
+            "<:x:1>",
+            "<a:name:abc>",
+            "../pins",
+            "ok",
+            "👍/..",
+            "",
+        ] {
+            assert!(reaction(bad).is_err(), "{bad:?} taken");
+        }
+        assert!(reaction("<:party_blob:123456789012345678>").is_ok());
+        assert!(reaction("<a:party_blob:1>").is_ok());
+        assert!(reaction("❤️").is_ok());
+    }
 
     #[test]
     fn emoji_and_polls_take_discords_shape() {

@@ -47,17 +47,38 @@ struct OutcomeLabel {
     outcome: &'static str,
 }
 
-/// The label of channel `name`: the known channel names, `other` for anything else (so a
-/// label never grows with input).
-pub fn channel_label(name: &str) -> &'static str {
-    match name {
-        "telegram" => "telegram",
-        "discord" => "discord",
-        "terminal" => "terminal",
-        "rpc" => "rpc",
-        "subagent" => "subagent",
-        _ => "other",
+/// The channels that always exist; the platforms' channels are registered as the gateway
+/// starts them ([`register_channel`]).
+const BUILT_IN_CHANNELS: &[&str] = &["terminal", "rpc", "subagent"];
+
+/// The channel names registered so far (each leaked once: a handful per process).
+static CHANNELS: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+
+/// Makes `name` a channel label of its own (the gateway registers each channel it runs, so a
+/// new platform needs no change here). Names are few and fixed by the code, never input.
+pub fn register_channel(name: &str) {
+    let mut names = CHANNELS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !BUILT_IN_CHANNELS.contains(&name) && !names.contains(&name) {
+        names.push(Box::leak(name.to_owned().into_boxed_str()));
     }
+}
+
+/// The label of channel `name`: a built-in or registered channel's name, `other` for
+/// anything else (so a label never grows with input).
+pub fn channel_label(name: &str) -> &'static str {
+    if let Some(known) = BUILT_IN_CHANNELS.iter().find(|n| **n == name) {
+        return known;
+    }
+    let names = CHANNELS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    names
+        .iter()
+        .find(|n| **n == name)
+        .copied()
+        .unwrap_or("other")
 }
 
 /// How a run ended, as the `outcome` label of `chela_runs_total`.
@@ -419,7 +440,17 @@ mod tests {
     }
 
     #[test]
+    fn unregistered_channel_names_are_other() {
+        assert_eq!(channel_label("rpc"), "rpc");
+        assert_eq!(channel_label("no-such-platform"), "other");
+        register_channel("a-new-platform");
+        assert_eq!(channel_label("a-new-platform"), "a-new-platform");
+    }
+
+    #[test]
     fn counters_move_by_channel_and_outcome() {
+        register_channel("telegram");
+        register_channel("discord");
         let m = Metrics::new();
         m.inbound("telegram");
         m.inbound("telegram");

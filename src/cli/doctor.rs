@@ -182,29 +182,20 @@ fn sandboxes(loaded: &LoadedConfig, report: &mut Report) {
     }
 }
 
-/// Telegram and Discord: each platform whose token is set is asked who the bot is.
+/// Each chat platform ([`crate::cli::platforms::PLATFORMS`]) whose token is set is asked who
+/// the bot is.
 async fn channels(loaded: &LoadedConfig, report: &mut Report) {
-    let telegram = &loaded.config.channels.telegram;
-    if telegram.token.trim().is_empty() {
-        report.line(
-            true,
-            "telegram",
-            "no token (set TELEGRAM_BOT_TOKEN to run the Telegram channel)".into(),
-        );
-    } else {
-        let (good, detail) = remote::telegram_me(&telegram.api_url, telegram.token.trim()).await;
-        report.line(good, "telegram", detail);
-    }
-    let discord = &loaded.config.channels.discord;
-    if discord.token.trim().is_empty() {
-        report.line(
-            true,
-            "discord",
-            "no token (set DISCORD_BOT_TOKEN to run the Discord channel)".into(),
-        );
-    } else {
-        let (good, detail) = remote::discord_me(&discord.api_url, discord.token.trim()).await;
-        report.line(good, "discord", detail);
+    for platform in crate::cli::platforms::PLATFORMS {
+        if (platform.configured)(&loaded.config) {
+            let (good, detail) = (platform.check)(&loaded.config).await;
+            report.line(good, platform.name, detail);
+        } else {
+            let why = format!(
+                "no token (set {} to run the {} channel)",
+                platform.token_env, platform.name
+            );
+            report.line(true, platform.name, why);
+        }
     }
 }
 

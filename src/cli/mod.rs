@@ -14,6 +14,7 @@ pub mod logfile;
 pub mod mcp;
 pub mod pairing;
 pub mod panel;
+pub mod platforms;
 pub mod rpc;
 mod screen;
 pub mod serve;
@@ -150,35 +151,18 @@ pub fn terminal_user(loaded: &LoadedConfig) -> String {
 /// platform token is set and stdin is a terminal. Its log then goes to the log file (as
 /// `chela chat`'s), and Ctrl-D stops it.
 pub fn terminal_gateway(loaded: &LoadedConfig) -> bool {
-    let channels = &loaded.config.channels;
-    channels.telegram.token.trim().is_empty()
-        && channels.discord.token.trim().is_empty()
+    platforms::configured(&loaded.config).next().is_none()
         && std::io::IsTerminal::is_terminal(&std::io::stdin())
 }
 
-/// The platform channels whose token is set (none: the terminal is the channel).
+/// The platform channels whose token is set (none: the terminal is the channel), each built
+/// by its entry of [`platforms::PLATFORMS`].
 pub fn platform_channels(
     loaded: &LoadedConfig,
 ) -> Result<Vec<std::sync::Arc<dyn chela_channel::Channel>>, ExitCode> {
-    let mut channels: Vec<std::sync::Arc<dyn chela_channel::Channel>> = Vec::new();
-    let telegram = &loaded.config.channels.telegram;
-    if !telegram.token.trim().is_empty() {
-        let settings = chela_telegram::TelegramSettings {
-            token: telegram.token.trim().to_string(),
-            api_url: telegram.api_url.clone(),
-            account: telegram.account.clone(),
-            poll_timeout_s: u32::try_from(telegram.poll_timeout_s).unwrap_or(25),
-            stream_previews: telegram.streaming != chela::config::Streaming::Off,
-            block_streaming: telegram.streaming == chela::config::Streaming::Block,
-            webhook: match webhook(telegram) {
-                Ok(hook) => hook,
-                Err(e) => {
-                    eprintln!("chela: {e}");
-                    return Err(ExitCode::from(2));
-                }
-            },
-        };
-        match chela_telegram::TelegramChannel::new(settings) {
+    let mut channels = Vec::new();
+    for platform in platforms::configured(&loaded.config) {
+        match (platform.build)(&loaded.config) {
             Ok(channel) => channels.push(channel),
             Err(e) => {
                 eprintln!("chela: {e}");
@@ -186,59 +170,7 @@ pub fn platform_channels(
             }
         }
     }
-    let discord = &loaded.config.channels.discord;
-    if !discord.token.trim().is_empty() {
-        channels.push(chela_discord::DiscordChannel::new(
-            chela_discord::DiscordSettings {
-                token: discord.token.trim().to_string(),
-                api_url: discord.api_url.clone(),
-                gateway_url: discord.gateway_url.clone(),
-                account: discord.account.clone(),
-                stream_previews: discord.streaming != chela::config::Streaming::Off,
-                block_streaming: discord.streaming == chela::config::Streaming::Block,
-                guilds: discord.guilds.clone(),
-                channels: discord.channels.clone(),
-                admin_roles: discord.admin_roles.clone(),
-                max_upload_bytes: discord.upload_mb.saturating_mul(1024 * 1024),
-                shards: discord.shard_count(),
-            },
-        ));
-    }
     Ok(channels)
-}
-
-/// Webhook settings when `webhook_url` is set.
-fn webhook(
-    telegram: &chela::config::TelegramConfig,
-) -> Result<Option<chela_telegram::webhook::WebhookSettings>, String> {
-    if telegram.webhook_url.trim().is_empty() {
-        return Ok(None);
-    }
-    let listen = telegram.webhook_listen.parse().map_err(|_| {
-        format!(
-            "channels.telegram.webhook_listen: {:?} is not an address like 127.0.0.1:8787",
-            telegram.webhook_listen
-        )
-    })?;
-    let secret = match telegram.webhook_secret.trim() {
-        "" => uuid::Uuid::new_v4().simple().to_string(),
-        s if s
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') =>
-        {
-            s.to_string()
-        }
-        _ => {
-            return Err(
-                "channels.telegram.webhook_secret: only A-Z, a-z, 0-9, _ and - are allowed".into(),
-            );
-        }
-    };
-    Ok(Some(chela_telegram::webhook::WebhookSettings {
-        url: telegram.webhook_url.trim().to_string(),
-        listen,
-        secret,
-    }))
 }
 
 /// Starts a gateway, turning start-up failures into a message and exit code 2.

@@ -9,9 +9,6 @@ use chela::store::{PairingRequest, Store, StoreError};
 use clap::Subcommand;
 use serde_json::{Value, json};
 
-/// The channels people pair on (the terminal's user needs no pairing).
-const PAIRING_CHANNELS: [&str; 2] = ["telegram", "discord"];
-
 /// Pairing actions.
 #[derive(Subcommand)]
 pub enum PairingCommand {
@@ -19,16 +16,16 @@ pub enum PairingCommand {
     List,
     /// Let the sender of CODE message the bot directly.
     Approve {
-        /// Channel name: telegram or discord.
-        #[arg(value_parser = PAIRING_CHANNELS)]
+        /// Channel name: a chat platform (telegram, discord).
+        #[arg(value_parser = crate::cli::platforms::name_parser())]
         channel: String,
         /// The code the sender was given.
         code: String,
     },
     /// Refuse the sender of CODE.
     Reject {
-        /// Channel name: telegram or discord.
-        #[arg(value_parser = PAIRING_CHANNELS)]
+        /// Channel name: a chat platform (telegram, discord).
+        #[arg(value_parser = crate::cli::platforms::name_parser())]
         channel: String,
         /// The code the sender was given.
         code: String,

@@ -32,14 +32,9 @@ pub async fn status(loaded: LoadedConfig) -> ExitCode {
 
 /// The channels the config would run.
 fn configured(loaded: &LoadedConfig) -> Vec<String> {
-    let channels = &loaded.config.channels;
-    let mut names: Vec<String> = Vec::new();
-    if !channels.telegram.token.trim().is_empty() {
-        names.push("telegram".into());
-    }
-    if !channels.discord.token.trim().is_empty() {
-        names.push("discord".into());
-    }
+    let mut names: Vec<String> = crate::cli::platforms::configured(&loaded.config)
+        .map(|p| p.name.to_owned())
+        .collect();
     if names.is_empty() {
         names.push("terminal (no platform token set)".into());
     }

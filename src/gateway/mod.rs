@@ -182,6 +182,9 @@ impl Gateway {
         config: Config,
         channels: Vec<Arc<dyn Channel>>,
     ) -> Result<Gateway, GatewayError> {
+        for channel in &channels {
+            crate::metrics::register_channel(channel.name());
+        }
         let store = Store::open_config(&config)?;
         let cluster = join_cluster(&config, &store).await?;
         let shutdown = CancellationToken::new();

@@ -1,83 +1,10 @@
-//! `chela doctor`'s network checks: the model server (and whether it serves the model),
-//! the Telegram Bot API and the Discord REST API, each asked who the token belongs to.
-
-use std::time::Duration;
+//! `chela doctor`'s network check of the model server (and whether it serves the model); the
+//! chat platforms' checks are their entries' in [`crate::cli::platforms`].
 
 use chela::config::ProviderKind;
 
 /// The outcome of one check: whether it passed, and what to print.
-pub type Verdict = (bool, String);
-
-fn client() -> Result<reqwest::Client, String> {
-    reqwest::Client::builder()
-        .timeout(Duration::from_secs(5))
-        .build()
-        .map_err(|e| e.to_string())
-}
-
-/// Asks the Bot API who the token belongs to.
-pub async fn telegram_me(api_url: &str, token: &str) -> Verdict {
-    let client = match client() {
-        Ok(c) => c,
-        Err(e) => return (false, e),
-    };
-    let url = format!("{}/bot{token}/getMe", api_url.trim_end_matches('/'));
-    match client.post(&url).send().await {
-        Ok(resp) if resp.status().is_success() => {
-            let body: serde_json::Value = resp.json().await.unwrap_or_default();
-            let name = body["result"]["username"].as_str().unwrap_or("?");
-            let privacy = if body["result"]["can_read_all_group_messages"] == true {
-                "privacy mode off: sees every group message"
-            } else {
-                "privacy mode on: in groups it sees only commands, mentions and replies"
-            };
-            (true, format!("@{name} ({privacy})"))
-        }
-        Ok(resp) if resp.status().as_u16() == 401 || resp.status().as_u16() == 404 => (
-            false,
-            "the Bot API refused the token; copy it again from @BotFather".into(),
-        ),
-        Ok(resp) => (false, format!("getMe answered {}", resp.status())),
-        Err(_) => (
-            false,
-            format!("cannot reach {api_url}; check channels.telegram.api_url and the network"),
-        ),
-    }
-}
-
-/// Asks the Discord REST API who the token belongs to (`GET /api/v10/users/@me`).
-pub async fn discord_me(api_url: &str, token: &str) -> Verdict {
-    let client = match client() {
-        Ok(c) => c,
-        Err(e) => return (false, e),
-    };
-    let base = match api_url.trim().trim_end_matches('/') {
-        "" => chela_discord::DEFAULT_API_URL,
-        base => base,
-    };
-    let url = format!("{base}/api/v10/users/@me");
-    let request = client
-        .get(&url)
-        .header(reqwest::header::AUTHORIZATION, format!("Bot {token}"));
-    match request.send().await {
-        Ok(resp) if resp.status().is_success() => {
-            let body: serde_json::Value = resp.json().await.unwrap_or_default();
-            let name = body["username"].as_str().unwrap_or("?");
-            let id = body["id"].as_str().unwrap_or("?");
-            (true, format!("@{name} (id {id})"))
-        }
-        Ok(resp) if resp.status().as_u16() == 401 => (
-            false,
-            "Discord refused the token; copy it again from the Developer Portal (Bot, Reset Token)"
-                .into(),
-        ),
-        Ok(resp) => (false, format!("{url} answered {}", resp.status())),
-        Err(_) => (
-            false,
-            format!("cannot reach {base}; check channels.discord.api_url and the network"),
-        ),
-    }
-}
+pub use crate::cli::platforms::Verdict;
 
 /// Asks the provider's model list (needs the key, costs no tokens) and looks for `model`.
 pub async fn model_served(
@@ -86,7 +13,7 @@ pub async fn model_served(
     key: Option<&str>,
     model: &str,
 ) -> Verdict {
-    let client = match client() {
+    let client = match crate::cli::platforms::http_client() {
         Ok(c) => c,
         Err(e) => return (false, e),
     };

@@ -20,6 +20,8 @@ pub(super) struct Place<'a> {
     pub(super) to: Conversation,
     /// The acting run (empty outside the gateway's runs).
     pub(super) run_id: &'a str,
+    /// The acting run's session: it edits and deletes only what its own runs sent.
+    pub(super) sender: &'a str,
 }
 
 /// Carries out `action` at `at`; `answered` is the message the run answers, with its
@@ -30,7 +32,12 @@ pub(super) async fn act(
     answered: Option<(Conversation, String)>,
     action: MessageAction,
 ) -> Result<String, ToolRefusal> {
-    let Place { key, to, run_id } = at;
+    let Place {
+        key,
+        to,
+        run_id,
+        sender,
+    } = at;
     let channel = host
         .notices
         .channel(&to.channel)
@@ -49,7 +56,7 @@ pub(super) async fn act(
             Ok(format!("pinned message {id}"))
         }
         MessageAction::Edit { message_id, text } => {
-            if own_message(host, &to, &message_id, word)? == OwnKind::Poll {
+            if own_message(host, &to, &message_id, word, sender)? == OwnKind::Poll {
                 return Err("a poll cannot be edited; delete it and send a new one".into());
             }
             let max = channel.limits().max_chars;
@@ -62,7 +69,7 @@ pub(super) async fn act(
             Ok(format!("edited message {}", message.message_id))
         }
         MessageAction::Delete { message_id } => {
-            own_message(host, &to, &message_id, word)?;
+            own_message(host, &to, &message_id, word, sender)?;
             let message = SentMessage { message_id };
             channel.delete(&to, &message).await.map_err(failed)?;
             if let Err(e) = own::forget(&host.store, &to, &message.message_id) {
@@ -92,7 +99,7 @@ pub(super) async fn act(
                 failed(e)
             });
             let id = sent?.message_id;
-            note_own(host, &to, &id, OwnKind::Poll);
+            note_own(host, &to, &id, OwnKind::Poll, sender);
             let place = format!("{} chat {}", to.channel, to.chat_id);
             Ok(format!("sent a poll to {key} ({place}; message id {id})"))
         }
@@ -100,8 +107,8 @@ pub(super) async fn act(
 }
 
 /// Notes message `id` of `to` as the agent's own (a failure is logged: the message went).
-fn note_own(host: &Handles, to: &Conversation, id: &str, kind: OwnKind) {
-    if let Err(e) = own::note(&host.store, to, &[id.to_owned()], kind) {
+fn note_own(host: &Handles, to: &Conversation, id: &str, kind: OwnKind, sender: &str) {
+    if let Err(e) = own::note(&host.store, to, &[id.to_owned()], kind, sender) {
         tracing::warn!(error = %e, "cannot note a message the agent sent");
     }
 }
@@ -138,11 +145,12 @@ fn own_message(
     to: &Conversation,
     id: &str,
     word: &str,
+    sender: &str,
 ) -> Result<OwnKind, ToolRefusal> {
-    own::find(&host.store, to, id)?.ok_or_else(|| {
+    own::find(&host.store, to, id, sender)?.ok_or_else(|| {
         ToolRefusal::Refused(format!(
             "message {id} is not one you sent in this conversation: you may {word} only \
-             messages you sent with the message tool (their ids are in its results)"
+             messages this session sent with the message tool (their ids are in its results)"
         ))
     })
 }

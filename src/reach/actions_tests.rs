@@ -58,6 +58,13 @@ async fn only_messages_the_agent_sent_are_edited_or_deleted_and_polls_are_never_
         .unwrap();
     assert!(sent.ends_with("; message id s1)"), "{sent}");
 
+    // Another session's run in the same conversation does not touch it.
+    let other = Caller {
+        session: "agent:main:test:direct:8".into(),
+        ..caller("run-9")
+    };
+    let refused = api.act(other, None, edit("s1", "hijacked")).await;
+    assert!(refused.is_err(), "{refused:?}");
     let edited = api.act(caller("run-2"), None, edit("s1", "final")).await;
     assert_eq!(edited.unwrap(), "edited message s1");
     let refused = api.act(caller("run-2"), None, edit("u9", "mine now")).await;

@@ -2,7 +2,9 @@
 //! `edit` and `delete` actions may touch (docs/tools.md). Kept in the store as settings (JSON
 //! under one `chela:own-messages:` key per conversation, on every engine), the newest
 //! [`MAX_KEPT`] of each conversation, so a later run may still edit what an earlier one sent.
-//! Each id is kept with what it is (text or a poll, which cannot be edited).
+//! Each id is kept with what it is (text or a poll, which cannot be edited) and the session
+//! whose run sent it: only that session's runs may edit or delete it (a group member's run
+//! does not touch what the owner's run posted into the group).
 
 use std::sync::Mutex;
 
@@ -35,6 +37,9 @@ struct OwnMessage {
     id: String,
     /// What it is.
     kind: OwnKind,
+    /// The session whose run sent it.
+    #[serde(default)]
+    session: String,
 }
 
 /// The settings key of `to`'s list.
@@ -54,13 +59,14 @@ fn load(store: &Store, to: &Conversation) -> Result<Vec<OwnMessage>, StoreError>
     Ok(store.get_settings(&key(to))?.unwrap_or_default())
 }
 
-/// Notes that the agent sent messages `ids` (of `kind`) into `to`. Buffered: made durable by
-/// the store's next flush.
+/// Notes that a run of session `session` sent messages `ids` (of `kind`) into `to`.
+/// Buffered: made durable by the store's next flush.
 pub(super) fn note(
     store: &Store,
     to: &Conversation,
     ids: &[String],
     kind: OwnKind,
+    session: &str,
 ) -> Result<(), StoreError> {
     if ids.is_empty() {
         return Ok(());
@@ -73,21 +79,24 @@ pub(super) fn note(
     kept.extend(ids.iter().map(|id| OwnMessage {
         id: id.clone(),
         kind,
+        session: session.to_owned(),
     }));
     let extra = kept.len().saturating_sub(MAX_KEPT);
     kept.drain(..extra);
     store.put_settings(&key(to), &kept)
 }
 
-/// What message `id` of `to` is, if the agent sent it (and it is still remembered).
+/// What message `id` of `to` is, if a run of session `session` sent it (and it is still
+/// remembered).
 pub(super) fn find(
     store: &Store,
     to: &Conversation,
     id: &str,
+    session: &str,
 ) -> Result<Option<OwnKind>, StoreError> {
     Ok(load(store, to)?
         .into_iter()
-        .find(|m| m.id == id)
+        .find(|m| m.id == id && m.session == session)
         .map(|m| m.kind))
 }
 
@@ -124,15 +133,40 @@ mod tests {
     fn sent_messages_are_known_per_conversation_until_forgotten() {
         let store = Store::temporary().unwrap();
         let (general, topic) = (chat(None), chat(Some("7")));
-        note(&store, &general, &["1".into(), "2".into()], OwnKind::Text).unwrap();
-        note(&store, &general, &["3".into()], OwnKind::Poll).unwrap();
-        assert_eq!(find(&store, &general, "2").unwrap(), Some(OwnKind::Text));
-        assert_eq!(find(&store, &general, "3").unwrap(), Some(OwnKind::Poll));
-        assert_eq!(find(&store, &general, "4").unwrap(), None);
-        assert_eq!(find(&store, &topic, "1").unwrap(), None, "another topic");
+        note(
+            &store,
+            &general,
+            &["1".into(), "2".into()],
+            OwnKind::Text,
+            "s",
+        )
+        .unwrap();
+        note(&store, &general, &["3".into()], OwnKind::Poll, "s").unwrap();
+        assert_eq!(
+            find(&store, &general, "2", "s").unwrap(),
+            Some(OwnKind::Text)
+        );
+        assert_eq!(
+            find(&store, &general, "3", "s").unwrap(),
+            Some(OwnKind::Poll)
+        );
+        assert_eq!(find(&store, &general, "4", "s").unwrap(), None);
+        assert_eq!(
+            find(&store, &topic, "1", "s").unwrap(),
+            None,
+            "another topic"
+        );
+        assert_eq!(
+            find(&store, &general, "1", "other").unwrap(),
+            None,
+            "another session"
+        );
         forget(&store, &general, "2").unwrap();
-        assert_eq!(find(&store, &general, "2").unwrap(), None);
-        assert_eq!(find(&store, &general, "1").unwrap(), Some(OwnKind::Text));
+        assert_eq!(find(&store, &general, "2", "s").unwrap(), None);
+        assert_eq!(
+            find(&store, &general, "1", "s").unwrap(),
+            Some(OwnKind::Text)
+        );
     }
 
     #[test]
@@ -140,10 +174,10 @@ mod tests {
         let store = Store::temporary().unwrap();
         let to = chat(None);
         let ids: Vec<String> = (0..MAX_KEPT + 3).map(|i| i.to_string()).collect();
-        note(&store, &to, &ids, OwnKind::Text).unwrap();
-        assert_eq!(find(&store, &to, "2").unwrap(), None);
-        assert_eq!(find(&store, &to, "3").unwrap(), Some(OwnKind::Text));
+        note(&store, &to, &ids, OwnKind::Text, "s").unwrap();
+        assert_eq!(find(&store, &to, "2", "s").unwrap(), None);
+        assert_eq!(find(&store, &to, "3", "s").unwrap(), Some(OwnKind::Text));
         let last = (MAX_KEPT + 2).to_string();
-        assert_eq!(find(&store, &to, &last).unwrap(), Some(OwnKind::Text));
+        assert_eq!(find(&store, &to, &last, "s").unwrap(), Some(OwnKind::Text));
     }
 }

@@ -40,8 +40,9 @@ impl SessionsApi for ReachTools {
         let host = self.handles();
         Box::pin(async move {
             let host = host?;
+            let sender = caller.session.clone();
             let (key, to) = destination(&host, caller, target)?;
-            let ids = send_text(&host, &to, &text).await?;
+            let ids = send_text(&host, &to, &text, &sender).await?;
             let ids = match ids.as_slice() {
                 [] => String::new(),
                 [one] => format!("; message id {one}"),
@@ -64,12 +65,13 @@ impl SessionsApi for ReachTools {
         Box::pin(async move {
             let host = host?;
             let answered = super::actions::answered_message(&host, &caller);
-            let run_id = caller.run_id.clone();
+            let (run_id, sender) = (caller.run_id.clone(), caller.session.clone());
             let (key, to) = destination(&host, caller, target)?;
             let at = super::actions::Place {
                 key: &key,
                 to,
                 run_id: &run_id,
+                sender: &sender,
             };
             super::actions::act(&host, at, answered, action).await
         })
@@ -156,11 +158,12 @@ impl SessionsApi for ReachTools {
 }
 
 /// Sends `text` into `to` as one complete reply after the conversation's finals (as a
-/// notice goes), and remembers the messages it made as the agent's own; their ids.
+/// notice goes), and remembers the messages it made as session `sender`'s own; their ids.
 async fn send_text(
     host: &Handles,
     to: &Conversation,
     text: &str,
+    sender: &str,
 ) -> Result<Vec<String>, ToolRefusal> {
     let channel = host
         .notices
@@ -173,7 +176,7 @@ async fn send_text(
     let sent = reply.finish(text).await;
     // What went out before a failure is the agent's too.
     let ids = made.ids();
-    if let Err(e) = own::note(&host.store, to, &ids, OwnKind::Text) {
+    if let Err(e) = own::note(&host.store, to, &ids, OwnKind::Text, sender) {
         tracing::warn!(error = %e, "cannot note the messages the agent sent");
     }
     sent.map_err(|e| ToolRefusal::Failed(e.to_string()))?;

@@ -536,6 +536,8 @@ mod tests {
 
     #[test]
     fn gauges_are_read_at_scrape_time() {
+        register_channel("telegram");
+        register_channel("discord");
         let m = Metrics::new();
         let gauges = Gauges {
             pending_turns: Some(3),

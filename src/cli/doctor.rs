@@ -192,7 +192,7 @@ async fn channels(loaded: &LoadedConfig, report: &mut Report) {
         } else {
             let why = format!(
                 "no token (set {} to run the {} channel)",
-                platform.token_env, platform.name
+                platform.token_env, platform.title
             );
             report.line(true, platform.name, why);
         }

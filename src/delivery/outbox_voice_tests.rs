@@ -208,7 +208,7 @@ async fn a_voice_note_failing_for_now_again_and_again_is_given_up_for_the_text()
 }
 
 #[tokio::test]
-async fn a_restart_takes_the_voice_note_back_and_sends_it_once_without_speaking_again() {
+async fn a_restart_takes_the_voice_note_back_speaks_again_and_sends_it_once() {
     let s = setup(TtsMode::Instead).await;
     std::fs::write(s.ws.join("out/a.txt"), b"A").unwrap();
     let text = format!("Hello\nMEDIA:{}", s.ws.join("out/a.txt").display());

@@ -104,7 +104,7 @@ impl Speech {
         let response = request.send().await.map_err(http)?;
         let status = response.status();
         if !status.is_success() {
-            let bytes = read_capped(response, ERROR_BYTES).await.unwrap_or_default();
+            let bytes = read_start(response, ERROR_BYTES).await;
             let text = String::from_utf8_lossy(&bytes);
             return Err(SpeechError::Status {
                 status: status.as_u16(),
@@ -136,6 +136,20 @@ async fn read_capped(mut response: reqwest::Response, max: usize) -> Result<Vec<
         bytes.extend_from_slice(&chunk);
     }
     Ok(bytes)
+}
+
+/// The first `max` bytes of the answer's body (what arrived before an error).
+async fn read_start(mut response: reqwest::Response, max: usize) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    while bytes.len() < max {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                bytes.extend_from_slice(&chunk[..chunk.len().min(max - bytes.len())])
+            }
+            _ => break,
+        }
+    }
+    bytes
 }
 
 fn http(e: reqwest::Error) -> SpeechError {

@@ -34,11 +34,12 @@ pub fn spoken(markdown: &str) -> String {
 pub fn says_all(markdown: &str) -> bool {
     let options =
         Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
-    !Parser::new_ext(markdown, options).any(|event| {
-        matches!(
-            event,
-            Event::Start(Tag::CodeBlock(_) | Tag::Link { .. } | Tag::Image { .. })
-        )
+    !Parser::new_ext(markdown, options).any(|event| match event {
+        Event::Start(Tag::CodeBlock(_) | Tag::Link { .. } | Tag::Image { .. }) => true,
+        Event::Html(_) | Event::InlineHtml(_) => true,
+        // A bare address is plain text to the parser, but a link to whoever reads it.
+        Event::Text(text) => text.contains("://") || text.contains("www."),
+        _ => false,
     })
 }
 
@@ -77,6 +78,9 @@ mod tests {
         assert!(!says_all("Run this:\n```sh\nmake\n```"));
         assert!(!says_all("See [the docs](https://docs.example)."));
         assert!(!says_all("![chart](chart.png)"));
+        assert!(!says_all("see https://x.example/a for more"));
+        assert!(!says_all("at www.example.com"));
+        assert!(!says_all("a <a href=\"x\">link</a>"));
     }
 
     #[test]

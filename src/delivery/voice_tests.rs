@@ -1,5 +1,5 @@
 //! Voice notes against the kit's fake speech endpoint: which finals are spoken, what the
-//! endpoint is asked, where the audio is kept, its reuse by a recovered final and its removal.
+//! endpoint is asked, where the audio is kept, a planted file never trusted, and its removal.
 //! Real sockets, so the clock is not paused (nothing here measures time).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -78,8 +78,13 @@ pub(super) async fn act(
             Ok(format!("deleted message {}", message.message_id))
         }
         MessageAction::Poll(poll) => {
-            // The same poll of the same run goes once (a run again after a crash).
-            let what = format!("poll|{}|{}", poll.question, poll.options.join("|"));
+            host.notices.outbox().settled_within(&to).await;
+            // The same poll of the same run goes once (a run again after a crash). Each field
+            // is length-prefixed so no two polls share a mark.
+            let fields = std::iter::once(&poll.question).chain(&poll.options);
+            let what: String = (fields.map(|f| format!("{}:{f}|", f.len())))
+                .chain(std::iter::once(format!("multiple:{}", poll.multiple)))
+                .collect();
             let mark =
                 (!run_id.is_empty()).then(|| crate::delivery::files::send_mark(run_id, &to, &what));
             if let Some(mark) = &mark
@@ -89,7 +94,6 @@ pub(super) async fn act(
             {
                 return Ok(format!("already sent this poll to {key} in this run"));
             }
-            host.notices.outbox().settled_within(&to).await;
             let sent = channel.send_poll(&to, &poll).await.map_err(|e| {
                 if let Some(mark) = &mark
                     && let Err(e) = host.store.forget_seen(mark)

@@ -10,6 +10,7 @@ use super::{Platform, Verdict};
 /// Discord's entry.
 pub(super) const PLATFORM: Platform = Platform {
     name: "discord",
+    title: "Discord",
     token_env: "DISCORD_BOT_TOKEN",
     configured: |config| !config.channels.discord.token.trim().is_empty(),
     build,

@@ -22,6 +22,8 @@ pub type Verdict = (bool, String);
 pub struct Platform {
     /// Its channel's name (`telegram`): config table, session keys, pairing, metrics.
     pub name: &'static str,
+    /// Its name as people write it (`Telegram`).
+    pub title: &'static str,
     /// The environment variable its token is usually set from (what `chela doctor` asks for).
     pub token_env: &'static str,
     /// Whether the config runs it (its token is set).

@@ -10,6 +10,7 @@ use super::{Platform, Verdict};
 /// Telegram's entry.
 pub(super) const PLATFORM: Platform = Platform {
     name: "telegram",
+    title: "Telegram",
     token_env: "TELEGRAM_BOT_TOKEN",
     configured: |config| !config.channels.telegram.token.trim().is_empty(),
     build,

@@ -6,6 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use chela_testkit::mcp::jsonrpc::{call, request};
 use chela_testkit::mcp::{
     HandlerOptions, McpEvent, StdioEnd, StdioOptions, serve_stdio, tools::IMAGE_BASE64,
 };
@@ -49,18 +50,6 @@ impl Session {
         drop(self.input);
         self.server.await.unwrap().unwrap()
     }
-}
-
-fn request(id: u64, method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-}
-
-fn call(id: u64, tool: &str, arguments: Value) -> Value {
-    request(
-        id,
-        "tools/call",
-        json!({"name": tool, "arguments": arguments}),
-    )
 }
 
 fn text(answer: &Value) -> &str {

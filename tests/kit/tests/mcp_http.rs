@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use chela_testkit::FakeMcpHttp;
+use chela_testkit::mcp::jsonrpc::{call, request};
 use reqwest::{RequestBuilder, Response, StatusCode};
 use serde_json::{Value, json};
 
@@ -27,18 +28,6 @@ fn raw_post(
         .header("accept", accept)
         .header("content-type", content_type)
         .body(message.to_string())
-}
-
-fn request(id: u64, method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-}
-
-fn call(id: u64, tool: &str, arguments: Value) -> Value {
-    request(
-        id,
-        "tools/call",
-        json!({"name": tool, "arguments": arguments}),
-    )
 }
 
 fn content_type(response: &Response) -> String {

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
+use chela_testkit::mcp::jsonrpc::{call, request};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -61,18 +62,6 @@ impl Server {
             .unwrap()
             .unwrap()
     }
-}
-
-fn request(id: u64, method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-}
-
-fn call(id: u64, tool: &str, arguments: Value) -> Value {
-    request(
-        id,
-        "tools/call",
-        json!({"name": tool, "arguments": arguments}),
-    )
 }
 
 fn log_lines(path: &Path) -> Vec<String> {

@@ -376,6 +376,22 @@ pub(crate) fn list(shared: &Arc<Shared>, channel: u64, query: Option<&str>) -> A
     Ok(Reply::Json(Value::Array(found)))
 }
 
+/// Message `message` of `channel`, unless it is unknown or deleted.
+fn live_message(
+    state: &mut super::state::State,
+    channel: u64,
+    message: u64,
+) -> Result<&mut super::state::Stored, ApiError> {
+    let ch = state
+        .channels
+        .get_mut(&channel)
+        .ok_or_else(ApiError::unknown_channel)?;
+    ch.messages
+        .get_mut(&message)
+        .filter(|m| !m.deleted)
+        .ok_or_else(ApiError::unknown_message)
+}
+
 /// `PUT`/`DELETE /channels/{id}/messages/{id}/reactions/{emoji}/@me`.
 pub(crate) fn react(
     shared: &Arc<Shared>,
@@ -385,15 +401,7 @@ pub(crate) fn react(
     add: bool,
 ) -> ApiResult {
     let mut state = shared.lock();
-    let ch = state
-        .channels
-        .get_mut(&channel)
-        .ok_or_else(ApiError::unknown_channel)?;
-    let stored = ch
-        .messages
-        .get_mut(&message)
-        .filter(|m| !m.deleted)
-        .ok_or_else(ApiError::unknown_message)?;
+    let stored = live_message(&mut state, channel, message)?;
     if add {
         if !stored.reactions.iter().any(|r| r == emoji) {
             stored.reactions.push(emoji.to_owned());
@@ -407,15 +415,7 @@ pub(crate) fn react(
 /// `PUT` (`pin`) or `DELETE` a pin of message `message` of `channel`: sets its `pinned`.
 pub(crate) fn pin(shared: &Arc<Shared>, channel: u64, message: u64, pin: bool) -> ApiResult {
     let mut state = shared.lock();
-    let ch = state
-        .channels
-        .get_mut(&channel)
-        .ok_or_else(ApiError::unknown_channel)?;
-    let stored = ch
-        .messages
-        .get_mut(&message)
-        .filter(|m| !m.deleted)
-        .ok_or_else(ApiError::unknown_message)?;
+    let stored = live_message(&mut state, channel, message)?;
     stored.json["pinned"] = json!(pin);
     drop(state);
     shared.touch();

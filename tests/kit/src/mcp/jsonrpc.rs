@@ -70,6 +70,20 @@ impl Incoming {
     }
 }
 
+/// A client's request `method` with `params` and id `id` (for tests driving the fake).
+pub fn request(id: u64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// A client's `tools/call` of `tool` with `arguments` and id `id`.
+pub fn call(id: u64, tool: &str, arguments: Value) -> Value {
+    request(
+        id,
+        "tools/call",
+        json!({"name": tool, "arguments": arguments}),
+    )
+}
+
 /// A success response.
 pub fn result(id: &Value, result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": result})

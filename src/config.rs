@@ -29,10 +29,12 @@ mod mcp_names;
 mod media;
 mod memory;
 mod overrides;
+mod platforms;
 mod pricing;
 pub mod providers;
 pub mod redact;
 mod rpc;
+mod slack;
 mod tools;
 mod tts;
 mod types;
@@ -47,8 +49,8 @@ use std::path::{Path, PathBuf};
 pub use acp::{AcpConfig, BUILTIN_HARNESSES, HarnessConfig, NonInteractive, PermissionMode};
 pub use agents::{AgentEntry, Binding};
 pub use channels::{
-    AccessConfig, ChannelsConfig, CommandsConfig, DiscordConfig, DmPolicy, GroupPolicy,
-    ModelChange, Streaming, TelegramConfig,
+    AccessConfig, CommandsConfig, DiscordConfig, DmPolicy, GroupPolicy, ModelChange, Streaming,
+    TelegramConfig,
 };
 pub use cluster::ClusterConfig;
 pub use cron::{CronEntry, HEARTBEAT_PROMPT, HeartbeatConfig, TargetConfig, is_valid_job_id};
@@ -65,10 +67,12 @@ pub use mcp_names::{is_server_name, mcp_entry_server};
 pub use media::{MediaConfig, Vision};
 pub use memory::MemoryConfig;
 pub use overrides::ENV_OVERRIDES;
+pub use platforms::{CHANNEL_TABLES, ChannelsConfig};
 pub use pricing::{PriceEntry, Rate};
 pub use providers::ProviderEntry;
 pub use redact::REDACTED;
 pub use rpc::{DEFAULT_RPC_LISTEN, RpcConfig, discovery_path_for};
+pub use slack::SlackConfig;
 pub use tools::{
     ExecApprovals, ExecConfig, MESSAGE_ACTIONS, NetworkMode, SandboxMode, SessionsReach,
     TOOL_GROUPS, TOOL_NAMES, ToolProfile, ToolScopeConfig, ToolsConfig, WEB_PORTS,

@@ -160,6 +160,8 @@ fn env_lines() -> Vec<String> {
         "ANTHROPIC_API_KEY",
         "TELEGRAM_BOT_TOKEN",
         "DISCORD_BOT_TOKEN",
+        "SLACK_BOT_TOKEN",
+        "SLACK_APP_TOKEN",
         "CHELA_RPC_TOKEN",
     ];
     for name in secrets {

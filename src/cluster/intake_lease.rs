@@ -26,14 +26,9 @@ pub fn lease_name(channel: &str) -> String {
 }
 
 /// Whether channel `name`'s intake runs on one node of the cluster at a time, under a
-/// lease (Telegram long polling, Discord): only `on_cluster`, and not a Telegram webhook.
+/// lease (see [`crate::config::ChannelsConfig::exclusive_intake`]): only `on_cluster`, and not a Telegram webhook.
 pub fn is_exclusive(config: &crate::config::Config, on_cluster: bool, name: &str) -> bool {
-    on_cluster
-        && match name {
-            "telegram" => config.channels.telegram.webhook_url.trim().is_empty(),
-            "discord" => true,
-            _ => false,
-        }
+    on_cluster && config.channels.exclusive_intake(name)
 }
 
 /// Whether intake leases `held` (as the store lists a node's: `intake:telegram`,

@@ -52,16 +52,6 @@ named_enum!(DmPolicy, "dm policy", [
 named_enum!(GroupPolicy, "group policy", [Allowlist => "allowlist", Open => "open"]);
 named_enum!(Streaming, "streaming", [Off => "off", Partial => "partial", Block => "block"]);
 
-/// `[channels]`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ChannelsConfig {
-    /// `[channels.telegram]`.
-    pub telegram: TelegramConfig,
-    /// `[channels.discord]`.
-    pub discord: DiscordConfig,
-}
-
 /// Admission rules shared by every platform channel (each channel's table carries these keys).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AccessConfig {

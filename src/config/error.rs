@@ -286,13 +286,10 @@ fn openai_compatible(name: &str) -> Option<&'static str> {
     }
 }
 
-/// The channels that go under `[channels.NAME]`.
-const CHANNEL_TABLES: [&str; 2] = ["telegram", "discord"];
-
 /// A hint for unknown key `name` (at dotted `path`) given serde's `expected` ("expected one
 /// of a, b"): a channel table written at the top, or the closest expected key (a typo).
 fn unknown_key_hint(path: &str, name: &str, expected: &str) -> Option<String> {
-    if path == name && CHANNEL_TABLES.contains(&name) {
+    if path == name && super::CHANNEL_TABLES.contains(&name) {
         return Some(format!("channels go under [channels.{name}]"));
     }
     let names = expected.strip_prefix("expected one of ")?.split(", ");

@@ -15,6 +15,7 @@ pub const ENV_OVERRIDES: &[(&str, &str)] = &[
     ("CHELA_TELEGRAM_API_URL", "channels.telegram.api_url"),
     ("CHELA_DISCORD_API_URL", "channels.discord.api_url"),
     ("CHELA_DISCORD_GATEWAY_URL", "channels.discord.gateway_url"),
+    ("CHELA_SLACK_API_URL", "channels.slack.api_url"),
     ("CHELA_RPC_LISTEN", "rpc.listen"),
 ];
 
@@ -53,6 +54,16 @@ impl Config {
         }
         if let Some(value) = url("CHELA_DISCORD_GATEWAY_URL", WEBSOCKET)? {
             discord.gateway_url = value;
+        }
+        let slack = &mut self.channels.slack;
+        if slack.bot_token.is_empty() {
+            slack.bot_token = lookup("SLACK_BOT_TOKEN").unwrap_or_default();
+        }
+        if slack.app_token.is_empty() {
+            slack.app_token = lookup("SLACK_APP_TOKEN").unwrap_or_default();
+        }
+        if let Some(value) = url("CHELA_SLACK_API_URL", HTTP)? {
+            slack.api_url = value;
         }
         if self.model.base_url.trim().is_empty() {
             // Read by the provider at start; a bad value would fail every model call.

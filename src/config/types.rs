@@ -28,7 +28,7 @@ pub struct Config {
     /// `[terminal]`: the `chela chat` channel.
     pub terminal: TerminalConfig,
     /// `[channels.*]`: platform channels.
-    pub channels: super::channels::ChannelsConfig,
+    pub channels: super::platforms::ChannelsConfig,
     /// `[commands]`: who may run admin commands.
     pub commands: super::channels::CommandsConfig,
     /// `[acp]`: coding agents over ACP.

@@ -44,6 +44,7 @@ impl Config {
             ("channels.telegram.api_url", telegram.api_url.as_str(), HTTP),
             ("channels.telegram.webhook_url", &telegram.webhook_url, HTTP),
             ("channels.discord.api_url", &discord.api_url, HTTP),
+            ("channels.slack.api_url", &self.channels.slack.api_url, HTTP),
             ("tts.url", &self.tts.url, HTTP),
             (
                 "channels.discord.gateway_url",

@@ -180,11 +180,7 @@ pub fn default_session_key(config: &Config) -> String {
 
 /// The admission rules of a platform channel under `config`; `None` for the local terminal.
 pub fn access_for(config: &Config, channel: &str) -> Option<AccessConfig> {
-    match channel {
-        "telegram" => Some(config.channels.telegram.access()),
-        "discord" => Some(config.channels.discord.access()),
-        _ => None,
-    }
+    config.channels.access(channel)
 }
 
 /// The [`InboundSink`] every channel feeds.

@@ -268,7 +268,16 @@ async fn fetch_once_until(
     }
     let channel = channel.ok_or(FetchError::NoChannel)?;
     let url = channel.media_url(attachment).await?;
-    download_until(&url, workspace, dest, limit, cancel).await
+    let authorization = channel.media_authorization();
+    download_until(
+        &url,
+        authorization.as_deref(),
+        workspace,
+        dest,
+        limit,
+        cancel,
+    )
+    .await
 }
 
 /// `agent:main:direct:42` -> `agent_main_direct_42`: a folder name.

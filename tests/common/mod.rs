@@ -8,6 +8,7 @@ pub mod acp;
 pub mod cluster;
 pub mod discord;
 pub mod pg;
+pub mod slack;
 pub mod telegram;
 
 use std::path::{Path, PathBuf};

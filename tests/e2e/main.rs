@@ -59,6 +59,7 @@ mod sandbox;
 mod secrets;
 mod session_tools;
 mod skills;
+mod slack;
 mod store_rollback;
 mod subagent;
 mod telegram_buttons;

@@ -511,6 +511,11 @@ pub trait Channel: Send + Sync {
         let _ = attachment;
         Box::pin(async { Err(ChannelError::Unsupported("attachments")) })
     }
+    /// The `Authorization` header value a download from [`Channel::media_url`] needs
+    /// (Slack's files want the bot token); `None` for a plain GET. A secret: never log it.
+    fn media_authorization(&self) -> Option<String> {
+        None
+    }
     /// Longest caption a file may carry, in chars (Telegram 1,024); 0 when files carry no
     /// caption (the text then goes as a message of its own).
     fn caption_limit(&self) -> usize {

@@ -372,17 +372,16 @@ async fn import_pairing(
 ) -> Result<usize, StoreError> {
     let mut paired = 0;
     for (channel, account, sender) in approvals {
-        let chela_account = match channel.as_str() {
-            "telegram" => &loaded.config.channels.telegram.account,
-            "discord" => &loaded.config.channels.discord.account,
-            _ => {
+        let chela_account = match loaded.config.channels.account(&channel) {
+            Some(account) => account,
+            None => {
                 not_carried.push(format!(
                     "pairing {channel}:{sender}: chela has no {channel} channel"
                 ));
                 continue;
             }
         };
-        if account != "default" && &account != chela_account {
+        if account != "default" && account != chela_account {
             not_carried.push(format!(
                 "pairing {channel}:{sender} of account {account}: chela runs one {channel} bot"
             ));

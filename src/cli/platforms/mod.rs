@@ -6,6 +6,7 @@
 //! read the list.
 
 mod discord;
+mod slack;
 mod telegram;
 
 use std::sync::Arc;
@@ -35,7 +36,7 @@ pub struct Platform {
 }
 
 /// Every platform, in the order channels start.
-pub const PLATFORMS: &[Platform] = &[telegram::PLATFORM, discord::PLATFORM];
+pub const PLATFORMS: &[Platform] = &[telegram::PLATFORM, discord::PLATFORM, slack::PLATFORM];
 
 /// The platforms `config` runs.
 pub fn configured(config: &Config) -> impl Iterator<Item = &'static Platform> + '_ {

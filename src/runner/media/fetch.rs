@@ -59,15 +59,17 @@ pub async fn download(
     dest: &Path,
     limit: u64,
 ) -> Result<u64, FetchError> {
-    download_until(url, workspace, dest, limit, &CancellationToken::new()).await
+    download_until(url, None, workspace, dest, limit, &CancellationToken::new()).await
 }
 
-/// [`download`] that `cancel` cuts short ([`FetchError::Stopped`]); its `.part` file is
+/// [`download`] with an `Authorization` header (when given) that `cancel` cuts short
+/// ([`FetchError::Stopped`]); its `.part` file is
 /// removed then too. The folder is opened beneath the workspace one step at a time and the
 /// `.part` file made, written and renamed inside that open folder, so a folder swapped
 /// for a link at any moment makes nothing outside ([`beneath`]).
 pub async fn download_until(
     url: &str,
+    authorization: Option<&str>,
     workspace: &Path,
     dest: &Path,
     limit: u64,
@@ -82,7 +84,7 @@ pub async fn download_until(
     let mut part = name.clone();
     part.push(".part");
     let result = tokio::select! {
-        result = fetch(url, &dir, &part, limit) => result,
+        result = fetch(url, authorization, &dir, &part, limit) => result,
         () = cancel.cancelled() => Err(FetchError::Stopped),
     };
     match result {
@@ -113,10 +115,19 @@ fn outside(e: BeneathError) -> FetchError {
 }
 
 /// The download itself: `url` into file `part` of the open folder `dir`.
-async fn fetch(url: &str, dir: &OwnedFd, part: &OsStr, limit: u64) -> Result<u64, FetchError> {
+async fn fetch(
+    url: &str,
+    authorization: Option<&str>,
+    dir: &OwnedFd,
+    part: &OsStr,
+    limit: u64,
+) -> Result<u64, FetchError> {
     let http = |e: reqwest::Error| FetchError::Http(e.without_url().to_string());
-    let mut response = client()?
-        .get(url)
+    let mut request = client()?.get(url);
+    if let Some(value) = authorization {
+        request = request.header(reqwest::header::AUTHORIZATION, value);
+    }
+    let mut response = request
         .send()
         .await
         .and_then(reqwest::Response::error_for_status)

@@ -187,7 +187,7 @@ async fn a_stopped_download_ends_at_once_and_leaves_no_part_file() {
     let cancel = CancellationToken::new();
     let download = {
         let (url, ws, dest, cancel) = (url.clone(), ws.clone(), dest.clone(), cancel.clone());
-        tokio::spawn(async move { download_until(&url, &ws, &dest, 1 << 20, &cancel).await })
+        tokio::spawn(async move { download_until(&url, None, &ws, &dest, 1 << 20, &cancel).await })
     };
     // The download is under way: its first bytes are in the .part file.
     while std::fs::metadata(&part).map_or(true, |m| m.len() == 0) {
@@ -201,7 +201,7 @@ async fn a_stopped_download_ends_at_once_and_leaves_no_part_file() {
     assert!(!part.exists(), "the .part file is removed");
     assert!(!dest.exists());
     // A stopped run does not start a download at all.
-    let err = download_until(&url, &ws, &dest, 1 << 20, &cancel)
+    let err = download_until(&url, None, &ws, &dest, 1 << 20, &cancel)
         .await
         .unwrap_err();
     assert!(matches!(err, FetchError::Stopped), "{err:?}");

@@ -10,6 +10,10 @@
 //! - [`discord`]: [`FakeDiscord`], a fake Discord gateway (WebSocket at `/gateway`) and REST API
 //!   (`/api/v10`) for one bot, with simulated users in guild channels, threads and DMs, RESUME,
 //!   nonce dedupe, the 2000-character limit and 429s; serenity 0.12 runs against it.
+//! - [`slack`]: [`slack::FakeSlack`], a fake Slack for one bot app: the Web API
+//!   (`/api/{method}`, bot and app tokens, Slack's error codes, 429s), Socket Mode (`hello`,
+//!   `events_api` envelopes with acks and timed-out redelivery, `disconnect`), file uploads
+//!   and private downloads, buttons and slash commands, with simulated users.
 //! - [`web`]: [`FakeWeb`], a small web site (pages, redirects, a stalled and an endless page)
 //!   with a fake Brave Search API and SearXNG instance, for the web tools.
 //! - [`mcp`]: a fake MCP server (tools `echo`, `add`, `env`, `read`, `sleep`, `fail`, `big`,
@@ -68,6 +72,7 @@ pub mod discord;
 pub mod mcp;
 pub mod model;
 mod serve;
+pub mod slack;
 pub mod speech;
 pub mod telegram;
 pub mod web;

@@ -1,0 +1,160 @@
+//! Taking messages: a Socket Mode event or a message the catch-up read becomes an
+//! [`Inbound`] handed to the sink; only once the sink has it durably is it acknowledged (a
+//! message Slack gets no acknowledgement for comes again). Each taken message moves its
+//! channel's (and thread's) cursor, which the catch-up reads after a restart.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chela_channel::InboundSink;
+use serde_json::Value;
+
+use crate::api::Api;
+use crate::normalize::{self, Context, Parts};
+use crate::state::{State, thread_key};
+use crate::ts;
+
+/// How long a sender's name is waited for (Slack wants an acknowledgement within 3 s).
+const NAME_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Where taken messages go, and what they are read against.
+#[derive(Clone)]
+pub struct Intake {
+    /// The gateway's sink.
+    pub sink: Arc<dyn InboundSink>,
+    /// The channel's state.
+    pub state: Arc<State>,
+    /// The Web API (names).
+    pub api: Arc<Api>,
+    /// The account id.
+    pub account: String,
+    /// The channels taken (empty: all).
+    pub channels: Arc<[String]>,
+}
+
+impl Intake {
+    /// The cursor name of a channel (`slack:<account>:last:C1`) or of a thread in it
+    /// (`slack:<account>:last:C1/1700000000.000100`).
+    pub fn cursor_name(&self, channel: &str, thread_ts: Option<&str>) -> String {
+        match thread_ts {
+            Some(thread) => format!("{}{}", self.cursor_prefix(), thread_key(channel, thread)),
+            None => format!("{}{channel}", self.cursor_prefix()),
+        }
+    }
+
+    /// The prefix of every cursor of this account.
+    pub fn cursor_prefix(&self) -> String {
+        format!("slack:{}:last:", self.account)
+    }
+
+    /// Takes one message (`channel_type` as the event says); `false` when the sink did not
+    /// have it (it is not acknowledged then, so Slack sends it again).
+    pub async fn take(&self, event: &Value, channel_type: &str) -> bool {
+        let Some(bot_user) = self.state.bot_user() else {
+            return false;
+        };
+        let cx = Context {
+            account: &self.account,
+            bot_user,
+            channels: &self.channels,
+        };
+        let Some(parts) = normalize::message(event, channel_type, &cx) else {
+            return true;
+        };
+        let name = self.name_of(&parts.user).await;
+        let known = parts
+            .thread_ts
+            .as_deref()
+            .is_some_and(|t| self.state.knows_thread(&parts.channel, t));
+        let inbound = parts.inbound(&cx, &name, known, |user| self.state.name(user));
+        let addressed = inbound.mentioned;
+        if let Err(e) = self.sink.accept(inbound).await {
+            tracing::warn!(error = %e, "a Slack message was not taken; Slack sends it again");
+            return false;
+        }
+        self.moved_past(&parts, addressed);
+        true
+    }
+
+    /// After a taken message: its thread is one the bot is in (when it was addressed), and
+    /// its cursors move past it (in the background: a cursor left behind only makes the
+    /// catch-up read the message again, and dedupe drops it).
+    fn moved_past(&self, parts: &Parts, addressed: bool) {
+        let thread = parts.thread_ts.clone().or_else(|| {
+            (addressed && parts.kind != chela_channel::ChatKind::Direct).then(|| parts.ts.clone())
+        });
+        if addressed && let Some(thread) = &thread {
+            self.state.remember_thread(&parts.channel, thread);
+        }
+        let Some(at) = ts::to_micros(&parts.ts) else {
+            return;
+        };
+        let mut names = Vec::new();
+        if parts.thread_ts.is_none() {
+            names.push(self.cursor_name(&parts.channel, None));
+        }
+        if addressed && let Some(thread) = &thread {
+            names.push(self.cursor_name(&parts.channel, Some(thread)));
+        }
+        let sink = self.sink.clone();
+        tokio::spawn(async move {
+            for name in names {
+                if let Err(e) = sink.raise_cursor(&name, at).await {
+                    tracing::debug!(error = %e, "a Slack cursor was not saved");
+                }
+            }
+        });
+    }
+
+    /// A person's display name: remembered, else asked (`users.info`, briefly), else their id.
+    pub async fn name_of(&self, user: &str) -> String {
+        if let Some(name) = self.state.name(user) {
+            return name;
+        }
+        let asked = tokio::time::timeout(
+            NAME_TIMEOUT,
+            self.api.get("users.info", &[("user", user.to_string())]),
+        )
+        .await;
+        let name = match asked {
+            Ok(Ok(answer)) => display_name(&answer["user"]),
+            _ => None,
+        };
+        match name {
+            Some(name) => {
+                self.state.remember_name(user, &name);
+                name
+            }
+            None => user.to_string(),
+        }
+    }
+}
+
+/// The name Slack shows for a user object: display name, else real name, else handle.
+fn display_name(user: &Value) -> Option<String> {
+    [
+        &user["profile"]["display_name"],
+        &user["profile"]["real_name"],
+        &user["real_name"],
+        &user["name"],
+    ]
+    .into_iter()
+    .filter_map(Value::as_str)
+    .map(str::trim)
+    .find(|n| !n.is_empty())
+    .map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_shown_name_is_the_display_name_first() {
+        let user = json!({"name":"ann.h","real_name":"Ann H","profile":{"display_name":"","real_name":"Ann Hill"}});
+        assert_eq!(display_name(&user).as_deref(), Some("Ann Hill"));
+        assert_eq!(display_name(&json!({"name":"bob"})).as_deref(), Some("bob"));
+        assert_eq!(display_name(&json!({})), None);
+    }
+}

@@ -14,6 +14,7 @@
 mod macros;
 mod acp;
 mod agents;
+mod browser;
 mod channels;
 mod cluster;
 mod cron;
@@ -48,6 +49,7 @@ use std::path::{Path, PathBuf};
 
 pub use acp::{AcpConfig, BUILTIN_HARNESSES, HarnessConfig, NonInteractive, PermissionMode};
 pub use agents::{AgentEntry, Binding};
+pub use browser::BrowserConfig;
 pub use channels::{
     AccessConfig, CommandsConfig, DiscordConfig, DmPolicy, GroupPolicy, ModelChange, Streaming,
     TelegramConfig,

@@ -32,38 +32,46 @@ pub fn user_message(text: &str, media: Vec<ContentBlock>) -> Message {
 }
 
 /// `messages` as the model gets them: with `vision`, image blocks that name a file carry its
-/// bytes (blocks whose file is gone or too big are left out); without, no image blocks.
-/// Messages without images are copied as they are.
+/// bytes (blocks whose file is gone or too big are left out); without, no image blocks. User
+/// messages and tool results (a browser screenshot) alike; messages without images are
+/// copied as they are.
 pub async fn for_model(messages: &[Message], workspace: &Path, vision: bool) -> Vec<Message> {
     let mut out = Vec::with_capacity(messages.len());
     for message in messages {
-        let Message::User(user) = message else {
-            out.push(message.clone());
-            continue;
-        };
-        if !user
-            .content
-            .iter()
-            .any(|b| matches!(b, ContentBlock::Image(_)))
-        {
-            out.push(message.clone());
-            continue;
-        }
-        let mut user = user.clone();
-        let mut content = Vec::with_capacity(user.content.len());
-        for block in user.content {
-            match block {
-                ContentBlock::Image(image) if vision => {
-                    if let Some(image) = loaded(image, workspace).await {
-                        content.push(ContentBlock::Image(image));
-                    }
-                }
-                ContentBlock::Image(_) => {}
-                other => content.push(other),
+        let mut message = message.clone();
+        let content = match &mut message {
+            Message::User(user) => &mut user.content,
+            Message::ToolResult(result) => &mut result.content,
+            Message::Assistant(_) => {
+                out.push(message);
+                continue;
             }
+        };
+        if content.iter().any(|b| matches!(b, ContentBlock::Image(_))) {
+            *content = with_images(std::mem::take(content), workspace, vision).await;
         }
-        user.content = content;
-        out.push(Message::User(user));
+        out.push(message);
+    }
+    out
+}
+
+/// `content` with its image blocks loaded (`vision`) or left out.
+async fn with_images(
+    content: Vec<ContentBlock>,
+    workspace: &Path,
+    vision: bool,
+) -> Vec<ContentBlock> {
+    let mut out = Vec::with_capacity(content.len());
+    for block in content {
+        match block {
+            ContentBlock::Image(image) if vision => {
+                if let Some(image) = loaded(image, workspace).await {
+                    out.push(ContentBlock::Image(image));
+                }
+            }
+            ContentBlock::Image(_) => {}
+            other => out.push(other),
+        }
     }
     out
 }
@@ -153,6 +161,28 @@ mod tests {
             }),
             "look"
         );
+    }
+
+    #[tokio::test]
+    async fn a_tool_results_screenshot_is_read_for_a_vision_model_and_left_out_otherwise() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("browser")).unwrap();
+        std::fs::write(dir.path().join("browser/s.png"), b"hi").unwrap();
+        let call = crate::domain::message::ToolCall {
+            id: "c".into(),
+            name: "browser".into(),
+            arguments: serde_json::json!({}),
+        };
+        let result =
+            Message::tool_result_with_images(&call, "shot", false, &["browser/s.png".into()]);
+        let content = |m: &Message| match m {
+            Message::ToolResult(r) => r.content.clone(),
+            _ => unreachable!(),
+        };
+        let seen = for_model(std::slice::from_ref(&result), dir.path(), true).await;
+        assert!(matches!(&content(&seen[0])[1], ContentBlock::Image(i) if i.data == "aGk="));
+        let blind = for_model(&[result], dir.path(), false).await;
+        assert_eq!(content(&blind[0]).len(), 1, "only the text");
     }
 
     #[tokio::test]

@@ -132,6 +132,12 @@ pub fn build(
         api: ports.cron,
     }));
     tools.extend(tools::web::tools(&config.tools.web));
+    #[cfg(feature = "browser")]
+    tools.extend(tools::browser::tool(
+        config,
+        tools::web::system_resolver(),
+        &shutdown,
+    ));
     tools.extend(tools::memory::tools());
     let skills = skills::load(config);
     let system_prompt = context::system_prompt(&context::PromptParts {

@@ -305,6 +305,15 @@ mod tests {
     fn web_tools_come_with_messaging_and_up_and_group_web_names_both() {
         let p = policy("");
         let web = ["web_fetch", "web_search"];
+        // The browser comes with coding and full, and `group:web` names it too.
+        for (profile, has) in [("messaging", false), ("coding", true), ("full", true)] {
+            let p = policy(&format!("[tools]\nprofile = \"{profile}\"\n"));
+            assert_eq!(
+                p.resolve(&Scope::of(DM)).allows("browser"),
+                has,
+                "{profile}"
+            );
+        }
         for (profile, has) in [
             (ToolProfile::Minimal, false),
             (ToolProfile::Messaging, true),
@@ -328,8 +337,14 @@ mod tests {
             deny = ["web_search"]
             "#,
         );
-        assert_eq!(names(&p.resolve(&Scope::of(DISCORD_THREAD))), web);
-        assert_eq!(names(&p.resolve(&Scope::of(GROUP))), ["web_fetch"]);
+        assert_eq!(
+            names(&p.resolve(&Scope::of(DISCORD_THREAD))),
+            ["web_fetch", "web_search", "browser"]
+        );
+        assert_eq!(
+            names(&p.resolve(&Scope::of(GROUP))),
+            ["web_fetch", "browser"]
+        );
         let p = policy("[tools]\ndeny = [\"group:web\"]\n");
         let dm = p.resolve(&Scope::of(DM));
         assert!(!dm.allows("web_fetch") && !dm.allows("web_search") && dm.allows("exec"));

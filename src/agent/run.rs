@@ -559,7 +559,12 @@ impl Turn<'_> {
                     is_error: output.is_error,
                 }))
                 .await;
-            self.push(Message::tool_result(call, output.text, output.is_error))?;
+            self.push(Message::tool_result_with_images(
+                call,
+                output.text,
+                output.is_error,
+                &output.images,
+            ))?;
         }
         Ok(())
     }

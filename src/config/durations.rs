@@ -87,6 +87,11 @@ fn all(config: &Config) -> Vec<Bounded> {
             day,
         ),
         Bounded::secs("tools.web.timeout_s", config.tools.web.timeout_s, day),
+        Bounded::secs(
+            "tools.browser.timeout_s",
+            config.tools.browser.timeout_s,
+            day,
+        ),
         Bounded::secs("acp.ask_timeout_s", config.acp.ask_timeout_s, day),
         Bounded::secs("acp.binding_idle_s", config.acp.binding_idle_s, year),
         Bounded::secs("acp.process_idle_s", config.acp.process_idle_s, year),

@@ -55,6 +55,11 @@ fn a_duration_past_its_bound_is_refused_naming_the_key() {
             ":2:1:",
         ),
         (
+            "[tools.browser]\ntimeout_s = 86401\n",
+            "tools.browser.timeout_s",
+            ":2:1:",
+        ),
+        (
             "[acp]\nask_timeout_s = 86401\n",
             "acp.ask_timeout_s",
             ":2:1:",

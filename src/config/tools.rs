@@ -165,6 +165,7 @@ pub const TOOL_NAMES: &[&str] = &[
     "cron",
     "web_fetch",
     "web_search",
+    "browser",
     "memory_search",
     "memory_get",
 ];
@@ -188,7 +189,7 @@ pub const TOOL_GROUPS: &[(&str, &[&str])] = &[
         ],
     ),
     ("group:message_actions", MESSAGE_ACTIONS),
-    ("group:web", &["web_fetch", "web_search"]),
+    ("group:web", &["web_fetch", "web_search", "browser"]),
     ("group:memory", &["memory_search", "memory_get"]),
 ];
 
@@ -220,6 +221,7 @@ impl ToolProfile {
                 "sessions_spawn",
                 "web_fetch",
                 "web_search",
+                "browser",
                 "memory_search",
                 "memory_get",
             ],
@@ -300,6 +302,8 @@ pub struct ToolsConfig {
     pub exec: ExecConfig,
     /// `[tools.web]`: `web_fetch` limits and address rule, `web_search`'s provider.
     pub web: super::web::WebConfig,
+    /// `[tools.browser]`: the `browser` tool's Chromium and limits.
+    pub browser: super::browser::BrowserConfig,
 }
 
 impl Default for ToolsConfig {
@@ -319,6 +323,7 @@ impl Default for ToolsConfig {
             groups: BTreeMap::new(),
             exec: ExecConfig::default(),
             web: super::web::WebConfig::default(),
+            browser: super::browser::BrowserConfig::default(),
         }
     }
 }
@@ -329,6 +334,7 @@ impl ToolsConfig {
         check_names("tools.allow", &self.allow)?;
         check_names("tools.deny", &self.deny)?;
         self.web.check()?;
+        self.browser.check()?;
         for (name, scope) in &self.channels {
             let key = format!("tools.channels.{name}");
             check_names(&format!("{key}.allow"), &scope.allow)?;

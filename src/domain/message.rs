@@ -186,10 +186,28 @@ impl Message {
 
     /// A tool result with one text block, stamped now.
     pub fn tool_result(call: &ToolCall, text: impl Into<String>, is_error: bool) -> Self {
+        Message::tool_result_with_images(call, text, is_error, &[])
+    }
+
+    /// A tool result with PNG images (files relative to the workspace) after its text.
+    pub fn tool_result_with_images(
+        call: &ToolCall,
+        text: impl Into<String>,
+        is_error: bool,
+        images: &[String],
+    ) -> Self {
+        let mut content = vec![ContentBlock::text(text)];
+        content.extend(images.iter().map(|path| {
+            ContentBlock::Image(ImageBlock {
+                data: String::new(),
+                mime_type: "image/png".into(),
+                path: Some(path.clone()),
+            })
+        }));
         Message::ToolResult(ToolResultMessage {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
-            content: vec![ContentBlock::text(text)],
+            content,
             is_error,
             timestamp: now_ms(),
         })

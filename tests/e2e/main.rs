@@ -17,6 +17,7 @@ mod acp_telegram;
 mod acp_terminal;
 mod agent;
 mod agents;
+mod browser;
 mod chat;
 mod chat_cli;
 mod chat_tty;

@@ -294,7 +294,7 @@ fn messages(conversation: &[Message], thinking: Option<&str>) -> Vec<Value> {
                 vec![json!({
                     "type": "tool_result",
                     "tool_use_id": result.tool_call_id,
-                    "content": text_of(&result.content),
+                    "content": tool_result_content(&result.content),
                     "is_error": result.is_error,
                 })],
             ),
@@ -314,6 +314,19 @@ fn messages(conversation: &[Message], thinking: Option<&str>) -> Vec<Value> {
 
 /// A user message's blocks: its text, then its images (those with their bytes) as base64
 /// `image` blocks.
+/// A tool result's content: its text, or with images (a browser screenshot) its text and
+/// image blocks, which the API takes inside a `tool_result`.
+fn tool_result_content(content: &[ContentBlock]) -> Value {
+    if content
+        .iter()
+        .any(|b| matches!(b, ContentBlock::Image(image) if !image.data.is_empty()))
+    {
+        Value::Array(text_blocks(content))
+    } else {
+        json!(text_of(content))
+    }
+}
+
 fn text_blocks(content: &[ContentBlock]) -> Vec<Value> {
     let text = text_of(content);
     let mut out = Vec::new();
@@ -334,6 +347,39 @@ fn text_blocks(content: &[ContentBlock]) -> Vec<Value> {
 mod tests {
     use super::*;
     use crate::domain::message::{AssistantMessage, StopReason, ToolCall, Usage};
+
+    /// A call answered with a text and a screenshot (with its bytes, as for a vision model).
+    fn shot_result() -> (ToolCall, Message) {
+        let call = ToolCall {
+            id: "call_9".into(),
+            name: "browser".into(),
+            arguments: json!({}),
+        };
+        let mut result =
+            Message::tool_result_with_images(&call, "saved", false, &["browser/a.png".into()]);
+        if let Message::ToolResult(r) = &mut result
+            && let ContentBlock::Image(image) = &mut r.content[1]
+        {
+            image.data = "QUJD".into();
+        }
+        (call, result)
+    }
+
+    #[test]
+    fn a_tool_results_image_goes_inside_the_tool_result() {
+        let (call, result) = shot_result();
+        let out = messages(
+            &[assistant(vec![ContentBlock::ToolCall(call)]), result],
+            None,
+        );
+        let block = &out[1]["content"][0];
+        assert_eq!(block["type"], "tool_result");
+        assert_eq!(
+            block["content"][0],
+            json!({"type": "text", "text": "saved"})
+        );
+        assert_eq!(block["content"][1]["source"]["data"], "QUJD");
+    }
 
     fn call(id: &str, name: &str) -> ToolCall {
         ToolCall {

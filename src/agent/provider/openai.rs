@@ -100,7 +100,13 @@ fn messages(system: &str, conversation: &[Message]) -> Vec<Value> {
     if !system.is_empty() {
         out.push(json!({ "role": "system", "content": system }));
     }
+    // Tool messages take no images: those of a run of tool results (a browser screenshot)
+    // follow it as one user message.
+    let mut tool_images: Vec<Value> = Vec::new();
     for message in conversation {
+        if !matches!(message, Message::ToolResult(_)) && !tool_images.is_empty() {
+            out.push(images_message(std::mem::take(&mut tool_images)));
+        }
         match message {
             Message::User(user) => {
                 out.push(json!({ "role": "user", "content": user_content(&user.content) }));
@@ -141,16 +147,27 @@ fn messages(system: &str, conversation: &[Message]) -> Vec<Value> {
                     "tool_call_id": result.tool_call_id,
                     "content": text_of(&result.content),
                 }));
+                tool_images.extend(image_parts(&result.content));
             }
         }
+    }
+    if !tool_images.is_empty() {
+        out.push(images_message(tool_images));
     }
     out
 }
 
-/// A user message's content: its text as a string, or, when it carries images (with their
-/// bytes), a text part followed by one `image_url` part per image, as a data URL.
-fn user_content(content: &[ContentBlock]) -> Value {
-    let images: Vec<Value> = content
+/// The user message that carries the images of the tool results before it.
+fn images_message(images: Vec<Value>) -> Value {
+    let mut parts =
+        vec![json!({ "type": "text", "text": "(the images the tool results above returned)" })];
+    parts.extend(images);
+    json!({ "role": "user", "content": parts })
+}
+
+/// The `image_url` parts of `content`'s images that carry their bytes.
+fn image_parts(content: &[ContentBlock]) -> Vec<Value> {
+    content
         .iter()
         .filter_map(|block| match block {
             ContentBlock::Image(image) if !image.data.is_empty() => Some(json!({
@@ -159,7 +176,13 @@ fn user_content(content: &[ContentBlock]) -> Value {
             })),
             _ => None,
         })
-        .collect();
+        .collect()
+}
+
+/// A user message's content: its text as a string, or, when it carries images (with their
+/// bytes), a text part followed by one `image_url` part per image, as a data URL.
+fn user_content(content: &[ContentBlock]) -> Value {
+    let images = image_parts(content);
     let text = text_of(content);
     if images.is_empty() {
         return json!(text);
@@ -176,6 +199,52 @@ fn user_content(content: &[ContentBlock]) -> Value {
 mod tests {
     use super::*;
     use crate::domain::message::{AssistantMessage, StopReason, ToolCall, Usage};
+
+    /// A call answered with a text and a screenshot (with its bytes, as for a vision model).
+    fn shot_result() -> (ToolCall, Message) {
+        let call = ToolCall {
+            id: "call_9".into(),
+            name: "browser".into(),
+            arguments: json!({}),
+        };
+        let mut result =
+            Message::tool_result_with_images(&call, "saved", false, &["browser/a.png".into()]);
+        if let Message::ToolResult(r) = &mut result
+            && let ContentBlock::Image(image) = &mut r.content[1]
+        {
+            image.data = "QUJD".into();
+        }
+        (call, result)
+    }
+
+    #[test]
+    fn a_tool_results_image_follows_the_tool_messages_as_a_user_message() {
+        let (call, result) = shot_result();
+        let conversation = vec![
+            Message::user("look"),
+            Message::Assistant(AssistantMessage {
+                content: vec![ContentBlock::ToolCall(call)],
+                provider: "openai".into(),
+                model: "m".into(),
+                usage: Usage::default(),
+                stop_reason: StopReason::ToolUse,
+                error_message: None,
+                timestamp: 1,
+            }),
+            result,
+        ];
+        let out = messages("", &conversation);
+        assert_eq!(
+            out[2],
+            json!({"role": "tool", "tool_call_id": "call_9", "content": "saved"})
+        );
+        assert_eq!(out[3]["role"], "user");
+        assert_eq!(
+            out[3]["content"][1]["image_url"]["url"],
+            "data:image/png;base64,QUJD"
+        );
+        assert_eq!(out.len(), 4);
+    }
 
     fn conversation() -> Vec<Message> {
         let call = ToolCall {

@@ -98,7 +98,12 @@ fn tool(spec: &ToolSpec) -> Value {
 /// and calls they led to, as the API pairs them; other thinking is left out.
 fn input(conversation: &[Message], thinking: Option<&str>) -> Vec<Value> {
     let mut items = Vec::new();
+    // The images of a run of tool results (a browser screenshot) follow it as one user item.
+    let mut tool_images: Vec<ContentBlock> = Vec::new();
     for message in conversation {
+        if !matches!(message, Message::ToolResult(_)) && !tool_images.is_empty() {
+            items.push(images_item(std::mem::take(&mut tool_images)));
+        }
         match message {
             Message::User(user) => items.push(json!({
                 "role": "user",
@@ -126,14 +131,33 @@ fn input(conversation: &[Message], thinking: Option<&str>) -> Vec<Value> {
                     }
                 }
             }
-            Message::ToolResult(result) => items.push(json!({
-                "type": "function_call_output",
-                "call_id": result.tool_call_id,
-                "output": text_of(&result.content),
-            })),
+            Message::ToolResult(result) => {
+                items.push(json!({
+                    "type": "function_call_output",
+                    "call_id": result.tool_call_id,
+                    "output": text_of(&result.content),
+                }));
+                tool_images.extend(
+                    (result.content.iter())
+                        .filter(|b| matches!(b, ContentBlock::Image(i) if !i.data.is_empty()))
+                        .cloned(),
+                );
+            }
         }
     }
+    if !tool_images.is_empty() {
+        items.push(images_item(tool_images));
+    }
     items
+}
+
+/// The user item that carries the images of the tool results before it.
+fn images_item(images: Vec<ContentBlock>) -> Value {
+    let mut content = vec![ContentBlock::text(
+        "(the images the tool results above returned)",
+    )];
+    content.extend(images);
+    json!({ "role": "user", "content": user_content(&content) })
 }
 
 /// The reasoning item a thinking block keeps in its signature, if it keeps one.
@@ -170,6 +194,37 @@ fn user_content(content: &[ContentBlock]) -> Value {
 mod tests {
     use super::*;
     use crate::domain::message::{AssistantMessage, StopReason, ToolCall, Usage};
+
+    /// A call answered with a text and a screenshot (with its bytes, as for a vision model).
+    fn shot_result() -> (ToolCall, Message) {
+        let call = ToolCall {
+            id: "call_9".into(),
+            name: "browser".into(),
+            arguments: json!({}),
+        };
+        let mut result =
+            Message::tool_result_with_images(&call, "saved", false, &["browser/a.png".into()]);
+        if let Message::ToolResult(r) = &mut result
+            && let ContentBlock::Image(image) = &mut r.content[1]
+        {
+            image.data = "QUJD".into();
+        }
+        (call, result)
+    }
+
+    #[test]
+    fn a_tool_results_image_follows_its_output_as_a_user_item() {
+        let (_, result) = shot_result();
+        let items = input(&[result, Message::user("next")], None);
+        assert_eq!(items[0]["type"], "function_call_output");
+        assert_eq!(items[0]["output"], "saved");
+        assert_eq!(items[1]["role"], "user");
+        assert_eq!(
+            items[1]["content"][1]["image_url"],
+            "data:image/png;base64,QUJD"
+        );
+        assert_eq!(items[2]["content"][0]["text"], "next");
+    }
 
     fn request() -> ProviderRequest {
         let call = ToolCall {

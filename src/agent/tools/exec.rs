@@ -166,7 +166,11 @@ fn report(output: Capture, status_line: &str, is_error: bool, max_chars: usize) 
     text.truncate(trimmed);
     text.push('\n');
     text.push_str(status_line);
-    ToolOutput { text, is_error }
+    ToolOutput {
+        text,
+        is_error,
+        images: Vec::new(),
+    }
 }
 
 fn describe(status: ExitStatus) -> String {

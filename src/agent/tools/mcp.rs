@@ -82,6 +82,7 @@ impl Tool for McpTool {
                 Ok(reply) => ToolOutput {
                     text: super::truncate::head_tail(&reply.text, ctx.max_output_chars),
                     is_error: reply.is_error,
+                    images: Vec::new(),
                 },
                 Err(e) => ToolOutput::error(super::truncate::head_tail(
                     &e.to_string(),

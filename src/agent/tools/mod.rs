@@ -8,6 +8,7 @@
 //! - [`cron`]: `cron`, scheduled turns of the session (the gateway keeps and fires them).
 //! - [`spawn`]: `sessions_spawn`, handing a task to a coding agent (the gateway does it).
 //! - [`web`]: `web_fetch` and `web_search`, over `[tools.web]`.
+//! - `browser` (feature `browser`): headless Chromium, over `[tools.browser]`.
 //! - [`mcp`]: the tools of MCP servers (`SERVER__tool`), through [`crate::mcp`].
 //! - [`memory`]: `memory_search` and `memory_get` over `MEMORY.md` and `memory/*.md`.
 //! - [`truncate`]: head-and-tail shortening of output with the total size stated.
@@ -15,6 +16,8 @@
 mod ansi;
 mod args;
 pub mod beneath;
+#[cfg(feature = "browser")]
+pub mod browser;
 mod capture;
 pub mod confined;
 pub mod cron;
@@ -76,6 +79,9 @@ pub struct ToolOutput {
     pub text: String,
     /// True when the call failed or was refused.
     pub is_error: bool,
+    /// Images for a vision model (PNG files, relative to the workspace): shown with the
+    /// result, as a user's pictures are.
+    pub images: Vec<String>,
 }
 
 impl ToolOutput {
@@ -84,6 +90,7 @@ impl ToolOutput {
         ToolOutput {
             text: text.into(),
             is_error: false,
+            images: Vec::new(),
         }
     }
 
@@ -92,7 +99,14 @@ impl ToolOutput {
         ToolOutput {
             text: text.into(),
             is_error: true,
+            images: Vec::new(),
         }
+    }
+
+    /// The same result with the PNG at `path` (relative to the workspace) shown with it.
+    pub fn with_image(mut self, path: impl Into<String>) -> Self {
+        self.images.push(path.into());
+        self
     }
 }
 

@@ -160,49 +160,9 @@ impl WebFetchTool {
         Err(FetchError::TooManyRedirects)
     }
 
-    /// Checks `url`'s scheme and host; the addresses to connect to (empty for an address
-    /// literal, which needs no lookup).
+    /// Checks `url`'s scheme and host ([`check_url`]).
     async fn check(&self, url: &Url) -> Result<Vec<SocketAddr>, FetchError> {
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(FetchError::BadUrl(format!("{url} is not an http(s) URL")));
-        }
-        let open =
-            |host: &str| self.config.allow_private || host_listed(host, &self.config.allow_hosts);
-        let refuse = |host: &str, ip: IpAddr| {
-            let class = classify(ip);
-            (class.is_restricted() && !open(host)).then(|| FetchError::Restricted {
-                host: host.to_owned(),
-                ip,
-                class,
-            })
-        };
-        let port = url.port_or_known_default().unwrap_or(80);
-        let name = match url.host() {
-            None => return Err(FetchError::BadUrl(format!("{url} has no host"))),
-            Some(Host::Ipv4(ip)) => {
-                return refuse(&ip.to_string(), ip.into()).map_or(Ok(vec![]), Err);
-            }
-            Some(Host::Ipv6(ip)) => {
-                return refuse(&ip.to_string(), ip.into()).map_or(Ok(vec![]), Err);
-            }
-            Some(Host::Domain(name)) => name.to_owned(),
-        };
-        let addrs = (self.resolve)(name.clone(), port)
-            .await
-            .map_err(|e| FetchError::Resolve {
-                host: name.clone(),
-                reason: e.to_string(),
-            })?;
-        if addrs.is_empty() {
-            return Err(FetchError::Resolve {
-                host: name,
-                reason: "no address".to_owned(),
-            });
-        }
-        if let Some(refused) = addrs.iter().find_map(|a| refuse(&name, a.ip())) {
-            return Err(refused);
-        }
-        Ok(addrs)
+        check_url(&self.config, &self.resolve, url).await
     }
 
     /// One GET to `url`, connecting only to `pinned` when the host is a name.
@@ -230,6 +190,55 @@ impl WebFetchTool {
             .await
             .map_err(|e| FetchError::Http(describe(e)))
     }
+}
+
+/// Checks `url`'s scheme and host under `config` (`allow_private`, `allow_hosts`), resolving
+/// a name with `resolve`; the addresses to connect to (empty for an address literal, which
+/// needs no lookup). The browser's proxy checks each of its connections with it too.
+pub async fn check_url(
+    config: &WebConfig,
+    resolve: &Resolver,
+    url: &Url,
+) -> Result<Vec<SocketAddr>, FetchError> {
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(FetchError::BadUrl(format!("{url} is not an http(s) URL")));
+    }
+    let open = |host: &str| config.allow_private || host_listed(host, &config.allow_hosts);
+    let refuse = |host: &str, ip: IpAddr| {
+        let class = classify(ip);
+        (class.is_restricted() && !open(host)).then(|| FetchError::Restricted {
+            host: host.to_owned(),
+            ip,
+            class,
+        })
+    };
+    let port = url.port_or_known_default().unwrap_or(80);
+    let name = match url.host() {
+        None => return Err(FetchError::BadUrl(format!("{url} has no host"))),
+        Some(Host::Ipv4(ip)) => {
+            return refuse(&ip.to_string(), ip.into()).map_or(Ok(vec![]), Err);
+        }
+        Some(Host::Ipv6(ip)) => {
+            return refuse(&ip.to_string(), ip.into()).map_or(Ok(vec![]), Err);
+        }
+        Some(Host::Domain(name)) => name.to_owned(),
+    };
+    let addrs = (resolve)(name.clone(), port)
+        .await
+        .map_err(|e| FetchError::Resolve {
+            host: name.clone(),
+            reason: e.to_string(),
+        })?;
+    if addrs.is_empty() {
+        return Err(FetchError::Resolve {
+            host: name,
+            reason: "no address".to_owned(),
+        });
+    }
+    if let Some(refused) = addrs.iter().find_map(|a| refuse(&name, a.ip())) {
+        return Err(refused);
+    }
+    Ok(addrs)
 }
 
 fn is_redirect(status: reqwest::StatusCode) -> bool {

@@ -237,3 +237,55 @@ async fn private_addresses_are_refused_for_the_page_and_everything_it_loads() {
         "the opened address is reached"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_screenshot_reaches_a_vision_model_with_the_tool_result() {
+    if !chromium_or_skip() {
+        return;
+    }
+    let web = site("").await;
+    let setup = crate::common::Setup::start(
+        crate::common::Provider::OpenAi,
+        "steer",
+        200,
+        "vision = \"on\"",
+    )
+    .await;
+    let mut config = std::fs::read_to_string(setup.config()).unwrap();
+    config.push_str("\n[tools.web]\nallow_hosts = [\"127.0.0.1\"]\n");
+    std::fs::write(setup.config(), config).unwrap();
+    let calls = json!([
+        {"name": "browser", "arguments": {"action": "navigate", "url": web.url("/")}},
+        {"name": "browser", "arguments": {"action": "screenshot"}},
+    ]);
+    let (status, out) = setup.agent_json(&format!("tools {calls}")).await;
+    assert!(status.success(), "{out}");
+    let requests = setup.model_calls();
+    let after = requests
+        .last()
+        .expect("the model was asked again after the calls");
+    let messages = after["messages"].as_array().unwrap();
+    let tools: Vec<&serde_json::Value> = messages.iter().filter(|m| m["role"] == "tool").collect();
+    assert_eq!(tools.len(), 2, "{messages:#?}");
+    assert!(
+        tools[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Harbour news"),
+        "{:?}",
+        tools[0]
+    );
+    let last = messages.last().unwrap();
+    assert_eq!(
+        last["role"], "user",
+        "the image follows the tool messages: {last}"
+    );
+    let url = last["content"][1]["image_url"]["url"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        url.starts_with("data:image/png;base64,iVBOR"),
+        "a PNG: {}",
+        &url[..url.len().min(60)]
+    );
+}

@@ -106,7 +106,10 @@ pub async fn launch(settings: &LaunchSettings) -> Result<Running, BrowserError> 
         .map_err(BrowserError::io)?;
     let profile =
         std::env::temp_dir().join(format!("chela-browser-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&profile).map_err(BrowserError::io)?;
+    // Its temp files and sockets go inside its profile too: under Landlock nothing can be
+    // made directly in a folder that holds a hidden path (the temp dir may be one).
+    let tmp = profile.join("tmp");
+    std::fs::create_dir_all(&tmp).map_err(BrowserError::io)?;
     let argv = chromium_args(&program, &profile, &proxy, &settings.browser);
     let argv = settings.sandbox.argv(&argv);
     let (first, rest) = argv
@@ -116,6 +119,7 @@ pub async fn launch(settings: &LaunchSettings) -> Result<Running, BrowserError> 
         .args(rest)
         .env_clear()
         .envs(crate::sandbox::env::scrubbed(&[]))
+        .env("TMPDIR", &tmp)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

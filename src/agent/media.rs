@@ -36,23 +36,43 @@ pub fn user_message(text: &str, media: Vec<ContentBlock>) -> Message {
 /// messages and tool results (a browser screenshot) alike; messages without images are
 /// copied as they are.
 pub async fn for_model(messages: &[Message], workspace: &Path, vision: bool) -> Vec<Message> {
+    let shown = recent_tool_images(messages);
     let mut out = Vec::with_capacity(messages.len());
-    for message in messages {
+    for (index, message) in messages.iter().enumerate() {
         let mut message = message.clone();
-        let content = match &mut message {
-            Message::User(user) => &mut user.content,
-            Message::ToolResult(result) => &mut result.content,
+        let (content, show) = match &mut message {
+            Message::User(user) => (&mut user.content, vision),
+            Message::ToolResult(result) => (&mut result.content, vision && shown.contains(&index)),
             Message::Assistant(_) => {
                 out.push(message);
                 continue;
             }
         };
         if content.iter().any(|b| matches!(b, ContentBlock::Image(_))) {
-            *content = with_images(std::mem::take(content), workspace, vision).await;
+            *content = with_images(std::mem::take(content), workspace, show).await;
         }
         out.push(message);
     }
     out
+}
+
+/// Tool results whose images still go to the model: the newest [`TOOL_IMAGES_SHOWN`] that
+/// carry any (screenshots add up: every request would carry all of them again; the older
+/// ones' text still names their files).
+pub const TOOL_IMAGES_SHOWN: usize = 2;
+
+/// The indexes of the tool results whose images are shown.
+fn recent_tool_images(messages: &[Message]) -> Vec<usize> {
+    messages
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, m)| {
+            matches!(m, Message::ToolResult(r) if r.content.iter().any(|b| matches!(b, ContentBlock::Image(_))))
+        })
+        .map(|(index, _)| index)
+        .take(TOOL_IMAGES_SHOWN)
+        .collect()
 }
 
 /// `content` with its image blocks loaded (`vision`) or left out.
@@ -181,8 +201,13 @@ mod tests {
         };
         let seen = for_model(std::slice::from_ref(&result), dir.path(), true).await;
         assert!(matches!(&content(&seen[0])[1], ContentBlock::Image(i) if i.data == "aGk="));
-        let blind = for_model(&[result], dir.path(), false).await;
+        let blind = for_model(std::slice::from_ref(&result), dir.path(), false).await;
         assert_eq!(content(&blind[0]).len(), 1, "only the text");
+        // Only the newest two screenshots go again.
+        let many = vec![result.clone(), result.clone(), result];
+        let sent = for_model(&many, dir.path(), true).await;
+        let counts: Vec<usize> = sent.iter().map(|m| content(m).len()).collect();
+        assert_eq!(counts, [1, 2, 2]);
     }
 
     #[tokio::test]

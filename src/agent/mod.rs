@@ -62,6 +62,8 @@ pub struct AgentPorts {
     pub cron: tools::cron::CronPort,
     /// The gateway's MCP servers (`None`: none configured).
     pub mcp: Option<std::sync::Arc<crate::mcp::Hub>>,
+    /// The gateway's one `browser` tool, shared by every agent (`None`: off or not built).
+    pub browser: Option<std::sync::Arc<dyn tools::Tool>>,
 }
 
 /// The models the default agent of `config` calls, its own first and then its fallbacks,
@@ -132,12 +134,7 @@ pub fn build(
         api: ports.cron,
     }));
     tools.extend(tools::web::tools(&config.tools.web));
-    #[cfg(feature = "browser")]
-    tools.extend(tools::browser::tool(
-        config,
-        tools::web::system_resolver(),
-        &shutdown,
-    ));
+    tools.extend(ports.browser);
     tools.extend(tools::memory::tools());
     let skills = skills::load(config);
     let system_prompt = context::system_prompt(&context::PromptParts {

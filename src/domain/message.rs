@@ -189,7 +189,8 @@ impl Message {
         Message::tool_result_with_images(call, text, is_error, &[])
     }
 
-    /// A tool result with PNG images (files relative to the workspace) after its text.
+    /// A tool result with images (PNG or JPEG files relative to the workspace, by their
+    /// extension) after its text.
     pub fn tool_result_with_images(
         call: &ToolCall,
         text: impl Into<String>,
@@ -200,7 +201,12 @@ impl Message {
         content.extend(images.iter().map(|path| {
             ContentBlock::Image(ImageBlock {
                 data: String::new(),
-                mime_type: "image/png".into(),
+                mime_type: if path.ends_with(".png") {
+                    "image/png"
+                } else {
+                    "image/jpeg"
+                }
+                .into(),
                 path: Some(path.clone()),
             })
         }));

@@ -224,6 +224,14 @@ impl Gateway {
         // get a weak handle while it is built, so nothing is filled in afterwards.
         // MCP servers start in the background: the gateway never waits for them.
         let mcp = crate::mcp::Hub::start(&config, &shutdown);
+        #[cfg(feature = "browser")]
+        let browser = crate::agent::tools::browser::tool(
+            &config,
+            crate::agent::tools::web::system_resolver(),
+            &shutdown,
+        );
+        #[cfg(not(feature = "browser"))]
+        let browser = None;
         let core = Arc::new_cyclic(|weak: &std::sync::Weak<Core>| {
             let host = weak.clone() as std::sync::Weak<dyn crate::reach::Host>;
             let reach = Arc::new(crate::reach::ReachTools::new(host));
@@ -233,6 +241,7 @@ impl Gateway {
                 approver: Some(Arc::new(desk.approver())),
                 cron: Some(reach.clone()),
                 mcp: mcp.clone(),
+                browser: browser.clone(),
             };
             let mcp = mcp.clone();
             let agents = crate::agent::Agents::build(

@@ -22,6 +22,9 @@ pub struct ChildSandbox {
     /// This binary, through which unconfined processes still start, to give up every
     /// privilege (`chela sandbox-exec --privileges-only`); `None` only when built by hand.
     privileges_only: Option<PathBuf>,
+    /// With TCP confined, whether the process may still listen on its own sockets
+    /// ([`Rules::listen`]).
+    listen: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -73,6 +76,7 @@ impl ChildSandbox {
         ChildSandbox {
             mode,
             privileges_only: exe.ok(),
+            listen: false,
         }
     }
 
@@ -107,7 +111,19 @@ impl ChildSandbox {
                 tcp,
             },
             privileges_only: Some(trampoline),
+            listen: false,
         }
+    }
+
+    /// The same sandbox with TCP as `tcp` says (see [`Rules::tcp`]) and listening on the
+    /// process's own sockets as `listen` says ([`Rules::listen`]) when it confines; an
+    /// unconfined one stays as it is.
+    pub fn with_network(mut self, tcp: Option<Vec<u16>>, listen: bool) -> ChildSandbox {
+        if let Mode::Landlock { tcp: current, .. } = &mut self.mode {
+            *current = tcp;
+            self.listen = listen;
+        }
+        self
     }
 
     /// Program and arguments that run `argv` (program first), through the trampoline when
@@ -133,6 +149,7 @@ impl ChildSandbox {
                 let rules = Rules {
                     hide: hide.clone(),
                     tcp: tcp.clone(),
+                    listen: self.listen,
                     ..Rules::default()
                 };
                 let mut out = vec![trampoline.clone().into_os_string()];

@@ -205,6 +205,7 @@ fn landlock_mode(config: &Config, trampoline: PathBuf) -> Mode {
         devices: DEVICES.iter().map(PathBuf::from).collect(),
         hide: Vec::new(),
         tcp: exec.network.connect_ports(&exec.allow_ports),
+        listen: false,
     };
     match exposed(&rules, &protected(config)) {
         Some(why) => Mode::Refused(why),

@@ -50,8 +50,11 @@ pub struct Rules {
     /// grants when the sandbox is applied.
     pub hide: Vec<PathBuf>,
     /// The TCP ports the process may connect to; it may bind none (the trampoline also
-    /// refuses listening). `None`: TCP is not confined.
+    /// refuses listening, unless `listen`). `None`: TCP is not confined.
     pub tcp: Option<Vec<u16>>,
+    /// With `tcp`, whether the process may still listen on sockets it made (Chromium's own
+    /// Unix sockets); binding a TCP port stays refused.
+    pub listen: bool,
 }
 
 impl Rules {

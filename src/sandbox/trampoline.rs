@@ -2,7 +2,7 @@
 //! [--connect PORT]...] -- PROGRAM ARGS...`: a hidden subcommand that gives up every
 //! capability and sets `no_new_privs` ([`super::privs`]), applies the Landlock ruleset to
 //! itself (with `--tcp`: TCP connect only to the `--connect` ports, no bind, and no listen,
-//! [`super::netguard`]) and then becomes PROGRAM (`exec`, same pid, so the caller's process
+//! [`super::netguard`], unless `--listen`) and then becomes PROGRAM (`exec`, same pid, so the caller's process
 //! group and signals still apply). `chela sandbox-exec --privileges-only -- PROGRAM ARGS...`
 //! only gives up the privileges: what every process chela starts goes through when the
 //! sandbox is off or the kernel has no Landlock. It exists because `pre_exec` needs
@@ -31,7 +31,7 @@ pub enum UsageError {
     MissingValue(String),
     /// Something that is no option before `--`.
     #[error(
-        "unexpected argument {0:?}; expected --ro, --rw, --dev, --hide, --tcp, --connect or --"
+        "unexpected argument {0:?}; expected --ro, --rw, --dev, --hide, --tcp, --connect, --listen or --"
     )]
     Unexpected(String),
     /// A `--connect` value that is no TCP port.
@@ -76,6 +76,10 @@ pub fn parse(args: &[OsString]) -> Result<(Option<Rules>, Vec<OsString>), UsageE
                 rules.tcp.get_or_insert_with(Vec::new);
                 continue;
             }
+            "--listen" => {
+                rules.listen = true;
+                continue;
+            }
             "--ro" | "--rw" | "--dev" | "--hide" | "--connect" => {}
             _ => return Err(UsageError::Unexpected(arg.to_string_lossy().into_owned())),
         }
@@ -115,6 +119,9 @@ pub fn args_for(rules: &Rules, program: &[OsString]) -> Vec<OsString> {
             args.push(flag.into());
             args.push(path.into());
         }
+    }
+    if rules.listen {
+        args.push("--listen".into());
     }
     if let Some(ports) = &rules.tcp {
         args.push("--tcp".into());
@@ -183,7 +190,7 @@ fn confine(rules: Option<&Rules>) -> Result<(), ConfineError> {
         return Ok(());
     };
     landlock::restrict_self(rules)?;
-    if rules.tcp.is_some() {
+    if rules.tcp.is_some() && !rules.listen {
         super::netguard::forbid_listening()?;
     }
     Ok(())
@@ -202,11 +209,22 @@ mod tests {
             devices: vec!["/dev".into()],
             hide: vec!["/home/u/.chela/data".into()],
             tcp: Some(vec![80, 443]),
+            listen: false,
         };
         let program: Vec<OsString> = vec!["sh".into(), "-c".into(), "echo --ro".into()];
         let args = args_for(&rules, &program);
         assert_eq!(args[0], SUBCOMMAND);
-        assert_eq!(parse(&args[1..]).unwrap(), (Some(rules), program));
+        assert_eq!(
+            parse(&args[1..]).unwrap(),
+            (Some(rules.clone()), program.clone())
+        );
+        let listening = Rules {
+            listen: true,
+            ..rules
+        };
+        let args = args_for(&listening, &program);
+        assert!(args.iter().any(|a| a == "--listen"));
+        assert_eq!(parse(&args[1..]).unwrap(), (Some(listening), program));
         let bad: Vec<OsString> = vec!["--rw".into()];
         assert_eq!(parse(&bad), Err(UsageError::MissingValue("--rw".into())));
         let none: Vec<OsString> = vec!["--ro".into(), "/".into(), "--".into()];

@@ -60,6 +60,7 @@ fn tool(web: WebConfig) -> BrowserTool {
         web,
         resolve: system_resolver(),
         sandbox: ChildSandbox::default(),
+        forbidden: Vec::new(),
     };
     BrowserTool::new(std::sync::Arc::new(Engine::new(settings)))
 }
@@ -171,7 +172,7 @@ async fn the_agent_reads_clicks_types_and_sees_a_page() {
     assert!(!shot.is_error, "{shot:?}");
     assert_eq!(shot.images.len(), 1);
     let png = std::fs::read(dir.path().join(&shot.images[0])).unwrap();
-    assert!(png.starts_with(b"\x89PNG"), "a PNG in the workspace");
+    assert!(png.starts_with(b"\xff\xd8\xff"), "a JPEG in the workspace");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -284,8 +285,39 @@ async fn a_screenshot_reaches_a_vision_model_with_the_tool_result() {
         .as_str()
         .unwrap_or_default();
     assert!(
-        url.starts_with("data:image/png;base64,iVBOR"),
+        url.starts_with("data:image/jpeg;base64,/9j/"),
         "a PNG: {}",
         &url[..url.len().min(60)]
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webrtc_sends_no_udp_around_the_proxy() {
+    if !chromium_or_skip() {
+        return;
+    }
+    let stun = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let port = stun.local_addr().unwrap().port();
+    let page = format!(
+        "<html><head><title>RTC</title></head><body><h1>RTC</h1><script>\
+         const pc = new RTCPeerConnection({{iceServers: [{{urls: 'stun:127.0.0.1:{port}'}}]}});\
+         pc.createDataChannel('x'); pc.createOffer().then(o => pc.setLocalDescription(o));\
+         </script></body></html>"
+    );
+    let web = site(&page).await;
+    let dir = tempfile::tempdir().unwrap();
+    let tool = tool(WebConfig {
+        allow_hosts: vec!["127.0.0.1".into()],
+        ..WebConfig::default()
+    });
+    let out = call(
+        &tool,
+        &ctx(dir.path()),
+        json!({"action": "navigate", "url": web.url("/embeds")}),
+    )
+    .await;
+    assert!(!out.is_error, "{out:?}");
+    let mut buf = [0u8; 1500];
+    let got = tokio::time::timeout(Duration::from_secs(2), stun.recv_from(&mut buf)).await;
+    assert!(got.is_err(), "a STUN packet reached 127.0.0.1 over UDP");
 }

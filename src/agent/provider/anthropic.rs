@@ -312,8 +312,6 @@ fn messages(conversation: &[Message], thinking: Option<&str>) -> Vec<Value> {
         .collect()
 }
 
-/// A user message's blocks: its text, then its images (those with their bytes) as base64
-/// `image` blocks.
 /// A tool result's content: its text, or with images (a browser screenshot) its text and
 /// image blocks, which the API takes inside a `tool_result`.
 fn tool_result_content(content: &[ContentBlock]) -> Value {
@@ -327,6 +325,8 @@ fn tool_result_content(content: &[ContentBlock]) -> Value {
     }
 }
 
+/// A user message's blocks: its text, then its images (those with their bytes) as base64
+/// `image` blocks.
 fn text_blocks(content: &[ContentBlock]) -> Vec<Value> {
     let text = text_of(content);
     let mut out = Vec::new();

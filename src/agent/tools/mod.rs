@@ -79,8 +79,8 @@ pub struct ToolOutput {
     pub text: String,
     /// True when the call failed or was refused.
     pub is_error: bool,
-    /// Images for a vision model (PNG files, relative to the workspace): shown with the
-    /// result, as a user's pictures are.
+    /// Images for a vision model (PNG or JPEG files, relative to the workspace): shown with
+    /// the result, as a user's pictures are.
     pub images: Vec<String>,
 }
 
@@ -103,7 +103,7 @@ impl ToolOutput {
         }
     }
 
-    /// The same result with the PNG at `path` (relative to the workspace) shown with it.
+    /// The same result with the image at `path` (relative to the workspace) shown with it.
     pub fn with_image(mut self, path: impl Into<String>) -> Self {
         self.images.push(path.into());
         self

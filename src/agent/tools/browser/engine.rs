@@ -1,11 +1,13 @@
 //! One Chromium per gateway, started at the first call and again if it died; one browser
-//! context per agent (its own cookies, storage and cache, gone when chela stops), each with
-//! one tab the agent's calls drive in turn.
+//! context per agent (its own cookies, storage and cache, like a profile; gone when chela
+//! stops), and in it one tab per session (at most [`MAX_TABS`] in all: the one used longest
+//! ago is closed first), so two conversations never click in each other's page.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use chromiumoxide::Page;
+use chromiumoxide::cdp::browser_protocol::browser::BrowserContextId;
 use chromiumoxide::cdp::browser_protocol::target::{
     CreateBrowserContextParams, CreateTargetParams,
 };
@@ -14,7 +16,10 @@ use tokio::sync::Mutex;
 use super::BrowserError;
 use super::launch::{LaunchSettings, Running, launch};
 
-/// An agent's tab: its page and the references of its last snapshot.
+/// Tabs open at most.
+pub const MAX_TABS: usize = 16;
+
+/// A session's tab: its page and the references of its last snapshot.
 pub struct Tab {
     /// The page.
     pub page: Page,
@@ -22,11 +27,20 @@ pub struct Tab {
     pub refs: HashMap<String, i64>,
 }
 
+/// The live browser's contexts and tabs.
+#[derive(Default)]
+struct Open {
+    contexts: HashMap<String, BrowserContextId>,
+    /// Session key -> (tab, when it was last used: a counter).
+    tabs: HashMap<String, (Arc<Mutex<Tab>>, u64)>,
+    uses: u64,
+}
+
 /// The gateway's browser.
 pub struct Engine {
     settings: LaunchSettings,
     running: Mutex<Option<Running>>,
-    tabs: Mutex<HashMap<String, Arc<Mutex<Tab>>>>,
+    open: Mutex<Open>,
 }
 
 impl Engine {
@@ -35,7 +49,7 @@ impl Engine {
         Engine {
             settings,
             running: Mutex::new(None),
-            tabs: Mutex::new(HashMap::new()),
+            open: Mutex::new(Open::default()),
         }
     }
 
@@ -44,30 +58,51 @@ impl Engine {
         &self.settings
     }
 
-    /// Agent `agent`'s tab, starting Chromium (again) and making the agent's context when
-    /// needed.
-    pub async fn tab(&self, agent: &str) -> Result<Arc<Mutex<Tab>>, BrowserError> {
+    /// Session `session`'s tab in agent `agent`'s context, starting Chromium (again) and
+    /// making the context and the tab when needed.
+    pub async fn tab(&self, agent: &str, session: &str) -> Result<Arc<Mutex<Tab>>, BrowserError> {
         let mut running = self.running.lock().await;
-        let mut tabs = self.tabs.lock().await;
-        if running.as_ref().is_some_and(|r| !r.alive()) {
+        let mut open = self.open.lock().await;
+        if running.as_mut().is_some_and(|r| !r.alive()) {
             tracing::warn!("the browser had stopped; starting it again");
             *running = None;
-            tabs.clear();
+            *open = Open::default();
         }
         if running.is_none() {
             *running = Some(launch(&self.settings).await?);
         }
-        if let Some(tab) = tabs.get(agent) {
+        open.uses += 1;
+        let now = open.uses;
+        if let Some((tab, used)) = open.tabs.get_mut(session) {
+            *used = now;
             return Ok(tab.clone());
         }
         let Some(live) = running.as_ref() else {
             return Err(BrowserError::Start("the browser did not start".into()));
         };
-        let context = live
-            .browser
-            .create_browser_context(CreateBrowserContextParams::default())
-            .await
-            .map_err(BrowserError::cdp)?;
+        let context = match open.contexts.get(agent) {
+            Some(context) => context.clone(),
+            None => {
+                let made = live
+                    .browser
+                    .create_browser_context(CreateBrowserContextParams::default())
+                    .await
+                    .map_err(BrowserError::cdp)?;
+                open.contexts.insert(agent.to_string(), made.clone());
+                made
+            }
+        };
+        if open.tabs.len() >= MAX_TABS
+            && let Some(oldest) = open
+                .tabs
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(k, _)| k.clone())
+            && let Some((tab, _)) = open.tabs.remove(&oldest)
+        {
+            let page = tab.lock().await.page.clone();
+            let _ = page.close().await;
+        }
         let target = CreateTargetParams::builder()
             .url("about:blank")
             .browser_context_id(context)
@@ -82,13 +117,13 @@ impl Engine {
             page,
             refs: HashMap::new(),
         }));
-        tabs.insert(agent.to_string(), tab.clone());
+        open.tabs.insert(session.to_string(), (tab.clone(), now));
         Ok(tab)
     }
 
     /// Stops Chromium (the gateway is stopping); the next call starts it again.
     pub async fn stop(&self) {
-        self.tabs.lock().await.clear();
+        *self.open.lock().await = Open::default();
         *self.running.lock().await = None;
     }
 }

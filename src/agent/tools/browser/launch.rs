@@ -1,7 +1,8 @@
 //! Starting Chromium: headless, in its own process group, from the scrubbed environment,
-//! under Landlock with chela's files hidden (where the kernel has it), with a profile folder
-//! of its own in the temp dir, every connection through the [`Proxy`], and DevTools on a
-//! loopback port chela connects to (chromiumoxide drives it).
+//! with a profile folder of its own in the temp dir (its temp files inside it), every
+//! connection through the [`Proxy`], DevTools over a pipe ([`Bridge`]: Chromium listens on
+//! no port), and where the kernel has Landlock, chela's files hidden from it and TCP only to
+//! the proxy.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -17,12 +18,13 @@ use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
 
 use super::BrowserError;
+use super::pipe::{Bridge, FDS_FROM_STDIO};
 use super::proxy::Proxy;
 use crate::agent::tools::web::Resolver;
 use crate::config::{BrowserConfig, WebConfig};
 use crate::sandbox::{ChildSandbox, ProcessGroup};
 
-/// How long Chromium has to say where DevTools listens.
+/// How long Chromium has to answer over DevTools after it started.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// Programs tried when `[tools.browser] executable` is empty.
 const CANDIDATES: &[&str] = &[
@@ -41,8 +43,10 @@ pub struct LaunchSettings {
     pub web: WebConfig,
     /// Resolves host names for the proxy.
     pub resolve: Resolver,
-    /// How Chromium is confined.
+    /// How Chromium is confined (its TCP is then limited to the proxy's port).
     pub sandbox: ChildSandbox,
+    /// Addresses the proxy never connects to whatever the rule opens (chela's own RPC).
+    pub forbidden: Vec<std::net::SocketAddr>,
 }
 
 /// A running Chromium; dropping it kills its process group and removes its profile.
@@ -51,15 +55,16 @@ pub struct Running {
     pub browser: Browser,
     handler: JoinHandle<()>,
     group: ProcessGroup,
-    _child: Child,
+    child: Child,
     profile: PathBuf,
+    _bridge: Bridge,
     _proxy: Proxy,
 }
 
 impl Running {
-    /// Whether the DevTools connection still runs (Chromium did not exit or crash).
-    pub fn alive(&self) -> bool {
-        !self.handler.is_finished()
+    /// Whether Chromium still runs and its DevTools connection too.
+    pub fn alive(&mut self) -> bool {
+        !self.handler.is_finished() && matches!(self.child.try_wait(), Ok(None))
     }
 }
 
@@ -101,45 +106,25 @@ fn on_path(name: &str) -> Option<PathBuf> {
 /// Starts Chromium and connects to it.
 pub async fn launch(settings: &LaunchSettings) -> Result<Running, BrowserError> {
     let program = executable(&settings.browser)?;
-    let proxy = Proxy::start(settings.web.clone(), settings.resolve.clone())
-        .await
-        .map_err(BrowserError::io)?;
+    let proxy = Proxy::start(
+        settings.web.clone(),
+        settings.resolve.clone(),
+        settings.forbidden.clone(),
+    )
+    .await
+    .map_err(BrowserError::io)?;
     let profile =
         std::env::temp_dir().join(format!("chela-browser-{}", uuid::Uuid::new_v4().simple()));
     // Its temp files and sockets go inside its profile too: under Landlock nothing can be
     // made directly in a folder that holds a hidden path (the temp dir may be one).
     let tmp = profile.join("tmp");
     std::fs::create_dir_all(&tmp).map_err(BrowserError::io)?;
-    let argv = chromium_args(&program, &profile, &proxy, &settings.browser);
-    let argv = settings.sandbox.argv(&argv);
-    let (first, rest) = argv
-        .split_first()
-        .ok_or_else(|| BrowserError::NoChromium("no program".into()))?;
-    let mut child = Command::new(first)
-        .args(rest)
-        .env_clear()
-        .envs(crate::sandbox::env::scrubbed(&[]))
-        .env("TMPDIR", &tmp)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| BrowserError::Start(format!("cannot start {}: {e}", program.display())))?;
-    let group = ProcessGroup::led_by(child.id());
-    let stderr = child
-        .stderr
-        .take()
-        .ok_or_else(|| BrowserError::Start("no stderr".into()))?;
-    let ws = match tokio::time::timeout(START_TIMEOUT, devtools_url(stderr)).await {
-        Ok(Some(ws)) => ws,
-        _ => {
-            group.kill();
+    let started = start(&program, &profile, &tmp, &proxy, settings).await;
+    let (child, group, bridge) = match started {
+        Ok(started) => started,
+        Err(e) => {
             let _ = std::fs::remove_dir_all(&profile);
-            return Err(BrowserError::Start(
-                "Chromium did not start (no DevTools address on its stderr)".into(),
-            ));
+            return Err(e);
         }
     };
     let handler_config = HandlerConfig {
@@ -152,14 +137,26 @@ pub async fn launch(settings: &LaunchSettings) -> Result<Running, BrowserError> 
         }),
         ..HandlerConfig::default()
     };
-    let (browser, mut handler) = match Browser::connect_with_config(ws, handler_config).await {
-        Ok(connected) => connected,
-        Err(e) => {
+    let connected = tokio::time::timeout(
+        START_TIMEOUT,
+        Browser::connect_with_config(bridge.url(), handler_config),
+    )
+    .await;
+    let (browser, mut handler) = match connected {
+        Ok(Ok(connected)) => connected,
+        Ok(Err(e)) => {
             group.kill();
             let _ = std::fs::remove_dir_all(&profile);
             return Err(BrowserError::Start(format!(
-                "cannot reach Chromium's DevTools: {e}"
+                "Chromium's DevTools did not answer: {e}"
             )));
+        }
+        Err(_) => {
+            group.kill();
+            let _ = std::fs::remove_dir_all(&profile);
+            return Err(BrowserError::Start(
+                "Chromium's DevTools did not answer in time".into(),
+            ));
         }
     };
     let handler = tokio::spawn(async move { while handler.next().await.is_some() {} });
@@ -167,10 +164,58 @@ pub async fn launch(settings: &LaunchSettings) -> Result<Running, BrowserError> 
         browser,
         handler,
         group,
-        _child: child,
+        child,
         profile,
+        _bridge: bridge,
         _proxy: proxy,
     })
+}
+
+/// Spawns Chromium (through `sh`, which hands it the DevTools pipe on fds 3 and 4) and
+/// bridges the pipe.
+async fn start(
+    program: &Path,
+    profile: &Path,
+    tmp: &Path,
+    proxy: &Proxy,
+    settings: &LaunchSettings,
+) -> Result<(Child, ProcessGroup, Bridge), BrowserError> {
+    let mut argv: Vec<OsString> = vec!["/bin/sh".into(), "-c".into(), FDS_FROM_STDIO.into()];
+    argv.extend(chromium_args(program, profile, proxy, &settings.browser));
+    // TCP only to the proxy; Chromium listens on its own Unix sockets (never on a TCP port:
+    // binding one stays refused).
+    let sandbox = (settings.sandbox.clone()).with_network(Some(vec![proxy.addr().port()]), true);
+    let argv = sandbox.argv(&argv);
+    let (first, rest) = argv
+        .split_first()
+        .ok_or_else(|| BrowserError::NoChromium("no program".into()))?;
+    let mut child = Command::new(first)
+        .args(rest)
+        .env_clear()
+        .envs(crate::sandbox::env::scrubbed(&[]))
+        .env("TMPDIR", tmp)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| BrowserError::Start(format!("cannot start {}: {e}", program.display())))?;
+    let group = ProcessGroup::led_by(child.id());
+    if let Some(stderr) = child.stderr.take() {
+        tokio::spawn(drain(stderr));
+    }
+    let (Some(to), Some(from)) = (child.stdin.take(), child.stdout.take()) else {
+        group.kill();
+        return Err(BrowserError::Start("no pipe to Chromium".into()));
+    };
+    match Bridge::start(to, from).await {
+        Ok(bridge) => Ok((child, group, bridge)),
+        Err(e) => {
+            group.kill();
+            Err(BrowserError::io(e))
+        }
+    }
 }
 
 /// Chromium's command line.
@@ -194,13 +239,13 @@ fn chromium_args(
         "--disable-dev-shm-usage".into(),
         "--mute-audio".into(),
         "--hide-scrollbars".into(),
-        "--remote-debugging-address=127.0.0.1".into(),
-        "--remote-debugging-port=0".into(),
+        "--remote-debugging-pipe".into(),
         format!("--user-data-dir={}", profile.display()),
         format!("--proxy-server=http://{}", proxy.addr()),
         // Loopback goes through the proxy too (Chromium bypasses it by default).
         "--proxy-bypass-list=<-loopback>".into(),
-        "--force-webrtc-ip-handling-policy=disable_non_proxied_udp".into(),
+        // WebRTC sends no UDP of its own: only what goes through the proxy.
+        "--webrtc-ip-handling-policy=disable_non_proxied_udp".into(),
         format!("--window-size={},{}", config.width, config.height),
     ];
     args.extend(flags.into_iter().map(OsString::from));
@@ -218,16 +263,11 @@ fn runs_as_root() -> bool {
     std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
 }
 
-/// Reads Chromium's stderr until it says `DevTools listening on ws://…`; the rest of its
-/// stderr is read (and dropped) in the background so it never blocks on a full pipe.
-async fn devtools_url(stderr: tokio::process::ChildStderr) -> Option<String> {
+/// Reads Chromium's stderr to its end (dropped, at debug level to the log) so it never
+/// blocks on a full pipe.
+async fn drain(stderr: tokio::process::ChildStderr) {
     let mut lines = BufReader::new(stderr).lines();
     while let Ok(Some(line)) = lines.next_line().await {
-        if let Some(url) = line.split("DevTools listening on ").nth(1) {
-            let url = url.trim().to_string();
-            tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-            return Some(url);
-        }
+        tracing::trace!(target: "chela::browser::chromium", "{line}");
     }
-    None
 }

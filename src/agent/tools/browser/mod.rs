@@ -4,8 +4,9 @@
 //! by reference, `screenshot` returns a PNG a vision model sees.
 //!
 //! - [`launch`]: starting Chromium confined, with its own profile, through the proxy.
+//! - [`pipe`]: DevTools over a pipe, bridged to the WebSocket chromiumoxide speaks.
 //! - [`proxy`]: the only way out, under `web_fetch`'s address rule.
-//! - [`engine`]: one browser per gateway, a context and tab per agent.
+//! - [`engine`]: one browser per gateway, a context per agent, a tab per session.
 //! - [`snapshot`]: the accessibility outline and its references.
 //! - [`ops`]: what each action does to a tab.
 //! - [`shots`]: where screenshots are kept in the workspace.
@@ -13,6 +14,7 @@
 pub mod engine;
 pub mod launch;
 pub mod ops;
+pub mod pipe;
 pub mod proxy;
 pub mod shots;
 pub mod snapshot;
@@ -100,7 +102,10 @@ impl BrowserTool {
         if let Action::Navigate(url) = &action {
             self.check(url).await?;
         }
-        let tab = self.engine.tab(&agent_of(&ctx.session_key)).await?;
+        let tab = self
+            .engine
+            .tab(&agent_of(&ctx.session_key), &ctx.session_key)
+            .await?;
         let mut tab = tab.lock().await;
         match action {
             Action::Navigate(url) => ops::navigate(&mut tab, &url, timeout).await?,
@@ -238,6 +243,8 @@ pub fn tool(
         web: config.tools.web.clone(),
         resolve,
         sandbox,
+        // chela's RPC and panel, never reached from a page whatever the rule opens.
+        forbidden: config.rpc.listen.trim().parse().into_iter().collect(),
     };
     let engine = Arc::new(Engine::new(settings));
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {

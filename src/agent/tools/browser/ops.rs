@@ -69,16 +69,17 @@ pub async fn outline(tab: &mut Tab, max_chars: usize) -> Result<String, BrowserE
 
 /// The page's visible text (`innerText`), at most `max_chars`.
 pub async fn text(tab: &Tab, max_chars: usize) -> Result<String, BrowserError> {
-    let value = tab
-        .page
-        .evaluate("document.body ? document.body.innerText : ''")
-        .await
-        .map_err(BrowserError::cdp)?;
-    let text: String = value.into_value::<String>().unwrap_or_default();
-    let total = text.chars().count();
+    // Cut in the page, so a huge page never crosses the protocol whole.
+    let script = format!(
+        "(() => {{ const t = document.body ? document.body.innerText : ''; \
+         return JSON.stringify([t.length, t.slice(0, {max_chars})]); }})()"
+    );
+    let value = tab.page.evaluate(script).await.map_err(BrowserError::cdp)?;
+    let json = value.into_value::<String>().unwrap_or_default();
+    let (total, text): (usize, String) = serde_json::from_str(&json).unwrap_or_default();
     let mut out: String = text.chars().take(max_chars).collect();
-    if total > max_chars {
-        out.push_str(&format!("\n… (cut at {max_chars} of {total} characters)"));
+    if total > out.chars().count() {
+        out.push_str(&format!("\n… (cut: the page has {total} characters)"));
     }
     Ok(out)
 }
@@ -130,13 +131,18 @@ pub async fn type_text(
     Ok(())
 }
 
-/// A PNG of what the tab shows.
+/// A JPEG (quality [`JPEG_QUALITY`]) of what the tab shows: a fraction of a PNG's bytes,
+/// which matters as each one goes to the model.
 pub async fn screenshot(tab: &Tab) -> Result<Vec<u8>, BrowserError> {
     let params = ScreenshotParams::builder()
-        .format(CaptureScreenshotFormat::Png)
+        .format(CaptureScreenshotFormat::Jpeg)
+        .quality(JPEG_QUALITY)
         .build();
     tab.page.screenshot(params).await.map_err(BrowserError::cdp)
 }
+
+/// The JPEG quality of screenshots.
+pub const JPEG_QUALITY: i64 = 80;
 
 /// Runs `function` with the node of `reference` as `this`.
 async fn call_on(tab: &Tab, reference: &str, function: &str) -> Result<(), BrowserError> {

@@ -5,8 +5,9 @@
 //! refused unless `[tools.web]` opens them) and the connection made to exactly the checked
 //! addresses, so a page, a redirect or a script cannot reach chela's RPC, the panel, the
 //! cloud metadata service or the LAN, not even through a name that resolves differently a
-//! moment later. A plain HTTP connection carries one request (`Connection: close`), so it
-//! cannot be reused for another host.
+//! moment later. Chela's own RPC and panel address is refused whatever the rule opens. A
+//! plain HTTP request goes on with `Connection: close`; Chromium keeps a proxy connection
+//! to one destination, so one it reuses goes to the address already checked.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -36,12 +37,21 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    /// Starts the proxy on 127.0.0.1 (a free port) with `config`'s address rule.
-    pub async fn start(config: WebConfig, resolve: Resolver) -> std::io::Result<Proxy> {
+    /// Starts the proxy on 127.0.0.1 (a free port) with `config`'s address rule, never
+    /// connecting to `forbidden`.
+    pub async fn start(
+        config: WebConfig,
+        resolve: Resolver,
+        forbidden: Vec<SocketAddr>,
+    ) -> std::io::Result<Proxy> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let stop = CancellationToken::new();
-        let rule = Arc::new(Rule { config, resolve });
+        let rule = Arc::new(Rule {
+            config,
+            resolve,
+            forbidden,
+        });
         tokio::spawn(serve(listener, rule, stop.clone()));
         Ok(Proxy {
             addr,
@@ -55,10 +65,24 @@ impl Proxy {
     }
 }
 
-/// The address rule and the resolver.
+/// The address rule, the resolver and the addresses never reached.
 struct Rule {
     config: WebConfig,
     resolve: Resolver,
+    forbidden: Vec<SocketAddr>,
+}
+
+impl Rule {
+    /// Whether `addr` is chela's own (an unspecified address there stands for every local
+    /// one on that port).
+    fn is_forbidden(&self, addr: SocketAddr) -> bool {
+        self.forbidden.iter().any(|f| {
+            f.port() == addr.port()
+                && (f.ip() == addr.ip()
+                    || (f.ip().is_unspecified() && addr.ip().is_loopback())
+                    || (f.ip().is_loopback() && addr.ip().is_loopback()))
+        })
+    }
 }
 
 async fn serve(listener: TcpListener, rule: Arc<Rule>, stop: CancellationToken) {
@@ -68,9 +92,20 @@ async fn serve(listener: TcpListener, rule: Arc<Rule>, stop: CancellationToken) 
             () = stop.cancelled() => return,
             accepted = listener.accept() => accepted,
         };
-        let Ok((client, _)) = accepted else { continue };
-        let Ok(slot) = slots.clone().acquire_owned().await else {
-            return;
+        let Ok((mut client, _)) = accepted else {
+            continue;
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            // Full: refused at once rather than holding every other request up.
+            tokio::spawn(async move {
+                refuse(
+                    &mut client,
+                    "503 Service Unavailable",
+                    "too many connections",
+                )
+                .await
+            });
+            continue;
         };
         let rule = rule.clone();
         let stop = stop.clone();
@@ -98,7 +133,7 @@ async fn handle(mut client: TcpStream, rule: &Rule) -> std::io::Result<()> {
         Ok(addrs) => addrs,
         Err(e) => return refuse(&mut client, "403 Forbidden", &e.to_string()).await,
     };
-    let Some(mut upstream) = connect(&request.url, addrs).await else {
+    let Some(mut upstream) = connect(&request.url, addrs, rule).await else {
         return refuse(&mut client, "502 Bad Gateway", "cannot connect").await;
     };
     if request.tunnel {
@@ -215,7 +250,7 @@ impl Request {
 }
 
 /// Connects to the checked addresses (an address literal's own when none were looked up).
-async fn connect(url: &Url, addrs: Vec<SocketAddr>) -> Option<TcpStream> {
+async fn connect(url: &Url, addrs: Vec<SocketAddr>, rule: &Rule) -> Option<TcpStream> {
     let port = url.port_or_known_default()?;
     let addrs = if addrs.is_empty() {
         match url.host()? {
@@ -229,7 +264,7 @@ async fn connect(url: &Url, addrs: Vec<SocketAddr>) -> Option<TcpStream> {
             .map(|a| SocketAddr::new(a.ip(), port))
             .collect()
     };
-    for addr in addrs {
+    for addr in addrs.into_iter().filter(|a| !rule.is_forbidden(*a)) {
         if let Ok(Ok(stream)) = tokio::time::timeout(HANDSHAKE, TcpStream::connect(addr)).await {
             return Some(stream);
         }
@@ -296,7 +331,7 @@ mod tests {
 
     #[tokio::test]
     async fn loopback_and_names_resolving_to_it_are_refused_unless_opened() {
-        let proxy = Proxy::start(WebConfig::default(), resolver_to("127.0.0.1"))
+        let proxy = Proxy::start(WebConfig::default(), resolver_to("127.0.0.1"), Vec::new())
             .await
             .unwrap();
         let refused = ask(&proxy, "CONNECT 127.0.0.1:443 HTTP/1.1\r\n\r\n").await;
@@ -335,7 +370,7 @@ mod tests {
             allow_hosts: vec!["127.0.0.1".into()],
             ..WebConfig::default()
         };
-        let proxy = Proxy::start(config, resolver_to("127.0.0.1"))
+        let proxy = Proxy::start(config.clone(), resolver_to("127.0.0.1"), Vec::new())
             .await
             .unwrap();
         let answer = ask(&proxy, &format!("GET http://127.0.0.1:{port}/page HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n")).await;
@@ -346,5 +381,16 @@ mod tests {
             seen.contains("Connection: close") && !seen.contains("keep-alive"),
             "{seen}"
         );
+        // chela's own RPC is never reached, even on an opened host.
+        let rpc = SocketAddr::new("127.0.0.1".parse().unwrap(), port);
+        let guarded = Proxy::start(config, resolver_to("127.0.0.1"), vec![rpc])
+            .await
+            .unwrap();
+        let answer = ask(
+            &guarded,
+            &format!("GET http://127.0.0.1:{port}/page HTTP/1.1\r\n\r\n"),
+        )
+        .await;
+        assert!(answer.starts_with("HTTP/1.1 502"), "{answer}");
     }
 }

@@ -69,7 +69,7 @@ pub use mcp_names::{is_server_name, mcp_entry_server};
 pub use media::{MediaConfig, Vision};
 pub use memory::MemoryConfig;
 pub use overrides::ENV_OVERRIDES;
-pub use platforms::{CHANNEL_TABLES, ChannelsConfig};
+pub use platforms::{CHANNEL_TABLES, ChannelsConfig, TOKEN_VARIABLES};
 pub use pricing::{PriceEntry, Rate};
 pub use providers::ProviderEntry;
 pub use redact::REDACTED;

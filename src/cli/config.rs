@@ -158,12 +158,10 @@ fn env_lines() -> Vec<String> {
         "ANTHROPIC_BASE_URL",
         "OPENAI_API_KEY",
         "ANTHROPIC_API_KEY",
-        "TELEGRAM_BOT_TOKEN",
-        "DISCORD_BOT_TOKEN",
-        "SLACK_BOT_TOKEN",
-        "SLACK_APP_TOKEN",
         "CHELA_RPC_TOKEN",
-    ];
+    ]
+    .into_iter()
+    .chain(chela::config::TOKEN_VARIABLES);
     for name in secrets {
         if set(name).is_some() {
             lines.push(format!("environment: {name} is set"));

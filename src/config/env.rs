@@ -166,11 +166,7 @@ fn escape_into(out: &mut String, value: &str) {
 /// `CHELA_*`): commands chela starts for a model (exec, coding agents, their terminals) do not
 /// inherit these.
 pub fn is_chela_secret(name: &str) -> bool {
-    name.starts_with("CHELA_")
-        || matches!(
-            name,
-            "TELEGRAM_BOT_TOKEN" | "DISCORD_BOT_TOKEN" | "SLACK_BOT_TOKEN" | "SLACK_APP_TOKEN"
-        )
+    name.starts_with("CHELA_") || super::TOKEN_VARIABLES.contains(&name)
 }
 
 /// The names of chela's secret variables set in this process (see [`is_chela_secret`]).

@@ -38,32 +38,20 @@ impl Config {
                 }),
             None => Ok(None),
         };
+        self.channels.tokens_from_env(lookup);
         let telegram = &mut self.channels.telegram;
-        if telegram.token.is_empty() {
-            telegram.token = lookup("TELEGRAM_BOT_TOKEN").unwrap_or_default();
-        }
         if let Some(value) = url("CHELA_TELEGRAM_API_URL", HTTP)? {
             telegram.api_url = value;
         }
         let discord = &mut self.channels.discord;
-        if discord.token.is_empty() {
-            discord.token = lookup("DISCORD_BOT_TOKEN").unwrap_or_default();
-        }
         if let Some(value) = url("CHELA_DISCORD_API_URL", HTTP)? {
             discord.api_url = value;
         }
         if let Some(value) = url("CHELA_DISCORD_GATEWAY_URL", WEBSOCKET)? {
             discord.gateway_url = value;
         }
-        let slack = &mut self.channels.slack;
-        if slack.bot_token.is_empty() {
-            slack.bot_token = lookup("SLACK_BOT_TOKEN").unwrap_or_default();
-        }
-        if slack.app_token.is_empty() {
-            slack.app_token = lookup("SLACK_APP_TOKEN").unwrap_or_default();
-        }
         if let Some(value) = url("CHELA_SLACK_API_URL", HTTP)? {
-            slack.api_url = value;
+            self.channels.slack.api_url = value;
         }
         if self.model.base_url.trim().is_empty() {
             // Read by the provider at start; a bad value would fail every model call.

@@ -1,6 +1,8 @@
-//! `[channels]`: one table per chat platform, and what the rest of chela asks of them by
-//! the channel's name (its admission rules, its account, whether one node of a cluster runs
-//! its intake). A new platform is a table here and an arm in each lookup.
+//! `[channels]`: one table per chat platform, and all the rest of the config asks of them:
+//! by the channel's name (its admission rules, its account, whether one node of a cluster
+//! runs its intake), their tokens (from the environment, hidden when the config is shown,
+//! kept from every process chela starts) and their URL-valued keys. A new platform is a
+//! table here and an arm or a line in each of these.
 
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +24,15 @@ pub struct ChannelsConfig {
 /// The names of the platform tables under `[channels]`.
 pub const CHANNEL_TABLES: [&str; 3] = ["telegram", "discord", "slack"];
 
+/// The environment variables the platforms' tokens are read from when their keys are empty:
+/// chela's secrets, which no process it starts inherits.
+pub const TOKEN_VARIABLES: [&str; 4] = [
+    "TELEGRAM_BOT_TOKEN",
+    "DISCORD_BOT_TOKEN",
+    "SLACK_BOT_TOKEN",
+    "SLACK_APP_TOKEN",
+];
+
 impl ChannelsConfig {
     /// The admission rules of platform channel `name`; `None` for the local terminal.
     pub fn access(&self, name: &str) -> Option<AccessConfig> {
@@ -41,6 +52,60 @@ impl ChannelsConfig {
             "slack" => Some(&self.slack.account),
             _ => None,
         }
+    }
+
+    /// Fills each empty token from its variable ([`TOKEN_VARIABLES`]) through `lookup`.
+    pub(crate) fn tokens_from_env(&mut self, lookup: &dyn Fn(&str) -> Option<String>) {
+        let tokens = [
+            (&mut self.telegram.token, "TELEGRAM_BOT_TOKEN"),
+            (&mut self.discord.token, "DISCORD_BOT_TOKEN"),
+            (&mut self.slack.bot_token, "SLACK_BOT_TOKEN"),
+            (&mut self.slack.app_token, "SLACK_APP_TOKEN"),
+        ];
+        for (token, variable) in tokens {
+            if token.is_empty() {
+                *token = lookup(variable).unwrap_or_default();
+            }
+        }
+    }
+
+    /// Hides every secret with `hide` and every URL's credentials (a webhook's path too).
+    pub(crate) fn redact(&mut self, hide: &dyn Fn(&mut String)) {
+        hide(&mut self.telegram.token);
+        hide(&mut self.telegram.webhook_secret);
+        hide(&mut self.discord.token);
+        hide(&mut self.slack.bot_token);
+        hide(&mut self.slack.app_token);
+        let urls = [
+            (&mut self.telegram.api_url, false),
+            (&mut self.telegram.webhook_url, true),
+            (&mut self.discord.api_url, false),
+            (&mut self.discord.gateway_url, false),
+            (&mut self.slack.api_url, false),
+        ];
+        for (url, hide_path) in urls {
+            *url = super::redact::redact_url(url, hide_path);
+        }
+    }
+
+    /// The URL-valued keys, with the schemes each accepts.
+    pub(crate) fn url_keys(&self) -> [(&'static str, &str, &'static [&'static str]); 5] {
+        use super::urls::{HTTP, WEBSOCKET};
+        [
+            ("channels.telegram.api_url", &self.telegram.api_url, HTTP),
+            (
+                "channels.telegram.webhook_url",
+                &self.telegram.webhook_url,
+                HTTP,
+            ),
+            ("channels.discord.api_url", &self.discord.api_url, HTTP),
+            (
+                "channels.discord.gateway_url",
+                &self.discord.gateway_url,
+                WEBSOCKET,
+            ),
+            ("channels.slack.api_url", &self.slack.api_url, HTTP),
+        ]
     }
 
     /// Whether channel `name`'s intake must run on one node of a cluster at a time (Telegram

@@ -18,11 +18,7 @@ impl Config {
             }
         };
         hide(&mut copy.model.api_key);
-        hide(&mut copy.channels.telegram.token);
-        hide(&mut copy.channels.telegram.webhook_secret);
-        hide(&mut copy.channels.discord.token);
-        hide(&mut copy.channels.slack.bot_token);
-        hide(&mut copy.channels.slack.app_token);
+        copy.channels.redact(&hide);
         hide(&mut copy.rpc.token);
         hide(&mut copy.media.transcribe_api_key);
         hide(&mut copy.tts.api_key);
@@ -44,11 +40,6 @@ impl Config {
         copy.model.base_url = redact_url(&copy.model.base_url, false);
         copy.media.transcribe_url = redact_url(&copy.media.transcribe_url, false);
         copy.tts.url = redact_url(&copy.tts.url, false);
-        copy.channels.telegram.api_url = redact_url(&copy.channels.telegram.api_url, false);
-        copy.channels.telegram.webhook_url = redact_url(&copy.channels.telegram.webhook_url, true);
-        copy.channels.discord.api_url = redact_url(&copy.channels.discord.api_url, false);
-        copy.channels.discord.gateway_url = redact_url(&copy.channels.discord.gateway_url, false);
-        copy.channels.slack.api_url = redact_url(&copy.channels.slack.api_url, false);
         copy.store.url = redact_url(&copy.store.url, false);
         copy.tools.web.search.base_url = redact_url(&copy.tools.web.search.base_url, false);
         copy

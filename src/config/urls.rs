@@ -37,22 +37,12 @@ pub(crate) fn check(value: &str, schemes: &[&str]) -> Result<(), String> {
 impl Config {
     /// The URL-valued keys of the file that are set, with the schemes each accepts.
     pub(crate) fn url_keys(&self) -> Vec<(&'static str, &str, &'static [&'static str])> {
-        let telegram = &self.channels.telegram;
-        let discord = &self.channels.discord;
         [
             ("model.base_url", self.model.base_url.as_str(), HTTP),
-            ("channels.telegram.api_url", telegram.api_url.as_str(), HTTP),
-            ("channels.telegram.webhook_url", &telegram.webhook_url, HTTP),
-            ("channels.discord.api_url", &discord.api_url, HTTP),
-            ("channels.slack.api_url", &self.channels.slack.api_url, HTTP),
             ("tts.url", &self.tts.url, HTTP),
-            (
-                "channels.discord.gateway_url",
-                &discord.gateway_url,
-                WEBSOCKET,
-            ),
         ]
         .into_iter()
+        .chain(self.channels.url_keys())
         .filter(|(_, value, _)| !value.trim().is_empty())
         .collect()
     }

@@ -13,15 +13,13 @@ use crate::api::Api;
 use crate::commands::Commands;
 use crate::intake::Intake;
 use crate::state::State;
-use crate::{SlackSettings, emoji, files, markup, socket};
+use crate::{SlackSettings, emoji, files, markup, socket, start};
 
 /// Longest message chela sends: Slack takes 40,000 characters but folds messages longer
 /// than 4,000, so longer answers go in parts.
 pub const MAX_CHARS: usize = 4_000;
 /// Least time between two edits of one message (`chat.update` is Tier 3, about 50 a minute).
 const EDIT_INTERVAL_MS: u64 = 1_200;
-/// How long a failed `auth.test` waits before the next try at start.
-const AUTH_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The Slack channel.
 pub struct SlackChannel {
@@ -39,23 +37,6 @@ impl SlackChannel {
             api,
             state: Arc::new(State::default()),
         })
-    }
-
-    /// Asks `auth.test` who the bot is until Slack answers (a refused token ends it).
-    async fn who_am_i(&self, shutdown: &CancellationToken) -> Result<Option<String>, ChannelError> {
-        loop {
-            match self.api.post("auth.test", &json!({})).await {
-                Ok(me) => return Ok(me["user_id"].as_str().map(str::to_string)),
-                Err(e) if e.is_retryable() => {
-                    tracing::warn!(error = %e, "slack: auth.test failed; trying again")
-                }
-                Err(e) => return Err(e),
-            }
-            tokio::select! {
-                () = shutdown.cancelled() => return Ok(None),
-                () = tokio::time::sleep(AUTH_RETRY) => {}
-            }
-        }
     }
 
     async fn post_message(
@@ -120,10 +101,13 @@ impl Channel for SlackChannel {
         shutdown: CancellationToken,
     ) -> BoxFuture<'_, Result<(), ChannelError>> {
         Box::pin(async move {
-            let Some(bot_user) = self.who_am_i(&shutdown).await? else {
+            let Some(bot_user) = start::who_am_i(&self.api, &shutdown).await? else {
                 return Ok(());
             };
             self.state.set_bot_user(&bot_user);
+            if !start::app_token_taken(&self.api, &self.settings.app_token, &shutdown).await? {
+                return Ok(());
+            }
             let intake = Intake {
                 sink,
                 state: self.state.clone(),
@@ -139,7 +123,7 @@ impl Channel for SlackChannel {
                 .map_err(ChannelError::Transport)?;
             shutdown.cancelled().await;
             manager.shutdown().await;
-            self.state.set_connected(false);
+            self.state.disconnected();
             Ok(())
         })
     }

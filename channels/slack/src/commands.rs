@@ -43,16 +43,14 @@ fn command_inbound(payload: &Value, account: &str) -> Option<Inbound> {
     let user = payload["user_id"].as_str().filter(|u| !u.is_empty())?;
     let response_url = payload["response_url"].as_str().filter(|u| !u.is_empty())?;
     let trigger = payload["trigger_id"].as_str().unwrap_or(response_url);
+    // A group DM's id starts with `G` or (newer ones) `C`, like a channel's: its name
+    // (`mpdm-ann--bob-1`) tells it apart.
+    let group_dm = payload["channel_name"]
+        .as_str()
+        .is_some_and(|n| n == "mpdm" || n.starts_with("mpdm-"));
     let kind = match channel.as_bytes().first() {
         Some(b'D') => ChatKind::Direct,
-        Some(b'G')
-            if payload["channel_name"] == "mpdm"
-                || payload["channel_name"]
-                    .as_str()
-                    .is_some_and(|n| n.starts_with("mpdm-")) =>
-        {
-            ChatKind::Group
-        }
+        _ if group_dm => ChatKind::Group,
         _ => ChatKind::Channel,
     };
     let args = payload["text"].as_str().unwrap_or_default().trim();
@@ -111,5 +109,19 @@ mod tests {
             ("/stop", ChatKind::Channel)
         );
         assert_eq!(command_inbound(&json!({"command":"/x"}), "default"), None);
+    }
+
+    #[test]
+    fn a_group_dm_is_a_group_whatever_its_id_starts_with() {
+        for id in ["G1", "C1"] {
+            let payload = json!({"command":"/new","user_id":"U1","channel_id":id,
+                "channel_name":"mpdm-ann--bob--chela-1","response_url":"https://hooks.slack.com/x"});
+            let inbound = command_inbound(&payload, "default").unwrap();
+            assert_eq!(inbound.conversation.kind, ChatKind::Group, "{id}");
+        }
+        let private = json!({"command":"/new","user_id":"U1","channel_id":"G2",
+            "channel_name":"privategroup","response_url":"https://hooks.slack.com/x"});
+        let inbound = command_inbound(&private, "default").unwrap();
+        assert_eq!(inbound.conversation.kind, ChatKind::Channel);
     }
 }

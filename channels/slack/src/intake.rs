@@ -17,6 +17,27 @@ use crate::ts;
 /// How long a sender's name is waited for (Slack wants an acknowledgement within 3 s).
 const NAME_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// What became of a message handed to [`Intake::take`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Taken {
+    /// The sink has it; `addressed` when it speaks to the bot.
+    Accepted {
+        /// Whether it speaks to the bot (a DM, a mention, a thread the bot is in).
+        addressed: bool,
+    },
+    /// Nothing chela takes: the bot's own, another bot's, a join, another channel's.
+    Ignored,
+    /// The sink did not have it (or the bot's id is not known yet).
+    Refused,
+}
+
+impl Taken {
+    /// Whether the message may be acknowledged (Slack sends a refused one again).
+    pub fn acknowledged(self) -> bool {
+        self != Taken::Refused
+    }
+}
+
 /// Where taken messages go, and what they are read against.
 #[derive(Clone)]
 pub struct Intake {
@@ -47,11 +68,12 @@ impl Intake {
         format!("slack:{}:last:", self.account)
     }
 
-    /// Takes one message (`channel_type` as the event says); `false` when the sink did not
-    /// have it (it is not acknowledged then, so Slack sends it again).
-    pub async fn take(&self, event: &Value, channel_type: &str) -> bool {
+    /// Takes one message (`channel_type` as the event says): what became of it. A refused
+    /// one is not acknowledged (Slack sends it again) and holds its cursor below it (see
+    /// [`crate::hold`]), so the next catch-up reads it again.
+    pub async fn take(&self, event: &Value, channel_type: &str) -> Taken {
         let Some(bot_user) = self.state.bot_user() else {
-            return false;
+            return Taken::Refused;
         };
         let cx = Context {
             account: &self.account,
@@ -59,7 +81,7 @@ impl Intake {
             channels: &self.channels,
         };
         let Some(parts) = normalize::message(event, channel_type, &cx) else {
-            return true;
+            return Taken::Ignored;
         };
         let name = self.name_of(&parts.user).await;
         let known = parts
@@ -69,16 +91,21 @@ impl Intake {
         let inbound = parts.inbound(&cx, &name, known, |user| self.state.name(user));
         let addressed = inbound.mentioned;
         if let Err(e) = self.sink.accept(inbound).await {
-            tracing::warn!(error = %e, "a Slack message was not taken; Slack sends it again");
-            return false;
+            tracing::warn!(error = %e, "a Slack message was not taken; it is read again later");
+            if let Some(at) = ts::to_micros(&parts.ts) {
+                let name = self.cursor_name(&parts.channel, parts.thread_ts.as_deref());
+                self.state.holds().hold(&name, at);
+            }
+            return Taken::Refused;
         }
         self.moved_past(&parts, addressed);
-        true
+        Taken::Accepted { addressed }
     }
 
     /// After a taken message: its thread is one the bot is in (when it was addressed), and
-    /// its cursors move past it (in the background: a cursor left behind only makes the
-    /// catch-up read the message again, and dedupe drops it).
+    /// its cursors move past it, not past a refused message before it (in the background: a
+    /// cursor left behind only makes the catch-up read the message again, and dedupe drops
+    /// it).
     fn moved_past(&self, parts: &Parts, addressed: bool) {
         let thread = parts.thread_ts.clone().or_else(|| {
             (addressed && parts.kind != chela_channel::ChatKind::Direct).then(|| parts.ts.clone())
@@ -96,9 +123,16 @@ impl Intake {
         if addressed && let Some(thread) = &thread {
             names.push(self.cursor_name(&parts.channel, Some(thread)));
         }
+        let raises: Vec<(String, i64)> = names
+            .into_iter()
+            .map(|name| {
+                let at = self.state.holds().allowed(&name, at);
+                (name, at)
+            })
+            .collect();
         let sink = self.sink.clone();
         tokio::spawn(async move {
-            for name in names {
+            for (name, at) in raises {
                 if let Err(e) = sink.raise_cursor(&name, at).await {
                     tracing::debug!(error = %e, "a Slack cursor was not saved");
                 }
@@ -149,6 +183,54 @@ fn display_name(user: &Value) -> Option<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    use crate::test_sink::{Sink, intake, settle};
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refused_reply_holds_its_threads_cursor_not_the_channels() {
+        let sink = Sink::refusing(&["lost"]);
+        let intake = intake(sink.clone());
+        let event = |ts: &str, text: &str, thread: Option<&str>| {
+            let mut e = json!({"channel":"C1","user":"U1","text":text,"ts":ts});
+            if let Some(thread) = thread {
+                e["thread_ts"] = json!(thread);
+            }
+            e
+        };
+        let taken = intake
+            .take(&event("1.000100", "<@UBOT> hi", None), "channel")
+            .await;
+        assert_eq!(taken, Taken::Accepted { addressed: true });
+        let reply = |ts, text| event(ts, text, Some("1.000100"));
+        assert_eq!(
+            intake.take(&reply("1.000200", "lost"), "channel").await,
+            Taken::Refused
+        );
+        assert!(!Taken::Refused.acknowledged());
+        let taken = intake.take(&reply("1.000300", "more"), "channel").await;
+        assert_eq!(
+            taken,
+            Taken::Accepted { addressed: true },
+            "a thread the bot is in"
+        );
+        let other = intake
+            .take(&event("1.000400", "chat", None), "channel")
+            .await;
+        assert_eq!(other, Taken::Accepted { addressed: false });
+        let own = json!({"channel":"C1","user":"UBOT","text":"mine","ts":"1.000500"});
+        assert_eq!(intake.take(&own, "channel").await, Taken::Ignored);
+        settle().await;
+        assert_eq!(
+            sink.cursor("C1/1.000100"),
+            Some(1_000_199),
+            "below the refused reply"
+        );
+        assert_eq!(sink.cursor("C1"), Some(1_000_400), "the channel's moves on");
+        intake.take(&reply("1.000200", "lost"), "channel").await;
+        intake.take(&reply("1.000300", "more"), "channel").await;
+        settle().await;
+        assert_eq!(sink.cursor("C1/1.000100"), Some(1_000_300));
+    }
 
     #[test]
     fn the_shown_name_is_the_display_name_first() {

@@ -1,6 +1,11 @@
 //! Text between Markdown and Slack's markup: what the model writes becomes `mrkdwn`
 //! (`*bold*`, `_italic_`, `~strike~`, `<url|label>`, `&`/`<`/`>` escaped), and what people
-//! write (`<@U1>`, `<#C1|general>`, `<https://x|x>`, escaped entities) becomes plain text.
+//! write (`<@U1>`, `<#C1|general>`, `<https://x|x>`, escaped entities) becomes plain text
+//! ([`to_plain`], in its own file).
+
+mod plain;
+
+pub use plain::to_plain;
 
 /// Markdown as Slack shows it: bold, italics, strikethrough, links and headings rewritten,
 /// code spans and blocks kept (their text only escaped).
@@ -11,8 +16,11 @@ pub fn to_mrkdwn(markdown: &str) -> String {
         if i > 0 {
             out.push('\n');
         }
-        if line.trim_start().starts_with("```") {
-            in_block = !in_block;
+        if let Some(fence) = line.trim_start().strip_prefix("```") {
+            // A block opened and closed on one line (```x```) leaves the mode as it was.
+            if !fence.contains("```") {
+                in_block = !in_block;
+            }
             out.push_str(&escape(line));
             continue;
         }
@@ -39,7 +47,8 @@ pub fn to_mrkdwn(markdown: &str) -> String {
     out
 }
 
-/// One line outside code blocks: code spans kept, the rest rewritten.
+/// One line outside code blocks: code spans kept, links made, the rest rewritten (never a
+/// link's URL).
 fn inline(line: &str) -> String {
     let mut out = String::with_capacity(line.len());
     for (i, part) in line.split('`').enumerate() {
@@ -48,8 +57,19 @@ fn inline(line: &str) -> String {
         }
         if i % 2 == 1 {
             out.push_str(&escape(part));
-        } else {
-            out.push_str(&emphasis(&links(&escape(part))));
+            continue;
+        }
+        for piece in links(&escape(part)) {
+            match piece {
+                Piece::Text(text) => out.push_str(&emphasis(text)),
+                Piece::Link { url, label } => {
+                    out.push('<');
+                    out.push_str(url);
+                    out.push('|');
+                    out.push_str(&emphasis(label));
+                    out.push('>');
+                }
+            }
         }
     }
     out
@@ -62,33 +82,63 @@ pub fn escape(text: &str) -> String {
         .replace('>', "&gt;")
 }
 
-/// `[label](url)` -> `<url|label>` (text already escaped; only http(s) targets).
-fn links(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
+/// A piece of a line: text, or a Markdown link to write as `<url|label>`.
+#[derive(Debug, PartialEq, Eq)]
+enum Piece<'a> {
+    Text(&'a str),
+    Link { url: &'a str, label: &'a str },
+}
+
+/// `[label](url)` links found in `text` (already escaped; only http(s) targets; a URL may
+/// hold balanced parentheses, as Wikipedia's do).
+fn links(text: &str) -> Vec<Piece<'_>> {
+    let mut pieces = Vec::new();
     let mut rest = text;
-    while let Some(open) = rest.find('[') {
+    let mut plain = 0;
+    while let Some(open) = rest[plain..].find('[').map(|i| plain + i) {
         let after = &rest[open + 1..];
         let link = after.find("](").and_then(|close| {
             let target = &after[close + 2..];
-            let end = target.find(')')?;
+            let end = closing_paren(target)?;
             let url = &target[..end];
             (url.starts_with("http://") || url.starts_with("https://"))
                 .then(|| (close, url, close + 2 + end + 1))
         });
         match link {
             Some((close, url, consumed)) => {
-                out.push_str(&rest[..open]);
-                out.push_str(&format!("<{url}|{}>", &after[..close]));
+                if open > 0 {
+                    pieces.push(Piece::Text(&rest[..open]));
+                }
+                pieces.push(Piece::Link {
+                    url,
+                    label: &after[..close],
+                });
                 rest = &after[consumed..];
+                plain = 0;
             }
-            None => {
-                out.push_str(&rest[..=open]);
-                rest = after;
-            }
+            None => plain = open + 1,
         }
     }
-    out.push_str(rest);
-    out
+    if !rest.is_empty() {
+        pieces.push(Piece::Text(rest));
+    }
+    pieces
+}
+
+/// Where the `)` closing a link target starts `target` ends: the first one that closes no
+/// `(` of the target's own.
+fn closing_paren(target: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, c) in target.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' if depth == 0 => return Some(i),
+            ')' => depth -= 1,
+            c if c.is_whitespace() => return None,
+            _ => {}
+        }
+    }
+    None
 }
 
 /// `**bold**`/`__bold__` -> `*bold*`, `*italic*` -> `_italic_`, `~~strike~~` -> `~strike~`.
@@ -125,52 +175,6 @@ fn single_star_emphasis(chars: &[char], i: usize) -> bool {
     opens || closes
 }
 
-/// What a person wrote, as plain text: `<@U1>` -> `@name` (the bot's own mention removed),
-/// `<#C1|general>` -> `#general`, `<https://x|label>` -> `label (https://x)`, `<https://x>` ->
-/// `https://x`, entities unescaped.
-pub fn to_plain(text: &str, bot_user: &str, name_of: impl Fn(&str) -> Option<String>) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(open) = rest.find('<') {
-        out.push_str(&rest[..open]);
-        let Some(close) = rest[open..].find('>') else {
-            out.push_str(&rest[open..]);
-            rest = "";
-            break;
-        };
-        let inner = &rest[open + 1..open + close];
-        rest = &rest[open + close + 1..];
-        let (target, label) = inner.split_once('|').unwrap_or((inner, ""));
-        if let Some(user) = target.strip_prefix('@') {
-            if user != bot_user {
-                let name = if label.is_empty() {
-                    name_of(user).unwrap_or_else(|| user.to_string())
-                } else {
-                    label.to_string()
-                };
-                out.push('@');
-                out.push_str(&name);
-            }
-        } else if let Some(channel) = target.strip_prefix('#') {
-            out.push('#');
-            out.push_str(if label.is_empty() { channel } else { label });
-        } else if let Some(special) = target.strip_prefix('!') {
-            out.push('@');
-            out.push_str(special.split('^').next().unwrap_or(special));
-        } else if label.is_empty() || label == target {
-            out.push_str(target);
-        } else {
-            out.push_str(&format!("{label} ({target})"));
-        }
-    }
-    out.push_str(rest);
-    let out = out
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&amp;", "&");
-    out.trim().to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,17 +201,40 @@ mod tests {
     }
 
     #[test]
-    fn what_people_write_becomes_plain_text() {
-        let names = |id: &str| (id == "U2").then(|| "bob".to_string());
+    fn a_links_url_is_never_rewritten() {
         assert_eq!(
-            to_plain(
-                "<@UBOT> ask <@U2> in <#C1|general> about <https://x.y|this> &amp; <https://z>",
-                "UBOT",
-                names
-            ),
-            "ask @bob in #general about this (https://x.y) & https://z"
+            to_mrkdwn("see [the __init__ file](https://x.y/__init__.py) and __this__"),
+            "see <https://x.y/__init__.py|the *init* file> and *this*"
         );
-        assert_eq!(to_plain("<@U9> hi <!here>", "UBOT", names), "@U9 hi @here");
-        assert_eq!(to_plain("a < b", "UBOT", names), "a < b");
+        assert_eq!(
+            to_mrkdwn("[*b*](https://x.y/a*b*c) ~~gone~~"),
+            "<https://x.y/a*b*c|_b_> ~gone~"
+        );
+    }
+
+    #[test]
+    fn a_url_may_hold_balanced_parentheses() {
+        assert_eq!(
+            to_mrkdwn("[Rust](https://en.wikipedia.org/wiki/Rust_(programming_language)) (yes)"),
+            "<https://en.wikipedia.org/wiki/Rust_(programming_language)|Rust> (yes)"
+        );
+        assert_eq!(
+            to_mrkdwn("([x](https://x.y/a))"),
+            "(<https://x.y/a|x>)",
+            "the link's own paren closes first"
+        );
+        assert_eq!(to_mrkdwn("[x](https://x.y/(a"), "[x](https://x.y/(a");
+    }
+
+    #[test]
+    fn a_one_line_code_block_leaves_the_mode_as_it_was() {
+        assert_eq!(
+            to_mrkdwn("```let a = 1;```\n**bold**"),
+            "```let a = 1;```\n*bold*"
+        );
+        assert_eq!(
+            to_mrkdwn("```\n```x```\n**kept**\n```\n**bold**"),
+            "```\n```x```\n**kept**\n```\n*bold*"
+        );
     }
 }

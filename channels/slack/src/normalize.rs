@@ -53,9 +53,11 @@ pub fn message(event: &Value, channel_type: &str, cx: &Context<'_>) -> Option<Pa
     let message_ts = event["ts"]
         .as_str()
         .filter(|t| ts::to_micros(t).is_some())?;
+    // History lists a thread's parent with `thread_ts` equal to its own `ts`: it is a
+    // top-level message (as its live event was).
     let thread_ts = event["thread_ts"]
         .as_str()
-        .filter(|t| ts::to_micros(t).is_some());
+        .filter(|t| *t != message_ts && ts::to_micros(t).is_some());
     Some(Parts {
         channel: channel.to_string(),
         kind,
@@ -212,6 +214,26 @@ mod tests {
         assert!(inbound.mentioned);
         let group = json!({"channel":"G1","user":"U1","text":"hello","ts":"1.000001"});
         assert_eq!(message(&group, "mpim", &CX).unwrap().kind, ChatKind::Group);
+    }
+
+    #[test]
+    fn a_thread_parent_read_from_history_is_a_top_level_message() {
+        let parent = json!({"channel":"D1","user":"U1","text":"hi","ts":"1.000100",
+            "thread_ts":"1.000100","reply_count":2,"latest_reply":"1.000300"});
+        let parts = message(&parent, "im", &CX).unwrap();
+        assert_eq!(parts.thread_ts, None);
+        let inbound = parts.inbound(&CX, "ann", false, |_| None);
+        assert_eq!(
+            inbound.conversation.thread_id, None,
+            "the DM's own conversation, as its live copy"
+        );
+        let parent = json!({"channel":"C1","user":"U1","text":"<@UBOT> hi","ts":"1.000100","thread_ts":"1.000100"});
+        let parts = message(&parent, "channel", &CX).unwrap();
+        assert_eq!(parts.thread_ts, None);
+        assert_eq!(
+            parts.conversation("default").thread_id.as_deref(),
+            Some("1.000100")
+        );
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Socket Mode: slack-morphism opens the connections (`apps.connections.open`), keeps them
 //! alive with pings and reconnects; chela reads each frame itself ([`Frames`]), so an event
 //! is acknowledged only once it is stored, and a frame nobody can read is acknowledged and
-//! skipped instead of coming back.
+//! skipped instead of coming back. Each `hello` starts a catch-up; the connection that said
+//! it last is the one the channel counts as up (a late word about an older one is ignored).
 
 use std::sync::{Arc, OnceLock, Weak};
 
@@ -67,7 +68,7 @@ pub async fn start(
 
 impl Frames {
     async fn restart(&self, id: &SlackSocketModeWssClientId) {
-        self.intake.state.set_connected(false);
+        self.intake.state.gone(&id.to_string());
         if let Some(manager) = self.manager.get().and_then(Weak::upgrade) {
             manager.restart_client(id).await;
         }
@@ -78,14 +79,8 @@ impl Frames {
         match frame["type"].as_str() {
             Some("hello") => {
                 tracing::info!("slack connected");
-                self.intake.state.set_connected(true);
-                if self.intake.state.begin_catch_up() {
-                    let intake = self.intake.clone();
-                    tokio::spawn(async move {
-                        crate::catch_up::catch_up(&intake).await;
-                        intake.state.end_catch_up();
-                    });
-                }
+                self.intake.state.hello(&id.to_string());
+                crate::catch_up::start(&self.intake);
                 None
             }
             Some("disconnect") => {
@@ -96,12 +91,15 @@ impl Frames {
                 let event = &frame["payload"]["event"];
                 let handled = match event["type"].as_str() {
                     Some("message") => {
+                        // At most until the deadline counted from the catch-up's start:
+                        // this reader also reads pings, and Slack wants an ack within 3 s.
                         self.intake
                             .state
-                            .wait_caught_up(crate::catch_up::HOLD)
+                            .catch_up()
+                            .wait(crate::catch_up::HOLD)
                             .await;
                         let channel_type = event["channel_type"].as_str().unwrap_or("channel");
-                        self.intake.take(event, channel_type).await
+                        self.intake.take(event, channel_type).await.acknowledged()
                     }
                     _ => true,
                 };

@@ -1,25 +1,28 @@
-//! What the channel knows while it runs: the bot's user id, whether Socket Mode is up, the
-//! threads it took messages from, and people's names.
+//! What the channel knows while it runs: the bot's user id, which Socket Mode connection
+//! is up, the catch-up's gate, the cursors held below refused messages, the threads it took
+//! messages from, and people's names.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
-use std::time::Duration;
+
+use crate::gate::Gate;
+use crate::hold::Holds;
 
 /// Names remembered at most (the oldest half goes when full).
 const MAX_NAMES: usize = 4_096;
 /// Threads remembered at most.
-const MAX_THREADS: usize = 10_000;
+pub const MAX_THREADS: usize = 10_000;
 
 /// The channel's shared state.
 #[derive(Default)]
 pub struct State {
     bot_user: OnceLock<String>,
-    connected: AtomicBool,
+    /// The Socket Mode connection that said hello last, while it is open.
+    connection: Mutex<Option<String>>,
     threads: Mutex<HashSet<String>>,
     names: Mutex<HashMap<String, String>>,
-    caught_up: tokio::sync::watch::Sender<bool>,
-    catching_up: AtomicBool,
+    catch_up: Gate,
+    holds: Holds,
 }
 
 impl State {
@@ -35,35 +38,48 @@ impl State {
 
     /// Whether Socket Mode said hello on a connection that is still open.
     pub fn connected(&self) -> bool {
-        self.connected.load(Ordering::Relaxed)
+        self.connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
     }
 
-    /// Records whether Socket Mode is up.
-    pub fn set_connected(&self, up: bool) {
-        self.connected.store(up, Ordering::Relaxed);
+    /// Connection `id` said hello: Socket Mode is up, through it.
+    pub fn hello(&self, id: &str) {
+        *self
+            .connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(id.to_string());
     }
 
-    /// Starts a catch-up unless one runs: `false` when one does. Live events wait for it.
-    pub fn begin_catch_up(&self) -> bool {
-        if self.catching_up.swap(true, Ordering::AcqRel) {
-            return false;
+    /// Connection `id` ended: Socket Mode is down, unless another connection said hello
+    /// since (a late word about an old connection leaves the new one up).
+    pub fn gone(&self, id: &str) {
+        let mut connection = self
+            .connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if connection.as_deref() == Some(id) {
+            *connection = None;
         }
-        self.caught_up.send_replace(false);
-        true
     }
 
-    /// Ends the catch-up: live events go on.
-    pub fn end_catch_up(&self) {
-        self.catching_up.store(false, Ordering::Release);
-        self.caught_up.send_replace(true);
+    /// Socket Mode is down (the channel stopped).
+    pub fn disconnected(&self) {
+        *self
+            .connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = None;
     }
 
-    /// Waits (at most `max`) until no catch-up runs.
-    pub async fn wait_caught_up(&self, max: Duration) {
-        let mut done = self.caught_up.subscribe();
-        if self.catching_up.load(Ordering::Acquire) {
-            let _ = tokio::time::timeout(max, done.wait_for(|done| *done)).await;
-        }
+    /// The catch-up's gate (live events wait on it).
+    pub fn catch_up(&self) -> &Gate {
+        &self.catch_up
+    }
+
+    /// The cursors held below messages the sink refused.
+    pub fn holds(&self) -> &Holds {
+        &self.holds
     }
 
     /// Whether the bot took a message of thread `channel`/`thread_ts` before.
@@ -123,22 +139,18 @@ mod tests {
         assert_eq!(state.bot_user(), Some("UBOT"));
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn live_events_wait_for_a_running_catch_up_but_not_forever() {
-        let state = std::sync::Arc::new(State::default());
-        state.wait_caught_up(Duration::from_secs(60)).await;
-        assert!(state.begin_catch_up());
-        assert!(!state.begin_catch_up(), "one at a time");
-        let started = tokio::time::Instant::now();
-        state.wait_caught_up(Duration::from_secs(10)).await;
-        assert_eq!(started.elapsed(), Duration::from_secs(10));
-        let waiter = {
-            let state = state.clone();
-            tokio::spawn(async move { state.wait_caught_up(Duration::from_secs(600)).await })
-        };
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        state.end_catch_up();
-        waiter.await.unwrap();
-        assert!(started.elapsed() < Duration::from_secs(12));
+    #[test]
+    fn a_late_word_about_an_old_connection_leaves_the_new_one_up() {
+        let state = State::default();
+        assert!(!state.connected());
+        state.hello("0/0/1");
+        state.hello("0/0/2");
+        state.gone("0/0/1");
+        assert!(state.connected(), "the old connection's end is stale");
+        state.gone("0/0/2");
+        assert!(!state.connected());
+        state.hello("0/0/3");
+        state.disconnected();
+        assert!(!state.connected());
     }
 }

@@ -6,6 +6,7 @@
 mod api;
 mod directory;
 mod files;
+mod history;
 mod socket;
 mod threads;
 

@@ -225,32 +225,36 @@ impl Router {
         carry::route_and_take(&self.intake, key, inbound, carry::Order::Free).await
     }
 
-    /// Admits and routes one channel message.
-    async fn take(&self, inbound: Inbound, order: carry::Order) -> Result<(), SinkError> {
+    /// Admits and routes one channel message; whether it was admitted (and not ignored).
+    async fn take(&self, inbound: Inbound, order: carry::Order) -> Result<bool, SinkError> {
         let key = match &self.session {
             Some(key) => key.clone(),
             None => self.intake.session_key(&inbound),
         };
         if crate::domain::text::is_blank(&inbound.text) && inbound.attachments.is_empty() {
             tracing::debug!(session = %key, "blank message dropped");
-            return Ok(());
+            return Ok(false);
         }
         match admit::admit(&self.intake, &key, inbound).await? {
             Some(inbound) => carry::route_and_take(&self.intake, key, inbound, order)
                 .await
-                .map(|_| ()),
-            None => Ok(()),
+                .map(|accepted| accepted != Accepted::Ignored),
+            None => Ok(false),
         }
     }
 }
 
 impl InboundSink for Router {
     fn accept(&self, inbound: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
+        Box::pin(async move { self.take(inbound, carry::Order::Free).await.map(drop) })
+    }
+
+    fn accept_admitted(&self, inbound: Inbound) -> BoxFuture<'_, Result<bool, SinkError>> {
         Box::pin(self.take(inbound, carry::Order::Free))
     }
 
     fn accept_in_order(&self, inbound: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
-        Box::pin(self.take(inbound, carry::Order::Input))
+        Box::pin(async move { self.take(inbound, carry::Order::Input).await.map(drop) })
     }
 
     fn press(&self, press: Press) -> BoxFuture<'_, ()> {

@@ -61,6 +61,7 @@ mod secrets;
 mod session_tools;
 mod skills;
 mod slack;
+mod slack_catch_up;
 mod store_rollback;
 mod subagent;
 mod telegram_buttons;

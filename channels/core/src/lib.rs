@@ -243,6 +243,13 @@ pub struct SinkError(pub String);
 pub trait InboundSink: Send + Sync {
     /// Accepts one normalized message.
     fn accept(&self, inbound: Inbound) -> BoxFuture<'_, Result<(), SinkError>>;
+    /// [`InboundSink::accept`], saying whether the message was admitted for its session
+    /// (`false`: deliberately dropped: a stranger's, a blank one, a group message that only
+    /// stays as context). A channel keeps state for a conversation only for admitted
+    /// messages, so strangers cannot fill it. By default every accepted message counts.
+    fn accept_admitted(&self, inbound: Inbound) -> BoxFuture<'_, Result<bool, SinkError>> {
+        Box::pin(async move { self.accept(inbound).await.map(|()| true) })
+    }
     /// Accepts one message of a sequential input (a script piped into the terminal) and
     /// returns only once it is handled far enough that the next message of the same
     /// conversation cannot overtake it: a command has answered, a message is in its

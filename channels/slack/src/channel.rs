@@ -101,10 +101,11 @@ impl Channel for SlackChannel {
         shutdown: CancellationToken,
     ) -> BoxFuture<'_, Result<(), ChannelError>> {
         Box::pin(async move {
-            let Some(bot_user) = start::who_am_i(&self.api, &shutdown).await? else {
+            let Some((bot_user, team)) = start::who_am_i(&self.api, &shutdown).await? else {
                 return Ok(());
             };
             self.state.set_bot_user(&bot_user);
+            self.state.set_team(&team);
             if !start::app_token_taken(&self.api, &self.settings.app_token, &shutdown).await? {
                 return Ok(());
             }
@@ -245,7 +246,14 @@ impl Channel for SlackChannel {
                 .get("users.info", &[("user", user_id.to_string())])
                 .await?;
             let user = &answer["user"];
-            Ok(user["is_admin"] == true || user["is_owner"] == true)
+            // An admin of this workspace only: a Slack Connect guest's own org's flags, or a
+            // restricted (guest) account, count for nothing here.
+            let ours = self
+                .state
+                .team()
+                .is_some_and(|team| user["team_id"] == team);
+            let guest = user["is_restricted"] == true || user["is_ultra_restricted"] == true;
+            Ok(ours && !guest && (user["is_admin"] == true || user["is_owner"] == true))
         })
     }
 

@@ -21,6 +21,15 @@ impl Commands {
         let Some(inbound) = command_inbound(payload, &self.intake.account) else {
             return true;
         };
+        // `channels` limits commands as it limits messages (DMs are not limited).
+        let channels = &self.intake.channels;
+        let chat = &inbound.conversation.chat_id;
+        if inbound.conversation.kind != ChatKind::Direct
+            && !channels.is_empty()
+            && !channels.iter().any(|c| c == chat)
+        {
+            return true;
+        }
         match self.intake.sink.accept(inbound).await {
             Ok(()) => true,
             Err(e) => {

@@ -9,8 +9,9 @@ use serde_json::json;
 
 use crate::api::Api;
 
-/// Where Slack serves files people send.
-pub const FILE_HOST: &str = "https://files.slack.com/";
+/// Where Slack serves the files people upload (a remote file's URL, which can point
+/// anywhere, is never fetched).
+pub const FILE_HOST: &str = "https://files.slack.com/files-pri/";
 /// Where Slack's slash-command `response_url`s point.
 pub const HOOKS_HOST: &str = "https://hooks.slack.com/";
 
@@ -19,6 +20,16 @@ pub const HOOKS_HOST: &str = "https://hooks.slack.com/";
 pub fn trusted(url: &str, api_base: &str, hosts: &[&str]) -> bool {
     if hosts.iter().any(|host| url.starts_with(host)) {
         return true;
+    }
+    // Slack's own API origin is no file host: a URL there with the bot token would be a
+    // Web API call made for whoever chose the URL. Only a configured stand-in (a local
+    // fake) serves files on its API's origin.
+    if api_base
+        .trim()
+        .to_ascii_lowercase()
+        .starts_with("https://slack.com/")
+    {
+        return false;
     }
     let origin = |u: &str| {
         let rest_at = u.find("://")? + 3;
@@ -110,6 +121,19 @@ mod tests {
         assert!(trusted(
             "http://127.0.0.1:4000/files/F1/a.png",
             api,
+            &[FILE_HOST]
+        ));
+        assert!(
+            !trusted(
+                "https://slack.com/api/conversations.history?channel=D9",
+                "https://slack.com/api",
+                &[FILE_HOST]
+            ),
+            "Slack's API is no file host"
+        );
+        assert!(!trusted(
+            "https://files.slack.com/files-tmb/x",
+            "https://slack.com/api",
             &[FILE_HOST]
         ));
         for bad in [

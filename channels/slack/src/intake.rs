@@ -89,15 +89,21 @@ impl Intake {
             .as_deref()
             .is_some_and(|t| self.state.knows_thread(&parts.channel, t));
         let inbound = parts.inbound(&cx, &name, known, |user| self.state.name(user));
-        let addressed = inbound.mentioned;
-        if let Err(e) = self.sink.accept(inbound).await {
-            tracing::warn!(error = %e, "a Slack message was not taken; it is read again later");
-            if let Some(at) = ts::to_micros(&parts.ts) {
-                let name = self.cursor_name(&parts.channel, parts.thread_ts.as_deref());
-                self.state.holds().hold(&name, at);
+        let mentioned = inbound.mentioned;
+        // A thread only becomes one the bot is in (and gets a cursor) for a message the
+        // gateway admitted: a stranger's mentions leave no state behind.
+        let admitted = match self.sink.accept_admitted(inbound).await {
+            Ok(admitted) => admitted,
+            Err(e) => {
+                tracing::warn!(error = %e, "a Slack message was not taken; it is read again later");
+                if let Some(at) = ts::to_micros(&parts.ts) {
+                    let name = self.cursor_name(&parts.channel, parts.thread_ts.as_deref());
+                    self.state.holds().hold(&name, at);
+                }
+                return Taken::Refused;
             }
-            return Taken::Refused;
-        }
+        };
+        let addressed = mentioned && admitted;
         self.moved_past(&parts, addressed);
         Taken::Accepted { addressed }
     }
@@ -185,6 +191,29 @@ mod tests {
     use serde_json::json;
 
     use crate::test_sink::{Sink, intake, settle};
+
+    #[tokio::test(start_paused = true)]
+    async fn a_strangers_mention_leaves_no_thread_behind() {
+        let sink = Sink::refusing(&[]);
+        sink.strangers.lock().unwrap().push("U9".into());
+        let intake = intake(sink.clone());
+        let mention = json!({"channel":"C1","user":"U9","text":"<@UBOT> hi","ts":"2.000100"});
+        assert_eq!(
+            intake.take(&mention, "channel").await,
+            Taken::Accepted { addressed: false }
+        );
+        settle().await;
+        assert!(!intake.state.knows_thread("C1", "2.000100"));
+        assert_eq!(
+            sink.cursor("C1/2.000100"),
+            None,
+            "no thread cursor for a stranger"
+        );
+        assert!(
+            sink.cursor("C1").is_some(),
+            "the channel's cursor still moves"
+        );
+    }
 
     #[tokio::test(start_paused = true)]
     async fn a_refused_reply_holds_its_threads_cursor_not_the_channels() {

@@ -146,9 +146,11 @@ fn files(files: &Value) -> Vec<Attachment> {
     files
         .iter()
         .filter_map(|file| {
-            let url = file["url_private_download"]
-                .as_str()
-                .or_else(|| file["url_private"].as_str())?;
+            // A remote file's URLs point wherever its maker said: never fetched.
+            if file["is_external"] == true || file["mode"] == "external" {
+                return None;
+            }
+            let url = file["url_private_download"].as_str()?;
             let mime = file["mimetype"].as_str().map(str::to_string);
             let kind = match mime.as_deref().and_then(|m| m.split('/').next()) {
                 Some("image") => AttachmentKind::Image,
@@ -263,11 +265,13 @@ mod tests {
     }
 
     #[test]
-    fn files_become_attachments() {
+    fn files_become_attachments_but_remote_ones_are_never_fetched() {
         let event = json!({"channel":"D1","user":"U1","text":"look","ts":"1.1","subtype":"file_share","files":[
-            {"id":"F1","name":"a.png","mimetype":"image/png","size":3,"url_private_download":"https://files.slack.com/a.png"},
-            {"id":"F2","name":"n.txt","mimetype":"text/plain","url_private":"https://files.slack.com/n.txt"},
-            {"id":"F3","name":"gone"}]});
+            {"id":"F1","name":"a.png","mimetype":"image/png","size":3,"url_private_download":"https://files.slack.com/files-pri/T1-F1/a.png"},
+            {"id":"F2","name":"n.txt","mimetype":"text/plain","url_private":"https://files.slack.com/files-pri/T1-F2/n.txt","url_private_download":"https://files.slack.com/files-pri/T1-F2/download/n.txt"},
+            {"id":"F3","name":"gone"},
+            {"id":"F4","name":"r","is_external":true,"url_private_download":"https://slack.com/api/conversations.history"},
+            {"id":"F5","name":"only-private","url_private":"https://files.slack.com/files-pri/T1-F5/x"}]});
         let parts = message(&event, "im", &CX).unwrap();
         assert_eq!(parts.attachments.len(), 2);
         assert_eq!(parts.attachments[0].kind, AttachmentKind::Image);
@@ -275,7 +279,7 @@ mod tests {
         assert_eq!(parts.attachments[1].kind, AttachmentKind::Document);
         assert_eq!(
             parts.attachments[1].file_ref,
-            "https://files.slack.com/n.txt"
+            "https://files.slack.com/files-pri/T1-F2/download/n.txt"
         );
     }
 }

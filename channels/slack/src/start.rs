@@ -20,10 +20,17 @@ const RETRY: Duration = Duration::from_secs(5);
 pub async fn who_am_i(
     api: &Api,
     shutdown: &CancellationToken,
-) -> Result<Option<String>, ChannelError> {
+) -> Result<Option<(String, String)>, ChannelError> {
     let body = json!({});
     let asked = until_answered(shutdown, "auth.test", || api.post("auth.test", &body)).await?;
-    asked.map(|me| bot_user(&me)).transpose()
+    asked
+        .map(|me| {
+            Ok((
+                bot_user(&me)?,
+                me["team_id"].as_str().unwrap_or_default().to_string(),
+            ))
+        })
+        .transpose()
 }
 
 /// `auth.test`'s bot user id, or why there is none.

@@ -17,6 +17,7 @@ pub const MAX_THREADS: usize = 10_000;
 #[derive(Default)]
 pub struct State {
     bot_user: OnceLock<String>,
+    team: OnceLock<String>,
     /// The Socket Mode connection that said hello last, while it is open.
     connection: Mutex<Option<String>>,
     threads: Mutex<HashSet<String>>,
@@ -29,6 +30,19 @@ impl State {
     /// The bot's user id, once `auth.test` said it.
     pub fn bot_user(&self) -> Option<&str> {
         self.bot_user.get().map(String::as_str)
+    }
+
+    /// The bot's workspace (`auth.test`'s `team_id`), once known.
+    pub fn team(&self) -> Option<&str> {
+        self.team
+            .get()
+            .map(String::as_str)
+            .filter(|t| !t.is_empty())
+    }
+
+    /// Keeps the bot's workspace id (the first one said).
+    pub fn set_team(&self, team: &str) {
+        let _ = self.team.set(team.to_string());
     }
 
     /// Keeps the bot's user id (the first one said).

@@ -16,6 +16,8 @@ use crate::state::State;
 #[derive(Default)]
 pub struct Sink {
     refuse: Mutex<Vec<String>>,
+    /// Senders whose messages the gateway would not admit (strangers).
+    pub strangers: Mutex<Vec<String>>,
     taken: Mutex<Vec<Inbound>>,
     cursors: Mutex<HashMap<String, i64>>,
 }
@@ -51,6 +53,12 @@ impl InboundSink for Sink {
         }
         self.taken.lock().unwrap().push(inbound);
         Box::pin(async { Ok(()) })
+    }
+
+    fn accept_admitted(&self, inbound: Inbound) -> BoxFuture<'_, Result<bool, SinkError>> {
+        let admitted = !self.strangers.lock().unwrap().contains(&inbound.sender.id);
+        let accepted = self.accept(inbound);
+        Box::pin(async move { accepted.await.map(|()| admitted) })
     }
 
     fn cursors<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Vec<(String, i64)>> {

@@ -65,6 +65,12 @@ impl TurnQueue {
         self.turns.is_empty() && self.overflow.is_empty()
     }
 
+    /// True when a message of someone's waits (a scheduled turn does not count): a newer
+    /// one may not overtake it.
+    pub fn has_waiting_messages(&self) -> bool {
+        !self.overflow.is_empty() || self.turns.iter().any(|t| !t.scheduled)
+    }
+
     /// Queues `turn`, applying `cap` and `drop` when full.
     pub fn push(&mut self, turn: QueuedTurn, cap: usize, drop: DropPolicy) -> PushOutcome {
         if self.turns.len() < cap.max(1) {

@@ -168,6 +168,9 @@ impl Lane {
         match self.settings.mode {
             // A scheduled turn waits for the running one (its answer is its own).
             _ if turn.scheduled => self.enqueue(turn),
+            // Older messages wait in the queue (the steer mailbox was full, or they came in
+            // a burst): a newer one goes behind them rather than into the run ahead of them.
+            QueueMode::Steer if self.queue.has_waiting_messages() => self.enqueue(turn),
             QueueMode::Steer => {
                 let steer = Steer {
                     seqs: turn.seqs.clone(),

@@ -365,6 +365,32 @@ async fn steer_during_a_run_is_injected_not_queued() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_steered_message_never_overtakes_older_ones_waiting_in_the_queue() {
+    let mut h = Harness::new(settings(QueueMode::Steer), 8);
+    h.submit("k", [turn(1, "a")]).await;
+    let a = h.next_run().await;
+    h.submit("k", [turn(2, "b"), turn(3, "c"), turn(4, "d")])
+        .await;
+    settle().await;
+    // `a` takes `b`; `c` and `d` come back: `c` runs, `d` waits in the queue.
+    a.finish(1);
+    let c = h.next_run().await;
+    assert_eq!(c.turn(), ("c", &[3][..]));
+    // A newer message goes behind `d`, not into `c`'s run ahead of it.
+    h.submit("k", [turn(5, "e")]).await;
+    settle().await;
+    c.finish(1);
+    let d = h.next_run().await;
+    assert_eq!(d.turn(), ("d", &[4][..]));
+    d.finish(0);
+    let e = h.next_run().await;
+    assert_eq!(e.turn(), ("e", &[5][..]));
+    e.finish(0);
+    h.lanes.wait_idle("k").await.unwrap();
+    assert_eq!(h.started(), ["a", "c", "d", "e"]);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_scheduled_turn_waits_for_the_running_one_in_steer_and_interrupt_modes() {
     for mode in [QueueMode::Steer, QueueMode::Interrupt] {
         let mut h = Harness::new(settings(mode), 8);

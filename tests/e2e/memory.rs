@@ -106,7 +106,7 @@ async fn a_silent_flush_turn_comes_before_the_first_summary() {
         common::Provider::OpenAi,
         "steer",
         200,
-        "context_window = 4600",
+        "context_window = 4800",
     )
     .await;
     let config = std::fs::read_to_string(s.config()).unwrap();

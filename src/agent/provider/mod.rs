@@ -231,6 +231,24 @@ mod tests_support {
         })
     }
 
+    /// A `browser` call and its result: a text and a screenshot (with its bytes `QUJD`, as a
+    /// vision model gets it).
+    pub(super) fn shot_result() -> (crate::domain::message::ToolCall, Message) {
+        let call = crate::domain::message::ToolCall {
+            id: "call_9".into(),
+            name: "browser".into(),
+            arguments: serde_json::json!({}),
+        };
+        let mut result =
+            Message::tool_result_with_images(&call, "saved", false, &["browser/a.png".into()]);
+        if let Message::ToolResult(r) = &mut result
+            && let ContentBlock::Image(image) = &mut r.content[1]
+        {
+            image.data = "QUJD".into();
+        }
+        (call, result)
+    }
+
     /// An environment lookup answering `pairs` only.
     pub(super) fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
         let pairs: Vec<(String, String)> = pairs

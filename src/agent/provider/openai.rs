@@ -200,22 +200,7 @@ mod tests {
     use super::*;
     use crate::domain::message::{AssistantMessage, StopReason, ToolCall, Usage};
 
-    /// A call answered with a text and a screenshot (with its bytes, as for a vision model).
-    fn shot_result() -> (ToolCall, Message) {
-        let call = ToolCall {
-            id: "call_9".into(),
-            name: "browser".into(),
-            arguments: json!({}),
-        };
-        let mut result =
-            Message::tool_result_with_images(&call, "saved", false, &["browser/a.png".into()]);
-        if let Message::ToolResult(r) = &mut result
-            && let ContentBlock::Image(image) = &mut r.content[1]
-        {
-            image.data = "QUJD".into();
-        }
-        (call, result)
-    }
+    use super::super::tests_support::shot_result;
 
     #[test]
     fn a_tool_results_image_follows_the_tool_messages_as_a_user_message() {

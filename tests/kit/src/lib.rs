@@ -69,6 +69,7 @@
 //! ```
 
 pub mod discord;
+mod form;
 pub mod mcp;
 pub mod model;
 mod serve;

@@ -1,6 +1,8 @@
 //! `multipart/form-data` bodies: Web API arguments sent as a form, and the file part of an
 //! upload to an upload URL.
 
+use crate::form::{disposition_param, find, split};
+
 /// One part of a multipart body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Part {
@@ -50,37 +52,6 @@ fn boundary(content_type: &str) -> Option<String> {
             .eq_ignore_ascii_case("boundary")
             .then(|| value.trim().trim_matches('"').to_owned())
     })
-}
-
-/// `key="..."` from a part's `Content-Disposition` header.
-fn disposition_param(head: &str, key: &str) -> Option<String> {
-    let line = head
-        .lines()
-        .find(|l| l.to_ascii_lowercase().starts_with("content-disposition"))?;
-    line.split(';').find_map(|p| {
-        let (k, v) = p.split_once('=')?;
-        (k.trim() == key).then(|| v.trim().trim_matches('"').to_owned())
-    })
-}
-
-/// The slices of `haystack` between occurrences of `needle`.
-fn split<'a>(haystack: &'a [u8], needle: &[u8]) -> Vec<&'a [u8]> {
-    let mut parts = Vec::new();
-    let mut rest = haystack;
-    while let Some(at) = find(rest, needle) {
-        parts.push(&rest[..at]);
-        rest = &rest[at + needle.len()..];
-    }
-    parts.push(rest);
-    parts
-}
-
-/// The first index of `needle` in `haystack`.
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.is_empty() {
-        return Some(0);
-    }
-    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ pub use plan::{Chat, Plan};
 pub use read::Tally;
 
 /// How far back the catch-up reads.
-pub const WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
+pub const WINDOW: Duration = crate::hold::HOLD_MAX;
 /// Messages asked for per page.
 pub const PER_PAGE: u16 = 100;
 /// Pages read per channel or thread at most.

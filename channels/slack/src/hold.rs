@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// How long a refused message holds its cursor: the catch-up's reach (its window).
-pub const HOLD_MAX: Duration = crate::catch_up::WINDOW;
+/// How far back the catch-up reads, and so how long a refused message holds its cursor.
+pub const HOLD_MAX: Duration = Duration::from_secs(24 * 60 * 60);
 /// Cursors held at most (past that, expired holds go, then all of them).
 const MAX_HELD: usize = 10_000;
 

@@ -232,6 +232,30 @@ async fn three_nodes_answer_every_message_once_in_order_across_a_kill_9() {
     nodes[1].take().unwrap().kill().await;
     // What each chat had at the kill: a reply repeated later must be the one in flight then.
     let at_kill: Vec<usize> = (0..=CHATS).map(|c| s.texts(c).len()).collect();
+    // The killed node stays dead until the survivors took its sessions over: every chat
+    // still waiting at the kill gets another reply first (a takeover that never happened
+    // would otherwise be covered up by the node coming back).
+    let waiting: Vec<i64> = (1..=CHATS)
+        .filter(|&c| at_kill[c as usize] < MESSAGES as usize)
+        .collect();
+    let taken_over =
+        s.tg.wait_for(
+            |_| {
+                waiting
+                    .iter()
+                    .all(|&c| s.texts(c).len() > at_kill[c as usize])
+            },
+            Duration::from_secs(300),
+        )
+        .await;
+    assert!(
+        taken_over,
+        "chats waiting at the kill were not answered while the node was dead: {:?}",
+        waiting
+            .iter()
+            .filter(|&&c| s.texts(c).len() <= at_kill[c as usize])
+            .collect::<Vec<_>>()
+    );
     assert!(
         s.tg.wait_for(|_| replies(&s) >= 2 * total / 3, Duration::from_secs(300))
             .await

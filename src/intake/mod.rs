@@ -236,9 +236,10 @@ impl Router {
             return Ok(false);
         }
         match admit::admit(&self.intake, &key, inbound).await? {
+            // Admitted: whatever became of it (a duplicate of one taken before included).
             Some(inbound) => carry::route_and_take(&self.intake, key, inbound, order)
                 .await
-                .map(|accepted| accepted != Accepted::Ignored),
+                .map(|_| true),
             None => Ok(false),
         }
     }

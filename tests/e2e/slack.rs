@@ -282,3 +282,30 @@ async fn an_app_token_that_is_not_one_is_named() {
     assert!(!out.status.success());
     assert!(stderr.contains("channels.slack.app_token"), "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_channel_only_a_workspace_admin_resets_the_threads_session() {
+    let s = SlSetup::open().await;
+    let gw = s.gateway().await;
+    let general = ChannelSpec::public("C1", "general");
+    let admin = UserSpec::new("U3", "cleo").admin();
+    let top = s.slack.user_sends(&general, &bob(), "<@UBOT> hello");
+    s.wait("the first answer", |s| s.sent("C1").len() == 1)
+        .await;
+    s.slack.user_replies(&general, &bob(), &top, "<@UBOT> /new");
+    s.slack.user_replies(&general, &admin, &top, "<@UBOT> /new");
+    s.wait("the admin's reset", |s| s.sent("C1").len() >= 2)
+        .await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    stop(gw).await;
+    let sent = s.sent("C1");
+    // A member's /new is refused quietly in a channel; the admin's resets the thread.
+    assert_eq!(sent.len(), 2, "{sent:#?}");
+    assert!(
+        sent[1].text.contains("New session"),
+        "an admin may: {:?}",
+        sent[1].text
+    );
+    assert_eq!(sent[1].thread_ts.as_deref(), Some(top.as_str()));
+    assert_eq!(s.asked().len(), 1, "no command reached the model");
+}

@@ -53,6 +53,23 @@ impl SlackChannel {
     }
 }
 
+impl SlackChannel {
+    /// The bot's workspace id: kept from `auth.test` at start, else asked now (on a cluster
+    /// a node that does not run the intake never ran it); empty when Slack names none.
+    async fn team(&self) -> Result<String, ChannelError> {
+        if let Some(team) = self.state.team() {
+            return Ok(team.to_string());
+        }
+        let me = self.api.post("auth.test", &json!({})).await?;
+        let team = me["team_id"].as_str().unwrap_or_default().to_string();
+        if team.is_empty() {
+            tracing::warn!("slack: auth.test named no workspace; nobody counts as its admin");
+        }
+        self.state.set_team(&team);
+        Ok(team)
+    }
+}
+
 /// The `ts` of a posted message.
 fn message_ts(answer: &Value) -> Result<SentMessage, ChannelError> {
     answer["ts"]
@@ -248,10 +265,15 @@ impl Channel for SlackChannel {
             let user = &answer["user"];
             // An admin of this workspace only: a Slack Connect guest's own org's flags, or a
             // restricted (guest) account, count for nothing here.
-            let ours = self
-                .state
-                .team()
-                .is_some_and(|team| user["team_id"] == team);
+            let team = self.team().await?;
+            let in_teams = |teams: &Value| {
+                teams
+                    .as_array()
+                    .is_some_and(|t| t.iter().any(|t| *t == team.as_str()))
+            };
+            let ours = !team.is_empty()
+                && (user["team_id"] == team.as_str()
+                    || in_teams(&user["enterprise_user"]["teams"]));
             let guest = user["is_restricted"] == true || user["is_ultra_restricted"] == true;
             Ok(ours && !guest && (user["is_admin"] == true || user["is_owner"] == true))
         })

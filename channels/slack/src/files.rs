@@ -15,20 +15,18 @@ pub const FILE_HOST: &str = "https://files.slack.com/files-pri/";
 /// Where Slack's slash-command `response_url`s point.
 pub const HOOKS_HOST: &str = "https://hooks.slack.com/";
 
-/// Whether `url` may be given the bot token or sent an answer: on one of Slack's `hosts`
-/// or on the API's own origin (scheme, host and port as configured).
+/// Whether `url` may be given the bot token or sent an answer: on one of Slack's `hosts`,
+/// or, for a stand-in API on this machine (a local fake), on its own origin.
 pub fn trusted(url: &str, api_base: &str, hosts: &[&str]) -> bool {
     if hosts.iter().any(|host| url.starts_with(host)) {
         return true;
     }
-    // Slack's own API origin is no file host: a URL there with the bot token would be a
-    // Web API call made for whoever chose the URL. Only a configured stand-in (a local
-    // fake) serves files on its API's origin.
-    if api_base
-        .trim()
-        .to_ascii_lowercase()
-        .starts_with("https://slack.com/")
-    {
+    // An API origin is no file host: a URL there with the bot token would be a Web API
+    // call made for whoever chose the URL. Only a stand-in API on this machine (a local
+    // fake) serves its files on its own origin.
+    let base = api_base.trim().to_ascii_lowercase();
+    let local = ["http://127.0.0.1:", "http://localhost:", "http://[::1]:"];
+    if !local.iter().any(|prefix| base.starts_with(prefix)) {
         return false;
     }
     let origin = |u: &str| {
@@ -123,6 +121,14 @@ mod tests {
             api,
             &[FILE_HOST]
         ));
+        for real in [
+            "https://slack.com",
+            "https://slack.com/api",
+            "https://slack-gov.com/api",
+        ] {
+            let call = format!("{real}/conversations.history");
+            assert!(!trusted(&call, real, &[FILE_HOST]), "{real}");
+        }
         assert!(
             !trusted(
                 "https://slack.com/api/conversations.history?channel=D9",

@@ -32,8 +32,11 @@ async fn what_was_sent_while_chela_was_down_is_caught_up() {
         "Slack does not keep them"
     );
     let gw = s.gateway().await;
+    // Both missed DMs reach the model (the second steered into the first's run, or a run
+    // of its own), and the thread's reply is answered.
     s.wait("the missed messages answered", |s| {
-        s.sent("DU1").len() >= 2 && s.sent("C1").len() == 2
+        let asked = serde_json::to_string(&s.setup.model_calls()).unwrap_or_default();
+        s.sent("DU1").len() >= 2 && s.sent("C1").len() == 2 && asked.contains("while down two")
     })
     .await;
     stop(gw).await;

@@ -1,8 +1,10 @@
 //! Several gateways on one PostgreSQL (docs/several-nodes.md): the release
 //! `chela gateway` binary against `FakeTelegram` (long polling) and a zero-delay `FakeModel`.
 //!
-//! Run with `scripts/with-pg.sh cargo bench --bench cluster` (it needs a PostgreSQL:
-//! `CHELA_STORE_URL`, else the `CHELA_TEST_PG_URL` with-pg.sh sets; each setup gets a fresh
+//! Run with `scripts/with-pg.sh cargo bench --bench cluster` (`CHELA_BENCH_PART=failover`:
+//! the failover and idle load only; `CHELA_BENCH_BIN`: another build's binary, for a before
+//! figure; `CHELA_BENCH_LEASE_S`: another lease). It needs a PostgreSQL
+//! (`CHELA_STORE_URL`, else the `CHELA_TEST_PG_URL` with-pg.sh sets; each setup gets a fresh
 //! schema). Reports figures only; nothing here asserts a time.
 //!
 //! - **Load:** [`USERS`] users each send [`TURNS`] messages, one after the other (the next once
@@ -10,9 +12,12 @@
 //!   the fake to the reply reaching it. Run against one node on the embedded store, one node
 //!   on PostgreSQL, and three nodes on PostgreSQL (`[cluster] enabled`, one of them polling);
 //!   RSS per node at the end.
-//! - **Failover:** with three nodes, the node running a chat's session is killed with kill -9
-//!   and the chat sends a message at once; the time until its reply arrives, [`FAILOVERS`]
-//!   times (the killed node is started again and the partitions spread before the next).
+//! - **Failover:** with three nodes on the default lease, the node running a chat's session,
+//!   then the node polling Telegram, is killed with kill -9 and the chat sends a message at
+//!   once; the time until its reply arrives, [`FAILOVERS`] times each (the killed node is
+//!   started again and the partitions spread before the next).
+//! - **Idle database load:** the transactions the database committed while three nodes
+//!   idled for [`IDLE`], per node and second (`pg_stat_database.xact_commit`).
 
 mod common;
 
@@ -22,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use chela_testkit::telegram::{ChatSpec, UserSpec};
 use chela_testkit::{FakeModel, FakeTelegram};
-use common::{BenchResult, Summary, memory_of, mib, ms, row, table, tg_gateway};
+use common::{BenchResult, Summary, chela_binary, memory_of, mib, ms, row, table, tg_gateway};
 use tokio::process::Child;
 
 /// Users of the load.
@@ -31,8 +36,12 @@ const USERS: i64 = 20;
 const TURNS: usize = 25;
 /// Kill -9 rounds of the failover.
 const FAILOVERS: usize = 5;
-/// `[cluster] lease_s` of the nodes.
-const LEASE_S: u64 = 3;
+/// `[cluster] lease_s` of the nodes: the default unless `CHELA_BENCH_LEASE_S` says.
+fn lease_s() -> usize {
+    common::env_or("CHELA_BENCH_LEASE_S", 10)
+}
+/// How long the idle nodes are watched.
+const IDLE: Duration = Duration::from_secs(30);
 /// Nodes of the cluster setups.
 const NODES: usize = 3;
 /// Longest wait for one reply.
@@ -87,7 +96,10 @@ impl Setup {
         let dir = self.dir.path().join(format!("node{i}"));
         std::fs::create_dir_all(&dir)?;
         let extra = match self.cluster {
-            true => format!("[cluster]\nenabled = true\nlease_s = {LEASE_S}\nnode_id = \"n{i}\"\n"),
+            true => format!(
+                "[cluster]\nenabled = true\nlease_s = {}\nnode_id = \"n{i}\"\n",
+                lease_s()
+            ),
             false => String::new(),
         };
         tg_gateway::write_config(&dir, &self.model, &self.tg, &extra)?;
@@ -113,10 +125,10 @@ impl Setup {
 
 /// `chela gateway` in `dir` with a clean environment; on PostgreSQL when `url` is given.
 fn spawn(dir: &Path, url: Option<&str>) -> BenchResult<Child> {
-    let bin = Path::new(env!("CARGO_BIN_EXE_chela"));
+    let bin = chela_binary();
     match url {
-        Some(url) => tg_gateway::spawn_with(bin, dir, &[("CHELA_STORE_URL", url)]),
-        None => tg_gateway::spawn(bin, dir),
+        Some(url) => tg_gateway::spawn_with(&bin, dir, &[("CHELA_STORE_URL", url)]),
+        None => tg_gateway::spawn(&bin, dir),
     }
 }
 
@@ -248,7 +260,35 @@ async fn owner_of(url: &str, user: i64) -> BenchResult<usize> {
     Ok(node.trim_start_matches('n').parse()?)
 }
 
-/// kill -9 of the node running a chat's session, [`FAILOVERS`] times; prints the table.
+/// The node (index) polling Telegram (holding the intake lease).
+async fn poller(url: &str) -> BenchResult<usize> {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+    tokio::spawn(connection);
+    let row = client
+        .query_one(
+            "SELECT node FROM intake_leases WHERE name = 'intake:telegram' AND expires > now()",
+            &[],
+        )
+        .await?;
+    let node: String = row.get(0);
+    Ok(node.trim_start_matches('n').parse()?)
+}
+
+/// The transactions the database committed so far.
+async fn commits(url: &str) -> BenchResult<i64> {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+    tokio::spawn(connection);
+    let row = client
+        .query_one(
+            "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()",
+            &[],
+        )
+        .await?;
+    Ok(row.get(0))
+}
+
+/// kill -9 of the node running a chat's session, then of the node polling Telegram,
+/// [`FAILOVERS`] times each, and the idle database load; prints the tables.
 async fn failover(url: String) -> BenchResult {
     let mut s = Setup::new(Some(url.clone()), true).await?;
     for i in 0..NODES {
@@ -257,29 +297,51 @@ async fn failover(url: String) -> BenchResult {
     tg_gateway::wait_polling(&s.tg).await?;
     wait_spread(&s, NODES).await?;
     load_once(&s.tg).await?;
-    let mut times = Vec::new();
+    // Statistics reach pg_stat_database within about a second of a commit.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let before = commits(&url).await?;
+    tokio::time::sleep(IDLE).await;
+    let idle = (commits(&url).await? - before - 1) as f64 / IDLE.as_secs_f64() / NODES as f64;
     let mut rows = Vec::new();
-    for round in 0..FAILOVERS {
-        let user = FIRST_USER + round as i64;
-        let owner = owner_of(&url, user).await?;
-        if let Some(mut node) = s.nodes[owner].take() {
-            node.start_kill()?;
-            let _ = node.wait().await;
+    for (what, kill_poller) in [("session holder", false), ("poller", true)] {
+        let mut times = Vec::new();
+        for round in 0..FAILOVERS {
+            let user = FIRST_USER + round as i64 + if kill_poller { 10 } else { 0 };
+            let victim = match kill_poller {
+                true => poller(&url).await?,
+                false => owner_of(&url, user).await?,
+            };
+            if let Some(mut node) = s.nodes[victim].take() {
+                node.start_kill()?;
+                let _ = node.wait().await;
+            }
+            let took = turn(&s.tg, user, &format!("after kill {what} {round}")).await?;
+            rows.push(row(
+                format!("{what} killed, round {} (node n{victim})", round + 1),
+                ms(took),
+            ));
+            times.push(took);
+            s.start(victim)?;
+            wait_spread(&s, NODES).await?;
         }
-        let took = turn(&s.tg, user, &format!("after kill {round}")).await?;
-        rows.push(row(
-            format!("round {} (node n{owner})", round + 1),
-            ms(took),
-        ));
-        times.push(took);
-        s.start(owner)?;
-        wait_spread(&s, NODES).await?;
+        let summary = Summary::of(&times).ok_or("no rounds")?;
+        let worst = times.iter().max().copied().unwrap_or_default();
+        rows.push(row(format!("{what}: median"), ms(summary.p50)));
+        rows.push(row(format!("{what}: slowest"), ms(worst)));
     }
-    let summary = Summary::of(&times).ok_or("no rounds")?;
-    rows.push(row("median", ms(summary.p50)));
     table(
-        &format!("failover after kill -9, three nodes, lease_s = {LEASE_S}"),
+        &format!(
+            "failover after kill -9, three nodes, lease_s = {}",
+            lease_s()
+        ),
         &rows,
+    );
+    table(
+        "database load at idle, three nodes",
+        &[row(
+            "transactions per node and second",
+            format!("{idle:.2}"),
+        )],
     );
     Ok(())
 }
@@ -292,6 +354,9 @@ async fn main() -> BenchResult {
         .find_map(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
         .ok_or("no PostgreSQL: run scripts/with-pg.sh cargo bench --bench cluster")?;
     println!("chela cluster bench (release gateways, FakeTelegram long polling, FakeModel)");
+    if std::env::var("CHELA_BENCH_PART").as_deref() == Ok("failover") {
+        return failover(fresh_schema(&url).await?).await;
+    }
     measure("one node, embedded store (redb)", None, 1).await?;
     measure("one node, PostgreSQL", Some(fresh_schema(&url).await?), 1).await?;
     measure(

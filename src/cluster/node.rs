@@ -17,6 +17,9 @@ pub(super) struct Held {
     generation: u64,
     /// Trusted until then (a margin before the lease ends in the database).
     until: Instant,
+    /// The coordinator's [`Coordinator::lock_epoch`] when it was renewed: once the node
+    /// lock may have been lost, other nodes may take the lease at once.
+    epoch: u64,
 }
 
 #[derive(Debug, Default)]
@@ -43,6 +46,8 @@ pub(super) struct State {
     /// How many live nodes speak another protocol (paused by this one or pausing it), at
     /// the last read of the nodes: left out of the share ([`super::shares::share`]).
     foreign_live: usize,
+    /// The sessions with a run going on here, told to the others with the next heartbeat.
+    runs: Vec<String>,
 }
 
 /// This node's membership.
@@ -96,11 +101,29 @@ impl Cluster {
     /// Whether this node holds the partition of session `key` now.
     pub fn owns(&self, key: &str) -> bool {
         let partition = partition_of(key);
-        self.state.lock().is_ok_and(|s| {
-            s.held
-                .get(&partition)
-                .is_some_and(|h| h.until > Instant::now())
-        })
+        self.state
+            .lock()
+            .is_ok_and(|s| s.held.get(&partition).is_some_and(|h| self.trusts(h)))
+    }
+
+    /// Notes the sessions with a run going on here, for the next heartbeat.
+    pub(super) fn set_runs(&self, runs: Vec<String>) {
+        if let Ok(mut state) = self.state.lock() {
+            state.runs = runs;
+        }
+    }
+
+    /// The sessions noted by [`Cluster::set_runs`].
+    pub(super) fn runs(&self) -> Vec<String> {
+        self.state
+            .lock()
+            .map(|s| s.runs.clone())
+            .unwrap_or_default()
+    }
+
+    /// Whether `held` is still trusted: within its margin, and the node lock not lost since.
+    fn trusts(&self, held: &Held) -> bool {
+        held.until > Instant::now() && held.epoch == self.coordinator.lock_epoch()
     }
 
     /// The partitions this node holds, sorted.
@@ -142,10 +165,7 @@ impl Cluster {
         if state.busy.contains(key) || state.foreign.is_some() {
             return false;
         }
-        let held = state
-            .held
-            .get(&partition)
-            .is_some_and(|h| h.until > Instant::now());
+        let held = state.held.get(&partition).is_some_and(|h| self.trusts(h));
         if !held || state.submitted.contains_key(&seq) || state.recovering.contains(&partition) {
             return false;
         }
@@ -223,6 +243,7 @@ impl Cluster {
     /// `asked`: returns the partitions new to it (taken over) and logs the lost ones.
     pub(super) fn renewed(&self, renewed: &[Lease], asked: Instant) -> Vec<u32> {
         let until = asked + self.lease - self.lease / 5;
+        let epoch = self.coordinator.lock_epoch();
         let Ok(mut state) = self.state.lock() else {
             return Vec::new();
         };
@@ -266,6 +287,7 @@ impl Cluster {
                 Held {
                     generation: lease.generation,
                     until,
+                    epoch,
                 },
             );
         }
@@ -275,14 +297,18 @@ impl Cluster {
     /// Takes in partitions just acquired by a request that started at `asked`; returns them.
     pub(super) fn took(&self, taken: &[Lease], asked: Instant) -> Vec<u32> {
         let until = asked + self.lease - self.lease / 5;
+        let epoch = self.coordinator.lock_epoch();
         let Ok(mut state) = self.state.lock() else {
             return Vec::new();
         };
         for lease in taken {
             let generation = lease.generation;
-            state
-                .held
-                .insert(lease.partition, Held { generation, until });
+            let held = Held {
+                generation,
+                until,
+                epoch,
+            };
+            state.held.insert(lease.partition, held);
             state.recovering.insert(lease.partition);
         }
         taken.iter().map(|l| l.partition).collect()
@@ -311,10 +337,7 @@ impl Cluster {
         if state.busy.contains(key) {
             return Some(false);
         }
-        let held = state
-            .held
-            .get(&partition)
-            .is_some_and(|h| h.until > Instant::now());
+        let held = state.held.get(&partition).is_some_and(|h| self.trusts(h));
         if !held || state.recovering.contains(&partition) {
             return None;
         }

@@ -23,6 +23,8 @@ pub trait PartitionWork: Send + Sync {
     /// resent, cut replies taken back (their pending turns come through
     /// [`PartitionWork::route_queued`] at the next poll, so a session's turns keep their order).
     fn recover(self: Arc<Self>, parts: &HashSet<u32>);
+    /// The sessions with a run going on here (published with each heartbeat).
+    fn running(self: Arc<Self>) -> BoxFuture<'static, Vec<String>>;
 }
 
 /// The handles the loops run with.
@@ -137,6 +139,10 @@ async fn recv(wakeups: &mut Option<tokio::sync::mpsc::UnboundedReceiver<u32>>) -
 /// One tick: heartbeat, renewal, taking a share, giving back what is over it; the
 /// partitions taken over go through the restart's recovery.
 async fn maintain(work: &Arc<dyn PartitionWork>, store: &Store, cluster: &Cluster) {
+    // Asking the lanes must not hold the renewal up: past a short wait the last list stays.
+    if let Ok(runs) = tokio::time::timeout(cluster.tick() / 4, work.clone().running()).await {
+        cluster.set_runs(runs);
+    }
     let fresh = super::shares::keep_share(store, cluster).await;
     if !fresh.is_empty() {
         let parts: HashSet<u32> = fresh.into_iter().collect();

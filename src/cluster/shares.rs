@@ -22,7 +22,8 @@ pub fn share(alive: usize) -> usize {
 /// to this node, sorted.
 pub async fn keep_share(store: &Store, cluster: &Cluster) -> Vec<u32> {
     let lease_s = cluster.lease.as_secs();
-    let alive = match cluster.coordinator.heartbeat(lease_s).await {
+    let runs = cluster.runs();
+    let alive = match cluster.coordinator.heartbeat(lease_s, &runs).await {
         Ok(alive) => alive,
         Err(e) => {
             tracing::warn!(error = %e, "cluster: heartbeat failed; this node's leases run out unless it returns");

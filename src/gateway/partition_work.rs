@@ -45,6 +45,10 @@ impl PartitionWork for Core {
     fn recover(self: Arc<Self>, parts: &HashSet<u32>) {
         let _ = crate::delivery::recover_replies(&self.store, &self.notices, Some(parts));
     }
+
+    fn running(self: Arc<Self>) -> BoxFuture<'static, Vec<String>> {
+        Box::pin(async move { self.lanes.running_sessions().await })
+    }
 }
 
 impl AnswersCalls for Core {

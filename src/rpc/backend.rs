@@ -242,9 +242,11 @@ impl GatewayApi for Backend {
             let mut channels: Vec<String> = self.0.notices.channels().keys().cloned().collect();
             channels.sort();
             let at = self.0.config.store.describe();
-            let mut report = StatusReport::running(&self.0.store, &at, channels, &self.0.lanes)
-                .await
-                .map_err(|e| Fault::internal(e.to_string()))?;
+            let node = self.0.placement.cluster().map(|c| c.node().to_owned());
+            let lanes = &self.0.lanes;
+            let report =
+                StatusReport::running(&self.0.store, &at, channels, lanes, node.as_deref());
+            let mut report = report.await.map_err(|e| Fault::internal(e.to_string()))?;
             report.mcp = (self.0.mcp.iter())
                 .flat_map(|hub| hub.status())
                 .map(crate::rpc::status::McpLine::of)

@@ -53,6 +53,14 @@ pub struct NodeLine {
     /// The cluster protocol it speaks (0: a node from before it was recorded).
     #[serde(default)]
     pub protocol: u32,
+    /// Whether it is up: it holds its node lock (its database session lives). A node that
+    /// is not holds nothing; the others took its sessions over.
+    #[serde(default)]
+    pub connected: bool,
+    /// The sessions with a run going on there (at its last heartbeat; this node's own, at
+    /// the time of the report).
+    #[serde(default)]
+    pub runs: Vec<String>,
 }
 
 impl NodeLine {
@@ -65,7 +73,39 @@ impl NodeLine {
             intakes: node.intakes,
             version: node.version.version,
             protocol: node.version.protocol,
+            connected: node.connected,
+            runs: node.runs,
         }
+    }
+}
+
+/// A node's lines in `chela status`: its health, heartbeat, leases and running sessions.
+fn render_node(out: &mut String, node: &NodeLine) {
+    let health = match node.connected {
+        true => "up",
+        false => "down (its database session ended; the others took its sessions)",
+    };
+    let _ = write!(
+        out,
+        "  {} {health}: last heartbeat {:.1} s ago, {} partitions",
+        node.id,
+        node.last_seen_ago_ms as f64 / 1000.0,
+        node.partitions.len()
+    );
+    if !node.partitions.is_empty() {
+        let _ = write!(out, " ({})", ranges(&node.partitions));
+    }
+    for intake in &node.intakes {
+        let _ = write!(out, ", {intake}");
+    }
+    out.push('\n');
+    if !node.runs.is_empty() {
+        let _ = writeln!(
+            out,
+            "    running {}: {}",
+            node.runs.len(),
+            node.runs.join(", ")
+        );
     }
 }
 
@@ -248,16 +288,30 @@ impl StatusReport {
     }
 
     /// Reads a running gateway: its store (described as `store_at`), its `channels` and
-    /// the runs going on in its `lanes`.
+    /// the runs going on in its `lanes`; on a cluster (`node`: this node's id) the runs of
+    /// every node that is up too.
     pub async fn running(
         store: &Store,
         store_at: &str,
         channels: Vec<String>,
         lanes: &Lanes,
+        node: Option<&str>,
     ) -> Result<StatusReport, StoreError> {
         let mut report = Self::from_store(store, store_at, channels)?;
         report.live = true;
-        report.live_runs = lanes.running_sessions().await;
+        let here = lanes.running_sessions().await;
+        let mut all = here.clone();
+        for line in &mut report.nodes {
+            if Some(line.id.as_str()) == node {
+                line.runs.clone_from(&here);
+            }
+            if line.connected {
+                all.extend(line.runs.iter().cloned());
+            }
+        }
+        all.sort();
+        all.dedup();
+        report.live_runs = all;
         Ok(report)
     }
 
@@ -320,20 +374,7 @@ impl StatusReport {
             let _ = writeln!(out, "nodes: {}", self.nodes.len());
         }
         for node in &self.nodes {
-            let _ = write!(
-                out,
-                "  {}: last heartbeat {:.1} s ago, {} partitions",
-                node.id,
-                node.last_seen_ago_ms as f64 / 1000.0,
-                node.partitions.len()
-            );
-            if !node.partitions.is_empty() {
-                let _ = write!(out, " ({})", ranges(&node.partitions));
-            }
-            for intake in &node.intakes {
-                let _ = write!(out, ", {intake}");
-            }
-            out.push('\n');
+            render_node(&mut out, node);
         }
         out
     }
@@ -398,7 +439,7 @@ mod tests {
     }
 
     #[test]
-    fn render_lists_the_nodes_with_their_partitions_and_intakes() {
+    fn render_lists_the_nodes_with_their_health_partitions_intakes_and_runs() {
         let node = |id: &str, partitions: Vec<u32>, intakes: Vec<String>| {
             let info = crate::store::NodeInfo {
                 id: id.into(),
@@ -407,6 +448,8 @@ mod tests {
                 partitions,
                 intakes,
                 layouts: Vec::new(),
+                connected: true,
+                runs: Vec::new(),
                 version: crate::store::NodeVersion {
                     version: "0.1.0".into(),
                     protocol: 1,
@@ -433,7 +476,14 @@ mod tests {
                     (0..=20).chain([40, 42, 43]).collect(),
                     vec!["intake:telegram".into()],
                 ),
-                node("b", Vec::new(), Vec::new()),
+                NodeLine {
+                    runs: vec!["k1".into(), "k2".into()],
+                    ..node("b", vec![5], Vec::new())
+                },
+                NodeLine {
+                    connected: false,
+                    ..node("c", Vec::new(), Vec::new())
+                },
             ],
             jobs: Vec::new(),
             mcp: Vec::new(),
@@ -441,13 +491,17 @@ mod tests {
         let text = report.render();
         assert!(
             text.ends_with(
-                "nodes: 2\n  a: last heartbeat 1.5 s ago, 24 partitions (0-20, 40, 42-43), \
-                 intake:telegram\n  b: last heartbeat 1.5 s ago, 0 partitions\n"
+                "nodes: 3\n  a up: last heartbeat 1.5 s ago, 24 partitions (0-20, 40, 42-43), \
+                 intake:telegram\n  b up: last heartbeat 1.5 s ago, 1 partitions (5)\n    \
+                 running 2: k1, k2\n  c down (its database session ended; the others took \
+                 its sessions): last heartbeat 1.5 s ago, 0 partitions\n"
             ),
             "{text}"
         );
         assert!(
-            text.contains("node versions:\n  chela 0.1.0 (cluster protocol 1): a, b\nnodes: 2\n"),
+            text.contains(
+                "node versions:\n  chela 0.1.0 (cluster protocol 1): a, b, c\nnodes: 3\n"
+            ),
             "{text}"
         );
     }

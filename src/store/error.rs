@@ -171,6 +171,17 @@ pub enum StoreError {
         /// What this node runs.
         ours: NodeVersion,
     },
+    /// Another running node holds this node's id (its node lock): two gateways with one
+    /// `[cluster] node_id` would both run the same sessions.
+    #[error(
+        "node id {node} is in use by another running node of this cluster (it holds the \
+         node's lock): give each node its own [cluster] node_id, or wait until the other \
+         process is gone"
+    )]
+    NodeIdInUse {
+        /// The node id.
+        node: String,
+    },
     /// Nodes of an older chela still hold leases in the store: migrating it would change the
     /// schema under them.
     #[error(

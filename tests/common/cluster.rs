@@ -145,6 +145,25 @@ pub async fn query_checked(sql: &str) -> Vec<tokio_postgres::Row> {
     rows.unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
 
+/// When the soonest of node `node`'s unexpired leases (partitions and intakes) in `schema`
+/// runs out, in ms of the database's clock: the latest a takeover waiting for leases to
+/// expire could begin. `None` when it holds none.
+pub async fn first_lease_end_ms(schema: &str, node: &str) -> Option<i64> {
+    let sql = format!(
+        "SELECT (extract(epoch FROM min(expires)) * 1000)::bigint FROM \
+         (SELECT expires FROM {schema}.leases WHERE node = '{node}' AND expires > now() \
+         UNION ALL SELECT expires FROM {schema}.intake_leases WHERE node = '{node}' \
+         AND expires > now()) AS held"
+    );
+    query_checked(&sql).await.first().and_then(|r| r.get(0))
+}
+
+/// The database's clock now, in ms.
+pub async fn db_now_ms() -> i64 {
+    let rows = query_checked("SELECT (extract(epoch FROM now()) * 1000)::bigint").await;
+    rows[0].get(0)
+}
+
 /// Runs `sql` on the test database; how many rows it changed (fails the test when it fails).
 pub async fn execute(sql: &str) -> u64 {
     connect().await.execute(sql, &[]).await.unwrap()

@@ -15,8 +15,8 @@ use std::time::Duration;
 use chela_testkit::ChatSpec;
 use common::Chat;
 use common::cluster::{
-    SECRET, block_on, free_port, node_command, post, post_once, proxy, query, schema_of,
-    start_node, status_command, update,
+    SECRET, block_on, db_now_ms, first_lease_end_ms, free_port, node_command, post, post_once,
+    proxy, query, schema_of, start_node, status_command, update,
 };
 use common::pg::fresh_store_url;
 use common::telegram::{TgConfig, TgSetup};
@@ -165,9 +165,9 @@ async fn three_nodes_answer_every_message_once_in_order_across_a_kill_9() {
     let s = TgSetup::with(TgConfig {
         mode: "followup",
         telegram: "dm_policy = \"open\"",
-        // The default lease: a shorter one lapses when a loaded test machine starves a
-        // node's renewals, which this test is not about (tests/e2e/cluster_lapse.rs is).
-        tables: "[cluster]\nenabled = true\nlease_s = 10\n",
+        // The default lease (10 s): a shorter one lapses when a loaded test machine starves
+        // a node's renewals, which this test is not about (tests/e2e/cluster_lapse.rs is).
+        tables: "[cluster]\nenabled = true\n",
         ..TgConfig::default()
     })
     .await;
@@ -182,14 +182,19 @@ async fn three_nodes_answer_every_message_once_in_order_across_a_kill_9() {
     proxy(listener, listens.clone());
     let base = std::fs::read_to_string(s.setup.config()).unwrap();
     let start = |i: usize| {
-        let config = base.replace(
-            "dm_policy = \"open\"",
-            &format!(
-                "dm_policy = \"open\"\nwebhook_url = \"http://{front}/tg/hook\"\n\
-                 webhook_listen = \"{}\"\nwebhook_secret = \"{SECRET}\"",
-                listens[i]
-            ),
-        );
+        let config = base
+            .replace(
+                "dm_policy = \"open\"",
+                &format!(
+                    "dm_policy = \"open\"\nwebhook_url = \"http://{front}/tg/hook\"\n\
+                     webhook_listen = \"{}\"\nwebhook_secret = \"{SECRET}\"",
+                    listens[i]
+                ),
+            )
+            .replace(
+                "enabled = true",
+                &format!("enabled = true\nnode_id = \"node{i}\""),
+            );
         let mut cmd = node_command(&s.setup, &config, &url, i, "gateway");
         cmd.env("RUST_LOG", "warn,chela::cluster=info,chela::lane=info");
         Chat::spawn(cmd)
@@ -229,7 +234,13 @@ async fn three_nodes_answer_every_message_once_in_order_across_a_kill_9() {
         )
         .await
     );
+    // Read before the kill (a renewal meanwhile only moves the end later): the survivors
+    // may take the leases over within moments of it.
+    let leases_end = first_lease_end_ms(&schema, "node1")
+        .await
+        .expect("node1 held leases");
     nodes[1].take().unwrap().kill().await;
+    let killed = std::time::Instant::now();
     // What each chat had at the kill: a reply repeated later must be the one in flight then.
     let at_kill: Vec<usize> = (0..=CHATS).map(|c| s.texts(c).len()).collect();
     // The killed node stays dead until the survivors took its sessions over: every chat
@@ -248,6 +259,7 @@ async fn three_nodes_answer_every_message_once_in_order_across_a_kill_9() {
             Duration::from_secs(300),
         )
         .await;
+    let (failover, answered_ms) = (killed.elapsed(), db_now_ms().await);
     assert!(
         taken_over,
         "chats waiting at the kill were not answered while the node was dead: {:?}",
@@ -255,6 +267,20 @@ async fn three_nodes_answer_every_message_once_in_order_across_a_kill_9() {
             .iter()
             .filter(|&&c| s.texts(c).len() <= at_kill[c as usize])
             .collect::<Vec<_>>()
+    );
+    // The failover's bound, as an order of events: every waiting chat was answered again
+    // before the first of the dead node's leases would have run out, so the survivors
+    // noticed it by its node lock (its PostgreSQL session ended), not by lease expiry.
+    assert!(
+        answered_ms < leases_end,
+        "the waiting chats were answered {} ms after node1's first lease ran out: the \
+         takeover waited for the leases (after {failover:?})",
+        answered_ms - leases_end
+    );
+    eprintln!(
+        "three nodes: every chat waiting at the kill answered again {failover:?} after it \
+         ({} ms before node1's first lease would have run out)",
+        leases_end - answered_ms
     );
     assert!(
         s.tg.wait_for(|_| replies(&s) >= 2 * total / 3, Duration::from_secs(300))
@@ -304,7 +330,8 @@ async fn with_long_polling_one_node_polls_and_another_takes_over_after_a_kill_9(
     let s = TgSetup::with(TgConfig {
         mode: "followup",
         telegram: "dm_policy = \"open\"",
-        tables: "[cluster]\nenabled = true\nlease_s = 3\n",
+        // The default lease (10 s).
+        tables: "[cluster]\nenabled = true\n",
         ..TgConfig::default()
     })
     .await;
@@ -353,13 +380,24 @@ async fn with_long_polling_one_node_polls_and_another_takes_over_after_a_kill_9(
     }
 
     // kill -9 the poller; the other half is sent while it is gone.
+    let leases_end = first_lease_end_ms(&schema, &holder)
+        .await
+        .expect("the poller's leases");
     nodes[i].take().unwrap().kill().await;
     let killed = std::time::Instant::now();
     let at_kill: Vec<usize> = (0..=POLL_CHATS).map(|c| s.texts(c).len()).collect();
     send(POLL_MESSAGES / 2 + 1, POLL_MESSAGES);
     let first = |s: &TgSetup| (1..=POLL_CHATS).any(|c| s.texts(c).len() > at_kill[c as usize]);
     assert!(s.tg.wait_for(|_| first(&s), Duration::from_secs(60)).await);
-    let failover = killed.elapsed();
+    let (failover, answered_ms) = (killed.elapsed(), db_now_ms().await);
+    // The bound as an order of events: polling moved and a chat was answered before the
+    // dead poller's first lease (its intake's or a partition's) would have run out.
+    assert!(
+        answered_ms < leases_end,
+        "the first answer after the kill came {} ms after the poller's first lease ran out \
+         (after {failover:?})",
+        answered_ms - leases_end
+    );
     let done =
         s.tg.wait_for(|_| answered(&s, POLL_MESSAGES), Duration::from_secs(300));
     let done = done.await;
@@ -380,7 +418,7 @@ async fn with_long_polling_one_node_polls_and_another_takes_over_after_a_kill_9(
         "the intake did not move from {holder}: {new_holder:?}"
     );
     let holder_line = format!(
-        "  {}: last heartbeat",
+        "  {} up: last heartbeat",
         new_holder.clone().unwrap_or_default()
     );
     let listed = status.lines().find(|l| l.starts_with(&holder_line));
@@ -389,6 +427,11 @@ async fn with_long_polling_one_node_polls_and_another_takes_over_after_a_kill_9(
         "{status}"
     );
     assert!(status.contains(&format!("\nnodes: {NODES}\n")), "{status}");
+    // The killed node is listed as down, holding nothing.
+    assert!(
+        status.contains(&format!("\n  {holder} down (its database session ended")),
+        "{status}"
+    );
     let repeats = check_replies(&s, POLL_CHATS, POLL_MESSAGES, &at_kill, &stderr);
     eprintln!(
         "long polling: {holder} killed; {new_holder:?} answered again after {failover:?}; \

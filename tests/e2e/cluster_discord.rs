@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 
 use chela_testkit::discord::{ChannelSpec, UserSpec, shard_of};
 use common::Chat;
-use common::cluster::{block_on, node_command, query, query_checked, schema_of, status_command};
+use common::cluster::{
+    block_on, db_now_ms, first_lease_end_ms, node_command, query, query_checked, schema_of,
+    status_command,
+};
 use common::discord::{DcConfig, DcSetup};
 use common::pg::fresh_store_url;
 
@@ -89,8 +92,7 @@ async fn two_nodes_run_a_shard_each_and_a_killed_nodes_shard_moves() {
     s.dc.add_guild(ODD, "odd");
     let base = std::fs::read_to_string(s.setup.config()).unwrap();
     let start = |i: usize| {
-        let config =
-            format!("{base}\n[cluster]\nenabled = true\nlease_s = 3\nnode_id = \"node{i}\"\n");
+        let config = format!("{base}\n[cluster]\nenabled = true\nnode_id = \"node{i}\"\n");
         let mut cmd = node_command(&s.setup, &config, &url, i, "gateway");
         cmd.env(
             "RUST_LOG",
@@ -151,6 +153,10 @@ async fn two_nodes_run_a_shard_each_and_a_killed_nodes_shard_moves() {
         .unwrap();
     let v: usize = victim.trim_start_matches("node").parse().unwrap();
     let survivor = format!("node{}", 1 - v);
+    // Read before the kill (a renewal meanwhile only moves the end later).
+    let leases_end = first_lease_end_ms(&schema, &victim)
+        .await
+        .expect("the victim's leases");
     nodes[v].take().unwrap().kill().await;
     let killed = Instant::now();
     s.mention(ChannelSpec::guild_text(ODD, odd), ann(), "while gone");
@@ -164,7 +170,7 @@ async fn two_nodes_run_a_shard_each_and_a_killed_nodes_shard_moves() {
             WAIT,
         )
         .await;
-    let moved_after = killed.elapsed();
+    let (moved_after, moved_ms) = (killed.elapsed(), db_now_ms().await);
     let advertised_after = advertising(&schema).await;
     let again = s.dc.wait_for(|_| texts(&s, odd).len() >= 2, WAIT).await;
     let answered_after = killed.elapsed();
@@ -193,10 +199,17 @@ async fn two_nodes_run_a_shard_each_and_a_killed_nodes_shard_moves() {
         ["ok: first odd", "ok: while gone"],
         "{stderr}"
     );
-    assert_eq!(
-        advertised_after,
-        std::slice::from_ref(&survivor),
-        "the dead node's advert expired with its leases"
+    // The failover's bound as an order of events: the shard moved before the dead node's
+    // first lease would have run out (its node lock went with its database session).
+    assert!(
+        moved_ms < leases_end,
+        "shard 1 moved {} ms after the dead node's first lease ran out ({moved_after:?})",
+        moved_ms - leases_end
+    );
+    assert!(advertised_after.contains(&survivor), "{advertised_after:?}");
+    assert!(
+        status.contains(&format!("\n  {victim} down (")),
+        "the dead node is listed as down: {status}"
     );
     assert_eq!(texts(&s, even), ["ok: first even"]);
     assert_eq!(texts(&s, dm), ["ok: first dm"]);
@@ -206,7 +219,7 @@ async fn two_nodes_run_a_shard_each_and_a_killed_nodes_shard_moves() {
     }
     let line = status
         .lines()
-        .find(|l| l.starts_with(&format!("  {survivor}: last heartbeat")))
+        .find(|l| l.starts_with(&format!("  {survivor} up: last heartbeat")))
         .unwrap_or_default();
     assert!(
         line.contains("intake:discord#0/2") && line.contains("intake:discord#1/2"),
@@ -214,6 +227,6 @@ async fn two_nodes_run_a_shard_each_and_a_killed_nodes_shard_moves() {
     );
     eprintln!(
         "discord shards: {victim} killed; shard 1 held by {survivor} after {moved_after:?}, \
-         the message sent meanwhile answered after {answered_after:?} (lease_s = 3)"
+         the message sent meanwhile answered after {answered_after:?} (lease_s = 10)"
     );
 }

@@ -12,6 +12,7 @@
 mod actions;
 mod auth;
 mod html;
+mod nodes;
 mod page;
 mod pages;
 mod transcript;

@@ -158,6 +158,7 @@ async fn overview(panel: &Panel) -> Page {
         .collect();
     body.push_str(&table(&["channel", "state"], &channels));
     body.push_str(&mcp_servers(&status));
+    body.push_str(&super::nodes::section(&status));
     body.push_str("<h2>Live runs</h2>");
     let runs: Vec<Vec<String>> = live
         .iter()

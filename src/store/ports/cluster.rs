@@ -49,6 +49,11 @@ pub struct NodeInfo {
     pub layouts: Vec<String>,
     /// What it runs.
     pub version: NodeVersion,
+    /// Whether it holds its node lock (its coordinator's connection is up): a node that
+    /// does not is dead or cut off, and holds nothing.
+    pub connected: bool,
+    /// The sessions with a run going on there, at its last heartbeat.
+    pub runs: Vec<String>,
 }
 
 /// One node's side of the coordination: its heartbeat, its partition leases, and the
@@ -57,21 +62,29 @@ pub struct NodeInfo {
 pub trait Coordinator: Send + Sync {
     /// This node's id.
     fn node(&self) -> &str;
-    /// Records this node's heartbeat; returns how many nodes (this one included) had one
-    /// within `alive_s` seconds.
-    fn heartbeat(&self, alive_s: u64) -> StoreFuture<'_, usize>;
+    /// Records this node's heartbeat and the sessions running here (`runs`); returns how
+    /// many nodes (this one included) had one within `alive_s` seconds and are connected
+    /// (hold their node lock, where the coordinator has one).
+    fn heartbeat<'a>(&'a self, alive_s: u64, runs: &'a [String]) -> StoreFuture<'a, usize>;
     /// Extends this node's unexpired leases by `lease_s` seconds; returns them. A lease that
     /// expired first is not among them: it is lost, even if nobody took it yet.
     fn renew(&self, lease_s: u64) -> StoreFuture<'_, Vec<Lease>>;
-    /// Takes up to `most` partitions that are free or whose lease expired, each with a new
+    /// Changes whenever this node may have lost its node lock (its coordinator's
+    /// connection ended): the other nodes may take its leases from then on, so leases
+    /// renewed before are not trusted any more. Constant without a node lock.
+    fn lock_epoch(&self) -> u64 {
+        0
+    }
+    /// Takes up to `most` partitions that are free, whose lease expired, or whose holder
+    /// no longer holds its node lock (it died), each with a new
     /// generation, for `lease_s` seconds; returns them. Concurrent callers never get the
     /// same partition.
     fn acquire(&self, most: usize, lease_s: u64) -> StoreFuture<'_, Vec<Lease>>;
     /// Gives `partitions` back (free for any node at once), if this node holds them.
     fn release<'a>(&'a self, partitions: &'a [u32]) -> StoreFuture<'a, ()>;
     /// Takes or renews the intake lease `name` for `lease_s` seconds: true when this node
-    /// holds it now (it was free, expired, or already this node's), false while another
-    /// node holds it unexpired.
+    /// holds it now (it was free, expired, already this node's, or its holder no longer
+    /// holds its node lock), false while another live node holds it unexpired.
     fn hold_intake<'a>(&'a self, name: &'a str, lease_s: u64) -> StoreFuture<'a, bool>;
     /// Gives the intake lease `name` back, if this node holds it.
     fn release_intake<'a>(&'a self, name: &'a str) -> StoreFuture<'a, ()>;
@@ -84,7 +97,8 @@ pub trait Coordinator: Send + Sync {
     fn advertise_layout<'a>(&'a self, layout: &'a str, lease_s: u64) -> StoreFuture<'a, ()>;
     /// Stops saying that this node runs the parts of `layout` (its intake ended).
     fn withdraw_layout<'a>(&'a self, layout: &'a str) -> StoreFuture<'a, ()>;
-    /// Every node with its heartbeat and unexpired leases, by id.
+    /// Every node with its heartbeat, whether it is connected, and (while it is) its
+    /// unexpired leases and the sessions running there, by id.
     fn nodes(&self) -> StoreFuture<'_, Vec<NodeInfo>>;
     /// The wake-ups: the partition of each turn queued through `enqueue_unique` on any node
     /// (best effort: a lost one is found by polling). Only the first call gets them.

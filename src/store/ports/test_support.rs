@@ -104,6 +104,8 @@ pub fn node_info(id: &str, last_seen_ms: u64, version: NodeVersion) -> NodeInfo 
         partitions: Vec::new(),
         intakes: Vec::new(),
         layouts: Vec::new(),
+        connected: true,
+        runs: Vec::new(),
         version,
     }
 }
@@ -112,7 +114,7 @@ impl Coordinator for FakeCoordinator {
     fn node(&self) -> &str {
         &self.id
     }
-    fn heartbeat(&self, _: u64) -> StoreFuture<'_, usize> {
+    fn heartbeat<'a>(&'a self, _: u64, _: &'a [String]) -> StoreFuture<'a, usize> {
         let alive = self.alive.load(Ordering::SeqCst).max(1);
         Box::pin(async move { Ok(alive) })
     }

@@ -8,13 +8,16 @@
 //! listens again); meanwhile the calls fail and the node's leases run out, which is what
 //! must happen to a node that cannot reach the database.
 
+use std::sync::Arc;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
 use tokio_postgres::{AsyncMessage, Client, NoTls};
 
 use super::conn::Conn;
+use super::node_lock::{self, connected, live_cte};
 use super::{error_text, parse_config, pg_err, unbig};
 use crate::store::error::StoreError;
 use crate::store::ports::{
@@ -75,6 +78,10 @@ pub struct PgCoordinator {
     events_rx: Mutex<Option<mpsc::UnboundedReceiver<String>>>,
     /// [`EVENTS_CHANNEL`] of this store's schema (known once connected).
     events_channel: Mutex<String>,
+    /// The backend pid of the session holding this node's lock ([`node_lock`]), once taken.
+    lock_pid: Mutex<Option<i32>>,
+    /// Bumped each time the coordinator's connection (and with it the node lock) ends.
+    lock_epoch: Arc<AtomicU64>,
 }
 
 impl PgCoordinator {
@@ -101,6 +108,8 @@ impl PgCoordinator {
             events_tx,
             events_rx: Mutex::new(Some(events_rx)),
             events_channel: Mutex::new(EVENTS_CHANNEL.to_owned()),
+            lock_pid: Mutex::new(None),
+            lock_epoch: Arc::new(AtomicU64::new(0)),
         };
         {
             let mut slot = coordinator.client.lock().await;
@@ -125,7 +134,10 @@ impl PgCoordinator {
                 .map_err(|e| StoreError::Db(error_text(&e)))?;
             let wake = self.wake_tx.clone();
             let events = self.events_tx.clone();
+            let epoch = self.lock_epoch.clone();
             tokio::spawn(async move {
+                // However the connection ends, the node lock went with it.
+                let _lost = LockLost(epoch);
                 let mut messages = futures_util::stream::poll_fn(|cx| connection.poll_message(cx));
                 while let Some(message) = messages.next().await {
                     match message {
@@ -149,6 +161,7 @@ impl PgCoordinator {
                 }
             });
             // (The connection is driven by the task above from here on.)
+            self.lock_node(&client).await?;
             let channel = self.events_channel_of(&client).await?;
             client
                 .batch_execute(&format!(
@@ -161,6 +174,19 @@ impl PgCoordinator {
         }
         slot.as_ref()
             .ok_or_else(|| StoreError::Db("no coordinator connection".into()))
+    }
+
+    /// Takes this node's lock on the coordinator's new connection `client`, ending this
+    /// node's own previous lock session if the server still keeps it. At the first
+    /// connection it waits up to 10 s for a previous run of this node to be noticed gone.
+    async fn lock_node(&self, client: &Client) -> Result<(), StoreError> {
+        let stale = self.lock_pid.lock().ok().and_then(|p| *p);
+        let tries = if stale.is_some() { 3 } else { 10 };
+        let pid = node_lock::take(client, &self.node, stale, tries).await?;
+        if let Ok(mut slot) = self.lock_pid.lock() {
+            *slot = Some(pid);
+        }
+        Ok(())
     }
 
     /// The publishing connection, made first if there is none or it was lost (it listens to
@@ -210,6 +236,15 @@ impl PgCoordinator {
             *slot = None;
         }
         rows.map_err(pg_err)
+    }
+}
+
+/// Bumps the node's lock epoch when dropped (the coordinator's connection task ended).
+struct LockLost(Arc<AtomicU64>);
+
+impl Drop for LockLost {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
     }
 }
 
@@ -291,17 +326,26 @@ fn leases(rows: Vec<tokio_postgres::Row>) -> Vec<Lease> {
     out
 }
 
-/// Every node with its heartbeat, unexpired leases (partitions, intakes) and intake layouts,
-/// by id.
-pub(super) const NODES_SQL: &str = "SELECT n.id, (extract(epoch FROM n.started) * 1000)::bigint, \
+/// Every node with its heartbeat, whether it holds its node lock, and, while it does, its
+/// unexpired leases (partitions, intakes), intake layouts and the sessions running there,
+/// by id. A node without its lock holds nothing any more: the others take its leases.
+pub(super) const NODES_SQL: &str = concat!(
+    "WITH ",
+    live_cte!(),
+    ", n AS (SELECT *, ",
+    connected!("id"),
+    " AS up FROM nodes) \
+     SELECT n.id, (extract(epoch FROM n.started) * 1000)::bigint, \
      (extract(epoch FROM n.last_seen) * 1000)::bigint, \
      coalesce((SELECT array_agg(l.partition ORDER BY l.partition) FROM leases l \
-     WHERE l.node = n.id AND l.expires > now()), '{}'), \
+     WHERE n.up AND l.node = n.id AND l.expires > now()), '{}'), \
      coalesce((SELECT array_agg(i.name::text ORDER BY i.name) FROM intake_leases i \
-     WHERE i.node = n.id AND i.expires > now()), '{}'), n.version, n.protocol, \
+     WHERE n.up AND i.node = n.id AND i.expires > now()), '{}'), n.version, n.protocol, \
      coalesce((SELECT array_agg(a.layout::text ORDER BY a.layout) FROM intake_layouts a \
-     WHERE a.node = n.id AND a.expires > now()), '{}') \
-     FROM nodes n ORDER BY n.id";
+     WHERE n.up AND a.node = n.id AND a.expires > now()), '{}'), n.up, \
+     CASE WHEN n.up THEN n.runs ELSE '{}' END \
+     FROM n ORDER BY n.id"
+);
 
 /// A row of [`NODES_SQL`].
 pub(super) fn node_info(r: &tokio_postgres::Row) -> NodeInfo {
@@ -316,6 +360,8 @@ pub(super) fn node_info(r: &tokio_postgres::Row) -> NodeInfo {
             .collect(),
         intakes: r.get(4),
         layouts: r.get(7),
+        connected: r.get(8),
+        runs: r.get(9),
         version: NodeVersion {
             version: r.get(5),
             protocol: u32::try_from(r.get::<_, i32>(6)).unwrap_or(0),
@@ -336,23 +382,31 @@ impl Coordinator for PgCoordinator {
         &self.node
     }
 
-    fn heartbeat(&self, alive_s: u64) -> StoreFuture<'_, usize> {
+    fn heartbeat<'a>(&'a self, alive_s: u64, runs: &'a [String]) -> StoreFuture<'a, usize> {
         Box::pin(async move {
             let rows = self
                 .rows(
-                    "WITH beat AS (INSERT INTO nodes (id, started, last_seen, version, protocol) \
-                     VALUES ($1, now(), now(), $4, $5) \
-                     ON CONFLICT (id) DO UPDATE SET last_seen = now() RETURNING id), \
-                     gone AS (DELETE FROM nodes WHERE id <> $1 \
-                     AND last_seen < now() - make_interval(secs => $3)) \
-                     SELECT count(*) FROM nodes \
-                     WHERE id <> $1 AND last_seen > now() - make_interval(secs => $2)",
+                    concat!(
+                        "WITH ",
+                        live_cte!(),
+                        ", beat AS (INSERT INTO nodes \
+                         (id, started, last_seen, version, protocol, backend_pid, runs) \
+                         VALUES ($1, now(), now(), $4, $5, pg_backend_pid(), $6) \
+                         ON CONFLICT (id) DO UPDATE SET last_seen = now(), \
+                         backend_pid = excluded.backend_pid, runs = excluded.runs RETURNING id), \
+                         gone AS (DELETE FROM nodes WHERE id <> $1 \
+                         AND last_seen < now() - make_interval(secs => $3)) \
+                         SELECT count(*) FROM nodes \
+                         WHERE id <> $1 AND last_seen > now() - make_interval(secs => $2) AND ",
+                        connected!("id")
+                    ),
                     &[
                         &self.node,
                         &secs(alive_s),
                         &secs(FORGET_NODE_S),
                         &self.version.version,
                         &i32::try_from(self.version.protocol).unwrap_or(i32::MAX),
+                        &runs,
                     ],
                 )
                 .await?;
@@ -382,12 +436,17 @@ impl Coordinator for PgCoordinator {
             let most = i64::try_from(most).unwrap_or(i64::from(PARTITIONS));
             let rows = self
                 .rows(
-                    "UPDATE leases SET node = $1, generation = generation + 1, \
-                     expires = now() + make_interval(secs => $2) \
-                     WHERE partition IN (SELECT partition FROM leases \
-                     WHERE node IS NULL OR expires <= now() \
-                     ORDER BY partition LIMIT $3 FOR UPDATE SKIP LOCKED) \
-                     RETURNING partition, generation",
+                    concat!(
+                        "WITH ",
+                        live_cte!(),
+                        " UPDATE leases SET node = $1, generation = generation + 1, \
+                         expires = now() + make_interval(secs => $2) \
+                         WHERE partition IN (SELECT partition FROM leases \
+                         WHERE node IS NULL OR expires <= now() OR NOT ",
+                        connected!("node"),
+                        " ORDER BY partition LIMIT $3 FOR UPDATE SKIP LOCKED) \
+                         RETURNING partition, generation"
+                    ),
                     &[&self.node, &secs(lease_s), &most],
                 )
                 .await?;
@@ -412,12 +471,18 @@ impl Coordinator for PgCoordinator {
         Box::pin(async move {
             let rows = self
                 .rows(
-                    "INSERT INTO intake_leases AS i (name, node, expires) \
-                     VALUES ($1, $2, now() + make_interval(secs => $3)) \
-                     ON CONFLICT (name) DO UPDATE SET node = excluded.node, \
-                     expires = excluded.expires \
-                     WHERE i.node = excluded.node OR i.node IS NULL OR i.expires <= now() \
-                     RETURNING 1",
+                    concat!(
+                        "WITH ",
+                        live_cte!(),
+                        " INSERT INTO intake_leases AS i (name, node, expires) \
+                         VALUES ($1, $2, now() + make_interval(secs => $3)) \
+                         ON CONFLICT (name) DO UPDATE SET node = excluded.node, \
+                         expires = excluded.expires \
+                         WHERE i.node = excluded.node OR i.node IS NULL OR i.expires <= now() \
+                         OR NOT ",
+                        connected!("i.node"),
+                        " RETURNING 1"
+                    ),
                     &[&name, &self.node, &secs(lease_s)],
                 )
                 .await?;
@@ -486,6 +551,10 @@ impl Coordinator for PgCoordinator {
         })
     }
 
+    fn lock_epoch(&self) -> u64 {
+        self.lock_epoch.load(Ordering::SeqCst)
+    }
+
     fn wakeups(&self) -> Option<mpsc::UnboundedReceiver<u32>> {
         self.wake_rx.lock().ok()?.take()
     }
@@ -534,3 +603,7 @@ mod tests;
 #[cfg(test)]
 #[path = "cluster_layouts_tests.rs"]
 mod layouts_tests;
+
+#[cfg(test)]
+#[path = "cluster_lock_tests.rs"]
+mod lock_tests;

@@ -14,7 +14,7 @@ use crate::store::{
 };
 
 /// A fresh schema: (its name, its store URL).
-fn schema() -> (String, String) {
+pub(super) fn schema() -> (String, String) {
     let schema = format!("t{}", uuid::Uuid::new_v4().simple());
     admin(&format!("CREATE SCHEMA {schema}"));
     let url = url_with_schema(&test_url(), &schema);
@@ -22,7 +22,7 @@ fn schema() -> (String, String) {
 }
 
 /// Node `node`'s store (migrated, fenced) and coordinator on `url`.
-async fn node(url: &str, node: &str) -> (Store, PgCoordinator) {
+pub(super) async fn node(url: &str, node: &str) -> (Store, PgCoordinator) {
     let store = PgStore::open_as(url, "test", crate::store::Tenancy::Shared).unwrap();
     crate::store::BaseStore::fence(&store, node);
     let coordinator = connect(url, node, NodeVersion::current()).await.unwrap();
@@ -51,7 +51,11 @@ async fn partitions_have_one_holder_and_move_once_expired() {
     let (schema, url) = schema();
     let (_a_store, a) = node(&url, "a").await;
     let (_b_store, b) = node(&url, "b").await;
-    assert_eq!(a.heartbeat(10).await.unwrap(), 2, "both nodes are alive");
+    assert_eq!(
+        a.heartbeat(10, &[]).await.unwrap(),
+        2,
+        "both nodes are alive"
+    );
     let first = a.acquire(40, 10).await.unwrap();
     assert_eq!(first.len(), 40);
     let second = b.acquire(PARTITIONS as usize, 10).await.unwrap();
@@ -172,12 +176,12 @@ async fn a_node_not_seen_for_an_hour_is_forgotten_at_the_next_heartbeat() {
     let (schema, url) = schema();
     let (_a_store, a) = node(&url, "a").await;
     let (_b_store, b) = node(&url, "b").await;
-    a.heartbeat(10).await.unwrap();
-    b.heartbeat(10).await.unwrap();
+    a.heartbeat(10, &[]).await.unwrap();
+    b.heartbeat(10, &[]).await.unwrap();
     admin(&format!(
         "UPDATE {schema}.nodes SET last_seen = now() - interval '59 minutes' WHERE id = 'b'"
     ));
-    a.heartbeat(10).await.unwrap();
+    a.heartbeat(10, &[]).await.unwrap();
     let listed: Vec<String> = a.nodes().await.unwrap().into_iter().map(|n| n.id).collect();
     assert_eq!(
         listed,
@@ -187,7 +191,7 @@ async fn a_node_not_seen_for_an_hour_is_forgotten_at_the_next_heartbeat() {
     admin(&format!(
         "UPDATE {schema}.nodes SET last_seen = now() - interval '61 minutes' WHERE id = 'b'"
     ));
-    a.heartbeat(10).await.unwrap();
+    a.heartbeat(10, &[]).await.unwrap();
     let listed: Vec<String> = a.nodes().await.unwrap().into_iter().map(|n| n.id).collect();
     assert_eq!(listed, ["a"]);
 }

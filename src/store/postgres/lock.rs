@@ -32,7 +32,7 @@ pub enum Tenancy {
 const LOCK_CLASS: i32 = 0x6368_6c61;
 /// The lock session's TCP settings: the server probes a silent client after 10 s, every 5 s,
 /// and drops it after 3 lost probes or 30 s of unacknowledged data.
-const KEEPALIVES: [&str; 4] = [
+pub(super) const KEEPALIVES: [&str; 4] = [
     "SET tcp_keepalives_idle = 10",
     "SET tcp_keepalives_interval = 5",
     "SET tcp_keepalives_count = 3",

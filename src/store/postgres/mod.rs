@@ -49,6 +49,7 @@ mod delivery;
 mod jsonl;
 mod links;
 mod lock;
+mod node_lock;
 mod pairing;
 mod queue;
 mod schema;

@@ -15,6 +15,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0004_cron.sql"),
     include_str!("migrations/0005_versions.sql"),
     include_str!("migrations/0006_layouts.sql"),
+    include_str!("migrations/0007_node_locks.sql"),
 ];
 
 /// The schema version this binary writes and reads.

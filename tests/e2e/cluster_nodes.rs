@@ -174,7 +174,7 @@ async fn rpc(discovery: std::path::PathBuf, method: &str, params: Value) -> Valu
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_rpc_abort_on_another_node_stops_the_run_where_it_runs() {
+async fn another_nodes_status_lists_the_run_and_its_rpc_abort_stops_it_where_it_runs() {
     let nodes = Nodes::start("").await;
     let chat = nodes.chat_on("n0", 1).await;
     post(
@@ -183,8 +183,25 @@ async fn the_rpc_abort_on_another_node_stops_the_run_where_it_runs() {
     )
     .await;
     nodes.wait_text(chat, |t| t.contains("tick 1 ")).await;
-    // Asked through n1, which does not run the session.
+    // n1's status shows the run going on at n0 (published with n0's next heartbeat).
     let data1 = nodes.s.setup.path("data1.rpc");
+    let key = dm_key(chat);
+    let mut status = Value::Null;
+    for _ in 0..100 {
+        status = rpc(data1.clone(), "status", json!({})).await["result"].clone();
+        let n0 = (status["nodes"].as_array().into_iter().flatten()).find(|n| n["id"] == "n0");
+        if n0.is_some_and(|n| n["connected"] == true && n["runs"] == json!([key.clone()])) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        status["liveRuns"]
+            .as_array()
+            .is_some_and(|r| r.contains(&json!(key))),
+        "n1 does not list n0's run: {status}"
+    );
+    // Asked through n1, which does not run the session.
     let answer = rpc(data1, "abort", json!({"session": dm_key(chat)})).await;
     let result = &answer["result"];
     assert_eq!(result["stoppedRun"], true, "{answer}");

@@ -106,8 +106,17 @@ async fn wait_for_lease(
         }
         tokio::select! {
             _ = stop.cancelled() => return None,
-            _ = tokio::time::sleep(tick) => {}
+            _ = tokio::time::sleep(pause(coordinator, tick)) => {}
         }
+    }
+}
+
+/// How long to wait before asking for a lease again: a tick, or less while a dead node's
+/// leases are about to become free ([`Coordinator::dying`]).
+pub(super) fn pause(coordinator: &dyn Coordinator, tick: Duration) -> Duration {
+    match coordinator.dying() {
+        true => tick.min(Duration::from_millis(300)),
+        false => tick,
     }
 }
 
@@ -127,6 +136,9 @@ async fn keep_lease(
         tokio::select! {
             _ = held.cancelled() => return,
             _ = tokio::time::sleep(tick) => {}
+            // This node's lock may have been lost: renew now (connecting again), before the
+            // others may take the lease.
+            _ = coordinator.lock_lost() => {}
         }
         let asked = Instant::now();
         let renewed = tokio::time::timeout(tick, coordinator.hold_intake(&name, lease_secs(lease)));

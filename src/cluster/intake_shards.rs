@@ -94,9 +94,12 @@ pub async fn run_parts(
         // A part whose lease is no longer trusted stops then, even when the next round is
         // late (the coordinator's calls hang): before its lease can expire in the database.
         let untrusted = parts.first_untrusted();
+        let coordinator = parts.coordinator.clone();
         tokio::select! {
             () = stop.cancelled() => break Ok(()),
-            () = tokio::time::sleep(tick) => {}
+            () = tokio::time::sleep(super::intake_lease::pause(coordinator.as_ref(), tick)) => {}
+            // Renew at once (connecting again) when this node's lock may have been lost.
+            _ = coordinator.lock_lost() => {}
             () = tokio::time::sleep_until(untrusted) => parts.halt_untrusted(),
             Some((part, run)) = ended_rx.recv() => {
                 if let Some(result) = parts.ended_by_itself(part, run).await {

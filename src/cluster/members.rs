@@ -18,9 +18,10 @@ impl Cluster {
             .map(|n| n.id))
     }
 
-    /// The nodes whose heartbeat is within two leases of the newest one's (the database's
-    /// clock), this one always among them: the ones that should answer a call. An error when
-    /// the nodes could not be read (who else lives is unknown).
+    /// The connected nodes (holding their node lock, where the store has one) whose
+    /// heartbeat is within two leases of the newest one's (the database's clock), this one
+    /// always among them: the ones that should answer a call. An error when the nodes could
+    /// not be read (who else lives is unknown).
     pub async fn live_nodes(&self) -> Result<Vec<String>, StoreError> {
         let recent = 2 * u64::try_from(self.lease().as_millis()).unwrap_or(u64::MAX);
         let me = self.node().to_owned();
@@ -30,7 +31,8 @@ impl Cluster {
         let newest = nodes.iter().map(|n| n.last_seen_ms).max().unwrap_or(0);
         let mut live: Vec<String> = nodes
             .into_iter()
-            .filter(|n| n.id != me && newest.saturating_sub(n.last_seen_ms) < recent)
+            .filter(|n| n.id != me && n.connected)
+            .filter(|n| newest.saturating_sub(n.last_seen_ms) < recent)
             .map(|n| n.id)
             .collect();
         live.insert(0, me);

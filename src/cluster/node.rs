@@ -48,6 +48,8 @@ pub(super) struct State {
     foreign_live: usize,
     /// The sessions with a run going on here, told to the others with the next heartbeat.
     runs: Vec<String>,
+    /// Whether the last tick's heartbeat and renewal went through.
+    beat_ok: bool,
 }
 
 /// This node's membership.
@@ -111,6 +113,18 @@ impl Cluster {
         if let Ok(mut state) = self.state.lock() {
             state.runs = runs;
         }
+    }
+
+    /// Notes whether a tick's heartbeat and renewal went through.
+    pub(super) fn set_beat_ok(&self, ok: bool) {
+        if let Ok(mut state) = self.state.lock() {
+            state.beat_ok = ok;
+        }
+    }
+
+    /// Whether the last tick's heartbeat and renewal went through.
+    pub(super) fn beat_ok(&self) -> bool {
+        self.state.lock().is_ok_and(|s| s.beat_ok)
     }
 
     /// The sessions noted by [`Cluster::set_runs`].
@@ -241,9 +255,15 @@ impl Cluster {
 
     /// Takes in what the database says this node holds after a renewal that started at
     /// `asked`: returns the partitions new to it (taken over) and logs the lost ones.
+    #[cfg(test)]
     pub(super) fn renewed(&self, renewed: &[Lease], asked: Instant) -> Vec<u32> {
+        self.renewed_under(renewed, asked, self.coordinator.lock_epoch())
+    }
+
+    /// [`Cluster::renewed`] for a renewal sent under lock epoch `epoch`: trusted only while
+    /// the epoch has not changed.
+    pub(super) fn renewed_under(&self, renewed: &[Lease], asked: Instant, epoch: u64) -> Vec<u32> {
         let until = asked + self.lease - self.lease / 5;
-        let epoch = self.coordinator.lock_epoch();
         let Ok(mut state) = self.state.lock() else {
             return Vec::new();
         };
@@ -294,10 +314,10 @@ impl Cluster {
         fresh
     }
 
-    /// Takes in partitions just acquired by a request that started at `asked`; returns them.
-    pub(super) fn took(&self, taken: &[Lease], asked: Instant) -> Vec<u32> {
+    /// Takes in partitions just acquired by a request that started at `asked` under lock
+    /// epoch `epoch`; returns them.
+    pub(super) fn took_under(&self, taken: &[Lease], asked: Instant, epoch: u64) -> Vec<u32> {
         let until = asked + self.lease - self.lease / 5;
-        let epoch = self.coordinator.lock_epoch();
         let Ok(mut state) = self.state.lock() else {
             return Vec::new();
         };
@@ -384,8 +404,8 @@ impl Cluster {
     }
 }
 
-/// The oldest of `nodes` seen within `lease` of the newest heartbeat (the database's clock;
-/// the start, then the id, breaks a tie), when it is not `me` and speaks another cluster
+/// The oldest of `nodes` connected and seen within `lease` of the newest heartbeat (the
+/// database's clock; the start, then the id, breaks a tie), when it is not `me` and speaks another cluster
 /// protocol than this binary: the cluster follows the oldest live node's protocol, so only
 /// nodes of another protocol than that one stand aside (with A and B on one protocol and X,
 /// started between them, on another, X pauses and A and B go on), and of two nodes that both
@@ -395,12 +415,12 @@ fn foreign_node<'a>(nodes: &'a [NodeInfo], me: &str, lease: Duration) -> Option<
     let lease_ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
     let oldest = nodes
         .iter()
-        .filter(|n| n.id == me || newest.saturating_sub(n.last_seen_ms) < lease_ms)
+        .filter(|n| n.id == me || (n.connected && newest.saturating_sub(n.last_seen_ms) < lease_ms))
         .min_by(|a, b| (a.started_ms, a.id.as_str()).cmp(&(b.started_ms, b.id.as_str())))?;
     (oldest.id != me && oldest.version.protocol != PROTOCOL).then_some(oldest)
 }
 
-/// How many of `nodes` are live (seen within `lease` of the newest heartbeat, the
+/// How many of `nodes` are live (connected, seen within `lease` of the newest heartbeat, the
 /// database's clock) and speak another cluster protocol than this binary.
 fn foreign_live(nodes: &[NodeInfo], lease: Duration) -> usize {
     let Some(newest) = nodes.iter().map(|n| n.last_seen_ms).max() else {
@@ -410,7 +430,9 @@ fn foreign_live(nodes: &[NodeInfo], lease: Duration) -> usize {
     nodes
         .iter()
         .filter(|n| {
-            n.version.protocol != PROTOCOL && newest.saturating_sub(n.last_seen_ms) < lease_ms
+            n.version.protocol != PROTOCOL
+                && n.connected
+                && newest.saturating_sub(n.last_seen_ms) < lease_ms
         })
         .count()
 }

@@ -5,6 +5,7 @@
 
 use std::collections::HashSet;
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use chela_channel::BoxFuture;
 use tokio::time::Instant;
@@ -110,17 +111,37 @@ pub async fn run(loops: Loops) {
     }
 }
 
-/// Keeps the leases every tick until shutdown.
+/// Keeps the leases every tick until shutdown; sooner while the database is out of reach
+/// (to take the node lock back before the others take this node's leases) or a dead node's
+/// leases are about to become free, and at once when the node lock may have been lost.
+/// Stops the gateway when another process took this node's id.
 async fn leases(loops: Loops) {
+    /// The pause while the heartbeat fails or a node is dying.
+    const SOON: Duration = Duration::from_millis(250);
+    let coordinator = loops.cluster.coordinator.clone();
     loop {
         let Some(work) = loops.work.upgrade() else {
             return;
         };
-        maintain(&work, &loops.store, &loops.cluster).await;
+        let beat = maintain(&work, &loops.store, &loops.cluster).await;
         drop(work);
+        if coordinator.usurped() {
+            tracing::error!(
+                node = loops.cluster.node(),
+                "cluster: another process took this node's id while its database connection \
+                 was down; stopping this gateway (give each node its own [cluster] node_id)"
+            );
+            loops.shutdown.cancel();
+            return;
+        }
+        let pause = match beat && !coordinator.dying() {
+            true => loops.cluster.tick(),
+            false => SOON,
+        };
         tokio::select! {
             _ = loops.shutdown.cancelled() => return,
-            _ = tokio::time::sleep(loops.cluster.tick()) => {}
+            _ = tokio::time::sleep(pause) => {}
+            _ = coordinator.lock_lost() => {}
         }
     }
 }
@@ -137,8 +158,9 @@ async fn recv(wakeups: &mut Option<tokio::sync::mpsc::UnboundedReceiver<u32>>) -
 }
 
 /// One tick: heartbeat, renewal, taking a share, giving back what is over it; the
-/// partitions taken over go through the restart's recovery.
-async fn maintain(work: &Arc<dyn PartitionWork>, store: &Store, cluster: &Cluster) {
+/// partitions taken over go through the restart's recovery. Whether the heartbeat and
+/// renewal went through.
+async fn maintain(work: &Arc<dyn PartitionWork>, store: &Store, cluster: &Cluster) -> bool {
     // Asking the lanes must not hold the renewal up: past a short wait the last list stays.
     if let Ok(runs) = tokio::time::timeout(cluster.tick() / 4, work.clone().running()).await {
         cluster.set_runs(runs);
@@ -152,4 +174,5 @@ async fn maintain(work: &Arc<dyn PartitionWork>, store: &Store, cluster: &Cluste
         work.clone().recover(&parts);
         cluster.recovered(&parts);
     }
+    cluster.beat_ok()
 }

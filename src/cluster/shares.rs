@@ -23,6 +23,7 @@ pub fn share(alive: usize) -> usize {
 pub async fn keep_share(store: &Store, cluster: &Cluster) -> Vec<u32> {
     let lease_s = cluster.lease.as_secs();
     let runs = cluster.runs();
+    cluster.set_beat_ok(false);
     let alive = match cluster.coordinator.heartbeat(lease_s, &runs).await {
         Ok(alive) => alive,
         Err(e) => {
@@ -30,14 +31,18 @@ pub async fn keep_share(store: &Store, cluster: &Cluster) -> Vec<u32> {
             return Vec::new();
         }
     };
+    // The lock's epoch before the renewal: a renewal answered over a connection that
+    // ended meanwhile is not trusted.
+    let epoch = cluster.coordinator.lock_epoch();
     let asked = Instant::now();
     let mut fresh = match cluster.coordinator.renew(lease_s).await {
-        Ok(renewed) => cluster.renewed(&renewed, asked),
+        Ok(renewed) => cluster.renewed_under(&renewed, asked, epoch),
         Err(e) => {
             tracing::warn!(error = %e, "cluster: cannot renew the leases");
             return Vec::new();
         }
     };
+    cluster.set_beat_ok(true);
     let held = cluster.held().len();
     let paused = cluster.check_protocols().await;
     // A node of another protocol takes no partition from this one: it does not count.
@@ -50,9 +55,11 @@ pub async fn keep_share(store: &Store, cluster: &Cluster) -> Vec<u32> {
             fresh.retain(|p| cluster.held().contains(p));
         }
     } else if held < share {
-        let asked = Instant::now();
+        let (asked, epoch) = (Instant::now(), cluster.coordinator.lock_epoch());
         match cluster.coordinator.acquire(share - held, lease_s).await {
-            Ok(taken) if !taken.is_empty() => fresh.extend(cluster.took(&taken, asked)),
+            Ok(taken) if !taken.is_empty() => {
+                fresh.extend(cluster.took_under(&taken, asked, epoch));
+            }
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "cluster: cannot take partitions"),
         }

@@ -275,3 +275,26 @@ async fn a_live_node_of_another_protocol_is_left_out_of_the_share() {
     }
     assert_eq!(over, 32, "half of the partitions");
 }
+
+#[tokio::test(start_paused = true)]
+async fn leases_are_not_trusted_once_the_node_lock_may_be_lost_until_renewed_again() {
+    let coordinator = idle();
+    let cluster = Cluster::new(coordinator.clone(), Duration::from_secs(10));
+    let key = "agent:main:telegram:default:direct:8";
+    let p = partition_of(key);
+    let fresh = cluster.renewed(&[lease(p, 1)], Instant::now());
+    cluster.recovered(&fresh.into_iter().collect());
+    assert!(cluster.owns(key));
+    // The coordinator's connection ended: the others may take the lease from now on.
+    coordinator
+        .epoch
+        .store(1, std::sync::atomic::Ordering::SeqCst);
+    assert!(!cluster.owns(key));
+    assert!(!cluster.claim(1, key), "no turn starts meanwhile");
+    // A renewal sent before the loss does not bring the trust back; one after it does.
+    cluster.renewed_under(&[lease(p, 1)], Instant::now(), 0);
+    assert!(!cluster.owns(key));
+    cluster.renewed(&[lease(p, 1)], Instant::now());
+    assert!(cluster.owns(key));
+    assert!(cluster.claim(1, key));
+}

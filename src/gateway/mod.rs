@@ -549,7 +549,10 @@ impl Gateway {
             );
         }
         self.core.acp.shutdown().await;
-        if let Some(cluster) = self.core.placement.cluster() {
+        // A node whose id another process took gives nothing back: those leases are its.
+        if let Some(cluster) = self.core.placement.cluster()
+            && !cluster.coordinator().usurped()
+        {
             crate::cluster::shares::leave(cluster).await;
         }
         if let Err(e) = self.core.store.flush().await {

@@ -54,8 +54,9 @@ pub struct NodeLine {
     #[serde(default)]
     pub protocol: u32,
     /// Whether it is up: it holds its node lock (its database session lives). A node that
-    /// is not holds nothing; the others took its sessions over.
-    #[serde(default)]
+    /// is not holds nothing: the others take its sessions over (at once once it has been
+    /// down for a second). A report from before this was recorded says up.
+    #[serde(default = "up")]
     pub connected: bool,
     /// The sessions with a run going on there (at its last heartbeat; this node's own, at
     /// the time of the report).
@@ -79,11 +80,16 @@ impl NodeLine {
     }
 }
 
+/// Serde's default of [`NodeLine::connected`].
+fn up() -> bool {
+    true
+}
+
 /// A node's lines in `chela status`: its health, heartbeat, leases and running sessions.
 fn render_node(out: &mut String, node: &NodeLine) {
     let health = match node.connected {
         true => "up",
-        false => "down (its database session ended; the others took its sessions)",
+        false => "down (its database session ended; its sessions go to the others)",
     };
     let _ = write!(
         out,
@@ -493,8 +499,8 @@ mod tests {
             text.ends_with(
                 "nodes: 3\n  a up: last heartbeat 1.5 s ago, 24 partitions (0-20, 40, 42-43), \
                  intake:telegram\n  b up: last heartbeat 1.5 s ago, 1 partitions (5)\n    \
-                 running 2: k1, k2\n  c down (its database session ended; the others took \
-                 its sessions): last heartbeat 1.5 s ago, 0 partitions\n"
+                 running 2: k1, k2\n  c down (its database session ended; its sessions go \
+                 to the others): last heartbeat 1.5 s ago, 0 partitions\n"
             ),
             "{text}"
         );

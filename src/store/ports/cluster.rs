@@ -75,16 +75,31 @@ pub trait Coordinator: Send + Sync {
     fn lock_epoch(&self) -> u64 {
         0
     }
+    /// Resolves when this node's lock may have been lost (its coordinator's connection
+    /// ended): time to connect again and renew at once. Never without a node lock.
+    fn lock_lost(&self) -> StoreFuture<'_, ()> {
+        Box::pin(std::future::pending())
+    }
+    /// Whether another process took this node's id (its lock) while this one's connection
+    /// was down: this process must stop, as both would run the same sessions.
+    fn usurped(&self) -> bool {
+        false
+    }
+    /// Whether the last heartbeat found a node without its lock still holding leases: they
+    /// become free within a second or two, worth asking for sooner than a tick.
+    fn dying(&self) -> bool {
+        false
+    }
     /// Takes up to `most` partitions that are free, whose lease expired, or whose holder
-    /// no longer holds its node lock (it died), each with a new
+    /// has been without its node lock for a second (it died), each with a new
     /// generation, for `lease_s` seconds; returns them. Concurrent callers never get the
     /// same partition.
     fn acquire(&self, most: usize, lease_s: u64) -> StoreFuture<'_, Vec<Lease>>;
     /// Gives `partitions` back (free for any node at once), if this node holds them.
     fn release<'a>(&'a self, partitions: &'a [u32]) -> StoreFuture<'a, ()>;
     /// Takes or renews the intake lease `name` for `lease_s` seconds: true when this node
-    /// holds it now (it was free, expired, already this node's, or its holder no longer
-    /// holds its node lock), false while another live node holds it unexpired.
+    /// holds it now (it was free, expired, already this node's, or its holder has been
+    /// without its node lock for a second), false while another live node holds it unexpired.
     fn hold_intake<'a>(&'a self, name: &'a str, lease_s: u64) -> StoreFuture<'a, bool>;
     /// Gives the intake lease `name` back, if this node holds it.
     fn release_intake<'a>(&'a self, name: &'a str) -> StoreFuture<'a, ()>;

@@ -48,6 +48,8 @@ pub struct FakeCoordinator {
     table: Option<(Arc<Mutex<LeaseTable>>, Instant)>,
     /// What [`Coordinator::nodes`] answers.
     pub nodes: Mutex<Vec<NodeInfo>>,
+    /// What [`Coordinator::lock_epoch`] answers.
+    pub epoch: std::sync::atomic::AtomicU64,
     /// Another node holds every intake lease.
     pub other_holds: AtomicBool,
     /// The store cannot be reached: asking for an intake lease fails.
@@ -113,6 +115,9 @@ pub fn node_info(id: &str, last_seen_ms: u64, version: NodeVersion) -> NodeInfo 
 impl Coordinator for FakeCoordinator {
     fn node(&self) -> &str {
         &self.id
+    }
+    fn lock_epoch(&self) -> u64 {
+        self.epoch.load(Ordering::SeqCst)
     }
     fn heartbeat<'a>(&'a self, _: u64, _: &'a [String]) -> StoreFuture<'a, usize> {
         let alive = self.alive.load(Ordering::SeqCst).max(1);

@@ -10,14 +10,14 @@
 
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
 use tokio_postgres::{AsyncMessage, Client, NoTls};
 
 use super::conn::Conn;
-use super::node_lock::{self, connected, live_cte};
+use super::node_lock::{self, connected, dead, live_cte};
 use super::{error_text, parse_config, pg_err, unbig};
 use crate::store::error::StoreError;
 use crate::store::ports::{
@@ -82,6 +82,12 @@ pub struct PgCoordinator {
     lock_pid: Mutex<Option<i32>>,
     /// Bumped each time the coordinator's connection (and with it the node lock) ends.
     lock_epoch: Arc<AtomicU64>,
+    /// Woken when it ends.
+    lock_lost: Arc<tokio::sync::Notify>,
+    /// Another process took this node's id while its connection was down.
+    usurped: AtomicBool,
+    /// At the last heartbeat, a node without its lock still held leases.
+    dying: AtomicBool,
 }
 
 impl PgCoordinator {
@@ -110,6 +116,9 @@ impl PgCoordinator {
             events_channel: Mutex::new(EVENTS_CHANNEL.to_owned()),
             lock_pid: Mutex::new(None),
             lock_epoch: Arc::new(AtomicU64::new(0)),
+            lock_lost: Arc::new(tokio::sync::Notify::new()),
+            usurped: AtomicBool::new(false),
+            dying: AtomicBool::new(false),
         };
         {
             let mut slot = coordinator.client.lock().await;
@@ -134,10 +143,10 @@ impl PgCoordinator {
                 .map_err(|e| StoreError::Db(error_text(&e)))?;
             let wake = self.wake_tx.clone();
             let events = self.events_tx.clone();
-            let epoch = self.lock_epoch.clone();
+            let lost = LockLost(self.lock_epoch.clone(), self.lock_lost.clone());
             tokio::spawn(async move {
                 // However the connection ends, the node lock went with it.
-                let _lost = LockLost(epoch);
+                let _lost = lost;
                 let mut messages = futures_util::stream::poll_fn(|cx| connection.poll_message(cx));
                 while let Some(message) = messages.next().await {
                     match message {
@@ -182,7 +191,13 @@ impl PgCoordinator {
     async fn lock_node(&self, client: &Client) -> Result<(), StoreError> {
         let stale = self.lock_pid.lock().ok().and_then(|p| *p);
         let tries = if stale.is_some() { 3 } else { 10 };
-        let pid = node_lock::take(client, &self.node, stale, tries).await?;
+        let pid = node_lock::take(client, &self.node, stale, tries)
+            .await
+            .inspect_err(|e| {
+                if stale.is_some() && matches!(e, StoreError::NodeIdInUse { .. }) {
+                    self.usurped.store(true, Ordering::SeqCst);
+                }
+            })?;
         if let Ok(mut slot) = self.lock_pid.lock() {
             *slot = Some(pid);
         }
@@ -239,12 +254,14 @@ impl PgCoordinator {
     }
 }
 
-/// Bumps the node's lock epoch when dropped (the coordinator's connection task ended).
-struct LockLost(Arc<AtomicU64>);
+/// Bumps the node's lock epoch and wakes who waits for it when dropped (the coordinator's
+/// connection task ended).
+struct LockLost(Arc<AtomicU64>, Arc<tokio::sync::Notify>);
 
 impl Drop for LockLost {
     fn drop(&mut self) {
         self.0.fetch_add(1, Ordering::SeqCst);
+        self.1.notify_waiters();
     }
 }
 
@@ -271,8 +288,14 @@ async fn join(client: &Client, joining: &Joining<'_>) -> Result<(), StoreError> 
     let protocol = i32::try_from(joining.version.protocol).unwrap_or(i32::MAX);
     let other = client
         .query_opt(
-            "SELECT id, version, protocol FROM nodes WHERE id <> $1 AND protocol <> $2 \
-             AND last_seen > now() - make_interval(secs => $3) ORDER BY last_seen DESC LIMIT 1",
+            concat!(
+                "WITH ",
+                live_cte!(),
+                " SELECT id, version, protocol FROM nodes WHERE id <> $1 AND protocol <> $2 \
+                 AND last_seen > now() - make_interval(secs => $3) AND ",
+                connected!("id"),
+                " ORDER BY last_seen DESC LIMIT 1"
+            ),
             &[&joining.node, &protocol, &secs(joining.alive_s)],
         )
         .await
@@ -392,13 +415,23 @@ impl Coordinator for PgCoordinator {
                         ", beat AS (INSERT INTO nodes \
                          (id, started, last_seen, version, protocol, backend_pid, runs) \
                          VALUES ($1, now(), now(), $4, $5, pg_backend_pid(), $6) \
-                         ON CONFLICT (id) DO UPDATE SET last_seen = now(), \
+                         ON CONFLICT (id) DO UPDATE SET last_seen = now(), down_since = NULL, \
                          backend_pid = excluded.backend_pid, runs = excluded.runs RETURNING id), \
                          gone AS (DELETE FROM nodes WHERE id <> $1 \
-                         AND last_seen < now() - make_interval(secs => $3)) \
-                         SELECT count(*) FROM nodes \
-                         WHERE id <> $1 AND last_seen > now() - make_interval(secs => $2) AND ",
-                        connected!("id")
+                         AND last_seen < now() - make_interval(secs => $3)), \
+                         seen AS (SELECT id, ",
+                        connected!("id"),
+                        " AS up FROM nodes WHERE id <> $1 \
+                         AND last_seen >= now() - make_interval(secs => $3)), \
+                         marks AS (UPDATE nodes n SET down_since = CASE WHEN seen.up THEN NULL \
+                         ELSE now() END FROM seen WHERE n.id = seen.id \
+                         AND (n.down_since IS NULL) <> seen.up) \
+                         SELECT (SELECT count(*) FROM nodes n JOIN seen ON seen.id = n.id \
+                         WHERE seen.up AND n.last_seen > now() - make_interval(secs => $2)), \
+                         (SELECT count(*) FROM seen WHERE NOT seen.up AND (\
+                         EXISTS (SELECT 1 FROM leases l WHERE l.node = seen.id AND l.expires > now()) \
+                         OR EXISTS (SELECT 1 FROM intake_leases i WHERE i.node = seen.id \
+                         AND i.expires > now())))"
                     ),
                     &[
                         &self.node,
@@ -411,6 +444,8 @@ impl Coordinator for PgCoordinator {
                 )
                 .await?;
             let others: i64 = rows.first().map_or(0, |r| r.get(0));
+            let dying: i64 = rows.first().map_or(0, |r| r.get(1));
+            self.dying.store(dying > 0, Ordering::SeqCst);
             Ok(usize::try_from(others).unwrap_or(0) + 1)
         })
     }
@@ -442,8 +477,8 @@ impl Coordinator for PgCoordinator {
                         " UPDATE leases SET node = $1, generation = generation + 1, \
                          expires = now() + make_interval(secs => $2) \
                          WHERE partition IN (SELECT partition FROM leases \
-                         WHERE node IS NULL OR expires <= now() OR NOT ",
-                        connected!("node"),
+                         WHERE node IS NULL OR expires <= now() OR ",
+                        dead!("node"),
                         " ORDER BY partition LIMIT $3 FOR UPDATE SKIP LOCKED) \
                          RETURNING partition, generation"
                     ),
@@ -479,8 +514,8 @@ impl Coordinator for PgCoordinator {
                          ON CONFLICT (name) DO UPDATE SET node = excluded.node, \
                          expires = excluded.expires \
                          WHERE i.node = excluded.node OR i.node IS NULL OR i.expires <= now() \
-                         OR NOT ",
-                        connected!("i.node"),
+                         OR ",
+                        dead!("i.node"),
                         " RETURNING 1"
                     ),
                     &[&name, &self.node, &secs(lease_s)],
@@ -553,6 +588,21 @@ impl Coordinator for PgCoordinator {
 
     fn lock_epoch(&self) -> u64 {
         self.lock_epoch.load(Ordering::SeqCst)
+    }
+
+    fn lock_lost(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            self.lock_lost.notified().await;
+            Ok(())
+        })
+    }
+
+    fn usurped(&self) -> bool {
+        self.usurped.load(Ordering::SeqCst)
+    }
+
+    fn dying(&self) -> bool {
+        self.dying.load(Ordering::SeqCst)
     }
 
     fn wakeups(&self) -> Option<mpsc::UnboundedReceiver<u32>> {

@@ -45,7 +45,9 @@ async fn a_dead_nodes_leases_go_to_the_others_long_before_they_expire() {
 
     drop(a);
     let mut taken = Vec::new();
+    // b's heartbeats note a down; a second later its leases are b's to take.
     let moved = eventually(async || {
+        b.heartbeat(3600, &[]).await.unwrap();
         taken.extend(b.acquire(PARTITIONS as usize, 3600).await.unwrap());
         taken.len() == PARTITIONS as usize
     })
@@ -65,6 +67,7 @@ async fn a_dead_nodes_leases_go_to_the_others_long_before_they_expire() {
         1,
         "a no longer counts"
     );
+    assert!(!b.dying(), "a holds nothing any more");
     let seen = b.nodes().await.unwrap();
     let a_seen = seen.iter().find(|n| n.id == "a").unwrap();
     assert!(!a_seen.connected);
@@ -101,7 +104,21 @@ async fn a_lost_connection_changes_the_epoch_and_comes_back_with_the_lock() {
         "the end was seen"
     );
     assert!(eventually(async || !b.nodes().await.unwrap()[0].connected).await);
-    // The next call connects again and takes the lock back.
+    // b notes a down, but a connects again (taking its lock back) within the grace: its
+    // leases stay its own, however long b waits after.
+    let held = a.acquire(4, 3600).await.unwrap();
+    assert_eq!(held.len(), 4, "a's next call connected again");
+    admin(&format!(
+        "SELECT pg_terminate_backend(backend_pid) FROM {schema}.nodes WHERE id = 'a'"
+    ));
+    assert!(eventually(async || a.lock_epoch() == 2).await);
+    assert!(eventually(async || !b.nodes().await.unwrap()[0].connected).await);
+    b.heartbeat(10, &[]).await.unwrap();
+    assert!(b.dying(), "a holds leases without its lock");
     assert_eq!(a.heartbeat(10, &[]).await.unwrap(), 2);
     assert!(b.nodes().await.unwrap()[0].connected);
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    b.heartbeat(10, &[]).await.unwrap();
+    assert!(b.acquire(PARTITIONS as usize, 10).await.unwrap().len() < PARTITIONS as usize);
+    assert_eq!(a.renew(3600).await.unwrap(), held, "a kept its leases");
 }

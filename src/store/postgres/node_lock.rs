@@ -4,9 +4,13 @@
 //! connection. PostgreSQL releases it the moment that connection ends: a node killed with
 //! kill -9 closes its sockets and its backend exits at once; a host that vanishes is dropped
 //! after the keepalives below (about 30 s) or its leases running out, whichever comes first.
-//! A lease whose holder no longer holds its node lock is as good as expired: any node may
-//! take it at its next tick ([`live_cte!`], [`connected!`]). Leases stay the fence: a node
-//! that lost its lock but lives on is refused at settle and delivery like one whose lease
+//! The first heartbeat that finds a node without its lock notes since when
+//! (`nodes.down_since`, on the database's clock; cleared as soon as the node has its lock
+//! again); once that is a second old and the lock still missing, the node's leases are
+//! as good as expired and any node may take them ([`live_cte!`], [`connected!`],
+//! [`dead!`]). The grace lets a node whose connection blipped (or a restarted PostgreSQL)
+//! take its lock back before anything moves. Leases stay the fence: a node that lost its
+//! lock for longer but lives on is refused at settle and delivery like one whose lease
 //! expired.
 
 use std::time::Duration;
@@ -43,6 +47,23 @@ macro_rules! connected {
 }
 pub(super) use connected;
 
+/// Whether the node named by SQL expression `$node` has been without its node lock for a
+/// second, the grace before the others take its leases (needs [`live_cte!`] in the
+/// statement).
+macro_rules! dead {
+    ($node:literal) => {
+        concat!(
+            "(",
+            $node,
+            " IN (SELECT d.id FROM nodes d WHERE d.down_since <= now() - interval '1 second' \
+             AND NOT ",
+            connected!("d.id"),
+            "))"
+        )
+    };
+}
+pub(super) use dead;
+
 /// Takes node `node`'s lock on `client`; returns the backend pid holding it. With `stale`,
 /// the backend of this node's own lost coordinator connection: if it still holds the lock
 /// (the server has not noticed it is gone), it is ended first. Asks `tries` times, a
@@ -72,6 +93,16 @@ pub(super) async fn take(
             .await
             .map_err(pg_err)?;
         if row.get::<_, bool>(0) {
+            // Up again: whatever a blip made the others note is forgotten, and the lock's
+            // session is the one on record.
+            client
+                .execute(
+                    "UPDATE nodes SET down_since = NULL, backend_pid = pg_backend_pid() \
+                     WHERE id = $1",
+                    &[&node],
+                )
+                .await
+                .map_err(pg_err)?;
             return Ok(row.get(1));
         }
         if attempt < tries {

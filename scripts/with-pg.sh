@@ -35,6 +35,12 @@ echo "$password" >"$dir/pw"
     exit 1
 }
 
+# Statement counts for the benches (benches/cluster.rs), where the module is installed.
+preload=""
+if [[ -f "$(dirname "$bin")/lib/pg_stat_statements.so" ]]; then
+    preload=" -c shared_preload_libraries=pg_stat_statements"
+fi
+
 # A free port: pick one at random until nothing answers on it and the server starts there.
 started=""
 for _ in 1 2 3 4 5 6 7 8; do
@@ -43,7 +49,7 @@ for _ in 1 2 3 4 5 6 7 8; do
         continue
     fi
     if "${as_owner[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-        -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=300" \
+        -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=300$preload" \
         start >/dev/null; then
         started=1
         break

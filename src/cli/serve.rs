@@ -71,7 +71,7 @@ pub async fn gateway(loaded: LoadedConfig) -> ExitCode {
     };
     if let Some(damage) = damaged {
         // Nothing more can be kept or answered: stop at once, and say what to do.
-        tracing::error!(error = %damage, "the store is damaged; stopping");
+        tracing::error!(error = %damage, "the store cannot go on; stopping");
         stop.cancel();
         gateway.shutdown().await;
         eprintln!("chela: {damage}");

@@ -132,18 +132,33 @@ async fn keep_lease(
 ) {
     let tick = lease / 5;
     let mut trusted_until = won_at + lease - tick;
+    let mut again = false;
     loop {
-        tokio::select! {
-            _ = held.cancelled() => return,
-            _ = tokio::time::sleep(tick) => {}
-            // This node's lock may have been lost: renew now (connecting again), before the
-            // others may take the lease.
-            _ = coordinator.lock_lost() => {}
+        if !again {
+            tokio::select! {
+                _ = held.cancelled() => return,
+                _ = tokio::time::sleep(tick) => {}
+                // This node's lock may have been lost: renew now (connecting again), before
+                // the others may take the lease (a second after the lock went).
+                _ = coordinator.lock_lost() => {
+                    trusted_until = trusted_until.min(Instant::now() + Duration::from_millis(500));
+                }
+            }
         }
         let asked = Instant::now();
+        let epoch = coordinator.lock_epoch();
         let renewed = tokio::time::timeout(tick, coordinator.hold_intake(&name, lease_secs(lease)));
-        match renewed.await {
-            Ok(Ok(true)) => trusted_until = asked + lease - tick,
+        let renewed = renewed.await;
+        // The lock's connection ended meanwhile (the wake-up above only counts while it is
+        // awaited): whatever the answer, renew again at once.
+        again = coordinator.lock_epoch() != epoch;
+        if again {
+            // The others may take the lease a second after the lock went: trusted for half
+            // of that unless renewed meanwhile.
+            trusted_until = trusted_until.min(Instant::now() + Duration::from_millis(500));
+        }
+        match renewed {
+            Ok(Ok(true)) if !again => trusted_until = asked + lease - tick,
             Ok(Ok(false)) => break,
             _ if Instant::now() >= trusted_until => {
                 tracing::warn!("cluster: the intake lease could not be renewed in time");

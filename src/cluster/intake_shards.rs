@@ -90,16 +90,25 @@ pub async fn run_parts(
     };
     let tick = lease / 5;
     let outcome = loop {
+        let epoch = parts.coordinator.lock_epoch();
         parts.round().await;
+        let coordinator = parts.coordinator.clone();
+        let mut pause = super::intake_lease::pause(coordinator.as_ref(), tick);
+        if coordinator.lock_epoch() != epoch {
+            // The lock's connection ended during the round (the wake-up below only counts
+            // while awaited): the others may take these parts a second later, unless the
+            // next round, at once, renews them.
+            parts.distrust_soon();
+            pause = Duration::ZERO;
+        }
         // A part whose lease is no longer trusted stops then, even when the next round is
         // late (the coordinator's calls hang): before its lease can expire in the database.
         let untrusted = parts.first_untrusted();
-        let coordinator = parts.coordinator.clone();
         tokio::select! {
             () = stop.cancelled() => break Ok(()),
-            () = tokio::time::sleep(super::intake_lease::pause(coordinator.as_ref(), tick)) => {}
+            () = tokio::time::sleep(pause) => {}
             // Renew at once (connecting again) when this node's lock may have been lost.
-            _ = coordinator.lock_lost() => {}
+            _ = coordinator.lock_lost() => parts.distrust_soon(),
             () = tokio::time::sleep_until(untrusted) => parts.halt_untrusted(),
             Some((part, run)) = ended_rx.recv() => {
                 if let Some(result) = parts.ended_by_itself(part, run).await {
@@ -221,6 +230,15 @@ impl Parts {
             .map(|r| r.trusted_until)
             .min()
             .unwrap_or_else(|| crate::domain::deadline::after(self.lease))
+    }
+
+    /// This node's lock may be lost: the other nodes may take its parts a second from now,
+    /// so none is trusted past half of that unless renewed.
+    fn distrust_soon(&mut self) {
+        let soon = Instant::now() + Duration::from_millis(500);
+        for running in self.running.values_mut() {
+            running.trusted_until = running.trusted_until.min(soon);
+        }
     }
 
     /// Stops the parts whose lease is no longer trusted (not renewed in time).

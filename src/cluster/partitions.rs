@@ -123,20 +123,28 @@ async fn leases(loops: Loops) {
         let Some(work) = loops.work.upgrade() else {
             return;
         };
+        // A lock lost while the tick ran is not missed: the wake-up below only counts from
+        // when it is awaited.
+        let epoch = coordinator.lock_epoch();
         let beat = maintain(&work, &loops.store, &loops.cluster).await;
         drop(work);
         if coordinator.usurped() {
+            // The gateway stops on it (`Gateway::store_damaged`); these leases are the
+            // other process's now.
             tracing::error!(
                 node = loops.cluster.node(),
                 "cluster: another process took this node's id while its database connection \
-                 was down; stopping this gateway (give each node its own [cluster] node_id)"
+                 was down; this gateway stops (give each node its own [cluster] node_id)"
             );
-            loops.shutdown.cancel();
             return;
         }
-        let pause = match beat && !coordinator.dying() {
-            true => loops.cluster.tick(),
-            false => SOON,
+        let pause = match (
+            beat && !coordinator.dying(),
+            coordinator.lock_epoch() == epoch,
+        ) {
+            (_, false) => Duration::ZERO,
+            (true, true) => loops.cluster.tick(),
+            (false, true) => SOON,
         };
         tokio::select! {
             _ = loops.shutdown.cancelled() => return,
@@ -161,11 +169,13 @@ async fn recv(wakeups: &mut Option<tokio::sync::mpsc::UnboundedReceiver<u32>>) -
 /// partitions taken over go through the restart's recovery. Whether the heartbeat and
 /// renewal went through.
 async fn maintain(work: &Arc<dyn PartitionWork>, store: &Store, cluster: &Cluster) -> bool {
-    // Asking the lanes must not hold the renewal up: past a short wait the last list stays.
+    let fresh = super::shares::keep_share(store, cluster).await;
+    // For the next heartbeat (the renewal first: after a lost lock every moment counts).
+    // Asking the lanes must not hold the next renewal up: past a short wait the last list
+    // stays.
     if let Ok(runs) = tokio::time::timeout(cluster.tick() / 4, work.clone().running()).await {
         cluster.set_runs(runs);
     }
-    let fresh = super::shares::keep_share(store, cluster).await;
     if !fresh.is_empty() {
         let parts: HashSet<u32> = fresh.into_iter().collect();
         // Their pending turns go to lanes at the next poll (one loop hands turns over, so a

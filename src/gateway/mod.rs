@@ -417,14 +417,21 @@ impl Gateway {
     }
 
     /// Waits until a read or a write of the store meets damage (its file corrupted, the disk
-    /// failing: [`BaseStore::damage`](crate::store::BaseStore::damage)); returns it. The
-    /// gateway stops on it rather than going on without a store that answers.
+    /// failing: [`BaseStore::damage`](crate::store::BaseStore::damage)), or, on a cluster,
+    /// another process took this node's id; returns it. The gateway stops on it rather than
+    /// going on without a store that answers (or beside a twin running the same sessions).
     pub async fn store_damaged(&self) -> crate::store::StoreError {
         let mut every = tokio::time::interval(DAMAGE_CHECK);
         loop {
             every.tick().await;
             if let Some(damage) = self.core.store.damage() {
                 return damage;
+            }
+            if let Some(cluster) = self.core.placement.cluster()
+                && cluster.coordinator().usurped()
+            {
+                let node = cluster.node().to_owned();
+                return crate::store::StoreError::NodeIdInUse { node };
             }
         }
     }

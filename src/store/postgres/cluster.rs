@@ -78,8 +78,9 @@ pub struct PgCoordinator {
     events_rx: Mutex<Option<mpsc::UnboundedReceiver<String>>>,
     /// [`EVENTS_CHANNEL`] of this store's schema (known once connected).
     events_channel: Mutex<String>,
-    /// The backend pid of the session holding this node's lock ([`node_lock`]), once taken.
-    lock_pid: Mutex<Option<i32>>,
+    /// The backend pids of this process's coordinator sessions, newest last (at most 8): one
+    /// of them may still hold the node lock after its connection was lost.
+    lock_pids: Mutex<Vec<i32>>,
     /// Bumped each time the coordinator's connection (and with it the node lock) ends.
     lock_epoch: Arc<AtomicU64>,
     /// Woken when it ends.
@@ -114,7 +115,7 @@ impl PgCoordinator {
             events_tx,
             events_rx: Mutex::new(Some(events_rx)),
             events_channel: Mutex::new(EVENTS_CHANNEL.to_owned()),
-            lock_pid: Mutex::new(None),
+            lock_pids: Mutex::new(Vec::new()),
             lock_epoch: Arc::new(AtomicU64::new(0)),
             lock_lost: Arc::new(tokio::sync::Notify::new()),
             usurped: AtomicBool::new(false),
@@ -189,19 +190,30 @@ impl PgCoordinator {
     /// node's own previous lock session if the server still keeps it. At the first
     /// connection it waits up to 10 s for a previous run of this node to be noticed gone.
     async fn lock_node(&self, client: &Client) -> Result<(), StoreError> {
-        let stale = self.lock_pid.lock().ok().and_then(|p| *p);
-        let tries = if stale.is_some() { 3 } else { 10 };
-        let pid = node_lock::take(client, &self.node, stale, tries)
+        let row = client
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .map_err(pg_err)?;
+        // Noted before the lock is asked for: a connection lost right after the lock was
+        // granted leaves a session this process ends at its next try.
+        let stale = match self.lock_pids.lock() {
+            Ok(mut pids) => {
+                let stale = pids.clone();
+                pids.push(row.get(0));
+                let over = pids.len().saturating_sub(8);
+                pids.drain(..over);
+                stale
+            }
+            Err(_) => Vec::new(),
+        };
+        let tries = if stale.is_empty() { 10 } else { 3 };
+        node_lock::take(client, &self.node, &stale, tries)
             .await
             .inspect_err(|e| {
-                if stale.is_some() && matches!(e, StoreError::NodeIdInUse { .. }) {
+                if !stale.is_empty() && matches!(e, StoreError::NodeIdInUse { .. }) {
                     self.usurped.store(true, Ordering::SeqCst);
                 }
-            })?;
-        if let Ok(mut slot) = self.lock_pid.lock() {
-            *slot = Some(pid);
-        }
-        Ok(())
+            })
     }
 
     /// The publishing connection, made first if there is none or it was lost (it listens to
@@ -419,13 +431,15 @@ impl Coordinator for PgCoordinator {
                          backend_pid = excluded.backend_pid, runs = excluded.runs RETURNING id), \
                          gone AS (DELETE FROM nodes WHERE id <> $1 \
                          AND last_seen < now() - make_interval(secs => $3)), \
-                         seen AS (SELECT id, ",
+                         seen AS (SELECT id, backend_pid, ",
                         connected!("id"),
                         " AS up FROM nodes WHERE id <> $1 \
                          AND last_seen >= now() - make_interval(secs => $3)), \
-                         marks AS (UPDATE nodes n SET down_since = CASE WHEN seen.up THEN NULL \
-                         ELSE now() END FROM seen WHERE n.id = seen.id \
-                         AND (n.down_since IS NULL) <> seen.up) \
+                         marks AS (UPDATE nodes n SET down_since = now() WHERE n.id IN \
+                         (SELECT m.id FROM nodes m JOIN seen ON seen.id = m.id \
+                         WHERE NOT seen.up AND m.down_since IS NULL \
+                         AND m.backend_pid IS NOT DISTINCT FROM seen.backend_pid \
+                         ORDER BY m.id FOR UPDATE OF m SKIP LOCKED)) \
                          SELECT (SELECT count(*) FROM nodes n JOIN seen ON seen.id = n.id \
                          WHERE seen.up AND n.last_seen > now() - make_interval(secs => $2)), \
                          (SELECT count(*) FROM seen WHERE NOT seen.up AND (\

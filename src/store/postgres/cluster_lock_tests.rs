@@ -81,12 +81,12 @@ async fn a_running_nodes_id_cannot_be_taken_by_another_process() {
     let config: tokio_postgres::Config = url.parse().unwrap();
     let (client, connection) = config.connect(tokio_postgres::NoTls).await.unwrap();
     tokio::spawn(connection);
-    let refused = node_lock::take(&client, "a", None, 1).await;
+    let refused = node_lock::take(&client, "a", &[], 1).await;
     assert!(
         matches!(&refused, Err(StoreError::NodeIdInUse { node }) if node == "a"),
         "{refused:?}"
     );
-    assert!(node_lock::take(&client, "other", None, 1).await.is_ok());
+    assert!(node_lock::take(&client, "other", &[], 1).await.is_ok());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -121,4 +121,25 @@ async fn a_lost_connection_changes_the_epoch_and_comes_back_with_the_lock() {
     b.heartbeat(10, &[]).await.unwrap();
     assert!(b.acquire(PARTITIONS as usize, 10).await.unwrap().len() < PARTITIONS as usize);
     assert_eq!(a.renew(3600).await.unwrap(), held, "a kept its leases");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_whose_id_another_process_took_while_it_reconnected_knows_it() {
+    let (schema, url) = schema();
+    let (_a_store, a) = node(&url, "a").await;
+    a.heartbeat(10, &[]).await.unwrap();
+    admin(&format!(
+        "SELECT pg_terminate_backend(backend_pid) FROM {schema}.nodes WHERE id = 'a'"
+    ));
+    assert!(eventually(async || a.lock_epoch() == 1).await);
+    // A second process with the same id starts meanwhile and gets the lock.
+    let (_twin_store, twin) = node(&url, "a").await;
+    assert!(!twin.usurped());
+    let refused = a.heartbeat(10, &[]).await;
+    assert!(
+        matches!(&refused, Err(StoreError::NodeIdInUse { .. })),
+        "{refused:?}"
+    );
+    assert!(a.usurped(), "the first process must stop");
+    assert!(!twin.usurped());
 }

@@ -64,30 +64,29 @@ macro_rules! dead {
 }
 pub(super) use dead;
 
-/// Takes node `node`'s lock on `client`; returns the backend pid holding it. With `stale`,
-/// the backend of this node's own lost coordinator connection: if it still holds the lock
-/// (the server has not noticed it is gone), it is ended first. Asks `tries` times, a
+/// Takes node `node`'s lock on `client`. `stale`: the backends of this process's earlier
+/// coordinator connections: one that still holds the lock (the server has not noticed it is
+/// gone) is ended first. Asks `tries` times, a
 /// second apart, while another session holds it (a restarted node's previous session may
 /// take a moment to be noticed gone); then [`StoreError::NodeIdInUse`].
 pub(super) async fn take(
     client: &Client,
     node: &str,
-    stale: Option<i32>,
+    stale: &[i32],
     tries: u32,
-) -> Result<i32, StoreError> {
+) -> Result<(), StoreError> {
     for setting in KEEPALIVES {
         if let Err(e) = client.batch_execute(setting).await {
             tracing::debug!(error = %error_text(&e), setting, "cluster: keepalive setting refused");
         }
     }
-    if let Some(stale) = stale {
+    if !stale.is_empty() {
         end_stale(client, node, stale).await?;
     }
     for attempt in 1..=tries.max(1) {
         let row = client
             .query_one(
-                "SELECT pg_try_advisory_lock($1, hashtext(coalesce(current_schema(), '') || '/' || $2)), \
-                 pg_backend_pid()",
+                "SELECT pg_try_advisory_lock($1, hashtext(coalesce(current_schema(), '') || '/' || $2))",
                 &[&NODE_CLASS, &node],
             )
             .await
@@ -103,7 +102,7 @@ pub(super) async fn take(
                 )
                 .await
                 .map_err(pg_err)?;
-            return Ok(row.get(1));
+            return Ok(());
         }
         if attempt < tries {
             tokio::time::sleep(Duration::from_secs(1)).await;
@@ -114,12 +113,13 @@ pub(super) async fn take(
     })
 }
 
-/// Ends backend `stale` if it still holds node `node`'s lock (it was this process's own).
-async fn end_stale(client: &Client, node: &str, stale: i32) -> Result<(), StoreError> {
+/// Ends the one of backends `stale` that still holds node `node`'s lock, if any (they were
+/// this process's own).
+async fn end_stale(client: &Client, node: &str, stale: &[i32]) -> Result<(), StoreError> {
     let row = client
         .query_one(
             "SELECT coalesce(bool_or(pg_terminate_backend(l.pid)), false) FROM pg_locks l \
-             WHERE l.pid = $1 AND l.locktype = 'advisory' AND l.granted \
+             WHERE l.pid = ANY($1) AND l.locktype = 'advisory' AND l.granted \
              AND l.classid = $2::bigint::oid AND l.objsubid = 2 \
              AND l.objid = hashtext(coalesce(current_schema(), '') || '/' || $3)::oid",
             &[&stale, &i64::from(NODE_CLASS), &node],
@@ -127,10 +127,7 @@ async fn end_stale(client: &Client, node: &str, stale: i32) -> Result<(), StoreE
         .await
         .map_err(pg_err)?;
     if row.get::<_, bool>(0) {
-        tracing::info!(
-            pid = stale,
-            "cluster: ended this node's own stale coordinator session"
-        );
+        tracing::info!("cluster: ended this node's own stale coordinator session");
         // Its lock goes when the ended backend exits.
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -25,7 +25,7 @@ pub trait PartitionWork: Send + Sync {
     /// [`PartitionWork::route_queued`] at the next poll, so a session's turns keep their order).
     fn recover(self: Arc<Self>, parts: &HashSet<u32>);
     /// The sessions with a run going on here (published with each heartbeat).
-    fn running(self: Arc<Self>) -> BoxFuture<'static, Vec<String>>;
+    fn running(&self) -> Vec<String>;
 }
 
 /// The handles the loops run with.
@@ -171,11 +171,7 @@ async fn recv(wakeups: &mut Option<tokio::sync::mpsc::UnboundedReceiver<u32>>) -
 async fn maintain(work: &Arc<dyn PartitionWork>, store: &Store, cluster: &Cluster) -> bool {
     let fresh = super::shares::keep_share(store, cluster).await;
     // For the next heartbeat (the renewal first: after a lost lock every moment counts).
-    // Asking the lanes must not hold the next renewal up: past a short wait the last list
-    // stays.
-    if let Ok(runs) = tokio::time::timeout(cluster.tick() / 4, work.clone().running()).await {
-        cluster.set_runs(runs);
-    }
+    cluster.set_runs(work.running());
     if !fresh.is_empty() {
         let parts: HashSet<u32> = fresh.into_iter().collect();
         // Their pending turns go to lanes at the next poll (one loop hands turns over, so a

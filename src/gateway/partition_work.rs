@@ -46,8 +46,8 @@ impl PartitionWork for Core {
         let _ = crate::delivery::recover_replies(&self.store, &self.notices, Some(parts));
     }
 
-    fn running(self: Arc<Self>) -> BoxFuture<'static, Vec<String>> {
-        Box::pin(async move { self.lanes.running_sessions().await })
+    fn running(&self) -> Vec<String> {
+        self.lanes.running_now()
     }
 }
 

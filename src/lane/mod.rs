@@ -159,6 +159,9 @@ pub(crate) struct Shared {
     /// Lane mailboxes by session key. Senders put messages in with `try_send` under this
     /// lock, and a lane only ends (idle) under it with an empty mailbox: no message is lost.
     pub(crate) lanes: Mutex<HashMap<String, mpsc::Sender<LaneMsg>>>,
+    /// The sessions whose lane has a run (or a job) going on, kept by the lanes themselves:
+    /// asking each lane would wake it and keep it from retiring.
+    pub(crate) running: Mutex<std::collections::HashSet<String>>,
 }
 
 /// The settings stored for `key` (its `/queue` override), else `defaults`; an unreadable
@@ -198,6 +201,7 @@ impl Lanes {
                 shutdown: CancellationToken::new(),
                 draining: std::sync::atomic::AtomicBool::new(false),
                 lanes: Mutex::new(HashMap::new()),
+                running: Mutex::new(std::collections::HashSet::new()),
             }),
             defaults,
             tasks: tokio_util::task::TaskTracker::new(),
@@ -282,24 +286,18 @@ impl Lanes {
         rx.await.map_err(|_| LaneError::Stopped)
     }
 
-    /// The sessions whose lane has a run going on, sorted (lanes that are not alive are not
-    /// started for the question).
+    /// The sessions whose lane has a run going on, sorted ([`Lanes::running_now`]).
     pub async fn running_sessions(&self) -> Vec<String> {
-        let alive: Vec<(String, mpsc::Sender<LaneMsg>)> = match self.shared.lanes.lock() {
-            Ok(lanes) => lanes
-                .iter()
-                .filter(|(_, tx)| !tx.is_closed())
-                .map(|(key, tx)| (key.clone(), tx.clone()))
-                .collect(),
-            Err(_) => return Vec::new(),
+        self.running_now()
+    }
+
+    /// The sessions whose lane has a run going on, sorted (no lane is asked, so none is
+    /// woken or kept alive by the question).
+    pub fn running_now(&self) -> Vec<String> {
+        let mut running: Vec<String> = match self.shared.running.lock() {
+            Ok(set) => set.iter().cloned().collect(),
+            Err(_) => Vec::new(),
         };
-        let mut running = Vec::new();
-        for (key, lane) in alive {
-            let (tx, rx) = oneshot::channel();
-            if lane.send(LaneMsg::Status(tx)).await.is_ok() && rx.await.is_ok_and(|s| s.running) {
-                running.push(key);
-            }
-        }
         running.sort();
         running
     }

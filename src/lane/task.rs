@@ -66,6 +66,11 @@ pub(super) async fn lane(
         shared,
     };
     let shutdown = lane.shared.shutdown.clone();
+    let mut mark = RunMark {
+        shared: lane.shared.clone(),
+        key: lane.key.clone(),
+        marked: false,
+    };
     let mut running: Option<JoinHandle<RunOutcome>> = None;
     loop {
         if running.is_none() {
@@ -76,6 +81,7 @@ pub(super) async fn lane(
             running = lane.start_if_ready();
         }
         lane.notify_idle();
+        mark.set(lane.active.is_some());
         let deadline = lane.collect_at.filter(|_| running.is_none());
         let idle = running.is_none()
             && lane.queue.is_empty()
@@ -116,6 +122,36 @@ pub(super) async fn lane(
                 }
             }
         }
+    }
+}
+
+/// Keeps this lane's key in [`super::Shared::running`] while it has a run going on (and
+/// takes it out when the lane ends, however it ends).
+struct RunMark {
+    shared: Arc<Shared>,
+    key: String,
+    marked: bool,
+}
+
+impl RunMark {
+    /// Notes whether a run goes on now (the set is touched only on a change).
+    fn set(&mut self, running: bool) {
+        if running == self.marked {
+            return;
+        }
+        if let Ok(mut set) = self.shared.running.lock() {
+            match running {
+                true => set.insert(self.key.clone()),
+                false => set.remove(&self.key),
+            };
+            self.marked = running;
+        }
+    }
+}
+
+impl Drop for RunMark {
+    fn drop(&mut self) {
+        self.set(false);
     }
 }
 

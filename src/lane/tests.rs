@@ -740,6 +740,22 @@ async fn an_idle_lane_ends_after_its_idle_time_and_the_next_turn_runs_once_in_a_
 }
 
 #[tokio::test(start_paused = true)]
+async fn asking_which_sessions_run_keeps_no_idle_lane_alive() {
+    let mut h = Harness::new(settings(QueueMode::Followup), 8);
+    h.submit("k", [turn(1, "a")]).await;
+    let run = h.next_run().await;
+    assert_eq!(h.lanes.running_sessions().await, ["k"]);
+    run.finish(0);
+    h.lanes.wait_idle("k").await.unwrap();
+    // A cluster's heartbeat asks every tick; the lane still retires after its idle time.
+    for _ in 0..(2 * LANE_IDLE_MS / 100) {
+        assert!(h.lanes.running_now().is_empty());
+        settle_ms(100).await;
+    }
+    assert_eq!(lanes_alive(&h.lanes), (0, 0));
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_turn_arriving_as_the_idle_time_runs_out_runs_exactly_once() {
     let mut h = Harness::new(settings(QueueMode::Followup), 8);
     h.submit("k", [turn(1, "a")]).await;

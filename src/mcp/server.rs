@@ -261,14 +261,20 @@ impl Server {
     fn peer(&self) -> Result<(Peer<RoleClient>, CancellationToken), CallError> {
         let shared = self.shared();
         match (&shared.peer, &shared.state) {
-            (Some((peer, broken)), _) if !peer.is_transport_closed() => {
+            // A call that found the connection broken cancelled `broken`: the worker may not
+            // have ended yet, but no later call goes through it.
+            (Some((peer, broken)), _) if !peer.is_transport_closed() && !broken.is_cancelled() => {
                 Ok((peer.clone(), broken.clone()))
             }
             (_, ServerState::Unavailable(why)) => Err(CallError::Unavailable {
                 server: self.name.clone(),
                 why: why.clone(),
             }),
-            _ => Err(CallError::Unavailable {
+            (Some(_), _) => Err(CallError::Unavailable {
+                server: self.name.clone(),
+                why: "its connection failed".to_owned(),
+            }),
+            (None, _) => Err(CallError::Unavailable {
                 server: self.name.clone(),
                 why: "it is starting".to_owned(),
             }),

@@ -377,6 +377,9 @@ async fn an_http_server_that_goes_down_or_forgets_its_session_is_reached_again()
     assert!(failed.is_err(), "{failed:?}");
     web.set_down(false);
     echo_until_it_answers(&hub, echo).await;
+    // The failed call broke the connection: nothing went through it again before the
+    // server was started again.
+    assert!(hub.status()[0].restarts >= 1, "{:?}", hub.status());
 
     // The server forgot every session (it restarted): the next call starts a new one.
     web.expire_sessions();

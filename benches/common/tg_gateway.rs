@@ -30,15 +30,16 @@ pub fn spawn(bin: &Path, dir: &Path) -> BenchResult<Child> {
     spawn_with(bin, dir, &[])
 }
 
-/// [`spawn`] with `env` added to the clean environment.
+/// [`spawn`] with `env` added to the clean environment (`RUST_LOG` is `error` unless `env`
+/// sets it).
 pub fn spawn_with(bin: &Path, dir: &Path, env: &[(&str, &str)]) -> BenchResult<Child> {
     Ok(Command::new(bin)
         .env_clear()
+        .env("RUST_LOG", "error")
         .envs(env.iter().copied())
         .env("HOME", dir)
         .env("USER", "bench")
         .env("CHELA_RPC_LISTEN", "")
-        .env("RUST_LOG", "error")
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .current_dir(dir)
         .arg("--config")

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use chela_channel::{ChatKind, Inbound, SinkError};
 
-use super::{Intake, IntakePort, queue};
+use super::queue::{self, Durable};
+use super::{Intake, IntakePort};
 use crate::cluster::Cluster;
 use crate::inbound::commands;
 use crate::inbound::route::{self, Accepted, Route, queued_turn};
@@ -50,11 +51,12 @@ pub(super) async fn route_and_take(
     key: String,
     inbound: Inbound,
     order: Order,
+    durable: Durable,
 ) -> Result<Accepted, SinkError> {
     if intake.placement.routes_where_it_runs() && routed_where_it_runs(&inbound) {
         // Several nodes: the node that runs the session routes the message and carries
         // it out ([`route_queued`]); its commands and answers act there.
-        return Ok(match queue::enqueue(intake, key, inbound).await? {
+        return Ok(match queue::enqueue(intake, key, inbound, durable).await? {
             Some(seq) => Accepted::Queued(seq),
             None => Accepted::Ignored,
         });
@@ -63,10 +65,12 @@ pub(super) async fn route_and_take(
     let route = route::route(&key, &inbound, port.as_ref()).await;
     match carry_out(intake, &port, key, inbound, route, order, Once::Check).await? {
         Carried::Done(accepted) => Ok(accepted),
-        Carried::Turn(key, inbound) => Ok(match queue::enqueue(intake, key, *inbound).await? {
-            Some(seq) => Accepted::Queued(seq),
-            None => Accepted::Ignored,
-        }),
+        Carried::Turn(key, inbound) => Ok(
+            match queue::enqueue(intake, key, *inbound, durable).await? {
+                Some(seq) => Accepted::Queued(seq),
+                None => Accepted::Ignored,
+            },
+        ),
     }
 }
 
@@ -251,7 +255,7 @@ async fn run_command(
             .await;
         // The turn a command leaves (`/new <text>`) was counted with the command.
         if let Some(first) = first
-            && let Err(e) = queue::enqueue_counted(&intake, key, first, false).await
+            && let Err(e) = queue::enqueue_counted(&intake, key, first, false, Durable::Now).await
         {
             port.say(&to, &format!("Cannot queue your message: {e}"))
                 .await;

@@ -222,11 +222,17 @@ impl Router {
         key: String,
         inbound: Inbound,
     ) -> Result<Accepted, SinkError> {
-        carry::route_and_take(&self.intake, key, inbound, carry::Order::Free).await
+        let (order, durable) = (carry::Order::Free, queue::Durable::Now);
+        carry::route_and_take(&self.intake, key, inbound, order, durable).await
     }
 
     /// Admits and routes one channel message; whether it was admitted (and not ignored).
-    async fn take(&self, inbound: Inbound, order: carry::Order) -> Result<bool, SinkError> {
+    async fn take(
+        &self,
+        inbound: Inbound,
+        order: carry::Order,
+        durable: queue::Durable,
+    ) -> Result<bool, SinkError> {
         let key = match &self.session {
             Some(key) => key.clone(),
             None => self.intake.session_key(&inbound),
@@ -237,7 +243,7 @@ impl Router {
         }
         match admit::admit(&self.intake, &key, inbound).await? {
             // Admitted: whatever became of it (a duplicate of one taken before included).
-            Some(inbound) => carry::route_and_take(&self.intake, key, inbound, order)
+            Some(inbound) => carry::route_and_take(&self.intake, key, inbound, order, durable)
                 .await
                 .map(|_| true),
             None => Ok(false),
@@ -247,15 +253,22 @@ impl Router {
 
 impl InboundSink for Router {
     fn accept(&self, inbound: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
-        Box::pin(async move { self.take(inbound, carry::Order::Free).await.map(drop) })
+        let taken = self.take(inbound, carry::Order::Free, queue::Durable::Now);
+        Box::pin(async move { taken.await.map(drop) })
     }
 
     fn accept_admitted(&self, inbound: Inbound) -> BoxFuture<'_, Result<bool, SinkError>> {
-        Box::pin(self.take(inbound, carry::Order::Free))
+        Box::pin(self.take(inbound, carry::Order::Free, queue::Durable::Now))
     }
 
     fn accept_in_order(&self, inbound: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
-        Box::pin(async move { self.take(inbound, carry::Order::Input).await.map(drop) })
+        let taken = self.take(inbound, carry::Order::Input, queue::Durable::Now);
+        Box::pin(async move { taken.await.map(drop) })
+    }
+
+    fn accept_before_cursor(&self, inbound: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
+        let taken = self.take(inbound, carry::Order::Free, queue::Durable::WithCursor);
+        Box::pin(async move { taken.await.map(drop) })
     }
 
     fn press(&self, press: Press) -> BoxFuture<'_, ()> {

@@ -7,14 +7,25 @@ use super::Intake;
 use crate::inbound::route::queued_turn;
 use crate::store::PendingTurn;
 
-/// Durably queues a message and hands it to where its session runs; its pending seq, or
-/// `None` for a duplicate.
+/// When a message [`enqueue`] accepts is made durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Durable {
+    /// Before it is handed to where its session runs.
+    Now,
+    /// With the channel's next cursor save, or any durable write before it (a reply to it
+    /// is one): see `InboundSink::accept_before_cursor`.
+    WithCursor,
+}
+
+/// Queues a message (durable as `durable` says) and hands it to where its session runs;
+/// its pending seq, or `None` for a duplicate.
 pub(super) async fn enqueue(
     intake: &Intake,
     key: String,
     inbound: Inbound,
+    durable: Durable,
 ) -> Result<Option<u64>, SinkError> {
-    enqueue_counted(intake, key, inbound, true).await
+    enqueue_counted(intake, key, inbound, true, durable).await
 }
 
 /// [`enqueue`], counting a new message in the inbound metric when `count`.
@@ -23,6 +34,7 @@ pub(super) async fn enqueue_counted(
     key: String,
     inbound: Inbound,
     count: bool,
+    durable: Durable,
 ) -> Result<Option<u64>, SinkError> {
     let dedupe = crate::store::dedupe_key(&inbound);
     let channel = inbound.conversation.channel.clone();
@@ -31,7 +43,7 @@ pub(super) async fn enqueue_counted(
         inbound,
         queued_ms: crate::domain::message::now_ms(),
     };
-    let queued = enqueue_keyed(intake, pending, &dedupe).await?;
+    let queued = enqueue_keyed_as(intake, pending, &dedupe, durable).await?;
     if count && queued.is_some() {
         // Counted once it is known to be new: a redelivery is not a second message.
         crate::metrics::global().inbound(&channel);
@@ -48,13 +60,22 @@ pub async fn enqueue_keyed(
     pending: PendingTurn,
     dedupe: &str,
 ) -> Result<Option<u64>, SinkError> {
+    enqueue_keyed_as(intake, pending, dedupe, Durable::Now).await
+}
+
+/// [`enqueue_keyed`], durable as `durable` says.
+async fn enqueue_keyed_as(
+    intake: &Intake,
+    pending: PendingTurn,
+    dedupe: &str,
+    durable: Durable,
+) -> Result<Option<u64>, SinkError> {
     let key = pending.session_key.clone();
-    let Some(seq) = intake
-        .store
-        .enqueue_unique(dedupe, &pending)
-        .await
-        .map_err(|e| SinkError(e.to_string()))?
-    else {
+    let queued = match durable {
+        Durable::Now => intake.store.enqueue_unique(dedupe, &pending).await,
+        Durable::WithCursor => intake.store.enqueue_unique_buffered(dedupe, &pending).await,
+    };
+    let Some(seq) = queued.map_err(|e| SinkError(e.to_string()))? else {
         tracing::debug!(session = %key, "duplicate inbound dropped");
         return Ok(None);
     };

@@ -258,6 +258,15 @@ pub trait InboundSink: Send + Sync {
     fn accept_in_order(&self, inbound: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
         self.accept(inbound)
     }
+    /// Accepts a message the channel confirms to its platform only through a later
+    /// [`save_cursor`](InboundSink::save_cursor) (Telegram's update offset): the sink may
+    /// leave making the message durable to that save, so a batch of messages costs one
+    /// durable write instead of one each. Until then a crash may lose it, and the platform
+    /// sends it again. A reply to it is still sent only once it is durable. By default the
+    /// same as [`InboundSink::accept`].
+    fn accept_before_cursor(&self, inbound: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
+        self.accept(inbound)
+    }
     /// Someone pressed a button the bot sent. Answered at once, like a command; a press that
     /// is lost is pressed again, so nothing is stored. By default ignored.
     fn press(&self, press: Press) -> BoxFuture<'_, ()> {

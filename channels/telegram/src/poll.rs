@@ -1,5 +1,7 @@
 //! Long polling: `getUpdates` with the offset persisted only after the updates below it are
-//! durable in the sink. One loop per token; a 409 Conflict (another poller) backs off.
+//! accepted; the save makes the whole batch durable at once (`accept_before_cursor`), and
+//! Telegram keeps a batch until the next poll confirms its offset. One loop per token; a
+//! 409 Conflict (another poller) backs off.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -114,9 +116,9 @@ pub async fn poll(
             }
             if let UpdateKind::Message(message) = &update.kind
                 && let Some(inbound) = normalize(message, me, account)
-                && let Err(e) = sink.accept(inbound).await
+                && let Err(e) = sink.accept_before_cursor(inbound).await
             {
-                // Not durable: stop here; the update comes again with the next poll.
+                // Not accepted: stop here; the update comes again with the next poll.
                 tracing::error!(error = %e, "telegram: inbound not accepted; will retry");
                 break;
             }
@@ -125,7 +127,13 @@ pub async fn poll(
         if offset != before
             && let Err(e) = sink.save_cursor(&cursor, offset).await
         {
-            tracing::error!(error = %e, "telegram: cannot save the update offset");
+            // What this batch accepted may not be durable without the save: Telegram keeps
+            // it until a later poll confirms the offset, so ask for the batch again.
+            tracing::error!(error = %e, "telegram: cannot save the update offset; fetching the batch again");
+            offset = before;
+            if pause(&mut backoff, &shutdown).await {
+                return Ok(());
+            }
         }
     }
 }
@@ -144,3 +152,7 @@ pub(crate) async fn pause(backoff: &mut Duration, shutdown: &CancellationToken) 
         _ = tokio::time::sleep(wait) => false,
     }
 }
+
+#[cfg(test)]
+#[path = "poll_tests.rs"]
+mod tests;

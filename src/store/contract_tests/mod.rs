@@ -47,6 +47,7 @@ macro_rules! store_contract_tests {
     ($harness:expr) => {
         $crate::store::contract_tests::store_contract_tests!(@each $harness;
             enqueue_unique_is_durable_and_drops_duplicates,
+            buffered_enqueue_is_seen_at_once_and_kept_with_the_cursor,
             concurrent_enqueue_unique_admits_exactly_one,
             pending_turns_are_removed_and_cleared,
             settle_turn_records_the_final_and_clears_pending_together,

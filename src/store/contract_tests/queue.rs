@@ -216,3 +216,34 @@ pub(crate) async fn dedupe_marks_are_atomic_and_prune_only_old_ones(h: &dyn Harn
     assert!(store.mark_seen("new", 5_000).unwrap());
     assert!(!store.mark_seen("k", 5_000).unwrap(), "other marks stay");
 }
+
+/// `enqueue_unique_buffered` queues and drops duplicates at once, like `enqueue_unique`,
+/// and the durable write after it (a cursor save) keeps it across a restart.
+pub(crate) async fn buffered_enqueue_is_seen_at_once_and_kept_with_the_cursor(h: &dyn Harness) {
+    let store = h.fresh();
+    let a = store.enqueue_unique_buffered("k1", &turn("s1", "1")).await;
+    let a = a.unwrap().expect("a new key is queued");
+    let again = store.enqueue_unique_buffered("k1", &turn("s1", "1")).await;
+    assert_eq!(again.unwrap(), None);
+    assert_eq!(
+        store.enqueue_unique("k1", &turn("s1", "1")).await.unwrap(),
+        None
+    );
+    let seqs = |store: &crate::store::Store| -> Vec<u64> {
+        store.all_pending().unwrap().iter().map(|p| p.0).collect()
+    };
+    assert_eq!(seqs(&store), [a]);
+    store
+        .set_cursor("telegram:default:offset", 5)
+        .await
+        .unwrap();
+
+    let store = h.reopen(store);
+    assert_eq!(seqs(&store), [a]);
+    let cursor = store.get_cursor("telegram:default:offset").unwrap();
+    assert_eq!(cursor, Some(5));
+    assert_eq!(
+        store.enqueue_unique("k1", &turn("s1", "1")).await.unwrap(),
+        None
+    );
+}

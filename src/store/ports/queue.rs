@@ -58,6 +58,19 @@ pub trait QueueStore {
         turn: &'a PendingTurn,
     ) -> StoreFuture<'a, Option<u64>>;
 
+    /// [`QueueStore::enqueue_unique`], written at once but made durable only by the next
+    /// durable write (anyone's) or flush, for a caller that makes it durable itself before
+    /// the message is confirmed to where it came from (a channel saving its cursor). Every
+    /// durable write makes all earlier writes durable, so a reply recorded for the turn
+    /// takes the turn along. By default the same as `enqueue_unique`.
+    fn enqueue_unique_buffered<'a>(
+        &'a self,
+        dedupe_key: &'a str,
+        turn: &'a PendingTurn,
+    ) -> StoreFuture<'a, Option<u64>> {
+        self.enqueue_unique(dedupe_key, turn)
+    }
+
     /// Removes turn `seq` (it has run or was dropped); returns whether it was there. Buffered.
     fn remove_pending(&self, seq: u64) -> Result<bool, StoreError>;
 

@@ -30,7 +30,15 @@ impl QueueStore for RedbStore {
         dedupe_key: &'a str,
         turn: &'a PendingTurn,
     ) -> StoreFuture<'a, Option<u64>> {
-        Box::pin(self.enqueue_unique_now(dedupe_key, turn))
+        Box::pin(self.enqueue_unique_now(dedupe_key, turn, true))
+    }
+
+    fn enqueue_unique_buffered<'a>(
+        &'a self,
+        dedupe_key: &'a str,
+        turn: &'a PendingTurn,
+    ) -> StoreFuture<'a, Option<u64>> {
+        Box::pin(self.enqueue_unique_now(dedupe_key, turn, false))
     }
 
     fn remove_pending(&self, seq: u64) -> Result<bool, StoreError> {
@@ -157,11 +165,12 @@ impl QueueStore for RedbStore {
 
 impl RedbStore {
     /// [`QueueStore::enqueue_unique`]: one transaction over `dedupe` and `pending`, then a
-    /// flush.
+    /// flush when `durable` (else the next flush takes it along).
     async fn enqueue_unique_now(
         &self,
         dedupe_key: &str,
         turn: &PendingTurn,
+        durable: bool,
     ) -> Result<Option<u64>, StoreError> {
         if self.before_rollback(turn.inbound.timestamp_ms) {
             return Ok(None);
@@ -175,7 +184,7 @@ impl RedbStore {
             put(tx, PENDING, &seq.to_be_bytes(), &bytes)?;
             Ok(Some(seq))
         })?;
-        if seq.is_some() {
+        if seq.is_some() && durable {
             self.sync().await?;
         }
         Ok(seq)

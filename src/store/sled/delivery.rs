@@ -24,7 +24,15 @@ impl QueueStore for SledStore {
         dedupe_key: &'a str,
         turn: &'a PendingTurn,
     ) -> StoreFuture<'a, Option<u64>> {
-        Box::pin(self.enqueue_unique_now(dedupe_key, turn))
+        Box::pin(self.enqueue_unique_now(dedupe_key, turn, true))
+    }
+
+    fn enqueue_unique_buffered<'a>(
+        &'a self,
+        dedupe_key: &'a str,
+        turn: &'a PendingTurn,
+    ) -> StoreFuture<'a, Option<u64>> {
+        Box::pin(self.enqueue_unique_now(dedupe_key, turn, false))
     }
 
     fn remove_pending(&self, seq: u64) -> Result<bool, StoreError> {
@@ -121,11 +129,12 @@ impl QueueStore for SledStore {
 
 impl SledStore {
     /// [`QueueStore::enqueue_unique`]: one transaction over `dedupe` and `pending`, then a
-    /// flush.
+    /// flush when `durable` (else the next flush takes it along).
     async fn enqueue_unique_now(
         &self,
         dedupe_key: &str,
         turn: &PendingTurn,
+        durable: bool,
     ) -> Result<Option<u64>, StoreError> {
         if self.before_rollback(turn.inbound.timestamp_ms) {
             return Ok(None);
@@ -146,7 +155,9 @@ impl SledStore {
         if !fresh {
             return Ok(None);
         }
-        self.sync().await?;
+        if durable {
+            self.sync().await?;
+        }
         Ok(Some(seq))
     }
 

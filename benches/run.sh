@@ -13,6 +13,7 @@
 #   benches/run.sh media      # 20 users send a 5 MB photo at once: peak RSS, photo to model call
 #   benches/run.sh panel      # control panel: page weight, first render with 10,000 sessions, idle RSS on/off
 #   benches/run.sh prompt_cache  # request bytes and cached share per call, prompt caching off and on
+#   benches/run.sh floor      # chela against a minimal Python bot on the fake Telegram (needs python3)
 #   benches/run.sh cluster    # 1 node (redb), 1 and 3 nodes on PostgreSQL, failover (needs CHELA_STORE_URL: scripts/with-pg.sh)
 #
 # The benches report figures; they never assert times. Expect about 1 minute for `turns`

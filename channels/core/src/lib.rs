@@ -262,8 +262,9 @@ pub trait InboundSink: Send + Sync {
     /// [`save_cursor`](InboundSink::save_cursor) (Telegram's update offset): the sink may
     /// leave making the message durable to that save, so a batch of messages costs one
     /// durable write instead of one each. Until then a crash may lose it, and the platform
-    /// sends it again. A reply to it is still sent only once it is durable. By default the
-    /// same as [`InboundSink::accept`].
+    /// sends it again. Whatever the sink records of its turn later (a final reply before it
+    /// is sent, a preview once sent) is a durable write that takes the message along. By
+    /// default the same as [`InboundSink::accept`].
     fn accept_before_cursor(&self, inbound: Inbound) -> BoxFuture<'_, Result<(), SinkError>> {
         self.accept(inbound)
     }

@@ -1,7 +1,7 @@
 //! Long polling: `getUpdates` with the offset persisted only after the updates below it are
 //! accepted; the save makes the whole batch durable at once (`accept_before_cursor`), and
-//! Telegram keeps a batch until the next poll confirms its offset. One loop per token; a
-//! 409 Conflict (another poller) backs off.
+//! Telegram keeps a batch until the next poll confirms its offset, so a failed save is tried
+//! again before that poll. One loop per token; a 409 Conflict (another poller) backs off.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -124,16 +124,32 @@ pub async fn poll(
             }
             offset = next;
         }
-        if offset != before
-            && let Err(e) = sink.save_cursor(&cursor, offset).await
-        {
-            // What this batch accepted may not be durable without the save: Telegram keeps
-            // it until a later poll confirms the offset, so ask for the batch again.
-            tracing::error!(error = %e, "telegram: cannot save the update offset; fetching the batch again");
-            offset = before;
-            if pause(&mut backoff, &shutdown).await {
-                return Ok(());
+        if offset != before && !save_offset(sink.as_ref(), &cursor, offset, &shutdown).await {
+            return Ok(());
+        }
+    }
+}
+
+/// Saves `offset`, which makes the batch below it durable, trying again after a pause until
+/// it is saved; false when `shutdown` came first. The next poll would confirm the batch to
+/// Telegram, so it waits for the save. (Fetching the batch again instead would repeat what
+/// keeps no dedupe mark: an answer to a question, a pairing prompt, group context.)
+async fn save_offset(
+    sink: &dyn InboundSink,
+    cursor: &str,
+    offset: i64,
+    shutdown: &CancellationToken,
+) -> bool {
+    let mut backoff = Duration::from_millis(500);
+    loop {
+        match sink.save_cursor(cursor, offset).await {
+            Ok(()) => return true,
+            Err(e) => {
+                tracing::error!(error = %e, "telegram: cannot save the update offset; trying again");
             }
+        }
+        if pause(&mut backoff, shutdown).await {
+            return false;
         }
     }
 }

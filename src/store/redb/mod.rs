@@ -27,6 +27,7 @@ mod cursors;
 mod delivery;
 mod flusher;
 mod highwater;
+mod ids;
 mod integrity;
 mod jsonl;
 mod pairing;
@@ -126,6 +127,9 @@ struct Inner {
     /// Inbound messages at or before this time (ms) count as seen: set when a rollback was
     /// accepted, 0 otherwise.
     rollback_floor_ms: u64,
+    /// The open flag of a store on disk (`ids.rs`): last, dropped after the flusher's last
+    /// commit.
+    open_flag: Option<ids::OpenFlag>,
 }
 
 impl std::fmt::Debug for RedbStore {
@@ -162,7 +166,10 @@ impl RedbStore {
         damage.watch(create_tables(&db))?;
         let (mark, generation, accepted) =
             damage.watch(highwater::check(&db, &path, accept_rollback))?;
-        let store = RedbStore::from_db(db, generation, mark, damage)?;
+        let flag = damage.watch(ids::mark_open(&db, &path))?;
+        let mut store = RedbStore::from_db(db, generation, mark, damage)?;
+        let shared = store.inner.shared.clone();
+        store.inner.open_flag = Some(ids::OpenFlag::new(flag, shared));
         if accepted {
             store.settle_rollback()?;
             // Durable before anything else happens: a crash now must not bring back the
@@ -214,6 +221,7 @@ impl RedbStore {
                 shared,
                 flusher,
                 rollback_floor_ms,
+                open_flag: None,
             },
         })
     }
@@ -366,7 +374,7 @@ fn scan(
 }
 
 /// Hands out the next id inside write transaction `tx` (ids increase and are never reused:
-/// every method that returns one makes its transaction durable first).
+/// a start after a crash moves past the ones lost with it, `ids.rs`).
 fn next_id(tx: &WriteTransaction) -> Result<u64, StoreError> {
     let mut meta = tx.open_table(META).map_err(db_err)?;
     let id = match get(&meta, NEXT_ID_KEY)? {

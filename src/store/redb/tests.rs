@@ -29,10 +29,14 @@ fn a_dropped_store_can_be_opened_again_at_once() {
     }
 }
 
-/// Copies the store's file as a crash would leave it (only durable commits count).
+/// Copies the store's file as a crash would leave it (only durable commits count), with
+/// its open flag.
 fn copy_store(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     std::fs::copy(file_in(from), file_in(to)).unwrap();
+    if from.join("chela.open").exists() {
+        std::fs::copy(from.join("chela.open"), to.join("chela.open")).unwrap();
+    }
 }
 
 #[tokio::test]
@@ -82,8 +86,39 @@ async fn ids_keep_increasing_across_a_reopen() {
         let store = RedbStore::open_with(&path, false, 1 << 20).unwrap();
         store.enqueue(&turn).await.unwrap()
     };
+    assert!(
+        !path.join("chela.open").exists(),
+        "a clean close removes the flag"
+    );
     let store = RedbStore::open_with(&path, false, 1 << 20).unwrap();
-    assert!(store.enqueue(&turn).await.unwrap() > first);
+    // A clean close leaves no gap.
+    assert_eq!(store.enqueue(&turn).await.unwrap(), first + 1);
+}
+
+#[tokio::test]
+async fn ids_lost_to_a_crash_are_not_handed_out_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, crashed) = (dir.path().join("store"), dir.path().join("crashed"));
+    let turn = crate::store::contract_tests::turn("k", "m1");
+    let store = RedbStore::open_with(&path, false, 1 << 20).unwrap();
+    let durable = store.enqueue(&turn).await.unwrap();
+    let lost = store.enqueue_unique_buffered("k2", &turn).await.unwrap();
+    let lost = lost.expect("a new key is queued");
+    // A crash now: the buffered turn was never made durable.
+    std::fs::copy(
+        path.with_extension("highwater"),
+        crashed.with_extension("highwater"),
+    )
+    .unwrap();
+    copy_store(&path, &crashed);
+    drop(store);
+
+    assert!(crashed.join("chela.open").exists());
+    let store = RedbStore::open_with(&crashed, false, 1 << 20).unwrap();
+    assert!(store.is_pending(durable).unwrap());
+    assert!(!store.is_pending(lost).unwrap());
+    let next = store.enqueue_unique("k2", &turn).await.unwrap().unwrap();
+    assert!(next > lost, "{next} must not reuse {lost}");
 }
 
 /// The store contract (`../contract_tests/`) run against redb, each check in its own folder.

@@ -22,7 +22,8 @@ const FLAG_NAME: &str = "chela.open";
 const LOST_IDS_GAP: u64 = 1 << 20;
 
 /// The flag of an open store; dropped after the store's last commit, it removes the file
-/// unless the store is damaged (its last commit may have failed).
+/// unless that commit left writes behind (it failed: a full disk is no damage, but what was
+/// not made durable is lost) or the store is damaged.
 pub(super) struct OpenFlag {
     path: PathBuf,
     shared: Arc<Shared>,
@@ -30,7 +31,9 @@ pub(super) struct OpenFlag {
 
 impl Drop for OpenFlag {
     fn drop(&mut self) {
-        if self.shared.damage.get().is_none()
+        let unsaved = self.shared.dirty.load(std::sync::atomic::Ordering::Acquire);
+        if !unsaved
+            && self.shared.damage.get().is_none()
             && let Err(e) = std::fs::remove_file(&self.path)
         {
             tracing::warn!(error = %e, path = %self.path.display(), "cannot remove the store's open flag");

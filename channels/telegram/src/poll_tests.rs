@@ -76,11 +76,9 @@ async fn a_batch_waits_for_its_cursor_save_which_is_tried_again_when_it_fails() 
             super::poll(&bot, &me, "default", 0, sink, shutdown, &connected).await
         })
     };
-    let saved = || sink.saves.lock().unwrap().iter().any(|save| !save.1);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while !saved() && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    // The poll after a successful save is a change of the fake's state: the wait looks again.
+    let saved = |_: &FakeTelegram| sink.saves.lock().unwrap().iter().any(|save| !save.1);
+    assert!(tg.wait_for(saved, Duration::from_secs(20)).await);
     shutdown.cancel();
     polling.await.unwrap().unwrap();
 

@@ -20,6 +20,9 @@ ARG RUST_VERSION=1.95
 ARG DEBIAN=bookworm
 
 FROM rust:${RUST_VERSION}-slim-${DEBIAN} AS builder
+# The optional parts to build in (docs/development.md, "Features"), e.g.
+# `--build-arg FEATURES=postgres` for several nodes on PostgreSQL.
+ARG FEATURES=""
 WORKDIR /build
 # 1. The dependencies alone: the manifests and empty crate roots. This layer (most of the
 #    build time) is reused until Cargo.toml or Cargo.lock change.
@@ -27,11 +30,12 @@ COPY Cargo.toml Cargo.lock ./
 COPY .cargo .cargo
 COPY channels/core/Cargo.toml channels/core/
 COPY channels/discord/Cargo.toml channels/discord/
+COPY channels/slack/Cargo.toml channels/slack/
 COPY channels/telegram/Cargo.toml channels/telegram/
 COPY channels/terminal/Cargo.toml channels/terminal/
 COPY tests/kit/Cargo.toml tests/kit/
 RUN set -eu; \
-    for dir in . channels/core channels/discord channels/telegram channels/terminal tests/kit; do \
+    for dir in . channels/core channels/discord channels/slack channels/telegram channels/terminal tests/kit; do \
         mkdir -p "$dir/src"; touch "$dir/src/lib.rs"; \
     done; \
     echo 'fn main() {}' > src/main.rs; \
@@ -39,13 +43,13 @@ RUN set -eu; \
     for bench in $(sed -n '/^\[\[bench\]\]/{n;s/^name = "\(.*\)"/\1/p}' Cargo.toml); do \
         echo 'fn main() {}' > "benches/$bench.rs"; \
     done; \
-    cargo build --profile dist --locked --bin chela; \
+    cargo build --release --locked --features "$FEATURES" --bin chela; \
     rm -rf src benches channels/*/src tests/kit/src
 # 2. chela itself. The copied sources may be older than the stubs: touch them so cargo
 #    rebuilds the workspace crates.
 COPY . .
 RUN touch src/lib.rs src/main.rs channels/*/src/lib.rs \
-    && cargo build --profile dist --locked --bin chela
+    && cargo build --release --locked --features "$FEATURES" --bin chela
 
 FROM debian:${DEBIAN}-slim
 # ca-certificates for the agent's tools (git, curl in exec); tini reaps the processes the
@@ -57,7 +61,7 @@ RUN groupadd --system chela \
     && useradd --system --gid chela --home-dir /var/lib/chela --create-home \
         --shell /usr/sbin/nologin chela \
     && mkdir -p /etc/chela
-COPY --from=builder /build/target/dist/chela /usr/local/bin/chela
+COPY --from=builder /build/target/release/chela /usr/local/bin/chela
 ENV HOME=/var/lib/chela \
     USER=chela \
     CHELA_CONFIG=/etc/chela/config.toml

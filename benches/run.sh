@@ -25,16 +25,18 @@ benches=("$@")
 if [ ${#benches[@]} -eq 0 ]; then
     benches=(turns startup channels acp)
 fi
-args=()
-for b in "${benches[@]}"; do
-    args+=(--bench "$b")
-done
-echo "== building (release profile) =="
-cargo bench --no-run "${args[@]}"
+# The benches measure the default build (no optional feature); those that need PostgreSQL
+# build with `--features postgres` (a second build of the binary).
+features_of() {
+    case "$1" in
+        turns | cluster) echo "--features postgres" ;;
+    esac
+}
 status=0
 for b in "${benches[@]}"; do
     echo
     echo "== bench: $b =="
-    cargo bench --bench "$b" || status=$?
+    # shellcheck disable=SC2046
+    cargo bench --bench "$b" $(features_of "$b") || status=$?
 done
 exit $status

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The project's one test command: builds and lints every crate (clippy, warnings denied),
-# installs the npm packages the conformance tests need (when missing or stale) meanwhile,
-# starts a throwaway PostgreSQL, then runs every Rust test. Extra arguments go to
+# The project's one test command: builds and lints every crate (clippy, warnings denied)
+# with every optional part (`--all-features`: the tests need them all; docs/development.md,
+# "Features"), installs the npm packages the conformance tests need (when missing or stale)
+# meanwhile, starts a throwaway PostgreSQL, then runs every Rust test. Extra arguments go to
 # `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,7 +42,7 @@ export RUSTC_WORKSPACE_WRAPPER="$PWD/scripts/lint-rustc.sh"
 # With no arguments, everything is built and linted first, the benches too (as tests, not
 # run); with arguments only what they select is.
 if [[ $# -eq 0 ]]; then
-    cargo test --workspace --locked --all-targets --no-run
+    cargo test --workspace --locked --all-features --all-targets --no-run
 fi
 
 if ! wait "$npm_pid"; then
@@ -56,4 +57,4 @@ rm -f "$npm_log"
 export CHELA_CI="${CHELA_CI:-1}"
 
 # The PostgreSQL store tests run against a private throwaway cluster (scripts/with-pg.sh).
-scripts/with-pg.sh cargo test --workspace --locked "$@"
+scripts/with-pg.sh cargo test --workspace --locked --all-features "$@"

@@ -15,6 +15,7 @@ mod macros;
 mod acp;
 mod agents;
 mod browser;
+mod built;
 mod channels;
 mod cluster;
 mod cron;
@@ -150,6 +151,7 @@ impl Config {
         let checked = config
             .store
             .check_built()
+            .and(config.channels.slack.check_built())
             .and(config.rpc.check())
             .and(config.delivery.check())
             .and(config.media.check())

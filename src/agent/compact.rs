@@ -150,15 +150,13 @@ const IMAGE_CHARS: usize = 6_400;
 
 /// Estimated tokens of the system prompt and the tool list.
 pub fn base_tokens(system: &str, tools: &[ToolSpec]) -> u64 {
-    let tools: usize = tools
-        .iter()
-        .map(|t| {
-            t.name.chars().count()
-                + t.description.chars().count()
-                + t.parameters.to_string().chars().count()
-        })
-        .sum();
-    tokens_of_chars(system.chars().count() + tools)
+    base_tokens_of(system, crate::agent::tool_specs::spec_chars(tools))
+}
+
+/// Estimated tokens of the system prompt and a tool list of `tool_chars` characters
+/// ([`crate::agent::tool_specs::spec_chars`]).
+pub fn base_tokens_of(system: &str, tool_chars: usize) -> u64 {
+    tokens_of_chars(system.chars().count() + tool_chars)
 }
 
 /// Estimated prompt tokens of a call with `messages`, `base` being the system prompt and

@@ -378,6 +378,7 @@ fn agent(model: Arc<TestModel>, context_window: u64, reserve_tokens: u64) -> Age
     Agent {
         provider: model,
         tools: vec![Arc::new(Instant)],
+        specs: Default::default(),
         system_prompt: "you are a test".into(),
         skill_names: Vec::new(),
         mcp: None,

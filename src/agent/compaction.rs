@@ -6,7 +6,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::compact::{
-    CompactError, MIN_SUMMARY_TOKENS, SUMMARY_SYSTEM, base_tokens, estimate_prompt, split_point,
+    CompactError, MIN_SUMMARY_TOKENS, SUMMARY_SYSTEM, base_tokens_of, estimate_prompt, split_point,
     summary_input,
 };
 use crate::agent::provider::{Provider, ProviderEvent, ProviderRequest, ToolSpec};
@@ -196,11 +196,12 @@ impl Agent {
 
     /// Estimated tokens of the system prompt and tool list of every call.
     pub(crate) fn base_tokens(&self) -> u64 {
-        let mut specs: Vec<ToolSpec> = self.tools.iter().map(|t| t.spec()).collect();
-        specs.extend(self.mcp.iter().flat_map(|mcp| mcp.specs()));
+        let own = self.specs.specs(&self.tools);
+        let mcp: Vec<ToolSpec> = self.mcp.iter().flat_map(|mcp| mcp.specs()).collect();
         // Every tool, listed in the prompt too: a run offered fewer stays below this.
-        let system = self.system_for(&specs);
-        base_tokens(&system, &specs)
+        let system = self.system_for(own.iter().chain(&mcp));
+        let tool_chars = self.specs.chars(&self.tools) + crate::agent::tool_specs::spec_chars(&mcp);
+        base_tokens_of(&system, tool_chars)
     }
 }
 

@@ -80,9 +80,10 @@ pub fn cache_key(agent: &str, key: &str) -> String {
 }
 
 /// `prompt` followed by the list of `tools` a run may use (none: the prompt alone).
-pub fn with_tools(prompt: &str, tools: &[ToolSpec]) -> String {
+pub fn with_tools<'a>(prompt: &str, tools: impl IntoIterator<Item = &'a ToolSpec>) -> String {
     let mut out = String::from(prompt);
-    if !tools.is_empty() {
+    let mut tools = tools.into_iter().peekable();
+    if tools.peek().is_some() {
         out.push_str("\n## Tools\n");
         for tool in tools {
             out.push_str(&format!("- {}: {}\n", tool.name, tool.description));

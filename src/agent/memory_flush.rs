@@ -20,9 +20,9 @@ use crate::domain::message::{
 impl Agent {
     /// The system prompt of a call offering `tools`: the prompt, the memory section when
     /// `memory_search` is among them, then the tool list.
-    pub fn system_for(&self, tools: &[ToolSpec]) -> String {
+    pub fn system_for<'a>(&self, tools: impl Iterator<Item = &'a ToolSpec> + Clone) -> String {
         let mut prompt = self.system_prompt.clone();
-        if tools.iter().any(|t| t.name == "memory_search") {
+        if tools.clone().any(|t| t.name == "memory_search") {
             prompt.push_str(&prompt_section(&self.memory.config.today()));
         }
         crate::agent::context::with_tools(&prompt, tools)
@@ -30,11 +30,9 @@ impl Agent {
 
     /// The tools a flush turn of a run allowed `allowed` gets; empty when it cannot write.
     fn flush_tools(&self, allowed: &Allowed) -> Vec<ToolSpec> {
-        let specs: Vec<ToolSpec> = self
-            .tools
-            .iter()
-            .map(|t| t.spec())
+        let specs: Vec<ToolSpec> = (self.specs.specs(&self.tools).iter())
             .filter(|s| FLUSH_TOOLS.contains(&s.name.as_str()) && allowed.allows(&s.name))
+            .cloned()
             .collect();
         let writes = specs.iter().any(|s| s.name == "write" || s.name == "edit");
         if writes { specs } else { Vec::new() }
@@ -138,7 +136,7 @@ impl Agent {
     ) -> Result<Flushed, String> {
         let system = format!(
             "{}\n## Memory flush\n{FLUSH_SYSTEM}\n",
-            self.system_for(&tools)
+            self.system_for(tools.iter())
         );
         let workspace = &self.tool_context.workspace;
         let mut convo = crate::agent::media::for_model(messages, workspace, false).await;
@@ -236,7 +234,9 @@ impl Agent {
         call: &ToolCall,
         offered: &[ToolSpec],
     ) -> ToolOutput {
-        let tool = self.tools.iter().find(|t| t.spec().name == call.name);
+        let specs = self.specs.specs(&self.tools);
+        let at = specs.iter().position(|s| s.name == call.name);
+        let tool = at.and_then(|at| self.tools.get(at));
         let Some(tool) = tool.filter(|_| offered.iter().any(|s| s.name == call.name)) else {
             return ToolOutput::error(format!(
                 "The tool {} is not available during the memory flush.",

@@ -124,6 +124,7 @@ fn agent(model: Arc<Model>, workspace: &std::path::Path, flush: bool) -> Agent {
     Agent {
         provider: model,
         tools,
+        specs: Default::default(),
         system_prompt: "you are a test".into(),
         skill_names: Vec::new(),
         mcp: None,

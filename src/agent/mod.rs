@@ -18,6 +18,7 @@ pub mod skills;
 pub mod steer;
 #[cfg(test)]
 pub(crate) mod test_support;
+pub mod tool_specs;
 pub mod tools;
 pub mod usage;
 
@@ -161,6 +162,7 @@ pub fn build(
         skill_names,
         provider,
         tools,
+        specs: Default::default(),
         mcp: ports.mcp.map(|hub| tools::mcp::McpTools {
             hub,
             selection: config.agent.mcp.clone(),

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::hooks::Decision;
-use crate::agent::provider::{Provider, ProviderError, ProviderEvent, ProviderRequest};
+use crate::agent::provider::{Provider, ProviderError, ProviderEvent, ProviderRequest, ToolSpec};
 use crate::agent::tools::{Tool, ToolContext, ToolOutput};
 use crate::domain::events::{Lifecycle, RunEvent, ToolEvent};
 use crate::domain::message::{
@@ -85,6 +85,8 @@ pub struct Agent {
     pub provider: Arc<dyn Provider>,
     /// Tools offered to the model.
     pub tools: Vec<Arc<dyn Tool>>,
+    /// Their specs, built at the first call that needs them (`tools` does not change).
+    pub specs: crate::agent::tool_specs::SpecCache,
     /// The MCP servers whose tools it offers too (`None`: no `[mcp.servers]`).
     pub mcp: Option<crate::agent::tools::mcp::McpTools>,
     /// System prompt without the tool list (built once from identity, skills, bootstrap
@@ -147,6 +149,8 @@ struct Turn<'a> {
     allowed: crate::agent::policy::Allowed,
     /// The tools this run offers (the agent's own and its MCP servers').
     tools: Vec<Arc<dyn Tool>>,
+    /// Their specs, in the same order.
+    specs: Vec<ToolSpec>,
     /// The session's `/model` choice, if any.
     model: Option<String>,
     /// How much the model reasons: the session's `/think`, else `[model] thinking`.
@@ -170,6 +174,16 @@ impl Agent {
         tools
     }
 
+    /// The specs of a run's `tools` ([`Agent::tools_for_run`]): the agent's own, kept, then
+    /// its MCP servers'.
+    fn specs_of_run(&self, tools: &[Arc<dyn Tool>]) -> Vec<ToolSpec> {
+        let own = self.specs.specs(&self.tools);
+        let mcp = tools.get(own.len()..).unwrap_or_default();
+        (own.iter().cloned())
+            .chain(mcp.iter().map(|t| t.spec()))
+            .collect()
+    }
+
     /// Runs one turn to the end. Never panics; failures come back as [`RunStatus::Error`].
     pub async fn run(&self, mut req: RunRequest) -> RunOutcome {
         let timed_out = CancellationToken::new();
@@ -183,6 +197,8 @@ impl Agent {
             })
         };
         let _ = req.events.send(RunEvent::Lifecycle(Lifecycle::Start)).await;
+        let tools = self.tools_for_run().await;
+        let specs = self.specs_of_run(&tools);
         let mut turn = Turn {
             agent: self,
             key: req.session_key.clone(),
@@ -196,7 +212,8 @@ impl Agent {
             context_tokens: 0,
             cost_usd: Some(0.0),
             allowed: self.allowed_for(&req.session_key, req.reply_to.as_ref()),
-            tools: self.tools_for_run().await,
+            tools,
+            specs,
             model: crate::agent::model_choice::chosen(&self.store, &req.session_key),
             thinking: crate::agent::model_choice::thinking(&self.store, &req.session_key)
                 .unwrap_or(self.thinking),
@@ -400,11 +417,9 @@ impl Turn<'_> {
     /// One streaming model call; returns the assistant message and whether it was cut short.
     async fn model_call(&mut self) -> Result<(AssistantMessage, bool), RunError> {
         let provider = &self.agent.provider;
-        let tools: Vec<_> = self
-            .tools
-            .iter()
-            .map(|t| t.spec())
+        let tools: Vec<ToolSpec> = (self.specs.iter())
             .filter(|spec| self.allowed.offers(&spec.name))
+            .cloned()
             .collect();
         let (provider_name, model) = match self.model.as_deref() {
             Some(choice) => provider.resolve(choice),
@@ -417,7 +432,7 @@ impl Turn<'_> {
         )
         .await;
         let request = ProviderRequest {
-            system: self.agent.system_for(&tools),
+            system: self.agent.system_for(tools.iter()),
             messages,
             tools,
             max_tokens: self.agent.max_tokens,
@@ -571,7 +586,7 @@ impl Turn<'_> {
 
     /// Why `call` may not run here at all: an unknown tool, or one the policy leaves out.
     fn refusal(&self, call: &ToolCall) -> Option<ToolOutput> {
-        if !self.tools.iter().any(|t| t.spec().name == call.name) {
+        if !self.specs.iter().any(|s| s.name == call.name) {
             return Some(ToolOutput::error(format!("unknown tool: {}", call.name)));
         }
         let name = crate::agent::policy::call_name(&call.name, &call.arguments);
@@ -583,7 +598,8 @@ impl Turn<'_> {
     }
 
     async fn call_tool(&self, call: &ToolCall) -> ToolOutput {
-        let Some(tool) = self.tools.iter().find(|t| t.spec().name == call.name) else {
+        let at = self.specs.iter().position(|s| s.name == call.name);
+        let Some(tool) = at.and_then(|at| self.tools.get(at)) else {
             return ToolOutput::error(format!("unknown tool: {}", call.name));
         };
         if let Err(refusal) = self.approve_mcp(call).await {

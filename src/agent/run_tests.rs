@@ -208,6 +208,7 @@ impl Harness {
         let agent = Agent {
             provider: provider.clone(),
             tools: vec![instant.clone(), gate.clone()],
+            specs: Default::default(),
             system_prompt: "you are a test".into(),
             skill_names: Vec::new(),
             mcp: None,

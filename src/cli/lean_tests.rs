@@ -1,11 +1,15 @@
-//! What a build without the default features says when asked for a part it left out
+//! What a build without an optional feature says when asked for a part it left out
 //! (docs/development.md, "Features"). These tests exist only in such a build: `.ci/run` runs
-//! them with `cargo test --no-default-features --bins`.
+//! them in the default build, which has none (`cargo test --bins`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 /// A config file holding `text`, loaded with no environment.
-#[cfg(any(not(feature = "postgres"), not(feature = "sled")))]
+#[cfg(any(
+    not(feature = "postgres"),
+    not(feature = "sled"),
+    not(feature = "slack")
+))]
 fn load(text: &str) -> Result<chela::config::LoadedConfig, chela::config::ConfigError> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("config.toml");
@@ -44,6 +48,26 @@ fn a_folder_holding_a_sled_store_is_refused_naming_the_sled_feature() {
     let text = err.to_string();
     assert!(text.contains("store.path"), "{text}");
     assert!(text.contains("cargo feature `sled`"), "{text}");
+}
+
+#[cfg(not(feature = "slack"))]
+#[test]
+fn slack_tokens_are_refused_naming_the_slack_feature() {
+    let text = "[channels.slack]\nbot_token = \"xoxb-1\"\napp_token = \"xapp-1\"\n";
+    let err = load(text).unwrap_err().to_string();
+    assert!(err.contains("channels.slack"), "{err}");
+    assert!(err.contains("cargo feature `slack`"), "{err}");
+    // A config without them loads, and Slack stays listed (and refused) among the platforms.
+    let config = load("[channels.slack]\nrequire_mention = true\n")
+        .unwrap()
+        .config;
+    let slack = super::platforms::PLATFORMS
+        .iter()
+        .find(|p| p.name == "slack")
+        .unwrap();
+    assert!(!(slack.configured)(&config));
+    let refused = (slack.build)(&config).err().unwrap();
+    assert!(refused.contains("Slack channel"), "{refused}");
 }
 
 #[cfg(not(feature = "import-openclaw"))]

@@ -36,7 +36,7 @@ use chela::gateway::{Gateway, GatewayError};
 #[cfg(not(feature = "import-openclaw"))]
 pub fn not_built(command: &str, feature: &str) -> ExitCode {
     eprintln!(
-        "chela: `{command}` is not in this build: build chela with the cargo feature `{feature}` (on by default)"
+        "chela: `{command}` is not in this build: build chela with the cargo feature `{feature}` (`--features {feature}`)"
     );
     ExitCode::from(2)
 }

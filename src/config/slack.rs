@@ -47,6 +47,15 @@ impl SlackConfig {
         !self.bot_token.trim().is_empty() && !self.app_token.trim().is_empty()
     }
 
+    /// Refuses Slack's tokens in a build without the `slack` feature, naming the table.
+    pub fn check_built(&self) -> Result<(), (String, String)> {
+        if !cfg!(feature = "slack") && self.configured() {
+            let message = super::built::not_built("the Slack channel", "slack");
+            return Err(("channels.slack".to_owned(), message));
+        }
+        Ok(())
+    }
+
     /// The admission rules of this channel.
     pub fn access(&self) -> AccessConfig {
         AccessConfig {

@@ -8,6 +8,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use super::ParseEnumError;
+use super::built::not_built;
 
 /// The whole `config.toml`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -181,11 +182,6 @@ impl StoreConfig {
     /// Refuses a store this build cannot open, naming the setting and the cargo feature:
     /// `store.url` without `postgres`, `store.engine = "sled"` without `sled`.
     pub fn check_built(&self) -> Result<(), (String, String)> {
-        let not_built = |part: &str, feature: &str| {
-            format!(
-                "needs {part}, which this chela was built without: build it with the cargo feature `{feature}` (on by default)"
-            )
-        };
         if !cfg!(feature = "postgres") && self.is_postgres() {
             let message = not_built("the PostgreSQL store", "postgres");
             return Err((self.url_setting().to_owned(), message));

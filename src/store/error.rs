@@ -25,7 +25,7 @@ pub enum StoreError {
     /// The config asks for a part of the store this build left out (a cargo feature off).
     #[error(
         "{setting} needs {part}, which this chela was built without: build it with the cargo \
-         feature `{feature}` (on by default)"
+         feature `{feature}` (`--features {feature}`)"
     )]
     NotBuilt {
         /// The setting (or command) that asked for it.

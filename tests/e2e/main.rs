@@ -1,7 +1,7 @@
 //! The end-to-end tests, one binary so the library is linked once: each file is a module
-//! (`cargo test --test e2e cli::` runs `cli.rs`). They run the real `chela` binary or the
-//! library's gateway over real sockets against the test kit's fakes (`tests/kit`), a
-//! throwaway PostgreSQL (`scripts/with-pg.sh`) and headless Chromium; the helpers they share
+//! (`cargo test --all-features --test e2e cli::` runs `cli.rs`). They run the real `chela`
+//! binary or the library's gateway over real sockets against the test kit's fakes
+//! (`tests/kit`), a throwaway PostgreSQL (`scripts/with-pg.sh`) and headless Chromium; the helpers they share
 //! are in `tests/common`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]

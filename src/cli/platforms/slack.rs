@@ -1,11 +1,14 @@
-//! Slack (`chela-slack`, on slack-morphism): Socket Mode and the Web API.
+//! Slack (`chela-slack`, on slack-morphism): Socket Mode and the Web API; built with the
+//! `slack` feature (without it, `slack_left_out.rs` refuses it).
 
-use std::sync::Arc;
+use super::Platform;
 
-use chela::config::Config;
-use chela_channel::{Channel, ChannelError};
-
-use super::{Platform, Verdict};
+#[cfg(feature = "slack")]
+#[path = "slack_channel.rs"]
+mod channel;
+#[cfg(not(feature = "slack"))]
+#[path = "slack_left_out.rs"]
+mod channel;
 
 /// Slack's entry.
 pub(super) const PLATFORM: Platform = Platform {
@@ -13,59 +16,6 @@ pub(super) const PLATFORM: Platform = Platform {
     title: "Slack",
     token_env: "SLACK_BOT_TOKEN",
     configured: |config| config.channels.slack.configured(),
-    build,
-    check: |config| Box::pin(slack_me(config)),
+    build: channel::build,
+    check: |config| Box::pin(channel::check(config)),
 };
-
-/// The Slack channel of `config`.
-fn build(config: &Config) -> Result<Arc<dyn Channel>, String> {
-    let slack = &config.channels.slack;
-    if !slack.app_token.trim().starts_with("xapp-") {
-        return Err(
-            "channels.slack.app_token: Socket Mode needs an app-level token (xapp-…, scope connections:write)"
-                .into(),
-        );
-    }
-    Ok(chela_slack::SlackChannel::new(chela_slack::SlackSettings {
-        bot_token: slack.bot_token.trim().to_string(),
-        app_token: slack.app_token.trim().to_string(),
-        api_url: slack.api_url.clone(),
-        account: slack.account.clone(),
-        stream_previews: slack.streaming != chela::config::Streaming::Off,
-        block_streaming: slack.streaming == chela::config::Streaming::Block,
-        channels: slack.channels.clone(),
-        max_upload_bytes: slack.upload_mb.saturating_mul(1024 * 1024),
-    }))
-}
-
-/// Asks `auth.test` who the bot token belongs to.
-async fn slack_me(config: &Config) -> Verdict {
-    let slack = &config.channels.slack;
-    let api = chela_slack::api::Api::new(&slack.api_url, slack.bot_token.trim());
-    let asked = tokio::time::timeout(
-        std::time::Duration::from_secs(5),
-        api.post("auth.test", &serde_json::json!({})),
-    )
-    .await;
-    match asked {
-        Ok(Ok(me)) => {
-            let name = me["user"].as_str().unwrap_or("?");
-            let team = me["team"].as_str().unwrap_or("?");
-            (true, format!("@{name} in {team}"))
-        }
-        Ok(Err(ChannelError::Rejected(code))) => (
-            false,
-            format!(
-                "Slack refused the bot token ({code}); copy it again from the app's OAuth & Permissions page"
-            ),
-        ),
-        Ok(Err(e)) => (false, format!("auth.test failed: {e}")),
-        Err(_) => (
-            false,
-            format!(
-                "cannot reach {}; check channels.slack.api_url and the network",
-                slack.api_url
-            ),
-        ),
-    }
-}

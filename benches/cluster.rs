@@ -1,7 +1,7 @@
 //! Several gateways on one PostgreSQL (docs/several-nodes.md): the release
 //! `chela gateway` binary against `FakeTelegram` (long polling) and a zero-delay `FakeModel`.
 //!
-//! Run with `scripts/with-pg.sh cargo bench --bench cluster` (`CHELA_BENCH_PART=failover`:
+//! Run with `scripts/with-pg.sh cargo bench --features postgres --bench cluster` (`CHELA_BENCH_PART=failover`:
 //! the failover and idle load only; `CHELA_BENCH_BIN`: another build's binary, for a before
 //! figure; `CHELA_BENCH_LEASE_S`: another lease). It needs a PostgreSQL
 //! (`CHELA_STORE_URL`, else the `CHELA_TEST_PG_URL` with-pg.sh sets; each setup gets a fresh
@@ -363,7 +363,9 @@ async fn main() -> BenchResult {
     let url = ["CHELA_STORE_URL", "CHELA_TEST_PG_URL"]
         .iter()
         .find_map(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
-        .ok_or("no PostgreSQL: run scripts/with-pg.sh cargo bench --bench cluster")?;
+        .ok_or(
+            "no PostgreSQL: run scripts/with-pg.sh cargo bench --features postgres --bench cluster",
+        )?;
     println!("chela cluster bench (release gateways, FakeTelegram long polling, FakeModel)");
     if std::env::var("CHELA_BENCH_PART").as_deref() == Ok("failover") {
         return failover(fresh_schema(&url).await?).await;

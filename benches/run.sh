@@ -26,11 +26,19 @@ if [ ${#benches[@]} -eq 0 ]; then
     benches=(turns startup channels acp)
 fi
 # The benches measure the default build (no optional feature); those that need PostgreSQL
-# build with `--features postgres` (a second build of the binary).
+# build with `--features postgres`, and `CHELA_STORE_ENGINE=sled` adds `sled` (each another
+# build of the binary).
 features_of() {
+    local features=()
     case "$1" in
-        turns | cluster) echo "--features postgres" ;;
+        turns | cluster) features+=(postgres) ;;
     esac
+    if [[ "${CHELA_STORE_ENGINE:-}" == "sled" ]]; then
+        features+=(sled)
+    fi
+    if [[ ${#features[@]} -gt 0 ]]; then
+        (IFS=,; echo "--features ${features[*]}")
+    fi
 }
 status=0
 for b in "${benches[@]}"; do

@@ -1,6 +1,7 @@
 //! Turn throughput and latency of an in-process gateway against the fake model.
 //!
-//! Run with `cargo bench --bench turns` (release profile), or `benches/run.sh` for every bench.
+//! Run with `cargo bench --features postgres --bench turns` (release profile), or
+//! `benches/run.sh` for every bench (`--features sled` too for `CHELA_STORE_ENGINE=sled`).
 //! Reports figures only; nothing here asserts a time. With `CHELA_STORE_URL` set, the store is
 //! that PostgreSQL (a fresh schema per section); else `CHELA_STORE_ENGINE` (`redb`, `sled`)
 //! picks the embedded engine (unset: the default).

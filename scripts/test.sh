@@ -36,7 +36,7 @@ trap 'wait "$npm_pid" 2>/dev/null || true; rm -f "$npm_log"' EXIT
 
 # Every crate of the workspace is compiled by clippy-driver with warnings denied
 # (scripts/lint-rustc.sh): the build that makes the test binaries is also the lint. A plain
-# `cargo test` afterwards rebuilds the workspace's crates (not the dependencies) without it.
+# `cargo test --all-features` afterwards rebuilds the workspace's crates (not the dependencies) without it.
 export RUSTC_WORKSPACE_WRAPPER="$PWD/scripts/lint-rustc.sh"
 
 # With no arguments, everything is built and linted first, the benches too (as tests, not
@@ -53,7 +53,7 @@ cat "$npm_log"
 rm -f "$npm_log"
 
 # The control panel's browser tests need chromium and chromium-driver; with CHELA_CI set
-# they fail when the driver is missing instead of skipping (run `cargo test` by hand to skip).
+# they fail when the driver is missing instead of skipping (run `cargo test --all-features` by hand to skip).
 export CHELA_CI="${CHELA_CI:-1}"
 
 # The PostgreSQL store tests run against a private throwaway cluster (scripts/with-pg.sh).

@@ -5,7 +5,7 @@
 # and removed on exit, also when the command fails. The cluster is for tests only: fsync is
 # off (nothing in it must survive a power cut), so it starts and runs fast.
 #
-#   scripts/with-pg.sh cargo test --lib store::postgres
+#   scripts/with-pg.sh cargo test --all-features --lib store::postgres
 set -euo pipefail
 
 bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)"

@@ -19,8 +19,9 @@ impl SpecCache {
     /// The specs of `tools`, in their order. Built at the first call: `tools` is the same
     /// list at every call (the agent's own tools, fixed when it is built).
     pub fn specs(&self, tools: &[Arc<dyn Tool>]) -> &[ToolSpec] {
-        self.specs
-            .get_or_init(|| tools.iter().map(|t| t.spec()).collect())
+        let specs = (self.specs).get_or_init(|| tools.iter().map(|t| t.spec()).collect());
+        debug_assert_eq!(specs.len(), tools.len(), "a SpecCache serves one tool list");
+        specs
     }
 
     /// [`spec_chars`] of [`SpecCache::specs`].

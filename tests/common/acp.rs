@@ -17,7 +17,7 @@ pub const HARNESS: &str = "fake";
 /// Cargo builds a dev-dependency's library for the root crate's tests, not its binaries, and
 /// `CARGO_BIN_EXE_fake-acp-agent` exists only inside the kit crate. `cargo test --workspace`
 /// (the test command) builds it beside `chela`, so a binary newer than every file of the kit
-/// is used as it is. Otherwise (e.g. `cargo test --test e2e` after the kit changed) the first
+/// is used as it is. Otherwise (e.g. `cargo test --all-features --test e2e` after the kit changed) the first
 /// call runs `cargo build -p chela-testkit --bin fake-acp-agent` into the same target dir;
 /// that build resolves the dependencies' features for the kit alone, so it rebuilds some
 /// of them, which is why it is not run when the binary is up to date.

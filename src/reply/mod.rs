@@ -20,6 +20,12 @@ pub use stream::{
 /// How often the typing indicator is refreshed (Telegram's expires after about 5 s).
 const TYPING_EVERY: Duration = Duration::from_secs(6);
 
+/// How long a run (or a turn waiting for one) goes before the typing indicator shows. A
+/// reply that comes sooner needs none: Telegram recommends the indicator "only when a
+/// response from the bot will take a noticeable amount of time to arrive", and each one is
+/// an HTTP call (about a third of a fast reply's calls and CPU, benches/floor.rs).
+const TYPING_AFTER: Duration = Duration::from_millis(500);
+
 /// Most typing indicators in flight at once for turns waiting for a run slot. Thousands of
 /// sessions may wait under the global run limit; each indicator sent at once would hold an
 /// HTTP connection of its own (and the platform would refuse most of them with 429s).
@@ -29,12 +35,14 @@ const WAITING_TYPING_AT_ONCE: usize = 16;
 static WAITING_TYPING: tokio::sync::Semaphore =
     tokio::sync::Semaphore::const_new(WAITING_TYPING_AT_ONCE);
 
-/// Shows the typing indicator in `to` until dropped (someone waits for a run to start). A
-/// refresh finding every slot taken is skipped: the next one tries again.
+/// Shows the typing indicator in `to` from [`TYPING_AFTER`] on until dropped (someone waits
+/// for a run to start). A refresh finding every slot taken is skipped: the next one tries
+/// again.
 pub async fn keep_typing(
     channel: std::sync::Arc<dyn chela_channel::Channel>,
     to: chela_channel::Conversation,
 ) -> std::convert::Infallible {
+    tokio::time::sleep(TYPING_AFTER).await;
     loop {
         if let Ok(_slot) = WAITING_TYPING.try_acquire() {
             let _ = channel.typing(&to).await;
@@ -113,7 +121,7 @@ async fn stream_into(
     let ending = loop {
         let due = reply.preview_due().filter(|_| may_preview);
         let thought_due = thought.due().filter(|_| may_preview);
-        // Biased, the indicator first: it starts with the run even when events are already
+        // Biased, the indicator first: once due, it goes out even when events are already
         // waiting.
         tokio::select! {
             biased;
@@ -164,9 +172,11 @@ async fn stream_into(
     }
 }
 
-/// Shows the typing indicator in `to` while a run goes (until dropped), refreshed every
-/// [`TYPING_EVERY`]; a failed indicator is not retried before the next refresh.
+/// Shows the typing indicator in `to` while a run goes (until dropped), from
+/// [`TYPING_AFTER`] on, refreshed every [`TYPING_EVERY`]; a failed indicator is not retried
+/// before the next refresh.
 async fn show_typing(channel: Arc<dyn Channel>, to: Conversation) -> std::convert::Infallible {
+    tokio::time::sleep(TYPING_AFTER).await;
     loop {
         let _ = channel.typing(&to).await;
         tokio::time::sleep(TYPING_EVERY).await;
@@ -332,10 +342,12 @@ mod typing_tests {
     #[tokio::test(start_paused = true)]
     async fn a_typing_indicator_that_never_answers_does_not_hold_the_reply() {
         let channel = Arc::new(SlowTyping::default());
-        let (tx, task) = streaming(channel.clone(), slow_chat(), std::future::ready(()));
+        // No previews (they would be refused and tried again at once, at an edit pace of 0).
+        let (tx, task) = streaming(channel.clone(), slow_chat(), std::future::pending());
         tx.send(RunEvent::Assistant { delta: "ok".into() })
             .await
             .unwrap();
+        tokio::time::sleep(TYPING_AFTER).await;
         tx.send(end()).await.unwrap();
         let streamed = task.await.unwrap().expect("the reply ends with its run");
         assert_eq!(streamed.ending, Ending::End { aborted: false });
@@ -408,6 +420,25 @@ mod typing_tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_reply_that_comes_at_once_shows_no_typing_and_a_slow_one_does() {
+        let channel = Arc::new(SlowTyping::default());
+        let (tx, task) = streaming(channel.clone(), slow_chat(), std::future::pending());
+        tx.send(RunEvent::Assistant { delta: "ok".into() })
+            .await
+            .unwrap();
+        tokio::time::sleep(TYPING_AFTER - Duration::from_millis(1)).await;
+        tx.send(end()).await.unwrap();
+        task.await.unwrap().expect("the reply ends with its run");
+        assert_eq!(channel.typing.load(Ordering::SeqCst), 0, "a quick reply");
+
+        let (tx, task) = streaming(channel.clone(), slow_chat(), std::future::pending());
+        tokio::time::sleep(TYPING_AFTER + Duration::from_millis(1)).await;
+        assert_eq!(channel.typing.load(Ordering::SeqCst), 1, "a slow one");
+        tx.send(end()).await.unwrap();
+        task.await.unwrap().expect("the reply ends with its run");
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn waiting_turns_send_a_bounded_number_of_typing_indicators_at_once() {
         let channel = Arc::new(SlowTyping::default());
         let waiting: Vec<_> = (0..200)
@@ -422,6 +453,14 @@ mod typing_tests {
                 tokio::spawn(keep_typing(channel.clone(), to))
             })
             .collect();
+        // Nobody waited long enough yet (the slots are this test's alone: the other tests
+        // never wait for a run).
+        tokio::time::sleep(TYPING_AFTER - Duration::from_millis(1)).await;
+        assert_eq!(
+            channel.typing.load(Ordering::SeqCst),
+            0,
+            "a short wait shows none"
+        );
         for _ in 0..3 {
             tokio::time::sleep(TYPING_EVERY).await;
         }

@@ -94,9 +94,15 @@ async fn forum_topics_are_separate_sessions_and_replies_stay_in_their_topic() {
     let b = s.tg.add_topic(FORUM, "Beta").unwrap();
     let forum = || ChatSpec::forum(FORUM, "Forum");
     let mut gw = s.gateway();
-    s.tg.user_sends_with(forum(), ann(), "alpha question", in_topic(Some(a)));
-    s.tg.user_sends_with(forum(), bob(), "beta question", in_topic(Some(b)));
-    s.tg.user_sends_with(forum(), ann(), "general question", in_topic(None));
+    // Answers that take a moment, so that each topic shows the typing indicator.
+    s.tg.user_sends_with(
+        forum(),
+        ann(),
+        "after 900 alpha question",
+        in_topic(Some(a)),
+    );
+    s.tg.user_sends_with(forum(), bob(), "after 900 beta question", in_topic(Some(b)));
+    s.tg.user_sends_with(forum(), ann(), "after 900 general question", in_topic(None));
     gw.wait(&s, "three answers", |s| s.texts(FORUM).len() >= 3)
         .await;
     gw.stop().await;

@@ -94,15 +94,26 @@ async fn forum_topics_are_separate_sessions_and_replies_stay_in_their_topic() {
     let b = s.tg.add_topic(FORUM, "Beta").unwrap();
     let forum = || ChatSpec::forum(FORUM, "Forum");
     let mut gw = s.gateway();
-    // Answers that take a moment, so that each topic shows the typing indicator.
+    // Answers that take a moment (the indicator shows after half a second), so that each
+    // topic shows the typing indicator.
     s.tg.user_sends_with(
         forum(),
         ann(),
-        "after 900 alpha question",
+        "after 1500 alpha question",
         in_topic(Some(a)),
     );
-    s.tg.user_sends_with(forum(), bob(), "after 900 beta question", in_topic(Some(b)));
-    s.tg.user_sends_with(forum(), ann(), "after 900 general question", in_topic(None));
+    s.tg.user_sends_with(
+        forum(),
+        bob(),
+        "after 1500 beta question",
+        in_topic(Some(b)),
+    );
+    s.tg.user_sends_with(
+        forum(),
+        ann(),
+        "after 1500 general question",
+        in_topic(None),
+    );
     gw.wait(&s, "three answers", |s| s.texts(FORUM).len() >= 3)
         .await;
     gw.stop().await;

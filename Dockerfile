@@ -26,7 +26,7 @@ ARG FEATURES=""
 WORKDIR /build
 # 1. The dependencies alone: the manifests and empty crate roots. This layer (most of the
 #    build time) is reused until Cargo.toml or Cargo.lock change.
-COPY Cargo.toml Cargo.lock ./
+COPY Cargo.toml Cargo.lock build.rs ./
 COPY .cargo .cargo
 COPY channels/core/Cargo.toml channels/core/
 COPY channels/discord/Cargo.toml channels/discord/
@@ -55,7 +55,7 @@ FROM debian:${DEBIAN}-slim
 # ca-certificates for the agent's tools (git, curl in exec); tini reaps the processes the
 # agent's tools leave behind (chela is not made to be PID 1).
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends ca-certificates tini \
+    && apt-get install -y --no-install-recommends ca-certificates tini tzdata \
     && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system chela \
     && useradd --system --gid chela --home-dir /var/lib/chela --create-home \

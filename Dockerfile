@@ -24,8 +24,8 @@ FROM rust:${RUST_VERSION}-slim-${DEBIAN} AS builder
 # `--build-arg FEATURES=postgres` for several nodes on PostgreSQL.
 ARG FEATURES=""
 WORKDIR /build
-# 1. The dependencies alone: the manifests and empty crate roots. This layer (most of the
-#    build time) is reused until Cargo.toml or Cargo.lock change.
+# 1. The dependencies alone: the manifests, the build script and empty crate roots. This
+#    layer (most of the build time) is reused until Cargo.toml, Cargo.lock or build.rs change.
 COPY Cargo.toml Cargo.lock build.rs ./
 COPY .cargo .cargo
 COPY channels/core/Cargo.toml channels/core/

@@ -31,10 +31,12 @@ impl MemoryConfig {
         if tz.is_empty() || jiff::tz::TimeZone::get(tz).is_ok() {
             return Ok(());
         }
-        Err((
-            "memory.tz".to_owned(),
-            format!("{tz:?} is not a known IANA time zone like \"Europe/Berlin\""),
-        ))
+        let reason = if crate::domain::schedule::no_zone_database() {
+            format!("{tz:?}: {}", crate::domain::schedule::NO_ZONE_DATABASE)
+        } else {
+            format!("{tz:?} is not a known IANA time zone like \"Europe/Berlin\"")
+        };
+        Err(("memory.tz".to_owned(), reason))
     }
 
     /// Today's date (`YYYY-MM-DD`) in `tz` (the host's zone when empty or unknown).

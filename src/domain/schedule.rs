@@ -20,6 +20,9 @@ pub enum ScheduleError {
     /// The time zone is not in the IANA database.
     #[error("unknown time zone `{0}` (an IANA name such as Europe/Berlin)")]
     TimeZone(String),
+    /// A zone was named, but this host has no time zone database to look it up in.
+    #[error("time zone `{0}`: {NO_ZONE_DATABASE}")]
+    NoZoneDatabase(String),
     /// The one-shot time does not parse.
     #[error("bad time `{0}`: give an RFC 3339 time (2030-01-31T09:00:00+01:00) or `in 20m`")]
     At(String),
@@ -203,12 +206,27 @@ fn parse_cron(expr: &str) -> Result<croner::Cron, ScheduleError> {
         .map_err(|e| err(e.to_string()))
 }
 
+/// What a named zone needs when the host has no time zone database (chela reads the
+/// system's: the release build bundles none).
+pub const NO_ZONE_DATABASE: &str =
+    "this host has no time zone database (install the tzdata package: /usr/share/zoneinfo)";
+
+/// Whether the host has no time zone database, or an empty one (so every named zone is
+/// unknown). Only asked once a zone was not found.
+pub fn no_zone_database() -> bool {
+    jiff::tz::db().available().next().is_none()
+}
+
 /// The time zone named `tz`, or the host's.
 fn zone(tz: Option<&str>) -> Result<jiff::tz::TimeZone, ScheduleError> {
     match tz {
-        Some(name) => {
-            jiff::tz::TimeZone::get(name).map_err(|_| ScheduleError::TimeZone(name.to_owned()))
-        }
+        Some(name) => jiff::tz::TimeZone::get(name).map_err(|_| {
+            if no_zone_database() {
+                ScheduleError::NoZoneDatabase(name.to_owned())
+            } else {
+                ScheduleError::TimeZone(name.to_owned())
+            }
+        }),
         None => Ok(jiff::tz::TimeZone::system()),
     }
 }

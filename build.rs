@@ -7,16 +7,17 @@
 //! Such a binary needs glibc 2.36 or later (Debian 12, Ubuntu 24.04), so the flag is only
 //! added when the C library found on the building machine supports it (it defines the
 //! `GLIBC_ABI_DT_RELR` version), and only for a native build. `CHELA_NO_RELR=1` builds
-//! without it, for a binary meant for an older system.
+//! without it, for a binary meant for an older system (or a build that links against an
+//! older glibc than the host's, as cargo-zigbuild can).
 
 use std::path::Path;
 
-/// Where distributions keep the C library.
-const LIBC_PATHS: [&str; 6] = [
-    "/lib/x86_64-linux-gnu/libc.so.6",
-    "/usr/lib/x86_64-linux-gnu/libc.so.6",
-    "/lib/aarch64-linux-gnu/libc.so.6",
-    "/usr/lib/aarch64-linux-gnu/libc.so.6",
+/// Where distributions keep the C library: Debian's multiarch folders (`{arch}` is the
+/// target's architecture, so a host with several architectures' libraries reads the right
+/// one), then Fedora's and Arch's.
+const LIBC_PATHS: [&str; 4] = [
+    "/lib/{arch}-linux-gnu/libc.so.6",
+    "/usr/lib/{arch}-linux-gnu/libc.so.6",
     "/usr/lib64/libc.so.6",
     "/usr/lib/libc.so.6",
 ];
@@ -27,14 +28,15 @@ fn main() {
     let native = var("HOST") == var("TARGET");
     let glibc = var("CARGO_CFG_TARGET_OS") == "linux" && var("CARGO_CFG_TARGET_ENV") == "gnu";
     let off = std::env::var_os("CHELA_NO_RELR").is_some_and(|v| !v.is_empty() && v != "0");
-    if native && glibc && !off && libc_has_relr() {
+    if native && glibc && !off && libc_has_relr(&var("CARGO_CFG_TARGET_ARCH")) {
         println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
     }
 }
 
-/// Whether the first C library found defines the `GLIBC_ABI_DT_RELR` version.
-fn libc_has_relr() -> bool {
-    let Some(libc) = LIBC_PATHS.iter().map(Path::new).find(|p| p.exists()) else {
+/// Whether the first C library found for `arch` defines the `GLIBC_ABI_DT_RELR` version.
+fn libc_has_relr(arch: &str) -> bool {
+    let paths = LIBC_PATHS.map(|path| path.replace("{arch}", arch));
+    let Some(libc) = paths.iter().map(Path::new).find(|p| p.exists()) else {
         return false;
     };
     println!("cargo:rerun-if-changed={}", libc.display());

@@ -31,10 +31,11 @@ impl MemoryConfig {
         if tz.is_empty() || jiff::tz::TimeZone::get(tz).is_ok() {
             return Ok(());
         }
-        let reason = if crate::domain::schedule::no_zone_database() {
-            format!("{tz:?}: {}", crate::domain::schedule::NO_ZONE_DATABASE)
-        } else {
-            format!("{tz:?} is not a known IANA time zone like \"Europe/Berlin\"")
+        let reason = match crate::domain::schedule::unknown_zone(tz) {
+            missing @ crate::domain::schedule::ScheduleError::NoZoneDatabase(_) => {
+                missing.to_string()
+            }
+            _ => format!("{tz:?} is not a known IANA time zone like \"Europe/Berlin\""),
         };
         Err(("memory.tz".to_owned(), reason))
     }

@@ -211,22 +211,25 @@ fn parse_cron(expr: &str) -> Result<croner::Cron, ScheduleError> {
 pub const NO_ZONE_DATABASE: &str =
     "this host has no time zone database (install the tzdata package: /usr/share/zoneinfo)";
 
-/// Whether the host has no time zone database, or an empty one (so every named zone is
-/// unknown). Only asked once a zone was not found.
-pub fn no_zone_database() -> bool {
-    jiff::tz::db().available().next().is_none()
+/// Why the zone `name` was not found: [`ScheduleError::NoZoneDatabase`] when the host has
+/// no time zone database at all (jiff found none of `TZDIR`, `/usr/share/zoneinfo` and
+/// `/etc/zoneinfo`), else [`ScheduleError::TimeZone`].
+pub fn unknown_zone(name: &str) -> ScheduleError {
+    unknown_zone_given(name, jiff::tz::db().is_definitively_empty())
+}
+
+fn unknown_zone_given(name: &str, no_database: bool) -> ScheduleError {
+    if no_database {
+        ScheduleError::NoZoneDatabase(name.to_owned())
+    } else {
+        ScheduleError::TimeZone(name.to_owned())
+    }
 }
 
 /// The time zone named `tz`, or the host's.
 fn zone(tz: Option<&str>) -> Result<jiff::tz::TimeZone, ScheduleError> {
     match tz {
-        Some(name) => jiff::tz::TimeZone::get(name).map_err(|_| {
-            if no_zone_database() {
-                ScheduleError::NoZoneDatabase(name.to_owned())
-            } else {
-                ScheduleError::TimeZone(name.to_owned())
-            }
-        }),
+        Some(name) => jiff::tz::TimeZone::get(name).map_err(|_| unknown_zone(name)),
         None => Ok(jiff::tz::TimeZone::system()),
     }
 }

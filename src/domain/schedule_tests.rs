@@ -61,6 +61,19 @@ fn cron_needs_five_fields_and_a_known_zone() {
 }
 
 #[test]
+fn a_zone_on_a_host_without_a_zone_database_says_to_install_tzdata() {
+    // This host has a database (the tests above need it); the other case is the message.
+    assert_eq!(
+        unknown_zone("Mars/Olympus"),
+        ScheduleError::TimeZone("Mars/Olympus".into())
+    );
+    let missing = unknown_zone_given("Europe/Berlin", true).to_string();
+    assert!(missing.contains("`Europe/Berlin`"), "{missing}");
+    assert!(missing.contains("no time zone database"), "{missing}");
+    assert!(missing.contains("tzdata"), "{missing}");
+}
+
+#[test]
 fn at_takes_rfc3339_or_a_delay_and_runs_once() {
     let now = ms("2030-01-01T00:00:00Z");
     let s = Schedule::at("in 20m", now).unwrap();

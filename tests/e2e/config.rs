@@ -63,31 +63,6 @@ async fn an_unknown_key_is_named() {
 }
 
 #[tokio::test]
-async fn a_named_zone_on_a_host_without_a_zone_database_says_to_install_tzdata() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("config.toml");
-    std::fs::write(&config, "[memory]\ntz = \"Europe/Berlin\"\n").unwrap();
-    // jiff reads the database from TZDIR first: an empty folder is a host without tzdata.
-    let zones = dir.path().join("zoneinfo");
-    std::fs::create_dir(&zones).unwrap();
-    let mut cmd = chela_command(dir.path());
-    cmd.env("TZDIR", &zones)
-        .arg("--config")
-        .arg(&config)
-        .arg("chat");
-    let out = run_to_end(cmd).await;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("memory.tz"), "{stderr}");
-    assert!(stderr.contains("no time zone database"), "{stderr}");
-    assert!(stderr.contains("tzdata"), "{stderr}");
-    // With the host's database, an unknown name is just that.
-    let (out, stderr) = chat_with_config("[memory]\ntz = \"Mars/Olympus\"\n").await;
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("not a known IANA time zone"), "{stderr}");
-}
-
-#[tokio::test]
 async fn an_unknown_queue_mode_is_refused() {
     let (out, stderr) = chat_with_config("[queue]\nmode = \"sometimes\"\n").await;
     assert_eq!(out.status.code(), Some(2), "{stderr}");

@@ -53,7 +53,8 @@ RUN touch src/lib.rs src/main.rs channels/*/src/lib.rs \
 
 FROM debian:${DEBIAN}-slim
 # ca-certificates for the agent's tools (git, curl in exec); tini reaps the processes the
-# agent's tools leave behind (chela is not made to be PID 1).
+# agent's tools leave behind (chela is not made to be PID 1); tzdata for named time zones
+# (the binary bundles none).
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates tini tzdata \
     && rm -rf /var/lib/apt/lists/*

@@ -14,7 +14,8 @@ use std::path::Path;
 
 /// Where distributions keep the C library: Debian's multiarch folders (`{arch}` is the
 /// target's architecture, so a host with several architectures' libraries reads the right
-/// one), then Fedora's and Arch's.
+/// one; where Debian's folder name differs from it, as for i386 or armhf, nothing is found
+/// and the flag is left off), then Fedora's and Arch's.
 const LIBC_PATHS: [&str; 4] = [
     "/lib/{arch}-linux-gnu/libc.so.6",
     "/usr/lib/{arch}-linux-gnu/libc.so.6",

@@ -208,12 +208,14 @@ fn parse_cron(expr: &str) -> Result<croner::Cron, ScheduleError> {
 
 /// What a named zone needs when the host has no time zone database (chela reads the
 /// system's: the release build bundles none).
-pub const NO_ZONE_DATABASE: &str =
-    "this host has no time zone database (install the tzdata package: /usr/share/zoneinfo)";
+pub const NO_ZONE_DATABASE: &str = concat!(
+    "this host has no time zone database ",
+    "(install the tzdata package, /usr/share/zoneinfo, then restart chela)"
+);
 
 /// Why the zone `name` was not found: [`ScheduleError::NoZoneDatabase`] when the host has
-/// no time zone database at all (jiff found none of `TZDIR`, `/usr/share/zoneinfo` and
-/// `/etc/zoneinfo`), else [`ScheduleError::TimeZone`].
+/// no time zone database at all (jiff found none in `TZDIR` or its usual folders, such as
+/// `/usr/share/zoneinfo`; it looks once per process), else [`ScheduleError::TimeZone`].
 pub fn unknown_zone(name: &str) -> ScheduleError {
     unknown_zone_given(name, jiff::tz::db().is_definitively_empty())
 }

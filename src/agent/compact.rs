@@ -150,7 +150,7 @@ const IMAGE_CHARS: usize = 6_400;
 
 /// Estimated tokens of the system prompt and the tool list.
 pub fn base_tokens(system: &str, tools: &[ToolSpec]) -> u64 {
-    base_tokens_of(system, crate::agent::tool_specs::spec_chars(tools))
+    base_tokens_of(system, crate::agent::tool_specs::spec_chars(tools.iter()))
 }
 
 /// Estimated tokens of the system prompt and a tool list of `tool_chars` characters

@@ -199,7 +199,7 @@ impl Agent {
         let own = self.specs.specs(&self.tools);
         let mcp: Vec<ToolSpec> = self.mcp.iter().flat_map(|mcp| mcp.specs()).collect();
         // Every tool, listed in the prompt too: a run offered fewer stays below this.
-        let system = self.system_for(own.iter().chain(&mcp));
+        let system = self.system_for(own.iter().map(|s| &**s).chain(&mcp));
         let tool_chars = self.specs.chars(&self.tools) + crate::agent::tool_specs::spec_chars(&mcp);
         base_tokens_of(&system, tool_chars)
     }

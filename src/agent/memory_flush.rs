@@ -1,6 +1,8 @@
 //! The agent's side of the memory flush ([`memory`](crate::agent::memory) has the rules):
 //! the system prompt's memory section and the silent turn before a compaction.
 
+use std::sync::Arc;
+
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
@@ -29,8 +31,8 @@ impl Agent {
     }
 
     /// The tools a flush turn of a run allowed `allowed` gets; empty when it cannot write.
-    fn flush_tools(&self, allowed: &Allowed) -> Vec<ToolSpec> {
-        let specs: Vec<ToolSpec> = (self.specs.specs(&self.tools).iter())
+    fn flush_tools(&self, allowed: &Allowed) -> Vec<Arc<ToolSpec>> {
+        let specs: Vec<Arc<ToolSpec>> = (self.specs.specs(&self.tools).iter())
             .filter(|s| FLUSH_TOOLS.contains(&s.name.as_str()) && allowed.allows(&s.name))
             .cloned()
             .collect();
@@ -132,11 +134,11 @@ impl Agent {
         &self,
         run: &FlushRun<'_>,
         messages: &[Message],
-        tools: Vec<ToolSpec>,
+        tools: Vec<Arc<ToolSpec>>,
     ) -> Result<Flushed, String> {
         let system = format!(
             "{}\n## Memory flush\n{FLUSH_SYSTEM}\n",
-            self.system_for(tools.iter())
+            self.system_for(tools.iter().map(|t| &**t))
         );
         let workspace = &self.tool_context.workspace;
         let mut convo = crate::agent::media::for_model(messages, workspace, false).await;
@@ -232,7 +234,7 @@ impl Agent {
         &self,
         run: &FlushRun<'_>,
         call: &ToolCall,
-        offered: &[ToolSpec],
+        offered: &[Arc<ToolSpec>],
     ) -> ToolOutput {
         let specs = self.specs.specs(&self.tools);
         let at = specs.iter().position(|s| s.name == call.name);

@@ -150,7 +150,7 @@ struct Turn<'a> {
     /// The tools this run offers (the agent's own and its MCP servers').
     tools: Vec<Arc<dyn Tool>>,
     /// Their specs, in the same order.
-    specs: Vec<ToolSpec>,
+    specs: Vec<Arc<ToolSpec>>,
     /// The session's `/model` choice, if any.
     model: Option<String>,
     /// How much the model reasons: the session's `/think`, else `[model] thinking`.
@@ -176,11 +176,11 @@ impl Agent {
 
     /// The specs of a run's `tools` ([`Agent::tools_for_run`]): the agent's own, kept, then
     /// its MCP servers'.
-    fn specs_of_run(&self, tools: &[Arc<dyn Tool>]) -> Vec<ToolSpec> {
+    fn specs_of_run(&self, tools: &[Arc<dyn Tool>]) -> Vec<Arc<ToolSpec>> {
         let own = self.specs.specs(&self.tools);
         let mcp = tools.get(own.len()..).unwrap_or_default();
         (own.iter().cloned())
-            .chain(mcp.iter().map(|t| t.spec()))
+            .chain(mcp.iter().map(|t| Arc::new(t.spec())))
             .collect()
     }
 
@@ -417,7 +417,7 @@ impl Turn<'_> {
     /// One streaming model call; returns the assistant message and whether it was cut short.
     async fn model_call(&mut self) -> Result<(AssistantMessage, bool), RunError> {
         let provider = &self.agent.provider;
-        let tools: Vec<ToolSpec> = (self.specs.iter())
+        let tools: Vec<Arc<ToolSpec>> = (self.specs.iter())
             .filter(|spec| self.allowed.offers(&spec.name))
             .cloned()
             .collect();
@@ -432,7 +432,7 @@ impl Turn<'_> {
         )
         .await;
         let request = ProviderRequest {
-            system: self.agent.system_for(tools.iter()),
+            system: self.agent.system_for(tools.iter().map(|t| &**t)),
             messages,
             tools,
             max_tokens: self.agent.max_tokens,

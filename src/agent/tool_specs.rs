@@ -11,29 +11,32 @@ use crate::agent::tools::Tool;
 /// The specs of one tool list and their size, kept from the first use.
 #[derive(Debug, Default)]
 pub struct SpecCache {
-    specs: OnceLock<Vec<ToolSpec>>,
+    specs: OnceLock<Vec<Arc<ToolSpec>>>,
     chars: OnceLock<usize>,
 }
 
 impl SpecCache {
     /// The specs of `tools`, in their order. Built at the first call: `tools` is the same
-    /// list at every call (the agent's own tools, fixed when it is built).
-    pub fn specs(&self, tools: &[Arc<dyn Tool>]) -> &[ToolSpec] {
-        let specs = (self.specs).get_or_init(|| tools.iter().map(|t| t.spec()).collect());
+    /// list at every call (the agent's own tools, fixed when it is built). Shared: a run's
+    /// list and each model call's request hold them without copying a schema.
+    pub fn specs(&self, tools: &[Arc<dyn Tool>]) -> &[Arc<ToolSpec>] {
+        let specs = (self.specs).get_or_init(|| tools.iter().map(|t| Arc::new(t.spec())).collect());
         debug_assert_eq!(specs.len(), tools.len(), "a SpecCache serves one tool list");
         specs
     }
 
     /// [`spec_chars`] of [`SpecCache::specs`].
     pub fn chars(&self, tools: &[Arc<dyn Tool>]) -> usize {
-        *self.chars.get_or_init(|| spec_chars(self.specs(tools)))
+        *self
+            .chars
+            .get_or_init(|| spec_chars(self.specs(tools).iter().map(|s| &**s)))
     }
 }
 
 /// The characters `specs` add to a call: names, descriptions and schemas as sent.
-pub fn spec_chars(specs: &[ToolSpec]) -> usize {
+pub fn spec_chars<'a>(specs: impl IntoIterator<Item = &'a ToolSpec>) -> usize {
     specs
-        .iter()
+        .into_iter()
         .map(|t| {
             t.name.chars().count()
                 + t.description.chars().count()

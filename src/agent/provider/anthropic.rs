@@ -120,7 +120,7 @@ pub fn request_body(model: &str, max_tokens: u32, request: &ProviderRequest) -> 
         body["system"] = json!(request.system);
     }
     if !request.tools.is_empty() {
-        body["tools"] = Value::Array(request.tools.iter().map(tool).collect());
+        body["tools"] = Value::Array(request.tools.iter().map(|spec| tool(spec)).collect());
     }
     if request.cache_key.is_some() {
         mark_cache(&mut body);
@@ -402,11 +402,11 @@ mod tests {
                 Message::tool_result(&b, "no such file", true),
                 Message::user("and now?"),
             ],
-            tools: vec![ToolSpec {
+            tools: vec![std::sync::Arc::new(ToolSpec {
                 name: "ls".into(),
                 description: "List a folder.".into(),
                 parameters: json!({"type": "object"}),
-            }],
+            })],
             max_tokens: 0,
             model: None,
             thinking: crate::agent::provider::Thinking::Off,

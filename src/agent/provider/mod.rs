@@ -34,6 +34,7 @@ pub use settings::{ProviderKind, ProviderSettings};
 pub use transport::with_idle_timeout;
 
 use std::pin::Pin;
+use std::sync::Arc;
 
 use futures_util::Stream;
 use serde_json::Value;
@@ -64,8 +65,8 @@ pub struct ProviderRequest {
     pub system: String,
     /// Conversation so far, oldest first.
     pub messages: Vec<Message>,
-    /// Tools the model may call.
-    pub tools: Vec<ToolSpec>,
+    /// Tools the model may call: shared with the agent's specs, so a call copies no schema.
+    pub tools: Vec<Arc<ToolSpec>>,
     /// Output token cap.
     pub max_tokens: u32,
     /// The model for this call (a session's `/model` choice); `None`: the provider's own.

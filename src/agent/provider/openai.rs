@@ -75,7 +75,7 @@ pub fn request_body(model: &str, request: &ProviderRequest) -> Value {
         "messages": messages(&request.system, &request.messages),
     });
     if !request.tools.is_empty() {
-        body["tools"] = Value::Array(request.tools.iter().map(tool).collect());
+        body["tools"] = Value::Array(request.tools.iter().map(|spec| tool(spec)).collect());
     }
     if request.thinking != super::Thinking::Off {
         body["reasoning_effort"] = json!(request.thinking.as_str());
@@ -260,11 +260,11 @@ mod tests {
         ProviderRequest {
             system: "You are terse.".into(),
             messages: conversation(),
-            tools: vec![ToolSpec {
+            tools: vec![std::sync::Arc::new(ToolSpec {
                 name: "ls".into(),
                 description: "List a folder.".into(),
                 parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
-            }],
+            })],
             max_tokens: 100,
             model: None,
             thinking: crate::agent::provider::Thinking::Off,

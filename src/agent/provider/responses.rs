@@ -69,7 +69,7 @@ pub fn request_body(model: &str, max_tokens: u32, request: &ProviderRequest) -> 
         body["instructions"] = json!(request.system);
     }
     if !request.tools.is_empty() {
-        body["tools"] = Value::Array(request.tools.iter().map(tool).collect());
+        body["tools"] = Value::Array(request.tools.iter().map(|spec| tool(spec)).collect());
     }
     if request.thinking != Thinking::Off {
         // The reasoning comes back encrypted, to be sent with the next calls of a tool loop.
@@ -236,11 +236,11 @@ mod tests {
                 }),
                 Message::tool_result(&call, "a.txt", false),
             ],
-            tools: vec![ToolSpec {
+            tools: vec![std::sync::Arc::new(ToolSpec {
                 name: "ls".into(),
                 description: "List a folder.".into(),
                 parameters: json!({"type": "object"}),
-            }],
+            })],
             max_tokens: 100,
             model: None,
             thinking: Thinking::High,

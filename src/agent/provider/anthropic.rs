@@ -753,6 +753,7 @@ mod cache_tests {
                     description: String::new(),
                     parameters: json!({"type": "object"}),
                 })
+                .map(std::sync::Arc::new)
                 .collect(),
             max_tokens: 10,
             model: None,

@@ -381,6 +381,15 @@ async fn plain_text_run_streams_deltas_ends_and_records_user_and_assistant() {
     assert_eq!(requests[0].max_tokens, 1000);
     let names: Vec<_> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["instant", "gate"]);
+    // The request holds the agent's own specs, not copies of their schemas.
+    let cached = h.agent.specs.specs(&h.agent.tools);
+    assert!(
+        requests[0]
+            .tools
+            .iter()
+            .zip(cached)
+            .all(|(a, b)| Arc::ptr_eq(a, b))
+    );
     let transcript = h.transcript();
     assert_eq!(transcript.len(), 2);
     assert_eq!(user_text(&transcript[0]).as_deref(), Some("hi"));

@@ -1,9 +1,11 @@
 //! Anthropic Messages (`POST {base}/v1/messages`, streamed).
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::anthropic_stream::AnthropicDecoder;
+use super::body::Body;
 use super::connection::Connection;
 use super::settings::{ProviderKind, ProviderSettings};
 use super::{
@@ -68,8 +70,11 @@ impl Provider for AnthropicProvider {
     ) -> BoxFuture<'_, Result<EventStream, ProviderError>> {
         let connection = &self.connection;
         let max_tokens = connection.max_tokens(&request);
-        let body = request_body(connection.model_of(&request), max_tokens, &request);
-        Box::pin(async move { connection.stream(&body, AnthropicDecoder::default()).await })
+        Box::pin(async move {
+            // Built here, beside the request it borrows its tools from.
+            let body = request_body(connection.model_of(&request), max_tokens, &request);
+            connection.stream(&body, AnthropicDecoder::default()).await
+        })
     }
 
     fn models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {
@@ -90,7 +95,11 @@ const MIN_BUDGET: u32 = 1024;
 /// `max_tokens` (the API counts thinking in it), and the current tool loop's signed thinking
 /// blocks go back as the API requires; a loop whose last call did not think (it began
 /// without, or another model answered it) is continued without thinking.
-pub fn request_body(model: &str, max_tokens: u32, request: &ProviderRequest) -> Value {
+pub fn request_body<'a>(
+    model: &str,
+    max_tokens: u32,
+    request: &'a ProviderRequest,
+) -> Body<Tool<'a>> {
     let max_tokens = match request.thinking {
         Thinking::Off => max_tokens,
         _ => max_tokens.min(MAX_OUTPUT),
@@ -119,9 +128,10 @@ pub fn request_body(model: &str, max_tokens: u32, request: &ProviderRequest) -> 
     if !request.system.is_empty() {
         body["system"] = json!(request.system);
     }
-    if !request.tools.is_empty() {
-        body["tools"] = Value::Array(request.tools.iter().map(|spec| tool(spec)).collect());
-    }
+    let mut body = Body {
+        fields: body,
+        tools: request.tools.iter().map(|spec| Tool::of(spec)).collect(),
+    };
     if request.cache_key.is_some() {
         mark_cache(&mut body);
     }
@@ -138,11 +148,12 @@ fn list<'a>(body: &'a mut Value, key: &str) -> Option<&'a mut Vec<Value>> {
 /// last block of the last message (the conversation so far: the next call of the tool loop,
 /// or the next turn, reads it; the API looks up to 20 blocks back from a mark for an earlier
 /// one).
-fn mark_cache(body: &mut Value) {
-    let mark = json!({ "type": "ephemeral" });
-    if let Some(last) = list(body, "tools").and_then(|t| t.last_mut()) {
-        last["cache_control"] = mark.clone();
+fn mark_cache(body: &mut Body<Tool<'_>>) {
+    if let Some(last) = body.tools.last_mut() {
+        last.cache_control = Some(Ephemeral::MARK);
     }
+    let mark = json!(Ephemeral::MARK);
+    let body = &mut body.fields;
     if let Some(system) = body.get("system").and_then(Value::as_str) {
         body["system"] = json!([{ "type": "text", "text": system, "cache_control": mark }]);
     }
@@ -153,12 +164,38 @@ fn mark_cache(body: &mut Value) {
     }
 }
 
-fn tool(spec: &ToolSpec) -> Value {
-    json!({
-        "name": spec.name,
-        "description": spec.description,
-        "input_schema": spec.parameters,
-    })
+/// A tool as the Messages API takes it, borrowing its spec.
+#[derive(Debug, Serialize)]
+pub struct Tool<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a Value,
+    /// The prompt cache's mark, on the last tool ([`mark_cache`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<Ephemeral>,
+}
+
+impl<'a> Tool<'a> {
+    fn of(spec: &'a ToolSpec) -> Tool<'a> {
+        Tool {
+            name: &spec.name,
+            description: &spec.description,
+            input_schema: &spec.parameters,
+            cache_control: None,
+        }
+    }
+}
+
+/// A prompt cache mark, `{"type": "ephemeral"}`.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Ephemeral {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+impl Ephemeral {
+    /// The only mark there is.
+    const MARK: Ephemeral = Ephemeral { kind: "ephemeral" };
 }
 
 /// Whether `model` thinks adaptively (`thinking.type = "adaptive"` with an effort): Claude
@@ -346,6 +383,11 @@ fn text_blocks(content: &[ContentBlock]) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The body as the wire gets it.
+    pub(super) fn wire(model: &str, max_tokens: u32, request: &ProviderRequest) -> Value {
+        serde_json::to_value(request_body(model, max_tokens, request)).unwrap()
+    }
     use crate::domain::message::{AssistantMessage, StopReason, ToolCall, Usage};
 
     use super::super::tests_support::shot_result;
@@ -417,7 +459,7 @@ mod tests {
 
     #[test]
     fn body_has_top_level_system_tools_and_stream() {
-        let body = request_body("claude-sonnet-4-5", 1024, &request());
+        let body = wire("claude-sonnet-4-5", 1024, &request());
         assert_eq!(body["model"], "claude-sonnet-4-5");
         assert_eq!(body["max_tokens"], 1024);
         assert_eq!(body["stream"], true);
@@ -430,7 +472,7 @@ mod tests {
 
     #[test]
     fn tool_results_are_merged_into_one_user_message() {
-        let body = request_body("m", 1024, &request());
+        let body = wire("m", 1024, &request());
         assert_eq!(
             body["messages"],
             json!([
@@ -478,7 +520,7 @@ mod tests {
             assistant(vec![ContentBlock::text("")]),
             Message::user("b"),
         ];
-        let body = request_body("m", 10, &req);
+        let body = wire("m", 10, &req);
         assert!(body.get("system").is_none());
         assert!(body.get("tools").is_none());
         assert_eq!(
@@ -518,6 +560,7 @@ mod tests {
 #[cfg(test)]
 mod thinking_tests {
     use super::tests::assistant;
+    use super::tests::wire;
     use super::*;
     use crate::agent::provider::Thinking;
     use crate::domain::message::ToolCall;
@@ -567,7 +610,7 @@ mod thinking_tests {
 
     #[test]
     fn a_level_asks_for_a_budget_on_top_of_max_tokens() {
-        let body = request_body(
+        let body = wire(
             "m",
             1000,
             &request(vec![Message::user("hi")], Thinking::Low),
@@ -577,7 +620,7 @@ mod thinking_tests {
             json!({"type": "enabled", "budget_tokens": 4096})
         );
         assert_eq!(body["max_tokens"], 5096);
-        let off = request_body(
+        let off = wire(
             "m",
             1000,
             &request(vec![Message::user("hi")], Thinking::Off),
@@ -588,7 +631,7 @@ mod thinking_tests {
 
     #[test]
     fn the_tool_loops_signed_thinking_goes_back_first_and_older_thinking_does_not() {
-        let body = request_body("m", 1000, &request(tool_loop(true), Thinking::High));
+        let body = wire("m", 1000, &request(tool_loop(true), Thinking::High));
         let messages = body["messages"].as_array().unwrap();
         assert_eq!(
             messages[1]["content"],
@@ -600,7 +643,7 @@ mod thinking_tests {
         );
         assert_eq!(messages[3]["content"][1]["type"], "tool_use");
         // Without thinking, no thinking block goes back at all.
-        let body = request_body("m", 1000, &request(tool_loop(true), Thinking::Off));
+        let body = wire("m", 1000, &request(tool_loop(true), Thinking::Off));
         assert!(!body.to_string().contains("sig-2"));
     }
 
@@ -610,7 +653,7 @@ mod thinking_tests {
         // results' wire message: the loop and its signed thinking go on.
         let mut conversation = tool_loop(true);
         conversation.push(Message::user("also this"));
-        let body = request_body("m", 1000, &request(conversation, Thinking::High));
+        let body = wire("m", 1000, &request(conversation, Thinking::High));
         assert_eq!(body["thinking"]["budget_tokens"], 24000);
         let messages = body["messages"].as_array().unwrap();
         assert_eq!(messages[3]["content"][0]["signature"], "sig-2");
@@ -628,7 +671,7 @@ mod thinking_tests {
         conversation.push(assistant(Vec::new()));
         conversation.push(assistant(vec![signed("half a thought", "sig-3")]));
         conversation.push(Message::user("still there?"));
-        let body = request_body("m", 1000, &request(conversation, Thinking::High));
+        let body = wire("m", 1000, &request(conversation, Thinking::High));
         assert_eq!(body["thinking"]["budget_tokens"], 24000);
         let messages = body["messages"].as_array().unwrap();
         assert_eq!(messages.len(), 5, "{messages:#?}");
@@ -657,14 +700,14 @@ mod thinking_tests {
         ] {
             assert_eq!(adaptive(model), adaptive_model, "{model}");
         }
-        let body = request_body(
+        let body = wire(
             "claude-opus-4-7",
             1000,
             &request(vec![Message::user("hi")], Thinking::Medium),
         );
         assert_eq!(body["thinking"], json!({"type": "adaptive"}));
         assert_eq!(body["output_config"], json!({"effort": "medium"}));
-        let older = request_body(
+        let older = wire(
             "claude-sonnet-4-5",
             1000,
             &request(vec![Message::user("hi")], Thinking::Medium),
@@ -675,7 +718,7 @@ mod thinking_tests {
 
     #[test]
     fn without_thinking_the_token_cap_is_the_configured_one() {
-        let body = request_body(
+        let body = wire(
             "m",
             64_000,
             &request(vec![Message::user("hi")], Thinking::Off),
@@ -685,7 +728,7 @@ mod thinking_tests {
 
     #[test]
     fn another_models_signature_is_not_sent_and_thinking_waits_for_the_next_turn() {
-        let body = request_body(
+        let body = wire(
             "other-model",
             1000,
             &request(tool_loop(true), Thinking::High),
@@ -696,7 +739,7 @@ mod thinking_tests {
 
     #[test]
     fn output_stays_under_the_models_limit() {
-        let body = request_body(
+        let body = wire(
             "m",
             31_500,
             &request(vec![Message::user("hi")], Thinking::High),
@@ -706,7 +749,7 @@ mod thinking_tests {
             "no room for a budget of 1,024"
         );
         assert_eq!(body["max_tokens"], 31_500);
-        let body = request_body(
+        let body = wire(
             "m",
             8192,
             &request(vec![Message::user("hi")], Thinking::High),
@@ -717,7 +760,7 @@ mod thinking_tests {
 
     #[test]
     fn a_loop_whose_last_call_did_not_think_goes_on_without_thinking() {
-        let body = request_body("m", 1000, &request(tool_loop(false), Thinking::High));
+        let body = wire("m", 1000, &request(tool_loop(false), Thinking::High));
         assert!(body.get("thinking").is_none());
         assert_eq!(body["max_tokens"], 1000);
     }
@@ -739,6 +782,7 @@ mod thinking_tests {
 
 #[cfg(test)]
 mod cache_tests {
+    use super::tests::wire;
     use super::*;
     use crate::agent::provider::Thinking;
 
@@ -765,7 +809,7 @@ mod cache_tests {
 
     #[test]
     fn the_stable_prefix_is_marked_in_three_places() {
-        let body = request_body("m", 10, &request(true));
+        let body = wire("m", 10, &request(true));
         let mark = json!({"type": "ephemeral"});
         assert_eq!(
             body["system"],
@@ -777,13 +821,13 @@ mod cache_tests {
         let last = messages.last().unwrap()["content"].as_array().unwrap();
         assert_eq!(last.last().unwrap()["cache_control"], mark);
         assert_eq!(body.to_string().matches("cache_control").count(), 3);
-        let plain = request_body("m", 10, &request(false));
+        let plain = wire("m", 10, &request(false));
         assert!(!plain.to_string().contains("cache_control"));
         assert_eq!(plain["system"], "You are terse.");
         // No tools (a group's minimal profile): no `tools` key at all.
         let mut bare = request(true);
         bare.tools.clear();
-        let body = request_body("m", 10, &bare);
+        let body = wire("m", 10, &bare);
         assert!(body.get("tools").is_none(), "{body:#}");
         assert_eq!(body.to_string().matches("cache_control").count(), 2);
     }

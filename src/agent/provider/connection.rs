@@ -89,9 +89,9 @@ impl Connection {
     }
 
     /// POSTs `body` to the call URL and decodes the answer with `decoder`.
-    pub async fn stream<D: Decoder>(
+    pub async fn stream<D: Decoder, B: serde::Serialize + Sync>(
         &self,
-        body: &Value,
+        body: &B,
         decoder: D,
     ) -> Result<EventStream, ProviderError> {
         let endpoint = Endpoint {

@@ -16,6 +16,7 @@
 
 pub mod anthropic;
 mod anthropic_stream;
+pub mod body;
 mod build;
 mod connection;
 pub mod echo;

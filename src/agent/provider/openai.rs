@@ -3,7 +3,10 @@
 //! Works with OpenAI and with local servers that speak the same format (Ollama, llama.cpp,
 //! vLLM, LM Studio). Without an API key no `Authorization` header is sent.
 
+use serde::Serialize;
 use serde_json::{Value, json};
+
+use super::body::Body;
 
 use super::connection::{Connection, bearer};
 use super::openai_stream::OpenAiDecoder;
@@ -53,10 +56,14 @@ impl Provider for OpenAiProvider {
         request: ProviderRequest,
     ) -> BoxFuture<'_, Result<EventStream, ProviderError>> {
         let connection = &self.connection;
-        let mut body = request_body(connection.model_of(&request), &request);
-        body[self.max_tokens_field] = json!(connection.max_tokens_thinking(&request));
-        connection.add_cache_key(&mut body, &request);
-        Box::pin(async move { connection.stream(&body, OpenAiDecoder::default()).await })
+        let max_tokens_field = self.max_tokens_field;
+        Box::pin(async move {
+            // Built here, beside the request it borrows its tools from.
+            let mut body = request_body(connection.model_of(&request), &request);
+            body.fields[max_tokens_field] = json!(connection.max_tokens_thinking(&request));
+            connection.add_cache_key(&mut body.fields, &request);
+            connection.stream(&body, OpenAiDecoder::default()).await
+        })
     }
 
     fn models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {
@@ -67,31 +74,50 @@ impl Provider for OpenAiProvider {
 
 /// The JSON body of a streamed chat-completions call (without a token cap; the provider
 /// adds `max_tokens` or `max_completion_tokens`).
-pub fn request_body(model: &str, request: &ProviderRequest) -> Value {
+pub fn request_body<'a>(model: &str, request: &'a ProviderRequest) -> Body<Tool<'a>> {
     let mut body = json!({
         "model": model,
         "stream": true,
         "stream_options": { "include_usage": true },
         "messages": messages(&request.system, &request.messages),
     });
-    if !request.tools.is_empty() {
-        body["tools"] = Value::Array(request.tools.iter().map(|spec| tool(spec)).collect());
-    }
     if request.thinking != super::Thinking::Off {
         body["reasoning_effort"] = json!(request.thinking.as_str());
     }
-    body
+    let tools = request.tools.iter().map(|spec| Tool::of(spec)).collect();
+    Body {
+        fields: body,
+        tools,
+    }
 }
 
-fn tool(spec: &ToolSpec) -> Value {
-    json!({
-        "type": "function",
-        "function": {
-            "name": spec.name,
-            "description": spec.description,
-            "parameters": spec.parameters,
+/// A tool as chat completions take it, borrowing its spec.
+#[derive(Debug, Serialize)]
+pub struct Tool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: Function<'a>,
+}
+
+/// A tool's function.
+#[derive(Debug, Serialize)]
+struct Function<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+impl<'a> Tool<'a> {
+    fn of(spec: &'a ToolSpec) -> Tool<'a> {
+        Tool {
+            kind: "function",
+            function: Function {
+                name: &spec.name,
+                description: &spec.description,
+                parameters: &spec.parameters,
+            },
         }
-    })
+    }
 }
 
 /// Chat messages: system first, then the conversation; thinking blocks are left out.
@@ -198,6 +224,11 @@ fn user_content(content: &[ContentBlock]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The body as the wire gets it.
+    fn wire(model: &str, request: &ProviderRequest) -> Value {
+        serde_json::to_value(request_body(model, request)).unwrap()
+    }
     use crate::domain::message::{AssistantMessage, StopReason, ToolCall, Usage};
 
     use super::super::tests_support::shot_result;
@@ -291,7 +322,7 @@ mod tests {
 
     #[test]
     fn body_has_stream_usage_and_function_tools() {
-        let body = request_body("gpt-4.1-mini", &request());
+        let body = wire("gpt-4.1-mini", &request());
         assert_eq!(body["model"], "gpt-4.1-mini");
         assert_eq!(body["stream"], true);
         assert_eq!(body["stream_options"]["include_usage"], true);
@@ -314,7 +345,7 @@ mod tests {
 
     #[test]
     fn messages_put_system_first_and_pair_tool_results() {
-        let body = request_body("m", &request());
+        let body = wire("m", &request());
         assert_eq!(
             body["messages"],
             json!([
@@ -338,7 +369,7 @@ mod tests {
         if let Message::Assistant(a) = &mut req.messages[1] {
             a.content.retain(|b| matches!(b, ContentBlock::ToolCall(_)));
         }
-        let body = request_body("m", &req);
+        let body = wire("m", &req);
         assert!(body.get("tools").is_none());
         assert_eq!(body["messages"][0]["role"], "user");
         assert_eq!(body["messages"][1]["content"], Value::Null);

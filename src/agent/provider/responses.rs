@@ -3,7 +3,10 @@
 //! `function_call` and `function_call_output`), tools flat, `store: false` (nothing kept on
 //! the server), and `reasoning.effort` with a reasoning summary when the session thinks.
 
+use serde::Serialize;
 use serde_json::{Value, json};
+
+use super::body::Body;
 
 use super::connection::{Connection, bearer};
 use super::responses_stream::ResponsesDecoder;
@@ -45,9 +48,12 @@ impl Provider for ResponsesProvider {
     ) -> BoxFuture<'_, Result<EventStream, ProviderError>> {
         let connection = &self.connection;
         let max_tokens = connection.max_tokens_thinking(&request);
-        let mut body = request_body(connection.model_of(&request), max_tokens, &request);
-        connection.add_cache_key(&mut body, &request);
-        Box::pin(async move { connection.stream(&body, ResponsesDecoder::default()).await })
+        Box::pin(async move {
+            // Built here, beside the request it borrows its tools from.
+            let mut body = request_body(connection.model_of(&request), max_tokens, &request);
+            connection.add_cache_key(&mut body.fields, &request);
+            connection.stream(&body, ResponsesDecoder::default()).await
+        })
     }
 
     fn models(&self) -> BoxFuture<'_, Result<Vec<String>, ProviderError>> {
@@ -57,7 +63,11 @@ impl Provider for ResponsesProvider {
 }
 
 /// The JSON body of a streamed Responses call.
-pub fn request_body(model: &str, max_tokens: u32, request: &ProviderRequest) -> Value {
+pub fn request_body<'a>(
+    model: &str,
+    max_tokens: u32,
+    request: &'a ProviderRequest,
+) -> Body<Tool<'a>> {
     let mut body = json!({
         "model": model,
         "stream": true,
@@ -68,9 +78,6 @@ pub fn request_body(model: &str, max_tokens: u32, request: &ProviderRequest) -> 
     if !request.system.is_empty() {
         body["instructions"] = json!(request.system);
     }
-    if !request.tools.is_empty() {
-        body["tools"] = Value::Array(request.tools.iter().map(|spec| tool(spec)).collect());
-    }
     if request.thinking != Thinking::Off {
         // The reasoning comes back encrypted, to be sent with the next calls of a tool loop.
         body["include"] = json!(["reasoning.encrypted_content"]);
@@ -79,18 +86,34 @@ pub fn request_body(model: &str, max_tokens: u32, request: &ProviderRequest) -> 
             body["reasoning"]["summary"] = json!("auto");
         }
     }
-    body
+    Body {
+        fields: body,
+        tools: request.tools.iter().map(|spec| Tool::of(spec)).collect(),
+    }
 }
 
-/// A tool, flat, not strict (chela's schemas leave optional fields out of `required`).
-fn tool(spec: &ToolSpec) -> Value {
-    json!({
-        "type": "function",
-        "name": spec.name,
-        "description": spec.description,
-        "parameters": spec.parameters,
-        "strict": false,
-    })
+/// A tool, flat, not strict (chela's schemas leave optional fields out of `required`),
+/// borrowing its spec.
+#[derive(Debug, Serialize)]
+pub struct Tool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+    strict: bool,
+}
+
+impl<'a> Tool<'a> {
+    fn of(spec: &'a ToolSpec) -> Tool<'a> {
+        Tool {
+            kind: "function",
+            name: &spec.name,
+            description: &spec.description,
+            parameters: &spec.parameters,
+            strict: false,
+        }
+    }
 }
 
 /// The conversation as input items. With `thinking` (the model reasoning), the reasoning items
@@ -193,6 +216,11 @@ fn user_content(content: &[ContentBlock]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The body as the wire gets it.
+    fn wire(model: &str, max_tokens: u32, request: &ProviderRequest) -> Value {
+        serde_json::to_value(request_body(model, max_tokens, request)).unwrap()
+    }
     use crate::domain::message::{AssistantMessage, StopReason, ToolCall, Usage};
 
     use super::super::tests_support::shot_result;
@@ -251,7 +279,7 @@ mod tests {
 
     #[test]
     fn body_has_instructions_items_flat_tools_and_reasoning() {
-        let body = request_body("gpt-5", 100, &request());
+        let body = wire("gpt-5", 100, &request());
         assert_eq!(body["instructions"], "Be terse.");
         assert_eq!(body["store"], false);
         assert_eq!(body["max_output_tokens"], 100);
@@ -276,11 +304,7 @@ mod tests {
         );
         let mut plain = request();
         plain.thinking = Thinking::Off;
-        assert!(
-            request_body("gpt-5", 100, &plain)
-                .get("reasoning")
-                .is_none()
-        );
+        assert!(wire("gpt-5", 100, &plain).get("reasoning").is_none());
     }
 
     #[test]
@@ -295,19 +319,15 @@ mod tests {
                 redacted: false,
             };
         }
-        let body = request_body("m", 100, &with_item);
+        let body = wire("m", 100, &with_item);
         assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));
         assert_eq!(body["input"][1], kept);
         assert_eq!(body["input"][2]["role"], "assistant");
         assert_eq!(body["input"][3]["type"], "function_call");
         // Another model's reasoning, or none asked for: not sent.
-        assert!(
-            !request_body("gpt-5", 100, &with_item)
-                .to_string()
-                .contains("rs_1")
-        );
+        assert!(!wire("gpt-5", 100, &with_item).to_string().contains("rs_1"));
         with_item.thinking = Thinking::Off;
-        let off = request_body("m", 100, &with_item);
+        let off = wire("m", 100, &with_item);
         assert!(!off.to_string().contains("rs_1") && off.get("include").is_none());
     }
 }

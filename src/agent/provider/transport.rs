@@ -64,9 +64,9 @@ pub(crate) struct Endpoint<'a> {
 }
 
 /// POSTs `body` (retrying connect errors, 429 and 5xx) and decodes the SSE answer.
-pub(crate) async fn stream_call<D: Decoder>(
+pub(crate) async fn stream_call<D: Decoder, B: serde::Serialize + Sync>(
     endpoint: Endpoint<'_>,
-    body: &Value,
+    body: &B,
     decoder: D,
 ) -> Result<EventStream, ProviderError> {
     let Endpoint {

@@ -1,0 +1,59 @@
+//! A request body whose tools are written straight from the shared specs.
+//!
+//! The rest of a body is a JSON object built for each call; the tools, most of a request's
+//! bytes, are small structs borrowing the agent's `Arc<ToolSpec>`s, serialized as the body
+//! is written. So a call copies no schema into a `serde_json::Value` tree (and frees none).
+
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::Value;
+
+/// A model call's body: `fields` (a JSON object), then `"tools"` when there are any.
+#[derive(Debug)]
+pub struct Body<T> {
+    /// Every field but the tools.
+    pub fields: Value,
+    /// The tools, in the wire format's shape.
+    pub tools: Vec<T>,
+}
+
+impl<T: Serialize> Serialize for Body<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Value::Object(fields) = &self.fields else {
+            return self.fields.serialize(serializer);
+        };
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in fields {
+            map.serialize_entry(key, value)?;
+        }
+        if !self.tools.is_empty() {
+            map.serialize_entry("tools", &self.tools)?;
+        }
+        map.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tools_come_after_the_fields_and_only_when_there_are_any() {
+        let with = Body {
+            fields: json!({ "model": "m", "stream": true }),
+            tools: vec![json!({ "name": "a" })],
+        };
+        assert_eq!(
+            serde_json::to_string(&with).unwrap(),
+            r#"{"model":"m","stream":true,"tools":[{"name":"a"}]}"#
+        );
+        let without = Body::<Value> {
+            fields: json!({ "model": "m" }),
+            tools: Vec::new(),
+        };
+        assert_eq!(
+            serde_json::to_value(&without).unwrap(),
+            json!({ "model": "m" })
+        );
+    }
+}

@@ -99,7 +99,7 @@ pub fn request_body<'a>(
     model: &str,
     max_tokens: u32,
     request: &'a ProviderRequest,
-) -> Body<Tool<'a>> {
+) -> Body<WireTool<'a>> {
     let max_tokens = match request.thinking {
         Thinking::Off => max_tokens,
         _ => max_tokens.min(MAX_OUTPUT),
@@ -130,7 +130,11 @@ pub fn request_body<'a>(
     }
     let mut body = Body {
         fields: body,
-        tools: request.tools.iter().map(|spec| Tool::of(spec)).collect(),
+        tools: request
+            .tools
+            .iter()
+            .map(|spec| WireTool::of(spec))
+            .collect(),
     };
     if request.cache_key.is_some() {
         mark_cache(&mut body);
@@ -148,7 +152,7 @@ fn list<'a>(body: &'a mut Value, key: &str) -> Option<&'a mut Vec<Value>> {
 /// last block of the last message (the conversation so far: the next call of the tool loop,
 /// or the next turn, reads it; the API looks up to 20 blocks back from a mark for an earlier
 /// one).
-fn mark_cache(body: &mut Body<Tool<'_>>) {
+fn mark_cache(body: &mut Body<WireTool<'_>>) {
     if let Some(last) = body.tools.last_mut() {
         last.cache_control = Some(Ephemeral::MARK);
     }
@@ -166,7 +170,7 @@ fn mark_cache(body: &mut Body<Tool<'_>>) {
 
 /// A tool as the Messages API takes it, borrowing its spec.
 #[derive(Debug, Serialize)]
-pub struct Tool<'a> {
+pub struct WireTool<'a> {
     name: &'a str,
     description: &'a str,
     input_schema: &'a Value,
@@ -175,9 +179,10 @@ pub struct Tool<'a> {
     cache_control: Option<Ephemeral>,
 }
 
-impl<'a> Tool<'a> {
-    fn of(spec: &'a ToolSpec) -> Tool<'a> {
-        Tool {
+impl<'a> WireTool<'a> {
+    /// `spec` in this wire format's shape.
+    fn of(spec: &'a ToolSpec) -> WireTool<'a> {
+        WireTool {
             name: &spec.name,
             description: &spec.description,
             input_schema: &spec.parameters,
@@ -188,7 +193,7 @@ impl<'a> Tool<'a> {
 
 /// A prompt cache mark, `{"type": "ephemeral"}`.
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct Ephemeral {
+struct Ephemeral {
     #[serde(rename = "type")]
     kind: &'static str,
 }
@@ -384,13 +389,14 @@ fn text_blocks(content: &[ContentBlock]) -> Vec<Value> {
 mod tests {
     use super::*;
 
+    use crate::domain::message::{AssistantMessage, StopReason, ToolCall, Usage};
+
+    use super::super::tests_support::shot_result;
+
     /// The body as the wire gets it.
     pub(super) fn wire(model: &str, max_tokens: u32, request: &ProviderRequest) -> Value {
         serde_json::to_value(request_body(model, max_tokens, request)).unwrap()
     }
-    use crate::domain::message::{AssistantMessage, StopReason, ToolCall, Usage};
-
-    use super::super::tests_support::shot_result;
 
     #[test]
     fn a_tool_results_image_goes_inside_the_tool_result() {

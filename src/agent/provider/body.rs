@@ -4,7 +4,7 @@
 //! bytes, are small structs borrowing the agent's `Arc<ToolSpec>`s, serialized as the body
 //! is written. So a call copies no schema into a `serde_json::Value` tree (and frees none).
 
-use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde::ser::{Error, Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
 /// A model call's body: `fields` (a JSON object), then `"tools"` when there are any.
@@ -19,8 +19,15 @@ pub struct Body<T> {
 impl<T: Serialize> Serialize for Body<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let Value::Object(fields) = &self.fields else {
-            return self.fields.serialize(serializer);
+            return Err(S::Error::custom(
+                "a request body's fields must be a JSON object",
+            ));
         };
+        if fields.contains_key("tools") {
+            return Err(S::Error::custom(
+                "a request body's tools go in its tools, not its fields",
+            ));
+        }
         let mut map = serializer.serialize_map(None)?;
         for (key, value) in fields {
             map.serialize_entry(key, value)?;
@@ -55,5 +62,19 @@ mod tests {
             serde_json::to_value(&without).unwrap(),
             json!({ "model": "m" })
         );
+    }
+
+    #[test]
+    fn fields_that_are_no_object_or_hold_tools_are_refused() {
+        let list = Body::<Value> {
+            fields: json!([1]),
+            tools: Vec::new(),
+        };
+        assert!(serde_json::to_vec(&list).is_err());
+        let twice = Body {
+            fields: json!({ "tools": [] }),
+            tools: vec![json!({ "name": "a" })],
+        };
+        assert!(serde_json::to_vec(&twice).is_err());
     }
 }

@@ -7,6 +7,7 @@
 //! - [`openai`]: OpenAI-compatible chat completions (OpenAI, Ollama, llama.cpp, vLLM, ...).
 //! - [`responses`]: the OpenAI Responses API (reasoning models).
 //! - [`anthropic`]: Anthropic Messages.
+//! - [`body`]: the body a call sends: its fields, then the tools written from the shared specs.
 //! - [`echo`]: answers `echo: <text>`; a wiring check only.
 //! - `models`: the models a provider's server lists, for `/model`'s menu.
 //! - [`retry`]: connection-level retries with backoff and `retry-after`.

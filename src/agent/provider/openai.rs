@@ -7,7 +7,6 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::body::Body;
-
 use super::connection::{Connection, bearer};
 use super::openai_stream::OpenAiDecoder;
 use super::settings::{ProviderKind, ProviderSettings};
@@ -42,6 +41,18 @@ impl OpenAiProvider {
     }
 }
 
+impl OpenAiProvider {
+    /// The body of a call for `request`: [`request_body`] with this endpoint's token cap
+    /// field and, on OpenAI's own API, the cache key.
+    fn body<'a>(&self, request: &'a ProviderRequest) -> Body<WireTool<'a>> {
+        let connection = &self.connection;
+        let mut body = request_body(connection.model_of(request), request);
+        body.fields[self.max_tokens_field] = json!(connection.max_tokens_thinking(request));
+        connection.add_cache_key(&mut body.fields, request);
+        body
+    }
+}
+
 impl Provider for OpenAiProvider {
     fn name(&self) -> &str {
         "openai"
@@ -55,14 +66,12 @@ impl Provider for OpenAiProvider {
         &self,
         request: ProviderRequest,
     ) -> BoxFuture<'_, Result<EventStream, ProviderError>> {
-        let connection = &self.connection;
-        let max_tokens_field = self.max_tokens_field;
         Box::pin(async move {
             // Built here, beside the request it borrows its tools from.
-            let mut body = request_body(connection.model_of(&request), &request);
-            body.fields[max_tokens_field] = json!(connection.max_tokens_thinking(&request));
-            connection.add_cache_key(&mut body.fields, &request);
-            connection.stream(&body, OpenAiDecoder::default()).await
+            let body = self.body(&request);
+            self.connection
+                .stream(&body, OpenAiDecoder::default())
+                .await
         })
     }
 
@@ -74,7 +83,7 @@ impl Provider for OpenAiProvider {
 
 /// The JSON body of a streamed chat-completions call (without a token cap; the provider
 /// adds `max_tokens` or `max_completion_tokens`).
-pub fn request_body<'a>(model: &str, request: &'a ProviderRequest) -> Body<Tool<'a>> {
+pub fn request_body<'a>(model: &str, request: &'a ProviderRequest) -> Body<WireTool<'a>> {
     let mut body = json!({
         "model": model,
         "stream": true,
@@ -84,7 +93,11 @@ pub fn request_body<'a>(model: &str, request: &'a ProviderRequest) -> Body<Tool<
     if request.thinking != super::Thinking::Off {
         body["reasoning_effort"] = json!(request.thinking.as_str());
     }
-    let tools = request.tools.iter().map(|spec| Tool::of(spec)).collect();
+    let tools = request
+        .tools
+        .iter()
+        .map(|spec| WireTool::of(spec))
+        .collect();
     Body {
         fields: body,
         tools,
@@ -93,7 +106,7 @@ pub fn request_body<'a>(model: &str, request: &'a ProviderRequest) -> Body<Tool<
 
 /// A tool as chat completions take it, borrowing its spec.
 #[derive(Debug, Serialize)]
-pub struct Tool<'a> {
+pub struct WireTool<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     function: Function<'a>,
@@ -107,9 +120,10 @@ struct Function<'a> {
     parameters: &'a Value,
 }
 
-impl<'a> Tool<'a> {
-    fn of(spec: &'a ToolSpec) -> Tool<'a> {
-        Tool {
+impl<'a> WireTool<'a> {
+    /// `spec` in this wire format's shape.
+    fn of(spec: &'a ToolSpec) -> WireTool<'a> {
+        WireTool {
             kind: "function",
             function: Function {
                 name: &spec.name,
@@ -225,13 +239,14 @@ fn user_content(content: &[ContentBlock]) -> Value {
 mod tests {
     use super::*;
 
+    use crate::domain::message::{AssistantMessage, StopReason, ToolCall, Usage};
+
+    use super::super::tests_support::shot_result;
+
     /// The body as the wire gets it.
     fn wire(model: &str, request: &ProviderRequest) -> Value {
         serde_json::to_value(request_body(model, request)).unwrap()
     }
-    use crate::domain::message::{AssistantMessage, StopReason, ToolCall, Usage};
-
-    use super::super::tests_support::shot_result;
 
     #[test]
     fn a_tool_results_image_follows_the_tool_messages_as_a_user_message() {
@@ -394,15 +409,18 @@ mod tests {
             "http://127.0.0.1:11434/v1/chat/completions"
         );
         assert!(local.connection.headers.is_empty());
-        // A cache key goes to OpenAI's own API only.
+        // A cache key goes to OpenAI's own API only; each body has its endpoint's token cap
+        // field, beside the tools.
         let mut with_key = request();
         with_key.cache_key = Some("k".into());
-        let mut body = json!({});
-        official.connection.add_cache_key(&mut body, &with_key);
+        let body = serde_json::to_value(official.body(&with_key)).unwrap();
         assert_eq!(body["prompt_cache_key"], "k");
-        let mut body = json!({});
-        local.connection.add_cache_key(&mut body, &with_key);
+        assert!(body["max_completion_tokens"].is_u64() && body.get("max_tokens").is_none());
+        assert_eq!(body["tools"][0]["function"]["name"], "ls");
+        let body = serde_json::to_value(local.body(&with_key)).unwrap();
         assert!(body.get("prompt_cache_key").is_none());
+        assert!(body["max_tokens"].is_u64() && body.get("max_completion_tokens").is_none());
+        assert_eq!(body["tools"][0]["function"]["name"], "ls");
         Ok(())
     }
 }

@@ -7,7 +7,6 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::body::Body;
-
 use super::connection::{Connection, bearer};
 use super::responses_stream::ResponsesDecoder;
 use super::settings::{ProviderKind, ProviderSettings};
@@ -67,7 +66,7 @@ pub fn request_body<'a>(
     model: &str,
     max_tokens: u32,
     request: &'a ProviderRequest,
-) -> Body<Tool<'a>> {
+) -> Body<WireTool<'a>> {
     let mut body = json!({
         "model": model,
         "stream": true,
@@ -88,14 +87,18 @@ pub fn request_body<'a>(
     }
     Body {
         fields: body,
-        tools: request.tools.iter().map(|spec| Tool::of(spec)).collect(),
+        tools: request
+            .tools
+            .iter()
+            .map(|spec| WireTool::of(spec))
+            .collect(),
     }
 }
 
 /// A tool, flat, not strict (chela's schemas leave optional fields out of `required`),
 /// borrowing its spec.
 #[derive(Debug, Serialize)]
-pub struct Tool<'a> {
+pub struct WireTool<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     name: &'a str,
@@ -104,9 +107,10 @@ pub struct Tool<'a> {
     strict: bool,
 }
 
-impl<'a> Tool<'a> {
-    fn of(spec: &'a ToolSpec) -> Tool<'a> {
-        Tool {
+impl<'a> WireTool<'a> {
+    /// `spec` in this wire format's shape.
+    fn of(spec: &'a ToolSpec) -> WireTool<'a> {
+        WireTool {
             kind: "function",
             name: &spec.name,
             description: &spec.description,
@@ -217,13 +221,14 @@ fn user_content(content: &[ContentBlock]) -> Value {
 mod tests {
     use super::*;
 
+    use crate::domain::message::{AssistantMessage, StopReason, ToolCall, Usage};
+
+    use super::super::tests_support::shot_result;
+
     /// The body as the wire gets it.
     fn wire(model: &str, max_tokens: u32, request: &ProviderRequest) -> Value {
         serde_json::to_value(request_body(model, max_tokens, request)).unwrap()
     }
-    use crate::domain::message::{AssistantMessage, StopReason, ToolCall, Usage};
-
-    use super::super::tests_support::shot_result;
 
     #[test]
     fn a_tool_results_image_follows_its_output_as_a_user_item() {

@@ -268,3 +268,28 @@ fn a_file_scribbled_outside_redb_is_refused_as_damaged_not_a_panic() {
     assert!(text.contains("chela.redb is damaged"), "{text}");
     assert!(text.contains("from a backup"), "{text}");
 }
+
+/// Many callers waiting for durability at once (the group commit under load, which waits a
+/// moment for more waiters): every one is answered, and what each wrote is in the file a
+/// crash would leave (a copy of it, opened again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_waiters_at_once_are_all_answered_and_their_writes_are_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let store = Arc::new(RedbStore::open_with(&path, false, 1 << 20).unwrap());
+    let mut waiting = Vec::new();
+    for n in 0..200 {
+        let store = store.clone();
+        waiting.push(tokio::spawn(async move {
+            let turn = crate::store::contract_tests::turn(&format!("k{n}"), &format!("m{n}"));
+            store.enqueue(&turn).await
+        }));
+    }
+    for waiter in waiting {
+        waiter.await.unwrap().unwrap();
+    }
+    let crashed = dir.path().join("crashed");
+    copy_store(&path, &crashed);
+    let reopened = RedbStore::open_with(&crashed, false, 1 << 20).unwrap();
+    assert_eq!(reopened.pending_count().unwrap(), 200);
+}

@@ -9,11 +9,13 @@
 //! without writes it compacts the file once (under the database's write lock, so no
 //! transaction is open), giving back the pages the load left free.
 //!
-//! Under load (the last commit answered at least [`COMMIT_SIBLINGS`] waiters) the thread waits up to
-//! [`COMMIT_DELAY`] for more waiters before it commits, as PostgreSQL's `commit_delay` with
-//! `commit_siblings` does: each durable commit writes about the same pages whatever it
-//! carries, so fewer, larger commits cost less per write. A few waiters (one chat: its
-//! reply, its delivered mark, the poll's cursor) are committed at once.
+//! Under load (the last commit answered at least [`COMMIT_SIBLINGS`] waiters) the thread
+//! waits up to [`COMMIT_DELAY`] for more waiters before it commits, and stops waiting once
+//! none came for [`ARRIVAL_GAP`] (after PostgreSQL's `commit_delay`): each durable commit
+//! writes about the same pages whatever it carries, so fewer, larger commits cost less per
+//! write. One chat has at most three waiters at once (its reply, its previous reply's
+//! delivered mark, its account's poll cursor), so a lone chat is committed at once; so is
+//! the first waiter after a pause of [`PERIOD`].
 //!
 //! The high-water file is written by a second thread (the sled backend's mark writer scheme),
 //! so its fsync never delays the next group commit; it lags by at most one commit.
@@ -32,6 +34,8 @@ use crate::store::highwater::HighWater;
 const PERIOD: Duration = Duration::from_millis(500);
 /// How long a commit under load waits for more waiters.
 const COMMIT_DELAY: Duration = Duration::from_millis(1);
+/// How long a commit under load waits for the next waiter before it goes.
+const ARRIVAL_GAP: Duration = Duration::from_micros(200);
 /// How many waiters the last commit must have answered for the next to wait for more.
 const COMMIT_SIBLINGS: usize = 4;
 /// The most waiters a commit under load waits for.
@@ -135,14 +139,18 @@ impl Worker {
         loop {
             match waiters.recv_timeout(PERIOD) {
                 Ok(first) => {
-                    let batch = self.gather(first, waiters);
+                    let batch = gather(first, waiters, self.last_batch >= COMMIT_SIBLINGS);
                     self.last_batch = batch.len();
                     let done = self.commit();
                     for waiter in batch {
                         let _ = waiter.send(done.clone());
                     }
                 }
-                Err(mpsc::RecvTimeoutError::Timeout) => self.tick(),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    // A pause: the load is over.
+                    self.last_batch = 0;
+                    self.tick();
+                }
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
                     if self.shared.dirty.load(Ordering::Acquire) {
                         log(self.commit());
@@ -151,24 +159,6 @@ impl Worker {
                 }
             }
         }
-    }
-
-    /// `first` and the waiters queued behind it; under load, also those that come within
-    /// [`COMMIT_DELAY`], up to [`BATCH_ENOUGH`].
-    fn gather(&self, first: Waiter, waiters: &mpsc::Receiver<Waiter>) -> Vec<Waiter> {
-        let mut batch = vec![first];
-        batch.extend(waiters.try_iter());
-        if self.last_batch >= COMMIT_SIBLINGS {
-            let deadline = Instant::now() + COMMIT_DELAY;
-            while batch.len() < BATCH_ENOUGH {
-                let left = deadline.saturating_duration_since(Instant::now());
-                match waiters.recv_timeout(left) {
-                    Ok(next) => batch.push(next),
-                    Err(_) => break,
-                }
-            }
-        }
-        batch
     }
 
     /// The periodic step: a durable commit when something was written, else (once) a
@@ -264,6 +254,24 @@ impl Worker {
     }
 }
 
+/// `first` and the waiters queued behind it; `under_load`, also those that come within
+/// [`COMMIT_DELAY`], each within [`ARRIVAL_GAP`] of the one before, up to [`BATCH_ENOUGH`].
+fn gather<T>(first: T, waiters: &mpsc::Receiver<T>, under_load: bool) -> Vec<T> {
+    let mut batch = vec![first];
+    batch.extend(waiters.try_iter());
+    if under_load {
+        let deadline = Instant::now() + COMMIT_DELAY;
+        while batch.len() < BATCH_ENOUGH {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match waiters.recv_timeout(left.min(ARRIVAL_GAP)) {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
+    }
+    batch
+}
+
 /// Logs a failed commit nobody waited for.
 fn log(done: Result<(), FlushError>) {
     if let Err(e) = done {
@@ -316,5 +324,41 @@ impl Drop for Flusher {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_commit_not_under_load_takes_only_the_waiters_already_queued() {
+        let (tx, rx) = mpsc::channel();
+        for n in 1..3 {
+            tx.send(n).unwrap();
+        }
+        // Not under load, it does not wait (it would, for a sender still open).
+        assert_eq!(gather(0, &rx, false), vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn a_commit_under_load_takes_what_is_queued_and_ends_when_the_senders_go() {
+        let (tx, rx) = mpsc::channel();
+        for n in 1..100 {
+            tx.send(n).unwrap();
+        }
+        drop(tx);
+        // Everything already queued comes along (more than BATCH_ENOUGH), and a closed
+        // queue ends the wait instead of a deadline.
+        assert_eq!(gather(0, &rx, true), (0..100).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_commit_under_load_ends_its_wait_while_the_queue_stays_open() {
+        let (tx, rx) = mpsc::channel();
+        tx.send(1).unwrap();
+        // Nothing more comes, but the sender stays: the wait ends by itself.
+        assert_eq!(gather(0, &rx, true), vec![0, 1]);
+        drop(tx);
     }
 }

@@ -286,7 +286,13 @@ async fn many_waiters_at_once_are_all_answered_and_their_writes_are_durable() {
         }));
     }
     for waiter in waiting {
-        waiter.await.unwrap().unwrap();
+        // A waiter never answered fails here instead of hanging the suite.
+        let answered = tokio::time::timeout(std::time::Duration::from_secs(60), waiter);
+        answered
+            .await
+            .expect("a waiter was never answered")
+            .unwrap()
+            .unwrap();
     }
     let crashed = dir.path().join("crashed");
     copy_store(&path, &crashed);

@@ -255,7 +255,8 @@ impl Worker {
 }
 
 /// `first` and the waiters queued behind it; `under_load`, also those that come within
-/// [`COMMIT_DELAY`], each within [`ARRIVAL_GAP`] of the one before, up to [`BATCH_ENOUGH`].
+/// [`COMMIT_DELAY`], each within [`ARRIVAL_GAP`] of the one before (the first of the
+/// queued ones), waiting only while the batch is smaller than [`BATCH_ENOUGH`].
 fn gather<T>(first: T, waiters: &mpsc::Receiver<T>, under_load: bool) -> Vec<T> {
     let mut batch = vec![first];
     batch.extend(waiters.try_iter());
@@ -332,25 +333,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_commit_not_under_load_takes_only_the_waiters_already_queued() {
+    fn a_commit_not_under_load_takes_the_waiters_already_queued() {
         let (tx, rx) = mpsc::channel();
         for n in 1..3 {
             tx.send(n).unwrap();
         }
-        // Not under load, it does not wait (it would, for a sender still open).
         assert_eq!(gather(0, &rx, false), vec![0, 1, 2]);
     }
 
     #[test]
-    fn a_commit_under_load_takes_what_is_queued_and_ends_when_the_senders_go() {
+    fn a_commit_takes_every_waiter_already_queued_even_past_the_cap() {
         let (tx, rx) = mpsc::channel();
         for n in 1..100 {
             tx.send(n).unwrap();
         }
-        drop(tx);
-        // Everything already queued comes along (more than BATCH_ENOUGH), and a closed
-        // queue ends the wait instead of a deadline.
+        // The cap only ends the waiting for more.
         assert_eq!(gather(0, &rx, true), (0..100).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_commit_under_load_ends_its_wait_when_the_queue_closes() {
+        let (tx, rx) = mpsc::channel();
+        for n in 1..10 {
+            tx.send(n).unwrap();
+        }
+        drop(tx);
+        assert_eq!(gather(0, &rx, true), (0..10).collect::<Vec<_>>());
     }
 
     #[test]

@@ -128,14 +128,7 @@ pub fn request_body<'a>(
     if !request.system.is_empty() {
         body["system"] = json!(request.system);
     }
-    let mut body = Body {
-        fields: body,
-        tools: request
-            .tools
-            .iter()
-            .map(|spec| WireTool::of(spec))
-            .collect(),
-    };
+    let mut body = Body::of(body, &request.tools, WireTool::of);
     if request.cache_key.is_some() {
         mark_cache(&mut body);
     }

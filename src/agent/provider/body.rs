@@ -4,8 +4,12 @@
 //! bytes, are small structs borrowing the agent's `Arc<ToolSpec>`s, serialized as the body
 //! is written. So a call copies no schema into a `serde_json::Value` tree (and frees none).
 
+use std::sync::Arc;
+
 use serde::ser::{Error, Serialize, SerializeMap, Serializer};
 use serde_json::Value;
+
+use super::ToolSpec;
 
 /// A model call's body: `fields` (a JSON object), then `"tools"` when there are any.
 #[derive(Debug)]
@@ -14,6 +18,14 @@ pub struct Body<T> {
     pub fields: Value,
     /// The tools, in the wire format's shape.
     pub tools: Vec<T>,
+}
+
+impl<'a, T> Body<T> {
+    /// A body of `fields` whose tools are `specs` in the wire format's `shape`.
+    pub fn of(fields: Value, specs: &'a [Arc<ToolSpec>], shape: fn(&'a ToolSpec) -> T) -> Self {
+        let tools = specs.iter().map(|spec| shape(spec)).collect();
+        Body { fields, tools }
+    }
 }
 
 impl<T: Serialize> Serialize for Body<T> {

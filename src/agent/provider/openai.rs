@@ -93,15 +93,7 @@ pub fn request_body<'a>(model: &str, request: &'a ProviderRequest) -> Body<WireT
     if request.thinking != super::Thinking::Off {
         body["reasoning_effort"] = json!(request.thinking.as_str());
     }
-    let tools = request
-        .tools
-        .iter()
-        .map(|spec| WireTool::of(spec))
-        .collect();
-    Body {
-        fields: body,
-        tools,
-    }
+    Body::of(body, &request.tools, WireTool::of)
 }
 
 /// A tool as chat completions take it, borrowing its spec.

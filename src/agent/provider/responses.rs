@@ -85,14 +85,7 @@ pub fn request_body<'a>(
             body["reasoning"]["summary"] = json!("auto");
         }
     }
-    Body {
-        fields: body,
-        tools: request
-            .tools
-            .iter()
-            .map(|spec| WireTool::of(spec))
-            .collect(),
-    }
+    Body::of(body, &request.tools, WireTool::of)
 }
 
 /// A tool, flat, not strict (chela's schemas leave optional fields out of `required`),

@@ -9,8 +9,23 @@
 //! `GLIBC_ABI_DT_RELR` version), and only for a native build. `CHELA_NO_RELR=1` builds
 //! without it, for a binary meant for an older system (or a build that links against an
 //! older glibc than the host's, as cargo-zigbuild can).
+//!
+//! On x86_64 Linux with the GNU C library, where rustc links with its own LLD unless told
+//! otherwise, the binaries are also linked with `link/startup-order.txt`: the code and
+//! constants a start and an idle gateway touch, laid out first and together, so an idle
+//! process maps a few megabytes of its code instead of most of it (docs/benchmarks.md,
+//! "Start-up code laid out together"). `scripts/startup-order.sh` writes that file; a name
+//! it lists that a build does not have (changed code, other features) is passed over, so a
+//! stale file costs memory, never a build. A build told to use another linker (`RUSTC_LINKER`,
+//! or a linker flag in `RUSTFLAGS`) or with `CHELA_NO_SYMBOL_ORDER=1` goes without it.
 
 use std::path::Path;
+
+/// The symbol order file, from the package root.
+const ORDER_FILE: &str = "link/startup-order.txt";
+
+/// What in `RUSTFLAGS` (cargo's encoded form) picks another linker than rustc's own LLD.
+const OTHER_LINKER_FLAGS: [&str; 4] = ["linker", "fuse-ld", "link-self-contained", "ld-path"];
 
 /// Where distributions keep the C library: Debian's multiarch folders (`{arch}` is the
 /// target's architecture, so a host with several architectures' libraries reads the right
@@ -25,12 +40,59 @@ const LIBC_PATHS: [&str; 4] = [
 
 fn main() {
     println!("cargo:rerun-if-env-changed=CHELA_NO_RELR");
-    let var = |name: &str| std::env::var(name).unwrap_or_default();
+    println!("cargo:rerun-if-env-changed=CHELA_NO_SYMBOL_ORDER");
+    println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
+    println!("cargo:rerun-if-env-changed=RUSTFLAGS");
+    println!("cargo:rerun-if-env-changed=CHELA_LINK_MAP");
     let native = var("HOST") == var("TARGET");
     let glibc = var("CARGO_CFG_TARGET_OS") == "linux" && var("CARGO_CFG_TARGET_ENV") == "gnu";
-    let off = std::env::var_os("CHELA_NO_RELR").is_some_and(|v| !v.is_empty() && v != "0");
-    if native && glibc && !off && libc_has_relr(&var("CARGO_CFG_TARGET_ARCH")) {
+    if native && glibc && !set("CHELA_NO_RELR") && libc_has_relr(&var("CARGO_CFG_TARGET_ARCH")) {
         println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
+    }
+    if glibc && var("CARGO_CFG_TARGET_ARCH") == "x86_64" && !set("CHELA_NO_SYMBOL_ORDER") {
+        order_symbols();
+    }
+    // Where each symbol went, for `scripts/startup-order.sh`: a map is the only list of them
+    // a stripped build leaves (a build that keeps them names chela's own differently).
+    let map = var("CHELA_LINK_MAP");
+    if !map.is_empty() {
+        linker_args(&["--no-demangle".to_owned(), format!("-Map={map}")]);
+    }
+}
+
+/// An environment variable's value, empty when it is not set.
+fn var(name: &str) -> String {
+    std::env::var(name).unwrap_or_default()
+}
+
+/// Whether the switch `name` is on (set, and neither empty nor `0`).
+fn set(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// Links with the symbol order file when rustc's own LLD links (it is the only linker of the
+/// target's default that reads one).
+fn order_symbols() {
+    let flags = var("CARGO_ENCODED_RUSTFLAGS");
+    let other_linker = std::env::var_os("RUSTC_LINKER").is_some()
+        || OTHER_LINKER_FLAGS.iter().any(|flag| flags.contains(flag));
+    let file = Path::new(&var("CARGO_MANIFEST_DIR")).join(ORDER_FILE);
+    println!("cargo:rerun-if-changed={}", file.display());
+    if other_linker || !file.exists() {
+        return;
+    }
+    linker_args(&[
+        "--no-warn-symbol-ordering".to_owned(),
+        format!("--symbol-ordering-file={}", file.display()),
+    ]);
+}
+
+/// Passes `args` to the linker when it links the binaries, one per line, so a comma in a path
+/// cannot split one (as `-Wl,` would).
+fn linker_args(args: &[String]) {
+    for arg in args {
+        println!("cargo:rustc-link-arg-bins=-Xlinker");
+        println!("cargo:rustc-link-arg-bins={arg}");
     }
 }
 

@@ -16,16 +16,15 @@
 //! process maps a few megabytes of its code instead of most of it (docs/benchmarks.md,
 //! "Start-up code laid out together"). `scripts/startup-order.sh` writes that file; a name
 //! it lists that a build does not have (changed code, other features) is passed over, so a
-//! stale file costs memory, never a build. A build told to use another linker (`RUSTC_LINKER`,
-//! or a linker flag in `RUSTFLAGS`) or with `CHELA_NO_SYMBOL_ORDER=1` goes without it.
+//! stale file costs memory, never a build. The flags are first tried on an empty program
+//! linked the way this build links (its rustc, target, `RUSTFLAGS` and configured linker):
+//! a linker that does not take them (GNU ld, a rustc built to link through it) gets none.
+//! `CHELA_NO_SYMBOL_ORDER=1` builds without them.
 
 use std::path::Path;
 
 /// The symbol order file, from the package root.
 const ORDER_FILE: &str = "link/startup-order.txt";
-
-/// What in `RUSTFLAGS` (cargo's encoded form) picks another linker than rustc's own LLD.
-const OTHER_LINKER_FLAGS: [&str; 4] = ["linker", "fuse-ld", "link-self-contained", "ld-path"];
 
 /// Where distributions keep the C library: Debian's multiarch folders (`{arch}` is the
 /// target's architecture, so a host with several architectures' libraries reads the right
@@ -70,21 +69,59 @@ fn set(name: &str) -> bool {
     std::env::var_os(name).is_some_and(|v| !v.is_empty() && v != "0")
 }
 
-/// Links with the symbol order file when rustc's own LLD links (it is the only linker of the
-/// target's default that reads one).
+/// Links with the symbol order file when the linker takes it.
 fn order_symbols() {
-    let flags = var("CARGO_ENCODED_RUSTFLAGS");
-    let other_linker = std::env::var_os("RUSTC_LINKER").is_some()
-        || OTHER_LINKER_FLAGS.iter().any(|flag| flags.contains(flag));
     let file = Path::new(&var("CARGO_MANIFEST_DIR")).join(ORDER_FILE);
+    // A file that is not there yet is watched too (cargo then runs this script at every
+    // build: only where `link/` is left out, as in the Dockerfile's dependency layer).
     println!("cargo:rerun-if-changed={}", file.display());
-    if other_linker || !file.exists() {
+    if !file.exists() {
         return;
     }
-    linker_args(&[
+    let args = [
         "--no-warn-symbol-ordering".to_owned(),
         format!("--symbol-ordering-file={}", file.display()),
-    ]);
+    ];
+    if links_with(&args) {
+        linker_args(&args);
+    } else {
+        println!(
+            "cargo:warning=the linker does not take a symbol order file; an idle chela maps more of its code (docs/benchmarks.md)"
+        );
+    }
+}
+
+/// Whether an empty program links, the way this build links, with `args` for the linker.
+fn links_with(args: &[String]) -> bool {
+    let out = Path::new(&var("OUT_DIR")).join("order-probe");
+    let source = out.with_extension("rs");
+    if std::fs::write(&source, "fn main() {}\n").is_err() {
+        return false;
+    }
+    let mut rustc = std::process::Command::new(var("RUSTC"));
+    rustc.arg("--target").arg(var("TARGET"));
+    rustc.args(
+        var("CARGO_ENCODED_RUSTFLAGS")
+            .split('\x1f')
+            .filter(|f| !f.is_empty()),
+    );
+    if let Some(linker) = std::env::var_os("RUSTC_LINKER") {
+        let mut flag = std::ffi::OsString::from("linker=");
+        flag.push(linker);
+        rustc.arg("-C").arg(flag);
+    }
+    for arg in args {
+        rustc
+            .arg("-C")
+            .arg("link-arg=-Xlinker")
+            .arg("-C")
+            .arg(format!("link-arg={arg}"));
+    }
+    rustc.arg("-o").arg(&out).arg(&source);
+    rustc
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    rustc.status().is_ok_and(|status| status.success())
 }
 
 /// Passes `args` to the linker when it links the binaries, one per line, so a comma in a path

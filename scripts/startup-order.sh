@@ -3,44 +3,50 @@
 # constants an idle gateway touched, so the linker lays them out first and together
 # (docs/benchmarks.md, "Start-up code laid out together").
 #
-# It builds the default release binary with a link map (`CHELA_LINK_MAP`, build.rs: the
-# stripped binary keeps no symbols, and a build that keeps them names chela's own code
-# differently), turns read-ahead off for the binary's disk and drops the page cache, so the
-# kernel reads in only the pages the process touches; starts the gateway on embedded defaults
-# in an empty home, waits four seconds, reads which pages of the binary are resident
-# (/proc/PID/pagemap) and lists every symbol on them, in address order. Needs root (the page
-# cache, the disk's read-ahead and pagemap); puts read-ahead back when done.
+# It needs the default release binary built without the order (so the list does not keep
+# the old order's neighbours) and with a link map (`CHELA_LINK_MAP`, build.rs: the stripped
+# binary names nothing, and a build that keeps its symbols names chela's own code
+# differently). It copies the binary onto a small ext4 image mounted on a loop device with
+# read-ahead off, drops the page cache, so the kernel reads in only the pages the process
+# touches; starts the gateway on embedded defaults in an empty home, waits four seconds,
+# reads which of the binary's file pages are resident (/proc/PID/pagemap) and lists every
+# code and constant symbol on them, in address order. Needs root (the loop mount, the page
+# cache, pagemap).
 #
-# Usage: scripts/startup-order.sh [BINARY MAP]   (default: build them)
+# Usage, as root:            scripts/startup-order.sh              (builds, then measures)
+#   or build as yourself:    CHELA_NO_SYMBOL_ORDER=1 CHELA_LINK_MAP=/tmp/chela.map \
+#                                cargo build --release --locked
+#   then, as root:           scripts/startup-order.sh target/release/chela /tmp/chela.map
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ "$(id -u)" = 0 ] || { echo "run as root (drop_caches, read_ahead_kb, pagemap)" >&2; exit 1; }
+fail() { echo "startup-order: $*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || fail "run as root (a loop mount, the page cache, pagemap)"
+[ $# = 0 ] || [ $# = 2 ] || fail "give no argument, or a binary and its link map"
 
 work=$(mktemp -d /tmp/chela-order-XXXX)
-bin=${1:-}
-map=${2:-}
-if [ -z "$bin" ]; then
-    map=$work/chela.map
-    CHELA_LINK_MAP=$map cargo build --release --locked
-    bin=$work/chela
-    cp target/release/chela "$bin"
-fi
-bin=$(realpath "$bin")
-printf '[store]\npath = "%s/store"\n' "$work" > "$work/chela.toml"
-
-# The disk holding the binary (its whole-disk device for a partition).
-disk=$(lsblk -no PKNAME "$(findmnt -no SOURCE -T "$bin")" 2>/dev/null | head -1)
-[ -n "$disk" ] || disk=$(basename "$(findmnt -no SOURCE -T "$bin")")
-ra=/sys/block/$disk/queue/read_ahead_kb
-old_ra=$(cat "$ra")
-restore() {
-    echo "$old_ra" > "$ra"
-    [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null || true
-    [ -n "${feeder:-}" ] && kill "$feeder" 2>/dev/null || true
+cleanup() {
+    kill ${pid:-} ${feeder:-} 2>/dev/null || true
+    wait 2>/dev/null || true
+    if mountpoint -q "$work/mnt"; then umount "$work/mnt" || true; fi
     rm -rf "$work"
 }
-trap restore EXIT
-echo 0 > "$ra"
+trap cleanup EXIT
+
+if [ $# = 0 ]; then
+    CHELA_NO_SYMBOL_ORDER=1 CHELA_LINK_MAP="$work/chela.map" cargo build --release --locked
+    set -- "${CARGO_TARGET_DIR:-target}/release/chela" "$work/chela.map"
+fi
+[ -f "$1" ] && [ -f "$2" ] || fail "no such binary or map: $1 $2"
+
+# The binary on its own file system, whose loop device reads nothing ahead.
+truncate -s 128M "$work/disk.img"
+mkfs.ext4 -q "$work/disk.img"
+mkdir "$work/mnt" "$work/home"
+mount -o loop "$work/disk.img" "$work/mnt"
+loop=$(findmnt -no SOURCE "$work/mnt")
+echo 0 > "/sys/block/$(basename "$loop")/queue/read_ahead_kb"
+cp "$1" "$work/mnt/chela"
+printf '[store]\npath = "%s/store"\n' "$work/home" > "$work/home/chela.toml"
 sync
 echo 3 > /proc/sys/vm/drop_caches
 
@@ -48,42 +54,52 @@ echo 3 > /proc/sys/vm/drop_caches
 mkfifo "$work/stdin"
 sleep infinity > "$work/stdin" &
 feeder=$!
-HOME=$work OPENAI_API_KEY=unused "$bin" --config "$work/chela.toml" gateway \
-    < "$work/stdin" > "$work/out" 2>&1 &
+HOME=$work/home OPENAI_API_KEY=unused "$work/mnt/chela" --config "$work/home/chela.toml" \
+    gateway < "$work/stdin" > "$work/out" 2>&1 &
 pid=$!
 sleep 4
-kill -0 "$pid" || { cat "$work/out" >&2; exit 1; }
+kill -0 "$pid" 2>/dev/null || { cat "$work/out" >&2; fail "the gateway did not stay up"; }
 grep -E 'VmRSS|RssFile' "/proc/$pid/status"
 
-python3 - "$pid" "$bin" "$map" > link/startup-order.txt <<'EOF'
-import bisect, struct, subprocess, sys
+python3 - "$pid" "$work/mnt/chela" "$2" > "$work/order.txt" <<'EOF'
+import bisect, os, struct, subprocess, sys
 
 pid, binary, link_map = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-# Resident pages of the binary's read-only and code mappings, as file offsets.
+stat = os.stat(binary)
+device = f"{os.major(stat.st_dev):02x}:{os.minor(stat.st_dev):02x}"
+PRESENT, FILE_PAGE = 1 << 63, 1 << 61
+# Resident file pages (not the copies the loader wrote) of the binary's mappings, as offsets.
 offsets = []
 with open(f"/proc/{pid}/pagemap", "rb") as pagemap, open(f"/proc/{pid}/maps") as maps:
     for line in maps:
-        fields = line.split()
-        if len(fields) < 6 or fields[5] != binary or "w" in fields[1]:
+        fields = line.split(maxsplit=5)
+        if len(fields) < 6 or (fields[3], int(fields[4])) != (device, stat.st_ino):
             continue
         start, end = (int(x, 16) for x in fields[0].split("-"))
         pagemap.seek(start // 4096 * 8)
         entries = pagemap.read((end - start) // 4096 * 8)
         for i in range(len(entries) // 8):
-            if struct.unpack_from("<Q", entries, i * 8)[0] >> 63:
+            entry = struct.unpack_from("<Q", entries, i * 8)[0]
+            if entry & PRESENT and entry & FILE_PAGE:
                 offsets.append(int(fields[2], 16) + i * 4096)
 # File offset to address, through the loadable segments.
 segments = []
-for line in subprocess.run(["readelf", "-lW", binary], capture_output=True, text=True, check=True).stdout.splitlines():
+readelf = subprocess.run(["readelf", "-lW", binary], capture_output=True, text=True, check=True)
+for line in readelf.stdout.splitlines():
     if line.strip().startswith("LOAD"):
         f = line.split()
         segments.append((int(f[1], 16), int(f[2], 16), int(f[4], 16)))
-# The map's symbol lines: address, LMA, size, alignment, name (input sections name a file).
-symbols = []
+# The map's symbol lines (address, LMA, size, alignment, name) under code and constant
+# output sections; input section lines name a file, `file:(section)`.
+symbols, section = [], ""
 with open(link_map) as lines:
     for line in lines:
         f = line.split()
-        if len(f) == 5 and f[0] != "VMA" and not f[4].startswith(".") and ":(" not in f[4]:
+        if len(f) != 5 or f[0] == "VMA" or ":(" in f[4]:
+            continue
+        if f[4].startswith("."):
+            section = f[4]
+        elif section.startswith((".text", ".rodata")):
             symbols.append((int(f[0], 16), int(f[2], 16), f[4]))
 symbols.sort()
 starts = [s[0] for s in symbols]
@@ -98,9 +114,12 @@ for offset in offsets:
                 if start + max(length, 1) > page:
                     listed.setdefault(name, start)
                 i += 1
+if not listed:
+    sys.exit("startup-order: no symbol of the map is on a resident page (a map of another build?)")
 print("# chela's start-up symbol order (build.rs): written by scripts/startup-order.sh; do not edit.")
 print(f"# {len(listed)} symbols on the {len(offsets)} pages an idle gateway touched.")
 for name, _ in sorted(listed.items(), key=lambda item: item[1]):
     print(name)
 EOF
+mv "$work/order.txt" link/startup-order.txt
 wc -l link/startup-order.txt

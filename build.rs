@@ -40,7 +40,6 @@ const LIBC_PATHS: [&str; 4] = [
 fn main() {
     println!("cargo:rerun-if-env-changed=CHELA_NO_RELR");
     println!("cargo:rerun-if-env-changed=CHELA_NO_SYMBOL_ORDER");
-    println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
     println!("cargo:rerun-if-env-changed=RUSTFLAGS");
     println!("cargo:rerun-if-env-changed=CHELA_LINK_MAP");
     let native = var("HOST") == var("TARGET");
@@ -82,46 +81,53 @@ fn order_symbols() {
         "--no-warn-symbol-ordering".to_owned(),
         format!("--symbol-ordering-file={}", file.display()),
     ];
-    if links_with(&args) {
-        linker_args(&args);
-    } else {
-        println!(
-            "cargo:warning=the linker does not take a symbol order file; an idle chela maps more of its code (docs/benchmarks.md)"
-        );
+    match links_with(&args) {
+        Ok(()) => linker_args(&args),
+        Err(why) => println!(
+            "cargo:warning=linking without the start-up symbol order, so an idle chela maps more of its code (docs/benchmarks.md): {why}"
+        ),
     }
 }
 
-/// Whether an empty program links, the way this build links, with `args` for the linker.
-fn links_with(args: &[String]) -> bool {
+/// Whether an empty program links, the way this build links, with `args` for the linker:
+/// `Ok`, or why not (the linker's complaint, else the first line rustc wrote).
+fn links_with(args: &[String]) -> Result<(), String> {
     let out = Path::new(&var("OUT_DIR")).join("order-probe");
     let source = out.with_extension("rs");
-    if std::fs::write(&source, "fn main() {}\n").is_err() {
-        return false;
-    }
+    std::fs::write(&source, "fn main() {}\n").map_err(|e| e.to_string())?;
     let mut rustc = std::process::Command::new(var("RUSTC"));
-    rustc.arg("--target").arg(var("TARGET"));
-    rustc.args(
-        var("CARGO_ENCODED_RUSTFLAGS")
-            .split('\x1f')
-            .filter(|f| !f.is_empty()),
-    );
+    rustc
+        .arg("--target")
+        .arg(var("TARGET"))
+        .arg("--cap-lints=allow");
+    // In cargo's order: the configured linker, then `RUSTFLAGS` (which may name another).
     if let Some(linker) = std::env::var_os("RUSTC_LINKER") {
         let mut flag = std::ffi::OsString::from("linker=");
         flag.push(linker);
         rustc.arg("-C").arg(flag);
     }
+    let flags = var("CARGO_ENCODED_RUSTFLAGS");
+    rustc.args(flags.split('\x1f').filter(|f| !f.is_empty()));
     for arg in args {
-        rustc
-            .arg("-C")
-            .arg("link-arg=-Xlinker")
-            .arg("-C")
-            .arg(format!("link-arg={arg}"));
+        rustc.arg("-C").arg("link-arg=-Xlinker");
+        rustc.arg("-C").arg(format!("link-arg={arg}"));
     }
     rustc.arg("-o").arg(&out).arg(&source);
-    rustc
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    rustc.status().is_ok_and(|status| status.success())
+    let output = rustc.output().map_err(|e| e.to_string())?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let why = stderr.lines().find(|l| {
+        ["unrecognized option", "unknown option", "unknown argument"]
+            .iter()
+            .any(|m| l.contains(m))
+    });
+    Err(why
+        .or(stderr.lines().next())
+        .unwrap_or("")
+        .trim()
+        .to_owned())
 }
 
 /// Passes `args` to the linker when it links the binaries, one per line, so a comma in a path

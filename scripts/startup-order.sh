@@ -27,8 +27,8 @@ work=$(mktemp -d /tmp/chela-order-XXXX)
 cleanup() {
     kill ${pid:-} ${feeder:-} 2>/dev/null || true
     wait 2>/dev/null || true
-    if mountpoint -q "$work/mnt"; then umount "$work/mnt" || true; fi
-    rm -rf "$work"
+    if mountpoint -q "$work/mnt"; then umount "$work/mnt" || umount -l "$work/mnt" || true; fi
+    rm -rf --one-file-system "$work"
 }
 trap cleanup EXIT
 
@@ -62,7 +62,7 @@ kill -0 "$pid" 2>/dev/null || { cat "$work/out" >&2; fail "the gateway did not s
 grep -E 'VmRSS|RssFile' "/proc/$pid/status"
 
 python3 - "$pid" "$work/mnt/chela" "$2" > "$work/order.txt" <<'EOF'
-import bisect, os, struct, subprocess, sys
+import bisect, os, re, struct, subprocess, sys
 
 pid, binary, link_map = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 stat = os.stat(binary)
@@ -89,18 +89,19 @@ for line in readelf.stdout.splitlines():
     if line.strip().startswith("LOAD"):
         f = line.split()
         segments.append((int(f[1], 16), int(f[2], 16), int(f[4], 16)))
-# The map's symbol lines (address, LMA, size, alignment, name) under code and constant
-# output sections; input section lines name a file, `file:(section)`.
+# The map's lines: address, LMA, size, alignment, then an output section (no indent), an
+# input section (8 spaces: `file:(section)`) or a symbol (16). Symbols of code and constants.
+line_format = re.compile(r"\s*([0-9a-f]+) +[0-9a-f]+ +([0-9a-f]+) +[0-9]+ ( *)(\S+)$")
 symbols, section = [], ""
 with open(link_map) as lines:
     for line in lines:
-        f = line.split()
-        if len(f) != 5 or f[0] == "VMA" or ":(" in f[4]:
+        m = line_format.match(line)
+        if not m:
             continue
-        if f[4].startswith("."):
-            section = f[4]
-        elif section.startswith((".text", ".rodata")):
-            symbols.append((int(f[0], 16), int(f[2], 16), f[4]))
+        if len(m[3]) == 0:
+            section = m[4]
+        elif len(m[3]) == 16 and section.startswith((".text", ".rodata")):
+            symbols.append((int(m[1], 16), int(m[2], 16), m[4]))
 symbols.sort()
 starts = [s[0] for s in symbols]
 listed = {}
@@ -121,5 +122,6 @@ print(f"# {len(listed)} symbols on the {len(offsets)} pages an idle gateway touc
 for name, _ in sorted(listed.items(), key=lambda item: item[1]):
     print(name)
 EOF
-mv "$work/order.txt" link/startup-order.txt
+# Written over, not moved, so the file keeps its owner.
+cat "$work/order.txt" > link/startup-order.txt
 wc -l link/startup-order.txt
